@@ -1,0 +1,213 @@
+"""Account routes, built once per family from one parametrised definition.
+
+Handlers are thin: authenticate, parse, call the service, shape the envelope.
+The only per-family difference is the response `Shape` (Cosmos nests its
+payload twice and can delete; Dogecoin, EOS and Litecoin share one shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from chainkeys.api import schemas as s
+from chainkeys.api.envelope import endpoint, respond
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.errors import BadRequest, InvalidJSON, PayloadTooLarge, Unauthorized, UnsupportedMediaType
+from chainkeys.service import AccountView, Created, CreateRequest, Page, Services, Tenant
+
+UNSET = msgspec.UNSET
+
+
+def services(request: Request) -> Services:
+    svc: Services = request.app.state.services
+    return svc
+
+
+async def authenticate(request: Request) -> Tenant:
+    """`Authorization: <token>` or `Authorization: Bearer <token>`."""
+    header = request.headers.get("authorization")
+    if not header:
+        raise Unauthorized("send your token in the Authorization header")
+    scheme, _, rest = header.strip().partition(" ")
+    token = rest.strip() if scheme.lower() == "bearer" else header.strip()
+    if not token or len(token) > 256:
+        raise Unauthorized()
+    tenant = await services(request).tokens.authenticate(token)
+    if tenant is None:
+        raise Unauthorized()
+    request.state.tenant = tenant
+    return tenant
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body is larger than {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise PayloadTooLarge(f"request body is larger than {limit} bytes")
+    return bytes(body)
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def parse_create(request: Request, family: str) -> CreateRequest:
+    body = await read_body(request, services(request).settings.max_body_bytes)
+    content_type = request.headers.get("content-type")
+    if not body.strip():
+        return CreateRequest()
+    if content_type is not None and not _is_json(content_type):
+        raise UnsupportedMediaType()
+    try:
+        parsed = msgspec.json.decode(body, type=s.CREATE_REQUESTS[family])
+    except msgspec.ValidationError as exc:
+        raise BadRequest(str(exc), code="invalid_field") from None
+    except msgspec.DecodeError:
+        raise InvalidJSON() from None
+    return CreateRequest(**{f: getattr(parsed, f) for f in parsed.__struct_fields__})
+
+
+def query_limit(request: Request) -> int | None:
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return None
+    if not raw.isdigit() or len(raw) > 9:
+        raise BadRequest("limit must be a positive whole number", code="invalid_limit")
+    return int(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How one family's responses look."""
+
+    created: Callable[[Created], Any]
+    found: Callable[[AccountView], Any]
+    listed: Callable[[Page], Any]
+    account_response: type
+    list_response: type
+    deletable: bool
+
+
+def _cosmos_account(view: AccountView, message: str, private_key: str | None) -> Any:
+    account = s.CosmosAccount(address=view.address, private_key=private_key or UNSET)
+    return s.CosmosAccountResponse(
+        success=True, message=message, data=s.CosmosAccountData(data=account)
+    )
+
+
+def _cosmos_list(page: Page) -> Any:
+    keys = [s.CosmosKey(address=v.address, pubkey=v.extra.get("pubkey", "")) for v in page.items]
+    inner = s.CosmosKeys(keys=keys, next_cursor=page.next_cursor or UNSET)
+    return s.CosmosListResponse(
+        success=True, message="accounts listed", data=s.CosmosKeysData(data=inner)
+    )
+
+
+def _fields(view: AccountView, private_key: str | None) -> dict[str, Any]:
+    return {
+        "address": view.address,
+        "public_key": view.public_key,
+        "private_key": private_key or UNSET,
+        "public_key_k1": view.extra.get("public_key_k1", UNSET),
+    }
+
+
+def _account(view: AccountView, message: str, private_key: str | None) -> Any:
+    fields = _fields(view, private_key)
+    data = s.AccountData(**fields, data=s.AccountFields(**fields))
+    return s.AccountResponse(success=True, message=message, address=view.address, data=data)
+
+
+def _names(page: Page) -> Any:
+    names = [v.name for v in page.items]
+    cursor = page.next_cursor or UNSET
+    data = s.KeyNamesData(keys=names, next_cursor=cursor, data=s.KeyNames(keys=names, next_cursor=cursor))
+    return s.ListResponse(success=True, message="accounts listed", data=data)
+
+
+def _created_message(created: Created) -> str:
+    return "account imported" if created.imported else "account created"
+
+
+COSMOS = Shape(
+    created=lambda c: _cosmos_account(c.view, _created_message(c), c.private_key),
+    found=lambda v: _cosmos_account(v, "account found", None),
+    listed=_cosmos_list,
+    account_response=s.CosmosAccountResponse,
+    list_response=s.CosmosListResponse,
+    deletable=True,
+)
+ACCOUNT = Shape(
+    created=lambda c: _account(c.view, _created_message(c), c.private_key),
+    found=lambda v: _account(v, "account found", None),
+    listed=_names,
+    account_response=s.AccountResponse,
+    list_response=s.ListResponse,
+    deletable=False,
+)
+SHAPES: dict[str, Shape] = {"cosmos": COSMOS, "dogecoin": ACCOUNT, "eos": ACCOUNT, "litecoin": ACCOUNT}
+
+
+def family_routes(family: str, shape: Shape) -> list[Route]:
+    """GET/POST /{family}, GET (and for Cosmos DELETE) /{family}/{accountName}."""
+
+    @endpoint
+    async def list_accounts(request: Request) -> Response:
+        tenant = await authenticate(request)
+        cursor = request.query_params.get("cursor")
+        page = await services(request).accounts.list(tenant, family, query_limit(request), cursor)
+        return respond(shape.listed(page))
+
+    @endpoint
+    async def create_account(request: Request) -> Response:
+        tenant = await authenticate(request)
+        req = await parse_create(request, family)
+        created = await services(request).accounts.create(tenant, family, req)
+        return respond(shape.created(created))
+
+    @endpoint
+    async def get_account(request: Request) -> Response:
+        tenant = await authenticate(request)
+        name = request.path_params["name"]
+        view = await services(request).accounts.get(tenant, family, name)
+        return respond(shape.found(view))
+
+    @endpoint
+    async def delete_account(request: Request) -> Response:
+        tenant = await authenticate(request)
+        await services(request).accounts.delete(tenant, family, request.path_params["name"])
+        return respond(s.MessageResponse(success=True, message="account deleted"))
+
+    by_name = ["GET", "DELETE"] if shape.deletable else ["GET"]
+
+    async def one(request: Request) -> Response:
+        handler = delete_account if request.method == "DELETE" else get_account
+        return await handler(request)
+
+    return [
+        Route(f"/{family}", _by_method(list_accounts, create_account), methods=["GET", "POST"]),
+        Route(f"/{family}/{{name}}", one, methods=by_name),
+    ]
+
+
+def _by_method(get: Any, post: Any) -> Any:
+    async def dispatch(request: Request) -> Response:
+        return await (post if request.method == "POST" else get)(request)
+
+    return dispatch
+
+
+def account_routes() -> list[Route]:
+    return [r for family in FAMILIES for r in family_routes(family, SHAPES[family])]

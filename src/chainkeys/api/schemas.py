@@ -1,0 +1,218 @@
+"""Request and response bodies as msgspec Structs.
+
+These are the schemas the code encodes and decodes with, and the same ones
+`/openapi.json` is generated from, so the document cannot drift from the code.
+Request structs are built from the chain registry: a new network or family
+option appears in validation and in the document at once.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from chainkeys.chains.registry import FAMILIES
+
+MAX_SECRET = 1024  # a 24-word mnemonic is < 250 chars; anything far longer is not a key
+
+
+class ErrorBody(Struct, kw_only=True):
+    """Every error: `success` false, a message for a person, a machine code."""
+
+    success: bool = False
+    message: str
+    code: str
+
+
+class MessageResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+
+
+# Cosmos: payload nested twice, `data.data`.
+class CosmosAccount(Struct, kw_only=True, omit_defaults=True):
+    address: str
+    private_key: Annotated[
+        str, Meta(description="64-char hex private key; only in the create response of a generated key")
+    ] | UnsetType = UNSET
+
+
+class CosmosAccountData(Struct, kw_only=True):
+    data: CosmosAccount
+
+
+class CosmosAccountResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: CosmosAccountData
+
+
+class CosmosKey(Struct, kw_only=True):
+    address: str
+    pubkey: Annotated[str, Meta(description="keyring JSON: {\"@type\":…,\"key\":<base64>}")]
+
+
+class CosmosKeys(Struct, kw_only=True, omit_defaults=True):
+    keys: list[CosmosKey]
+    next_cursor: Annotated[str, Meta(description="pass as ?cursor= for the next page")] | UnsetType = (
+        UNSET
+    )
+
+
+class CosmosKeysData(Struct, kw_only=True):
+    data: CosmosKeys
+
+
+class CosmosListResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: CosmosKeysData
+
+
+# Dogecoin, EOS and Litecoin share one shape.
+class AccountFields(Struct, kw_only=True, omit_defaults=True):
+    address: str
+    public_key: Annotated[
+        str, Meta(description="compressed SEC hex (Dogecoin/Litecoin); legacy EOS… form (EOS)")
+    ]
+    private_key: Annotated[
+        str, Meta(description="WIF (legacy WIF for EOS); only when the service generated the key")
+    ] | UnsetType = UNSET
+    public_key_k1: Annotated[str, Meta(description="EOS only: PUB_K1_… form")] | UnsetType = UNSET
+
+
+class AccountData(AccountFields, kw_only=True):
+    data: AccountFields
+
+
+class AccountResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    address: str
+    data: AccountData
+
+
+class KeyNames(Struct, kw_only=True, omit_defaults=True):
+    keys: list[str]
+    next_cursor: Annotated[str, Meta(description="pass as ?cursor= for the next page")] | UnsetType = (
+        UNSET
+    )
+
+
+class KeyNamesData(KeyNames, kw_only=True):
+    data: KeyNames
+
+
+class ListResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: KeyNamesData
+
+
+class NetworkInfo(Struct, kw_only=True, omit_defaults=True):
+    name: str
+    testnet: bool
+    coin_type: int
+    chain_id: str | None = None
+    bech32_prefix: str | None = None
+
+
+class FamilyNetworks(Struct, kw_only=True):
+    default: str
+    networks: list[NetworkInfo]
+
+
+class NetworksData(Struct, kw_only=True):
+    families: dict[str, FamilyNetworks]
+
+
+class NetworksResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: NetworksData
+
+
+OPTION_FIELDS: dict[str, tuple[Any, Any]] = {
+    "address_type": (
+        Annotated[
+            str,
+            Meta(
+                description="Litecoin address type: p2wpkh (default), p2pkh or p2sh-p2wpkh",
+                extra_json_schema={"enum": ["p2wpkh", "p2pkh", "p2sh-p2wpkh"]},
+            ),
+        ]
+        | None,
+        None,
+    ),
+    "name": (
+        Annotated[
+            str,
+            Meta(
+                max_length=12,
+                description="EOS account name (a-z, 1-5, '.'); derived from the key when omitted",
+            ),
+        ]
+        | None,
+        None,
+    ),
+}
+
+
+def _create_struct(family: str) -> type[Struct]:
+    fam = FAMILIES[family]
+    networks = sorted(fam.networks)
+    fields: list[tuple[str, Any, Any]] = [
+        (
+            "network",
+            Annotated[
+                str,
+                Meta(
+                    description=f"default {fam.default_network}",
+                    extra_json_schema={"enum": networks},
+                ),
+            ]
+            | None,
+            None,
+        ),
+        (
+            "private_key",
+            Annotated[
+                str,
+                Meta(max_length=MAX_SECRET, description="import this key instead of generating one"),
+            ]
+            | None,
+            None,
+        ),
+        (
+            "mnemonic",
+            Annotated[
+                str,
+                Meta(max_length=MAX_SECRET, description="import from a BIP39 English phrase"),
+            ]
+            | None,
+            None,
+        ),
+        (
+            "passphrase",
+            Annotated[str, Meta(max_length=MAX_SECRET, description="BIP39 passphrase")] | None,
+            None,
+        ),
+        (
+            "account_index",
+            Annotated[int, Meta(ge=0, lt=2**31, description="BIP44 address index (default 0)")]
+            | None,
+            None,
+        ),
+    ]
+    fields += [(name, *OPTION_FIELDS[name]) for name in sorted(fam.option_fields)]
+    return msgspec.defstruct(
+        f"Create{family.capitalize()}Account",
+        fields,
+        kw_only=True,
+        forbid_unknown_fields=True,
+    )
+
+
+CREATE_REQUESTS: dict[str, type[Struct]] = {name: _create_struct(name) for name in FAMILIES}

@@ -1,0 +1,19 @@
+"""Pure chain layer: keys, addresses, formats and networks. No I/O, no settings, no logging."""
+
+from chainkeys.chains.keys import generate_key, key_from_secret, parse_hex_key
+from chainkeys.chains.registry import FAMILIES, family
+from chainkeys.chains.spec import Account, ChainError, Family, Key, Network, Options
+
+__all__ = [
+    "FAMILIES",
+    "Account",
+    "ChainError",
+    "Family",
+    "Key",
+    "Network",
+    "Options",
+    "family",
+    "generate_key",
+    "key_from_secret",
+    "parse_hex_key",
+]

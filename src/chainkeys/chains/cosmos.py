@@ -1,0 +1,110 @@
+"""Cosmos SDK chains: bech32(hrp, hash160(compressed key)), hex private keys, coin type 118."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from chainkeys.chains import codecs
+from chainkeys.chains.keys import parse_hex_key
+from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
+from chainkeys.chains.spec import Account, ChainError, Key, Network, Options
+
+NETWORKS: Final = codecs.network_table(
+    Network("cosmoshub", 118, chain_id="cosmoshub-4", hrp="cosmos"),
+    # The Cosmos Hub public testnet is the ICS provider testnet, chain id
+    # "provider"; theta-testnet-001 was sunset on 2024-12-01.
+    Network("cosmoshub-testnet", 118, testnet=True, chain_id="provider", hrp="cosmos"),
+    Network("osmosis", 118, chain_id="osmosis-1", hrp="osmo"),
+    Network("osmosis-testnet", 118, testnet=True, chain_id="osmo-test-5", hrp="osmo"),
+    Network("juno", 118, chain_id="juno-1", hrp="juno"),
+    Network("akash", 118, chain_id="akashnet-2", hrp="akash"),
+    Network("stargaze", 118, chain_id="stargaze-1", hrp="stars"),
+    Network("celestia", 118, chain_id="celestia", hrp="celestia"),
+)
+
+# The `pubkey` string of `keys list --output json`: compact, "@type" first.
+_KEYRING_HEAD: Final = '{"@type":"/cosmos.crypto.secp256k1.PubKey","key":"'
+_KEYRING_TAIL: Final = '"}'
+
+
+@dataclass(frozen=True, slots=True)
+class CosmosFamily:
+    """Cosmos SDK chains; networks differ only in bech32 prefix and chain id."""
+
+    name: str
+    networks: Mapping[str, Network]
+    default_network: str
+    option_fields: frozenset[str]
+
+    def network(self, name: str | None) -> Network:
+        """The named network (None: cosmoshub); ChainError listing accepted names."""
+        return codecs.select_network(self.name, self.networks, self.default_network, name)
+
+    def check_options(self, options: Options, key: Key | None) -> Options:
+        """Cosmos takes no create options."""
+        codecs.reject_foreign_options(self.name, options, self.option_fields)
+        return options
+
+    def parse_private_key(self, text: str, network: Network) -> Key:
+        """64 hex digits (`keys export --unarmored-hex`), optional 0x."""
+        if len(text) > codecs.MAX_KEY_CHARS:
+            raise ChainError("private key text is too long", codecs.INVALID_KEY)
+        return parse_hex_key(text)
+
+    def key_from_mnemonic(
+        self, mnemonic: str, passphrase: str, account_index: int, network: Network, options: Options
+    ) -> Key:
+        """Derive at m/44'/118'/0'/0/account_index (coin type from the network row)."""
+        codecs.reject_foreign_options(self.name, options, self.option_fields)
+        return key_from_mnemonic(
+            mnemonic, passphrase, bip44_path(44, network.coin_type, account_index)
+        )
+
+    def account(self, key: Key, network: Network, options: Options) -> Account:
+        """Address bech32(hrp, hash160(key)); public key base64; keyring JSON in extra."""
+        codecs.reject_foreign_options(self.name, options, self.option_fields)
+        if not key.compressed:
+            raise ChainError("cosmos addresses need a compressed key", codecs.INVALID_KEY)
+        address = codecs.bech32_encode(network.hrp or "", codecs.hash160(key.public))
+        encoded = base64.b64encode(key.public).decode("ascii")
+        return Account(
+            name=address,
+            address=address,
+            public_key=encoded,
+            extra={"pubkey": _KEYRING_HEAD + encoded + _KEYRING_TAIL},
+        )
+
+    def export_private_key(self, key: Key, network: Network) -> str:
+        """64 lowercase hex digits, the form `keys import-hex` and wallets take."""
+        return key.secret.hex()
+
+    def check_name(self, name: str) -> str:
+        """A bech32 address with a known prefix and a 20-byte hash; returned lowercased.
+
+        Raises:
+            ChainError: code "invalid_account_name".
+        """
+        return self._check(name, self.networks.values(), codecs.INVALID_NAME)
+
+    def check_address(self, text: str, network: Network) -> str:
+        """A bech32 address of exactly `network`'s prefix (osmo1… is refused for cosmoshub).
+
+        Raises:
+            ChainError: code "invalid_address".
+        """
+        return self._check(text, (network,), codecs.INVALID_ADDRESS)
+
+    def _check(self, text: str, networks: Iterable[Network], code: str) -> str:
+        hrps = {n.hrp for n in networks if n.hrp}
+        _, data = codecs.decode_bech32(text, hrps, what="cosmos address", code=code)
+        if len(data) != 20:
+            raise ChainError(f"cosmos address holds {len(data)} bytes, not 20", code)
+        return text.lower()
+
+
+FAMILY: Final = CosmosFamily(
+    name="cosmos", networks=NETWORKS, default_network="cosmoshub", option_fields=frozenset()
+)

@@ -1,0 +1,29 @@
+"""Litecoin: native segwit (default), P2PKH or P2SH-P2WPKH addresses, WIF or hex keys.
+
+Version bytes and prefixes from Litecoin Core src/chainparams.cpp. P2SH uses
+SCRIPT_ADDRESS2 (0x32 "M…", 0x3a "Q…"), not the deprecated Bitcoin-shared
+0x05/0xc4. Mnemonic paths follow the address type: BIP44/49/84 purpose
+44'/49'/84', coin type 2 (1 on test networks).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from chainkeys.chains.codecs import P2PKH, P2SH_P2WPKH, P2WPKH, Base58Family, network_table
+from chainkeys.chains.spec import Network
+
+NETWORKS: Final = network_table(
+    Network("mainnet", 2, hrp="ltc", p2pkh=b"\x30", p2sh=b"\x32", wif=b"\xb0"),
+    Network("testnet", 1, testnet=True, hrp="tltc", p2pkh=b"\x6f", p2sh=b"\x3a", wif=b"\xef"),
+    Network("regtest", 1, testnet=True, hrp="rltc", p2pkh=b"\x6f", p2sh=b"\x3a", wif=b"\xef"),
+)
+
+FAMILY: Final = Base58Family(
+    name="litecoin",
+    networks=NETWORKS,
+    default_network="mainnet",
+    option_fields=frozenset({"address_type"}),
+    address_types={t.name: t for t in (P2WPKH, P2PKH, P2SH_P2WPKH)},
+    default_address_type="p2wpkh",
+)

@@ -1,0 +1,128 @@
+"""Data shapes shared by every chain family.
+
+Pure: no I/O, no settings, no logging. A family is parameters (`Network` rows)
+plus calls into the shared codecs; nothing here knows about HTTP or storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class ChainError(ValueError):
+    """Input a chain cannot accept.
+
+    The message is shown to the caller, so it says what is wrong with the
+    input and never repeats the input itself (it may be a secret).
+    """
+
+    def __init__(self, message: str, code: str = "invalid_input") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Network:
+    """One network of a family: the encodings and identifiers that differ per network."""
+
+    name: str
+    coin_type: int  # BIP44 coin type used for mnemonic derivation
+    testnet: bool = False
+    chain_id: str | None = None
+    hrp: str | None = None  # bech32 prefix: Cosmos addresses, Litecoin segwit
+    p2pkh: bytes | None = None  # base58 version byte(s)
+    p2sh: bytes | None = None
+    wif: bytes | None = None  # WIF version byte
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """A validated secp256k1 private key (1 <= k < n)."""
+
+    secret: bytes = field(repr=False)
+    public: bytes = field(repr=False)  # SEC1: 33 bytes compressed, 65 uncompressed
+    compressed: bool = True
+    path: str | None = None  # BIP32 path when derived from a mnemonic
+
+    def __repr__(self) -> str:
+        return f"Key(***, compressed={self.compressed}, path={self.path!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Family-specific create options (validated by the family)."""
+
+    address_type: str | None = None  # Litecoin: p2wpkh (default), p2pkh, p2sh-p2wpkh
+    name: str | None = None  # EOS: caller-chosen account name
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """The public view of an account: everything a response may show."""
+
+    name: str  # the lookup name: the address, or the EOS account name
+    address: str
+    public_key: str  # the family's display form
+    extra: Mapping[str, str] = field(default_factory=dict)  # e.g. public_key_k1, pubkey
+
+
+class Family(Protocol):
+    """What the service needs from a chain family.
+
+    The data members are read-only properties so that frozen dataclasses
+    (the families) satisfy the protocol.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def networks(self) -> Mapping[str, Network]: ...
+
+    @property
+    def default_network(self) -> str: ...
+
+    @property
+    def option_fields(self) -> frozenset[str]:
+        """Which `Options` fields this family accepts."""
+        ...
+
+    def network(self, name: str | None) -> Network:
+        """The named network (None: the default); ChainError listing accepted names."""
+        ...
+
+    def check_options(self, options: Options, key: Key | None) -> Options:
+        """Validate and fill defaults of create options; ChainError when not allowed."""
+        ...
+
+    def parse_private_key(self, text: str, network: Network) -> Key:
+        """Decode an imported private key in any of the family's forms."""
+        ...
+
+    def key_from_mnemonic(
+        self, mnemonic: str, passphrase: str, account_index: int, network: Network, options: Options
+    ) -> Key:
+        """Derive the key at the family's standard BIP32 path."""
+        ...
+
+    def account(self, key: Key, network: Network, options: Options) -> Account:
+        """Name, address and public key forms of `key` on `network`."""
+        ...
+
+    def export_private_key(self, key: Key, network: Network) -> str:
+        """The private key in the form the family's wallets import (shown once)."""
+        ...
+
+    def check_name(self, name: str) -> str:
+        """Validate an account name syntactically (before any storage work).
+
+        Returns the canonical form to look up (a bech32 address lowercased).
+        """
+        ...
+
+    def check_address(self, text: str, network: Network) -> str:
+        """Validate an address of exactly `network` (canonical form returned)."""
+        ...

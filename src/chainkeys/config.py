@@ -1,0 +1,57 @@
+"""One settings object, read once from CHAINKEYS_* environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Service configuration; secrets are SecretStr so they never print."""
+
+    model_config = SettingsConfigDict(env_prefix="CHAINKEYS_", frozen=True, extra="ignore")
+
+    data_dir: Path = Path("./chainkeys-data")
+    # Default: SQLite in data_dir. postgresql://… switches to PostgreSQL.
+    database_url: SecretStr | None = None
+    # 32 bytes, base64. When unset the key file in data_dir is used (created on first start).
+    master_key: SecretStr | None = None
+    master_key_file: Path | None = None
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    # A generated private key is returned once in the create response.
+    reveal_generated_keys: bool = True
+
+    max_body_bytes: int = Field(default=16 * 1024, ge=1024)
+    list_default_limit: int = Field(default=100, ge=1)
+    list_max_limit: int = Field(default=1000, ge=1)
+
+    # FULL: an acknowledged write survives power loss, not only a process crash.
+    sqlite_synchronous: Literal["NORMAL", "FULL"] = "FULL"
+    sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
+    db_pool_size: int = Field(default=10, ge=1)
+    db_pool_timeout: float = Field(default=5.0, gt=0)
+    db_connect_timeout: float = Field(default=5.0, gt=0)
+    db_statement_timeout_ms: int = Field(default=10_000, ge=0)
+
+    log_level: str = "INFO"
+    log_json: bool = False
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "chainkeys.db"
+
+    @property
+    def key_file(self) -> Path:
+        return self.master_key_file or self.data_dir / "master.key"
+
+    @property
+    def db_url(self) -> str:
+        if self.database_url is not None:
+            return self.database_url.get_secret_value()
+        return f"sqlite:///{self.sqlite_path}"

@@ -1,0 +1,1 @@
+"""Storage: engines, tables, repositories (the only SQL) and migrations."""

@@ -1,0 +1,70 @@
+"""Alembic migrations, run programmatically on a live connection (both backends)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from chainkeys.errors import StartupError
+from chainkeys.store.db import Database
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def alembic_config(connection: Any = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def _current(connection: Any) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def _upgrade(connection: Any) -> None:
+    command.upgrade(alembic_config(connection), "head")
+
+
+async def current_revision(db: Database) -> str | None:
+    if db.is_sqlite:
+        with db.sync_engine().connect() as conn:
+            return _current(conn)
+    async with db.async_engine().connect() as aconn:
+        return await aconn.run_sync(_current)
+
+
+async def upgrade(db: Database) -> None:
+    """Apply every pending migration."""
+    if db.is_sqlite:
+        with db.sync_engine().begin() as conn:
+            _upgrade(conn)
+        return
+    async with db.async_engine().begin() as aconn:
+        await aconn.run_sync(_upgrade)
+
+
+async def ensure_schema(db: Database) -> None:
+    """Create the schema on an empty database; refuse to serve an older one."""
+    current = await current_revision(db)
+    head = head_revision()
+    if current == head:
+        return
+    if current is None:
+        await upgrade(db)
+        return
+    raise StartupError(
+        f"the database schema is at revision {current}, this chainkeys needs {head}; "
+        "run `chainkeys db upgrade` (after a backup) and start again"
+    )

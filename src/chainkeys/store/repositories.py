@@ -1,0 +1,269 @@
+"""Every query chainkeys runs, as prebuilt statements.
+
+Statements are built once at import: constructing a SQLAlchemy statement per
+call costs ~100 µs, executing a prebuilt one ~20 µs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy import and_, bindparam, delete, func, insert, literal, select, update
+from sqlalchemy.exc import IntegrityError
+
+from chainkeys.errors import AccountExists
+from chainkeys.store.db import Tx, is_unique_violation
+from chainkeys.store.tables import accounts, meta, tenants, tokens
+
+
+@dataclass(frozen=True, slots=True)
+class AccountRow:
+    tenant_id: str
+    family: str
+    name: str
+    network: str
+    address: str
+    public_key: str
+    details: dict[str, Any]
+    secret: bytes = field(repr=False)
+    key_id: str
+    created_ms: int
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedAccount:
+    id: int
+    name: str
+    address: str
+    public_key: str
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRow:
+    id: str
+    tenant_id: str
+    tenant: str
+    label: str
+    created_ms: int
+    revoked_ms: int | None
+
+
+_a = accounts.c
+_ACCOUNT_COLS = (
+    _a.id, _a.tenant_id, _a.family, _a.name, _a.network, _a.address,
+    _a.public_key, _a.details, _a.secret, _a.key_id, _a.created_ms,
+)  # fmt: skip
+_KEY = and_(
+    _a.tenant_id == bindparam("tenant_id"),
+    _a.family == bindparam("family"),
+    _a.name == bindparam("name"),
+)
+_INSERT_ACCOUNT = insert(accounts)
+_GET_ACCOUNT = select(*_ACCOUNT_COLS).where(_KEY)
+_DELETE_ACCOUNT = delete(accounts).where(_KEY)
+_PAGE = (
+    select(_a.id, _a.name, _a.address, _a.public_key, _a.details)
+    .where(
+        _a.tenant_id == bindparam("tenant_id"),
+        _a.family == bindparam("family"),
+        _a.id > bindparam("after"),
+    )
+    .order_by(_a.id)
+    .limit(bindparam("limit"))
+)
+_COUNT_SEALED = select(func.count()).select_from(accounts)
+_SEALED_PAGE = (
+    select(*_ACCOUNT_COLS).where(_a.id > bindparam("after")).order_by(_a.id).limit(bindparam("limit"))
+)
+_RESEAL = (
+    update(accounts)
+    .where(_a.id == bindparam("row_id"), _a.key_id == bindparam("old_key_id"))
+    .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
+)
+
+_t, _k = tenants.c, tokens.c
+_TENANT_BY_TOKEN = (
+    select(_k.tenant_id, _t.name, _k.id)
+    .join_from(tokens, tenants, _k.tenant_id == _t.id)
+    .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
+)
+_TENANT_BY_NAME = select(_t.id).where(_t.name == bindparam("name"))
+_INSERT_TENANT = insert(tenants)
+_INSERT_TOKEN = insert(tokens)
+_LIST_TOKENS = (
+    select(_k.id, _k.tenant_id, _t.name, _k.label, _k.created_ms, _k.revoked_ms)
+    .join_from(tokens, tenants, _k.tenant_id == _t.id)
+    .order_by(_k.created_ms, _k.id)
+)
+_REVOKE_TOKEN = (
+    update(tokens)
+    .where(_k.id == bindparam("token_id"), _k.revoked_ms.is_(None))
+    .values(revoked_ms=bindparam("now"))
+)
+_COUNT_TOKENS = select(func.count()).select_from(tokens)
+
+_PING = select(literal(1))
+_GET_META = select(meta.c.value, meta.c.key_id).where(meta.c.key == bindparam("key"))
+_INSERT_META = insert(meta)
+
+
+def _row_to_account(row: Any) -> AccountRow:
+    return AccountRow(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        family=row.family,
+        name=row.name,
+        network=row.network,
+        address=row.address,
+        public_key=row.public_key,
+        details=orjson.loads(row.details),
+        secret=bytes(row.secret),
+        key_id=row.key_id,
+        created_ms=row.created_ms,
+    )
+
+
+class Accounts:
+    """Accounts, always addressed within one tenant."""
+
+    @staticmethod
+    async def insert(tx: Tx, row: AccountRow) -> int:
+        """Insert; AccountExists when (tenant, family, name) is taken."""
+        try:
+            result = await tx.execute(
+                _INSERT_ACCOUNT,
+                {
+                    "tenant_id": row.tenant_id,
+                    "family": row.family,
+                    "name": row.name,
+                    "network": row.network,
+                    "address": row.address,
+                    "public_key": row.public_key,
+                    "details": orjson.dumps(row.details).decode(),
+                    "secret": row.secret,
+                    "key_id": row.key_id,
+                    "created_ms": row.created_ms,
+                },
+            )
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                raise AccountExists(
+                    f"a {row.family} account named {row.name} already exists"
+                ) from None
+            raise
+        pk = result.inserted_primary_key
+        return int(pk[0]) if pk else 0
+
+    @staticmethod
+    async def get(tx: Tx, tenant_id: str, family: str, name: str) -> AccountRow | None:
+        params = {"tenant_id": tenant_id, "family": family, "name": name}
+        row = (await tx.execute(_GET_ACCOUNT, params)).first()
+        return None if row is None else _row_to_account(row)
+
+    @staticmethod
+    async def page(
+        tx: Tx, tenant_id: str, family: str, after: int, limit: int
+    ) -> list[ListedAccount]:
+        params = {"tenant_id": tenant_id, "family": family, "after": after, "limit": limit}
+        rows = (await tx.execute(_PAGE, params)).all()
+        return [
+            ListedAccount(r.id, r.name, r.address, r.public_key, orjson.loads(r.details))
+            for r in rows
+        ]
+
+    @staticmethod
+    async def delete(tx: Tx, tenant_id: str, family: str, name: str) -> bool:
+        params = {"tenant_id": tenant_id, "family": family, "name": name}
+        result = await tx.execute(_DELETE_ACCOUNT, params)
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    @staticmethod
+    async def count(tx: Tx) -> int:
+        return int((await tx.execute(_COUNT_SEALED)).scalar_one())
+
+    @staticmethod
+    async def sealed_page(tx: Tx, after: int, limit: int) -> list[AccountRow]:
+        """All tenants' accounts in id order (master-key checks and rotation)."""
+        rows = (await tx.execute(_SEALED_PAGE, {"after": after, "limit": limit})).all()
+        return [_row_to_account(r) for r in rows]
+
+    @staticmethod
+    async def reseal(tx: Tx, row_id: int, old_key_id: str, secret: bytes, key_id: str) -> bool:
+        params = {
+            "row_id": row_id,
+            "old_key_id": old_key_id,
+            "new_secret": secret,
+            "new_key_id": key_id,
+        }
+        result = await tx.execute(_RESEAL, params)
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+class Tenants:
+    """Tenants and their tokens (tokens are stored only as hashes)."""
+
+    @staticmethod
+    async def by_token_hash(tx: Tx, token_hash: str) -> tuple[str, str, str] | None:
+        """(tenant id, tenant name, token id) of a live token."""
+        row = (await tx.execute(_TENANT_BY_TOKEN, {"token_hash": token_hash})).first()
+        return None if row is None else (row[0], row[1], row[2])
+
+    @staticmethod
+    async def id_by_name(tx: Tx, name: str) -> str | None:
+        row = (await tx.execute(_TENANT_BY_NAME, {"name": name})).first()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    async def insert(tx: Tx, tenant_id: str, name: str, now_ms: int) -> None:
+        await tx.execute(_INSERT_TENANT, {"id": tenant_id, "name": name, "created_ms": now_ms})
+
+    @staticmethod
+    async def insert_token(
+        tx: Tx, token_id: str, tenant_id: str, label: str, token_hash: str, now_ms: int
+    ) -> None:
+        await tx.execute(
+            _INSERT_TOKEN,
+            {
+                "id": token_id,
+                "tenant_id": tenant_id,
+                "label": label,
+                "token_hash": token_hash,
+                "created_ms": now_ms,
+            },
+        )
+
+    @staticmethod
+    async def list_tokens(tx: Tx, tenant: str | None) -> list[TokenRow]:
+        stmt = _LIST_TOKENS if tenant is None else _LIST_TOKENS.where(_t.name == tenant)
+        rows = (await tx.execute(stmt)).all()
+        return [TokenRow(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+    @staticmethod
+    async def revoke_token(tx: Tx, token_id: str, now_ms: int) -> bool:
+        result = await tx.execute(_REVOKE_TOKEN, {"token_id": token_id, "now": now_ms})
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    @staticmethod
+    async def count_tokens(tx: Tx) -> int:
+        return int((await tx.execute(_COUNT_TOKENS)).scalar_one())
+
+
+class Meta:
+    """Small service-wide records (the master-key check value)."""
+
+    @staticmethod
+    async def get(tx: Tx, key: str) -> tuple[bytes, str | None] | None:
+        row = (await tx.execute(_GET_META, {"key": key})).first()
+        return None if row is None else (bytes(row[0]), row[1])
+
+    @staticmethod
+    async def insert(tx: Tx, key: str, value: bytes, key_id: str | None) -> None:
+        await tx.execute(_INSERT_META, {"key": key, "value": value, "key_id": key_id})
+
+    @staticmethod
+    async def ping(tx: Tx) -> None:
+        await tx.execute(_PING)

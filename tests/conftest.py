@@ -1,0 +1,205 @@
+"""Shared fixtures: a real chainkeys server per backend, reached over real HTTP.
+
+`server` is parametrised over SQLite and PostgreSQL, so every test that uses it
+runs on both. PostgreSQL tests skip when no server is reachable, unless
+CHAINKEYS_TEST_REQUIRE_POSTGRES is set (CI), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+import uvicorn
+
+from chainkeys.api.app import create_app
+from chainkeys.config import Settings
+from chainkeys.service import Services, open_services
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = os.environ.get(
+    "CHAINKEYS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REQUIRE_PG = bool(os.environ.get("CHAINKEYS_TEST_REQUIRE_POSTGRES"))
+TEST_MASTER_KEY = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="  # 32 bytes, tests only
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(PG_ADMIN_URL.replace("+asyncpg", ""), timeout=3)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def pg_available() -> str | None:
+    """None when PostgreSQL answers, else why not."""
+    try:
+        asyncio.run(_pg_admin("SELECT 1"))
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def make_pg_database() -> str:
+    """A fresh, empty database; returns its URL."""
+    why = pg_available()
+    if why is not None:
+        msg = (
+            f"PostgreSQL not reachable at {PG_ADMIN_URL} ({why}); set "
+            "CHAINKEYS_TEST_POSTGRES_URL=postgresql://user@host:port/db to run these tests"
+        )
+        if REQUIRE_PG:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    name = f"chainkeys_test_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    return f"{base}/{name}"
+
+
+def drop_pg_database(url: str) -> None:
+    name = url.rsplit("/", 1)[1]
+    asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@dataclass
+class Server:
+    """A chainkeys app served by uvicorn in a background thread."""
+
+    settings: Settings
+    backend: str
+    base_url: str = ""
+    services: Services | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    _server: uvicorn.Server | None = None
+    _thread: threading.Thread | None = None
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def start(self) -> None:
+        ready = threading.Event()
+        port = free_port()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self.loop = loop
+            self.services = loop.run_until_complete(open_services(self.settings))
+            app = create_app(self.settings, self.services)
+            config = uvicorn.Config(
+                app, host="127.0.0.1", port=port, log_config=None, lifespan="on", loop="asyncio"
+            )
+            self._server = uvicorn.Server(config)
+            loop.call_soon(ready.set)
+            loop.run_until_complete(self._server.serve())
+            loop.run_until_complete(self.services.close())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        self.base_url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("test server did not start")
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(30)
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a service coroutine on the server's own loop (where its connections live)."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def new_token(self, tenant: str | None = None) -> str:
+        assert self.services is not None
+        tenant = tenant or f"t-{uuid.uuid4().hex[:10]}"
+        _, token = self.call(self.services.tokens.create(tenant, "test"))
+        return token
+
+    def client(self, token: str | None = None, bearer: bool = False) -> httpx.Client:
+        headers = {}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}" if bearer else token
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
+
+
+def backend_settings(backend: str, data_dir: Path, **overrides: Any) -> tuple[Settings, str | None]:
+    pg_url = make_pg_database() if backend == "postgresql" else None
+    env: dict[str, Any] = {"data_dir": data_dir, "master_key": TEST_MASTER_KEY}
+    if pg_url:
+        env["database_url"] = pg_url
+    env.update(overrides)
+    return Settings(**env), pg_url
+
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    backend = request.param
+    data_dir = tmp_path_factory.mktemp(f"data-{backend}")
+    settings, pg_url = backend_settings(backend, data_dir)
+    srv = Server(settings, backend)
+    srv.start()
+    yield srv
+    srv.stop()
+    if pg_url:
+        drop_pg_database(pg_url)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """For tests that build their own servers/processes: parametrise with BACKENDS."""
+    return str(request.param)
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[httpx.Client]:
+    """A client with a token of its own fresh tenant."""
+    with server.client(server.new_token()) as c:
+        yield c
+
+
+def chainkeys_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the installed `chainkeys` command in a subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "chainkeys.cli", *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
