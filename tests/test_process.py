@@ -1,0 +1,228 @@
+"""The real `chainkeys serve` process: first start, restart, master key, secrets at rest."""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, free_port, make_pg_database
+
+VECTORS = json.loads((Path(__file__).parent / "chains" / "vectors" / "vectors.json").read_text())
+MNEMONICS = json.loads((Path(__file__).parent / "chains" / "vectors" / "mnemonic_vectors.json").read_text())
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Proc:
+    """A server process; stdout (the one-time token) and stderr (logs) kept apart."""
+
+    popen: subprocess.Popen[str]
+    base_url: str
+    log_path: Path
+
+    @property
+    def stdout(self) -> str:
+        return self.log_path.with_suffix(".out").read_text()
+
+    def stop(self, sig: int = signal.SIGTERM) -> str:
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+            try:
+                self.popen.wait(20)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(10)
+        return self.log_path.read_text()
+
+
+def start(env: dict[str, str], log_path: Path, *args: str, wait: bool = True) -> Proc:
+    port = free_port()
+    with log_path.with_suffix(".out").open("a") as out, log_path.open("a") as err:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "chainkeys.cli", "serve", "--port", str(port), *args],
+            env={**os.environ, **env},
+            stdout=out,
+            stderr=err,
+            text=True,
+        )
+    proc = Proc(popen, f"http://127.0.0.1:{port}", log_path)
+    if wait:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if popen.poll() is not None:
+                raise AssertionError(f"server exited: {log_path.read_text()}")
+            try:
+                if httpx.get(f"{proc.base_url}/healthz", timeout=1).status_code == 200:
+                    return proc
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        proc.stop()
+        raise AssertionError("server did not start")
+    return proc
+
+
+@pytest.fixture(params=BACKENDS)
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A fresh data dir (and database); the master key comes from the key file."""
+    out = {"CHAINKEYS_DATA_DIR": str(tmp_path / "data")}
+    for var in ("CHAINKEYS_MASTER_KEY", "CHAINKEYS_DATABASE_URL"):
+        os.environ.pop(var, None)
+    pg_url = None
+    if request.param == "postgresql":
+        pg_url = make_pg_database()
+        out["CHAINKEYS_DATABASE_URL"] = pg_url
+    yield out
+    if pg_url:
+        drop_pg_database(pg_url)
+
+
+def first_token(log: str) -> str:
+    lines = log.splitlines()
+    at = next(i for i, line in enumerate(lines) if "first start" in line)
+    return lines[at + 1].strip()
+
+
+def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    proc = start(env, log)
+    output = proc.stdout
+    token = first_token(output)
+    assert token.startswith("ck_")
+
+    key = next(k for k in VECTORS["keys"] if k["id"] == "eosio-dev-key")
+    created: dict[str, str] = {}
+    generated: list[str] = []
+    with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+        for family in ("cosmos", "dogecoin", "eos", "litecoin"):
+            body = c.post(f"/{family}", json={}).json()
+            inner = body["data"]["data"]
+            created[family] = inner["address"]
+            generated.append(inner["private_key"])
+            c.post(f"/{family}", json={"private_key": key["private_key_hex"]}).raise_for_status()
+        doge_wif = VECTORS["keys"][1]["dogecoin"]["mainnet"]["wif"]
+        c.post("/dogecoin", json={"private_key": doge_wif}).raise_for_status()
+        c.post("/cosmos", json={"mnemonic": MNEMONICS["mnemonics"][0]["mnemonic"]}).raise_for_status()
+    proc.stop()
+
+    proc = start(env, log)
+    assert proc.stdout == output  # the token is issued only once
+    with httpx.Client(base_url=proc.base_url, headers={"Authorization": f"Bearer {token}"}) as c:
+        for family, name in created.items():
+            assert c.get(f"/{family}/{name}").status_code == 200
+        assert len(c.get("/cosmos").json()["data"]["data"]["keys"]) == 3
+        # still usable: the uniqueness rules still hold and new accounts still work
+        assert c.post("/eos", json={"private_key": key["private_key_hex"]}).status_code == 409
+        assert c.post("/litecoin", json={}).status_code == 200
+    logs = proc.stop()
+
+    secrets = [*generated, token, key["private_key_hex"], key["eos"]["private_key_wif"], doge_wif,
+               MNEMONICS["mnemonics"][0]["mnemonic"]]
+    data_dir = Path(env["CHAINKEYS_DATA_DIR"])
+    stored = b"".join(p.read_bytes() for p in data_dir.rglob("*") if p.is_file() and p.name != "master.key")
+    for secret in secrets:
+        assert secret not in logs
+        assert secret.encode() not in stored
+        if len(secret) == 64:
+            assert bytes.fromhex(secret) not in stored  # not even as raw bytes
+        if secret.startswith("ck_"):
+            assert hashlib_sha256(secret).encode() not in logs.encode()
+
+
+def hashlib_sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_key_file_is_private_and_a_missing_or_wrong_key_stops_the_start(env: dict[str, str], tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    proc = start(env, log)
+    token = first_token(proc.stdout)
+    with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+        c.post("/cosmos", json={}).raise_for_status()
+    proc.stop()
+    key_file = Path(env["CHAINKEYS_DATA_DIR"]) / "master.key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+
+    original = key_file.read_bytes()
+    key_file.unlink()
+    missing = start(env, tmp_path / "missing.log", wait=False)
+    assert missing.popen.wait(60) != 0
+    text = (tmp_path / "missing.log").read_text()
+    assert "master key file" in text and "missing" in text
+    assert not key_file.exists()  # it never silently makes a new key
+
+    wrong = base64.b64encode(b"\x07" * 32).decode()
+    proc = start({**env, "CHAINKEYS_MASTER_KEY": wrong}, tmp_path / "wrong.log", wait=False)
+    assert proc.popen.wait(60) != 0
+    text = (tmp_path / "wrong.log").read_text()
+    assert "does not open this store" in text
+    assert wrong not in text
+
+    key_file.write_bytes(original)
+    key_file.chmod(0o600)
+    proc = start(env, tmp_path / "ok.log")
+    with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+        assert len(c.get("/cosmos").json()["data"]["data"]["keys"]) == 1
+    proc.stop()
+
+
+def test_token_cli_create_list_revoke(env: dict[str, str], tmp_path: Path) -> None:
+    made = chainkeys_cli("token", "create", "--tenant", "acme", "--label", "ci", env=env)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip().splitlines()[-1]
+    assert token.startswith("ck_") and len(token) > 40
+
+    listed = chainkeys_cli("token", "list", "--tenant", "acme", env=env)
+    assert listed.returncode == 0
+    assert "acme" in listed.stdout and "ci" in listed.stdout
+    assert token not in listed.stdout and hashlib_sha256(token) not in listed.stdout
+
+    proc = start(env, tmp_path / "server.log")
+    try:
+        assert "first start" not in proc.stdout  # a token already exists
+        with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+            assert c.get("/eos").status_code == 200
+            token_id = listed.stdout.splitlines()[1].split()[0]
+            revoked = chainkeys_cli("token", "revoke", token_id, env=env)
+            assert revoked.returncode == 0, revoked.stderr
+            assert c.get("/eos").status_code == 401  # at once, no restart
+    finally:
+        proc.stop()
+    again = chainkeys_cli("token", "revoke", "nope", env=env)
+    assert again.returncode != 0 and "no live token" in again.stderr
+
+
+def test_concurrent_creates_are_distinct_and_all_listed(server: Any) -> None:
+    token = server.new_token()
+
+    def create(i: int) -> str:
+        family = ("cosmos", "dogecoin", "eos", "litecoin")[i % 4]
+        with httpx.Client(base_url=server.base_url, headers={"Authorization": token}, timeout=60) as c:
+            r = c.post(f"/{family}", json={})
+            assert r.status_code == 200, r.text
+            return f"{family}:{r.json()['data']['data']['address']}"
+
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        names = list(pool.map(create, range(100)))
+    assert len(set(names)) == 100
+    listed = set()
+    with server.client(token) as c:
+        for family in ("cosmos", "dogecoin", "eos", "litecoin"):
+            body = c.get(f"/{family}", params={"limit": 1000}).json()
+            keys = body["data"]["data"]["keys"]
+            listed |= {f"{family}:{k['address'] if family == 'cosmos' else k}" for k in keys}
+    assert listed == set(names)
