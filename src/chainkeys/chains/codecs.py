@@ -305,6 +305,16 @@ def decode_base58_address(
     return payload[:1], payload[1:]
 
 
+def _looks_bech32(text: str) -> bool:
+    """Letters, "1", then data, all in one case: meant as bech32, not base58.
+
+    Only routes the text to the decoder whose message fits (a base58 address
+    is mixed case); the decoder still checks everything.
+    """
+    hrp, sep, _ = text.rpartition("1")
+    return bool(sep) and hrp.isalpha() and (text.islower() or text.isupper())
+
+
 # ---------------------------------------------------------------- family helpers
 
 _OPTION_FIELDS: Final = tuple(f.name for f in fields(Options))
@@ -473,12 +483,11 @@ class Base58Family:
         networks = tuple(networks)
         what = f"{self.name} address"
         hrps = {n.hrp for n in networks if n.hrp} if "p2wpkh" in self.address_types else set()
-        lowered = text.lower()
-        if any(lowered.startswith(hrp + "1") for hrp in hrps):
+        if hrps and _looks_bech32(text):
             _, program = decode_segwit_v0(text, hrps, what=what, code=code)
             if len(program) != 20:
                 raise ChainError(f"{what} is not a key-hash (p2wpkh) address", code)
-            return lowered
+            return text.lower()
         versions = {v for n in networks for v in (n.p2pkh, n.p2sh) if v}
         decode_base58_address(text, versions, what=what, code=code)
         return text

@@ -1,0 +1,373 @@
+"""Registry, networks, options and name rules of each family."""
+
+from __future__ import annotations
+
+import pytest
+from chain_vectors import (
+    COSMOS,
+    DOGECOIN,
+    EOS,
+    KEYS,
+    LITECOIN,
+    NO_OPTIONS,
+    assert_no_echo,
+    key_by_id,
+)
+
+from chainkeys.chains import FAMILIES, ChainError, Family, Options, eos, family, generate_key, parse_hex_key
+from chainkeys.chains.spec import Network
+
+ONE = key_by_id("scalar-one")
+WIKI = key_by_id("bitcoin-wiki-wif-example")
+
+# ---------------------------------------------------------------- registry and networks
+
+
+def test_families() -> None:
+    assert list(FAMILIES) == ["cosmos", "dogecoin", "eos", "litecoin"]
+    for name, fam in FAMILIES.items():
+        assert family(name) is fam and fam.name == name
+
+
+def test_unknown_family_lists_the_accepted_names() -> None:
+    with pytest.raises(ChainError) as caught:
+        family("bitcoin")
+    assert caught.value.code == "unknown_family"
+    assert "cosmos, dogecoin, eos, litecoin" in caught.value.message
+
+
+DEFAULTS = {"cosmos": "cosmoshub", "dogecoin": "mainnet", "eos": "eos", "litecoin": "mainnet"}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_default_and_unknown_network(name: str) -> None:
+    fam = FAMILIES[name]
+    assert fam.network(None).name == fam.default_network == DEFAULTS[name]
+    assert not fam.network(None).testnet
+    for network in fam.networks.values():
+        assert fam.network(network.name) is network
+    with pytest.raises(ChainError) as caught:
+        fam.network("no-such-net")
+    assert caught.value.code == "unknown_network"
+    for network in fam.networks:
+        assert network in caught.value.message
+    assert "no-such-net" not in caught.value.message
+
+
+NETWORK_TABLE = [
+    # family, network, coin type, chain id, hrp, p2pkh, p2sh, wif
+    ("cosmos", "cosmoshub", 118, "cosmoshub-4", "cosmos", None, None, None),
+    ("cosmos", "cosmoshub-testnet", 118, "provider", "cosmos", None, None, None),
+    ("cosmos", "osmosis", 118, "osmosis-1", "osmo", None, None, None),
+    ("cosmos", "osmosis-testnet", 118, "osmo-test-5", "osmo", None, None, None),
+    ("cosmos", "juno", 118, "juno-1", "juno", None, None, None),
+    ("cosmos", "akash", 118, "akashnet-2", "akash", None, None, None),
+    ("cosmos", "stargaze", 118, "stargaze-1", "stars", None, None, None),
+    ("cosmos", "celestia", 118, "celestia", "celestia", None, None, None),
+    ("dogecoin", "mainnet", 3, None, None, 0x1E, 0x16, 0x9E),
+    ("dogecoin", "testnet", 1, None, None, 0x71, 0xC4, 0xF1),
+    ("dogecoin", "regtest", 1, None, None, 0x6F, 0xC4, 0xEF),
+    ("litecoin", "mainnet", 2, None, "ltc", 0x30, 0x32, 0xB0),
+    ("litecoin", "testnet", 1, None, "tltc", 0x6F, 0x3A, 0xEF),
+    ("litecoin", "regtest", 1, None, "rltc", 0x6F, 0x3A, 0xEF),
+    ("eos", "eos", 194, "aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906", None, None, None, None),
+    ("eos", "jungle4", 194, "73e4385a2708e6d7048834fbc1079f2fabb17b3c125b146af438971e90716c4d", None, None, None, None),
+    ("eos", "wax", 194, "1064487b3cd1a897ce03ae5b6a865651747e2e152090f99c1d19d44e01aea5a4", None, None, None, None),
+    ("eos", "telos", 194, "4667b205c6838ef70ff7988f6e8257e8be0e1284a2f59699054a018f743b1d11", None, None, None, None),
+]
+
+
+def _byte(value: int | None) -> bytes | None:
+    return None if value is None else bytes([value])
+
+
+@pytest.mark.parametrize("row", NETWORK_TABLE, ids=lambda r: f"{r[0]}/{r[1]}")
+def test_network_rows(row: tuple[object, ...]) -> None:
+    name, network, coin, chain_id, hrp, p2pkh, p2sh, wif = row
+    got = FAMILIES[str(name)].network(str(network))
+    assert (got.coin_type, got.chain_id, got.hrp) == (coin, chain_id, hrp)
+    assert (got.p2pkh, got.p2sh, got.wif) == (_byte(p2pkh), _byte(p2sh), _byte(wif))  # type: ignore[arg-type]
+
+
+def test_network_table_is_complete() -> None:
+    assert {(r[0], r[1]) for r in NETWORK_TABLE} == {
+        (f, n) for f, fam in FAMILIES.items() for n in fam.networks
+    }
+
+
+def test_params_agree_with_vectors() -> None:
+    params = KEYS["params"]
+    for name in ("dogecoin", "litecoin"):
+        for network in ("mainnet", "testnet"):
+            row, expected = FAMILIES[name].network(network), params[name][network]
+            assert row.p2pkh == bytes.fromhex(expected["p2pkh"][2:])
+            assert row.wif == bytes.fromhex(expected["wif"][2:])
+    for network in ("mainnet", "testnet"):
+        assert LITECOIN.network(network).p2sh == bytes.fromhex(params["litecoin"][network]["p2sh"][2:])
+        assert LITECOIN.network(network).hrp == params["litecoin"][network]["bech32_hrp"]
+
+
+def test_regtest_accounts() -> None:
+    key = parse_hex_key(ONE["private_key_hex"])
+    ltc = LITECOIN.account(key, LITECOIN.network("regtest"), NO_OPTIONS).address
+    assert ltc.startswith("rltc1q") and LITECOIN.check_name(ltc) == ltc
+    doge = DOGECOIN.account(key, DOGECOIN.network("regtest"), NO_OPTIONS).address
+    # Regtest shares Bitcoin's testnet version bytes, so also the Litecoin testnet address.
+    assert doge == ONE["litecoin"]["testnet"]["p2pkh"]
+    assert DOGECOIN.check_name(doge) == doge
+
+
+# ---------------------------------------------------------------- options
+
+FOREIGN_OPTIONS = [
+    pytest.param(COSMOS, Options(name="alice"), "name", id="cosmos-name"),
+    pytest.param(COSMOS, Options(address_type="p2pkh"), "address_type", id="cosmos-address_type"),
+    pytest.param(DOGECOIN, Options(name="alice"), "name", id="dogecoin-name"),
+    pytest.param(DOGECOIN, Options(address_type="p2pkh"), "address_type", id="dogecoin-address_type"),
+    pytest.param(LITECOIN, Options(name="alice"), "name", id="litecoin-name"),
+    pytest.param(EOS, Options(address_type="p2pkh"), "address_type", id="eos-address_type"),
+]
+
+
+@pytest.mark.parametrize(("fam", "options", "field"), FOREIGN_OPTIONS)
+def test_options_a_family_does_not_take(fam: Family, options: Options, field: str) -> None:
+    key = generate_key()
+    network = fam.network(None)
+    calls = [
+        lambda: fam.check_options(options, key),
+        lambda: fam.account(key, network, options),
+        lambda: fam.key_from_mnemonic(" ".join(["abandon"] * 11 + ["about"]), "", 0, network, options),
+    ]
+    for call in calls:
+        with pytest.raises(ChainError) as caught:
+            call()
+        assert caught.value.code == "invalid_option"
+        assert field in caught.value.message
+
+
+def test_litecoin_address_types() -> None:
+    key = parse_hex_key(ONE["private_key_hex"])
+    mainnet = LITECOIN.network(None)
+    assert LITECOIN.check_options(NO_OPTIONS, key) == Options(address_type="p2wpkh")
+    assert LITECOIN.check_options(NO_OPTIONS, None) == Options(address_type="p2wpkh")
+    assert LITECOIN.account(key, mainnet, NO_OPTIONS).address == ONE["litecoin"]["mainnet"]["p2wpkh"]
+    for kind in ("p2wpkh", "p2pkh", "p2sh-p2wpkh"):
+        filled = LITECOIN.check_options(Options(address_type=kind), key)
+        assert filled == Options(address_type=kind) == LITECOIN.check_options(filled, key)
+
+
+def test_litecoin_unknown_address_type_lists_accepted_values() -> None:
+    with pytest.raises(ChainError) as caught:
+        LITECOIN.check_options(Options(address_type="p2tr"), None)
+    assert caught.value.code == "invalid_option"
+    assert "p2wpkh, p2pkh, p2sh-p2wpkh" in caught.value.message
+
+
+def test_litecoin_uncompressed_key_defaults_to_p2pkh() -> None:
+    network = LITECOIN.network(None)
+    old = LITECOIN.parse_private_key(ONE["litecoin"]["mainnet"]["uncompressed_key"]["wif"], network)
+    assert LITECOIN.check_options(NO_OPTIONS, old) == Options(address_type="p2pkh")
+    assert LITECOIN.account(old, network, NO_OPTIONS).address == ONE["litecoin"]["mainnet"]["uncompressed_key"]["p2pkh"]
+    with pytest.raises(ChainError, match="segwit needs a compressed key"):
+        LITECOIN.check_options(Options(address_type="p2wpkh"), old)
+
+
+@pytest.mark.parametrize(
+    ("kind", "path"),
+    [("p2pkh", "m/44'/2'/0'/0/5"), ("p2sh-p2wpkh", "m/49'/2'/0'/0/5"), ("p2wpkh", "m/84'/2'/0'/0/5"), (None, "m/84'/2'/0'/0/5")],
+    ids=["p2pkh", "p2sh-p2wpkh", "p2wpkh", "default"],
+)
+def test_litecoin_mnemonic_path_follows_address_type(kind: str | None, path: str) -> None:
+    phrase = " ".join(["abandon"] * 11 + ["about"])
+    key = LITECOIN.key_from_mnemonic(phrase, "", 5, LITECOIN.network(None), Options(address_type=kind))
+    assert key.path == path
+
+
+@pytest.mark.parametrize(
+    "index", [-1, 2**31, True, 1.0, "1"], ids=["negative", "2^31", "bool", "float", "str"]
+)
+def test_account_index_range(index: object) -> None:
+    phrase = " ".join(["abandon"] * 11 + ["about"])
+    with pytest.raises(ChainError) as caught:
+        COSMOS.key_from_mnemonic(phrase, "", index, COSMOS.network(None), NO_OPTIONS)  # type: ignore[arg-type]
+    assert caught.value.code == "invalid_account_index"
+
+
+def test_largest_account_index() -> None:
+    phrase = " ".join(["abandon"] * 11 + ["about"])
+    key = EOS.key_from_mnemonic(phrase, "", 2**31 - 1, EOS.network(None), NO_OPTIONS)
+    assert key.path == "m/44'/194'/0'/0/2147483647"
+
+
+# ---------------------------------------------------------------- EOS names
+
+
+def test_eos_derived_names() -> None:
+    key = generate_key()
+    names = {n: EOS.account(key, net, NO_OPTIONS).name for n, net in EOS.networks.items()}
+    assert len(set(names.values())) == len(names)  # one key, one name per network
+    for name in names.values():
+        assert len(name) == 12 and set(name) <= set(eos.NAME_ALPHABET)
+        assert name[0].isalpha()
+        assert EOS.check_name(name) == name
+    again = {n: EOS.account(key, net, NO_OPTIONS).name for n, net in EOS.networks.items()}
+    assert again == names
+
+
+def test_eos_derived_names_spread_over_the_alphabet() -> None:
+    seen = set()
+    for _ in range(100):
+        seen |= set(EOS.account(generate_key(), EOS.network(None), NO_OPTIONS).name)
+    assert seen == set(eos.NAME_ALPHABET)
+
+
+def test_eos_chosen_name() -> None:
+    key = generate_key()
+    for network in EOS.networks.values():
+        account = EOS.account(key, network, Options(name="alice.bob"))
+        assert account.name == account.address == "alice.bob"
+    with pytest.raises(ChainError) as caught:
+        EOS.check_options(Options(name="Alice"), key)
+    assert caught.value.code == "invalid_account_name"
+
+
+def test_eos_derived_name_from_a_network_without_a_table_entry() -> None:
+    key = generate_key()
+    custom = Network("eos-local", 194, testnet=True, chain_id="11" * 32)
+    name = EOS.account(key, custom, NO_OPTIONS).name
+    assert name == eos.derive_account_name(bytes.fromhex("11" * 32), key.public)
+
+
+def test_eos_public_key_type_rules() -> None:
+    for text, message in [
+        ("PUB_R1_6UUbAGbTLLWfY2gAc8XmjGBz2c7WT4fYB5r1L1aHDwAY8Mg9dj", "only K1"),
+        ("PUB_WA_6UUbAGbTLLWfY2gAc8XmjGBz2c7WT4fYB5r1L1aHDwAY8Mg9dj", "only K1"),
+        ("pub_k1_6UUbAGbTLLWfY2gAc8XmjGBz2c7WT4fYB5r1L1aHDwAY8Mg9dj", "must start with"),
+        ("EOS", "empty"),
+        ("EOS111111111111111111111111111111111111111111111111", "bytes"),
+    ]:
+        with pytest.raises(ChainError, match=message) as caught:
+            eos.parse_public_key(text)
+        assert caught.value.code == "invalid_public_key"
+
+
+def test_eos_public_key_must_be_a_curve_point() -> None:
+    not_a_point = b"\x02" + b"\xff" * 32  # x >= field prime
+    with pytest.raises(ChainError, match="not a point"):
+        eos.parse_public_key(eos.public_key_legacy(not_a_point))
+    with pytest.raises(ChainError, match="not a point"):
+        eos.parse_public_key(eos.public_key_k1(not_a_point))
+
+
+# ---------------------------------------------------------------- check_name: valid and invalid side by side
+
+UPPER_COSMOS = ONE["cosmos"]["addresses"]["cosmos"].upper()
+key_one = parse_hex_key(ONE["private_key_hex"])
+NAMES = [
+    # family, name, valid (canonical form) or error fragment
+    (COSMOS, ONE["cosmos"]["addresses"]["cosmos"], ONE["cosmos"]["addresses"]["cosmos"]),
+    (COSMOS, ONE["cosmos"]["addresses"]["osmo"], ONE["cosmos"]["addresses"]["osmo"]),
+    (COSMOS, ONE["cosmos"]["addresses"]["juno"], ONE["cosmos"]["addresses"]["juno"]),
+    (COSMOS, UPPER_COSMOS, ONE["cosmos"]["addresses"]["cosmos"]),
+    (COSMOS, COSMOS.account(key_one, COSMOS.network("stargaze"), NO_OPTIONS).address, "stars1"),
+    (COSMOS, COSMOS.account(key_one, COSMOS.network("celestia"), NO_OPTIONS).address, "celestia1"),
+    (COSMOS, "cosmos1my63mjadtw8nhzl69ukdepwzsyvv4yexz6psj1", "not bech32"),
+    (COSMOS, "cosmos1my63mjadtw8nhzl69ukdepwzsyvv4yexhx3uhz", "checksum"),
+    (COSMOS, "bnb1j08ys4ct2hzzc2hcz6h2hgrvlmsjynawtf2n0y", "prefix"),
+    (COSMOS, UPPER_COSMOS[:10] + UPPER_COSMOS[10:].lower(), "not valid bech32"),
+    (COSMOS, "cosmos1" + "q" * 90, "longer than 90"),
+    (COSMOS, "", "not bech32"),
+    (COSMOS, "alice", "not bech32"),
+    (COSMOS, ONE["dogecoin"]["mainnet"]["p2pkh"], "prefix"),
+    (COSMOS, COSMOS.account(key_one, COSMOS.network(None), NO_OPTIONS).address[:-1] + "q", "checksum"),
+    (DOGECOIN, ONE["dogecoin"]["mainnet"]["p2pkh"], ONE["dogecoin"]["mainnet"]["p2pkh"]),
+    (DOGECOIN, ONE["dogecoin"]["testnet"]["p2pkh"], ONE["dogecoin"]["testnet"]["p2pkh"]),
+    (DOGECOIN, ONE["dogecoin"]["mainnet"]["p2pkh"][:-1] + "x", "checksum"),
+    (DOGECOIN, ONE["litecoin"]["mainnet"]["p2pkh"], "version byte"),
+    (DOGECOIN, "1BgGZ9tcN4rm9KBzDn7KprQz87SZ26SAMH", "version byte"),
+    (DOGECOIN, ONE["dogecoin"]["mainnet"]["wif"], "payload"),
+    (DOGECOIN, ONE["litecoin"]["mainnet"]["p2wpkh"], "base58"),
+    (DOGECOIN, "D" * 91, "longer than 90"),
+    (DOGECOIN, "", "empty"),
+    (LITECOIN, ONE["litecoin"]["mainnet"]["p2pkh"], ONE["litecoin"]["mainnet"]["p2pkh"]),
+    (LITECOIN, ONE["litecoin"]["mainnet"]["p2sh_p2wpkh"], ONE["litecoin"]["mainnet"]["p2sh_p2wpkh"]),
+    (LITECOIN, ONE["litecoin"]["mainnet"]["p2wpkh"], ONE["litecoin"]["mainnet"]["p2wpkh"]),
+    (LITECOIN, ONE["litecoin"]["mainnet"]["p2wpkh"].upper(), ONE["litecoin"]["mainnet"]["p2wpkh"]),
+    (LITECOIN, ONE["litecoin"]["testnet"]["p2pkh"], ONE["litecoin"]["testnet"]["p2pkh"]),
+    (LITECOIN, ONE["litecoin"]["testnet"]["p2sh_p2wpkh"], ONE["litecoin"]["testnet"]["p2sh_p2wpkh"]),
+    (LITECOIN, ONE["litecoin"]["testnet"]["p2wpkh"], ONE["litecoin"]["testnet"]["p2wpkh"]),
+    (LITECOIN, ONE["litecoin"]["mainnet"]["p2sh_p2wpkh_deprecated_version"]["address"], "version byte"),
+    (LITECOIN, "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu", "prefix"),
+    (LITECOIN, ONE["litecoin"]["mainnet"]["p2wpkh"][:8].upper() + ONE["litecoin"]["mainnet"]["p2wpkh"][8:], "base58"),
+    (LITECOIN, ONE["litecoin"]["mainnet"]["p2wpkh"][:-1] + "q", "checksum"),
+    (LITECOIN, ONE["dogecoin"]["mainnet"]["p2pkh"], "version byte"),
+    (LITECOIN, "ltc1" + "q" * 90, "longer than 90"),
+    (EOS, "a", "a"),
+    (EOS, "eosio", "eosio"),
+    (EOS, "eosio.token", "eosio.token"),
+    (EOS, "abcdefghijkl", "abcdefghijkl"),
+    (EOS, "12345zzzzzzz", "12345zzzzzzz"),
+    (EOS, "", "1 to 12"),
+    (EOS, "abcdefghijklm", "1 to 12"),
+    (EOS, "alice.", "1 to 12"),
+    (EOS, "Alice", "1 to 12"),
+    (EOS, "alice6", "1 to 12"),
+    (EOS, "alice0", "1 to 12"),
+    (EOS, "ali-ce", "1 to 12"),
+    (EOS, "ali ce", "1 to 12"),
+    (EOS, "alice\n", "1 to 12"),
+    (EOS, "a" * 10_000, "1 to 12"),
+]
+
+
+def _name_id(row: tuple[Family, str, str]) -> str:
+    fam, name, outcome = row
+    valid = not any(word in outcome for word in (" ", "checksum", "prefix", "empty", "payload", "base58"))
+    return f"{fam.name}-{'ok' if valid else 'bad'}-{name[:16]}"
+
+
+@pytest.mark.parametrize(("fam", "name", "outcome"), NAMES, ids=[_name_id(r) for r in NAMES])
+def test_check_name(fam: Family, name: str, outcome: str) -> None:
+    try:
+        canonical = fam.check_name(name)
+    except ChainError as error:
+        assert error.code == "invalid_account_name"
+        assert outcome in error.message
+        assert_no_echo(error.message, name)
+    else:
+        assert canonical == outcome or (canonical.startswith(outcome) and outcome.endswith("1"))
+
+
+# ---------------------------------------------------------------- check_address: one network only
+
+ADDRESSES = [
+    (COSMOS, "cosmoshub", ONE["cosmos"]["addresses"]["cosmos"], True),
+    (COSMOS, "cosmoshub-testnet", ONE["cosmos"]["addresses"]["cosmos"], True),
+    (COSMOS, "cosmoshub", ONE["cosmos"]["addresses"]["osmo"], False),
+    (COSMOS, "osmosis", ONE["cosmos"]["addresses"]["osmo"], True),
+    (COSMOS, "juno", ONE["cosmos"]["addresses"]["osmo"], False),
+    (DOGECOIN, "mainnet", ONE["dogecoin"]["mainnet"]["p2pkh"], True),
+    (DOGECOIN, "mainnet", ONE["dogecoin"]["testnet"]["p2pkh"], False),
+    (DOGECOIN, "testnet", ONE["dogecoin"]["mainnet"]["p2pkh"], False),
+    (LITECOIN, "mainnet", ONE["litecoin"]["mainnet"]["p2wpkh"], True),
+    (LITECOIN, "mainnet", ONE["litecoin"]["testnet"]["p2wpkh"], False),
+    (LITECOIN, "testnet", ONE["litecoin"]["mainnet"]["p2sh_p2wpkh"], False),
+    (LITECOIN, "testnet", ONE["litecoin"]["testnet"]["p2sh_p2wpkh"], True),
+    (LITECOIN, "regtest", ONE["litecoin"]["testnet"]["p2wpkh"], False),
+    (EOS, "wax", "alice", True),
+    (EOS, "wax", "alice!", False),
+]
+
+
+@pytest.mark.parametrize(
+    ("fam", "network", "text", "valid"),
+    ADDRESSES,
+    ids=[f"{f.name}-{n}-{'ok' if v else 'bad'}-{t[:12]}" for f, n, t, v in ADDRESSES],
+)
+def test_check_address(fam: Family, network: str, text: str, valid: bool) -> None:
+    if valid:
+        assert fam.check_address(text, fam.network(network)) == text
+    else:
+        with pytest.raises(ChainError) as caught:
+            fam.check_address(text, fam.network(network))
+        assert caught.value.code in {"invalid_address", "invalid_account_name"}
