@@ -22,8 +22,10 @@ from chainkeys.store.db import Database
 app = typer.Typer(no_args_is_help=True, help="chainkeys: multi-chain key custody service.")
 token_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke API tokens.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema and data.")
+key_app = typer.Typer(no_args_is_help=True, help="Master-key rotation.")
 app.add_typer(token_app, name="token")
 app.add_typer(db_app, name="db")
+app.add_typer(key_app, name="key")
 
 T = TypeVar("T")
 DataDir = Annotated[
@@ -137,6 +139,71 @@ def token_revoke(token_id: str, data_dir: DataDir = None) -> None:
     typer.echo(f"revoked {token_id}")
 
 
+@app.command()
+def audit(
+    tenant: Annotated[str | None, typer.Option(help="only this tenant's events")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="ISO date or time (UTC unless it says), e.g. 2026-11-21T10:00")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="events per page")] = 1000,
+    data_dir: DataDir = None,
+) -> None:
+    """Print the audit log: who created, imported, deleted what, and token events."""
+    since_ms = 0
+    if since is not None:
+        try:
+            when = datetime.fromisoformat(since)
+        except ValueError:
+            fail(f"--since {since!r} is not an ISO date or time")
+            return
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        since_ms = int(when.timestamp() * 1000)
+
+    async def work(svc: Services) -> int:
+        tenant_id = await svc.audit.tenant_id(tenant) if tenant is not None else None
+        cursor, shown = None, 0
+        while True:
+            events, cursor = await svc.audit.page(tenant_id, since_ms, limit, cursor)
+            for e in events:
+                typer.echo(
+                    f"{_when(e.created_ms)}  {e.tenant_id or '-':32}  {e.action:12}  "
+                    f"{e.outcome:20}  {e.family or '-':8}  {e.account_name or '-'}  "
+                    f"{e.request_id or '-'}"
+                )
+            shown += len(events)
+            if cursor is None:
+                return shown
+
+    run(settings_for(data_dir), work)
+
+
+@key_app.command("rotate")
+def key_rotate(data_dir: DataDir = None) -> None:
+    """Re-seal every secret under a new master key (safe to interrupt and run again).
+
+    Key file: a new key is made beside the current one, every secret is re-sealed,
+    then it replaces master.key; the old key stays as master.key.retired-<id>
+    until `chainkeys key retire`. CHAINKEYS_MASTER_KEY: set it to the new key and
+    CHAINKEYS_PREVIOUS_MASTER_KEYS to the old one(s), then run this. Restart every
+    replica afterwards so it seals with the new key.
+    """
+    report = run(settings_for(data_dir), lambda svc: svc.keys.rotate())
+    typer.echo(
+        f"re-sealed {report.accounts} accounts and {report.records} other records "
+        f"under master key {report.new_key_id}"
+    )
+    if report.retired_key_file:
+        typer.echo(f"old key kept at {report.retired_key_file}; `chainkeys key retire` removes it")
+
+
+@key_app.command("retire")
+def key_retire(data_dir: DataDir = None) -> None:
+    """Delete retired key files once nothing is sealed by them any more."""
+    removed = run(settings_for(data_dir), lambda svc: svc.keys.retire())
+    typer.echo("\n".join(f"removed {p}" for p in removed) or "no retired key files")
+
+
 @db_app.command("upgrade")
 def db_upgrade(data_dir: DataDir = None) -> None:
     """Apply pending schema migrations."""
@@ -153,6 +220,42 @@ def db_upgrade(data_dir: DataDir = None) -> None:
             await db.close()
 
     typer.echo(f"schema at revision {asyncio.run(main())}")
+
+
+@db_app.command("copy")
+def db_copy(
+    source: Annotated[str, typer.Option("--from", help="database URL to copy from")],
+    target: Annotated[str, typer.Option("--to", help="empty database URL to copy into")],
+    data_dir: DataDir = None,
+) -> None:
+    """Copy every tenant, token hash and sealed account between SQLite and PostgreSQL.
+
+    URLs look like sqlite:////abs/path/chainkeys.db or postgresql://user@host/db.
+    The master key (CHAINKEYS_MASTER_KEY or the key file) must open the source.
+    """
+    from chainkeys.service import open_vault
+    from chainkeys.store.copy import CopyReport, copy_database, display_url
+
+    settings = settings_for(data_dir)
+
+    async def main() -> CopyReport:
+        src, dst = Database(source, settings), Database(target, settings)
+        try:
+            return await copy_database(src, dst, lambda db: open_vault(db, settings))
+        finally:
+            await src.close()
+            await dst.close()
+
+    try:
+        report = asyncio.run(main())
+    except ChainkeysError as exc:
+        fail(f"copy failed: {exc.message}")
+        raise  # unreachable: fail exits
+    typer.echo(f"copied {display_url(source)} -> {display_url(target)}")
+    for table, count in report.counts.items():
+        typer.echo(f"  {table:12} {count}")
+    keys = ", ".join(sorted(report.key_ids)) or "-"
+    typer.echo(f"verified: row counts match; {report.opened} accounts open (key ids {keys})")
 
 
 if __name__ == "__main__":

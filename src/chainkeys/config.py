@@ -20,6 +20,10 @@ class Settings(BaseSettings):
     # 32 bytes, base64. When unset the key file in data_dir is used (created on first start).
     master_key: SecretStr | None = None
     master_key_file: Path | None = None
+    # Comma-separated base64 keys still held to open older seals during a rotation.
+    previous_master_keys: SecretStr | None = None
+    # How long a POST with an Idempotency-Key replays its first response.
+    idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=60)
 
     host: str = "127.0.0.1"
     port: int = 8000

@@ -7,6 +7,10 @@ import json
 import logging
 import sys
 import time
+from contextvars import ContextVar
+
+# Set by the API middleware for each request; read by the audit log and log lines.
+request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 
 
 class JSONFormatter(logging.Formatter):
@@ -18,9 +22,9 @@ class JSONFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        request_id = getattr(record, "request_id", None)
-        if request_id:
-            entry["request_id"] = request_id
+        rid = getattr(record, "request_id", None) or request_id.get()
+        if rid:
+            entry["request_id"] = rid
         return json.dumps(entry)
 
 

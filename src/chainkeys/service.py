@@ -17,20 +17,41 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
+from chainkeys import logs
 from chainkeys.chains.keys import generate_key
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import Account, ChainError, Family, Key, Options
 from chainkeys.config import Settings
-from chainkeys.errors import AccountNotFound, BadRequest, NotFound, StartupError
+from chainkeys.errors import (
+    AccountNotFound,
+    BadRequest,
+    ChainkeysError,
+    Conflict,
+    NotFound,
+    StartupError,
+)
 from chainkeys.store import migrate
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import AccountRow, Accounts, Meta, Tenants, TokenRow
+from chainkeys.store.repositories import (
+    AccountRow,
+    Accounts,
+    Audit,
+    AuditEvent,
+    Idempotency,
+    IdempotencyRecord,
+    Meta,
+    Tenants,
+    TokenRow,
+)
 from chainkeys.vault import Context, SealError, Vault, provider_from_settings
 
 CHECK_KEY = "master_key_check"
 CHECK_CONTEXT = Context("-", "-", CHECK_KEY, purpose="check")
 CURSOR_PREFIX = b"ck1:"
 TOKEN_PREFIX = "ck_"
+IDEMPOTENCY_KEY_MAX = 255
 
 
 def now_ms() -> int:
@@ -94,6 +115,41 @@ class Created:
     view: AccountView
     imported: bool
     private_key: str | None = field(default=None, repr=False)  # generated keys only, once
+    replayed: bool = False  # the stored first response of an Idempotency-Key
+
+
+class IdempotencyConflict(Conflict):
+    code = "idempotency_key_reused"
+    message = "this Idempotency-Key was used with a different request"
+
+
+class _IdempotencyRace(Exception):
+    """Another request with the same key committed first."""
+
+
+def audit_event(tenant: Tenant | None, action: str, outcome: str, **fields: Any) -> AuditEvent:
+    return AuditEvent(
+        tenant_id=tenant.id if tenant else None,
+        action=action,
+        outcome=outcome,
+        created_ms=now_ms(),
+        request_id=logs.request_id.get(),
+        **fields,
+    )
+
+
+def check_idempotency_key(key: str) -> str:
+    if not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX or not all(33 <= ord(c) <= 126 for c in key):
+        raise BadRequest(
+            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} visible ASCII characters",
+            code="invalid_idempotency_key",
+        )
+    return key
+
+
+def fingerprint(family: str, req: CreateRequest) -> str:
+    """Same family and same fields (however the JSON was spelled) → same fingerprint."""
+    return hashlib.sha256(family.encode() + b"\x00" + msgspec.json.encode(req)).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,15 +199,38 @@ class AccountService:
             return key, options, "mnemonic"
         return generate_key(), options, "generated"
 
-    async def create(self, tenant: Tenant, family: str, req: CreateRequest) -> Created:
-        """Generate or import a key, seal it and store the account (409 if the name is taken)."""
+    async def create(
+        self, tenant: Tenant, family: str, req: CreateRequest, idempotency_key: str | None = None
+    ) -> Created:
+        """Generate or import a key, seal it and store the account (409 if the name is taken).
+
+        With an idempotency key, a repeat of the same request returns the first
+        response (a generated private key included) instead of acting twice.
+        """
+        action = "import" if req.private_key is not None or req.mnemonic is not None else "create"
+        try:
+            return await self._create(tenant, family, req, idempotency_key)
+        except ChainkeysError as exc:
+            await self._audit(audit_event(tenant, action, exc.code, family=family))
+            raise
+
+    async def _create(
+        self, tenant: Tenant, family: str, req: CreateRequest, idem_key: str | None
+    ) -> Created:
         fam = family_of(family)
+        fp = ""
+        if idem_key is not None:
+            check_idempotency_key(idem_key)
+            fp = fingerprint(fam.name, req)
+            replay = await self._replay(tenant, idem_key, fp)
+            if replay is not None:
+                return replay
         with chain_errors():
             network = fam.network(req.network)
             key, options, source = self._key_for(fam, req, network)
             options = fam.check_options(options, key)
             account = fam.account(key, network, options)
-        view = _view(fam.name, network.name, account)
+        context = Context(tenant.id, fam.name, account.name)
         row = AccountRow(
             tenant_id=tenant.id,
             family=fam.name,
@@ -166,15 +245,61 @@ class AccountService:
                 "source": source,
                 "path": key.path,
             },
-            secret=self.vault.seal(key.secret, Context(tenant.id, fam.name, account.name)),
+            secret=self.vault.seal(key.secret, context),
             key_id=self.vault.key_id,
             created_ms=now_ms(),
         )
-        async with self.db.write() as tx:
-            await Accounts.insert(tx, row)
         reveal = source == "generated" and self.settings.reveal_generated_keys
-        private = fam.export_private_key(key, network) if reveal else None
-        return Created(view=view, imported=source != "generated", private_key=private)
+        created = Created(
+            view=_view(fam.name, network.name, account),
+            imported=source != "generated",
+            private_key=fam.export_private_key(key, network) if reveal else None,
+        )
+        event = audit_event(tenant, "import" if created.imported else "create", "ok",
+                            family=fam.name, account_name=account.name)  # fmt: skip
+        try:
+            async with self.db.write() as tx:
+                if idem_key is not None:
+                    await self._remember(tx, tenant, idem_key, fp, created)
+                await Accounts.insert(tx, row)
+                await Audit.insert(tx, event)
+        except _IdempotencyRace:
+            replay = await self._replay(tenant, idem_key or "", fp)
+            if replay is None:  # the other request's record expired in between
+                raise IdempotencyConflict("retry the request") from None
+            return replay
+        return created
+
+    def _idem_context(self, tenant: Tenant, key: str) -> Context:
+        return Context(tenant.id, "-", key, purpose="idempotency")
+
+    async def _replay(self, tenant: Tenant, key: str, fp: str) -> Created | None:
+        async with self.db.read() as tx:
+            record = await Idempotency.get(tx, tenant.id, key)
+        if record is None or record.expires_ms <= now_ms():
+            return None
+        if record.fingerprint != fp:
+            raise IdempotencyConflict()
+        plain = self.vault.open(record.response, record.key_id, self._idem_context(tenant, key))
+        stored = msgspec.json.decode(plain, type=Created)
+        return Created(stored.view, stored.imported, stored.private_key, replayed=True)
+
+    async def _remember(
+        self, tx: Any, tenant: Tenant, key: str, fp: str, created: Created
+    ) -> None:
+        # An expired record of the same key is replaced, not replayed.
+        await Idempotency.delete_expired(tx, tenant.id, key, now_ms())
+        sealed = self.vault.seal(msgspec.json.encode(created), self._idem_context(tenant, key))
+        ttl_ms = self.settings.idempotency_ttl_seconds * 1000
+        record = IdempotencyRecord(fp, sealed, self.vault.key_id, now_ms() + ttl_ms)
+        if not await Idempotency.insert(tx, tenant.id, key, record):
+            raise _IdempotencyRace()
+
+    async def _audit(self, event: AuditEvent) -> None:
+        """Record a failed attempt; a failure to record must not hide the original error."""
+        with contextlib.suppress(ChainkeysError):
+            async with self.db.write() as tx:
+                await Audit.insert(tx, event)
 
     def check_name(self, family: str, name: str) -> Family:
         fam = family_of(family)
@@ -213,8 +338,18 @@ class AccountService:
         fam = self.check_name(family, name)
         async with self.db.write() as tx:
             deleted = await Accounts.delete(tx, tenant.id, fam.name, name)
+            if deleted:
+                event = audit_event(tenant, "delete", "ok", family=fam.name, account_name=name)
+                await Audit.insert(tx, event)
         if not deleted:
+            await self._audit(audit_event(tenant, "delete", AccountNotFound.code,
+                                          family=fam.name, account_name=name))  # fmt: skip
             raise AccountNotFound(f"no {fam.name} account named {name}")
+
+    async def purge_idempotency(self) -> int:
+        """Forget expired idempotency records (and the one-time keys sealed in them)."""
+        async with self.db.write() as tx:
+            return await Idempotency.purge(tx, now_ms())
 
     async def open_secret(self, tenant: Tenant, family: str, name: str) -> bytes:
         """The private key of a stored account (for checks and exports; never listed)."""
@@ -262,6 +397,8 @@ class TokenService:
                 tenant_id = uuid.uuid4().hex
                 await Tenants.insert(tx, tenant_id, tenant, ts)
             await Tenants.insert_token(tx, token_id, tenant_id, label, hash_token(token), ts)
+            owner = Tenant(tenant_id, tenant, token_id)
+            await Audit.insert(tx, audit_event(owner, "token.create", "ok", account_name=token_id))
         return TokenRow(token_id, tenant_id, tenant, label, ts, None), token
 
     async def list(self, tenant: str | None = None) -> list[TokenRow]:
@@ -270,8 +407,11 @@ class TokenService:
 
     async def revoke(self, token_id: str) -> None:
         async with self.db.write() as tx:
-            if not await Tenants.revoke_token(tx, token_id, now_ms()):
+            tenant_id = await Tenants.revoke_token(tx, token_id, now_ms())
+            if tenant_id is None:
                 raise NotFound(f"no live token with id {token_id}")
+            owner = Tenant(tenant_id, "", token_id)
+            await Audit.insert(tx, audit_event(owner, "token.revoke", "ok", account_name=token_id))
 
     async def issue_first(self) -> str | None:
         """On a store with no tokens at all, issue one for tenant `default`."""
@@ -291,6 +431,8 @@ class Services:
     vault: Vault
     accounts: AccountService
     tokens: TokenService
+    audit: AuditService
+    keys: KeyService
 
     async def close(self) -> None:
         await self.db.close()
@@ -302,7 +444,7 @@ class Services:
 
 
 async def open_vault(db: Database, settings: Settings) -> Vault:
-    """Load the master key and prove it opens what the store holds.
+    """Load the master key(s) and prove they open what the store holds.
 
     A store with sealed data and a missing or different key stops the start:
     making a new key would silently orphan every account.
@@ -310,9 +452,17 @@ async def open_vault(db: Database, settings: Settings) -> Vault:
     async with db.read() as tx:
         check = await Meta.get(tx, CHECK_KEY)
         sealed = check is not None or await Accounts.count(tx) > 0
+        used = await Meta.key_ids(tx) if sealed else set()
     provider = provider_from_settings(settings)
     key = provider.load(create=not sealed)
-    vault = Vault(key)
+    vault = Vault(key, provider.others())
+    missing = sorted(k for k in used if not vault.holds(k))
+    if missing:
+        raise StartupError(
+            f"the master key from {provider.description} (id {key.id}) does not open this "
+            f"store: it holds secrets sealed with key id {', '.join(missing)}; "
+            "start with the key that sealed them"
+        )
     if check is not None:
         blob, key_id = check
         try:
@@ -320,7 +470,8 @@ async def open_vault(db: Database, settings: Settings) -> Vault:
         except SealError:
             raise StartupError(
                 f"the master key from {provider.description} (id {key.id}) does not open this "
-                f"store, which was sealed with key id {key_id}; start with the key that sealed it"
+                f"store: its check record (key id {key_id}) fails to open; the key file or "
+                "the database has been altered"
             ) from None
     elif sealed:
         raise StartupError("the store holds sealed accounts but no master-key check record")
@@ -329,6 +480,134 @@ async def open_vault(db: Database, settings: Settings) -> Vault:
             if await Meta.get(tx, CHECK_KEY) is None:
                 await Meta.insert(tx, CHECK_KEY, vault.seal(b"chainkeys", CHECK_CONTEXT), key.id)
     return vault
+
+
+@dataclass(frozen=True, slots=True)
+class RotationReport:
+    new_key_id: str
+    accounts: int
+    records: int
+    retired_key_file: str | None
+
+
+class KeyService:
+    """Master-key rotation: re-seal every secret under the new key, resumably."""
+
+    BATCH = 500
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+
+    async def rotate(self) -> RotationReport:
+        """Re-seal what another key sealed; each batch commits on its own.
+
+        With the key file, a `.next` key is made (or reused, when resuming) and
+        promoted once nothing is sealed by the old key. With CHAINKEYS_MASTER_KEY,
+        the new key is that variable and the old ones are in
+        CHAINKEYS_PREVIOUS_MASTER_KEYS. Interrupted at any point, every secret
+        still opens with the keys held, and running it again finishes the job.
+        """
+        from chainkeys.vault import FileKeyProvider
+
+        provider = provider_from_settings(self.settings)
+        old: Any = None
+        if isinstance(provider, FileKeyProvider):
+            old = provider.load(create=False)
+            new = provider.begin_rotation()
+            vault = Vault(new, [old, *provider.others()])
+        else:
+            vault = Vault(provider.load(create=False), provider.others())
+        accounts = await self._reseal_accounts(vault)
+        records = await self._reseal_records(vault)
+        async with self.db.read() as tx:
+            left = (await Meta.key_ids(tx)) - {vault.key_id}
+        if left:
+            raise StartupError(f"secrets sealed with key id {', '.join(sorted(left))} remain")
+        retired = None
+        if old is not None and old.id != vault.key_id:
+            retired = str(provider.finish_rotation(old))  # type: ignore[attr-defined]
+        async with self.db.write() as tx:
+            await Audit.insert(tx, audit_event(None, "key.rotate", "ok", account_name=vault.key_id))
+        return RotationReport(vault.key_id, accounts, records, retired)
+
+    async def _reseal_accounts(self, vault: Vault) -> int:
+        done, after = 0, 0
+        while True:
+            async with self.db.read() as tx:
+                rows = await Accounts.not_sealed_by(tx, vault.key_id, after, self.BATCH)
+            if not rows:
+                return done
+            async with self.db.write() as tx:
+                for row in rows:
+                    context = Context(row.tenant_id, row.family, row.name)
+                    plain = vault.open(row.secret, row.key_id, context)
+                    sealed = vault.seal(plain, context)
+                    assert row.id is not None
+                    done += await Accounts.reseal(tx, row.id, row.key_id, sealed, vault.key_id)
+            after = rows[-1].id or after
+
+    async def _reseal_records(self, vault: Vault) -> int:
+        done = 0
+        async with self.db.write() as tx:
+            for key, value, key_id in await Meta.all(tx):
+                if key_id and key_id != vault.key_id:
+                    context = CHECK_CONTEXT if key == CHECK_KEY else Context("-", "-", key, "meta")
+                    sealed = vault.seal(vault.open(value, key_id, context), context)
+                    done += await Meta.reseal(tx, key, key_id, sealed, vault.key_id)
+        while True:
+            async with self.db.read() as tx:
+                rows = await Idempotency.not_sealed_by(tx, vault.key_id, self.BATCH)
+            if not rows:
+                return done
+            async with self.db.write() as tx:
+                for tenant_id, key, blob, key_id in rows:
+                    context = Context(tenant_id, "-", key, purpose="idempotency")
+                    sealed = vault.seal(vault.open(blob, key_id, context), context)
+                    done += await Idempotency.reseal(tx, tenant_id, key, key_id, sealed, vault.key_id)
+
+    async def retire(self) -> list[str]:
+        """Delete retired key files once nothing in the store needs them."""
+        from chainkeys.vault import FileKeyProvider
+
+        provider = provider_from_settings(self.settings)
+        if not isinstance(provider, FileKeyProvider):
+            raise BadRequest("with CHAINKEYS_MASTER_KEY, retire by unsetting CHAINKEYS_PREVIOUS_MASTER_KEYS")
+        current = provider.load(create=False)
+        async with self.db.read() as tx:
+            used = await Meta.key_ids(tx)
+        if used - {current.id}:
+            raise Conflict("some secrets are still sealed by an older key: run `chainkeys key rotate`")
+        return [str(p) for p in provider.retire()]
+
+
+class AuditService:
+    """Reads the audit log (the API gives a tenant only its own events)."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+
+    async def page(
+        self, tenant_id: str | None, since_ms: int, limit: int | None, cursor: str | None
+    ) -> tuple[list[AuditEvent], str | None]:
+        limit = self.settings.list_default_limit if limit is None else limit
+        if not 1 <= limit <= self.settings.list_max_limit:
+            raise BadRequest(
+                f"limit must be between 1 and {self.settings.list_max_limit}", code="invalid_limit"
+            )
+        async with self.db.read() as tx:
+            events = await Audit.page(tx, tenant_id, since_ms, decode_cursor(cursor), limit + 1)
+        more = len(events) > limit
+        events = events[:limit]
+        return events, (encode_cursor(events[-1].id or 0) if more else None)
+
+    async def tenant_id(self, name: str) -> str:
+        async with self.db.read() as tx:
+            found = await Tenants.id_by_name(tx, name)
+        if found is None:
+            raise NotFound(f"no tenant named {name}")
+        return found
 
 
 async def open_services(settings: Settings) -> Services:
@@ -343,5 +622,11 @@ async def open_services(settings: Settings) -> Services:
         await db.close()
         raise
     return Services(
-        settings, db, vault, AccountService(db, vault, settings), TokenService(db)
+        settings,
+        db,
+        vault,
+        AccountService(db, vault, settings),
+        TokenService(db),
+        AuditService(db, settings),
+        KeyService(db, settings),
     )

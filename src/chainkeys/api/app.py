@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
@@ -18,10 +19,11 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from chainkeys import logs
 from chainkeys.api import schemas as s
 from chainkeys.api.envelope import endpoint, error_response, respond
 from chainkeys.api.openapi import build_openapi
-from chainkeys.api.routes import account_routes, services
+from chainkeys.api.routes import account_routes, list_audit, services
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError, MethodNotAllowed, NotFound
@@ -61,6 +63,16 @@ def networks_body() -> s.NetworksResponse:
     )
 
 
+async def purge_idempotency(svc: Services, every: float = 600.0) -> None:
+    """Expired idempotency records hold sealed one-time keys: drop them promptly."""
+    while True:
+        try:
+            await svc.accounts.purge_idempotency()
+        except ChainkeysError:
+            access_log.warning("idempotency purge failed; will retry")
+        await asyncio.sleep(every)
+
+
 class RequestContext:
     """X-Request-ID on every response (the caller's if sane, else new) and an access log.
 
@@ -81,6 +93,7 @@ class RequestContext:
                 break
         request_id = given if REQUEST_ID.match(given) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
+        logs.request_id.set(request_id)
         started = time.perf_counter()
         status = 500
 
@@ -136,9 +149,11 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
             return
         opened = await open_services(settings)
         app.state.services = opened
+        purger = asyncio.create_task(purge_idempotency(opened))
         try:
             yield
         finally:
+            purger.cancel()
             await opened.close()
 
     @endpoint
@@ -160,6 +175,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         Route("/networks", get_networks, methods=["GET"]),
         Route("/openapi.json", get_openapi, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
+        Route("/audit", list_audit, methods=["GET"]),
         *account_routes(),
     ]
     app = Starlette(

@@ -26,6 +26,16 @@ ERRORS = {
 }
 
 
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "repeat a create safely: the same key and body return the first response "
+    "(24 h); the same key with another body is a 409",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+}
+
+
 def _ref(t: type) -> dict[str, str]:
     return {"$ref": REF.format(name=t.__name__)}
 
@@ -67,6 +77,7 @@ def _operations(family: str) -> dict[str, Any]:
                 "operationId": f"create{title}Account",
                 "summary": f"Create (generate) or import a {title} account",
                 "tags": [title],
+                "parameters": [IDEMPOTENCY_KEY],
                 "requestBody": {
                     "required": False,
                     "content": {"application/json": {"schema": _ref(s.CREATE_REQUESTS[family])}},
@@ -105,7 +116,7 @@ def _operations(family: str) -> dict[str, Any]:
 
 
 def build_openapi() -> dict[str, Any]:
-    types: list[Any] = [s.ErrorBody, s.MessageResponse, s.NetworksResponse]
+    types: list[Any] = [s.ErrorBody, s.MessageResponse, s.NetworksResponse, s.AuditResponse]
     types += list(s.CREATE_REQUESTS.values())
     types += [shape.account_response for shape in SHAPES.values()]
     types += [shape.list_response for shape in SHAPES.values()]
@@ -121,6 +132,24 @@ def build_openapi() -> dict[str, Any]:
             "tags": ["Service"],
             **public,
             "responses": {"200": _ok(s.NetworksResponse, "networks"), **_errors("500")},
+        }
+    }
+    paths["/audit"] = {
+        "get": {
+            "operationId": "listAudit",
+            "summary": "The caller's tenant's audit events (creates, imports, deletes, tokens)",
+            "tags": ["Service"],
+            "parameters": [
+                {"name": "since", "in": "query", "required": False,
+                 "schema": {"type": "integer", "minimum": 0}},
+                {"name": "limit", "in": "query", "required": False,
+                 "schema": {"type": "integer", "minimum": 1}},
+                {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
+            ],
+            "responses": {
+                "200": _ok(s.AuditResponse, "events"),
+                **_errors("400", "401", "429", "500", "503"),
+            },
         }
     }
     paths["/healthz"] = {

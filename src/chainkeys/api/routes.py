@@ -174,8 +174,10 @@ def family_routes(family: str, shape: Shape) -> list[Route]:
     async def create_account(request: Request) -> Response:
         tenant = await authenticate(request)
         req = await parse_create(request, family)
-        created = await services(request).accounts.create(tenant, family, req)
-        return respond(shape.created(created))
+        idem_key = request.headers.get("idempotency-key")
+        created = await services(request).accounts.create(tenant, family, req, idem_key)
+        headers = {"Idempotent-Replayed": "true"} if created.replayed else None
+        return respond(shape.created(created), headers=headers)
 
     @endpoint
     async def get_account(request: Request) -> Response:
@@ -211,3 +213,32 @@ def _by_method(get: Any, post: Any) -> Any:
 
 def account_routes() -> list[Route]:
     return [r for family in FAMILIES for r in family_routes(family, SHAPES[family])]
+
+
+@endpoint
+async def list_audit(request: Request) -> Response:
+    """GET /audit: the caller's own tenant's events, oldest first, paginated."""
+    tenant = await authenticate(request)
+    since = request.query_params.get("since")
+    since_ms = 0
+    if since is not None:
+        if not since.isdigit() or len(since) > 15:
+            raise BadRequest("since is a time in milliseconds since the epoch", code="invalid_since")
+        since_ms = int(since)
+    events, cursor = await services(request).audit.page(
+        tenant.id, since_ms, query_limit(request), request.query_params.get("cursor")
+    )
+    items = [
+        s.AuditItem(
+            id=e.id or 0,
+            time_ms=e.created_ms,
+            action=e.action,
+            outcome=e.outcome,
+            family=e.family,
+            account_name=e.account_name,
+            request_id=e.request_id,
+        )
+        for e in events
+    ]
+    data = s.AuditData(events=items, next_cursor=cursor or UNSET)
+    return respond(s.AuditResponse(success=True, message="audit events listed", data=data))

@@ -134,6 +134,27 @@ class NetworksResponse(Struct, kw_only=True):
     data: NetworksData
 
 
+class AuditItem(Struct, kw_only=True, omit_defaults=True):
+    id: int
+    time_ms: Annotated[int, Meta(description="milliseconds since the epoch")]
+    action: Annotated[str, Meta(description="create, import, delete, token.create, token.revoke")]
+    outcome: Annotated[str, Meta(description="ok, or the error code")]
+    family: str | None = None
+    account_name: str | None = None
+    request_id: str | None = None
+
+
+class AuditData(Struct, kw_only=True, omit_defaults=True):
+    events: list[AuditItem]
+    next_cursor: str | UnsetType = UNSET
+
+
+class AuditResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: AuditData
+
+
 OPTION_FIELDS: dict[str, tuple[Any, Any]] = {
     "address_type": (
         Annotated[

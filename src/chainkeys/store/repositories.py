@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from sqlalchemy import and_, bindparam, delete, func, insert, literal, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, literal, select, union, update
 from sqlalchemy.exc import IntegrityError
 
 from chainkeys.errors import AccountExists
 from chainkeys.store.db import Tx, is_unique_violation
-from chainkeys.store.tables import accounts, meta, tenants, tokens
+from chainkeys.store.tables import accounts, audit, idempotency, meta, tenants, tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,10 @@ _PAGE = (
 )
 _COUNT_SEALED = select(func.count()).select_from(accounts)
 _SEALED_PAGE = (
-    select(*_ACCOUNT_COLS).where(_a.id > bindparam("after")).order_by(_a.id).limit(bindparam("limit"))
+    select(*_ACCOUNT_COLS)
+    .where(_a.id > bindparam("after"), _a.key_id != bindparam("current"))
+    .order_by(_a.id)
+    .limit(bindparam("limit"))
 )
 _RESEAL = (
     update(accounts)
@@ -103,10 +106,55 @@ _REVOKE_TOKEN = (
     update(tokens)
     .where(_k.id == bindparam("token_id"), _k.revoked_ms.is_(None))
     .values(revoked_ms=bindparam("now"))
+    .returning(_k.tenant_id)
 )
 _COUNT_TOKENS = select(func.count()).select_from(tokens)
 
 _PING = select(literal(1))
+_META_ALL = select(meta.c.key, meta.c.value, meta.c.key_id)
+_RESEAL_META = (
+    update(meta)
+    .where(meta.c.key == bindparam("row_key"), meta.c.key_id == bindparam("old_key_id"))
+    .values(value=bindparam("new_value"), key_id=bindparam("new_key_id"))
+)
+
+_u = audit.c
+_INSERT_AUDIT = insert(audit)
+_AUDIT_COLS = (
+    _u.id, _u.tenant_id, _u.action, _u.family, _u.account_name,
+    _u.request_id, _u.outcome, _u.created_ms,
+)  # fmt: skip
+
+_i = idempotency.c
+_GET_IDEM = select(_i.fingerprint, _i.response, _i.key_id, _i.expires_ms).where(
+    _i.tenant_id == bindparam("tenant_id"), _i.key == bindparam("key")
+)
+_INSERT_IDEM = insert(idempotency)
+_DELETE_EXPIRED_IDEM = delete(idempotency).where(
+    _i.tenant_id == bindparam("tenant_id"),
+    _i.key == bindparam("key"),
+    _i.expires_ms <= bindparam("now"),
+)
+_PURGE_IDEM = delete(idempotency).where(_i.expires_ms <= bindparam("now"))
+_IDEM_PAGE = (
+    select(_i.tenant_id, _i.key, _i.response, _i.key_id)
+    .where(_i.key_id != bindparam("current"))
+    .limit(bindparam("limit"))
+)
+_RESEAL_IDEM = (
+    update(idempotency)
+    .where(
+        _i.tenant_id == bindparam("row_tenant"),
+        _i.key == bindparam("row_key"),
+        _i.key_id == bindparam("old_key_id"),
+    )
+    .values(response=bindparam("new_value"), key_id=bindparam("new_key_id"))
+)
+_KEY_IDS = union(
+    select(_a.key_id).distinct(),
+    select(meta.c.key_id).where(meta.c.key_id.is_not(None)).distinct(),
+    select(_i.key_id).distinct(),
+)
 _GET_META = select(meta.c.value, meta.c.key_id).where(meta.c.key == bindparam("key"))
 _INSERT_META = insert(meta)
 
@@ -186,9 +234,10 @@ class Accounts:
         return int((await tx.execute(_COUNT_SEALED)).scalar_one())
 
     @staticmethod
-    async def sealed_page(tx: Tx, after: int, limit: int) -> list[AccountRow]:
-        """All tenants' accounts in id order (master-key checks and rotation)."""
-        rows = (await tx.execute(_SEALED_PAGE, {"after": after, "limit": limit})).all()
+    async def not_sealed_by(tx: Tx, current: str, after: int, limit: int) -> list[AccountRow]:
+        """All tenants' accounts sealed by another key than `current`, in id order."""
+        params = {"current": current, "after": after, "limit": limit}
+        rows = (await tx.execute(_SEALED_PAGE, params)).all()
         return [_row_to_account(r) for r in rows]
 
     @staticmethod
@@ -243,9 +292,10 @@ class Tenants:
         return [TokenRow(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
     @staticmethod
-    async def revoke_token(tx: Tx, token_id: str, now_ms: int) -> bool:
-        result = await tx.execute(_REVOKE_TOKEN, {"token_id": token_id, "now": now_ms})
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+    async def revoke_token(tx: Tx, token_id: str, now_ms: int) -> str | None:
+        """The tenant id of the token revoked, None when no live token has that id."""
+        row = (await tx.execute(_REVOKE_TOKEN, {"token_id": token_id, "now": now_ms})).first()
+        return None if row is None else str(row[0])
 
     @staticmethod
     async def count_tokens(tx: Tx) -> int:
@@ -254,6 +304,20 @@ class Tenants:
 
 class Meta:
     """Small service-wide records (the master-key check value)."""
+
+    @staticmethod
+    async def all(tx: Tx) -> list[tuple[str, bytes, str | None]]:
+        return [(r[0], bytes(r[1]), r[2]) for r in (await tx.execute(_META_ALL)).all()]
+
+    @staticmethod
+    async def reseal(tx: Tx, key: str, old_key_id: str, value: bytes, key_id: str) -> bool:
+        params = {"row_key": key, "old_key_id": old_key_id, "new_value": value, "new_key_id": key_id}
+        return bool((await tx.execute(_RESEAL_META, params)).rowcount)  # type: ignore[attr-defined]
+
+    @staticmethod
+    async def key_ids(tx: Tx) -> set[str]:
+        """Every master-key id that sealed something in this store."""
+        return {r[0] for r in (await tx.execute(_KEY_IDS)).all()}
 
     @staticmethod
     async def get(tx: Tx, key: str) -> tuple[bytes, str | None] | None:
@@ -267,3 +331,118 @@ class Meta:
     @staticmethod
     async def ping(tx: Tx) -> None:
         await tx.execute(_PING)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    tenant_id: str | None
+    action: str
+    outcome: str
+    created_ms: int
+    family: str | None = None
+    account_name: str | None = None
+    request_id: str | None = None
+    id: int | None = None
+
+
+class Audit:
+    """Append-only record of what was done; never holds a secret."""
+
+    @staticmethod
+    async def insert(tx: Tx, event: AuditEvent) -> None:
+        await tx.execute(
+            _INSERT_AUDIT,
+            {
+                "tenant_id": event.tenant_id,
+                "action": event.action,
+                "family": event.family,
+                "account_name": event.account_name,
+                "request_id": event.request_id,
+                "outcome": event.outcome,
+                "created_ms": event.created_ms,
+            },
+        )
+
+    @staticmethod
+    async def page(
+        tx: Tx, tenant_id: str | None, since_ms: int, after: int, limit: int
+    ) -> list[AuditEvent]:
+        stmt = select(*_AUDIT_COLS).where(_u.id > after, _u.created_ms >= since_ms)
+        if tenant_id is not None:
+            stmt = stmt.where(_u.tenant_id == tenant_id)
+        rows = (await tx.execute(stmt.order_by(_u.id).limit(limit))).all()
+        return [
+            AuditEvent(
+                id=r.id, tenant_id=r.tenant_id, action=r.action, family=r.family,
+                account_name=r.account_name, request_id=r.request_id, outcome=r.outcome,
+                created_ms=r.created_ms,
+            )  # fmt: skip
+            for r in rows
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyRecord:
+    fingerprint: str
+    response: bytes = field(repr=False)  # sealed
+    key_id: str
+    expires_ms: int
+
+
+class Idempotency:
+    """Stored first responses of POSTs that carried an Idempotency-Key."""
+
+    @staticmethod
+    async def get(tx: Tx, tenant_id: str, key: str) -> IdempotencyRecord | None:
+        row = (await tx.execute(_GET_IDEM, {"tenant_id": tenant_id, "key": key})).first()
+        if row is None:
+            return None
+        return IdempotencyRecord(row[0], bytes(row[1]), row[2], row[3])
+
+    @staticmethod
+    async def insert(tx: Tx, tenant_id: str, key: str, record: IdempotencyRecord) -> bool:
+        """False when the key is already taken (the caller then replays or refuses)."""
+        try:
+            await tx.execute(
+                _INSERT_IDEM,
+                {
+                    "tenant_id": tenant_id,
+                    "key": key,
+                    "fingerprint": record.fingerprint,
+                    "response": record.response,
+                    "key_id": record.key_id,
+                    "expires_ms": record.expires_ms,
+                },
+            )
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                return False
+            raise
+        return True
+
+    @staticmethod
+    async def delete_expired(tx: Tx, tenant_id: str, key: str, now_ms: int) -> None:
+        params = {"tenant_id": tenant_id, "key": key, "now": now_ms}
+        await tx.execute(_DELETE_EXPIRED_IDEM, params)
+
+    @staticmethod
+    async def purge(tx: Tx, now_ms: int) -> int:
+        return int((await tx.execute(_PURGE_IDEM, {"now": now_ms})).rowcount)  # type: ignore[attr-defined]
+
+    @staticmethod
+    async def not_sealed_by(tx: Tx, current: str, limit: int) -> list[tuple[str, str, bytes, str]]:
+        rows = (await tx.execute(_IDEM_PAGE, {"current": current, "limit": limit})).all()
+        return [(r[0], r[1], bytes(r[2]), r[3]) for r in rows]
+
+    @staticmethod
+    async def reseal(
+        tx: Tx, tenant_id: str, key: str, old_key_id: str, value: bytes, key_id: str
+    ) -> bool:
+        params = {
+            "row_tenant": tenant_id,
+            "row_key": key,
+            "old_key_id": old_key_id,
+            "new_value": value,
+            "new_key_id": key_id,
+        }
+        return bool((await tx.execute(_RESEAL_IDEM, params)).rowcount)  # type: ignore[attr-defined]

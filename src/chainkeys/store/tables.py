@@ -66,6 +66,36 @@ accounts = Table(
     UniqueConstraint("tenant_id", "family", "name"),
     # Keyset pagination: first page and deep pages cost the same.
     Index("ix_accounts_tenant_family_id", "tenant_id", "family", "id"),
+    # Start-up proves every key id in use is held; rotation finds what to re-seal.
+    Index("ix_accounts_key_id", "key_id"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("tenant_id", String(32), nullable=True),
+    Column("action", String(32), nullable=False),  # create, import, delete, token.create, …
+    Column("family", String(16), nullable=True),
+    Column("account_name", String(100), nullable=True),
+    Column("request_id", String(128), nullable=True),
+    Column("outcome", String(64), nullable=False),  # "ok" or the error code
+    Column("created_ms", BigInteger, nullable=False),
+    Index("ix_audit_tenant_id_id", "tenant_id", "id"),
+    Index("ix_audit_created_ms", "created_ms"),
+)
+
+idempotency = Table(
+    "idempotency",
+    metadata,
+    Column("tenant_id", String(32), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),  # sha256 of family + canonical request
+    Column("response", LargeBinary, nullable=False),  # sealed: may hold a one-time private key
+    Column("key_id", String(16), nullable=False),
+    Column("expires_ms", BigInteger, nullable=False),
+    Index("ix_idempotency_expires_ms", "expires_ms"),
+    Index("ix_idempotency_key_id", "key_id"),
 )
 
 meta = Table(

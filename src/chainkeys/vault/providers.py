@@ -46,6 +46,10 @@ class KeyProvider(Protocol):
 
     def load(self, *, create: bool) -> MasterKey: ...
 
+    def others(self) -> list[MasterKey]:
+        """Keys held only to open older seals (a rotation under way, or retired keys)."""
+        ...
+
 
 def decode_key(text: str, source: str) -> MasterKey:
     """Decode a base64 master key; the error names the source, never the value."""
@@ -67,8 +71,9 @@ class EnvKeyProvider:
 
     description = "CHAINKEYS_MASTER_KEY"
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str, previous: str = "") -> None:
         self._value = value
+        self._previous = previous
 
     def exists(self) -> bool:
         return True
@@ -76,13 +81,60 @@ class EnvKeyProvider:
     def load(self, *, create: bool) -> MasterKey:
         return decode_key(self._value, self.description)
 
+    def others(self) -> list[MasterKey]:
+        """CHAINKEYS_PREVIOUS_MASTER_KEYS: comma-separated keys being rotated away from."""
+        parts = [p for p in self._previous.split(",") if p.strip()]
+        return [decode_key(p, "CHAINKEYS_PREVIOUS_MASTER_KEYS") for p in parts]
+
 
 class FileKeyProvider:
     """A key file created with mode 0600 on first start (the default)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.next_path = path.with_name(path.name + ".next")
         self.description = f"key file {path}"
+
+    def retired_paths(self) -> list[Path]:
+        return sorted(self.path.parent.glob(self.path.name + ".retired-*"))
+
+    def others(self) -> list[MasterKey]:
+        paths = [self.next_path] if self.next_path.exists() else []
+        return [self._read(p) for p in [*paths, *self.retired_paths()]]
+
+    def begin_rotation(self) -> MasterKey:
+        """The next key: made (0600) on the first call, re-read when a rotation resumes."""
+        if self.next_path.exists():
+            return self._read(self.next_path)
+        return self._write_new(self.next_path)
+
+    def finish_rotation(self, old: MasterKey) -> Path:
+        """Promote the next key; keep the old one beside it as retired.
+
+        Every step leaves a key file set from which all seals still open.
+        """
+        retired = self.path.with_name(f"{self.path.name}.retired-{old.id}")
+        if not retired.exists():
+            self._write_key(retired, old)
+        os.replace(self.next_path, self.path)
+        _fsync_dir(self.path.parent)
+        return retired
+
+    def retire(self) -> list[Path]:
+        removed = self.retired_paths()
+        for path in removed:
+            path.unlink()
+        _fsync_dir(self.path.parent)
+        return removed
+
+    def _read(self, path: Path) -> MasterKey:
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077:
+            raise StartupError(
+                f"the master key file {path} is readable by others (mode {mode:o}); "
+                f"run: chmod 600 {path}"
+            )
+        return decode_key(path.read_text(), f"key file {path}")
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -95,31 +147,43 @@ class FileKeyProvider:
                     "secrets; restore the key file (or set CHAINKEYS_MASTER_KEY). "
                     "A new key would not open them."
                 )
-            return self._create()
-        mode = self.path.stat().st_mode & 0o777
-        if mode & 0o077:
-            raise StartupError(
-                f"the master key file {self.path} is readable by others (mode {mode:o}); "
-                f"run: chmod 600 {self.path}"
-            )
-        return decode_key(self.path.read_text(), self.description)
+            return self._write_new(self.path)
+        return self._read(self.path)
 
-    def _create(self) -> MasterKey:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def _write_new(self, path: Path) -> MasterKey:
         key = MasterKey(secrets.token_bytes(KEY_BYTES))
-        # O_EXCL: two processes starting at once must not each write their own key.
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            self._write_key(path, key)
         except FileExistsError:
-            return self.load(create=False)
+            # Another process made it first: both must use the same key.
+            return self._read(path)
+        return key
+
+    @staticmethod
+    def _write_key(path: Path, key: MasterKey) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL: two processes starting at once must not each write their own key.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(encode_key(key) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        return key
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def provider_from_settings(settings: Settings) -> KeyProvider:
     if settings.master_key is not None:
-        return EnvKeyProvider(settings.master_key.get_secret_value())
+        previous = settings.previous_master_keys
+        return EnvKeyProvider(
+            settings.master_key.get_secret_value(),
+            previous.get_secret_value() if previous is not None else "",
+        )
     return FileKeyProvider(settings.key_file)
