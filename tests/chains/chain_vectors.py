@@ -81,8 +81,10 @@ def _base58_group(family: Any, key: Key, network: str, types: list[str]) -> dict
 def key_entry(private_key_hex: str) -> dict[str, Any]:
     """A vectors.json keys[] entry rebuilt from its private key."""
     key = parse_hex_key(private_key_hex)
-    cosmos = {hrp: COSMOS.account(key, COSMOS.network(net), NO_OPTIONS) for hrp, net in
-              COSMOS_NETWORK_BY_HRP.items()}
+    cosmos = {
+        hrp: COSMOS.account(key, COSMOS.network(net), NO_OPTIONS)
+        for hrp, net in COSMOS_NETWORK_BY_HRP.items()
+    }
     hub = cosmos["cosmos"]
     litecoin: dict[str, Any] = {}
     for network, old_version in (("mainnet", "0x05"), ("testnet", "0xc4")):
@@ -164,23 +166,31 @@ def _account(phrase: str, passphrase: str, index: int) -> dict[str, Any]:
     eos_account = EOS.account(eos_key, EOS.network(None), NO_OPTIONS)
     return {
         "account_index": index,
-        "cosmos": _derived(cosmos_keys["cosmos"]) | {
+        "cosmos": _derived(cosmos_keys["cosmos"])
+        | {
             "addresses": {
                 hrp: COSMOS.account(key, COSMOS.network(net), NO_OPTIONS).address
-                for (hrp, key), net in zip(cosmos_keys.items(), ("cosmoshub", "osmosis"), strict=True)
+                for (hrp, key), net in zip(
+                    cosmos_keys.items(), ("cosmoshub", "osmosis"), strict=True
+                )
             }
         },
         "dogecoin": {
             "mainnet": _dogecoin(phrase, passphrase, index, DOGECOIN.network("mainnet")),
             "testnet": _dogecoin(phrase, passphrase, index, doge_test),
-            "testnet_coin_type_3": _dogecoin(phrase, passphrase, index, replace(doge_test, coin_type=3)),
+            "testnet_coin_type_3": _dogecoin(
+                phrase, passphrase, index, replace(doge_test, coin_type=3)
+            ),
         },
         "litecoin": {
             "mainnet": _litecoin(phrase, passphrase, index, LITECOIN.network("mainnet")),
             "testnet": _litecoin(phrase, passphrase, index, ltc_test),
-            "testnet_coin_type_2": _litecoin(phrase, passphrase, index, replace(ltc_test, coin_type=2)),
+            "testnet_coin_type_2": _litecoin(
+                phrase, passphrase, index, replace(ltc_test, coin_type=2)
+            ),
         },
-        "eos": _derived(eos_key) | {
+        "eos": _derived(eos_key)
+        | {
             "public_key_legacy": eos_account.public_key,
             "public_key_k1": eos_account.extra["public_key_k1"],
             "private_key_wif": EOS.export_private_key(eos_key, EOS.network(None)),

@@ -66,7 +66,9 @@ def _wif_imports() -> list[Any]:
     for vector in KEYS["keys"]:
         for family in ("dogecoin", "litecoin"):
             for network in vector[family]:
-                params.append(pytest.param(vector, family, network, id=f"{vector['id']}/{family}.{network}"))
+                params.append(
+                    pytest.param(vector, family, network, id=f"{vector['id']}/{family}.{network}")
+                )
     return params
 
 
@@ -79,7 +81,9 @@ def test_wif_imports(vector: dict[str, Any], family_name: str, network_name: str
 
     key = family.parse_private_key(expected["wif"], network)
     assert (key.secret.hex(), key.compressed) == (vector["private_key_hex"], True)
-    assert family.account(key, network, NO_OPTIONS).public_key == vector["public_key_compressed_hex"]
+    assert (
+        family.account(key, network, NO_OPTIONS).public_key == vector["public_key_compressed_hex"]
+    )
 
     old = family.parse_private_key(expected["uncompressed_key"]["wif"], network)
     assert (old.secret.hex(), old.compressed) == (vector["private_key_hex"], False)
@@ -93,7 +97,9 @@ def test_wif_imports(vector: dict[str, Any], family_name: str, network_name: str
 @pytest.mark.parametrize("vector", KEYS["keys"], ids=lambda v: v["id"])
 def test_uncompressed_wif_refuses_segwit(vector: dict[str, Any]) -> None:
     network = LITECOIN.network(None)
-    old = LITECOIN.parse_private_key(vector["litecoin"]["mainnet"]["uncompressed_key"]["wif"], network)
+    old = LITECOIN.parse_private_key(
+        vector["litecoin"]["mainnet"]["uncompressed_key"]["wif"], network
+    )
     for vector_type in ("p2wpkh", "p2sh_p2wpkh"):
         with pytest.raises(ChainError) as caught:
             LITECOIN.check_options(ltc_options(vector_type), old)
@@ -136,7 +142,11 @@ def _refuse(entry: dict[str, Any]) -> None:
     elif kind == "eos_public_key":
         eos.parse_public_key(text)
     else:
-        networks = family.networks.values() if entry["network"] == "any" else [family.network(entry["network"])]
+        networks = (
+            family.networks.values()
+            if entry["network"] == "any"
+            else [family.network(entry["network"])]
+        )
         for network in networks:
             family.parse_private_key(text, network)
 
@@ -225,9 +235,7 @@ def test_edge_cases_are_all_handled() -> None:
 # ---------------------------------------------------------------- anchors[]
 
 
-@pytest.mark.parametrize(
-    "anchor", KEYS["anchors"], ids=lambda a: f"{a['key_id']}/{a['field']}"
-)
+@pytest.mark.parametrize("anchor", KEYS["anchors"], ids=lambda a: f"{a['key_id']}/{a['field']}")
 def test_anchors(anchor: dict[str, Any]) -> None:
     vector = key_by_id(anchor["key_id"])
     assert lookup(key_entry(vector["private_key_hex"]), anchor["field"]) == anchor["expected"]

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+
 import pytest
 from bip_utils import Ripemd160  # type: ignore[import-untyped]
 from chain_vectors import DOGECOIN, LITECOIN, assert_no_echo
 from coincurve import PublicKey
 
-from chainkeys.chains import ChainError, Key, codecs, generate_key, key_from_secret, parse_hex_key
-from chainkeys.chains import keys as keys_module
+from chainkeys.chains import (
+    ChainError,
+    Family,
+    Key,
+    codecs,
+    generate_key,
+    key_from_secret,
+    parse_hex_key,
+)
 from chainkeys.chains.keys import CURVE_ORDER
 
 WIKI_HEX = "0c28fca386c7a227600b2fe50b7cae11ec86d3bf1fbe471be89827e19d72aa1d"
@@ -32,7 +42,7 @@ def test_generated_keys_are_distinct_valid_and_compressed() -> None:
 
 def test_generate_key_draws_again_on_an_invalid_scalar(monkeypatch: pytest.MonkeyPatch) -> None:
     draws = iter([bytes(32), _scalar(CURVE_ORDER), _scalar(7)])
-    monkeypatch.setattr(keys_module.secrets, "token_bytes", lambda n: next(draws))
+    monkeypatch.setattr(secrets, "token_bytes", lambda n: next(draws))
     assert generate_key().secret == _scalar(7)
 
 
@@ -132,22 +142,45 @@ def test_wif_round_trips_on_every_network() -> None:
 
 
 WRONG_NETWORK = [
-    pytest.param(DOGECOIN, "testnet", "regtest", "WIF is for dogecoin testnet, not regtest", id="doge-test-on-regtest"),
-    pytest.param(DOGECOIN, "regtest", "mainnet", "WIF is for dogecoin regtest, not mainnet", id="doge-regtest-on-main"),
-    pytest.param(LITECOIN, "testnet", "mainnet", "WIF is for litecoin testnet or regtest, not mainnet", id="ltc-test-on-main"),
-    pytest.param(LITECOIN, "mainnet", "regtest", "WIF is for litecoin mainnet, not regtest", id="ltc-main-on-regtest"),
+    pytest.param(
+        DOGECOIN,
+        "testnet",
+        "regtest",
+        "WIF is for dogecoin testnet, not regtest",
+        id="doge-test-on-regtest",
+    ),
+    pytest.param(
+        DOGECOIN,
+        "regtest",
+        "mainnet",
+        "WIF is for dogecoin regtest, not mainnet",
+        id="doge-regtest-on-main",
+    ),
+    pytest.param(
+        LITECOIN,
+        "testnet",
+        "mainnet",
+        "WIF is for litecoin testnet or regtest, not mainnet",
+        id="ltc-test-on-main",
+    ),
+    pytest.param(
+        LITECOIN,
+        "mainnet",
+        "regtest",
+        "WIF is for litecoin mainnet, not regtest",
+        id="ltc-main-on-regtest",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("family", "written_for", "imported_on", "message"), WRONG_NETWORK)
 def test_wif_network_comes_from_its_version_byte(
-    family: object, written_for: str, imported_on: str, message: str
+    family: Family, written_for: str, imported_on: str, message: str
 ) -> None:
-    fam = family  # a Base58Family
     key = generate_key()
-    wif = fam.export_private_key(key, fam.network(written_for))  # type: ignore[attr-defined]
+    wif = family.export_private_key(key, family.network(written_for))
     with pytest.raises(ChainError) as caught:
-        fam.parse_private_key(wif, fam.network(imported_on))  # type: ignore[attr-defined]
+        family.parse_private_key(wif, family.network(imported_on))
     assert caught.value.message == message
     assert caught.value.code == "invalid_private_key"
 
@@ -179,3 +212,13 @@ def test_ripemd160_implementations_agree(data: bytes) -> None:
 def test_ripemd160_known_answer() -> None:
     # RIPEMD-160 test vector from the algorithm's authors: "abc".
     assert codecs.ripemd160(b"abc").hex() == "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc"
+
+
+def test_ripemd160_falls_back_to_bip_utils_without_openssl_support(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_ripemd(name: str, data: bytes = b"") -> object:
+        raise ValueError(f"unsupported hash type {name}")
+
+    monkeypatch.setattr(hashlib, "new", no_ripemd)
+    assert codecs._pick_ripemd160() is codecs._ripemd160_bip_utils

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from chain_vectors import (
     without,
 )
 
-from chainkeys.chains import ChainError, codecs
+from chainkeys.chains import ChainError, Key, codecs
 from chainkeys.chains.mnemonic import derive, seed_from_mnemonic
 
 ABANDON_ABOUT = mnemonic_by_id("bip39-abandon-about")
@@ -34,7 +35,9 @@ def _groups() -> list[Any]:
         for account in m["accounts"]:
             index = account["account_index"]
             for family in ("cosmos", "eos"):
-                params.append(pytest.param(m, f"accounts.{index}.{family}", id=f"{m['id']}/{index}/{family}"))
+                params.append(
+                    pytest.param(m, f"accounts.{index}.{family}", id=f"{m['id']}/{index}/{family}")
+                )
             for network in account["dogecoin"]:
                 group = f"accounts.{index}.dogecoin.{network}"
                 params.append(pytest.param(m, group, id=f"{m['id']}/{index}/dogecoin.{network}"))
@@ -42,7 +45,9 @@ def _groups() -> list[Any]:
                 for vector_type in types:
                     group = f"accounts.{index}.litecoin.{network}.{vector_type}"
                     params.append(
-                        pytest.param(m, group, id=f"{m['id']}/{index}/litecoin.{network}.{vector_type}")
+                        pytest.param(
+                            m, group, id=f"{m['id']}/{index}/litecoin.{network}.{vector_type}"
+                        )
                     )
     return params
 
@@ -71,7 +76,9 @@ def test_vector_groups_are_all_compared(vector: dict[str, Any]) -> None:
 
 def test_testnets_use_coin_type_1() -> None:
     account = ABANDON_ABOUT["accounts"][0]
-    key = DOGECOIN.key_from_mnemonic(ABANDON_ABOUT["mnemonic"], "", 0, DOGECOIN.network("testnet"), NO_OPTIONS)
+    key = DOGECOIN.key_from_mnemonic(
+        ABANDON_ABOUT["mnemonic"], "", 0, DOGECOIN.network("testnet"), NO_OPTIONS
+    )
     assert key.path == "m/44'/1'/0'/0/0" == account["dogecoin"]["testnet"]["path"]
     assert key.secret.hex() != account["dogecoin"]["testnet_coin_type_3"]["private_key_hex"]
 
@@ -88,7 +95,9 @@ def _is_normalisation(entry: dict[str, Any]) -> bool:
 )
 def test_invalid_mnemonics_are_refused_before_deriving(entry: dict[str, Any]) -> None:
     with pytest.raises(ChainError) as caught:
-        COSMOS.key_from_mnemonic(entry["input"], entry["passphrase"], 0, COSMOS.network(None), NO_OPTIONS)
+        COSMOS.key_from_mnemonic(
+            entry["input"], entry["passphrase"], 0, COSMOS.network(None), NO_OPTIONS
+        )
     assert caught.value.code == "invalid_mnemonic"
     message = caught.value.message
     expected = {"checksum": "checksum", "word_count": "words", "unknown_word": "word"}
@@ -156,7 +165,9 @@ def test_passphrase_is_nfkd_normalised() -> None:
     assert composed != decomposed
     for passphrase in (composed, decomposed):
         assert seed_from_mnemonic(case["mnemonic"], passphrase).hex() == case["seed_hex"]
-        assert _cosmos_address(case["mnemonic"], passphrase) == case["cosmos_address_account_index_0"]
+        assert (
+            _cosmos_address(case["mnemonic"], passphrase) == case["cosmos_address_account_index_0"]
+        )
 
 
 def test_passphrase_whitespace_is_significant() -> None:
@@ -164,7 +175,10 @@ def test_passphrase_whitespace_is_significant() -> None:
     seed = seed_from_mnemonic(case["mnemonic"], case["passphrase"])
     assert seed.hex() == case["seed_hex"]
     assert seed.hex() != mnemonic_by_id(case["not_same_as_id"])["seed_hex"]
-    assert _cosmos_address(case["mnemonic"], case["passphrase"]) == case["cosmos_address_account_index_0"]
+    assert (
+        _cosmos_address(case["mnemonic"], case["passphrase"])
+        == case["cosmos_address_account_index_0"]
+    )
 
 
 def test_spanish_phrase_is_refused() -> None:
@@ -187,13 +201,19 @@ def test_edge_cases_are_all_handled() -> None:
 
 FIELD_ANCHORS = [a for a in MNEMONICS["anchors"] if a.get("field")]
 # Anchors at other paths that a key, address or WIF can be checked against.
-PATH_ANCHORS = {
+PATH_ANCHORS: dict[str, Callable[[Key], str]] = {
     "bitcoin p2wpkh": lambda key: codecs.p2wpkh_address(key.public, "bc"),
     "public key": lambda key: key.public.hex(),
     "private key (compressed WIF, 0x80)": lambda key: codecs.encode_wif(key, b"\x80"),
-    "dogecoin testnet wif": lambda key: DOGECOIN.export_private_key(key, DOGECOIN.network("testnet")),
-    "dogecoin testnet p2pkh": lambda key: DOGECOIN.account(key, DOGECOIN.network("testnet"), NO_OPTIONS).address,
-    "litecoin p2sh-p2wpkh with the deprecated 0x05 version": lambda key: codecs.p2sh_p2wpkh_address(key.public, b"\x05"),
+    "dogecoin testnet wif": lambda key: DOGECOIN.export_private_key(
+        key, DOGECOIN.network("testnet")
+    ),
+    "dogecoin testnet p2pkh": lambda key: (
+        DOGECOIN.account(key, DOGECOIN.network("testnet"), NO_OPTIONS).address
+    ),
+    "litecoin p2sh-p2wpkh with the deprecated 0x05 version": lambda key: codecs.p2sh_p2wpkh_address(
+        key.public, b"\x05"
+    ),
 }
 # Extended-key serialisations (xprv/xpub/zprv/dgpv/Mtpv) are not part of the
 # chain API; the key pipeline they check is covered by the anchors above.
@@ -250,7 +270,9 @@ def test_path_anchors(anchor: dict[str, Any]) -> None:
 def test_english_word_list_is_the_published_one() -> None:
     getter = Bip39WordsListGetter().GetByLanguage(Bip39Languages.ENGLISH)
     text = "".join(f"{getter.GetWordAtIdx(i)}\n" for i in range(getter.Length()))
-    anchor = next(a for a in MNEMONICS["anchors"] if a.get("what", "").startswith("English wordlist"))
+    anchor = next(
+        a for a in MNEMONICS["anchors"] if a.get("what", "").startswith("English wordlist")
+    )
     assert hashlib.sha256(text.encode()).hexdigest() == anchor["expected"]
     assert MNEMONICS["params"]["bip39"]["wordlist_sha256"] == anchor["expected"]
 

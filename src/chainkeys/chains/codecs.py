@@ -16,10 +16,9 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Final
+from typing import Final, TypeVar
 
 from bip_utils import (  # type: ignore[import-untyped]
-    Base58ChecksumError,
     Base58Decoder,
     Base58Encoder,
     Bech32ChecksumError,
@@ -46,6 +45,7 @@ MAX_ADDRESS_CHARS: Final = 90
 # base58 decoding is quadratic, so refuse long input before it.
 MAX_KEY_CHARS: Final = 128
 
+_T = TypeVar("_T")
 _BASE58 = re.compile(r"[1-9A-HJ-NP-Za-km-z]+")
 _WIF_FLAG: Final = b"\x01"
 _P2WPKH_PREFIX: Final = b"\x00\x14"  # witness v0, push 20 bytes
@@ -143,11 +143,12 @@ def base58check_decode(text: str, *, what: str, code: str) -> bytes:
     raw = base58_decode(text, what=what, code=code)
     if len(raw) < 5:
         raise ChainError(f"{what} is too short", code)
-    try:
-        return bytes(Base58Decoder.CheckDecode(text))
-    except Base58ChecksumError:
-        # bip-utils' message carries the checksums: never pass it on.
-        raise ChainError(f"{what} checksum does not verify", code) from None
+    # Decoded once and checked here: Base58Decoder.CheckDecode would decode
+    # again, and its error message carries the checksums.
+    payload, checksum = raw[:-4], raw[-4:]
+    if double_sha256(payload)[:4] != checksum:
+        raise ChainError(f"{what} checksum does not verify", code)
+    return payload
 
 
 # ---------------------------------------------------------------- WIF
@@ -367,13 +368,28 @@ class AddressType:
     encode: Callable[[bytes, Network], str]
 
 
-P2PKH: Final = AddressType(
-    "p2pkh", 44, False, lambda pub, net: p2pkh_address(pub, net.p2pkh or b"")
-)
-P2SH_P2WPKH: Final = AddressType(
-    "p2sh-p2wpkh", 49, True, lambda pub, net: p2sh_p2wpkh_address(pub, net.p2sh or b"")
-)
-P2WPKH: Final = AddressType("p2wpkh", 84, True, lambda pub, net: p2wpkh_address(pub, net.hrp or ""))
+def network_param(value: _T | None, network: Network, what: str) -> _T:
+    """A network row's parameter; a row without it is a programming error, not bad input."""
+    if value is None:
+        raise ValueError(f"network {network.name} has no {what}")
+    return value
+
+
+def _p2pkh(public_key: bytes, network: Network) -> str:
+    return p2pkh_address(public_key, network_param(network.p2pkh, network, "p2pkh version"))
+
+
+def _p2sh_p2wpkh(public_key: bytes, network: Network) -> str:
+    return p2sh_p2wpkh_address(public_key, network_param(network.p2sh, network, "p2sh version"))
+
+
+def _p2wpkh(public_key: bytes, network: Network) -> str:
+    return p2wpkh_address(public_key, network_param(network.hrp, network, "bech32 prefix"))
+
+
+P2PKH: Final = AddressType("p2pkh", 44, False, _p2pkh)
+P2SH_P2WPKH: Final = AddressType("p2sh-p2wpkh", 49, True, _p2sh_p2wpkh)
+P2WPKH: Final = AddressType("p2wpkh", 84, True, _p2wpkh)
 
 # WIFs are 51-52 characters; anything hex-key sized is read as hex so that a
 # mistyped hex key is told what is wrong with it as hex.
@@ -385,8 +401,8 @@ class Base58Family:
     """A Bitcoin-derived chain: WIF or hex keys, base58 (and optionally segwit) addresses.
 
     Dogecoin and Litecoin are instances; they differ only in their network
-    table and which address types they offer. When `address_types` has more
-    than one entry, `address_type` is a create option.
+    table and which address types they offer (`address_type` is a create
+    option where `option_fields` lists it; otherwise the default type is used).
     """
 
     name: str
@@ -461,7 +477,7 @@ class Base58Family:
 
     def export_private_key(self, key: Key, network: Network) -> str:
         """WIF for `network`, with the compression flag when the key is compressed."""
-        return encode_wif(key, network.wif or b"")
+        return encode_wif(key, network_param(network.wif, network, "WIF version"))
 
     def check_name(self, name: str) -> str:
         """An address of any of the family's networks; bech32 comes back lowercased.

@@ -68,7 +68,9 @@ class CosmosFamily:
         codecs.reject_foreign_options(self.name, options, self.option_fields)
         if not key.compressed:
             raise ChainError("cosmos addresses need a compressed key", codecs.INVALID_KEY)
-        address = codecs.bech32_encode(network.hrp or "", codecs.hash160(key.public))
+        address = codecs.bech32_encode(
+            codecs.network_param(network.hrp, network, "bech32 prefix"), codecs.hash160(key.public)
+        )
         encoded = base64.b64encode(key.public).decode("ascii")
         return Account(
             name=address,

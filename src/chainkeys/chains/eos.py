@@ -45,7 +45,9 @@ NETWORKS: Final = codecs.network_table(
         "telos", 194, chain_id="4667b205c6838ef70ff7988f6e8257e8be0e1284a2f59699054a018f743b1d11"
     ),
 )
-_CHAIN_ID_BYTES: Final = {n.chain_id: bytes.fromhex(n.chain_id or "") for n in NETWORKS.values()}
+_CHAIN_ID_BYTES: Final = {
+    n.chain_id: bytes.fromhex(n.chain_id) for n in NETWORKS.values() if n.chain_id
+}
 
 LEGACY_PUBLIC_PREFIX: Final = "EOS"
 K1_PUBLIC_PREFIX: Final = "PUB_K1_"
@@ -230,8 +232,9 @@ def check_name(name: str) -> str:
 
 
 def _chain_id_bytes(network: Network) -> bytes:
-    cached = _CHAIN_ID_BYTES.get(network.chain_id)
-    return cached if cached is not None else bytes.fromhex(network.chain_id or "")
+    chain_id = codecs.network_param(network.chain_id, network, "chain id")
+    cached = _CHAIN_ID_BYTES.get(chain_id)
+    return cached if cached is not None else bytes.fromhex(chain_id)
 
 
 def _pub33(key: Key) -> bytes:
