@@ -301,14 +301,14 @@ class AccountService:
             async with self.db.write() as tx:
                 await Audit.insert(tx, event)
 
-    def check_name(self, family: str, name: str) -> Family:
+    def check_name(self, family: str, name: str) -> tuple[Family, str]:
+        """The family and the canonical name (bech32 is case-insensitive), before any I/O."""
         fam = family_of(family)
         with chain_errors():
-            fam.check_name(name)
-        return fam
+            return fam, fam.check_name(name)
 
     async def get(self, tenant: Tenant, family: str, name: str) -> AccountView:
-        fam = self.check_name(family, name)
+        fam, name = self.check_name(family, name)
         async with self.db.read() as tx:
             row = await Accounts.get(tx, tenant.id, fam.name, name)
         if row is None:
@@ -335,7 +335,7 @@ class AccountService:
         return Page(items, encode_cursor(rows[-1].id) if more else None)
 
     async def delete(self, tenant: Tenant, family: str, name: str) -> None:
-        fam = self.check_name(family, name)
+        fam, name = self.check_name(family, name)
         async with self.db.write() as tx:
             deleted = await Accounts.delete(tx, tenant.id, fam.name, name)
             if deleted:
@@ -353,7 +353,7 @@ class AccountService:
 
     async def open_secret(self, tenant: Tenant, family: str, name: str) -> bytes:
         """The private key of a stored account (for checks and exports; never listed)."""
-        fam = self.check_name(family, name)
+        fam, name = self.check_name(family, name)
         async with self.db.read() as tx:
             row = await Accounts.get(tx, tenant.id, fam.name, name)
         if row is None:

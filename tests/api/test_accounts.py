@@ -208,6 +208,7 @@ def test_cosmos_list_and_delete(client: httpx.Client) -> None:
     assert all(set(k) == {"address", "pubkey"} for k in keys)
     assert all(json.loads(k["pubkey"])["@type"] == "/cosmos.crypto.secp256k1.PubKey" for k in keys)
 
+    assert ok(client.get(f"/cosmos/{a.upper()}"))["data"]["data"]["address"] == a  # bech32 ignores case
     deleted = ok(client.delete(f"/cosmos/{a}"))
     assert set(deleted) == {"success", "message"}
     assert client.get(f"/cosmos/{a}").status_code == 404
