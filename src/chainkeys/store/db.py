@@ -12,10 +12,10 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias, Unpack
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event
-from sqlalchemy.engine import Result
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -23,12 +23,13 @@ from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
 
 Params = Mapping[str, Any] | list[Mapping[str, Any]] | None
+Rows: TypeAlias = CursorResult[Unpack[tuple[Any, ...]]]
 
 
 class Tx(Protocol):
     """One transaction (or autocommit reader); the only way repositories reach SQL."""
 
-    async def execute(self, stmt: Executable, params: Params = None) -> Result[Any]: ...
+    async def execute(self, stmt: Executable, params: Params = None) -> Rows: ...
 
 
 def async_url(url: str) -> str:
@@ -54,7 +55,7 @@ class _SyncTx:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
 
-    async def execute(self, stmt: Executable, params: Params = None) -> Result[Any]:
+    async def execute(self, stmt: Executable, params: Params = None) -> Rows:
         return self._conn.execute(stmt, params)
 
 
@@ -64,7 +65,7 @@ class _AsyncTx:
     def __init__(self, conn: AsyncConnection) -> None:
         self._conn = conn
 
-    async def execute(self, stmt: Executable, params: Params = None) -> Result[Any]:
+    async def execute(self, stmt: Executable, params: Params = None) -> Rows:
         return await self._conn.execute(stmt, params)
 
 

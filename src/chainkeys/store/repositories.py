@@ -227,7 +227,7 @@ class Accounts:
     async def delete(tx: Tx, tenant_id: str, family: str, name: str) -> bool:
         params = {"tenant_id": tenant_id, "family": family, "name": name}
         result = await tx.execute(_DELETE_ACCOUNT, params)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(result.rowcount)
 
     @staticmethod
     async def count(tx: Tx) -> int:
@@ -249,7 +249,7 @@ class Accounts:
             "new_key_id": key_id,
         }
         result = await tx.execute(_RESEAL, params)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(result.rowcount)
 
 
 class Tenants:
@@ -312,7 +312,7 @@ class Meta:
     @staticmethod
     async def reseal(tx: Tx, key: str, old_key_id: str, value: bytes, key_id: str) -> bool:
         params = {"row_key": key, "old_key_id": old_key_id, "new_value": value, "new_key_id": key_id}
-        return bool((await tx.execute(_RESEAL_META, params)).rowcount)  # type: ignore[attr-defined]
+        return bool((await tx.execute(_RESEAL_META, params)).rowcount)
 
     @staticmethod
     async def key_ids(tx: Tx) -> set[str]:
@@ -427,7 +427,7 @@ class Idempotency:
 
     @staticmethod
     async def purge(tx: Tx, now_ms: int) -> int:
-        return int((await tx.execute(_PURGE_IDEM, {"now": now_ms})).rowcount)  # type: ignore[attr-defined]
+        return int((await tx.execute(_PURGE_IDEM, {"now": now_ms})).rowcount)
 
     @staticmethod
     async def not_sealed_by(tx: Tx, current: str, limit: int) -> list[tuple[str, str, bytes, str]]:
@@ -445,4 +445,4 @@ class Idempotency:
             "new_value": value,
             "new_key_id": key_id,
         }
-        return bool((await tx.execute(_RESEAL_IDEM, params)).rowcount)  # type: ignore[attr-defined]
+        return bool((await tx.execute(_RESEAL_IDEM, params)).rowcount)
