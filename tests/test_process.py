@@ -226,3 +226,23 @@ def test_concurrent_creates_are_distinct_and_all_listed(server: Any) -> None:
             keys = body["data"]["data"]["keys"]
             listed |= {f"{family}:{k['address'] if family == 'cosmos' else k}" for k in keys}
     assert listed == set(names)
+
+
+def test_json_logs_carry_request_ids_and_no_secrets(env: dict[str, str], tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    proc = start({**env, "CHAINKEYS_LOG_JSON": "true"}, log)
+    token = first_token(proc.stdout)
+    bad_wif = "QNcdLVw8fHkixm6NNyN6nVwxKek4u7qrioRbQmjxac5TVoTtZuoX"  # checksum broken
+    mnemonic = MNEMONICS["mnemonics"][2]["mnemonic"]
+    with httpx.Client(base_url=proc.base_url, headers={"Authorization": f"Bearer {token}"}) as c:
+        made = c.post("/dogecoin", json={}, headers={"X-Request-ID": "trace-42"}).json()
+        assert c.post("/dogecoin", json={"private_key": bad_wif}).status_code == 400
+        assert c.post("/eos", json={"mnemonic": mnemonic}).status_code == 200
+        assert c.post("/cosmos", content=b'{"private_key": "' + b"ab" * 40, headers={"content-type": "application/json"}).status_code == 400
+    logs = proc.stop()
+    entries = [json.loads(line) for line in logs.splitlines() if line.strip()]
+    access = [e for e in entries if e["logger"] == "chainkeys.access"]
+    assert any(e.get("request_id") == "trace-42" and "POST /dogecoin 200" in e["message"] for e in access)
+    assert all(e.get("request_id") for e in access)
+    for secret in (token, bad_wif, mnemonic, made["data"]["private_key"], "ab" * 40, "Bearer"):
+        assert secret not in logs

@@ -35,6 +35,12 @@ class Settings(BaseSettings):
     list_default_limit: int = Field(default=100, ge=1)
     list_max_limit: int = Field(default=1000, ge=1)
 
+    # Per-token token bucket: refill per second (0 = off) and bucket size
+    # (None: one second's worth, at least 1). Shared across replicas via redis_url.
+    rate_limit_per_second: float = Field(default=0.0, ge=0)
+    rate_limit_burst: int | None = Field(default=None, ge=1)
+    redis_url: SecretStr | None = None
+
     # FULL: an acknowledged write survives power loss, not only a process crash.
     sqlite_synchronous: Literal["NORMAL", "FULL"] = "FULL"
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)

@@ -62,6 +62,10 @@ class UnsupportedMediaType(ChainkeysError):
 class RateLimited(ChainkeysError):
     status, code, message = 429, "rate_limited", "too many requests"
 
+    def __init__(self, message: str | None = None, *, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(max(1, retry_after))}
+
 
 class StorageUnavailable(ChainkeysError):
     status, code, message = 503, "storage_unavailable", "storage is unavailable; try again"

@@ -23,6 +23,7 @@ from chainkeys import logs
 from chainkeys.api import schemas as s
 from chainkeys.api.envelope import endpoint, error_response, respond
 from chainkeys.api.openapi import build_openapi
+from chainkeys.api.ratelimit import with_rate_limiter
 from chainkeys.api.routes import account_routes, list_audit, services
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
@@ -138,7 +139,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
 def create_app(settings: Settings | None = None, svc: Services | None = None) -> Starlette:
     """The application; opens its own services at startup unless given them."""
     settings = settings or Settings()
-    openapi = msgspec.json.encode(build_openapi())
+    openapi = msgspec.json.encode(build_openapi(settings.list_max_limit))
     networks = respond(networks_body()).body
 
     @contextlib.asynccontextmanager
@@ -180,7 +181,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     ]
     app = Starlette(
         routes=routes,
-        lifespan=lifespan,
+        lifespan=with_rate_limiter(lifespan, settings),
         exception_handlers={HTTPException: http_error},
     )
     if svc is not None:

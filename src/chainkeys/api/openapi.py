@@ -44,11 +44,27 @@ def _ok(t: type, description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ref(t)}}}
 
 
+RETRY_AFTER = {
+    "Retry-After": {
+        "description": "seconds until this token may call again",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}
+
+
 def _errors(*codes: str) -> dict[str, Any]:
-    return {c: _ok(s.ErrorBody, ERRORS[c]) for c in codes}
+    out = {c: _ok(s.ErrorBody, ERRORS[c]) for c in codes}
+    if "429" in out:
+        out["429"]["headers"] = RETRY_AFTER
+    return out
 
 
-def _operations(family: str) -> dict[str, Any]:
+def _limit(maximum: int) -> dict[str, Any]:
+    return {"name": "limit", "in": "query", "required": False,
+            "schema": {"type": "integer", "minimum": 1, "maximum": maximum}}
+
+
+def _operations(family: str, list_max_limit: int) -> dict[str, Any]:
     shape = SHAPES[family]
     title = family.capitalize()
     name_param = {
@@ -66,8 +82,7 @@ def _operations(family: str) -> dict[str, Any]:
                 "summary": f"List the caller's {title} accounts",
                 "tags": [title],
                 "parameters": [
-                    {"name": "limit", "in": "query", "required": False,
-                     "schema": {"type": "integer", "minimum": 1}},
+                    _limit(list_max_limit),
                     {"name": "cursor", "in": "query", "required": False,
                      "schema": {"type": "string"}},
                 ],
@@ -115,7 +130,7 @@ def _operations(family: str) -> dict[str, Any]:
     return paths
 
 
-def build_openapi() -> dict[str, Any]:
+def build_openapi(list_max_limit: int = 1000) -> dict[str, Any]:
     types: list[Any] = [s.ErrorBody, s.MessageResponse, s.NetworksResponse, s.AuditResponse]
     types += list(s.CREATE_REQUESTS.values())
     types += [shape.account_response for shape in SHAPES.values()]
@@ -123,7 +138,7 @@ def build_openapi() -> dict[str, Any]:
     _, components = msgspec.json.schema_components(types, ref_template=REF)
     paths: dict[str, Any] = {}
     for family in FAMILIES:
-        paths.update(_operations(family))
+        paths.update(_operations(family, list_max_limit))
     public = {"security": []}
     paths["/networks"] = {
         "get": {
@@ -142,8 +157,7 @@ def build_openapi() -> dict[str, Any]:
             "parameters": [
                 {"name": "since", "in": "query", "required": False,
                  "schema": {"type": "integer", "minimum": 0}},
-                {"name": "limit", "in": "query", "required": False,
-                 "schema": {"type": "integer", "minimum": 1}},
+                _limit(list_max_limit),
                 {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
             ],
             "responses": {

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from chainkeys.api import schemas as s
 from chainkeys.api.envelope import endpoint, respond
+from chainkeys.api.ratelimit import enforce
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest, InvalidJSON, PayloadTooLarge, Unauthorized, UnsupportedMediaType
 from chainkeys.service import AccountView, Created, CreateRequest, Page, Services, Tenant
@@ -42,6 +43,7 @@ async def authenticate(request: Request) -> Tenant:
     tenant = await services(request).tokens.authenticate(token)
     if tenant is None:
         raise Unauthorized()
+    await enforce(request, tenant.token_id)  # after auth: a flood of bad tokens counts against no one
     request.state.tenant = tenant
     return tenant
 
