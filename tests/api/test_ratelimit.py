@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 import redis
+from tests.conftest import Server, backend_settings, free_port
 
 from chainkeys.api import ratelimit
 from chainkeys.api.ratelimit import LocalBuckets, RedisBuckets, build_limiter
 from chainkeys.config import Settings
-from tests.conftest import Server, backend_settings, free_port
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 RATE, BURST = 5.0, 3
@@ -120,7 +120,10 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(limited: Server) -> Non
         assert [c.get("/cosmos").status_code for _ in range(BURST)] == [200] * BURST
         response = c.post("/cosmos", json={})  # creates count too
         assert assert_429(response) == 1
-        assert token not in response.text and hashlib.sha256(token.encode()).hexdigest() not in response.text
+        assert (
+            token not in response.text
+            and hashlib.sha256(token.encode()).hexdigest() not in response.text
+        )
         time.sleep(1 / RATE + 0.05)
         assert c.get("/cosmos").status_code == 200
 

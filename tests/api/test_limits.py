@@ -1,0 +1,277 @@
+"""Size and shape limits: the request head (line + headers), account names, paging.
+
+uvicorn's httptools protocol enforces no limit on the request head and no
+deadline to send it; `BoundedHttpTools` adds both. The head tests run a server
+with that protocol (what `chainkeys serve` runs); the name tests use the
+shared `client` fixture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from tests.conftest import backend_settings, free_port
+
+from chainkeys.api import ratelimit
+from chainkeys.api.app import create_app
+from chainkeys.api.ratelimit import MAX_HEAD_BYTES, BoundedHttpTools
+from chainkeys.store import repositories
+
+
+class HeadServer:
+    """create_app served by uvicorn with BoundedHttpTools, in a thread (SQLite)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.settings, _ = backend_settings("sqlite", data_dir)
+        self.port = free_port()
+        config = uvicorn.Config(
+            create_app(self.settings),
+            host="127.0.0.1",
+            port=self.port,
+            http=BoundedHttpTools,
+            log_config=None,
+            lifespan="on",
+            loop="asyncio",
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=lambda: asyncio.run(self.server.serve()), daemon=True)
+
+    def __enter__(self) -> HeadServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+    def raw(self, data: bytes, wait: float = 10.0) -> tuple[int, dict[str, str], bytes, bool]:
+        """Send bytes; (status, headers, body, whether the server closed the connection)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=wait) as sock:
+            # the server may answer and close before reading it all
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(data)
+            return read_response(sock)
+
+
+def read_response(
+    sock: socket.socket, then_closed: bool = True
+) -> tuple[int, dict[str, str], bytes, bool]:
+    """One response; with then_closed, also whether the server closed the connection."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return 0, {}, buf, True
+        buf += chunk
+    head, _, body = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    while len(body) < int(headers.get("content-length", "0")):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    if not then_closed:
+        return int(lines[0].split()[1]), headers, body, False
+    try:
+        closed = sock.recv(1) == b""
+    except (TimeoutError, ConnectionResetError):
+        closed = True
+    return int(lines[0].split()[1]), headers, body, closed
+
+
+@pytest.fixture(scope="module")
+def head_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeadServer]:
+    with HeadServer(tmp_path_factory.mktemp("head")) as srv:
+        yield srv
+
+
+def envelope(body: bytes, code: str) -> None:
+    parsed = json.loads(body)
+    assert parsed["success"] is False and parsed["message"] and parsed["code"] == code
+
+
+def request(
+    path: str = "/healthz",
+    extra: bytes = b"",
+    method: str = "GET",
+    body: bytes = b"",
+    keep_alive: bool = False,
+) -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\n".encode() + extra
+    if not keep_alive:
+        head += b"Connection: close\r\n"
+    if body:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n".encode()
+    return head + b"\r\n" + body
+
+
+# ---- the request head ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        request(extra=b"X-Big: " + b"a" * 1_000_000 + b"\r\n"),  # one huge header
+        request(extra=b"".join(b"X-H%d: v\r\n" % i for i in range(4000))),  # very many
+        request(path="/cosmos/" + "a" * 100_000),  # a huge request line
+        request(extra=b"Authorization: " + b"t" * 200_000 + b"\r\n"),
+    ],
+    ids=["one-huge-header", "many-headers", "huge-url", "huge-authorization"],
+)
+def test_an_oversized_head_is_431_at_once(head_server: HeadServer, data: bytes) -> None:
+    started = time.monotonic()
+    status, headers, body, closed = head_server.raw(data)
+    assert status == 431
+    assert headers["content-type"] == "application/json"
+    envelope(body, "headers_too_large")
+    assert closed
+    assert time.monotonic() - started < 5
+
+
+def test_a_head_just_under_the_cap_and_a_body_in_the_same_packet_pass(
+    head_server: HeadServer,
+) -> None:
+    filler = b"X-Pad: " + b"p" * (MAX_HEAD_BYTES - 400) + b"\r\n"
+    status, _, body, _ = head_server.raw(request(extra=filler))
+    assert status == 200, body
+    # head + body arrive together and exceed the head cap; only the head counts
+    status, _, body, _ = head_server.raw(
+        request(method="POST", path="/cosmos", body=b"{" + b" " * 15_000 + b"}")
+    )
+    assert status == 401, body  # reached the app (no token), not refused as a huge head
+
+
+def test_keep_alive_connections_reset_the_count(head_server: HeadServer) -> None:
+    filler = b"X-Pad: " + b"p" * (MAX_HEAD_BYTES // 2) + b"\r\n"
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=10) as sock:
+        for _ in range(4):  # 4 heads of half the cap each on one connection
+            sock.sendall(request(extra=filler, keep_alive=True))
+            assert read_response(sock, then_closed=False)[0] == 200
+
+
+def test_a_malformed_request_gets_the_envelope(head_server: HeadServer) -> None:
+    status, headers, body, closed = head_server.raw(
+        b"GET /healthz HTTP/1.1\r\nBad Header Line\r\n\r\n"
+    )
+    assert status == 400 and headers["content-type"] == "application/json"
+    envelope(body, "bad_http_request")
+    assert closed
+
+
+def test_a_head_that_never_finishes_is_408_and_an_idle_connection_closes(
+    head_server: HeadServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ratelimit, "HEAD_TIMEOUT_SECONDS", 0.3)
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # and then nothing
+        status, _, body, closed = read_response(sock)
+    assert status == 408
+    envelope(body, "request_timeout")
+    assert closed
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
+        assert sock.recv(1) == b""  # connected, sent nothing: closed without a word
+
+
+def test_a_slow_handler_is_not_cut_off_by_the_head_deadline(
+    head_server: HeadServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ratelimit, "HEAD_TIMEOUT_SECONDS", 0.3)
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
+        sock.sendall(request(method="POST", path="/cosmos", body=b"{}")[:-2])  # head, not body
+        time.sleep(0.6)  # past the head deadline, still sending the body
+        sock.sendall(b"{}")
+        status, _, _, _ = read_response(sock)
+    assert status == 401  # answered by the app, not cut off
+
+
+# ---- account names and paging (before any storage work) --------------------------------------
+
+FAMILIES = ["cosmos", "dogecoin", "eos", "litecoin"]
+BAD_NAMES = {
+    "unicode": "caf%C3%A9",
+    "fullwidth": "%EF%BD%83%EF%BD%8F%EF%BD%93%EF%BD%8D%EF%BD%8F%EF%BD%93",
+    "rtl-override": "abc%E2%80%AEdef",
+    "emoji": "%F0%9F%94%91",
+    "nul": "ab%00cd",
+    "newline": "ab%0D%0Acd",
+    "space": "ab%20cd",
+    "backslash": "ab%5Ccd",
+    "dotdot": "..",
+    "encoded-dotdot": "%2E%2E",
+    "encoded-slash": "a%2Fb",
+    "dotdot-slash": "..%2F..%2Fetc",
+    "percent": "%25",
+    "very-long": "a" * 10_000,
+    "long-valid-chars": "1" * 200,
+}
+
+
+@pytest.fixture
+def no_account_queries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every account lookup or delete that reaches the store."""
+    seen: list[str] = []
+    for name in ("get", "delete"):
+        original = getattr(repositories.Accounts, name)
+
+        async def spy(*args: Any, _original: Any = original, _name: str = name) -> Any:
+            seen.append(_name)
+            return await _original(*args)
+
+        monkeypatch.setattr(repositories.Accounts, name, staticmethod(spy))
+    return seen
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("case", list(BAD_NAMES), ids=list(BAD_NAMES))
+def test_bad_account_names_are_clean_4xx_before_the_store(
+    client: httpx.Client, family: str, case: str, no_account_queries: list[str]
+) -> None:
+    methods = ["GET", "DELETE"] if family == "cosmos" else ["GET"]
+    for method in methods:
+        response = client.request(method, f"/{family}/{BAD_NAMES[case]}")
+        assert response.status_code in (400, 404), response.text
+        assert response.headers["content-type"].startswith("application/json")
+        body = response.json()
+        assert set(body) == {"success", "message", "code"} and body["success"] is False
+        assert len(response.content) < 1000  # the name is not echoed back whole
+    assert no_account_queries == []
+
+
+def test_a_valid_name_does_reach_the_store(
+    client: httpx.Client, no_account_queries: list[str]
+) -> None:
+    assert client.get("/eos/nosuchacct").status_code == 404
+    assert no_account_queries == ["get"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "limit=" + "9" * 5000,
+        "limit=1e3",
+        "limit=-1",
+        "limit=%201",
+        "cursor=" + "A" * 10_000,
+        "limit=1001",
+    ],
+)
+def test_paging_parameters_are_bounded(client: httpx.Client, query: str) -> None:
+    response = client.get(f"/dogecoin?{query}")
+    assert response.status_code == 400
+    assert response.json()["code"] in ("invalid_limit", "invalid_cursor")
