@@ -1,0 +1,1 @@
+"""Load benchmark of chainkeys against a lean baseline (see bench/README.md)."""

@@ -1,0 +1,291 @@
+"""The baseline: the leanest app that does chainkeys' create, import, get and list work.
+
+A bare ASGI callable (no framework), orjson, coincurve, AES-GCM and the
+standard sqlite3 module, served by uvicorn with uvloop and httptools exactly
+as `chainkeys serve` is. It opens a copy of a chainkeys data directory (same
+schema, same rows, same master key, same pragmas), and per request does what
+chainkeys does:
+
+- auth: sha256 of the token, one point lookup tokens JOIN tenants;
+- create: os.urandom + PublicKey.from_secret, the family's address, AES-256-GCM
+  seal with the same associated data, BEGIN IMMEDIATE / INSERT / COMMIT;
+  import: the same from a 64-hex private key;
+- get: the same columns by (tenant, family, name), details parsed;
+- list: the same keyset page (limit + 1 rows, details parsed per row);
+- the same JSON bodies, byte for byte.
+
+What it leaves out is what the benchmark prices: routing, middleware, request
+ids, access logging, validation of names and options, error envelopes.
+
+Run: python -m bench.baseline --port P --data-dir D [--workers N]
+(CHAINKEYS_SQLITE_SYNCHRONOUS as for chainkeys; default FULL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from coincurve import PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from bench import lean
+
+AUTH_SQL = (
+    "SELECT tokens.tenant_id, tenants.name, tokens.id FROM tokens JOIN tenants"
+    " ON tokens.tenant_id = tenants.id WHERE tokens.token_hash = ? AND tokens.revoked_ms IS NULL"
+)
+INSERT_SQL = (
+    "INSERT INTO accounts (tenant_id, family, name, network, address, public_key, details,"
+    " secret, key_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+GET_SQL = (
+    "SELECT id, tenant_id, family, name, network, address, public_key, details, secret, key_id,"
+    " created_ms FROM accounts WHERE tenant_id = ? AND family = ? AND name = ?"
+)
+PAGE_SQL = (
+    "SELECT id, name, address, public_key, details FROM accounts"
+    " WHERE tenant_id = ? AND family = ? AND id > ? ORDER BY id LIMIT ?"
+)
+DEFAULT_NETWORK = {"cosmos": "cosmoshub", "dogecoin": "mainnet", "eos": "eos", "litecoin": "mainnet"}
+LIST_LIMIT, LIST_MAX = 100, 1000
+CURSOR_PREFIX = b"ck1:"
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+def account_of(family: str, secret: bytes) -> tuple[str, str, dict[str, str], str]:
+    """(name, public key text, extra, exported private key) of a compressed key."""
+    pub = PublicKey.from_secret(secret).format(compressed=True)
+    if family == "cosmos":
+        b64 = base64.b64encode(pub).decode()
+        return lean.cosmos_address(pub), b64, {"pubkey": lean.COSMOS_KEYRING % b64}, secret.hex()
+    if family == "dogecoin":
+        return lean.p2pkh_address(pub), pub.hex(), {}, lean.wif(secret, lean.DOGE_WIF)
+    if family == "litecoin":
+        return lean.p2wpkh_address(pub), pub.hex(), {}, lean.wif(secret, lean.LTC_WIF)
+    extra = {"public_key_k1": lean.eos_public_k1(pub)}
+    return lean.eos_name(pub), lean.eos_public_legacy(pub), extra, lean.wif(secret, b"\x80", False)
+
+
+def account_body(
+    family: str, message: str, address: str, public_key: str, extra: dict[str, Any], private: str | None
+) -> dict[str, Any]:
+    if family == "cosmos":
+        inner: dict[str, Any] = {"address": address}
+        if private is not None:
+            inner["private_key"] = private
+        return {"success": True, "message": message, "data": {"data": inner}}
+    fields: dict[str, Any] = {"address": address, "public_key": public_key}
+    if private is not None:
+        fields["private_key"] = private
+    if "public_key_k1" in extra:
+        fields["public_key_k1"] = extra["public_key_k1"]
+    return {
+        "success": True,
+        "message": message,
+        "address": address,
+        "data": {**fields, "data": fields},
+    }
+
+
+def list_body(family: str, rows: list[Any], cursor: str | None) -> dict[str, Any]:
+    details = [orjson.loads(r[4]) for r in rows]  # chainkeys parses every row's details
+    if family == "cosmos":
+        keys: dict[str, Any] = {
+            "keys": [
+                {"address": r[2], "pubkey": d.get("extra", {}).get("pubkey", "")}
+                for r, d in zip(rows, details, strict=True)
+            ]
+        }
+        if cursor:
+            keys["next_cursor"] = cursor
+        return {"success": True, "message": "accounts listed", "data": {"data": keys}}
+    names: dict[str, Any] = {"keys": [r[1] for r in rows]}
+    if cursor:
+        names["next_cursor"] = cursor
+    return {"success": True, "message": "accounts listed", "data": {**names, "data": names}}
+
+
+def encode_cursor(last_id: int) -> str:
+    return base64.urlsafe_b64encode(CURSOR_PREFIX + str(last_id).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    return int(raw[len(CURSOR_PREFIX) :])
+
+
+class Baseline:
+    """The ASGI app. One reader and one writer connection, like chainkeys on SQLite."""
+
+    def __init__(self, data_dir: Path, synchronous: str = "FULL") -> None:
+        self.db_path = data_dir / "chainkeys.db"
+        material = base64.b64decode((data_dir / "master.key").read_text().strip())
+        self.aes = AESGCM(material)
+        self.key_id = hashlib.sha256(b"chainkeys key id\x00" + material).hexdigest()[:16]
+        self.synchronous = synchronous
+        self.reader: sqlite3.Connection | None = None
+        self.writer: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        status, body = await self._handle(scope, receive)
+        await send({"type": "http.response.start", "status": status, "headers": [
+            *JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.reader, self.writer = self._connect(), self._connect()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                for conn in (self.reader, self.writer):
+                    if conn is not None:
+                        conn.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _tenant(self, scope: dict[str, Any]) -> str | None:
+        for key, value in scope["headers"]:
+            if key == b"authorization":
+                header = value.decode("latin-1").strip()
+                scheme, _, rest = header.partition(" ")
+                token = rest.strip() if scheme.lower() == "bearer" else header
+                digest = hashlib.sha256(token.encode()).hexdigest()
+                assert self.reader is not None
+                row = self.reader.execute(AUTH_SQL, (digest,)).fetchone()
+                return None if row is None else str(row[0])
+        return None
+
+    async def _handle(self, scope: dict[str, Any], receive: Any) -> tuple[int, bytes]:
+        path: str = scope["path"]
+        if path == "/healthz":
+            return 200, b'{"success":true,"message":"ok"}'
+        parts = path.strip("/").split("/")
+        family = parts[0]
+        if family not in DEFAULT_NETWORK or len(parts) > 2:
+            return 404, b'{"success":false,"message":"no such endpoint","code":"not_found"}'
+        tenant = self._tenant(scope)
+        if tenant is None:
+            return 401, b'{"success":false,"message":"unauthorized","code":"unauthorized"}'
+        method = scope["method"]
+        if len(parts) == 2 and method == "GET":
+            return self._get(tenant, family, parts[1])
+        if len(parts) == 1 and method == "POST":
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            return self._create(tenant, family, orjson.loads(body) if body.strip() else {})
+        if len(parts) == 1 and method == "GET":
+            return self._list(tenant, family, scope["query_string"])
+        return 405, b'{"success":false,"message":"method not allowed","code":"method_not_allowed"}'
+
+    def _create(self, tenant: str, family: str, req: dict[str, Any]) -> tuple[int, bytes]:
+        given = req.get("private_key")
+        secret = bytes.fromhex(given) if given else os.urandom(32)
+        name, public_key, extra, private = account_of(family, secret)
+        details = {
+            "extra": extra,
+            "address_type": "p2wpkh" if family == "litecoin" else None,
+            "compressed": True,
+            "source": "private_key" if given else "generated",
+            "path": None,
+        }
+        aad = "\x00".join(("chainkeys/v1", "account", tenant, family, name)).encode()
+        nonce = os.urandom(12)
+        sealed = b"\x01" + nonce + self.aes.encrypt(nonce, secret, aad)
+        row = (tenant, family, name, DEFAULT_NETWORK[family], name, public_key,
+               orjson.dumps(details).decode(), sealed, self.key_id, int(time.time() * 1000))  # fmt: skip
+        assert self.writer is not None
+        self.writer.execute("BEGIN IMMEDIATE")
+        try:
+            self.writer.execute(INSERT_SQL, row)
+        except sqlite3.IntegrityError:
+            self.writer.execute("ROLLBACK")
+            return 409, b'{"success":false,"message":"exists","code":"account_exists"}'
+        self.writer.execute("COMMIT")
+        message = "account imported" if given else "account created"
+        body = account_body(family, message, name, public_key, extra, None if given else private)
+        return 200, orjson.dumps(body)
+
+    def _get(self, tenant: str, family: str, name: str) -> tuple[int, bytes]:
+        assert self.reader is not None
+        row = self.reader.execute(GET_SQL, (tenant, family, name)).fetchone()
+        if row is None:
+            return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
+        details = orjson.loads(row[7])
+        body = account_body(family, "account found", row[5], row[6], details.get("extra", {}), None)
+        return 200, orjson.dumps(body)
+
+    def _list(self, tenant: str, family: str, query: bytes) -> tuple[int, bytes]:
+        limit, after = LIST_LIMIT, 0
+        for pair in query.decode("latin-1").split("&"):
+            key, _, value = pair.partition("=")
+            if key == "limit" and value.isdigit():
+                limit = min(int(value), LIST_MAX)
+            elif key == "cursor" and value:
+                after = decode_cursor(value)
+        assert self.reader is not None
+        rows = self.reader.execute(PAGE_SQL, (tenant, family, after, limit + 1)).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = encode_cursor(rows[-1][0]) if more else None
+        return 200, orjson.dumps(list_body(family, rows, cursor))
+
+
+def app_factory() -> Baseline:
+    """uvicorn --factory entry point; settings come from the environment."""
+    return Baseline(
+        Path(os.environ["BENCH_BASELINE_DATA_DIR"]),
+        os.environ.get("CHAINKEYS_SQLITE_SYNCHRONOUS", "FULL"),
+    )
+
+
+def main() -> None:
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    os.environ["BENCH_BASELINE_DATA_DIR"] = str(args.data_dir)
+    uvicorn.run(
+        "bench.baseline:app_factory",
+        factory=True,
+        host="127.0.0.1",
+        port=args.port,
+        workers=args.workers,
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        loop="uvloop",
+        http="httptools",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Data sets: a chainkeys store with one tenant of N accounts, written straight to the tables.
+
+The schema, the master key and the tenant's token come from chainkeys itself
+(`open_services` + `TokenService.create`, what `chainkeys token create` runs);
+the accounts are then inserted in bulk (sqlite3 executemany / asyncpg COPY),
+each a real key with its real address and its private key sealed under the
+store's master key, so a row is what `POST /cosmos` would have written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import multiprocessing
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from coincurve import PublicKey
+
+from bench import lean
+
+FAMILY = "cosmos"  # get and list run on Cosmos accounts
+TENANT = "bench"
+CHUNK = 20_000
+COLUMNS = ("tenant_id", "family", "name", "network", "address", "public_key", "details",
+           "secret", "key_id", "created_ms")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A prepared store: where it is, the tenant's token, what to ask for."""
+
+    size: int
+    data_dir: Path  # pristine: every server run gets a copy (SQLite) or a clone (PostgreSQL)
+    token: str
+    tenant_id: str
+    names_file: Path  # a shuffled sample of account names in the tenant
+    deep_cursor: str  # the list cursor 90% of the way through the tenant
+    pg_template: str | None = None  # database name of the PostgreSQL template
+
+
+def _rows(args: tuple[str, int, bytes, int]) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """`count` Cosmos accounts for one tenant (runs in a worker process)."""
+    from chainkeys.vault import Context, MasterKey, Vault
+
+    tenant_id, count, material, sample_every = args
+    vault = Vault(MasterKey(material))
+    now = int(time.time() * 1000)
+    rows, sample = [], []
+    for i in range(count):
+        secret = os.urandom(32)
+        pub = PublicKey.from_secret(secret).format(compressed=True)
+        name = lean.cosmos_address(pub)
+        b64 = base64.b64encode(pub).decode()
+        details = {"extra": {"pubkey": lean.COSMOS_KEYRING % b64}, "address_type": None,
+                   "compressed": True, "source": "generated", "path": None}  # fmt: skip
+        sealed = vault.seal(secret, Context(tenant_id, FAMILY, name))
+        rows.append((tenant_id, FAMILY, name, "cosmoshub", name, b64,
+                     orjson.dumps(details).decode(), sealed, vault.key_id, now))  # fmt: skip
+        if i % sample_every == 0:
+            sample.append(name)
+    return rows, sample
+
+
+def generate(tenant_id: str, n: int, material: bytes, sample: int) -> Iterator[tuple[list[tuple[Any, ...]], list[str]]]:
+    """Chunks of rows (and a spread sample of their names), made on every core."""
+    every = max(1, n // sample)
+    jobs = [(tenant_id, min(CHUNK, n - start), material, every) for start in range(0, n, CHUNK)]
+    if len(jobs) == 1:
+        yield _rows(jobs[0])
+        return
+    with multiprocessing.get_context("spawn").Pool(os.cpu_count() or 1) as pool:
+        yield from pool.imap(_rows, jobs)
+
+
+async def _issue_token(data_dir: Path, database_url: str | None) -> tuple[str, str]:
+    from chainkeys.config import Settings
+    from chainkeys.service import open_services
+
+    settings = Settings(data_dir=data_dir, database_url=database_url, log_level="WARNING")
+    svc = await open_services(settings)
+    try:
+        row, token = await svc.tokens.create(TENANT, "benchmark")
+    finally:
+        await svc.close()
+    return row.tenant_id, token
+
+
+def master_material(data_dir: Path) -> bytes:
+    return base64.b64decode((data_dir / "master.key").read_text().strip())
+
+
+def encode_cursor(last_id: int) -> str:
+    return base64.urlsafe_b64encode(b"ck1:" + str(last_id).encode()).decode().rstrip("=")
+
+
+def _finish(data_dir: Path, size: int, token: str, tenant_id: str, names: list[str], deep_id: int,
+            pg_template: str | None = None) -> Dataset:  # fmt: skip
+    random.shuffle(names)
+    names_file = data_dir.parent / f"names-{size}.txt"
+    names_file.write_text("\n".join(names) + "\n")
+    return Dataset(size, data_dir, token, tenant_id, names_file, encode_cursor(deep_id), pg_template)
+
+
+def sqlite_dataset(root: Path, size: int, sample: int = 20_000) -> Dataset:
+    data_dir = root / f"sqlite-{size}" / "data"
+    tenant_id, token = asyncio.run(_issue_token(data_dir, None))
+    material = master_material(data_dir)
+    conn = sqlite3.connect(data_dir / "chainkeys.db", isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("BEGIN")
+        names: list[str] = []
+        insert = f"INSERT INTO accounts ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+        for rows, sampled in generate(tenant_id, size, material, sample):
+            conn.executemany(insert, rows)
+            names += sampled
+        conn.execute("COMMIT")
+        deep_id = conn.execute(
+            "SELECT id FROM accounts WHERE tenant_id = ? AND family = ? ORDER BY id LIMIT 1 OFFSET ?",
+            (tenant_id, FAMILY, int(size * 0.9)),
+        ).fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return _finish(data_dir, size, token, tenant_id, names, deep_id)
+
+
+async def _pg(url: str, sql: str, *args: Any) -> Any:
+    import asyncpg
+
+    conn = await asyncpg.connect(url, timeout=5)
+    try:
+        return await conn.fetchval(sql, *args)
+    finally:
+        await conn.close()
+
+
+def pg_admin(admin_url: str, sql: str) -> None:
+    asyncio.run(_pg(admin_url, sql))
+
+
+def pg_url(admin_url: str, database: str) -> str:
+    return f"{admin_url.rsplit('/', 1)[0]}/{database}"
+
+
+def pg_reachable(admin_url: str) -> str | None:
+    """None when PostgreSQL answers, else why not."""
+    try:
+        asyncio.run(_pg(admin_url, "SELECT 1"))
+    except Exception as exc:  # any failure means: not usable for the benchmark
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+async def _copy_accounts(url: str, tenant_id: str, size: int, material: bytes, sample: int) -> tuple[list[str], int]:
+    import asyncpg
+
+    conn = await asyncpg.connect(url, timeout=5)
+    try:
+        names: list[str] = []
+        for rows, sampled in generate(tenant_id, size, material, sample):
+            await conn.copy_records_to_table("accounts", records=rows, columns=list(COLUMNS))
+            names += sampled
+        await conn.execute("VACUUM ANALYZE accounts")
+        deep_id = await conn.fetchval(
+            "SELECT id FROM accounts WHERE tenant_id = $1 AND family = $2 ORDER BY id LIMIT 1 OFFSET $3",
+            tenant_id, FAMILY, int(size * 0.9),
+        )  # fmt: skip
+    finally:
+        await conn.close()
+    return names, int(deep_id)
+
+
+def pg_dataset(root: Path, size: int, admin_url: str, prefix: str, sample: int = 20_000) -> Dataset:
+    """A template database holding the data set; each run clones it (CREATE DATABASE … TEMPLATE)."""
+    template = f"{prefix}_tmpl_{size}"
+    pg_admin(admin_url, f'CREATE DATABASE "{template}"')
+    url = pg_url(admin_url, template)
+    data_dir = root / f"pg-{size}" / "data"  # holds the master key file
+    tenant_id, token = asyncio.run(_issue_token(data_dir, url))
+    names, deep_id = asyncio.run(_copy_accounts(url, tenant_id, size, master_material(data_dir), sample))
+    return _finish(data_dir, size, token, tenant_id, names, deep_id, pg_template=template)

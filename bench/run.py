@@ -1,0 +1,638 @@
+"""The chainkeys benchmark: chainkeys against a lean baseline, under wrk, one command.
+
+    python -m bench            # full run (~15 min): 1k and 1M tenants, 1 and 2 workers, SQLite + PostgreSQL
+    python -m bench --quick    # seconds, small data: keeps the benchmark from rotting (the test suite runs it)
+
+For each server configuration (backend, tenant size, workers, SQLite synchronous
+mode) it prepares a fresh copy of a preloaded store, starts `chainkeys serve`
+and then the baseline (bench/baseline.py) on the same copy of the data, drives
+both with the same wrk scenarios and reports requests/s, p50, p99 and the
+server's peak RSS, each chainkeys figure also as a ratio to the baseline's, then
+checks the targets. Results: a table on stdout, results.md and results.json in
+--out (default bench/results/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from bench import preload, procs, wrk
+from bench.preload import Dataset
+
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
+READS = ("get", "list-first", "list-deep")
+CREATES = ("create-cosmos", "create-dogecoin", "create-eos", "create-litecoin")
+ALL = (*READS, "mixed", "import", *CREATES)
+# scenario -> (lua script, request path; None: the family path)
+SCRIPTS = {
+    "get": "get",
+    "list-first": "list",
+    "list-deep": "list",
+    "mixed": "mixed",
+    "import": "import",
+    **{c: "create" for c in CREATES},
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One server set-up; the baseline runs the same scenarios on SQLite configs."""
+
+    backend: str  # sqlite | postgresql
+    size: int
+    workers: int
+    sync: str  # SQLite synchronous (FULL | NORMAL); PostgreSQL: "-"
+    scenarios: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.backend}-{size_label(self.size)}-w{self.workers}-{self.sync}"
+
+    def baseline_key(self) -> str:
+        """The baseline config chainkeys is compared with (the lean pipeline is SQLite)."""
+        sync = "FULL" if self.sync == "-" else self.sync
+        return f"sqlite-{size_label(self.size)}-w{self.workers}-{sync}"
+
+
+@dataclass
+class Result:
+    config: str
+    impl: str  # chainkeys | baseline
+    backend: str
+    size: int
+    workers: int
+    sync: str
+    scenario: str
+    connections: int
+    rps: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    requests: int
+    errors: dict[str, int]
+    rss_peak_mb: float
+    server_cpu: float  # cores the server used while under load
+    other_cpu: float  # cores used by everything but server and wrk (noise; PostgreSQL itself on PG)
+    cpu_us: float  # server CPU per request, µs: the figure least moved by other load
+    ratio: dict[str, float] = field(default_factory=dict)  # chainkeys / baseline
+
+
+def size_label(n: int) -> str:
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    return str(n)
+
+
+def plan(quick: bool, small: int, large: int, pg: bool, pg_large: bool) -> list[Config]:
+    if quick:
+        configs = [
+            Config("sqlite", small, 1, "FULL", ALL),
+            Config("sqlite", large, 1, "FULL", ("get", "list-first")),
+        ]
+        if pg:
+            configs += [
+                Config("postgresql", small, 1, "-", ("get", "create-cosmos")),
+                Config("postgresql", small, 2, "-", ("create-cosmos",)),
+            ]
+        return configs
+    configs = [
+        Config("sqlite", small, 1, "FULL", ALL),
+        Config("sqlite", large, 1, "FULL", (*READS, "mixed", "create-cosmos")),
+        Config("sqlite", small, 2, "FULL", ("get", "list-first", "mixed", "create-cosmos")),
+        Config("sqlite", small, 1, "NORMAL", ("mixed", "import", *CREATES)),
+    ]
+    if pg:
+        pg_set = ("get", "list-first", "mixed", "import", "create-cosmos")
+        configs += [
+            Config("postgresql", small, 1, "-", pg_set),
+            Config("postgresql", small, 2, "-", pg_set),
+        ]
+        if pg_large:
+            configs.append(Config("postgresql", large, 1, "-", ("get", "list-first", "list-deep")))
+    return configs
+
+
+# ---------------------------------------------------------------- running
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, work: Path, out: Path) -> None:
+        self.args = args
+        self.work = work
+        self.out = out
+        self.wrk = wrk.ensure_wrk()
+        self.results: list[Result] = []
+        self.profiles: dict[str, dict[str, Any]] = {}
+        self.parity: dict[str, dict[str, bool]] = {}
+        self.datasets: dict[tuple[str, int], Dataset] = {}
+        self.pg_dbs: list[str] = []
+        self.prefix = f"ckbench_{uuid.uuid4().hex[:8]}"
+
+    def log(self, text: str) -> None:
+        print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    # -- data
+
+    def dataset(self, backend: str, size: int) -> Dataset:
+        key = (backend, size)
+        if key not in self.datasets:
+            started = time.monotonic()
+            if backend == "sqlite":
+                ds = preload.sqlite_dataset(self.work, size)
+            else:
+                self.pg_dbs.append(f"{self.prefix}_tmpl_{size}")
+                ds = preload.pg_dataset(self.work, size, self.args.pg_url, self.prefix)
+            self.log(f"preloaded {backend} tenant of {size} accounts in {time.monotonic() - started:.1f}s")
+            self.datasets[key] = ds
+        return self.datasets[key]
+
+    @contextlib.contextmanager
+    def fresh_store(self, cfg: Config, impl: str) -> Iterator[tuple[Path, dict[str, str]]]:
+        """A private copy of the data set for one server run, removed afterwards."""
+        ds = self.dataset(cfg.backend, cfg.size)
+        run_dir = self.work / f"run-{cfg.key}-{impl}"
+        shutil.copytree(ds.data_dir, run_dir)
+        env: dict[str, str] = {}
+        db = None
+        if cfg.backend == "postgresql":
+            db = f"{self.prefix}_run"
+            preload.pg_admin(self.args.pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            preload.pg_admin(self.args.pg_url, f'CREATE DATABASE "{db}" TEMPLATE "{ds.pg_template}"')
+            self.pg_dbs.append(db)
+            env["CHAINKEYS_DATABASE_URL"] = preload.pg_url(self.args.pg_url, db)
+        else:
+            env["CHAINKEYS_SQLITE_SYNCHRONOUS"] = cfg.sync
+        try:
+            yield run_dir, env
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            if db is not None:
+                preload.pg_admin(self.args.pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+    # -- servers
+
+    def start(self, cfg: Config, impl: str, data_dir: Path, env: dict[str, str]) -> procs.Server:
+        log = self.out / "logs" / f"{cfg.key}-{impl}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        if impl == "chainkeys":
+            args = ["-m", "chainkeys.cli", "serve", "--data-dir", str(data_dir), "--workers", str(cfg.workers)]
+            env = {**env, "CHAINKEYS_LOG_LEVEL": self.args.log_level}
+        else:
+            args = ["-m", "bench.baseline", "--data-dir", str(data_dir), "--workers", str(cfg.workers)]
+        return procs.start(f"{impl} {cfg.key}", args, env, log, cfg.workers)
+
+    def wrk_env(self, cfg: Config, scenario: str) -> dict[str, str]:
+        ds = self.dataset(cfg.backend, cfg.size)
+        family = scenario.removeprefix("create-") if scenario.startswith("create-") else preload.FAMILY
+        path = f"/{family}"
+        if scenario == "list-deep":
+            path += f"?cursor={ds.deep_cursor}"
+        return {"BENCH_TOKEN": ds.token, "BENCH_PATH": path, "BENCH_NAMES": str(ds.names_file)}
+
+    def load(self, server: procs.Server, cfg: Config, scenario: str, seconds: float) -> wrk.Load:
+        lua = wrk.script(SCRIPTS[scenario], self.work)
+        return wrk.run(self.wrk, server.url, lua, self.wrk_env(cfg, scenario), seconds=seconds,
+                       connections=self.args.connections, threads=self.args.threads)  # fmt: skip
+
+    def run_config(self, cfg: Config) -> None:
+        """Start chainkeys (and the baseline, on its own copy) and take turns scenario by scenario.
+
+        Both servers stay up; only one is under load at a time. Each scenario
+        runs `rounds` times per server, alternating, and the best round counts:
+        on a shared machine the least disturbed run is the truest one.
+        """
+        impls = ["chainkeys"]
+        if cfg.backend == "sqlite" and not self.args.no_baseline:
+            impls.append("baseline")
+        with contextlib.ExitStack() as stack:
+            servers: dict[str, procs.Server] = {}
+            for impl in impls:
+                data_dir, env = stack.enter_context(self.fresh_store(cfg, impl))
+                server = self.start(cfg, impl, data_dir, env)
+                stack.callback(server.stop)
+                servers[impl] = server
+                self.log(f"{impl} {cfg.key} up (pids {server.pids})")
+            if len(servers) == 2:
+                self.parity[cfg.key] = parity(servers["chainkeys"].url, servers["baseline"].url,
+                                              self.dataset(cfg.backend, cfg.size))  # fmt: skip
+            for scenario in cfg.scenarios:
+                best: dict[str, Result] = {}
+                for rnd in range(self.args.rounds):
+                    for impl, server in servers.items():
+                        if rnd == 0 and self.args.warmup > 0:
+                            self.load(server, cfg, scenario, self.args.warmup)
+                        result = self.measure(server, cfg, impl, scenario)
+                        if impl not in best or result.rps > best[impl].rps:
+                            best[impl] = result
+                for impl, result in best.items():
+                    self.results.append(result)
+                    flag = f"  ERRORS {result.errors}" if sum(result.errors.values()) else ""
+                    self.log(f"  {impl:9} {scenario:15} {result.rps:9.0f} req/s  p50 {result.p50_ms:6.2f} ms"
+                             f"  p99 {result.p99_ms:7.2f} ms  rss {result.rss_peak_mb:6.1f} MB"
+                             f"  other cpu {result.other_cpu:4.2f}{flag}")  # fmt: skip
+                if scenario in self.args.profile:
+                    self.profile(servers["chainkeys"], cfg, scenario)
+
+    def measure(self, server: procs.Server, cfg: Config, impl: str, scenario: str) -> Result:
+        if self.args.quiet_wait > 0:
+            procs.wait_quiet(self.args.quiet_wait)
+        with procs.RssSampler(server) as rss, procs.CpuMeter(server) as cpu:
+            got = self.load(server, cfg, scenario, self.args.seconds)
+        return Result(
+            cfg.key, impl, cfg.backend, cfg.size, cfg.workers, cfg.sync, scenario,
+            self.args.connections, round(got.rps, 1), got.p50_ms, got.p90_ms, got.p99_ms,
+            got.max_ms, got.requests, got.errors, round(rss.peak_kb / 1024, 1),
+            round(cpu.server_cores, 2), round(cpu.other_cores, 2),
+            round(cpu.server_cores * 1e6 / got.rps, 1) if got.rps else 0.0,
+        )  # fmt: skip
+
+    def profile(self, server: procs.Server, cfg: Config, scenario: str) -> None:
+        """py-spy (sampling, non-blocking) over one more load of the scenario; top frames kept."""
+        pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        if not Path(pyspy).exists():
+            self.log("  py-spy not found (pip install py-spy); not profiling")
+            return
+        label = f"{cfg.key}-{scenario}"
+        raw = self.out / "profiles" / f"{label}.txt"
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        seconds = max(3, int(self.args.seconds))
+        spy = subprocess.Popen(
+            [pyspy, "record", "--pid", str(server.popen.pid), "--subprocesses", "--nonblocking",
+             "--rate", "250", "--duration", str(seconds), "--format", "raw", "-o", str(raw)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        time.sleep(0.5)
+        self.load(server, cfg, scenario, seconds)
+        _, err = spy.communicate(timeout=seconds + 60)
+        if not raw.exists():
+            self.log(f"  py-spy failed: {err.decode(errors='replace')[-300:]}")
+            return
+        summary = summarize_profile(raw.read_text())
+        self.profiles[label] = summary
+        (raw.with_suffix(".top.txt")).write_text(format_profile(label, summary))
+        self.log(f"  profiled {label}: {raw.with_suffix('.top.txt')}")
+
+    def run(self, configs: list[Config]) -> None:
+        for cfg in configs:
+            self.run_config(cfg)
+
+    def cleanup(self) -> None:
+        for db in self.pg_dbs:
+            with contextlib.suppress(Exception):
+                preload.pg_admin(self.args.pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
+# ---------------------------------------------------------------- parity
+
+# A fixed, valid private key: imported into both servers, it must give the same answers.
+PARITY_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+
+
+def _call(url: str, method: str, path: str, token: str, body: bytes | None = None) -> tuple[int, Any]:
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url + path, data=body, method=method, headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def parity(ck: str, base: str, ds: Dataset) -> dict[str, bool]:
+    """Do chainkeys and the baseline answer alike? (The baseline must do the same work.)"""
+    out: dict[str, bool] = {}
+    body = json.dumps({"private_key": PARITY_KEY}).encode()
+    for family in ("cosmos", "dogecoin", "eos", "litecoin"):
+        a = _call(ck, "POST", f"/{family}", ds.token, body)
+        out[f"import-{family}"] = a == _call(base, "POST", f"/{family}", ds.token, body)
+        inner = a[1].get("data", {}) if isinstance(a[1], dict) else {}
+        name = (inner.get("data") or {}).get("address") or inner.get("address", "")
+        out[f"get-{family}"] = bool(name) and _call(ck, "GET", f"/{family}/{name}", ds.token) == _call(
+            base, "GET", f"/{family}/{name}", ds.token)  # fmt: skip
+    name = ds.names_file.read_text().split()[0]
+    for label, path in (("get-preloaded", f"/cosmos/{name}"), ("list-first", "/cosmos"),
+                        ("list-deep", f"/cosmos?cursor={ds.deep_cursor}")):  # fmt: skip
+        out[label] = _call(ck, "GET", path, ds.token) == _call(base, "GET", path, ds.token)
+    return out
+
+
+# ---------------------------------------------------------------- profiles
+
+
+def _func(frame: str) -> str:
+    """'handler (chainkeys/api/routes.py:12)' -> 'handler (chainkeys/api/routes.py)'."""
+    name, _, where = frame.partition(" (")
+    path = where.rstrip(")").rsplit(":", 1)[0]
+    for marker in ("site-packages/", "/src/", "/lib/python3"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{name} ({path})" if path else name
+
+
+def summarize_profile(raw: str, top: int = 20) -> dict[str, Any]:
+    """Self and inclusive sample shares per function from py-spy's raw (collapsed) output."""
+    own: dict[str, int] = {}
+    incl: dict[str, int] = {}
+    total = 0
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = [_func(f) for f in stack.split(";") if not f.startswith("process ")]
+        if not frames:
+            continue
+        own[frames[-1]] = own.get(frames[-1], 0) + n
+        for f in set(frames):
+            incl[f] = incl.get(f, 0) + n
+
+    def share(d: dict[str, int]) -> list[tuple[str, float]]:
+        return [(k, round(100 * v / total, 1)) for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:top]]
+
+    return {"samples": total, "self": share(own), "inclusive": share(incl)}
+
+
+def format_profile(label: str, summary: dict[str, Any]) -> str:
+    lines = [f"py-spy profile of {label} ({summary['samples']} samples)", "", "self %:"]
+    lines += [f"  {pct:5.1f}  {name}" for name, pct in summary["self"]]
+    lines += ["", "inclusive %:"]
+    lines += [f"  {pct:5.1f}  {name}" for name, pct in summary["inclusive"]]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- report
+
+
+def add_ratios(results: list[Result]) -> None:
+    base = {(r.config, r.scenario): r for r in results if r.impl == "baseline"}
+    for r in results:
+        if r.impl != "chainkeys":
+            continue
+        cfg = Config(r.backend, r.size, r.workers, r.sync, ())
+        b = base.get((cfg.baseline_key(), r.scenario))
+        if b is None or not b.rps:
+            continue
+        r.ratio = {
+            "rps": round(r.rps / b.rps, 3),
+            "p50": round(r.p50_ms / b.p50_ms, 2) if b.p50_ms else 0.0,
+            "p99": round(r.p99_ms / b.p99_ms, 2) if b.p99_ms else 0.0,
+            "rss": round(r.rss_peak_mb / b.rss_peak_mb, 2) if b.rss_peak_mb else 0.0,
+            "cpu_per_request": round(b.cpu_us / r.cpu_us, 3) if r.cpu_us else 0.0,
+            "baseline_cpu_us": b.cpu_us,
+            "baseline_rps": b.rps,
+            "baseline_p50_ms": b.p50_ms,
+            "baseline_p99_ms": b.p99_ms,
+            "baseline_rss_mb": b.rss_peak_mb,
+        }
+
+
+@dataclass
+class Target:
+    name: str
+    value: float | None
+    limit: str
+    ok: bool | None  # None: not measured in this run
+    detail: str = ""
+
+
+def _find(results: list[Result], impl: str, backend: str, size: int, workers: int, scenario: str,
+          sync: str | None = None) -> Result | None:  # fmt: skip
+    for r in results:
+        if (r.impl, r.backend, r.size, r.workers, r.scenario) == (impl, backend, size, workers, scenario) and (
+            sync is None or r.sync == sync
+        ):
+            return r
+    return None
+
+
+def check_targets(results: list[Result], small: int, large: int, connections: int) -> list[Target]:
+    out: list[Target] = []
+    ck = [r for r in results if r.impl == "chainkeys"]
+    for sync in ("FULL", "NORMAL"):
+        sq = [r for r in ck if r.backend == "sqlite" and r.workers == 1 and r.sync == sync and r.size == small]
+        creates = [r for r in sq if r.scenario.startswith("create-") and r.ratio]
+        if creates:
+            worst = min(creates, key=lambda r: r.ratio["rps"])
+            cpu = min(r.ratio["cpu_per_request"] for r in creates)
+            out.append(Target(f"create >= 0.7 x baseline create (worst family; SQLite {sync})", worst.ratio["rps"],
+                              ">= 0.7", worst.ratio["rps"] >= 0.7,
+                              f"{worst.scenario}; CPU per request ratio (worst) {cpu:.2f}"))  # fmt: skip
+        get = next((r for r in sq if r.scenario == "get" and r.ratio), None)
+        if get:
+            out.append(Target(f"get >= 0.7 x baseline get (SQLite {sync})", get.ratio["rps"], ">= 0.7",
+                              get.ratio["rps"] >= 0.7,
+                              f"CPU per request ratio {get.ratio['cpu_per_request']:.2f}"))  # fmt: skip
+    if ck:
+        worst_p99 = max(ck, key=lambda r: r.p99_ms)
+        out.append(Target(f"p99 < 50 ms at {connections} connections (worst scenario)", worst_p99.p99_ms,
+                          "< 50 ms", worst_p99.p99_ms < 50, f"{worst_p99.config} {worst_p99.scenario}"))  # fmt: skip
+    for scenario in ("get", "list-first"):
+        a = _find(results, "chainkeys", "sqlite", small, 1, scenario, "FULL")
+        b = _find(results, "chainkeys", "sqlite", large, 1, scenario, "FULL")
+        if a and b and b.rps:
+            slow = a.rps / b.rps
+            out.append(Target(f"{scenario}: {size_label(large)} tenant within 1.3x of {size_label(small)} (req/s)",
+                              round(slow, 3), "<= 1.3", slow <= 1.3,
+                              f"{a.rps:.0f} vs {b.rps:.0f} req/s"))  # fmt: skip
+    small_rss = {r.scenario: r.rss_peak_mb for r in ck if r.backend == "sqlite" and r.size == small
+                 and r.workers == 1 and r.sync == "FULL"}  # fmt: skip
+    large_rss = {r.scenario: r.rss_peak_mb for r in ck if r.backend == "sqlite" and r.size == large
+                 and r.workers == 1 and r.sync == "FULL"}  # fmt: skip
+    common = set(small_rss) & set(large_rss)
+    if common:
+        a_rss, b_rss = max(small_rss[s] for s in common), max(large_rss[s] for s in common)
+        ratio = b_rss / a_rss
+        out.append(Target(f"server RSS at {size_label(large)} within 1.2x of {size_label(small)}",
+                          round(ratio, 3), "<= 1.2", ratio <= 1.2, f"{b_rss:.0f} vs {a_rss:.0f} MB"))  # fmt: skip
+    one = _find(results, "chainkeys", "postgresql", small, 1, "create-cosmos")
+    two = _find(results, "chainkeys", "postgresql", small, 2, "create-cosmos")
+    if one and two and one.rps:
+        ratio = two.rps / one.rps
+        out.append(Target("PostgreSQL creates: 2 workers >= 1.6 x 1 worker", round(ratio, 3), ">= 1.6",
+                          ratio >= 1.6, f"{two.rps:.0f} vs {one.rps:.0f} req/s"))  # fmt: skip
+    else:
+        out.append(Target("PostgreSQL creates: 2 workers >= 1.6 x 1 worker", None, ">= 1.6", None,
+                          "not run (PostgreSQL unreachable or skipped)"))  # fmt: skip
+    return out
+
+
+def table(results: list[Result]) -> str:
+    head = ("| config | scenario | chainkeys req/s | p50 ms | p99 ms | RSS MB | CPU µs/req | baseline req/s "
+            "| p50 ms | p99 ms | RSS MB | CPU µs/req | ratio req/s | ratio CPU | other load | errors |")
+    lines = [head, "|" + "---|" * 16]
+    for r in results:
+        if r.impl != "chainkeys":
+            continue
+        q = r.ratio
+        base = (f"{q['baseline_rps']:.0f} | {q['baseline_p50_ms']:.2f} | {q['baseline_p99_ms']:.2f} | "
+                f"{q['baseline_rss_mb']:.0f} | {q['baseline_cpu_us']:.0f} | **{q['rps']:.2f}** | "
+                f"{q['cpu_per_request']:.2f}") if q else "- | - | - | - | - | - | -"  # fmt: skip
+        errors = sum(r.errors.values())
+        lines.append(f"| {r.config} | {r.scenario} | {r.rps:.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
+                     f"{r.rss_peak_mb:.0f} | {r.cpu_us:.0f} | {base} | {r.other_cpu:.2f} | {errors or ''} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def targets_table(targets: list[Target]) -> str:
+    lines = ["| target | measured | limit | result | detail |", "|---|---|---|---|---|"]
+    for t in targets:
+        verdict = "not run" if t.ok is None else ("PASS" if t.ok else "**MISS**")
+        value = "-" if t.value is None else f"{t.value:g}"
+        lines.append(f"| {t.name} | {value} | {t.limit} | {verdict} | {t.detail} |")
+    return "\n".join(lines)
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def environment(args: argparse.Namespace, wrk_path: str) -> dict[str, Any]:
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor())  # fmt: skip
+    mem = next((ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
+                if ln.startswith("MemTotal")), "0")  # fmt: skip
+    packages = ["chainkeys", "starlette", "uvicorn", "uvloop", "httptools", "orjson", "msgspec",
+                "coincurve", "cryptography", "sqlalchemy", "asyncpg", "bip-utils"]  # fmt: skip
+    versions = {}
+    for p in packages:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[p] = metadata.version(p)
+    pg_version = None
+    if args.pg:
+        with contextlib.suppress(Exception):
+            import asyncio
+
+            pg_version = asyncio.run(preload._pg(args.pg_url, "SHOW server_version"))
+    wrk_banner = _run([wrk_path, "--version"]).splitlines()
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(int(mem) / 1024 / 1024, 1),
+                    "kernel": platform.release(), "os": _run(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"])},
+        "versions": {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
+                     "postgresql": pg_version, "wrk": wrk_banner[0] if wrk_banner else "", **versions},
+        "git_commit": _run(["git", "-C", str(procs.REPO), "rev-parse", "--short", "HEAD"]),
+        "settings": {"quick": args.quick, "seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds, "quiet_wait": args.quiet_wait,
+                     "connections": args.connections, "wrk_threads": args.threads,
+                     "small": args.small, "large": args.large, "log_level": args.log_level},
+    }  # fmt: skip
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n", 1)[0])
+    p.add_argument("--quick", action="store_true", help="seconds, small data (the test suite runs this)")
+    p.add_argument("--seconds", type=float, help="measured seconds per scenario (8; quick 1)")
+    p.add_argument("--warmup", type=float, help="warm-up seconds per scenario (2; quick 0)")
+    p.add_argument("--rounds", type=int, help="runs per scenario and server, best counts (2; quick 1)")
+    p.add_argument("--quiet-wait", type=float, help="before each run, wait up to this long for other "
+                   "load on the machine to drop below 0.3 cores (10; quick 0)")
+    p.add_argument("--connections", type=int, default=64)
+    p.add_argument("--threads", type=int, default=1, help="wrk threads (1 leaves the cores to the server)")
+    p.add_argument("--small", type=int, help="accounts in the small tenant (1000; quick 200)")
+    p.add_argument("--large", type=int, help="accounts in the large tenant (1000000; quick 3000)")
+    p.add_argument("--postgres", choices=("auto", "off", "require"), default="auto",
+                   help="PostgreSQL scenarios: when reachable (auto), never, or fail if unreachable")
+    p.add_argument("--pg-url", default=os.environ.get("CHAINKEYS_BENCH_POSTGRES_URL")
+                   or os.environ.get("CHAINKEYS_TEST_POSTGRES_URL", DEFAULT_PG),
+                   help="an admin URL; the benchmark creates (and drops) its own databases")
+    p.add_argument("--pg-large", action=argparse.BooleanOptionalAction, default=None,
+                   help="also the large tenant on PostgreSQL (full run: yes)")
+    p.add_argument("--only", default="", help="comma list of config keys to run (e.g. sqlite-1k-w1-FULL)")
+    p.add_argument("--scenarios", default="", help="comma list: run only these scenarios")
+    p.add_argument("--no-baseline", action="store_true")
+    p.add_argument("--profile", default="", help="comma list of scenarios to profile with py-spy")
+    p.add_argument("--log-level", default="INFO", help="CHAINKEYS_LOG_LEVEL for the server (its default: INFO)")
+    p.add_argument("--out", type=Path, default=procs.REPO / "bench" / "results")
+    p.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = p.parse_args(argv)  # fmt: skip
+    q = args.quick
+    args.seconds = args.seconds or (1 if q else 10)
+    args.rounds = args.rounds or (1 if q else 2)
+    args.quiet_wait = args.quiet_wait if args.quiet_wait is not None else (0 if q else 10)
+    args.warmup = args.warmup if args.warmup is not None else (0 if q else 3)
+    args.small = args.small or (200 if q else 1000)
+    args.large = args.large or (3000 if q else 1_000_000)
+    args.pg_large = (not q) if args.pg_large is None else args.pg_large
+    args.profile = {s for s in args.profile.split(",") if s}
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.pg = False
+    if args.postgres != "off":
+        why = preload.pg_reachable(args.pg_url)
+        if why is None:
+            args.pg = True
+        elif args.postgres == "require":
+            print(f"PostgreSQL not reachable at {args.pg_url}: {why}", file=sys.stderr)
+            return 2
+        else:
+            print(f"[bench] PostgreSQL not reachable ({why}); SQLite only", file=sys.stderr)
+    configs = plan(args.quick, args.small, args.large, args.pg, args.pg_large)
+    only = {s for s in args.only.split(",") if s}
+    keep = {s for s in args.scenarios.split(",") if s}
+    if only:
+        configs = [c for c in configs if c.key in only]
+    if keep:
+        configs = [Config(c.backend, c.size, c.workers, c.sync, tuple(s for s in c.scenarios if s in keep))
+                   for c in configs]  # fmt: skip
+        configs = [c for c in configs if c.scenarios]
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="chainkeys-bench-", dir=os.environ.get("BENCH_TMPDIR")))
+    bench = Bench(args, work, args.out)
+    started = time.monotonic()
+    try:
+        bench.run(configs)
+    finally:
+        bench.cleanup()
+        if args.keep:
+            print(f"[bench] data kept in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    add_ratios(bench.results)
+    targets = check_targets(bench.results, args.small, args.large, args.connections)
+    env = environment(args, bench.wrk)
+    env["elapsed_s"] = round(time.monotonic() - started, 1)
+    doc = {
+        **env,
+        "results": [asdict(r) for r in bench.results],
+        "targets": [asdict(t) for t in targets],
+        "parity": bench.parity,
+        "profiles": bench.profiles,
+    }
+    (args.out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
+    text = f"{table(bench.results)}\n\n{targets_table(targets)}\n"
+    (args.out / "results.md").write_text(text)
+    print(text)
+    print(f"[bench] {env['elapsed_s']}s; results in {args.out}/results.json and results.md", file=sys.stderr)
+    missed = [t for t in targets if t.ok is False]
+    return 1 if args.strict and missed else 0
