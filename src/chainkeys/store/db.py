@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeAlias, Unpack
 from sqlalchemy import Connection, Engine, Executable, create_engine, event
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from chainkeys.config import Settings
@@ -169,7 +170,14 @@ def storage_errors() -> Any:
         yield
     except IntegrityError:
         raise
-    except (OperationalError, DBAPIError, OSError, asyncio.TimeoutError, sqlite3.OperationalError) as exc:
+    except (
+        OperationalError,
+        DBAPIError,
+        OSError,
+        TimeoutError,  # asyncpg connect and command timeouts
+        sqlite3.OperationalError,
+        PoolTimeout,  # every pooled connection is stuck (e.g. a network stall)
+    ) as exc:
         raise StorageUnavailable() from exc
 
 

@@ -1,0 +1,281 @@
+"""`chainkeys db copy`: move every row from one database to another (SQLite ⇄ PostgreSQL).
+
+The source is read in one snapshot (a read transaction), so a copy is
+consistent even if the source is still serving; writes made after the snapshot
+are not copied, so stop the writers first. The target must be empty; it is
+migrated to the code's schema, then filled and checked in one transaction:
+row counts per table and every sealed account opened with the master key.
+When any check fails the transaction rolls back and the target stays empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from alembic.util import CommandError
+from sqlalchemy import Connection, Executable, Integer, Table, func, insert, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import StatementError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from chainkeys.errors import ChainkeysError, StorageUnavailable
+from chainkeys.store import migrate
+from chainkeys.store.db import Database, storage_errors
+from chainkeys.store.tables import accounts, metadata
+from chainkeys.vault import Context, SealError, Vault
+
+BATCH = 500
+
+
+class CopyError(ChainkeysError):
+    """The copy was refused or did not verify; the target holds none of it."""
+
+    code = "copy_failed"
+
+
+@dataclass
+class CopyReport:
+    """What moved: rows per table (source = target, checked) and seals opened."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    opened: int = 0
+    key_ids: set[str] = field(default_factory=set)
+
+
+def display_url(url: str) -> str:
+    """The URL with any password masked, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparsable URL>"
+
+
+class _Conn:
+    """One transaction on either backend: execute and stream in batches.
+
+    Driver failures come out as CopyError naming the side (source or target).
+    """
+
+    def __init__(
+        self, side: str, url: str, sync: Connection | None = None,
+        aconn: AsyncConnection | None = None,
+    ) -> None:  # fmt: skip
+        self.side, self.url = side, url
+        self._sync = sync
+        self._aconn = aconn
+
+    async def execute(self, stmt: Executable, params: Any = None) -> Any:
+        with _side(self.side, self.url):
+            if self._sync is not None:
+                return self._sync.execute(stmt, params)
+            assert self._aconn is not None
+            return await self._aconn.execute(stmt, params)
+
+    async def batches(self, stmt: Executable, size: int) -> AsyncIterator[list[Any]]:
+        with _side(self.side, self.url):
+            if self._sync is not None:
+                result = self._sync.execute(stmt)
+                while rows := result.fetchmany(size):
+                    yield list(rows)
+                return
+            assert self._aconn is not None
+            stream = await self._aconn.stream(stmt)  # server-side cursor: memory stays flat
+            async for part in stream.partitions(size):
+                yield list(part)
+
+
+@contextlib.asynccontextmanager
+async def _transaction(db: Database, side: str, *, snapshot: bool) -> AsyncIterator[_Conn]:
+    """A read snapshot (source) or the one write transaction (target)."""
+    with _side(side, db.url):
+        if db.is_sqlite:
+            with db.sync_engine().connect() as raw:
+                conn = raw.execution_options(isolation_level="AUTOCOMMIT")
+                # WAL: a deferred BEGIN reads one snapshot; IMMEDIATE holds the write lock.
+                conn.exec_driver_sql("BEGIN" if snapshot else "BEGIN IMMEDIATE")
+                try:
+                    yield _Conn(side, db.url, sync=conn)
+                except BaseException:
+                    conn.exec_driver_sql("ROLLBACK")
+                    raise
+                conn.exec_driver_sql("ROLLBACK" if snapshot else "COMMIT")
+            return
+        async with db.async_engine().connect() as aconn:
+            if snapshot:
+                await aconn.execution_options(
+                    isolation_level="REPEATABLE READ", postgresql_readonly=True
+                )
+            async with aconn.begin():
+                yield _Conn(side, db.url, aconn=aconn)
+
+
+@contextlib.contextmanager
+def _side(name: str, url: str) -> Iterator[None]:
+    """Name the database that failed, without its password."""
+    try:
+        with storage_errors():
+            yield
+    except StorageUnavailable:
+        raise CopyError(f"the {name} database {display_url(url)} is unreachable") from None
+    except StatementError as exc:
+        # The driver's text may quote row values: name the failure, not the data.
+        raise CopyError(
+            f"the {name} database failed a statement ({type(exc.orig).__name__})"
+        ) from None
+
+
+def _ordered(table: Table) -> Executable:
+    return select(table).order_by(*table.primary_key.columns)
+
+
+def _count(table: Table) -> Executable:
+    return select(func.count()).select_from(table)
+
+
+def _serial_columns(table: Table) -> list[str]:
+    return [
+        c.name
+        for c in table.primary_key.columns
+        if c.autoincrement is True and isinstance(c.type, Integer)
+    ]
+
+
+async def _counts(conn: _Conn) -> dict[str, int]:
+    tables = metadata.sorted_tables
+    return {t.name: int((await conn.execute(_count(t))).scalar_one()) for t in tables}
+
+
+async def _holds_sealed(conn: _Conn) -> bool:
+    return bool((await conn.execute(_count(accounts))).scalar_one()) or bool(
+        (await conn.execute(_count(metadata.tables["meta"]))).scalar_one()
+    )
+
+
+async def check_source(source: Database) -> None:
+    """The source must be a chainkeys database at this code's schema."""
+    with _side("source", source.url):
+        current = await migrate.current_revision(source)
+    head = migrate.head_revision()
+    if current is None:
+        raise CopyError(f"the source {display_url(source.url)} holds no chainkeys schema")
+    if current != head:
+        raise CopyError(
+            f"the source schema is at revision {current}, this chainkeys needs {head}; "
+            "run `chainkeys db upgrade` on the source first"
+        )
+
+
+async def prepare_target(target: Database) -> None:
+    """Create (or bring up to date) the target's schema, then insist it is empty."""
+    if target.is_sqlite:
+        path = make_url(target.url).database
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        with _side("target", target.url):
+            await migrate.upgrade(target)
+    except CommandError as exc:  # e.g. a revision this code does not know
+        raise CopyError(f"cannot migrate the target: {exc}") from None
+    async with _transaction(target, "target", snapshot=True) as conn:
+        counts = await _counts(conn)
+    held = {name: n for name, n in counts.items() if n}
+    if held:
+        rows = ", ".join(f"{n} {name}" for name, n in held.items())
+        raise CopyError(
+            f"the target {display_url(target.url)} is not empty ({rows}); copy only into an "
+            "empty database (do not start `chainkeys serve` on it first)"
+        )
+
+
+async def copy_database(
+    source: Database,
+    target: Database,
+    load_vault: Callable[[Database], Awaitable[Vault]],
+    *,
+    batch: int = BATCH,
+) -> CopyReport:
+    """Copy every table, preserving ids; verify counts and open every sealed account.
+
+    Args:
+        source: a chainkeys database at the current schema.
+        target: an empty database (created and migrated here).
+        load_vault: proves the master key opens the source (called only when it
+            holds sealed data) and returns the vault to open accounts with.
+        batch: rows read and inserted per round trip.
+
+    Returns:
+        Rows per table and how many sealed accounts were opened.
+
+    Raises:
+        CopyError: refused or not verified; the target is left without the copied rows.
+    """
+    if source.url == target.url:
+        raise CopyError("--from and --to name the same database")
+    await check_source(source)
+    async with _transaction(source, "source", snapshot=True) as src:
+        sealed = await _holds_sealed(src)
+    with _side("source", source.url):
+        vault = await load_vault(source) if sealed else None
+    await prepare_target(target)
+
+    report = CopyReport()
+    async with (
+        _transaction(source, "source", snapshot=True) as src,
+        _transaction(target, "target", snapshot=False) as dst,
+    ):
+        expected = await _counts(src)
+        for table in metadata.sorted_tables:  # parents before children (foreign keys)
+            copied = 0
+            async for rows in src.batches(_ordered(table), batch):
+                await dst.execute(insert(table), [r._asdict() for r in rows])
+                copied += len(rows)
+            if copied != expected[table.name]:
+                raise CopyError(
+                    f"{table.name}: read {copied} rows, the source counted {expected[table.name]}"
+                )
+            if not target.is_sqlite:
+                await _advance_sequences(dst, table)
+        report.counts = await _counts(dst)
+        if report.counts != expected:
+            raise CopyError(f"row counts differ after the copy: {expected} → {report.counts}")
+        if vault is not None:
+            report.opened, report.key_ids = await _open_all(dst, vault, batch)
+    return report
+
+
+async def _advance_sequences(dst: _Conn, table: Table) -> None:
+    """Rows came with their ids, so move each serial past them for the next insert."""
+    for col in _serial_columns(table):
+        # Identifiers come from our own table metadata, not from input.
+        await dst.execute(
+            text(
+                f"SELECT setval(pg_get_serial_sequence('{table.name}', '{col}'), "  # noqa: S608
+                f'COALESCE(MAX("{col}"), 0) + 1, false) FROM "{table.name}"'
+            )
+        )
+
+
+async def _open_all(dst: _Conn, vault: Vault, batch: int) -> tuple[int, set[str]]:
+    """Open every account as the target now holds it; any failure fails the copy."""
+    a = accounts.c
+    stmt = select(a.id, a.tenant_id, a.family, a.name, a.secret, a.key_id).order_by(a.id)
+    opened, failed, key_ids = 0, 0, set()
+    async for rows in dst.batches(stmt, batch):
+        for r in rows:
+            try:
+                vault.open(bytes(r.secret), r.key_id, Context(r.tenant_id, r.family, r.name))
+            except SealError:
+                failed += 1
+                continue
+            opened += 1
+            key_ids.add(r.key_id)
+    if failed:
+        raise CopyError(
+            f"{failed} of {opened + failed} accounts do not open with the master key "
+            f"(current key id {vault.key_id}); nothing was copied"
+        )
+    return opened, key_ids

@@ -1,0 +1,211 @@
+"""Alembic migrations on both backends: up from empty, down and up again, old schemas refused."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+from tests.conftest import (
+    BACKENDS,
+    TEST_MASTER_KEY,
+    chainkeys_cli,
+    drop_pg_database,
+    make_pg_database,
+)
+
+from chainkeys.config import Settings
+from chainkeys.errors import StartupError
+from chainkeys.store import migrate
+from chainkeys.store.db import Database
+from chainkeys.store.tables import metadata
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+
+
+@pytest.fixture
+def db_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database of the backend."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'chainkeys.db'}"
+        return
+    url = make_pg_database()
+    yield url
+    drop_pg_database(url)
+
+
+def cli_env(url: str, tmp_path: Path) -> dict[str, str]:
+    return {
+        "CHAINKEYS_DATABASE_URL": url,
+        "CHAINKEYS_DATA_DIR": str(tmp_path / "data"),
+        "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
+    }
+
+
+def on_connection(url: str, fn: Any) -> Any:
+    """Run fn(sync connection) inside one transaction on either backend."""
+
+    async def main() -> Any:
+        db = Database(url, Settings())
+        try:
+            if db.is_sqlite:
+                with db.sync_engine().begin() as conn:
+                    return fn(conn)
+            async with db.async_engine().begin() as aconn:
+                return await aconn.run_sync(fn)
+        finally:
+            await db.close()
+
+    return asyncio.run(main())
+
+
+def schema_diff(conn: Any) -> list[Any]:
+    """What tables.py describes and the database lacks (or has extra): [] when equal."""
+    ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+    return list(compare_metadata(ctx, metadata))
+
+
+def table_names(conn: Any) -> set[str]:
+    return set(inspect(conn).get_table_names())
+
+
+def downgrade_to_base(conn: Any) -> None:
+    command.downgrade(migrate.alembic_config(conn), "base")
+
+
+def upgrade_to_head(conn: Any) -> None:
+    command.upgrade(migrate.alembic_config(conn), "head")
+
+
+def test_upgrade_from_empty_matches_the_tables(db_url: str, tmp_path: Path) -> None:
+    assert on_connection(db_url, table_names) == set()
+    done = chainkeys_cli("db", "upgrade", env=cli_env(db_url, tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert f"schema at revision {migrate.head_revision()}" in done.stdout
+    assert on_connection(db_url, schema_diff) == []
+    # running it again is harmless
+    again = chainkeys_cli("db", "upgrade", env=cli_env(db_url, tmp_path))
+    assert again.returncode == 0, again.stderr
+
+
+def test_downgrade_to_base_and_up_again(db_url: str) -> None:
+    on_connection(db_url, upgrade_to_head)
+    on_connection(db_url, downgrade_to_base)
+    assert on_connection(db_url, table_names) <= {"alembic_version"}
+    on_connection(db_url, upgrade_to_head)
+    assert on_connection(db_url, schema_diff) == []
+
+
+def test_serve_refuses_an_older_schema_and_names_the_fix(db_url: str, tmp_path: Path) -> None:
+    on_connection(db_url, upgrade_to_head)
+    on_connection(
+        db_url, lambda c: c.execute(text("UPDATE alembic_version SET version_num = '0000'"))
+    )
+    env = cli_env(db_url, tmp_path)
+    done = chainkeys_cli("serve", "--port", "9", env=env, timeout=60)
+    assert done.returncode != 0
+    assert "chainkeys db upgrade" in done.stderr
+    assert "revision 0000" in done.stderr
+    assert "first start" not in done.stdout  # nothing was issued on a refused start
+
+
+NEXT_REVISION = '''"""A later schema (test only): a nullable column on tenants.
+
+Revision ID: 9999
+Revises: {head}
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "9999"
+down_revision = "{head}"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("tenants") as batch:
+        batch.add_column(sa.Column("note", sa.Text(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("tenants") as batch:
+        batch.drop_column("note")
+'''
+
+# `chainkeys` with its migrations directory swapped for one holding a newer revision.
+NEWER_CODE = """
+import pathlib, sys
+import chainkeys.store.migrate as m
+m.MIGRATIONS = pathlib.Path(sys.argv[1])
+from chainkeys.cli import app
+app(sys.argv[2:], prog_name="chainkeys")
+"""
+
+
+def newer_chainkeys(migrations: Path, *args: str, env: dict[str, str]) -> Any:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-c", NEWER_CODE, str(migrations), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_an_upgrade_to_newer_code(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Data made by this code; newer code refuses to serve it until `db upgrade` runs."""
+    env = cli_env(db_url, tmp_path)
+    made = chainkeys_cli("token", "create", "--tenant", "acme", env=env)
+    assert made.returncode == 0, made.stderr
+
+    migrations = tmp_path / "migrations"
+    shutil.copytree(migrate.MIGRATIONS, migrations, ignore=shutil.ignore_patterns("__pycache__"))
+    head = migrate.head_revision()
+    (migrations / "versions" / "9999_note.py").write_text(NEXT_REVISION.format(head=head))
+
+    refused = newer_chainkeys(migrations, "token", "list", env=env)
+    assert refused.returncode != 0
+    assert f"at revision {head}" in refused.stderr and "chainkeys db upgrade" in refused.stderr
+
+    upgraded = newer_chainkeys(migrations, "db", "upgrade", env=env)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "schema at revision 9999" in upgraded.stdout
+
+    listed = newer_chainkeys(migrations, "token", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "acme" in listed.stdout  # the data came through the migration
+    columns = on_connection(
+        db_url, lambda c: {col["name"] for col in inspect(c).get_columns("tenants")}
+    )
+    assert "note" in columns
+
+    # And the newer schema passes the start-up check of the newer code, in process too.
+    monkeypatch.setattr(migrate, "MIGRATIONS", migrations)
+
+    async def check() -> None:
+        db = Database(db_url, Settings())
+        try:
+            await migrate.ensure_schema(db)
+        finally:
+            await db.close()
+
+    asyncio.run(check())
+    monkeypatch.undo()
+    with pytest.raises(StartupError, match="9999"):
+        asyncio.run(check())  # this (older) code will not serve the newer schema
