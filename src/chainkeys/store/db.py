@@ -4,6 +4,10 @@ Repositories are written once against `Tx.execute`. SQLite statements run
 inline on the event loop: a point query costs microseconds, far less than the
 ~85 µs a thread hand-off would add, and one process never interleaves two
 SQLite transactions (a lock serialises them). PostgreSQL runs on asyncpg.
+
+Hot statements are `Prepared`: compiled once, and on SQLite executed on the
+sqlite3 cursor itself, skipping ~25 µs of SQLAlchemy result machinery per
+call. The SQL text is SQLAlchemy's own compilation of the same statement.
 """
 
 from __future__ import annotations
@@ -11,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol, TypeAlias, Unpack
+from collections import namedtuple
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event
-from sqlalchemy.engine import CursorResult
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -23,14 +28,104 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
 
-Params = Mapping[str, Any] | list[Mapping[str, Any]] | None
-Rows: TypeAlias = CursorResult[Unpack[tuple[Any, ...]]]
+Params = Mapping[str, Any] | None
+
+
+class Rows(Protocol):
+    """What repositories read from a result (SQLAlchemy's, or the SQLite fast path's)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def inserted_primary_key(self) -> Any: ...
+
+    def first(self) -> Any: ...
+
+    def all(self) -> Sequence[Any]: ...
+
+    def scalar_one(self) -> Any: ...
+
+
+class Prepared:
+    """A module-level statement, compiled once for SQLite's fast path.
+
+    `columns` names the parameters of an INSERT (which has no bind names of
+    its own until it is compiled for a set of columns).
+    """
+
+    __slots__ = ("_defaults", "_names", "_row", "_sql", "columns", "stmt")
+
+    def __init__(self, stmt: Executable, columns: Sequence[str] = ()) -> None:
+        self.stmt = stmt
+        self.columns = list(columns)
+        self._sql: str | None = None
+        self._names: list[str] = []
+        self._defaults: dict[str, Any] = {}
+        self._row: Any = None
+
+    def for_sqlite(self, dialect: Dialect) -> tuple[str, list[str]]:
+        if self._sql is None:
+            compiled = self.stmt.compile(  # type: ignore[attr-defined]
+                dialect=dialect, column_keys=self.columns or None
+            )
+            self._names = list(compiled.positiontup or [])
+            self._defaults = dict(compiled.params)  # literals bound by SQLAlchemy itself
+            self._sql = str(compiled)
+        return self._sql, self._names
+
+    def args(self, params: Params) -> list[Any]:
+        if not params:
+            return [self._defaults[n] for n in self._names]
+        return [params[n] if n in params else self._defaults[n] for n in self._names]
+
+    def row_type(self, description: Any) -> Any:
+        """A namedtuple per statement: rows read by name and by index, like SQLAlchemy's."""
+        if self._row is None:
+            self._row = namedtuple("Row", [d[0] for d in description], rename=True)  # type: ignore[misc]
+        return self._row
+
+
+class _FastRows:
+    """The `Rows` subset over a sqlite3 cursor."""
+
+    __slots__ = ("_cursor", "_prepared")
+
+    def __init__(self, cursor: sqlite3.Cursor, prepared: Prepared) -> None:
+        self._cursor = cursor
+        self._prepared = prepared
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    @property
+    def inserted_primary_key(self) -> Any:
+        return (self._cursor.lastrowid,)
+
+    def first(self) -> Any:
+        row = self._cursor.fetchone()
+        self._cursor.close()
+        return None if row is None else self._prepared.row_type(self._cursor.description)._make(row)
+
+    def all(self) -> Sequence[Any]:
+        rows = self._cursor.fetchall()
+        make = self._prepared.row_type(self._cursor.description)._make if rows else None
+        self._cursor.close()
+        return [make(r) for r in rows] if make else []
+
+    def scalar_one(self) -> Any:
+        row = self._cursor.fetchone()
+        self._cursor.close()
+        if row is None:
+            raise LookupError("no row")
+        return row[0]
 
 
 class Tx(Protocol):
     """One transaction (or autocommit reader); the only way repositories reach SQL."""
 
-    async def execute(self, stmt: Executable, params: Params = None) -> Rows: ...
+    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
 
 
 def async_url(url: str) -> str:
@@ -51,13 +146,24 @@ def is_unique_violation(exc: IntegrityError) -> bool:
 
 
 class _SyncTx:
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "raw")
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
+        self.raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
 
-    async def execute(self, stmt: Executable, params: Params = None) -> Rows:
-        return self._conn.execute(stmt, params)
+    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
+        if not isinstance(stmt, Prepared):
+            return self._conn.execute(stmt, params)
+        sql, _ = stmt.for_sqlite(self._conn.dialect)
+        args = stmt.args(params)
+        try:
+            cursor = self.raw.execute(sql, args)
+        except sqlite3.IntegrityError as exc:
+            raise IntegrityError(sql, args, exc) from None
+        except sqlite3.Error as exc:
+            raise OperationalError(sql, args, exc) from None
+        return _FastRows(cursor, stmt)
 
 
 class _AsyncTx:
@@ -66,7 +172,9 @@ class _AsyncTx:
     def __init__(self, conn: AsyncConnection) -> None:
         self._conn = conn
 
-    async def execute(self, stmt: Executable, params: Params = None) -> Rows:
+    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
+        if isinstance(stmt, Prepared):
+            stmt = stmt.stmt
         return await self._conn.execute(stmt, params)
 
 
@@ -98,6 +206,7 @@ class Database:
             s = self.settings
             self._async_engine = create_async_engine(
                 async_url(self.url),
+                hide_parameters=True,  # bound values (hashes, sealed blobs) stay out of errors
                 pool_size=s.db_pool_size,
                 max_overflow=s.db_pool_size,
                 pool_timeout=s.db_pool_timeout,
@@ -148,16 +257,17 @@ class Database:
         with storage_errors():
             if self.is_sqlite:
                 async with self._write_lock:
-                    conn = self._sqlite_conn("w")
+                    tx = _SyncTx(self._sqlite_conn("w"))
+                    raw = tx.raw
                     # IMMEDIATE takes the write lock up front, so two processes
                     # cannot deadlock upgrading read locks.
-                    conn.exec_driver_sql("BEGIN IMMEDIATE")
+                    raw.execute("BEGIN IMMEDIATE")
                     try:
-                        yield _SyncTx(conn)
-                    except BaseException:
-                        conn.exec_driver_sql("ROLLBACK")
-                        raise
-                    conn.exec_driver_sql("COMMIT")
+                        yield tx
+                        raw.execute("COMMIT")
+                    finally:
+                        if raw.in_transaction:  # the body or the COMMIT failed
+                            raw.execute("ROLLBACK")
                 return
             async with self.async_engine().begin() as aconn:
                 yield _AsyncTx(aconn)
@@ -183,7 +293,7 @@ def storage_errors() -> Any:
 
 def make_sync_engine(url: str, settings: Settings) -> Engine:
     if is_sqlite_url(url):
-        engine = create_engine(url, connect_args={"check_same_thread": False})
+        engine = create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
         sync_mode = settings.sqlite_synchronous
         busy = settings.sqlite_busy_timeout_ms
 

@@ -14,7 +14,7 @@ from sqlalchemy import and_, bindparam, delete, func, insert, literal, select, u
 from sqlalchemy.exc import IntegrityError
 
 from chainkeys.errors import AccountExists
-from chainkeys.store.db import Tx, is_unique_violation
+from chainkeys.store.db import Prepared, Tx, is_unique_violation
 from chainkeys.store.tables import accounts, audit, idempotency, meta, tenants, tokens
 
 
@@ -62,10 +62,24 @@ _KEY = and_(
     _a.family == bindparam("family"),
     _a.name == bindparam("name"),
 )
-_INSERT_ACCOUNT = insert(accounts)
-_GET_ACCOUNT = select(*_ACCOUNT_COLS).where(_KEY)
-_DELETE_ACCOUNT = delete(accounts).where(_KEY)
-_PAGE = (
+_INSERT_ACCOUNT = Prepared(
+    insert(accounts),
+    (
+        "tenant_id",
+        "family",
+        "name",
+        "network",
+        "address",
+        "public_key",
+        "details",
+        "secret",
+        "key_id",
+        "created_ms",
+    ),
+)
+_GET_ACCOUNT = Prepared(select(*_ACCOUNT_COLS).where(_KEY))
+_DELETE_ACCOUNT = Prepared(delete(accounts).where(_KEY))
+_PAGE = Prepared(
     select(_a.id, _a.name, _a.address, _a.public_key, _a.details)
     .where(
         _a.tenant_id == bindparam("tenant_id"),
@@ -75,73 +89,82 @@ _PAGE = (
     .order_by(_a.id)
     .limit(bindparam("limit"))
 )
-_COUNT_SEALED = select(func.count()).select_from(accounts)
-_SEALED_PAGE = (
+_COUNT_SEALED = Prepared(select(func.count()).select_from(accounts))
+_SEALED_PAGE = Prepared(
     select(*_ACCOUNT_COLS)
     .where(_a.id > bindparam("after"), _a.key_id != bindparam("current"))
     .order_by(_a.id)
     .limit(bindparam("limit"))
 )
-_RESEAL = (
+_RESEAL = Prepared(
     update(accounts)
     .where(_a.id == bindparam("row_id"), _a.key_id == bindparam("old_key_id"))
     .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
 )
 
 _t, _k = tenants.c, tokens.c
-_TENANT_BY_TOKEN = (
+_TENANT_BY_TOKEN = Prepared(
     select(_k.tenant_id, _t.name, _k.id)
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
 )
-_TENANT_BY_NAME = select(_t.id).where(_t.name == bindparam("name"))
-_INSERT_TENANT = insert(tenants)
-_INSERT_TOKEN = insert(tokens)
+_TENANT_BY_NAME = Prepared(select(_t.id).where(_t.name == bindparam("name")))
+_INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms"))
+_INSERT_TOKEN = Prepared(insert(tokens), ("id", "tenant_id", "label", "token_hash", "created_ms"))
 _LIST_TOKENS = (
     select(_k.id, _k.tenant_id, _t.name, _k.label, _k.created_ms, _k.revoked_ms)
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .order_by(_k.created_ms, _k.id)
 )
-_REVOKE_TOKEN = (
+_REVOKE_TOKEN = Prepared(
     update(tokens)
     .where(_k.id == bindparam("token_id"), _k.revoked_ms.is_(None))
     .values(revoked_ms=bindparam("now"))
     .returning(_k.tenant_id)
 )
-_COUNT_TOKENS = select(func.count()).select_from(tokens)
+_COUNT_TOKENS = Prepared(select(func.count()).select_from(tokens))
 
-_PING = select(literal(1))
+_PING = Prepared(select(literal(1)))
 _META_ALL = select(meta.c.key, meta.c.value, meta.c.key_id)
-_RESEAL_META = (
+_RESEAL_META = Prepared(
     update(meta)
     .where(meta.c.key == bindparam("row_key"), meta.c.key_id == bindparam("old_key_id"))
     .values(value=bindparam("new_value"), key_id=bindparam("new_key_id"))
 )
 
 _u = audit.c
-_INSERT_AUDIT = insert(audit)
+_INSERT_AUDIT = Prepared(
+    insert(audit),
+    ("tenant_id", "action", "family", "account_name", "request_id", "outcome", "created_ms"),
+)
 _AUDIT_COLS = (
     _u.id, _u.tenant_id, _u.action, _u.family, _u.account_name,
     _u.request_id, _u.outcome, _u.created_ms,
 )  # fmt: skip
 
 _i = idempotency.c
-_GET_IDEM = select(_i.fingerprint, _i.response, _i.key_id, _i.expires_ms).where(
-    _i.tenant_id == bindparam("tenant_id"), _i.key == bindparam("key")
+_GET_IDEM = Prepared(
+    select(_i.fingerprint, _i.response, _i.key_id, _i.expires_ms).where(
+        _i.tenant_id == bindparam("tenant_id"), _i.key == bindparam("key")
+    )
 )
-_INSERT_IDEM = insert(idempotency)
-_DELETE_EXPIRED_IDEM = delete(idempotency).where(
-    _i.tenant_id == bindparam("tenant_id"),
-    _i.key == bindparam("key"),
-    _i.expires_ms <= bindparam("now"),
+_INSERT_IDEM = Prepared(
+    insert(idempotency), ("tenant_id", "key", "fingerprint", "response", "key_id", "expires_ms")
 )
-_PURGE_IDEM = delete(idempotency).where(_i.expires_ms <= bindparam("now"))
-_IDEM_PAGE = (
+_DELETE_EXPIRED_IDEM = Prepared(
+    delete(idempotency).where(
+        _i.tenant_id == bindparam("tenant_id"),
+        _i.key == bindparam("key"),
+        _i.expires_ms <= bindparam("now"),
+    )
+)
+_PURGE_IDEM = Prepared(delete(idempotency).where(_i.expires_ms <= bindparam("now")))
+_IDEM_PAGE = Prepared(
     select(_i.tenant_id, _i.key, _i.response, _i.key_id)
     .where(_i.key_id != bindparam("current"))
     .limit(bindparam("limit"))
 )
-_RESEAL_IDEM = (
+_RESEAL_IDEM = Prepared(
     update(idempotency)
     .where(
         _i.tenant_id == bindparam("row_tenant"),
@@ -155,8 +178,8 @@ _KEY_IDS = union(
     select(meta.c.key_id).where(meta.c.key_id.is_not(None)).distinct(),
     select(_i.key_id).distinct(),
 )
-_GET_META = select(meta.c.value, meta.c.key_id).where(meta.c.key == bindparam("key"))
-_INSERT_META = insert(meta)
+_GET_META = Prepared(select(meta.c.value, meta.c.key_id).where(meta.c.key == bindparam("key")))
+_INSERT_META = Prepared(insert(meta), ("key", "value", "key_id"))
 
 
 def _row_to_account(row: Any) -> AccountRow:
@@ -311,7 +334,12 @@ class Meta:
 
     @staticmethod
     async def reseal(tx: Tx, key: str, old_key_id: str, value: bytes, key_id: str) -> bool:
-        params = {"row_key": key, "old_key_id": old_key_id, "new_value": value, "new_key_id": key_id}
+        params = {
+            "row_key": key,
+            "old_key_id": old_key_id,
+            "new_value": value,
+            "new_key_id": key_id,
+        }
         return bool((await tx.execute(_RESEAL_META, params)).rowcount)
 
     @staticmethod
@@ -373,8 +401,13 @@ class Audit:
         rows = (await tx.execute(stmt.order_by(_u.id).limit(limit))).all()
         return [
             AuditEvent(
-                id=r.id, tenant_id=r.tenant_id, action=r.action, family=r.family,
-                account_name=r.account_name, request_id=r.request_id, outcome=r.outcome,
+                id=r.id,
+                tenant_id=r.tenant_id,
+                action=r.action,
+                family=r.family,
+                account_name=r.account_name,
+                request_id=r.request_id,
+                outcome=r.outcome,
                 created_ms=r.created_ms,
             )  # fmt: skip
             for r in rows
