@@ -269,9 +269,18 @@ def test_a_valid_name_does_reach_the_store(
         "limit=%201",
         "cursor=" + "A" * 10_000,
         "limit=1001",
+        "limit=%C2%B9",  # '¹': str.isdigit() says yes, int() says no (was a 500)
+        "limit=%D9%A3",  # Arabic-Indic 3: a digit to Python, not to this API
     ],
 )
 def test_paging_parameters_are_bounded(client: httpx.Client, query: str) -> None:
     response = client.get(f"/dogecoin?{query}")
     assert response.status_code == 400
     assert response.json()["code"] in ("invalid_limit", "invalid_cursor")
+
+
+@pytest.mark.parametrize("since", ["%C2%B9", "%D9%A3", "-1", "1" * 16])
+def test_audit_since_takes_ascii_digits_only(client: httpx.Client, since: str) -> None:
+    response = client.get(f"/audit?since={since}")
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_since"

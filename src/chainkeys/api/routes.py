@@ -43,14 +43,14 @@ async def authenticate(request: Request) -> Tenant:
     tenant = await services(request).tokens.authenticate(token)
     if tenant is None:
         raise Unauthorized()
-    await enforce(request, tenant.token_id)  # after auth: a flood of bad tokens counts against no one
+    await enforce(request, tenant.token_id)  # after auth: bad tokens spend no one's budget
     request.state.tenant = tenant
     return tenant
 
 
 async def read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"request body is larger than {limit} bytes")
     body = bytearray()
     async for chunk in request.stream():
@@ -85,7 +85,7 @@ def query_limit(request: Request) -> int | None:
     raw = request.query_params.get("limit")
     if raw is None:
         return None
-    if not raw.isdigit() or len(raw) > 9:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:  # str.isdigit takes '¹'
         raise BadRequest("limit must be a positive whole number", code="invalid_limit")
     return int(raw)
 
@@ -224,7 +224,7 @@ async def list_audit(request: Request) -> Response:
     since = request.query_params.get("since")
     since_ms = 0
     if since is not None:
-        if not since.isdigit() or len(since) > 15:
+        if not (since.isascii() and since.isdigit()) or len(since) > 15:
             raise BadRequest("since is a time in milliseconds since the epoch", code="invalid_since")
         since_ms = int(since)
     events, cursor = await services(request).audit.page(
