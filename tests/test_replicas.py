@@ -290,12 +290,6 @@ def test_serve_with_two_workers(backend: str, tmp_path: Path) -> None:
             drop_pg_database(url)
 
 
-@pytest.mark.xfail(
-    strict=False,  # a race: it does not lose every time
-    reason="replicas starting together on an empty PostgreSQL database race on schema "
-    "creation (duplicate alembic_version), the master-key check record and the first "
-    "token; start-up needs a cross-process lock (see the report for a patch)",
-)
 def test_replicas_started_together_on_an_empty_database(tmp_path: Path) -> None:
     """A fresh deployment: three replicas at once; one schema, one check record, one token."""
     url = make_pg_database()

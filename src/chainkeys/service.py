@@ -414,11 +414,12 @@ class TokenService:
             await Audit.insert(tx, audit_event(owner, "token.revoke", "ok", account_name=token_id))
 
     async def issue_first(self) -> str | None:
-        """On a store with no tokens at all, issue one for tenant `default`."""
-        async with self.db.read() as tx:
-            if await Tenants.count_tokens(tx):
-                return None
-        _, token = await self.create("default", "first start")
+        """On a store with no tokens at all, issue one for tenant `default` (once, ever)."""
+        async with self.db.startup_lock():
+            async with self.db.read() as tx:
+                if await Tenants.count_tokens(tx):
+                    return None
+            _, token = await self.create("default", "first start")
         return token
 
 
@@ -616,8 +617,9 @@ async def open_services(settings: Settings) -> Services:
         settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     db = Database(settings.db_url, settings)
     try:
-        await migrate.ensure_schema(db)
-        vault = await open_vault(db, settings)
+        async with db.startup_lock():
+            await migrate.ensure_schema(db)
+            vault = await open_vault(db, settings)
     except BaseException:
         await db.close()
         raise

@@ -139,7 +139,7 @@ def build_openapi(list_max_limit: int = 1000) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for family in FAMILIES:
         paths.update(_operations(family, list_max_limit))
-    public = {"security": []}
+    public: dict[str, Any] = {"security": []}
     paths["/networks"] = {
         "get": {
             "operationId": "listNetworks",

@@ -17,10 +17,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chainkeys.api import schemas as s
-from chainkeys.api.envelope import endpoint, respond
+from chainkeys.api.envelope import Handler, endpoint, respond
 from chainkeys.api.ratelimit import enforce
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.errors import BadRequest, InvalidJSON, PayloadTooLarge, Unauthorized, UnsupportedMediaType
+from chainkeys.errors import (
+    BadRequest,
+    InvalidJSON,
+    PayloadTooLarge,
+    Unauthorized,
+    UnsupportedMediaType,
+)
 from chainkeys.service import AccountView, Created, CreateRequest, Page, Services, Tenant
 
 UNSET = msgspec.UNSET
@@ -194,23 +200,22 @@ def family_routes(family: str, shape: Shape) -> list[Route]:
         await services(request).accounts.delete(tenant, family, request.path_params["name"])
         return respond(s.MessageResponse(success=True, message="account deleted"))
 
-    by_name = ["GET", "DELETE"] if shape.deletable else ["GET"]
-
-    async def one(request: Request) -> Response:
-        handler = delete_account if request.method == "DELETE" else get_account
-        return await handler(request)
-
+    by_name = {"GET": get_account}
+    if shape.deletable:
+        by_name["DELETE"] = delete_account
     return [
-        Route(f"/{family}", _by_method(list_accounts, create_account), methods=["GET", "POST"]),
-        Route(f"/{family}/{{name}}", one, methods=by_name),
+        _route(f"/{family}", {"GET": list_accounts, "POST": create_account}),
+        _route(f"/{family}/{{name}}", by_name),
     ]
 
 
-def _by_method(get: Any, post: Any) -> Any:
-    async def dispatch(request: Request) -> Response:
-        return await (post if request.method == "POST" else get)(request)
+def _route(path: str, handlers: dict[str, Handler]) -> Route:
+    """One path, a handler per method (Starlette answers other methods with 405)."""
 
-    return dispatch
+    async def dispatch(request: Request) -> Response:
+        return await handlers["GET" if request.method == "HEAD" else request.method](request)
+
+    return Route(path, dispatch, methods=list(handlers))
 
 
 def account_routes() -> list[Route]:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import sqlite3
 from collections import namedtuple
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine, Executable, create_engine, event
+from sqlalchemy import Connection, Engine, Executable, create_engine, event, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -29,6 +30,7 @@ from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
 
 Params = Mapping[str, Any] | None
+STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-up
 
 
 class Rows(Protocol):
@@ -240,6 +242,30 @@ class Database:
             else:
                 self._writer = conn
         return conn
+
+    @contextlib.asynccontextmanager
+    async def startup_lock(self) -> AsyncIterator[None]:
+        """One process at a time through start-up (schema, key check, first token).
+
+        Replicas started together on an empty database would otherwise race
+        to create the schema and each issue a "first" token.
+        """
+        with storage_errors():
+            if self.is_sqlite:
+                path = self.url.removeprefix("sqlite:///") + ".lock"
+                with open(path, "a") as lock:  # noqa: ASYNC230 - start-up only
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    try:
+                        yield
+                    finally:
+                        fcntl.flock(lock, fcntl.LOCK_UN)
+                return
+            async with self.async_engine().connect() as conn:
+                await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": STARTUP_LOCK})
+                try:
+                    yield
+                finally:
+                    await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": STARTUP_LOCK})
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Tx]:
