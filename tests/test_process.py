@@ -246,3 +246,19 @@ def test_json_logs_carry_request_ids_and_no_secrets(env: dict[str, str], tmp_pat
     assert all(e.get("request_id") for e in access)
     for secret in (token, bad_wif, mnemonic, made["data"]["private_key"], "ab" * 40, "Bearer"):
         assert secret not in logs
+
+
+def test_serve_bounds_the_request_head(env: dict[str, str], tmp_path: Path) -> None:
+    """`chainkeys serve` itself (not only the test app) refuses an oversized head with 431."""
+    import socket
+
+    proc = start(env, tmp_path / "server.log")
+    try:
+        port = int(proc.base_url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"GET /networks HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n")
+            reply = sock.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 431")
+        assert b'"success":false' in reply
+    finally:
+        proc.stop()

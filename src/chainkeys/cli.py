@@ -103,7 +103,7 @@ def serve(
         access_log=False,
         server_header=False,
         loop="uvloop",
-        http="httptools",
+        http="chainkeys.api.protocol:BoundedHttpTools",  # bounded request head
     )
 
 

@@ -23,9 +23,9 @@ import pytest
 import uvicorn
 from tests.conftest import backend_settings, free_port
 
-from chainkeys.api import ratelimit
+from chainkeys.api import protocol
 from chainkeys.api.app import create_app
-from chainkeys.api.ratelimit import MAX_HEAD_BYTES, BoundedHttpTools
+from chainkeys.api.protocol import MAX_HEAD_BYTES, BoundedHttpTools
 from chainkeys.store import repositories
 
 
@@ -177,7 +177,7 @@ def test_a_malformed_request_gets_the_envelope(head_server: HeadServer) -> None:
 def test_a_head_that_never_finishes_is_408_and_an_idle_connection_closes(
     head_server: HeadServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ratelimit, "HEAD_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(protocol, "HEAD_TIMEOUT_SECONDS", 0.3)
     with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # and then nothing
         status, _, body, closed = read_response(sock)
@@ -191,7 +191,7 @@ def test_a_head_that_never_finishes_is_408_and_an_idle_connection_closes(
 def test_a_slow_handler_is_not_cut_off_by_the_head_deadline(
     head_server: HeadServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ratelimit, "HEAD_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(protocol, "HEAD_TIMEOUT_SECONDS", 0.3)
     with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
         sock.sendall(request(method="POST", path="/cosmos", body=b"{}")[:-2])  # head, not body
         time.sleep(0.6)  # past the head deadline, still sending the body

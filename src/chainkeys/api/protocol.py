@@ -1,0 +1,117 @@
+"""The HTTP protocol chainkeys serves with: uvicorn's httptools, with a bounded request head.
+
+uvicorn's httptools protocol buffers a request line and headers of any size
+(a 100 MB header costs ~100 MB and seconds of CPU) and waits for them forever.
+`BoundedHttpTools` caps the head at `MAX_HEAD_BYTES` (431) and gives a client
+`HEAD_TIMEOUT_SECONDS` to send it (408), both as the JSON error envelope; a
+malformed request gets the envelope too (400).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from chainkeys.api.schemas import ErrorBody
+
+MAX_HEAD_BYTES = 16 * 1024  # request line + headers; the same default as uvicorn's h11 and Node
+HEAD_TIMEOUT_SECONDS = 10.0
+_END_OF_HEAD = b"\r\n\r\n"
+
+
+def _raw_error(status: int, reason: str, message: str, code: str) -> bytes:
+    body = msgspec.json.encode(ErrorBody(message=message, code=code))
+    return (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    ).encode() + body
+
+
+HEAD_TOO_LARGE = _raw_error(
+    431,
+    "Request Header Fields Too Large",
+    f"request line and headers are larger than {MAX_HEAD_BYTES} bytes",
+    "headers_too_large",
+)
+HEAD_TOO_SLOW = _raw_error(
+    408,
+    "Request Timeout",
+    f"request headers not sent within {HEAD_TIMEOUT_SECONDS:.0f}s",
+    "request_timeout",
+)
+MALFORMED = _raw_error(400, "Bad Request", "malformed HTTP request", "bad_http_request")
+
+
+class BoundedHttpTools(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a size cap and a deadline on the request head.
+
+    Bytes are counted as they arrive, before httptools buffers them, from the
+    end of one request to the end of the next one's headers; the body is
+    capped by the handlers (`max_body_bytes`).
+    """
+
+    _in_head = True
+    _head_bytes = 0
+    _tail = b""
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._in_head:
+            if self._head_timer is None:
+                self._arm()
+            if self._head_bytes + len(data) > MAX_HEAD_BYTES:
+                # Over the cap unless the head ends within it (the rest is body).
+                end = (self._tail + data).find(_END_OF_HEAD)
+                if end < 0 or self._head_bytes - len(self._tail) + end + 4 > MAX_HEAD_BYTES:
+                    self._reject(HEAD_TOO_LARGE)
+                    return
+            self._head_bytes += len(data)
+            self._tail = (self._tail + data)[-3:]
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self._in_head, self._head_bytes, self._tail = False, 0, b""
+        self._disarm()
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._in_head = True
+        super().on_message_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        self._reject(MALFORMED)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_SECONDS, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _too_slow(self) -> None:
+        self._head_timer = None
+        if not self._in_head or self.transport.is_closing():
+            return
+        if self._head_bytes:
+            self._reject(HEAD_TOO_SLOW)
+        else:
+            self.transport.close()  # an idle connection: nothing to answer
+
+    def _reject(self, response: bytes) -> None:
+        self._disarm()
+        self._in_head = False
+        if not self.transport.is_closing():
+            self.transport.write(response)
+            self.transport.close()
