@@ -137,11 +137,8 @@ def _count(table: Table) -> Executable:
 
 
 def _serial_columns(table: Table) -> list[str]:
-    return [
-        c.name
-        for c in table.primary_key.columns
-        if c.autoincrement is True and isinstance(c.type, Integer)
-    ]
+    col = table.autoincrement_column
+    return [col.name] if col is not None and isinstance(col.type, Integer) else []
 
 
 async def _counts(conn: _Conn) -> dict[str, int]:
