@@ -220,7 +220,9 @@ class AccountService:
         fam = family_of(family)
         fp = ""
         if idem_key is not None:
-            check_idempotency_key(idem_key)
+            # Stored hashed: a copy of the database must not tell anyone which
+            # key would replay a response that holds a one-time private key.
+            idem_key = hash_token(check_idempotency_key(idem_key))
             fp = fingerprint(fam.name, req)
             replay = await self._replay(tenant, idem_key, fp)
             if replay is not None:

@@ -137,3 +137,12 @@ def test_audit_is_scoped_and_paginated(server: Any) -> None:
 
 def test_audit_needs_a_token(server: Any) -> None:
     assert httpx.get(f"{server.base_url}/audit").status_code == 401
+
+
+def test_idempotency_keys_are_stored_hashed(server: Any, client: httpx.Client) -> None:
+    if server.backend != "sqlite":
+        pytest.skip("reads the SQLite file")
+    marker = f"marker-{uuid.uuid4().hex}"
+    assert client.post("/cosmos", json={}, headers={"Idempotency-Key": marker}).status_code == 200
+    stored = b"".join(p.read_bytes() for p in server.settings.data_dir.glob("chainkeys.db*"))
+    assert marker.encode() not in stored
