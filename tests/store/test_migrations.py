@@ -106,15 +106,12 @@ def test_downgrade_to_base_and_up_again(db_url: str) -> None:
 
 
 def test_serve_refuses_an_older_schema_and_names_the_fix(db_url: str, tmp_path: Path) -> None:
-    on_connection(db_url, upgrade_to_head)
-    on_connection(
-        db_url, lambda c: c.execute(text("UPDATE alembic_version SET version_num = '0000'"))
-    )
+    on_connection(db_url, lambda c: command.upgrade(migrate.alembic_config(c), "0001"))  # older
     env = cli_env(db_url, tmp_path)
     done = chainkeys_cli("serve", "--port", "9", env=env, timeout=60)
     assert done.returncode != 0
     assert "chainkeys db upgrade" in done.stderr
-    assert "revision 0000" in done.stderr
+    assert "revision 0001" in done.stderr
     assert "first start" not in done.stdout  # nothing was issued on a refused start
 
 
@@ -209,3 +206,15 @@ def test_an_upgrade_to_newer_code(
     monkeypatch.undo()
     with pytest.raises(StartupError, match="9999"):
         asyncio.run(check())  # this (older) code will not serve the newer schema
+
+
+def test_serve_refuses_a_newer_schema_and_says_so(db_url: str, tmp_path: Path) -> None:
+    """After a rollback of the code: upgrading is not the fix, and the message says so."""
+    on_connection(db_url, upgrade_to_head)
+    on_connection(
+        db_url, lambda c: c.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    )
+    done = chainkeys_cli("serve", "--port", "9", env=cli_env(db_url, tmp_path), timeout=60)
+    assert done.returncode != 0
+    assert "newer than this chainkeys" in done.stderr
+    assert "db upgrade" not in done.stderr

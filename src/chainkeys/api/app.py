@@ -191,5 +191,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
 
 
 def app_factory() -> Any:
-    """uvicorn --factory entry point (used by `chainkeys serve --workers N`)."""
-    return create_app(Settings())
+    """uvicorn --factory entry point (used by `chainkeys serve`, in every worker process)."""
+    settings = Settings()
+    logs.configure(settings.log_level, settings.log_json)
+    return create_app(settings)

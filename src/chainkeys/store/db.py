@@ -31,6 +31,9 @@ from chainkeys.errors import StorageUnavailable
 
 Params = Mapping[str, Any] | None
 STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-up
+STARTUP_WAIT_SECONDS = 300.0
+_TRY_LOCK = text("SELECT pg_try_advisory_lock(:k)")
+_UNLOCK = text("SELECT pg_advisory_unlock(:k)")
 
 
 class Rows(Protocol):
@@ -261,11 +264,20 @@ class Database:
                         fcntl.flock(lock, fcntl.LOCK_UN)
                 return
             async with self.async_engine().connect() as conn:
-                await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": STARTUP_LOCK})
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
+                # Polled: a blocking pg_advisory_lock would meet the statement timeout
+                # while another replica runs a long migration.
+                deadline = asyncio.get_running_loop().time() + STARTUP_WAIT_SECONDS
+                while not (await conn.execute(_TRY_LOCK, {"k": STARTUP_LOCK})).scalar_one():
+                    if asyncio.get_running_loop().time() > deadline:
+                        raise StorageUnavailable(
+                            f"waited {STARTUP_WAIT_SECONDS:.0f}s for another replica's start-up"
+                        )
+                    await asyncio.sleep(0.1)
                 try:
                     yield
                 finally:
-                    await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": STARTUP_LOCK})
+                    await conn.execute(_UNLOCK, {"k": STARTUP_LOCK})
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Tx]:

@@ -64,6 +64,12 @@ async def ensure_schema(db: Database) -> None:
     if current is None:
         await upgrade(db)
         return
+    known = {r.revision for r in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if current not in known:
+        raise StartupError(
+            f"the database schema is at revision {current}, newer than this chainkeys "
+            f"knows (it needs {head}); run the chainkeys version that upgraded it"
+        )
     raise StartupError(
         f"the database schema is at revision {current}, this chainkeys needs {head}; "
         "run `chainkeys db upgrade` (after a backup) and start again"
