@@ -167,7 +167,9 @@ BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
     backend = request.param
     data_dir = tmp_path_factory.mktemp(f"data-{backend}")
     settings, pg_url = backend_settings(backend, data_dir)
@@ -192,7 +194,9 @@ def client(server: Server) -> Iterator[httpx.Client]:
         yield c
 
 
-def chainkeys_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def chainkeys_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run the installed `chainkeys` command in a subprocess."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(

@@ -21,7 +21,9 @@ import pytest
 from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, free_port, make_pg_database
 
 VECTORS = json.loads((Path(__file__).parent / "chains" / "vectors" / "vectors.json").read_text())
-MNEMONICS = json.loads((Path(__file__).parent / "chains" / "vectors" / "mnemonic_vectors.json").read_text())
+MNEMONICS = json.loads(
+    (Path(__file__).parent / "chains" / "vectors" / "mnemonic_vectors.json").read_text()
+)
 pytestmark = pytest.mark.slow
 
 
@@ -114,7 +116,9 @@ def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path
             c.post(f"/{family}", json={"private_key": key["private_key_hex"]}).raise_for_status()
         doge_wif = VECTORS["keys"][1]["dogecoin"]["mainnet"]["wif"]
         c.post("/dogecoin", json={"private_key": doge_wif}).raise_for_status()
-        c.post("/cosmos", json={"mnemonic": MNEMONICS["mnemonics"][0]["mnemonic"]}).raise_for_status()
+        c.post(
+            "/cosmos", json={"mnemonic": MNEMONICS["mnemonics"][0]["mnemonic"]}
+        ).raise_for_status()
     proc.stop()
 
     proc = start(env, log)
@@ -128,10 +132,18 @@ def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path
         assert c.post("/litecoin", json={}).status_code == 200
     logs = proc.stop()
 
-    secrets = [*generated, token, key["private_key_hex"], key["eos"]["private_key_wif"], doge_wif,
-               MNEMONICS["mnemonics"][0]["mnemonic"]]
+    secrets = [
+        *generated,
+        token,
+        key["private_key_hex"],
+        key["eos"]["private_key_wif"],
+        doge_wif,
+        MNEMONICS["mnemonics"][0]["mnemonic"],
+    ]
     data_dir = Path(env["CHAINKEYS_DATA_DIR"])
-    stored = b"".join(p.read_bytes() for p in data_dir.rglob("*") if p.is_file() and p.name != "master.key")
+    stored = b"".join(
+        p.read_bytes() for p in data_dir.rglob("*") if p.is_file() and p.name != "master.key"
+    )
     for secret in secrets:
         assert secret not in logs
         assert secret.encode() not in stored
@@ -147,7 +159,9 @@ def hashlib_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def test_key_file_is_private_and_a_missing_or_wrong_key_stops_the_start(env: dict[str, str], tmp_path: Path) -> None:
+def test_key_file_is_private_and_a_missing_or_wrong_key_stops_the_start(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     log = tmp_path / "server.log"
     proc = start(env, log)
     token = first_token(proc.stdout)
@@ -211,7 +225,9 @@ def test_concurrent_creates_are_distinct_and_all_listed(server: Any) -> None:
 
     def create(i: int) -> str:
         family = ("cosmos", "dogecoin", "eos", "litecoin")[i % 4]
-        with httpx.Client(base_url=server.base_url, headers={"Authorization": token}, timeout=60) as c:
+        with httpx.Client(
+            base_url=server.base_url, headers={"Authorization": token}, timeout=60
+        ) as c:
             r = c.post(f"/{family}", json={})
             assert r.status_code == 200, r.text
             return f"{family}:{r.json()['data']['data']['address']}"
@@ -238,11 +254,20 @@ def test_json_logs_carry_request_ids_and_no_secrets(env: dict[str, str], tmp_pat
         made = c.post("/dogecoin", json={}, headers={"X-Request-ID": "trace-42"}).json()
         assert c.post("/dogecoin", json={"private_key": bad_wif}).status_code == 400
         assert c.post("/eos", json={"mnemonic": mnemonic}).status_code == 200
-        assert c.post("/cosmos", content=b'{"private_key": "' + b"ab" * 40, headers={"content-type": "application/json"}).status_code == 400
+        assert (
+            c.post(
+                "/cosmos",
+                content=b'{"private_key": "' + b"ab" * 40,
+                headers={"content-type": "application/json"},
+            ).status_code
+            == 400
+        )
     logs = proc.stop()
     entries = [json.loads(line) for line in logs.splitlines() if line.strip()]
     access = [e for e in entries if e["logger"] == "chainkeys.access"]
-    assert any(e.get("request_id") == "trace-42" and "POST /dogecoin 200" in e["message"] for e in access)
+    assert any(
+        e.get("request_id") == "trace-42" and "POST /dogecoin 200" in e["message"] for e in access
+    )
     assert all(e.get("request_id") for e in access)
     for secret in (token, bad_wif, mnemonic, made["data"]["private_key"], "ab" * 40, "Bearer"):
         assert secret not in logs
@@ -256,7 +281,9 @@ def test_serve_bounds_the_request_head(env: dict[str, str], tmp_path: Path) -> N
     try:
         port = int(proc.base_url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            sock.sendall(b"GET /networks HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n")
+            sock.sendall(
+                b"GET /networks HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n"
+            )
             reply = sock.recv(4096)
         assert reply.startswith(b"HTTP/1.1 431")
         assert b'"success":false' in reply

@@ -43,7 +43,9 @@ async def populate(svc: Services, n: int) -> list[tuple[Any, str, str]]:
     made = []
     for i in range(n):
         family = ("cosmos", "dogecoin", "eos", "litecoin")[i % 4]
-        created = await svc.accounts.create(tenant, family, CreateRequest(), f"idem-{i}" if i < 3 else None)
+        created = await svc.accounts.create(
+            tenant, family, CreateRequest(), f"idem-{i}" if i < 3 else None
+        )
         made.append((tenant, family, created.view.name))
     return made
 
@@ -58,7 +60,9 @@ async def key_ids(svc: Services) -> set[str]:
         return await Meta.key_ids(tx)
 
 
-def test_rotate_interrupted_resumed_and_retired(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rotate_interrupted_resumed_and_retired(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     key_file = settings.key_file
 
     async def setup() -> tuple[list[Any], str]:

@@ -143,7 +143,8 @@ def token_revoke(token_id: str, data_dir: DataDir = None) -> None:
 def audit(
     tenant: Annotated[str | None, typer.Option(help="only this tenant's events")] = None,
     since: Annotated[
-        str | None, typer.Option(help="ISO date or time (UTC unless it says), e.g. 2026-11-21T10:00")
+        str | None,
+        typer.Option(help="ISO date or time (UTC unless it says), e.g. 2026-11-21T10:00"),
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="events per page")] = 1000,
     data_dir: DataDir = None,

@@ -50,7 +50,7 @@ from chainkeys.vault import Context, SealError, Vault, provider_from_settings
 CHECK_KEY = "master_key_check"
 CHECK_CONTEXT = Context("-", "-", CHECK_KEY, purpose="check")
 CURSOR_PREFIX = b"ck1:"
-TOKEN_PREFIX = "ck_"
+TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
 IDEMPOTENCY_KEY_MAX = 255
 
 
@@ -286,9 +286,7 @@ class AccountService:
         stored = msgspec.json.decode(plain, type=Created)
         return Created(stored.view, stored.imported, stored.private_key, replayed=True)
 
-    async def _remember(
-        self, tx: Any, tenant: Tenant, key: str, fp: str, created: Created
-    ) -> None:
+    async def _remember(self, tx: Any, tenant: Tenant, key: str, fp: str, created: Created) -> None:
         # An expired record of the same key is replaced, not replayed.
         await Idempotency.delete_expired(tx, tenant.id, key, now_ms())
         sealed = self.vault.seal(msgspec.json.encode(created), self._idem_context(tenant, key))
@@ -315,7 +313,9 @@ class AccountService:
             row = await Accounts.get(tx, tenant.id, fam.name, name)
         if row is None:
             raise AccountNotFound(f"no {fam.name} account named {name}")
-        return _row_view(row.family, row.network, row.name, row.address, row.public_key, row.details)
+        return _row_view(
+            row.family, row.network, row.name, row.address, row.public_key, row.details
+        )
 
     async def list(
         self, tenant: Tenant, family: str, limit: int | None, cursor: str | None
@@ -325,15 +325,15 @@ class AccountService:
         if limit is None:
             limit = s.list_default_limit
         if not 1 <= limit <= s.list_max_limit:
-            raise BadRequest(f"limit must be between 1 and {s.list_max_limit}", code="invalid_limit")
+            raise BadRequest(
+                f"limit must be between 1 and {s.list_max_limit}", code="invalid_limit"
+            )
         after = decode_cursor(cursor)
         async with self.db.read() as tx:
             rows = await Accounts.page(tx, tenant.id, fam.name, after, limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
-        items = [
-            _row_view(fam.name, "", r.name, r.address, r.public_key, r.details) for r in rows
-        ]
+        items = [_row_view(fam.name, "", r.name, r.address, r.public_key, r.details) for r in rows]
         return Page(items, encode_cursor(rows[-1].id) if more else None)
 
     async def delete(self, tenant: Tenant, family: str, name: str) -> None:
@@ -567,7 +567,9 @@ class KeyService:
                 for tenant_id, key, blob, key_id in rows:
                     context = Context(tenant_id, "-", key, purpose="idempotency")
                     sealed = vault.seal(vault.open(blob, key_id, context), context)
-                    done += await Idempotency.reseal(tx, tenant_id, key, key_id, sealed, vault.key_id)
+                    done += await Idempotency.reseal(
+                        tx, tenant_id, key, key_id, sealed, vault.key_id
+                    )
 
     async def retire(self) -> list[str]:
         """Delete retired key files once nothing in the store needs them."""
@@ -575,12 +577,16 @@ class KeyService:
 
         provider = provider_from_settings(self.settings)
         if not isinstance(provider, FileKeyProvider):
-            raise BadRequest("with CHAINKEYS_MASTER_KEY, retire by unsetting CHAINKEYS_PREVIOUS_MASTER_KEYS")
+            raise BadRequest(
+                "with CHAINKEYS_MASTER_KEY, retire by unsetting CHAINKEYS_PREVIOUS_MASTER_KEYS"
+            )
         current = provider.load(create=False)
         async with self.db.read() as tx:
             used = await Meta.key_ids(tx)
         if used - {current.id}:
-            raise Conflict("some secrets are still sealed by an older key: run `chainkeys key rotate`")
+            raise Conflict(
+                "some secrets are still sealed by an older key: run `chainkeys key rotate`"
+            )
         return [str(p) for p in provider.retire()]
 
 

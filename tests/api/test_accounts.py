@@ -9,7 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-VECTORS = json.loads((Path(__file__).parents[1] / "chains" / "vectors" / "vectors.json").read_text())
+VECTORS = json.loads(
+    (Path(__file__).parents[1] / "chains" / "vectors" / "vectors.json").read_text()
+)
 MNEMONICS = json.loads(
     (Path(__file__).parents[1] / "chains" / "vectors" / "mnemonic_vectors.json").read_text()
 )
@@ -70,7 +72,9 @@ def test_utxo_shape_create_and_get(
     body = ok(client.post(f"/{family}", json={}))
     assert set(body) == {"success", "message", "address", "data"}
     fields = account_fields(body)
-    expected = {"address", "public_key", "private_key"} | ({"public_key_k1"} if family == "eos" else set())
+    expected = {"address", "public_key", "private_key"} | (
+        {"public_key_k1"} if family == "eos" else set()
+    )
     assert set(fields) == expected
     assert fields["address"].startswith(prefix)
     assert len(fields["private_key"]) in wif_lengths
@@ -92,7 +96,10 @@ def test_generated_private_key_reimports_to_the_same_account(
 ) -> None:
     created = ok(client.post(f"/{family}", json={}))
     if family == "cosmos":
-        address, private_key = created["data"]["data"]["address"], created["data"]["data"]["private_key"]
+        address, private_key = (
+            created["data"]["data"]["address"],
+            created["data"]["data"]["private_key"],
+        )
     else:
         fields = account_fields(created)
         address, private_key = fields["address"], fields["private_key"]
@@ -111,13 +118,17 @@ def test_cosmos_import_hex_matches_vectors(server: Any, key_id: str) -> None:
     vec = KEYS[key_id]
     with server.client(server.new_token()) as c:
         for network, hrp in [("cosmoshub", "cosmos"), ("osmosis", "osmo"), ("juno", "juno")]:
-            body = ok(c.post("/cosmos", json={"network": network, "private_key": vec["private_key_hex"]}))
+            body = ok(
+                c.post("/cosmos", json={"network": network, "private_key": vec["private_key_hex"]})
+            )
             assert body["data"]["data"] == {"address": vec["cosmos"]["addresses"][hrp]}
         listed = ok(c.get("/cosmos"))["data"]["data"]["keys"]
         assert {k["pubkey"] for k in listed} == {vec["cosmos"]["pubkey_keyring_json_string"]}
 
 
-@pytest.mark.parametrize("key_id", ["scalar-one", "order-minus-one", "bitcoin-wiki-wif-example", "thornode-test-1"])
+@pytest.mark.parametrize(
+    "key_id", ["scalar-one", "order-minus-one", "bitcoin-wiki-wif-example", "thornode-test-1"]
+)
 @pytest.mark.parametrize("family", ["dogecoin", "litecoin"])
 @pytest.mark.parametrize("network", ["mainnet", "testnet"])
 def test_base58_import_wif_and_hex_match_vectors(
@@ -126,11 +137,15 @@ def test_base58_import_wif_and_hex_match_vectors(
     vec = KEYS[key_id][family][network]
     with server.client(server.new_token()) as c:
         kw = {"address_type": "p2pkh"} if family == "litecoin" else {}
-        by_wif = account_fields(ok(c.post(f"/{family}", json={"network": network, "private_key": vec["wif"], **kw})))
+        by_wif = account_fields(
+            ok(c.post(f"/{family}", json={"network": network, "private_key": vec["wif"], **kw}))
+        )
         assert by_wif["address"] == vec["p2pkh"]
         assert by_wif["public_key"] == KEYS[key_id]["public_key_compressed_hex"]
         unc = vec["uncompressed_key"]
-        by_unc = account_fields(ok(c.post(f"/{family}", json={"network": network, "private_key": unc["wif"]})))
+        by_unc = account_fields(
+            ok(c.post(f"/{family}", json={"network": network, "private_key": unc["wif"]}))
+        )
         assert by_unc["address"] == unc["p2pkh"]  # never the compressed-key address
         assert by_unc["public_key"] == KEYS[key_id]["public_key_uncompressed_hex"]
 
@@ -139,10 +154,25 @@ def test_base58_import_wif_and_hex_match_vectors(
 def test_litecoin_address_types_match_vectors(server: Any, network: str) -> None:
     vec = KEY["litecoin"][network]
     with server.client(server.new_token()) as c:
-        default = account_fields(ok(c.post("/litecoin", json={"network": network, "private_key": KEY["private_key_hex"]})))
+        default = account_fields(
+            ok(
+                c.post(
+                    "/litecoin", json={"network": network, "private_key": KEY["private_key_hex"]}
+                )
+            )
+        )
         assert default["address"] == vec["p2wpkh"]
         for address_type, field in [("p2pkh", "p2pkh"), ("p2sh-p2wpkh", "p2sh_p2wpkh")]:
-            body = ok(c.post("/litecoin", json={"network": network, "private_key": KEY["private_key_hex"], "address_type": address_type}))
+            body = ok(
+                c.post(
+                    "/litecoin",
+                    json={
+                        "network": network,
+                        "private_key": KEY["private_key_hex"],
+                        "address_type": address_type,
+                    },
+                )
+            )
             assert body["address"] == vec[field]
 
 
@@ -155,14 +185,21 @@ def test_eos_import_matches_vectors(server: Any, key_id: str, form: str) -> None
         fields = account_fields(ok(c.post("/eos", json={"private_key": secret})))
         assert fields["public_key"] == vec["eos"]["public_key_legacy"]
         assert fields["public_key_k1"] == vec["eos"]["public_key_k1"]
-        jungle = account_fields(ok(c.post("/eos", json={"network": "jungle4", "private_key": secret})))
+        jungle = account_fields(
+            ok(c.post("/eos", json={"network": "jungle4", "private_key": secret}))
+        )
         assert jungle["address"] != fields["address"]  # one key, two networks, two names
 
 
 def test_eos_caller_chosen_name(client: httpx.Client) -> None:
-    body = ok(client.post("/eos", json={"name": "alice.acct", "private_key": KEY["private_key_hex"]}))
+    body = ok(
+        client.post("/eos", json={"name": "alice.acct", "private_key": KEY["private_key_hex"]})
+    )
     assert body["address"] == "alice.acct"
-    assert account_fields(ok(client.get("/eos/alice.acct")))["public_key"] == KEY["eos"]["public_key_legacy"]
+    assert (
+        account_fields(ok(client.get("/eos/alice.acct")))["public_key"]
+        == KEY["eos"]["public_key_legacy"]
+    )
     assert client.post("/eos", json={"name": "Bad_Name"}).status_code == 400
 
 
@@ -173,8 +210,17 @@ def test_mnemonic_import_each_family(client: httpx.Client) -> None:
     assert cosmos["data"]["data"] == {"address": acct["cosmos"]["addresses"]["cosmos"]}
     doge = ok(client.post("/dogecoin", json={"mnemonic": phrase, "account_index": 1}))
     assert doge["address"] == acct["dogecoin"]["mainnet"]["p2pkh"]
-    for address_type, field in [("p2wpkh", "p2wpkh"), ("p2pkh", "p2pkh"), ("p2sh-p2wpkh", "p2sh_p2wpkh")]:
-        ltc = ok(client.post("/litecoin", json={"mnemonic": phrase, "account_index": 1, "address_type": address_type}))
+    for address_type, field in [
+        ("p2wpkh", "p2wpkh"),
+        ("p2pkh", "p2pkh"),
+        ("p2sh-p2wpkh", "p2sh_p2wpkh"),
+    ]:
+        ltc = ok(
+            client.post(
+                "/litecoin",
+                json={"mnemonic": phrase, "account_index": 1, "address_type": address_type},
+            )
+        )
         assert ltc["address"] == acct["litecoin"]["mainnet"][field]["address"]
     eos = account_fields(ok(client.post("/eos", json={"mnemonic": phrase, "account_index": 1})))
     assert eos["public_key"] == acct["eos"]["public_key_legacy"]
@@ -208,7 +254,9 @@ def test_cosmos_list_and_delete(client: httpx.Client) -> None:
     assert all(set(k) == {"address", "pubkey"} for k in keys)
     assert all(json.loads(k["pubkey"])["@type"] == "/cosmos.crypto.secp256k1.PubKey" for k in keys)
 
-    assert ok(client.get(f"/cosmos/{a.upper()}"))["data"]["data"]["address"] == a  # bech32 ignores case
+    assert (
+        ok(client.get(f"/cosmos/{a.upper()}"))["data"]["data"]["address"] == a
+    )  # bech32 ignores case
     deleted = ok(client.delete(f"/cosmos/{a}"))
     assert set(deleted) == {"success", "message"}
     assert client.get(f"/cosmos/{a}").status_code == 404
@@ -259,11 +307,16 @@ def test_networks_lists_every_family_with_defaults(server: Any) -> None:
     body = ok(httpx.get(f"{server.base_url}/networks"))
     families = body["data"]["families"]
     assert {f: families[f]["default"] for f in families} == {
-        "cosmos": "cosmoshub", "dogecoin": "mainnet", "eos": "eos", "litecoin": "mainnet",
+        "cosmos": "cosmoshub",
+        "dogecoin": "mainnet",
+        "eos": "eos",
+        "litecoin": "mainnet",
     }
     cosmos = {n["name"] for n in families["cosmos"]["networks"]}
     assert {"cosmoshub", "osmosis", "juno", "akash", "stargaze", "celestia"} <= cosmos
-    assert {"mainnet", "testnet", "regtest"} <= {n["name"] for n in families["litecoin"]["networks"]}
+    assert {"mainnet", "testnet", "regtest"} <= {
+        n["name"] for n in families["litecoin"]["networks"]
+    }
     assert {"eos", "jungle4", "wax", "telos"} <= {n["name"] for n in families["eos"]["networks"]}
 
 

@@ -9,8 +9,12 @@ from typing import Any
 import httpx
 import pytest
 
-VECTORS = json.loads((Path(__file__).parents[1] / "chains" / "vectors" / "vectors.json").read_text())
-KEY_HEX = next(k for k in VECTORS["keys"] if k["id"] == "bitcoin-wiki-wif-example")["private_key_hex"]
+VECTORS = json.loads(
+    (Path(__file__).parents[1] / "chains" / "vectors" / "vectors.json").read_text()
+)
+KEY_HEX = next(k for k in VECTORS["keys"] if k["id"] == "bitcoin-wiki-wif-example")[
+    "private_key_hex"
+]
 
 
 def err(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
@@ -62,7 +66,9 @@ def test_revoked_token_fails_at_once(server: Any) -> None:
 
 def test_malformed_json_is_400(client: httpx.Client) -> None:
     body = err(
-        client.post("/cosmos", content=b'{"network": ', headers={"content-type": "application/json"}),
+        client.post(
+            "/cosmos", content=b'{"network": ', headers={"content-type": "application/json"}
+        ),
         400,
         "invalid_json",
     )
@@ -70,7 +76,14 @@ def test_malformed_json_is_400(client: httpx.Client) -> None:
 
 
 def test_wrong_content_type_is_415(client: httpx.Client) -> None:
-    err(client.post("/dogecoin", content=b"network=mainnet", headers={"content-type": "application/x-www-form-urlencoded"}), 415)
+    err(
+        client.post(
+            "/dogecoin",
+            content=b"network=mainnet",
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        ),
+        415,
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,7 +103,9 @@ def test_bad_fields_are_400_and_say_which(client: httpx.Client, payload: Any, ne
 @pytest.mark.parametrize("family", ["cosmos", "dogecoin", "eos", "litecoin"])
 def test_unknown_network_lists_the_accepted_ones(client: httpx.Client, family: str) -> None:
     body = err(client.post(f"/{family}", json={"network": "nope"}), 400, "unknown_network")
-    default = {"cosmos": "cosmoshub", "dogecoin": "mainnet", "eos": "eos", "litecoin": "mainnet"}[family]
+    default = {"cosmos": "cosmoshub", "dogecoin": "mainnet", "eos": "eos", "litecoin": "mainnet"}[
+        family
+    ]
     assert default in body["message"]
 
 
@@ -105,7 +120,11 @@ def test_private_key_and_mnemonic_together_is_400(client: httpx.Client) -> None:
     err(client.post("/cosmos", json={"passphrase": "x"}), 400)
 
 
-INVALID = [i for i in VECTORS["invalid"] if i["input_kind"] in ("private_key_hex", "wif", "eos_private_key")]
+INVALID = [
+    i
+    for i in VECTORS["invalid"]
+    if i["input_kind"] in ("private_key_hex", "wif", "eos_private_key")
+]
 
 
 @pytest.mark.parametrize("case", INVALID, ids=[i["id"] for i in INVALID])
@@ -119,12 +138,23 @@ def test_invalid_keys_are_400_without_echo(client: httpx.Client, case: dict[str,
 
 
 def test_invalid_mnemonic_is_400(client: httpx.Client) -> None:
-    body = err(client.post("/cosmos", json={"mnemonic": "abandon " * 11 + "abandon"}), 400, "invalid_mnemonic")
+    body = err(
+        client.post("/cosmos", json={"mnemonic": "abandon " * 11 + "abandon"}),
+        400,
+        "invalid_mnemonic",
+    )
     assert "abandon" not in body["message"]
 
 
 def test_oversized_body_is_413(client: httpx.Client) -> None:
-    err(client.post("/cosmos", content=b"{" + b" " * 100_000 + b"}", headers={"content-type": "application/json"}), 413)
+    err(
+        client.post(
+            "/cosmos",
+            content=b"{" + b" " * 100_000 + b"}",
+            headers={"content-type": "application/json"},
+        ),
+        413,
+    )
     assert client.get("/cosmos").json()["data"]["data"]["keys"] == []
 
 
@@ -146,7 +176,9 @@ def test_oversized_body_is_413(client: httpx.Client) -> None:
         ("/nope", 404),
     ],
 )
-def test_bad_names_and_paths_get_clean_envelopes(client: httpx.Client, path: str, status: int) -> None:
+def test_bad_names_and_paths_get_clean_envelopes(
+    client: httpx.Client, path: str, status: int
+) -> None:
     err(client.get(path), status)
 
 
@@ -155,11 +187,20 @@ def test_unknown_account_is_404(client: httpx.Client) -> None:
     err(client.get("/dogecoin/DFpN6QqFfUm3gKNaxN6tNcab1FArL9cZLE"), 404, "account_not_found")
 
 
-@pytest.mark.parametrize(("method", "path"), [("DELETE", "/dogecoin/DFpN6QqFfUm3gKNaxN6tNcab1FArL9cZLE"), ("PUT", "/cosmos"), ("PATCH", "/eos/abc")])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("DELETE", "/dogecoin/DFpN6QqFfUm3gKNaxN6tNcab1FArL9cZLE"),
+        ("PUT", "/cosmos"),
+        ("PATCH", "/eos/abc"),
+    ],
+)
 def test_wrong_method_is_405(client: httpx.Client, method: str, path: str) -> None:
     err(client.request(method, path), 405, "method_not_allowed")
 
 
-@pytest.mark.parametrize("query", ["limit=0", "limit=abc", "limit=100000", "cursor=garbage", "cursor=Y2sxOmFiYw"])
+@pytest.mark.parametrize(
+    "query", ["limit=0", "limit=abc", "limit=100000", "cursor=garbage", "cursor=Y2sxOmFiYw"]
+)
 def test_bad_paging_is_400(client: httpx.Client, query: str) -> None:
     err(client.get(f"/cosmos?{query}"), 400)

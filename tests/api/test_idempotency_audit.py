@@ -45,8 +45,16 @@ def test_same_key_other_body_is_409(client: httpx.Client) -> None:
 
 def test_json_spelling_does_not_matter(client: httpx.Client) -> None:
     headers = {**idem(), "content-type": "application/json"}
-    a = client.post("/cosmos", content=b'{"network":"osmosis","private_key":"%s"}' % KEY_HEX.encode(), headers=headers)
-    b = client.post("/cosmos", content=b'{ "private_key" : "%s", "network": "osmosis" }' % KEY_HEX.encode(), headers=headers)
+    a = client.post(
+        "/cosmos",
+        content=b'{"network":"osmosis","private_key":"%s"}' % KEY_HEX.encode(),
+        headers=headers,
+    )
+    b = client.post(
+        "/cosmos",
+        content=b'{ "private_key" : "%s", "network": "osmosis" }' % KEY_HEX.encode(),
+        headers=headers,
+    )
     assert a.status_code == b.status_code == 200
     assert b.headers["idempotent-replayed"] == "true"
 

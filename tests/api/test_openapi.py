@@ -43,7 +43,16 @@ def test_responses_match_their_schemas(server: Any, spec: dict[str, Any]) -> Non
             check(spec, f"/{family}", "get", c.get(f"/{family}", params={"limit": 1}))
             check(spec, f"/{family}", "post", c.post(f"/{family}", json={"network": "x"}))
             check(spec, f"/{family}/{{accountName}}", "get", c.get(f"/{family}/{name[:-1]}"))
-        check(spec, "/cosmos/{accountName}", "delete", c.delete(f"/cosmos/{name}" if False else "/cosmos/cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c"))
+        check(
+            spec,
+            "/cosmos/{accountName}",
+            "delete",
+            c.delete(
+                f"/cosmos/{name}"
+                if False
+                else "/cosmos/cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c"
+            ),
+        )
         check(spec, "/audit", "get", c.get("/audit"))
     check(spec, "/networks", "get", httpx.get(f"{server.base_url}/networks"))
     check(spec, "/healthz", "get", httpx.get(f"{server.base_url}/healthz"))
@@ -52,6 +61,8 @@ def test_responses_match_their_schemas(server: Any, spec: dict[str, Any]) -> Non
 
 def test_request_schemas_refuse_unknown_fields(spec: dict[str, Any]) -> None:
     for family in ("cosmos", "dogecoin", "eos", "litecoin"):
-        ref = spec["paths"][f"/{family}"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        ref = spec["paths"][f"/{family}"]["post"]["requestBody"]["content"]["application/json"][
+            "schema"
+        ]
         schema = spec["components"]["schemas"][ref["$ref"].rsplit("/", 1)[1]]
         assert schema.get("additionalProperties") is False

@@ -60,8 +60,12 @@ def _errors(*codes: str) -> dict[str, Any]:
 
 
 def _limit(maximum: int) -> dict[str, Any]:
-    return {"name": "limit", "in": "query", "required": False,
-            "schema": {"type": "integer", "minimum": 1, "maximum": maximum}}
+    return {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": maximum},
+    }
 
 
 def _operations(family: str, list_max_limit: int) -> dict[str, Any]:
@@ -83,8 +87,12 @@ def _operations(family: str, list_max_limit: int) -> dict[str, Any]:
                 "tags": [title],
                 "parameters": [
                     _limit(list_max_limit),
-                    {"name": "cursor", "in": "query", "required": False,
-                     "schema": {"type": "string"}},
+                    {
+                        "name": "cursor",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    },
                 ],
                 "responses": {"200": _ok(shape.list_response, "accounts"), **_errors("400", *auth)},
             },
@@ -155,8 +163,12 @@ def build_openapi(list_max_limit: int = 1000) -> dict[str, Any]:
             "summary": "The caller's tenant's audit events (creates, imports, deletes, tokens)",
             "tags": ["Service"],
             "parameters": [
-                {"name": "since", "in": "query", "required": False,
-                 "schema": {"type": "integer", "minimum": 0}},
+                {
+                    "name": "since",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "integer", "minimum": 0},
+                },
                 _limit(list_max_limit),
                 {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
             ],

@@ -68,7 +68,9 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 async def parse_create(request: Request, family: str) -> CreateRequest:
@@ -141,7 +143,9 @@ def _account(view: AccountView, message: str, private_key: str | None) -> Any:
 def _names(page: Page) -> Any:
     names = [v.name for v in page.items]
     cursor = page.next_cursor or UNSET
-    data = s.KeyNamesData(keys=names, next_cursor=cursor, data=s.KeyNames(keys=names, next_cursor=cursor))
+    data = s.KeyNamesData(
+        keys=names, next_cursor=cursor, data=s.KeyNames(keys=names, next_cursor=cursor)
+    )
     return s.ListResponse(success=True, message="accounts listed", data=data)
 
 
@@ -165,7 +169,12 @@ ACCOUNT = Shape(
     list_response=s.ListResponse,
     deletable=False,
 )
-SHAPES: dict[str, Shape] = {"cosmos": COSMOS, "dogecoin": ACCOUNT, "eos": ACCOUNT, "litecoin": ACCOUNT}
+SHAPES: dict[str, Shape] = {
+    "cosmos": COSMOS,
+    "dogecoin": ACCOUNT,
+    "eos": ACCOUNT,
+    "litecoin": ACCOUNT,
+}
 
 
 def family_routes(family: str, shape: Shape) -> list[Route]:
@@ -230,7 +239,9 @@ async def list_audit(request: Request) -> Response:
     since_ms = 0
     if since is not None:
         if not (since.isascii() and since.isdigit()) or len(since) > 15:
-            raise BadRequest("since is a time in milliseconds since the epoch", code="invalid_since")
+            raise BadRequest(
+                "since is a time in milliseconds since the epoch", code="invalid_since"
+            )
         since_ms = int(since)
     events, cursor = await services(request).audit.page(
         tenant.id, since_ms, query_limit(request), request.query_params.get("cursor")

@@ -34,9 +34,13 @@ class MessageResponse(Struct, kw_only=True):
 # Cosmos: payload nested twice, `data.data`.
 class CosmosAccount(Struct, kw_only=True, omit_defaults=True):
     address: str
-    private_key: Annotated[
-        str, Meta(description="64-char hex private key; only in the create response of a generated key")
-    ] | UnsetType = UNSET
+    private_key: (
+        Annotated[
+            str,
+            Meta(description="64-char hex key; only in the create response of a generated key"),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class CosmosAccountData(Struct, kw_only=True):
@@ -51,14 +55,14 @@ class CosmosAccountResponse(Struct, kw_only=True):
 
 class CosmosKey(Struct, kw_only=True):
     address: str
-    pubkey: Annotated[str, Meta(description="keyring JSON: {\"@type\":…,\"key\":<base64>}")]
+    pubkey: Annotated[str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}')]
 
 
 class CosmosKeys(Struct, kw_only=True, omit_defaults=True):
     keys: list[CosmosKey]
-    next_cursor: Annotated[str, Meta(description="pass as ?cursor= for the next page")] | UnsetType = (
-        UNSET
-    )
+    next_cursor: (
+        Annotated[str, Meta(description="pass as ?cursor= for the next page")] | UnsetType
+    ) = UNSET
 
 
 class CosmosKeysData(Struct, kw_only=True):
@@ -77,9 +81,13 @@ class AccountFields(Struct, kw_only=True, omit_defaults=True):
     public_key: Annotated[
         str, Meta(description="compressed SEC hex (Dogecoin/Litecoin); legacy EOS… form (EOS)")
     ]
-    private_key: Annotated[
-        str, Meta(description="WIF (legacy WIF for EOS); only when the service generated the key")
-    ] | UnsetType = UNSET
+    private_key: (
+        Annotated[
+            str,
+            Meta(description="WIF (legacy WIF for EOS); only when the service generated the key"),
+        ]
+        | UnsetType
+    ) = UNSET
     public_key_k1: Annotated[str, Meta(description="EOS only: PUB_K1_… form")] | UnsetType = UNSET
 
 
@@ -96,9 +104,9 @@ class AccountResponse(Struct, kw_only=True):
 
 class KeyNames(Struct, kw_only=True, omit_defaults=True):
     keys: list[str]
-    next_cursor: Annotated[str, Meta(description="pass as ?cursor= for the next page")] | UnsetType = (
-        UNSET
-    )
+    next_cursor: (
+        Annotated[str, Meta(description="pass as ?cursor= for the next page")] | UnsetType
+    ) = UNSET
 
 
 class KeyNamesData(KeyNames, kw_only=True):
@@ -201,7 +209,9 @@ def _create_struct(family: str) -> type[Struct]:
             "private_key",
             Annotated[
                 str,
-                Meta(max_length=MAX_SECRET, description="import this key instead of generating one"),
+                Meta(
+                    max_length=MAX_SECRET, description="import this key instead of generating one"
+                ),
             ]
             | None,
             None,

@@ -256,7 +256,7 @@ class Database:
         with storage_errors():
             if self.is_sqlite:
                 path = self.url.removeprefix("sqlite:///") + ".lock"
-                with open(path, "a") as lock:  # noqa: ASYNC230 - start-up only
+                with open(path, "a") as lock:
                     fcntl.flock(lock, fcntl.LOCK_EX)
                     try:
                         yield

@@ -409,7 +409,7 @@ class Audit:
                 request_id=r.request_id,
                 outcome=r.outcome,
                 created_ms=r.created_ms,
-            )  # fmt: skip
+            )
             for r in rows
         ]
 
