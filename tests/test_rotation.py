@@ -47,7 +47,9 @@ async def populate(svc: Services, n: int) -> list[tuple[Any, str, str]]:
             tenant, family, CreateRequest(), f"idem-{i}" if i < 3 else None
         )
         made.append((tenant, family, created.view.name))
-    return made
+    for tenant, family, name in made[-4:]:  # retained deletes are re-sealed too
+        await svc.accounts.delete(tenant, family, name)
+    return made[:-4]
 
 
 async def all_open(svc: Services, made: list[tuple[Any, str, str]]) -> None:
@@ -134,6 +136,9 @@ def test_rotate_interrupted_resumed_and_retired(
             tenant = made[0][0]
             replay = await svc.accounts.create(tenant, "cosmos", CreateRequest(), "idem-0")
             assert replay.replayed and replay.private_key
+            gone = (await svc.accounts.deleted("rot"))[0].account
+            await svc.accounts.restore("rot", gone.family, gone.name)
+            assert len(await svc.accounts.open_secret(tenant, gone.family, gone.name)) == 32
         finally:
             await svc.close()
 

@@ -23,9 +23,11 @@ app = typer.Typer(no_args_is_help=True, help="chainkeys: multi-chain key custody
 token_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke API tokens.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema and data.")
 key_app = typer.Typer(no_args_is_help=True, help="Master-key rotation.")
+account_app = typer.Typer(no_args_is_help=True, help="Operator recovery of deleted accounts.")
 app.add_typer(token_app, name="token")
 app.add_typer(db_app, name="db")
 app.add_typer(key_app, name="key")
+app.add_typer(account_app, name="account")
 
 T = TypeVar("T")
 DataDir = Annotated[
@@ -177,6 +179,32 @@ def audit(
                 return shown
 
     run(settings_for(data_dir), work)
+
+
+@account_app.command("deleted")
+def account_deleted(
+    tenant: Annotated[str | None, typer.Option(help="only this tenant's")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """List deleted accounts still retained (restorable until the retention period ends)."""
+    rows = run(settings_for(data_dir), lambda svc: svc.accounts.deleted(tenant))
+    typer.echo(f"{'DELETED':20}  {'TENANT':32}  {'FAMILY':8}  NAME")
+    for d in rows:
+        typer.echo(
+            f"{_when(d.deleted_ms):20}  {d.account.tenant_id:32}  {d.account.family:8}  {d.account.name}"
+        )
+
+
+@account_app.command("restore")
+def account_restore(
+    family: Annotated[str, typer.Argument(help="cosmos, dogecoin, eos or litecoin")],
+    name: Annotated[str, typer.Argument(help="the account name (address)")],
+    tenant: Annotated[str, typer.Option(help="tenant that owned it")],
+    data_dir: DataDir = None,
+) -> None:
+    """Bring back a deleted account (its sealed key was retained)."""
+    view = run(settings_for(data_dir), lambda svc: svc.accounts.restore(tenant, family, name))
+    typer.echo(f"restored {view.family} account {view.name} for tenant {tenant}")
 
 
 @key_app.command("rotate")

@@ -22,6 +22,8 @@ class Settings(BaseSettings):
     master_key_file: Path | None = None
     # Comma-separated base64 keys still held to open older seals during a rotation.
     previous_master_keys: SecretStr | None = None
+    # Deleted accounts stay sealed (restorable by an operator) this long; 0 erases at once.
+    deleted_retention_days: int = Field(default=30, ge=0)
     # How long a POST with an Idempotency-Key replays its first response.
     idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=60)
 

@@ -13,7 +13,7 @@ import hashlib
 import secrets
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,8 @@ from chainkeys.store.repositories import (
     Accounts,
     Audit,
     AuditEvent,
+    DeletedAccounts,
+    DeletedRow,
     Idempotency,
     IdempotencyRecord,
     Meta,
@@ -338,8 +340,9 @@ class AccountService:
 
     async def delete(self, tenant: Tenant, family: str, name: str) -> None:
         fam, name = self.check_name(family, name)
+        retain = now_ms() if self.settings.deleted_retention_days else None
         async with self.db.write() as tx:
-            deleted = await Accounts.delete(tx, tenant.id, fam.name, name)
+            deleted = await Accounts.delete(tx, tenant.id, fam.name, name, retain)
             if deleted:
                 event = audit_event(tenant, "delete", "ok", family=fam.name, account_name=name)
                 await Audit.insert(tx, event)
@@ -348,10 +351,47 @@ class AccountService:
                                           family=fam.name, account_name=name))  # fmt: skip
             raise AccountNotFound(f"no {fam.name} account named {name}")
 
-    async def purge_idempotency(self) -> int:
-        """Forget expired idempotency records (and the one-time keys sealed in them)."""
+    async def purge_expired(self) -> int:
+        """Forget expired idempotency records (they hold one-time keys) and, past the
+        retention period, deleted accounts."""
+        retention_ms = self.settings.deleted_retention_days * 86_400_000
         async with self.db.write() as tx:
-            return await Idempotency.purge(tx, now_ms())
+            done = await Idempotency.purge(tx, now_ms())
+            return done + await DeletedAccounts.purge(tx, now_ms() - retention_ms)
+
+    async def restore(self, tenant_name: str, family: str, name: str) -> AccountView:
+        """Operator recovery: bring back the latest deleted account of that name."""
+        fam, name = self.check_name(family, name)
+        async with self.db.write() as tx:
+            tenant_id = await Tenants.id_by_name(tx, tenant_name)
+            if tenant_id is None:
+                raise NotFound(f"no tenant named {tenant_name}")
+            found = await DeletedAccounts.latest(tx, tenant_id, fam.name, name)
+            if found is None:
+                raise AccountNotFound(f"no deleted {fam.name} account named {name} to restore")
+            row = found.account
+            await Accounts.insert(tx, row)  # 409 if the name was taken again since
+            await DeletedAccounts.forget(tx, found.id)
+            event = audit_event(
+                Tenant(tenant_id, tenant_name, ""),
+                "restore",
+                "ok",
+                family=fam.name,
+                account_name=name,
+            )
+            await Audit.insert(tx, event)
+        return _row_view(
+            row.family, row.network, row.name, row.address, row.public_key, row.details
+        )
+
+    async def deleted(self, tenant_name: str | None, limit: int = 1000) -> Sequence[DeletedRow]:
+        async with self.db.read() as tx:
+            tenant_id = None
+            if tenant_name is not None:
+                tenant_id = await Tenants.id_by_name(tx, tenant_name)
+                if tenant_id is None:
+                    raise NotFound(f"no tenant named {tenant_name}")
+            return await DeletedAccounts.recent(tx, tenant_id, limit)
 
     async def open_secret(self, tenant: Tenant, family: str, name: str) -> bytes:
         """The private key of a stored account (for checks and exports; never listed)."""
@@ -522,7 +562,7 @@ class KeyService:
         else:
             vault = Vault(provider.load(create=False), provider.others())
         accounts = await self._reseal_accounts(vault)
-        records = await self._reseal_records(vault)
+        records = await self._reseal_deleted(vault) + await self._reseal_records(vault)
         async with self.db.read() as tx:
             left = (await Meta.key_ids(tx)) - {vault.key_id}
         if left:
@@ -549,6 +589,21 @@ class KeyService:
                     assert row.id is not None
                     done += await Accounts.reseal(tx, row.id, row.key_id, sealed, vault.key_id)
             after = rows[-1].id or after
+
+    async def _reseal_deleted(self, vault: Vault) -> int:
+        done, after = 0, 0
+        while True:
+            async with self.db.read() as tx:
+                rows = await DeletedAccounts.not_sealed_by(tx, vault.key_id, after, self.BATCH)
+            if not rows:
+                return done
+            async with self.db.write() as tx:
+                for d in rows:
+                    a = d.account
+                    context = Context(a.tenant_id, a.family, a.name)
+                    sealed = vault.seal(vault.open(a.secret, a.key_id, context), context)
+                    done += await DeletedAccounts.reseal(tx, d.id, a.key_id, sealed, vault.key_id)
+            after = rows[-1].id
 
     async def _reseal_records(self, vault: Vault) -> int:
         done = 0

@@ -64,13 +64,14 @@ def networks_body() -> s.NetworksResponse:
     )
 
 
-async def purge_idempotency(svc: Services, every: float = 600.0) -> None:
-    """Expired idempotency records hold sealed one-time keys: drop them promptly."""
+async def purge_expired(svc: Services, every: float = 600.0) -> None:
+    """Expired idempotency records hold sealed one-time keys: drop them promptly
+    (and deleted accounts once their retention period is over)."""
     while True:
         try:
-            await svc.accounts.purge_idempotency()
+            await svc.accounts.purge_expired()
         except ChainkeysError:
-            access_log.warning("idempotency purge failed; will retry")
+            access_log.warning("purge of expired records failed; will retry")
         await asyncio.sleep(every)
 
 
@@ -150,7 +151,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
             return
         opened = await open_services(settings)
         app.state.services = opened
-        purger = asyncio.create_task(purge_idempotency(opened))
+        purger = asyncio.create_task(purge_expired(opened))
         try:
             yield
         finally:

@@ -10,12 +10,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from sqlalchemy import and_, bindparam, delete, func, insert, literal, select, union, update
+from sqlalchemy import (
+    BigInteger,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    union,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from chainkeys.errors import AccountExists
 from chainkeys.store.db import Prepared, Tx, is_unique_violation
-from chainkeys.store.tables import accounts, audit, idempotency, meta, tenants, tokens
+from chainkeys.store.tables import (
+    accounts,
+    audit,
+    deleted_accounts,
+    idempotency,
+    meta,
+    tenants,
+    tokens,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +98,41 @@ _INSERT_ACCOUNT = Prepared(
 )
 _GET_ACCOUNT = Prepared(select(*_ACCOUNT_COLS).where(_KEY))
 _DELETE_ACCOUNT = Prepared(delete(accounts).where(_KEY))
+_d = deleted_accounts.c
+_RETAINED_COLS = (
+    "tenant_id", "family", "name", "network", "address", "public_key",
+    "details", "secret", "key_id", "created_ms",
+)  # fmt: skip
+_RETAIN_ACCOUNT = Prepared(
+    insert(deleted_accounts).from_select(
+        [*_RETAINED_COLS, "deleted_ms"],
+        select(*(_a[c] for c in _RETAINED_COLS), bindparam("now", type_=BigInteger)).where(_KEY),
+    )
+)
+_DELETED_COLS = (_d.id, *(_d[c] for c in _RETAINED_COLS), _d.deleted_ms)
+_LATEST_DELETED = Prepared(
+    select(*_DELETED_COLS)
+    .where(
+        _d.tenant_id == bindparam("tenant_id"),
+        _d.family == bindparam("family"),
+        _d.name == bindparam("name"),
+    )
+    .order_by(_d.deleted_ms.desc(), _d.id.desc())
+    .limit(1)
+)
+_FORGET_DELETED = Prepared(delete(deleted_accounts).where(_d.id == bindparam("row_id")))
+_PURGE_DELETED = Prepared(delete(deleted_accounts).where(_d.deleted_ms <= bindparam("before")))
+_DELETED_NOT_SEALED_BY = Prepared(
+    select(*_DELETED_COLS)
+    .where(_d.id > bindparam("after"), _d.key_id != bindparam("current"))
+    .order_by(_d.id)
+    .limit(bindparam("limit"))
+)
+_RESEAL_DELETED = Prepared(
+    update(deleted_accounts)
+    .where(_d.id == bindparam("row_id"), _d.key_id == bindparam("old_key_id"))
+    .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
+)
 _PAGE = Prepared(
     select(_a.id, _a.name, _a.address, _a.public_key, _a.details)
     .where(
@@ -175,6 +229,7 @@ _RESEAL_IDEM = Prepared(
 )
 _KEY_IDS = union(
     select(_a.key_id).distinct(),
+    select(_d.key_id).distinct(),
     select(meta.c.key_id).where(meta.c.key_id.is_not(None)).distinct(),
     select(_i.key_id).distinct(),
 )
@@ -247,8 +302,13 @@ class Accounts:
         ]
 
     @staticmethod
-    async def delete(tx: Tx, tenant_id: str, family: str, name: str) -> bool:
+    async def delete(
+        tx: Tx, tenant_id: str, family: str, name: str, retain_at_ms: int | None
+    ) -> bool:
+        """Delete; with `retain_at_ms`, keep the sealed row in deleted_accounts first."""
         params = {"tenant_id": tenant_id, "family": family, "name": name}
+        if retain_at_ms is not None:
+            await tx.execute(_RETAIN_ACCOUNT, {**params, "now": retain_at_ms})
         result = await tx.execute(_DELETE_ACCOUNT, params)
         return bool(result.rowcount)
 
@@ -479,3 +539,56 @@ class Idempotency:
             "new_key_id": key_id,
         }
         return bool((await tx.execute(_RESEAL_IDEM, params)).rowcount)
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedRow:
+    id: int
+    account: AccountRow
+    deleted_ms: int
+
+
+def _row_to_deleted(row: Any) -> DeletedRow:
+    return DeletedRow(row.id, _row_to_account(row), row.deleted_ms)
+
+
+class DeletedAccounts:
+    """Sealed accounts kept after a delete, until the retention period ends."""
+
+    @staticmethod
+    async def latest(tx: Tx, tenant_id: str, family: str, name: str) -> DeletedRow | None:
+        params = {"tenant_id": tenant_id, "family": family, "name": name}
+        row = (await tx.execute(_LATEST_DELETED, params)).first()
+        return None if row is None else _row_to_deleted(row)
+
+    @staticmethod
+    async def forget(tx: Tx, row_id: int) -> None:
+        await tx.execute(_FORGET_DELETED, {"row_id": row_id})
+
+    @staticmethod
+    async def purge(tx: Tx, before_ms: int) -> int:
+        return int((await tx.execute(_PURGE_DELETED, {"before": before_ms})).rowcount)
+
+    @staticmethod
+    async def recent(tx: Tx, tenant_id: str | None, limit: int) -> list[DeletedRow]:
+        stmt = select(*_DELETED_COLS).order_by(_d.deleted_ms.desc()).limit(limit)
+        if tenant_id is not None:
+            stmt = stmt.where(_d.tenant_id == tenant_id)
+        return [_row_to_deleted(r) for r in (await tx.execute(stmt)).all()]
+
+    @staticmethod
+    async def not_sealed_by(tx: Tx, current: str, after: int, limit: int) -> list[DeletedRow]:
+        params = {"current": current, "after": after, "limit": limit}
+        return [
+            _row_to_deleted(r) for r in (await tx.execute(_DELETED_NOT_SEALED_BY, params)).all()
+        ]
+
+    @staticmethod
+    async def reseal(tx: Tx, row_id: int, old_key_id: str, secret: bytes, key_id: str) -> bool:
+        params = {
+            "row_id": row_id,
+            "old_key_id": old_key_id,
+            "new_secret": secret,
+            "new_key_id": key_id,
+        }
+        return bool((await tx.execute(_RESEAL_DELETED, params)).rowcount)

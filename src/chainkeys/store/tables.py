@@ -70,6 +70,28 @@ accounts = Table(
     Index("ix_accounts_key_id", "key_id"),
 )
 
+# Deleted accounts stay sealed here for the retention period, so a stolen token
+# (or a mistake) cannot destroy a key for good; an operator can restore them.
+deleted_accounts = Table(
+    "deleted_accounts",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("tenant_id", String(32), nullable=False),
+    Column("family", String(16), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("network", String(32), nullable=False),
+    Column("address", String(100), nullable=False),
+    Column("public_key", String(160), nullable=False),
+    Column("details", Text, nullable=False),
+    Column("secret", LargeBinary, nullable=False),
+    Column("key_id", String(16), nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("deleted_ms", BigInteger, nullable=False),
+    Index("ix_deleted_accounts_tenant_id_family_name", "tenant_id", "family", "name"),
+    Index("ix_deleted_accounts_deleted_ms", "deleted_ms"),
+    Index("ix_deleted_accounts_key_id", "key_id"),
+)
+
 audit = Table(
     "audit",
     metadata,
