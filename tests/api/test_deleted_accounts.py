@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import TEST_MASTER_KEY, chainkeys_cli
 
 from chainkeys import service
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, AccountNotFound
 from chainkeys.service import CreateRequest, open_services
-from tests.conftest import TEST_MASTER_KEY, chainkeys_cli
 
 
 def test_delete_then_restore(server: Any) -> None:
