@@ -190,9 +190,8 @@ def account_deleted(
     rows = run(settings_for(data_dir), lambda svc: svc.accounts.deleted(tenant))
     typer.echo(f"{'DELETED':20}  {'TENANT':32}  {'FAMILY':8}  NAME")
     for d in rows:
-        typer.echo(
-            f"{_when(d.deleted_ms):20}  {d.account.tenant_id:32}  {d.account.family:8}  {d.account.name}"
-        )
+        a = d.account
+        typer.echo(f"{_when(d.deleted_ms):20}  {a.tenant_id:32}  {a.family:8}  {a.name}")
 
 
 @account_app.command("restore")
