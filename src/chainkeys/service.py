@@ -10,14 +10,16 @@ import base64
 import binascii
 import contextlib
 import hashlib
+import re
 import secrets
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import orjson
 
 from chainkeys import logs
 from chainkeys.chains.keys import generate_key
@@ -54,6 +56,8 @@ CHECK_CONTEXT = Context("-", "-", CHECK_KEY, purpose="check")
 CURSOR_PREFIX = b"ck1:"
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
 IDEMPOTENCY_KEY_MAX = 255
+# Every family's names are ASCII letters and digits with inner dots (EOS), at most 100.
+PLAUSIBLE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.]{0,98}[A-Za-z0-9])?")
 
 
 def now_ms() -> int:
@@ -109,7 +113,32 @@ class AccountView:
     name: str
     address: str
     public_key: str
-    extra: dict[str, str]
+    extra: Mapping[str, str]
+
+
+class LazyExtra(Mapping[str, str]):
+    """A listed account's display extras, decoded only if the response shows them
+    (a page of names never does)."""
+
+    __slots__ = ("_data", "_raw")
+
+    def __init__(self, raw: str) -> None:
+        self._raw = raw
+        self._data: dict[str, str] | None = None
+
+    def _load(self) -> dict[str, str]:
+        if self._data is None:
+            self._data = dict(orjson.loads(self._raw).get("extra", {}))
+        return self._data
+
+    def __getitem__(self, key: str) -> str:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,12 +338,25 @@ class AccountService:
         with chain_errors():
             return fam, fam.check_name(name)
 
-    async def get(self, tenant: Tenant, family: str, name: str) -> AccountView:
-        fam, name = self.check_name(family, name)
+    async def _find(self, tenant: Tenant, family: str, name: str) -> AccountRow:
+        """Look a name up; the family's full check runs first only when the name is
+        not plausible, and otherwise only on a miss, to say why (a checksum costs
+        more than the lookup, and stored names are canonical and valid)."""
+        fam = family_of(family)
+        if PLAUSIBLE_NAME.fullmatch(name) is None:
+            fam, name = self.check_name(family, name)  # 400 before any storage work
         async with self.db.read() as tx:
             row = await Accounts.get(tx, tenant.id, fam.name, name)
+            if row is None:
+                _, canonical = self.check_name(family, name)  # 400 if malformed
+                if canonical != name:
+                    row = await Accounts.get(tx, tenant.id, fam.name, canonical)
         if row is None:
             raise AccountNotFound(f"no {fam.name} account named {name}")
+        return row
+
+    async def get(self, tenant: Tenant, family: str, name: str) -> AccountView:
+        row = await self._find(tenant, family, name)
         return _row_view(
             row.family, row.network, row.name, row.address, row.public_key, row.details
         )
@@ -335,7 +377,10 @@ class AccountService:
             rows = await Accounts.page(tx, tenant.id, fam.name, after, limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
-        items = [_row_view(fam.name, "", r.name, r.address, r.public_key, r.details) for r in rows]
+        items = [
+            AccountView(fam.name, "", r.name, r.address, r.public_key, LazyExtra(r.details_json))
+            for r in rows
+        ]
         return Page(items, encode_cursor(rows[-1].id) if more else None)
 
     async def delete(self, tenant: Tenant, family: str, name: str) -> None:
@@ -395,12 +440,8 @@ class AccountService:
 
     async def open_secret(self, tenant: Tenant, family: str, name: str) -> bytes:
         """The private key of a stored account (for checks and exports; never listed)."""
-        fam, name = self.check_name(family, name)
-        async with self.db.read() as tx:
-            row = await Accounts.get(tx, tenant.id, fam.name, name)
-        if row is None:
-            raise AccountNotFound(f"no {fam.name} account named {name}")
-        return self.vault.open(row.secret, row.key_id, Context(tenant.id, fam.name, name))
+        row = await self._find(tenant, family, name)
+        return self.vault.open(row.secret, row.key_id, Context(tenant.id, row.family, row.name))
 
 
 def _view(family: str, network: str, account: Account) -> AccountView:

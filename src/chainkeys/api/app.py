@@ -81,8 +81,9 @@ class RequestContext:
     The access log names method, path, status and time; never headers or bodies.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, access_log: bool = True) -> None:
         self.app = app
+        self.access_log = access_log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -111,7 +112,7 @@ class RequestContext:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            if access_log.isEnabledFor(logging.INFO):
+            if self.access_log and access_log.isEnabledFor(logging.INFO):
                 access_log.info(
                     "%s %s %d %.1fms",
                     scope["method"],
@@ -187,7 +188,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     )
     if svc is not None:
         app.state.services = svc
-    app.add_middleware(RequestContext)
+    app.add_middleware(RequestContext, access_log=settings.access_log)
     return app
 
 

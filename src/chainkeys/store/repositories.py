@@ -58,7 +58,7 @@ class ListedAccount:
     name: str
     address: str
     public_key: str
-    details: dict[str, Any]
+    details_json: str  # parsed only if the page shows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,10 +296,7 @@ class Accounts:
     ) -> list[ListedAccount]:
         params = {"tenant_id": tenant_id, "family": family, "after": after, "limit": limit}
         rows = (await tx.execute(_PAGE, params)).all()
-        return [
-            ListedAccount(r.id, r.name, r.address, r.public_key, orjson.loads(r.details))
-            for r in rows
-        ]
+        return [ListedAccount(r.id, r.name, r.address, r.public_key, r.details) for r in rows]
 
     @staticmethod
     async def delete(
