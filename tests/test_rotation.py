@@ -79,16 +79,16 @@ def test_rotate_interrupted_resumed_and_retired(
 
     # A crash part-way: the third batch's transaction dies after some re-seals.
     calls = {"n": 0}
-    real_reseal = repositories.Accounts.reseal
+    real_reseal = repositories.SealedRows.reseal
 
-    async def dying_reseal(*args: Any) -> bool:
+    async def dying_reseal(self: Any, *args: Any) -> bool:
         calls["n"] += 1
         if calls["n"] == 25:
             raise KeyboardInterrupt("simulated crash")
-        return await real_reseal(*args)
+        return await real_reseal(self, *args)
 
     monkeypatch.setattr(KeyService, "BATCH", 10)
-    monkeypatch.setattr(repositories.Accounts, "reseal", staticmethod(dying_reseal))
+    monkeypatch.setattr(repositories.SealedRows, "reseal", dying_reseal)
 
     async def interrupted() -> None:
         svc = await open_services(settings)
@@ -99,7 +99,7 @@ def test_rotate_interrupted_resumed_and_retired(
 
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(interrupted())
-    monkeypatch.setattr(repositories.Accounts, "reseal", real_reseal)
+    monkeypatch.setattr(repositories.SealedRows, "reseal", real_reseal)
     assert key_file.read_text() == old_key  # not promoted
     next_file = key_file.with_name("master.key.next")
     assert next_file.stat().st_mode & 0o777 == 0o600

@@ -37,6 +37,7 @@ from chainkeys.errors import (
 from chainkeys.store import migrate
 from chainkeys.store.db import Database
 from chainkeys.store.repositories import (
+    SEALED_TABLES,
     AccountRow,
     Accounts,
     Audit,
@@ -603,7 +604,7 @@ class KeyService:
         else:
             vault = Vault(provider.load(create=False), provider.others())
         accounts = await self._reseal_accounts(vault)
-        records = await self._reseal_deleted(vault) + await self._reseal_records(vault)
+        records = await self._reseal_records(vault)
         async with self.db.read() as tx:
             left = (await Meta.key_ids(tx)) - {vault.key_id}
         if left:
@@ -616,35 +617,23 @@ class KeyService:
         return RotationReport(vault.key_id, accounts, records, retired)
 
     async def _reseal_accounts(self, vault: Vault) -> int:
-        done, after = 0, 0
-        while True:
-            async with self.db.read() as tx:
-                rows = await Accounts.not_sealed_by(tx, vault.key_id, after, self.BATCH)
-            if not rows:
-                return done
-            async with self.db.write() as tx:
-                for row in rows:
-                    context = Context(row.tenant_id, row.family, row.name)
-                    plain = vault.open(row.secret, row.key_id, context)
-                    sealed = vault.seal(plain, context)
-                    assert row.id is not None
-                    done += await Accounts.reseal(tx, row.id, row.key_id, sealed, vault.key_id)
-            after = rows[-1].id or after
-
-    async def _reseal_deleted(self, vault: Vault) -> int:
-        done, after = 0, 0
-        while True:
-            async with self.db.read() as tx:
-                rows = await DeletedAccounts.not_sealed_by(tx, vault.key_id, after, self.BATCH)
-            if not rows:
-                return done
-            async with self.db.write() as tx:
-                for d in rows:
-                    a = d.account
-                    context = Context(a.tenant_id, a.family, a.name)
-                    sealed = vault.seal(vault.open(a.secret, a.key_id, context), context)
-                    done += await DeletedAccounts.reseal(tx, d.id, a.key_id, sealed, vault.key_id)
-            after = rows[-1].id
+        """Live and retained-after-delete accounts, a batch per transaction."""
+        done = 0
+        for table in SEALED_TABLES:
+            after = 0
+            while True:
+                async with self.db.read() as tx:
+                    rows = await table.not_sealed_by(tx, vault.key_id, after, self.BATCH)
+                if not rows:
+                    break
+                async with self.db.write() as tx:
+                    for row in rows:
+                        assert row.id is not None
+                        context = Context(row.tenant_id, row.family, row.name)
+                        sealed = vault.seal(vault.open(row.secret, row.key_id, context), context)
+                        done += await table.reseal(tx, row.id, row.key_id, sealed, vault.key_id)
+                after = rows[-1].id or after
+        return done
 
     async def _reseal_records(self, vault: Vault) -> int:
         done = 0

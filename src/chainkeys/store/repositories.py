@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from sqlalchemy import (
     BigInteger,
+    Table,
     and_,
     bindparam,
     delete,
@@ -122,17 +123,6 @@ _LATEST_DELETED = Prepared(
 )
 _FORGET_DELETED = Prepared(delete(deleted_accounts).where(_d.id == bindparam("row_id")))
 _PURGE_DELETED = Prepared(delete(deleted_accounts).where(_d.deleted_ms <= bindparam("before")))
-_DELETED_NOT_SEALED_BY = Prepared(
-    select(*_DELETED_COLS)
-    .where(_d.id > bindparam("after"), _d.key_id != bindparam("current"))
-    .order_by(_d.id)
-    .limit(bindparam("limit"))
-)
-_RESEAL_DELETED = Prepared(
-    update(deleted_accounts)
-    .where(_d.id == bindparam("row_id"), _d.key_id == bindparam("old_key_id"))
-    .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
-)
 _PAGE = Prepared(
     select(_a.id, _a.name, _a.address, _a.public_key, _a.details)
     .where(
@@ -144,17 +134,6 @@ _PAGE = Prepared(
     .limit(bindparam("limit"))
 )
 _COUNT_SEALED = Prepared(select(func.count()).select_from(accounts))
-_SEALED_PAGE = Prepared(
-    select(*_ACCOUNT_COLS)
-    .where(_a.id > bindparam("after"), _a.key_id != bindparam("current"))
-    .order_by(_a.id)
-    .limit(bindparam("limit"))
-)
-_RESEAL = Prepared(
-    update(accounts)
-    .where(_a.id == bindparam("row_id"), _a.key_id == bindparam("old_key_id"))
-    .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
-)
 
 _t, _k = tenants.c, tokens.c
 _TENANT_BY_TOKEN = Prepared(
@@ -253,6 +232,43 @@ def _row_to_account(row: Any) -> AccountRow:
     )
 
 
+class SealedRows:
+    """Rotation's view of a table of sealed accounts (live or retained after delete)."""
+
+    def __init__(self, table: Table) -> None:
+        c = table.c
+        self._page = Prepared(
+            select(table)
+            .where(c.id > bindparam("after"), c.key_id != bindparam("current"))
+            .order_by(c.id)
+            .limit(bindparam("limit"))
+        )
+        self._reseal = Prepared(
+            update(table)
+            .where(c.id == bindparam("row_id"), c.key_id == bindparam("old_key_id"))
+            .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
+        )
+
+    async def not_sealed_by(self, tx: Tx, current: str, after: int, limit: int) -> list[AccountRow]:
+        """Rows sealed by another key than `current`, in id order."""
+        params = {"current": current, "after": after, "limit": limit}
+        return [_row_to_account(r) for r in (await tx.execute(self._page, params)).all()]
+
+    async def reseal(
+        self, tx: Tx, row_id: int, old_key_id: str, secret: bytes, key_id: str
+    ) -> bool:
+        params = {
+            "row_id": row_id,
+            "old_key_id": old_key_id,
+            "new_secret": secret,
+            "new_key_id": key_id,
+        }
+        return bool((await tx.execute(self._reseal, params)).rowcount)
+
+
+SEALED_TABLES = (SealedRows(accounts), SealedRows(deleted_accounts))
+
+
 class Accounts:
     """Accounts, always addressed within one tenant."""
 
@@ -312,24 +328,6 @@ class Accounts:
     @staticmethod
     async def count(tx: Tx) -> int:
         return int((await tx.execute(_COUNT_SEALED)).scalar_one())
-
-    @staticmethod
-    async def not_sealed_by(tx: Tx, current: str, after: int, limit: int) -> list[AccountRow]:
-        """All tenants' accounts sealed by another key than `current`, in id order."""
-        params = {"current": current, "after": after, "limit": limit}
-        rows = (await tx.execute(_SEALED_PAGE, params)).all()
-        return [_row_to_account(r) for r in rows]
-
-    @staticmethod
-    async def reseal(tx: Tx, row_id: int, old_key_id: str, secret: bytes, key_id: str) -> bool:
-        params = {
-            "row_id": row_id,
-            "old_key_id": old_key_id,
-            "new_secret": secret,
-            "new_key_id": key_id,
-        }
-        result = await tx.execute(_RESEAL, params)
-        return bool(result.rowcount)
 
 
 class Tenants:
@@ -572,20 +570,3 @@ class DeletedAccounts:
         if tenant_id is not None:
             stmt = stmt.where(_d.tenant_id == tenant_id)
         return [_row_to_deleted(r) for r in (await tx.execute(stmt)).all()]
-
-    @staticmethod
-    async def not_sealed_by(tx: Tx, current: str, after: int, limit: int) -> list[DeletedRow]:
-        params = {"current": current, "after": after, "limit": limit}
-        return [
-            _row_to_deleted(r) for r in (await tx.execute(_DELETED_NOT_SEALED_BY, params)).all()
-        ]
-
-    @staticmethod
-    async def reseal(tx: Tx, row_id: int, old_key_id: str, secret: bytes, key_id: str) -> bool:
-        params = {
-            "row_id": row_id,
-            "old_key_id": old_key_id,
-            "new_secret": secret,
-            "new_key_id": key_id,
-        }
-        return bool((await tx.execute(_RESEAL_DELETED, params)).rowcount)
