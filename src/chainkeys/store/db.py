@@ -215,7 +215,7 @@ class Database:
                 pool_size=s.db_pool_size,
                 max_overflow=s.db_pool_size,
                 pool_timeout=s.db_pool_timeout,
-                pool_pre_ping=True,
+                pool_pre_ping=False,  # a disconnect invalidates the whole pool anyway
                 connect_args={
                     "timeout": s.db_connect_timeout,
                     "command_timeout": s.db_statement_timeout_ms / 1000 or None,
