@@ -15,6 +15,8 @@ import multiprocessing
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -80,17 +82,20 @@ def generate(tenant_id: str, n: int, material: bytes, sample: int) -> Iterator[t
         yield from pool.imap(_rows, jobs)
 
 
-async def _issue_token(data_dir: Path, database_url: str | None) -> tuple[str, str]:
-    from chainkeys.config import Settings
-    from chainkeys.service import open_services
-
-    settings = Settings(data_dir=data_dir, database_url=database_url, log_level="WARNING")
-    svc = await open_services(settings)
-    try:
-        row, token = await svc.tokens.create(TENANT, "benchmark")
-    finally:
-        await svc.close()
-    return row.tenant_id, token
+def _issue_token(data_dir: Path, database_url: str | None, env: dict[str, str]) -> str:
+    """`chainkeys token create` (creating schema and master key on first use); returns the token."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
+    full.update(env, CHAINKEYS_LOG_LEVEL="WARNING")
+    if database_url:
+        full["CHAINKEYS_DATABASE_URL"] = database_url
+    done = subprocess.run(
+        [sys.executable, "-m", "chainkeys.cli", "token", "create", "--tenant", TENANT, "--label", "benchmark",
+         "--data-dir", str(data_dir)],
+        env=full, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"chainkeys token create failed: {done.stderr.strip()[-500:]}")
+    return done.stdout.strip().splitlines()[-1]
 
 
 def master_material(data_dir: Path) -> bytes:
@@ -109,12 +114,13 @@ def _finish(data_dir: Path, size: int, token: str, tenant_id: str, names: list[s
     return Dataset(size, data_dir, token, tenant_id, names_file, encode_cursor(deep_id), pg_template)
 
 
-def sqlite_dataset(root: Path, size: int, sample: int = 20_000) -> Dataset:
+def sqlite_dataset(root: Path, size: int, sample: int = 20_000, env: dict[str, str] | None = None) -> Dataset:
     data_dir = root / f"sqlite-{size}" / "data"
-    tenant_id, token = asyncio.run(_issue_token(data_dir, None))
+    token = _issue_token(data_dir, None, env or {})
     material = master_material(data_dir)
     conn = sqlite3.connect(data_dir / "chainkeys.db", isolation_level=None)
     try:
+        tenant_id = conn.execute("SELECT id FROM tenants WHERE name = ?", (TENANT,)).fetchone()[0]
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute("BEGIN")
         names: list[str] = []
@@ -179,12 +185,14 @@ async def _copy_accounts(url: str, tenant_id: str, size: int, material: bytes, s
     return names, int(deep_id)
 
 
-def pg_dataset(root: Path, size: int, admin_url: str, prefix: str, sample: int = 20_000) -> Dataset:
+def pg_dataset(root: Path, size: int, admin_url: str, prefix: str, sample: int = 20_000,
+               env: dict[str, str] | None = None) -> Dataset:  # fmt: skip
     """A template database holding the data set; each run clones it (CREATE DATABASE … TEMPLATE)."""
     template = f"{prefix}_tmpl_{size}"
     pg_admin(admin_url, f'CREATE DATABASE "{template}"')
     url = pg_url(admin_url, template)
     data_dir = root / f"pg-{size}" / "data"  # holds the master key file
-    tenant_id, token = asyncio.run(_issue_token(data_dir, url))
+    token = _issue_token(data_dir, url, env or {})
+    tenant_id = asyncio.run(_pg(url, "SELECT id FROM tenants WHERE name = $1", TENANT))
     names, deep_id = asyncio.run(_copy_accounts(url, tenant_id, size, master_material(data_dir), sample))
     return _finish(data_dir, size, token, tenant_id, names, deep_id, pg_template=template)

@@ -1,6 +1,6 @@
 """The chainkeys benchmark: chainkeys against a lean baseline, under wrk, one command.
 
-    python -m bench            # full run (~15 min): 1k and 1M tenants, 1 and 2 workers, SQLite + PostgreSQL
+    python -m bench            # full run (~35 min): 1k and 1M tenants, 1 and 2 workers, SQLite + PostgreSQL
     python -m bench --quick    # seconds, small data: keeps the benchmark from rotting (the test suite runs it)
 
 For each server configuration (backend, tenant size, workers, SQLite synchronous
@@ -144,9 +144,21 @@ class Bench:
         self.results: list[Result] = []
         self.profiles: dict[str, dict[str, Any]] = {}
         self.parity: dict[str, dict[str, bool]] = {}
+        self.failures: dict[str, str] = {}
         self.datasets: dict[tuple[str, int], Dataset] = {}
         self.pg_dbs: list[str] = []
         self.prefix = f"ckbench_{uuid.uuid4().hex[:8]}"
+        self.src: Path | None = None
+        if args.commit:
+            # chainkeys from a clean export of one commit: edits in the work tree stay out.
+            snap = work / "src-snapshot"
+            snap.mkdir()
+            # Resolved now: HEAD may move while the run goes on.
+            args.commit = _run(["git", "-C", str(procs.REPO), "rev-parse", "--short", args.commit]) or args.commit
+            archive = subprocess.run(["git", "-C", str(procs.REPO), "archive", "--format=tar", args.commit, "src"],
+                                     capture_output=True, check=True).stdout  # fmt: skip
+            subprocess.run(["tar", "-x", "-C", str(snap)], input=archive, check=True)
+            self.src = snap / "src"
 
     def log(self, text: str) -> None:
         print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
@@ -157,11 +169,12 @@ class Bench:
         key = (backend, size)
         if key not in self.datasets:
             started = time.monotonic()
+            env = self.chainkeys_env()
             if backend == "sqlite":
-                ds = preload.sqlite_dataset(self.work, size)
+                ds = preload.sqlite_dataset(self.work, size, env=env)
             else:
                 self.pg_dbs.append(f"{self.prefix}_tmpl_{size}")
-                ds = preload.pg_dataset(self.work, size, self.args.pg_url, self.prefix)
+                ds = preload.pg_dataset(self.work, size, self.args.pg_url, self.prefix, env=env)
             self.log(f"preloaded {backend} tenant of {size} accounts in {time.monotonic() - started:.1f}s")
             self.datasets[key] = ds
         return self.datasets[key]
@@ -189,6 +202,12 @@ class Bench:
             if db is not None:
                 preload.pg_admin(self.args.pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
+    def chainkeys_env(self) -> dict[str, str]:
+        """Environment that makes `python -m chainkeys…` the chainkeys under test."""
+        if self.src is None:
+            return {}
+        return {"PYTHONPATH": f"{self.src}{os.pathsep}{procs.REPO}"}
+
     # -- servers
 
     def start(self, cfg: Config, impl: str, data_dir: Path, env: dict[str, str]) -> procs.Server:
@@ -196,7 +215,7 @@ class Bench:
         log.parent.mkdir(parents=True, exist_ok=True)
         if impl == "chainkeys":
             args = ["-m", "chainkeys.cli", "serve", "--data-dir", str(data_dir), "--workers", str(cfg.workers)]
-            env = {**env, "CHAINKEYS_LOG_LEVEL": self.args.log_level}
+            env = {**env, "CHAINKEYS_LOG_LEVEL": self.args.log_level, **self.chainkeys_env()}
         else:
             args = ["-m", "bench.baseline", "--data-dir", str(data_dir), "--workers", str(cfg.workers)]
         return procs.start(f"{impl} {cfg.key}", args, env, log, cfg.workers)
@@ -294,7 +313,11 @@ class Bench:
 
     def run(self, configs: list[Config]) -> None:
         for cfg in configs:
-            self.run_config(cfg)
+            try:
+                self.run_config(cfg)
+            except Exception as exc:  # one broken config must not lose the others' results
+                self.failures[cfg.key] = f"{type(exc).__name__}: {exc}"
+                self.log(f"{cfg.key} FAILED: {exc}")
 
     def cleanup(self) -> None:
         for db in self.pg_dbs:
@@ -374,12 +397,15 @@ def summarize_profile(raw: str, top: int = 20) -> dict[str, Any]:
     def share(d: dict[str, int]) -> list[tuple[str, float]]:
         return [(k, round(100 * v / total, 1)) for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:top]]
 
-    return {"samples": total, "self": share(own), "inclusive": share(incl)}
+    ours = {k: v for k, v in incl.items() if "(chainkeys/" in k}
+    return {"samples": total, "self": share(own), "inclusive": share(incl), "chainkeys": share(ours)}
 
 
 def format_profile(label: str, summary: dict[str, Any]) -> str:
     lines = [f"py-spy profile of {label} ({summary['samples']} samples)", "", "self %:"]
     lines += [f"  {pct:5.1f}  {name}" for name, pct in summary["self"]]
+    lines += ["", "inclusive %, chainkeys' own functions:"]
+    lines += [f"  {pct:5.1f}  {name}" for name, pct in summary.get("chainkeys", [])]
     lines += ["", "inclusive %:"]
     lines += [f"  {pct:5.1f}  {name}" for name, pct in summary["inclusive"]]
     return "\n".join(lines) + "\n"
@@ -456,9 +482,15 @@ def check_targets(results: list[Result], small: int, large: int, connections: in
         b = _find(results, "chainkeys", "sqlite", large, 1, scenario, "FULL")
         if a and b and b.rps:
             slow = a.rps / b.rps
+            detail = f"{a.rps:.0f} vs {b.rps:.0f} req/s"
+            if a.cpu_us:
+                detail += f"; CPU/request {b.cpu_us / a.cpu_us:.2f}x"
+            ba = _find(results, "baseline", "sqlite", small, 1, scenario, "FULL")
+            bb = _find(results, "baseline", "sqlite", large, 1, scenario, "FULL")
+            if ba and bb and bb.rps:
+                detail += f"; the baseline's own: {ba.rps / bb.rps:.2f}x"
             out.append(Target(f"{scenario}: {size_label(large)} tenant within 1.3x of {size_label(small)} (req/s)",
-                              round(slow, 3), "<= 1.3", slow <= 1.3,
-                              f"{a.rps:.0f} vs {b.rps:.0f} req/s"))  # fmt: skip
+                              round(slow, 3), "<= 1.3", slow <= 1.3, detail))  # fmt: skip
     small_rss = {r.scenario: r.rss_peak_mb for r in ck if r.backend == "sqlite" and r.size == small
                  and r.workers == 1 and r.sync == "FULL"}  # fmt: skip
     large_rss = {r.scenario: r.rss_peak_mb for r in ck if r.backend == "sqlite" and r.size == large
@@ -537,8 +569,11 @@ def environment(args: argparse.Namespace, wrk_path: str) -> dict[str, Any]:
         "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(int(mem) / 1024 / 1024, 1),
                     "kernel": platform.release(), "os": _run(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"])},
         "versions": {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-                     "postgresql": pg_version, "wrk": wrk_banner[0] if wrk_banner else "", **versions},
-        "git_commit": _run(["git", "-C", str(procs.REPO), "rev-parse", "--short", "HEAD"]),
+                     "postgresql": pg_version, "wrk": wrk_banner[0].split(" [")[0].removeprefix("wrk ") if wrk_banner else "",
+                     **versions},
+        "git_commit": _run(["git", "-C", str(procs.REPO), "rev-parse", "--short", args.commit or "HEAD"])
+        + ("" if args.commit or not _run(["git", "-C", str(procs.REPO), "status", "--porcelain", "--", "src"])
+           else " + uncommitted changes in src/"),
         "settings": {"quick": args.quick, "seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds, "quiet_wait": args.quiet_wait,
                      "connections": args.connections, "wrk_threads": args.threads,
                      "small": args.small, "large": args.large, "log_level": args.log_level},
@@ -552,7 +587,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=float, help="warm-up seconds per scenario (2; quick 0)")
     p.add_argument("--rounds", type=int, help="runs per scenario and server, best counts (2; quick 1)")
     p.add_argument("--quiet-wait", type=float, help="before each run, wait up to this long for other "
-                   "load on the machine to drop below 0.3 cores (10; quick 0)")
+                   "load on the machine to drop below 0.3 cores (2; quick 0)")
     p.add_argument("--connections", type=int, default=64)
     p.add_argument("--threads", type=int, default=1, help="wrk threads (1 leaves the cores to the server)")
     p.add_argument("--small", type=int, help="accounts in the small tenant (1000; quick 200)")
@@ -570,14 +605,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", default="", help="comma list of scenarios to profile with py-spy")
     p.add_argument("--log-level", default="INFO", help="CHAINKEYS_LOG_LEVEL for the server (its default: INFO)")
     p.add_argument("--out", type=Path, default=procs.REPO / "bench" / "results")
+    p.add_argument("--commit", default="", help="run chainkeys from a clean export of this commit's src/ "
+                   "(default: the work tree as it is)")
+    p.add_argument("--report", type=Path, help="only re-render results.md (and ratios, targets) from a results.json")
     p.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = p.parse_args(argv)  # fmt: skip
     q = args.quick
-    args.seconds = args.seconds or (1 if q else 10)
+    args.seconds = args.seconds or (1 if q else 8)
     args.rounds = args.rounds or (1 if q else 2)
-    args.quiet_wait = args.quiet_wait if args.quiet_wait is not None else (0 if q else 10)
-    args.warmup = args.warmup if args.warmup is not None else (0 if q else 3)
+    args.quiet_wait = args.quiet_wait if args.quiet_wait is not None else (0 if q else 2)
+    args.warmup = args.warmup if args.warmup is not None else (0 if q else 2)
     args.small = args.small or (200 if q else 1000)
     args.large = args.large or (3000 if q else 1_000_000)
     args.pg_large = (not q) if args.pg_large is None else args.pg_large
@@ -585,8 +623,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def render(doc: dict[str, Any], out: Path) -> tuple[str, list[Target]]:
+    """Ratios, targets and the markdown tables from a results.json document."""
+    results = [Result(**{**r, "ratio": {}}) for r in doc["results"]]
+    add_ratios(results)
+    s = doc["settings"]
+    targets = check_targets(results, s["small"], s["large"], s["connections"])
+    doc["results"] = [asdict(r) for r in results]
+    doc["targets"] = [asdict(t) for t in targets]
+    (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
+    text = f"{table(results)}\n\n{targets_table(targets)}\n"
+    (out / "results.md").write_text(text)
+    return text, targets
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.report:
+        doc = json.loads(args.report.read_text())
+        text, _ = render(doc, args.report.parent)
+        print(text)
+        return 0
     args.pg = False
     if args.postgres != "off":
         why = preload.pg_reachable(args.pg_url)
@@ -618,21 +675,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] data kept in {work}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
-    add_ratios(bench.results)
-    targets = check_targets(bench.results, args.small, args.large, args.connections)
     env = environment(args, bench.wrk)
     env["elapsed_s"] = round(time.monotonic() - started, 1)
     doc = {
         **env,
         "results": [asdict(r) for r in bench.results],
-        "targets": [asdict(t) for t in targets],
         "parity": bench.parity,
+        "failures": bench.failures,
         "profiles": bench.profiles,
     }
-    (args.out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
-    text = f"{table(bench.results)}\n\n{targets_table(targets)}\n"
-    (args.out / "results.md").write_text(text)
+    text, targets = render(doc, args.out)
     print(text)
     print(f"[bench] {env['elapsed_s']}s; results in {args.out}/results.json and results.md", file=sys.stderr)
     missed = [t for t in targets if t.ok is False]
+    if bench.failures:
+        print(f"[bench] configs that failed: {bench.failures}", file=sys.stderr)
+        return 1
     return 1 if args.strict and missed else 0
