@@ -25,7 +25,7 @@ from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import Options
 from chainkeys.config import Settings
 from chainkeys.service import open_services
-from chainkeys.store.repositories import Accounts
+from chainkeys.store.repositories import SEALED_TABLES
 from chainkeys.vault import Context
 from tests.conftest import BACKENDS, drop_pg_database, make_pg_database
 from tests.test_process import first_token, start
@@ -186,9 +186,10 @@ async def open_every_row(env: dict[str, str]) -> dict[tuple[str, str], bytes]:
         after = 0
         while True:
             async with svc.db.read() as tx:
-                rows = await Accounts.not_sealed_by(
+                live = SEALED_TABLES[0]  # the accounts table
+                rows = await live.not_sealed_by(
                     tx, "", after, 500
-                )  # every key id is non-empty: all rows
+                )  # key ids are never "": all rows
             if not rows:
                 break
             for row in rows:
