@@ -158,6 +158,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         finally:
             purger.cancel()
             await opened.close()
+            logs.flush()
 
     @endpoint
     async def healthz(request: Request) -> Response:
