@@ -293,9 +293,7 @@ class Database:
 
     def _reader_engine(self) -> AsyncEngine:
         if self._async_reader is None:
-            self._async_reader = self.async_engine().execution_options(
-                isolation_level="AUTOCOMMIT"
-            )
+            self._async_reader = self.async_engine().execution_options(isolation_level="AUTOCOMMIT")
         return self._async_reader
 
     @contextlib.asynccontextmanager
