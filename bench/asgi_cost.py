@@ -67,7 +67,9 @@ async def _lifespan(app: Any) -> tuple[asyncio.Queue[dict[str, Any]], asyncio.Ta
     return inbox, task
 
 
-async def measure(data_dir: Path, ds: preload.Dataset, sync: str, n: int) -> dict[str, dict[str, float]]:
+async def measure(
+    data_dir: Path, ds: preload.Dataset, sync: str, n: int
+) -> dict[str, dict[str, float]]:
     from chainkeys.api.app import create_app
     from chainkeys.config import Settings
 
@@ -94,13 +96,19 @@ async def measure(data_dir: Path, ds: preload.Dataset, sync: str, n: int) -> dic
 def main() -> None:
     from chainkeys import logs
 
-    parser = argparse.ArgumentParser(prog="python -m bench.asgi_cost", description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.asgi_cost", description=__doc__.split("\n", 1)[0]
+    )
     parser.add_argument("--size", type=int, default=1000, help="accounts in the tenant")
     parser.add_argument("--sync", choices=("FULL", "NORMAL"), default="NORMAL")
-    parser.add_argument("-n", type=int, default=3000, help="requests per case (lists: n/4, creates: n/3)")
+    parser.add_argument(
+        "-n", type=int, default=3000, help="requests per case (lists: n/4, creates: n/3)"
+    )
     args = parser.parse_args()
     logs.configure("WARNING")
-    with tempfile.TemporaryDirectory(prefix="chainkeys-asgi-cost-", dir=os.environ.get("BENCH_TMPDIR")) as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix="chainkeys-asgi-cost-", dir=os.environ.get("BENCH_TMPDIR")
+    ) as tmp:
         ds = preload.sqlite_dataset(Path(tmp), args.size)
         costs = asyncio.run(measure(ds.data_dir, ds, args.sync, args.n))
     print(f"CPU µs per request, in-process (tenant {args.size}, SQLite {args.sync})")

@@ -54,7 +54,12 @@ PAGE_SQL = (
     "SELECT id, name, address, public_key, details FROM accounts"
     " WHERE tenant_id = ? AND family = ? AND id > ? ORDER BY id LIMIT ?"
 )
-DEFAULT_NETWORK = {"cosmos": "cosmoshub", "dogecoin": "mainnet", "eos": "eos", "litecoin": "mainnet"}
+DEFAULT_NETWORK = {
+    "cosmos": "cosmoshub",
+    "dogecoin": "mainnet",
+    "eos": "eos",
+    "litecoin": "mainnet",
+}
 LIST_LIMIT, LIST_MAX = 100, 1000
 CURSOR_PREFIX = b"ck1:"
 
@@ -76,7 +81,12 @@ def account_of(family: str, secret: bytes) -> tuple[str, str, dict[str, str], st
 
 
 def account_body(
-    family: str, message: str, address: str, public_key: str, extra: dict[str, Any], private: str | None
+    family: str,
+    message: str,
+    address: str,
+    public_key: str,
+    extra: dict[str, Any],
+    private: str | None,
 ) -> dict[str, Any]:
     if family == "cosmos":
         inner: dict[str, Any] = {"address": address}
@@ -148,8 +158,13 @@ class Baseline:
             await self._lifespan(receive, send)
             return
         status, body = await self._handle(scope, receive)
-        await send({"type": "http.response.start", "status": status, "headers": [
-            *JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [*JSON_HEADERS, (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def _lifespan(self, receive: Any, send: Any) -> None:

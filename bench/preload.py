@@ -71,7 +71,9 @@ def _rows(args: tuple[str, int, bytes, int]) -> tuple[list[tuple[Any, ...]], lis
     return rows, sample
 
 
-def generate(tenant_id: str, n: int, material: bytes, sample: int) -> Iterator[tuple[list[tuple[Any, ...]], list[str]]]:
+def generate(
+    tenant_id: str, n: int, material: bytes, sample: int
+) -> Iterator[tuple[list[tuple[Any, ...]], list[str]]]:
     """Chunks of rows (and a spread sample of their names), made on every core."""
     every = max(1, n // sample)
     jobs = [(tenant_id, min(CHUNK, n - start), material, every) for start in range(0, n, CHUNK)]
@@ -111,10 +113,14 @@ def _finish(data_dir: Path, size: int, token: str, tenant_id: str, names: list[s
     random.shuffle(names)
     names_file = data_dir.parent / f"names-{size}.txt"
     names_file.write_text("\n".join(names) + "\n")
-    return Dataset(size, data_dir, token, tenant_id, names_file, encode_cursor(deep_id), pg_template)
+    return Dataset(
+        size, data_dir, token, tenant_id, names_file, encode_cursor(deep_id), pg_template
+    )
 
 
-def sqlite_dataset(root: Path, size: int, sample: int = 20_000, env: dict[str, str] | None = None) -> Dataset:
+def sqlite_dataset(
+    root: Path, size: int, sample: int = 20_000, env: dict[str, str] | None = None
+) -> Dataset:
     data_dir = root / f"sqlite-{size}" / "data"
     token = _issue_token(data_dir, None, env or {})
     material = master_material(data_dir)
@@ -124,7 +130,9 @@ def sqlite_dataset(root: Path, size: int, sample: int = 20_000, env: dict[str, s
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute("BEGIN")
         names: list[str] = []
-        insert = f"INSERT INTO accounts ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+        insert = (
+            f"INSERT INTO accounts ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+        )
         for rows, sampled in generate(tenant_id, size, material, sample):
             conn.executemany(insert, rows)
             names += sampled
@@ -166,7 +174,9 @@ def pg_reachable(admin_url: str) -> str | None:
     return None
 
 
-async def _copy_accounts(url: str, tenant_id: str, size: int, material: bytes, sample: int) -> tuple[list[str], int]:
+async def _copy_accounts(
+    url: str, tenant_id: str, size: int, material: bytes, sample: int
+) -> tuple[list[str], int]:
     import asyncpg
 
     conn = await asyncpg.connect(url, timeout=5)
@@ -194,5 +204,7 @@ def pg_dataset(root: Path, size: int, admin_url: str, prefix: str, sample: int =
     data_dir = root / f"pg-{size}" / "data"  # holds the master key file
     token = _issue_token(data_dir, url, env or {})
     tenant_id = asyncio.run(_pg(url, "SELECT id FROM tenants WHERE name = $1", TENANT))
-    names, deep_id = asyncio.run(_copy_accounts(url, tenant_id, size, master_material(data_dir), sample))
+    names, deep_id = asyncio.run(
+        _copy_accounts(url, tenant_id, size, master_material(data_dir), sample)
+    )
     return _finish(data_dir, size, token, tenant_id, names, deep_id, pg_template=template)

@@ -170,7 +170,10 @@ def _tree_jiffies(pids: list[int]) -> int:
 
 def _own_seconds() -> float:
     """CPU of this process and its waited-for children (wrk)."""
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 

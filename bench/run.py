@@ -154,7 +154,10 @@ class Bench:
             snap = work / "src-snapshot"
             snap.mkdir()
             # Resolved now: HEAD may move while the run goes on.
-            args.commit = _run(["git", "-C", str(procs.REPO), "rev-parse", "--short", args.commit]) or args.commit
+            args.commit = (
+                _run(["git", "-C", str(procs.REPO), "rev-parse", "--short", args.commit])
+                or args.commit
+            )
             archive = subprocess.run(["git", "-C", str(procs.REPO), "archive", "--format=tar", args.commit, "src"],
                                      capture_output=True, check=True).stdout  # fmt: skip
             subprocess.run(["tar", "-x", "-C", str(snap)], input=archive, check=True)
@@ -175,7 +178,9 @@ class Bench:
             else:
                 self.pg_dbs.append(f"{self.prefix}_tmpl_{size}")
                 ds = preload.pg_dataset(self.work, size, self.args.pg_url, self.prefix, env=env)
-            self.log(f"preloaded {backend} tenant of {size} accounts in {time.monotonic() - started:.1f}s")
+            self.log(
+                f"preloaded {backend} tenant of {size} accounts in {time.monotonic() - started:.1f}s"
+            )
             self.datasets[key] = ds
         return self.datasets[key]
 
@@ -190,7 +195,9 @@ class Bench:
         if cfg.backend == "postgresql":
             db = f"{self.prefix}_run"
             preload.pg_admin(self.args.pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-            preload.pg_admin(self.args.pg_url, f'CREATE DATABASE "{db}" TEMPLATE "{ds.pg_template}"')
+            preload.pg_admin(
+                self.args.pg_url, f'CREATE DATABASE "{db}" TEMPLATE "{ds.pg_template}"'
+            )
             self.pg_dbs.append(db)
             env["CHAINKEYS_DATABASE_URL"] = preload.pg_url(self.args.pg_url, db)
         else:
@@ -214,15 +221,32 @@ class Bench:
         log = self.out / "logs" / f"{cfg.key}-{impl}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         if impl == "chainkeys":
-            args = ["-m", "chainkeys.cli", "serve", "--data-dir", str(data_dir), "--workers", str(cfg.workers)]
+            args = [
+                "-m",
+                "chainkeys.cli",
+                "serve",
+                "--data-dir",
+                str(data_dir),
+                "--workers",
+                str(cfg.workers),
+            ]
             env = {**env, "CHAINKEYS_LOG_LEVEL": self.args.log_level, **self.chainkeys_env()}
         else:
-            args = ["-m", "bench.baseline", "--data-dir", str(data_dir), "--workers", str(cfg.workers)]
+            args = [
+                "-m",
+                "bench.baseline",
+                "--data-dir",
+                str(data_dir),
+                "--workers",
+                str(cfg.workers),
+            ]
         return procs.start(f"{impl} {cfg.key}", args, env, log, cfg.workers)
 
     def wrk_env(self, cfg: Config, scenario: str) -> dict[str, str]:
         ds = self.dataset(cfg.backend, cfg.size)
-        family = scenario.removeprefix("create-") if scenario.startswith("create-") else preload.FAMILY
+        family = (
+            scenario.removeprefix("create-") if scenario.startswith("create-") else preload.FAMILY
+        )
         path = f"/{family}"
         if scenario == "list-deep":
             path += f"?cursor={ds.deep_cursor}"
@@ -331,7 +355,9 @@ class Bench:
 PARITY_KEY = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
 
 
-def _call(url: str, method: str, path: str, token: str, body: bytes | None = None) -> tuple[int, Any]:
+def _call(
+    url: str, method: str, path: str, token: str, body: bytes | None = None
+) -> tuple[int, Any]:
     import urllib.error
     import urllib.request
 
@@ -395,10 +421,18 @@ def summarize_profile(raw: str, top: int = 20) -> dict[str, Any]:
             incl[f] = incl.get(f, 0) + n
 
     def share(d: dict[str, int]) -> list[tuple[str, float]]:
-        return [(k, round(100 * v / total, 1)) for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:top]]
+        return [
+            (k, round(100 * v / total, 1))
+            for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:top]
+        ]
 
     ours = {k: v for k, v in incl.items() if "(chainkeys/" in k}
-    return {"samples": total, "self": share(own), "inclusive": share(incl), "chainkeys": share(ours)}
+    return {
+        "samples": total,
+        "self": share(own),
+        "inclusive": share(incl),
+        "chainkeys": share(ours),
+    }
 
 
 def format_profile(label: str, summary: dict[str, Any]) -> str:
@@ -449,9 +483,13 @@ class Target:
 def _find(results: list[Result], impl: str, backend: str, size: int, workers: int, scenario: str,
           sync: str | None = None) -> Result | None:  # fmt: skip
     for r in results:
-        if (r.impl, r.backend, r.size, r.workers, r.scenario) == (impl, backend, size, workers, scenario) and (
-            sync is None or r.sync == sync
-        ):
+        if (r.impl, r.backend, r.size, r.workers, r.scenario) == (
+            impl,
+            backend,
+            size,
+            workers,
+            scenario,
+        ) and (sync is None or r.sync == sync):
             return r
     return None
 
@@ -460,7 +498,11 @@ def check_targets(results: list[Result], small: int, large: int, connections: in
     out: list[Target] = []
     ck = [r for r in results if r.impl == "chainkeys"]
     for sync in ("FULL", "NORMAL"):
-        sq = [r for r in ck if r.backend == "sqlite" and r.workers == 1 and r.sync == sync and r.size == small]
+        sq = [
+            r
+            for r in ck
+            if r.backend == "sqlite" and r.workers == 1 and r.sync == sync and r.size == small
+        ]
         creates = [r for r in sq if r.scenario.startswith("create-") and r.ratio]
         if creates:
             worst = min(creates, key=lambda r: r.ratio["rps"])
@@ -514,8 +556,10 @@ def check_targets(results: list[Result], small: int, large: int, connections: in
 
 
 def table(results: list[Result]) -> str:
-    head = ("| config | scenario | chainkeys req/s | p50 ms | p99 ms | RSS MB | CPU µs/req | baseline req/s "
-            "| p50 ms | p99 ms | RSS MB | CPU µs/req | ratio req/s | ratio CPU | other load | errors |")
+    head = (
+        "| config | scenario | chainkeys req/s | p50 ms | p99 ms | RSS MB | CPU µs/req | baseline req/s "
+        "| p50 ms | p99 ms | RSS MB | CPU µs/req | ratio req/s | ratio CPU | other load | errors |"
+    )
     lines = [head, "|" + "---|" * 16]
     for r in results:
         if r.impl != "chainkeys":
@@ -541,7 +585,9 @@ def targets_table(targets: list[Target]) -> str:
 
 def _run(cmd: list[str]) -> str:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+        return subprocess.run(
+            cmd, capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
     except OSError:
         return ""
 
@@ -582,32 +628,65 @@ def environment(args: argparse.Namespace, wrk_path: str) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n", 1)[0])
-    p.add_argument("--quick", action="store_true", help="seconds, small data (the test suite runs this)")
+    p.add_argument(
+        "--quick", action="store_true", help="seconds, small data (the test suite runs this)"
+    )
     p.add_argument("--seconds", type=float, help="measured seconds per scenario (8; quick 1)")
     p.add_argument("--warmup", type=float, help="warm-up seconds per scenario (2; quick 0)")
-    p.add_argument("--rounds", type=int, help="runs per scenario and server, best counts (2; quick 1)")
-    p.add_argument("--quiet-wait", type=float, help="before each run, wait up to this long for other "
-                   "load on the machine to drop below 0.3 cores (2; quick 0)")
+    p.add_argument(
+        "--rounds", type=int, help="runs per scenario and server, best counts (2; quick 1)"
+    )
+    p.add_argument(
+        "--quiet-wait",
+        type=float,
+        help="before each run, wait up to this long for other "
+        "load on the machine to drop below 0.3 cores (2; quick 0)",
+    )
     p.add_argument("--connections", type=int, default=64)
-    p.add_argument("--threads", type=int, default=1, help="wrk threads (1 leaves the cores to the server)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="wrk threads (1 leaves the cores to the server)"
+    )
     p.add_argument("--small", type=int, help="accounts in the small tenant (1000; quick 200)")
     p.add_argument("--large", type=int, help="accounts in the large tenant (1000000; quick 3000)")
-    p.add_argument("--postgres", choices=("auto", "off", "require"), default="auto",
-                   help="PostgreSQL scenarios: when reachable (auto), never, or fail if unreachable")
-    p.add_argument("--pg-url", default=os.environ.get("CHAINKEYS_BENCH_POSTGRES_URL")
-                   or os.environ.get("CHAINKEYS_TEST_POSTGRES_URL", DEFAULT_PG),
-                   help="an admin URL; the benchmark creates (and drops) its own databases")
-    p.add_argument("--pg-large", action=argparse.BooleanOptionalAction, default=None,
-                   help="also the large tenant on PostgreSQL (full run: yes)")
-    p.add_argument("--only", default="", help="comma list of config keys to run (e.g. sqlite-1k-w1-FULL)")
+    p.add_argument(
+        "--postgres",
+        choices=("auto", "off", "require"),
+        default="auto",
+        help="PostgreSQL scenarios: when reachable (auto), never, or fail if unreachable",
+    )
+    p.add_argument(
+        "--pg-url",
+        default=os.environ.get("CHAINKEYS_BENCH_POSTGRES_URL")
+        or os.environ.get("CHAINKEYS_TEST_POSTGRES_URL", DEFAULT_PG),
+        help="an admin URL; the benchmark creates (and drops) its own databases",
+    )
+    p.add_argument(
+        "--pg-large",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also the large tenant on PostgreSQL (full run: yes)",
+    )
+    p.add_argument(
+        "--only", default="", help="comma list of config keys to run (e.g. sqlite-1k-w1-FULL)"
+    )
     p.add_argument("--scenarios", default="", help="comma list: run only these scenarios")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--profile", default="", help="comma list of scenarios to profile with py-spy")
-    p.add_argument("--log-level", default="INFO", help="CHAINKEYS_LOG_LEVEL for the server (its default: INFO)")
+    p.add_argument(
+        "--log-level", default="INFO", help="CHAINKEYS_LOG_LEVEL for the server (its default: INFO)"
+    )
     p.add_argument("--out", type=Path, default=procs.REPO / "bench" / "results")
-    p.add_argument("--commit", default="", help="run chainkeys from a clean export of this commit's src/ "
-                   "(default: the work tree as it is)")
-    p.add_argument("--report", type=Path, help="only re-render results.md (and ratios, targets) from a results.json")
+    p.add_argument(
+        "--commit",
+        default="",
+        help="run chainkeys from a clean export of this commit's src/ "
+        "(default: the work tree as it is)",
+    )
+    p.add_argument(
+        "--report",
+        type=Path,
+        help="only re-render results.md (and ratios, targets) from a results.json",
+    )
     p.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = p.parse_args(argv)  # fmt: skip
@@ -686,7 +765,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     text, targets = render(doc, args.out)
     print(text)
-    print(f"[bench] {env['elapsed_s']}s; results in {args.out}/results.json and results.md", file=sys.stderr)
+    print(
+        f"[bench] {env['elapsed_s']}s; results in {args.out}/results.json and results.md",
+        file=sys.stderr,
+    )
     missed = [t for t in targets if t.ok is False]
     if bench.failures:
         print(f"[bench] configs that failed: {bench.failures}", file=sys.stderr)

@@ -33,7 +33,9 @@ def script(name: str, into: Path) -> Path:
     """common.lua followed by the scenario's script, as one file for `wrk -s`."""
     path = into / f"{name}.lua"
     if not path.exists():
-        path.write_text((LUA_DIR / "common.lua").read_text() + "\n" + (LUA_DIR / f"{name}.lua").read_text())
+        path.write_text(
+            (LUA_DIR / "common.lua").read_text() + "\n" + (LUA_DIR / f"{name}.lua").read_text()
+        )
     return path
 
 
@@ -71,12 +73,18 @@ def run(
     cmd = [wrk, f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s",
            "--timeout", "10s", "-s", str(lua), url]  # fmt: skip
     done = subprocess.run(
-        cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=seconds + 60,
+        cmd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
         check=False,
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("BENCHJSON ")), None)
     if done.returncode != 0 or line is None:
-        raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr.strip()[:500]} {done.stdout[-500:]}")
+        raise RuntimeError(
+            f"wrk failed ({done.returncode}): {done.stderr.strip()[:500]} {done.stdout[-500:]}"
+        )
     raw: dict[str, Any] = json.loads(line.removeprefix("BENCHJSON "))
     lat = raw["latency_us"]
     return Load(
