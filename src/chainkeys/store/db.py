@@ -197,10 +197,6 @@ class Database:
         self._writer: Connection | None = None
         self._write_lock = asyncio.Lock()
 
-    @property
-    def dialect(self) -> str:
-        return "sqlite" if self.is_sqlite else "postgresql"
-
     def sync_engine(self) -> Engine:
         """The synchronous SQLite engine (serving and migrations)."""
         if self._sync_engine is None:

@@ -454,19 +454,7 @@ class Audit:
         if tenant_id is not None:
             stmt = stmt.where(_u.tenant_id == tenant_id)
         rows = (await tx.execute(stmt.order_by(_u.id).limit(limit))).all()
-        return [
-            AuditEvent(
-                id=r.id,
-                tenant_id=r.tenant_id,
-                action=r.action,
-                family=r.family,
-                account_name=r.account_name,
-                request_id=r.request_id,
-                outcome=r.outcome,
-                created_ms=r.created_ms,
-            )
-            for r in rows
-        ]
+        return [AuditEvent(**r._mapping) for r in rows]
 
 
 @dataclass(frozen=True, slots=True)

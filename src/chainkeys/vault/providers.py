@@ -42,8 +42,6 @@ class KeyProvider(Protocol):
 
     description: str
 
-    def exists(self) -> bool: ...
-
     def load(self, *, create: bool) -> MasterKey: ...
 
     def others(self) -> list[MasterKey]:
@@ -74,9 +72,6 @@ class EnvKeyProvider:
     def __init__(self, value: str, previous: str = "") -> None:
         self._value = value
         self._previous = previous
-
-    def exists(self) -> bool:
-        return True
 
     def load(self, *, create: bool) -> MasterKey:
         return decode_key(self._value, self.description)
@@ -135,9 +130,6 @@ class FileKeyProvider:
                 f"run: chmod 600 {path}"
             )
         return decode_key(path.read_text(), f"key file {path}")
-
-    def exists(self) -> bool:
-        return self.path.exists()
 
     def load(self, *, create: bool) -> MasterKey:
         if not self.path.exists():
