@@ -597,7 +597,7 @@ def environment(args: argparse.Namespace, wrk_path: str) -> dict[str, Any]:
                 if ln.startswith("model name")), platform.processor())  # fmt: skip
     mem = next((ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
                 if ln.startswith("MemTotal")), "0")  # fmt: skip
-    packages = ["chainkeys", "starlette", "uvicorn", "uvloop", "httptools", "orjson", "msgspec",
+    packages = ["chainkeys", "uvicorn", "uvloop", "httptools", "orjson", "msgspec",
                 "coincurve", "cryptography", "sqlalchemy", "asyncpg", "bip-utils"]  # fmt: skip
     versions = {}
     for p in packages:

@@ -23,7 +23,6 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from starlette.requests import Request
 
 from chainkeys.config import Settings
 from chainkeys.errors import RateLimited
@@ -185,21 +184,20 @@ def with_rate_limiter(
     @contextlib.asynccontextmanager
     async def wrapped(app: Any) -> AsyncIterator[None]:
         limiter = build_limiter(settings)
-        app.state.rate_limiter = limiter
+        app.rate_limiter = limiter
         try:
             async with lifespan(app):
                 yield
         finally:
-            app.state.rate_limiter = None
+            app.rate_limiter = None
             if limiter is not None:
                 await limiter.aclose()
 
     return wrapped
 
 
-async def enforce(request: Request, key: str) -> None:
+async def enforce(limiter: Limiter | None, key: str) -> None:
     """Count one request against `key` (an authenticated token's id); 429 when over."""
-    limiter: Limiter | None = getattr(request.app.state, "rate_limiter", None)
     if limiter is None:
         return
     wait = await limiter.wait_for(key)

@@ -12,18 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 from chainkeys.api import schemas as s
-from chainkeys.api.envelope import Handler, endpoint, respond
+from chainkeys.api.http import Handler, Request, Response, Router, respond
 from chainkeys.api.ratelimit import enforce
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import (
     BadRequest,
     InvalidJSON,
-    PayloadTooLarge,
     Unauthorized,
     UnsupportedMediaType,
 )
@@ -33,13 +29,13 @@ UNSET = msgspec.UNSET
 
 
 def services(request: Request) -> Services:
-    svc: Services = request.app.state.services
+    svc: Services = request.app.services
     return svc
 
 
 async def authenticate(request: Request) -> Tenant:
     """`Authorization: <token>` or `Authorization: Bearer <token>`."""
-    header = request.headers.get("authorization")
+    header = request.header(b"authorization")
     if not header:
         raise Unauthorized("send your token in the Authorization header")
     scheme, _, rest = header.strip().partition(" ")
@@ -49,21 +45,8 @@ async def authenticate(request: Request) -> Tenant:
     tenant = await services(request).tokens.authenticate(token)
     if tenant is None:
         raise Unauthorized()
-    await enforce(request, tenant.token_id)  # after auth: bad tokens spend no one's budget
-    request.state.tenant = tenant
+    await enforce(request.app.rate_limiter, tenant.token_id)  # bad tokens spend no budget
     return tenant
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isascii() and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"request body is larger than {limit} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise PayloadTooLarge(f"request body is larger than {limit} bytes")
-    return bytes(body)
 
 
 def _is_json(content_type: str) -> bool:
@@ -74,8 +57,8 @@ def _is_json(content_type: str) -> bool:
 
 
 async def parse_create(request: Request, family: str) -> CreateRequest:
-    body = await read_body(request, services(request).settings.max_body_bytes)
-    content_type = request.headers.get("content-type")
+    body = await request.body(services(request).settings.max_body_bytes)
+    content_type = request.header(b"content-type")
     if not body.strip():
         return CreateRequest()
     if content_type is not None and not _is_json(content_type):
@@ -90,7 +73,7 @@ async def parse_create(request: Request, family: str) -> CreateRequest:
 
 
 def query_limit(request: Request) -> int | None:
-    raw = request.query_params.get("limit")
+    raw = request.query("limit")
     if raw is None:
         return None
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:  # str.isdigit takes '¹'
@@ -177,65 +160,49 @@ SHAPES: dict[str, Shape] = {
 }
 
 
-def family_routes(family: str, shape: Shape) -> list[Route]:
+def add_family_routes(router: Router, family: str, shape: Shape) -> None:
     """GET/POST /{family}, GET (and for Cosmos DELETE) /{family}/{accountName}."""
 
-    @endpoint
     async def list_accounts(request: Request) -> Response:
         tenant = await authenticate(request)
-        cursor = request.query_params.get("cursor")
+        cursor = request.query("cursor")
         page = await services(request).accounts.list(tenant, family, query_limit(request), cursor)
         return respond(shape.listed(page))
 
-    @endpoint
     async def create_account(request: Request) -> Response:
         tenant = await authenticate(request)
         req = await parse_create(request, family)
-        idem_key = request.headers.get("idempotency-key")
+        idem_key = request.header(b"idempotency-key")
         created = await services(request).accounts.create(tenant, family, req, idem_key)
         headers = {"Idempotent-Replayed": "true"} if created.replayed else None
         return respond(shape.created(created), headers=headers)
 
-    @endpoint
     async def get_account(request: Request) -> Response:
         tenant = await authenticate(request)
-        name = request.path_params["name"]
-        view = await services(request).accounts.get(tenant, family, name)
+        view = await services(request).accounts.get(tenant, family, request.name or "")
         return respond(shape.found(view))
 
-    @endpoint
     async def delete_account(request: Request) -> Response:
         tenant = await authenticate(request)
-        await services(request).accounts.delete(tenant, family, request.path_params["name"])
+        await services(request).accounts.delete(tenant, family, request.name or "")
         return respond(s.MessageResponse(success=True, message="account deleted"))
 
-    by_name = {"GET": get_account}
+    by_name: dict[str, Handler] = {"GET": get_account}
     if shape.deletable:
         by_name["DELETE"] = delete_account
-    return [
-        _route(f"/{family}", {"GET": list_accounts, "POST": create_account}),
-        _route(f"/{family}/{{name}}", by_name),
-    ]
+    router.add(f"/{family}", {"GET": list_accounts, "POST": create_account})
+    router.add(f"/{family}/{{name}}", by_name)
 
 
-def _route(path: str, handlers: dict[str, Handler]) -> Route:
-    """One path, a handler per method (Starlette answers other methods with 405)."""
-
-    async def dispatch(request: Request) -> Response:
-        return await handlers["GET" if request.method == "HEAD" else request.method](request)
-
-    return Route(path, dispatch, methods=list(handlers))
+def add_account_routes(router: Router) -> None:
+    for family in FAMILIES:
+        add_family_routes(router, family, SHAPES[family])
 
 
-def account_routes() -> list[Route]:
-    return [r for family in FAMILIES for r in family_routes(family, SHAPES[family])]
-
-
-@endpoint
 async def list_audit(request: Request) -> Response:
     """GET /audit: the caller's own tenant's events, oldest first, paginated."""
     tenant = await authenticate(request)
-    since = request.query_params.get("since")
+    since = request.query("since")
     since_ms = 0
     if since is not None:
         if not (since.isascii() and since.isdigit()) or len(since) > 15:
@@ -244,7 +211,7 @@ async def list_audit(request: Request) -> Response:
             )
         since_ms = int(since)
     events, cursor = await services(request).audit.page(
-        tenant.id, since_ms, query_limit(request), request.query_params.get("cursor")
+        tenant.id, since_ms, query_limit(request), request.query("cursor")
     )
     items = [
         s.AuditItem(
