@@ -68,13 +68,13 @@ async def _lifespan(app: Any) -> tuple[asyncio.Queue[dict[str, Any]], asyncio.Ta
 
 
 async def measure(
-    data_dir: Path, ds: preload.Dataset, sync: str, n: int
+    data_dir: Path, ds: preload.Dataset, sync: str, n: int, log_level: str = "WARNING"
 ) -> dict[str, dict[str, float]]:
     from chainkeys.api.app import create_app
     from chainkeys.config import Settings
 
     names = ds.names_file.read_text().split()
-    settings = Settings(data_dir=data_dir, sqlite_synchronous=sync, log_level="WARNING")  # type: ignore[arg-type]
+    settings = Settings(data_dir=data_dir, sqlite_synchronous=sync, log_level=log_level)  # type: ignore[arg-type]
     apps = {"chainkeys": create_app(settings), "baseline": Baseline(data_dir, sync)}
     cases: list[tuple[str, str, Callable[[], str], int]] = [
         ("get", "GET", lambda: "/cosmos/" + random.choice(names), n),
@@ -104,14 +104,17 @@ def main() -> None:
     parser.add_argument(
         "-n", type=int, default=3000, help="requests per case (lists: n/4, creates: n/3)"
     )
+    parser.add_argument(
+        "--log-level", default="INFO", help="chainkeys' log level (INFO: an access line per request)"
+    )
     args = parser.parse_args()
-    logs.configure("WARNING")
+    logs.configure(args.log_level)
     with tempfile.TemporaryDirectory(
         prefix="chainkeys-asgi-cost-", dir=os.environ.get("BENCH_TMPDIR")
     ) as tmp:
         ds = preload.sqlite_dataset(Path(tmp), args.size)
-        costs = asyncio.run(measure(ds.data_dir, ds, args.sync, args.n))
-    print(f"CPU µs per request, in-process (tenant {args.size}, SQLite {args.sync})")
+        costs = asyncio.run(measure(ds.data_dir, ds, args.sync, args.n, args.log_level))
+    print(f"CPU µs per request, in-process (tenant {args.size}, SQLite {args.sync}, log {args.log_level})")
     print(f"{'case':16} {'chainkeys':>10} {'baseline':>10} {'ratio':>7}")
     for label, by in costs.items():
         ck, base = by["chainkeys"], by["baseline"]

@@ -11,7 +11,7 @@ import msgspec
 
 from chainkeys import logs
 from chainkeys.api import schemas as s
-from chainkeys.api.http import App, Request, Response, Router, access_log, respond
+from chainkeys.api.http import App, Request, Response, Router, log, respond
 from chainkeys.api.openapi import build_openapi
 from chainkeys.api.ratelimit import with_rate_limiter
 from chainkeys.api.routes import add_account_routes, list_audit, services
@@ -58,7 +58,7 @@ async def purge_expired(svc: Services, every: float = 600.0) -> None:
         try:
             await svc.accounts.purge_expired()
         except ChainkeysError:
-            access_log.warning("purge of expired records failed; will retry")
+            log.warning("purge of expired records failed; will retry")
         await asyncio.sleep(every)
 
 

@@ -10,10 +10,10 @@ JSON envelope with an `X-Request-ID` and one access-log line.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 import traceback
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -29,7 +29,6 @@ Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-access_log = logging.getLogger("chainkeys.access")
 log = logging.getLogger("chainkeys.api")
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _encoder = msgspec.json.Encoder()
@@ -202,7 +201,7 @@ class App:
         given = headers.get(b"x-request-id")
         request_id = given.decode("latin-1") if given is not None else ""
         if not request_id or REQUEST_ID.fullmatch(request_id) is None:
-            request_id = uuid.uuid4().hex
+            request_id = os.urandom(16).hex()
         logs.request_id.set(request_id)
         try:
             handler, name = self.router.match(scope["method"], scope["path"])
@@ -222,15 +221,9 @@ class App:
             await send({"type": "http.response.start", "status": response.status, "headers": head})
             await send({"type": "http.response.body", "body": response.body})
         finally:
-            if self.log_access and access_log.isEnabledFor(logging.INFO):
-                access_log.info(
-                    "%s %s %d %.1fms",
-                    scope["method"],
-                    scope["path"][:200],
-                    response.status,
-                    (time.perf_counter() - started) * 1000,
-                    extra={"request_id": request_id},
-                )
+            if self.log_access:
+                ms = (time.perf_counter() - started) * 1000
+                logs.access(scope["method"], scope["path"][:200], response.status, ms, request_id)
 
     async def run_lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
