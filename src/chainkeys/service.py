@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-import orjson
 
 from chainkeys import logs
 from chainkeys.chains.keys import generate_key
@@ -46,6 +45,7 @@ from chainkeys.store.repositories import (
     DeletedRow,
     Idempotency,
     IdempotencyRecord,
+    ListedAccount,
     Meta,
     Tenants,
     TokenRow,
@@ -117,31 +117,6 @@ class AccountView:
     extra: Mapping[str, str]
 
 
-class LazyExtra(Mapping[str, str]):
-    """A listed account's display extras, decoded only if the response shows them
-    (a page of names never does)."""
-
-    __slots__ = ("_data", "_raw")
-
-    def __init__(self, raw: str) -> None:
-        self._raw = raw
-        self._data: dict[str, str] | None = None
-
-    def _load(self) -> dict[str, str]:
-        if self._data is None:
-            self._data = dict(orjson.loads(self._raw).get("extra", {}))
-        return self._data
-
-    def __getitem__(self, key: str) -> str:
-        return self._load()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._load())
-
-    def __len__(self) -> int:
-        return len(self._load())
-
-
 @dataclass(frozen=True, slots=True)
 class Created:
     view: AccountView
@@ -186,7 +161,7 @@ def fingerprint(family: str, req: CreateRequest) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    items: list[AccountView]
+    items: Sequence[ListedAccount]  # rows as read: id, name, address, public_key
     next_cursor: str | None
 
 
@@ -376,13 +351,9 @@ class AccountService:
         after = decode_cursor(cursor)
         async with self.db.read() as tx:
             rows = await Accounts.page(tx, tenant.id, fam.name, after, limit + 1)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        items = [
-            AccountView(fam.name, "", r.name, r.address, r.public_key, LazyExtra(r.details_json))
-            for r in rows
-        ]
-        return Page(items, encode_cursor(rows[-1].id) if more else None)
+        if len(rows) > limit:
+            return Page(rows[:limit], encode_cursor(rows[limit - 1].id))
+        return Page(rows, None)
 
     async def delete(self, tenant: Tenant, family: str, name: str) -> None:
         fam, name = self.check_name(family, name)

@@ -16,6 +16,7 @@ import msgspec
 from chainkeys.api import schemas as s
 from chainkeys.api.http import Handler, Request, Response, Router, respond
 from chainkeys.api.ratelimit import enforce
+from chainkeys.chains.cosmos import keyring_pubkey
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import (
     BadRequest,
@@ -101,7 +102,7 @@ def _cosmos_account(view: AccountView, message: str, private_key: str | None) ->
 
 
 def _cosmos_list(page: Page) -> Any:
-    keys = [s.CosmosKey(address=v.address, pubkey=v.extra.get("pubkey", "")) for v in page.items]
+    keys = [s.CosmosKey(address=r.address, pubkey=keyring_pubkey(r.public_key)) for r in page.items]
     inner = s.CosmosKeys(keys=keys, next_cursor=page.next_cursor or UNSET)
     return s.CosmosListResponse(
         success=True, message="accounts listed", data=s.CosmosKeysData(data=inner)
@@ -124,7 +125,7 @@ def _account(view: AccountView, message: str, private_key: str | None) -> Any:
 
 
 def _names(page: Page) -> Any:
-    names = [v.name for v in page.items]
+    names = [r.name for r in page.items]
     cursor = page.next_cursor or UNSET
     data = s.KeyNamesData(
         keys=names, next_cursor=cursor, data=s.KeyNames(keys=names, next_cursor=cursor)

@@ -30,6 +30,11 @@ _KEYRING_HEAD: Final = '{"@type":"/cosmos.crypto.secp256k1.PubKey","key":"'
 _KEYRING_TAIL: Final = '"}'
 
 
+def keyring_pubkey(public_key: str) -> str:
+    """The keyring `pubkey` string of a base64 compressed key (what `account` stores)."""
+    return _KEYRING_HEAD + public_key + _KEYRING_TAIL
+
+
 @dataclass(frozen=True, slots=True)
 class CosmosFamily:
     """Cosmos SDK chains; networks differ only in bech32 prefix and chain id."""
@@ -76,7 +81,7 @@ class CosmosFamily:
             name=address,
             address=address,
             public_key=encoded,
-            extra={"pubkey": _KEYRING_HEAD + encoded + _KEYRING_TAIL},
+            extra={"pubkey": keyring_pubkey(encoded)},
         )
 
     def export_private_key(self, key: Key, network: Network) -> str:

@@ -6,8 +6,9 @@ call costs ~100 µs, executing a prebuilt one ~20 µs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from sqlalchemy import (
@@ -53,13 +54,20 @@ class AccountRow:
     id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ListedAccount:
-    id: int
-    name: str
-    address: str
-    public_key: str
-    details_json: str  # parsed only if the page shows it
+class ListedAccount(Protocol):
+    """A row of a page, read by name: no per-row objects are built for a list."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def public_key(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +132,7 @@ _LATEST_DELETED = Prepared(
 _FORGET_DELETED = Prepared(delete(deleted_accounts).where(_d.id == bindparam("row_id")))
 _PURGE_DELETED = Prepared(delete(deleted_accounts).where(_d.deleted_ms <= bindparam("before")))
 _PAGE = Prepared(
-    select(_a.id, _a.name, _a.address, _a.public_key, _a.details)
+    select(_a.id, _a.name, _a.address, _a.public_key)
     .where(
         _a.tenant_id == bindparam("tenant_id"),
         _a.family == bindparam("family"),
@@ -309,10 +317,9 @@ class Accounts:
     @staticmethod
     async def page(
         tx: Tx, tenant_id: str, family: str, after: int, limit: int
-    ) -> list[ListedAccount]:
+    ) -> Sequence[ListedAccount]:
         params = {"tenant_id": tenant_id, "family": family, "after": after, "limit": limit}
-        rows = (await tx.execute(_PAGE, params)).all()
-        return [ListedAccount(r.id, r.name, r.address, r.public_key, r.details) for r in rows]
+        return (await tx.execute(_PAGE, params)).all()
 
     @staticmethod
     async def delete(
