@@ -188,6 +188,23 @@ def test_a_head_that_never_finishes_is_408_and_an_idle_connection_closes(
         assert sock.recv(1) == b""  # connected, sent nothing: closed without a word
 
 
+def test_a_slow_head_after_a_kept_alive_request_is_408(
+    head_server: HeadServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(protocol, "HEAD_TIMEOUT_SECONDS", 0.3)
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
+        for _ in range(3):  # answered requests on one connection, each well within the deadline
+            sock.sendall(request(keep_alive=True))
+            assert read_response(sock, then_closed=False)[0] == 200
+            time.sleep(0.15)
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # then nothing
+        started = time.monotonic()
+        status, _, body, closed = read_response(sock)
+    assert status == 408 and closed
+    envelope(body, "request_timeout")
+    assert time.monotonic() - started < 2
+
+
 def test_a_slow_handler_is_not_cut_off_by_the_head_deadline(
     head_server: HeadServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -49,17 +49,21 @@ class BoundedHttpTools(HttpToolsProtocol):
 
     Bytes are counted as they arrive, before httptools buffers them, from the
     end of one request to the end of the next one's headers; the body is
-    capped by the handlers (`max_body_bytes`).
+    capped by the handlers (`max_body_bytes`). The deadline is one timer per
+    connection that re-arms itself, not a timer per request: a head's start
+    time is all a request pays for.
     """
 
     _in_head = True
     _head_bytes = 0
     _tail = b""
-    _head_timer: asyncio.TimerHandle | None = None
+    _head_started: float | None = None  # when the current head began (or the connection)
+    _check: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm()
+        self._head_started = self.loop.time()
+        self._check = self.loop.call_later(HEAD_TIMEOUT_SECONDS, self._check_head)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -67,8 +71,8 @@ class BoundedHttpTools(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if self._in_head:
-            if self._head_timer is None:
-                self._arm()
+            if self._head_started is None:
+                self._head_started = self.loop.time()
             if self._head_bytes + len(data) > MAX_HEAD_BYTES:
                 # Over the cap unless the head ends within it (the rest is body).
                 end = (self._tail + data).find(_END_OF_HEAD)
@@ -81,7 +85,7 @@ class BoundedHttpTools(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head, self._head_bytes, self._tail = False, 0, b""
-        self._disarm()
+        self._head_started = None
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
@@ -91,23 +95,24 @@ class BoundedHttpTools(HttpToolsProtocol):
     def send_400_response(self, msg: str) -> None:
         self._reject(MALFORMED)
 
-    def _arm(self) -> None:
-        self._disarm()
-        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_SECONDS, self._too_slow)
-
     def _disarm(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        if self._check is not None:
+            self._check.cancel()
+            self._check = None
 
-    def _too_slow(self) -> None:
-        self._head_timer = None
-        if not self._in_head or self.transport.is_closing():
+    def _check_head(self) -> None:
+        """Every HEAD_TIMEOUT_SECONDS: has a head been arriving for longer than that?"""
+        self._check = None
+        if self.transport.is_closing():
             return
-        if self._head_bytes:
+        started = self._head_started
+        waited = 0.0 if started is None or not self._in_head else self.loop.time() - started
+        if waited < HEAD_TIMEOUT_SECONDS:
+            self._check = self.loop.call_later(HEAD_TIMEOUT_SECONDS - waited, self._check_head)
+        elif self._head_bytes:
             self._reject(HEAD_TOO_SLOW)
         else:
-            self.transport.close()  # an idle connection: nothing to answer
+            self.transport.close()  # a new connection that never sent anything
 
     def _reject(self, response: bytes) -> None:
         self._disarm()
