@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     redis_url: SecretStr | None = None
 
     # FULL: an acknowledged write survives power loss, not only a process crash.
-    sqlite_synchronous: Literal["NORMAL", "FULL"] = "FULL"
+    sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
     db_pool_size: int = Field(default=10, ge=1)
     db_pool_timeout: float = Field(default=5.0, gt=0)

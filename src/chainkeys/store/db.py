@@ -3,7 +3,10 @@
 Repositories are written once against `Tx.execute`. SQLite statements run
 inline on the event loop: a point query costs microseconds, far less than the
 ~85 µs a thread hand-off would add, and one process never interleaves two
-SQLite transactions (a lock serialises them). PostgreSQL runs on asyncpg.
+SQLite transactions (a lock serialises them). What may block runs in one
+writer thread instead: at synchronous=FULL/EXTRA the COMMIT (an fsync), shared
+by every write that queued meanwhile (group commit), and a BEGIN that meets
+another process's write lock. PostgreSQL runs on asyncpg.
 
 Hot statements are `Prepared`: compiled once, and on SQLite executed on the
 sqlite3 cursor itself, skipping ~25 µs of SQLAlchemy result machinery per
@@ -18,6 +21,7 @@ import fcntl
 import sqlite3
 from collections import namedtuple
 from collections.abc import AsyncIterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event, text
@@ -34,6 +38,9 @@ STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-u
 STARTUP_WAIT_SECONDS = 300.0
 _TRY_LOCK = text("SELECT pg_try_advisory_lock(:k)")
 _UNLOCK = text("SELECT pg_advisory_unlock(:k)")
+GROUP_COMMIT_MODES = ("FULL", "EXTRA")  # where a COMMIT fsyncs
+MAX_BATCH = 512  # bodies per group commit: bounds the latency of its first
+_BODY = "chainkeys_body"  # the savepoint around each write body of a batch
 
 
 class Rows(Protocol):
@@ -196,6 +203,11 @@ class Database:
         self._reader: Connection | None = None
         self._writer: Connection | None = None
         self._write_lock = asyncio.Lock()
+        self.group_commit = self.is_sqlite and settings.sqlite_synchronous in GROUP_COMMIT_MODES
+        self.commits = 0  # SQLite COMMITs of write(): fewer than writes under group commit
+        self._batch: _Batch | None = None  # the open group-commit transaction
+        self._thread: ThreadPoolExecutor | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def sync_engine(self) -> Engine:
         """The synchronous SQLite engine (serving and migrations)."""
@@ -222,6 +234,13 @@ class Database:
         return self._async_engine
 
     async def close(self) -> None:
+        if self._batch is not None:  # writers still waiting for their commit
+            async with self._write_lock:
+                if self._batch is not None:
+                    await self._end_batch(self._batch)
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._thread = None
         for conn in (self._reader, self._writer):
             if conn is not None:
                 conn.close()
@@ -240,6 +259,8 @@ class Database:
             if which == "r":
                 self._reader = conn
             else:
+                # Never busy-wait on the event loop; see _begin.
+                conn.connection.driver_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
                 self._writer = conn
         return conn
 
@@ -296,22 +317,192 @@ class Database:
     async def write(self) -> AsyncIterator[Tx]:
         """One atomic transaction: all of it commits or none of it does."""
         with storage_errors():
+            if self.group_commit:
+                async with self._grouped() as tx:
+                    yield tx
+                return
             if self.is_sqlite:
                 async with self._write_lock:
                     tx = _SyncTx(self._sqlite_conn("w"))
                     raw = tx.raw
-                    # IMMEDIATE takes the write lock up front, so two processes
-                    # cannot deadlock upgrading read locks.
-                    raw.execute("BEGIN IMMEDIATE")
+                    await self._begin(raw)
                     try:
                         yield tx
                         raw.execute("COMMIT")
+                        self.commits += 1
                     finally:
                         if raw.in_transaction:  # the body or the COMMIT failed
                             raw.execute("ROLLBACK")
                 return
             async with self.async_engine().begin() as aconn:
                 yield _AsyncTx(aconn)
+
+    @contextlib.asynccontextmanager
+    async def _grouped(self) -> AsyncIterator[Tx]:
+        """Group commit: this body joins the open transaction (a batch) in a SAVEPOINT,
+        and returns once the batch's COMMIT, run in the writer thread, has finished.
+
+        One fsync then serves every write that queued during the previous one,
+        and the event loop keeps serving meanwhile. A body that raises undoes
+        only its own savepoint. A body sees the rows of earlier bodies of its
+        batch before they commit, so a failing body also waits for the COMMIT
+        (a 409 or an idempotency replay must find the row it met committed),
+        and gets 503 instead of its own error when that COMMIT fails.
+        """
+        loop = asyncio.get_running_loop()
+        failed: Exception | None = None
+        async with self._write_lock:
+            tx = _SyncTx(self._sqlite_conn("w"))
+            raw = tx.raw
+            batch = self._batch
+            if batch is not None and batch.bodies >= MAX_BATCH:
+                await self._end_batch(batch)  # full: commit it now, start the next
+                batch = None
+            if batch is None:
+                if raw.in_transaction:  # left by a failed batch whose ROLLBACK failed too
+                    raw.execute("ROLLBACK")
+                await self._begin(raw)
+                batch = self._batch = _Batch(loop)
+            batch.bodies += 1
+            try:
+                try:
+                    raw.execute(f"SAVEPOINT {_BODY}")
+                except sqlite3.Error as exc:
+                    if not raw.in_transaction:
+                        self._fail_batch(batch, exc)
+                    raise
+                try:
+                    yield tx
+                    raw.execute(f"RELEASE {_BODY}")
+                except Exception as exc:
+                    self._undo_body(raw, batch)
+                    failed = exc
+                except BaseException:  # cancelled: no waiting
+                    self._undo_body(raw, batch)
+                    raise
+            finally:
+                if not batch.scheduled:  # the first body to finish schedules the COMMIT
+                    batch.scheduled = True
+                    task = loop.create_task(self._commit_later(batch))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+        await asyncio.shield(batch.done)  # a cancelled caller leaves the batch intact
+        if batch.error is not None:
+            raise StorageUnavailable() from batch.error
+        if failed is not None:
+            raise failed
+
+    def _undo_body(self, raw: sqlite3.Connection, batch: _Batch) -> None:
+        """Roll back one body; if SQLite already rolled back the whole transaction
+        (some I/O and disk-full errors do), the batch fails."""
+        if raw.in_transaction:
+            try:
+                raw.execute(f"ROLLBACK TO {_BODY}")
+                raw.execute(f"RELEASE {_BODY}")
+                return
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    raw.execute("ROLLBACK")
+                self._fail_batch(batch, exc)
+                return
+        self._fail_batch(batch, sqlite3.OperationalError("transaction rolled back by SQLite"))
+
+    def _fail_batch(self, batch: _Batch, exc: BaseException) -> None:
+        if self._batch is batch:
+            self._batch = None
+        if not batch.done.done():
+            batch.error = exc
+            batch.done.set_result(None)
+
+    async def _commit_later(self, batch: _Batch) -> None:
+        # Queued on the lock behind the bodies already waiting: they join the batch first.
+        async with self._write_lock:
+            await self._end_batch(batch)
+
+    async def _end_batch(self, batch: _Batch) -> None:
+        """COMMIT the batch in the writer thread (the caller holds the write lock)."""
+        if self._batch is not batch:
+            return  # already committed (it was full) or failed
+        self._batch = None
+        raw = self._sqlite_conn("w").connection.driver_connection
+        assert isinstance(raw, sqlite3.Connection)
+        fut = asyncio.get_running_loop().run_in_executor(self._writer_thread(), _commit, raw)
+        cancelled = await _wait_thread(fut)
+        error = fut.exception()
+        if error is None:
+            self.commits += 1
+        elif raw.in_transaction:  # nothing of the batch may stay half-written
+            with contextlib.suppress(sqlite3.Error):
+                raw.execute("ROLLBACK")
+        batch.error = error
+        batch.done.set_result(None)
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def _begin(self, raw: sqlite3.Connection) -> None:
+        """BEGIN IMMEDIATE: inline when the write lock is free, else waiting in the
+        writer thread (up to the busy timeout) rather than on the event loop.
+
+        IMMEDIATE takes the write lock up front, so two processes cannot
+        deadlock upgrading read locks.
+        """
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+        busy_ms = int(self.settings.sqlite_busy_timeout_ms)
+        fut = asyncio.get_running_loop().run_in_executor(
+            self._writer_thread(), _begin_waiting, raw, busy_ms
+        )
+        if await _wait_thread(fut):
+            if fut.exception() is None:
+                raw.execute("ROLLBACK")
+            raise asyncio.CancelledError
+        fut.result()
+
+    def _writer_thread(self) -> ThreadPoolExecutor:
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="chainkeys-sqlite-writer")
+        return self._thread
+
+
+class _Batch:
+    """Write bodies sharing one SQLite transaction and its COMMIT."""
+
+    __slots__ = ("bodies", "done", "error", "scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.bodies = 0
+        self.scheduled = False
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.error: BaseException | None = None  # why the batch did not commit
+
+
+def _commit(raw: sqlite3.Connection) -> None:
+    raw.execute("COMMIT")
+
+
+def _begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
+    raw.execute(f"PRAGMA busy_timeout={busy_ms}")
+    try:
+        raw.execute("BEGIN IMMEDIATE")
+    finally:
+        raw.execute("PRAGMA busy_timeout=0")
+
+
+async def _wait_thread(fut: asyncio.Future[Any]) -> bool:
+    """Wait for the writer thread even through cancellation: it is using the
+    connection, so the write lock is not given up before it finishes.
+    True when cancelled meanwhile."""
+    cancelled = False
+    while not fut.done():
+        try:
+            await asyncio.wait({fut})
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
 
 
 @contextlib.contextmanager

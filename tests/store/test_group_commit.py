@@ -1,0 +1,304 @@
+"""SQLite group commit (synchronous=FULL/EXTRA): concurrent writes share one COMMIT,
+each body stays atomic on its own, and nothing waits for a lock on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+from tests.conftest import TEST_MASTER_KEY
+
+from chainkeys.config import Settings
+from chainkeys.errors import AccountExists, StorageUnavailable
+from chainkeys.service import CreateRequest, open_services
+from chainkeys.store.db import MAX_BATCH, Database
+
+SCHEMA = (
+    "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
+    "CREATE TABLE item (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE,"
+    " parent_id INTEGER REFERENCES parent(id))",
+)
+INSERT = text("INSERT INTO item (v) VALUES (:v)")
+
+
+def make_settings(tmp_path: Path, sync: str = "FULL", busy_ms: int = 5000) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        master_key=TEST_MASTER_KEY,
+        sqlite_synchronous=sync,  # type: ignore[arg-type]
+        sqlite_busy_timeout_ms=busy_ms,
+    )
+
+
+async def open_db(tmp_path: Path, sync: str = "FULL", busy_ms: int = 5000) -> Database:
+    settings = make_settings(tmp_path, sync, busy_ms)
+    db = Database(settings.db_url, settings)
+    async with db.write() as tx:
+        for ddl in SCHEMA:
+            await tx.execute(text(ddl))
+    return db
+
+
+def stored(tmp_path: Path) -> set[str]:
+    """The committed rows, read by a fresh connection after the Database is closed."""
+    conn = sqlite3.connect(tmp_path / "chainkeys.db")
+    try:
+        return {v for (v,) in conn.execute("SELECT v FROM item")}
+    finally:
+        conn.close()
+
+
+async def insert(db: Database, v: str) -> None:
+    async with db.write() as tx:
+        await tx.execute(INSERT, {"v": v})
+
+
+async def settle(*aws: Awaitable[Any]) -> list[Any]:
+    return await asyncio.gather(*aws, return_exceptions=True)
+
+
+@pytest.mark.parametrize("sync", ["FULL", "EXTRA"])
+def test_concurrent_writes_share_commits_and_all_survive_reopening(
+    tmp_path: Path, sync: str
+) -> None:
+    n = 2 * MAX_BATCH + 100
+
+    async def main() -> int:
+        db = await open_db(tmp_path, sync)
+        assert db.group_commit
+        before = db.commits
+        try:
+            results = await settle(*(insert(db, f"v{i}") for i in range(n)))
+            assert results == [None] * n
+            return db.commits - before
+        finally:
+            await db.close()
+
+    commits = asyncio.run(main())
+    assert 3 <= commits < n  # grouped, and no batch beyond MAX_BATCH bodies
+    assert stored(tmp_path) == {f"v{i}" for i in range(n)}
+
+
+def test_normal_commits_each_write_inline(tmp_path: Path) -> None:
+    async def main() -> int:
+        db = await open_db(tmp_path, "NORMAL")
+        assert not db.group_commit
+        before = db.commits
+        try:
+            await settle(*(insert(db, f"v{i}") for i in range(20)))
+            return db.commits - before
+        finally:
+            await db.close()
+
+    assert asyncio.run(main()) == 20
+    assert len(stored(tmp_path)) == 20
+
+
+def test_a_failing_body_leaves_no_rows_and_spares_its_batch(tmp_path: Path) -> None:
+    async def failing() -> None:
+        async with db.write() as tx:
+            await tx.execute(INSERT, {"v": "bad-1"})
+            await tx.execute(INSERT, {"v": "bad-2"})
+            raise ValueError("the request failed half-way")
+
+    async def cancelled() -> None:
+        async with db.write() as tx:
+            await tx.execute(INSERT, {"v": "cancelled"})
+            await asyncio.sleep(10)  # cancelled here, holding its batch open
+
+    async def main() -> list[Any]:
+        nonlocal db
+        db = await open_db(tmp_path)
+        before = db.commits
+        try:
+            victim = asyncio.ensure_future(cancelled())
+            asyncio.get_running_loop().call_later(0.05, victim.cancel)
+            results = await settle(
+                insert(db, "a"), failing(), insert(db, "b"), victim, insert(db, "c")
+            )
+            assert db.commits - before < 4  # the good bodies shared a COMMIT
+            return results
+        finally:
+            await db.close()
+
+    db: Any = None
+    ok1, err, ok2, cancel, ok3 = asyncio.run(main())
+    assert (ok1, ok2, ok3) == (None, None, None)
+    assert isinstance(err, ValueError)
+    assert isinstance(cancel, asyncio.CancelledError)
+    assert stored(tmp_path) == {"a", "b", "c"}
+
+
+async def duplicate_of_a(db: Database) -> int:
+    """A body meeting "a" (inserted by an earlier body of its batch): the rows it saw
+    are committed by the time its IntegrityError is raised."""
+    try:
+        async with db.write() as tx:
+            await tx.execute(INSERT, {"v": "dup-own"})
+            await tx.execute(INSERT, {"v": "a"})
+    except IntegrityError:
+        async with db.read() as tx:
+            found = await tx.execute(text("SELECT count(*) FROM item WHERE v = 'a'"))
+            return int(found.scalar_one())
+    raise AssertionError("the duplicate was inserted")
+
+
+def test_a_unique_violation_fails_only_its_body(tmp_path: Path) -> None:
+    async def main() -> list[Any]:
+        db = await open_db(tmp_path)
+        try:
+            return await settle(insert(db, "a"), duplicate_of_a(db), insert(db, "b"))
+        finally:
+            await db.close()
+
+    assert asyncio.run(main()) == [None, 1, None]
+    assert stored(tmp_path) == {"a", "b"}
+
+
+def test_a_failed_commit_fails_every_body_of_its_batch(tmp_path: Path) -> None:
+    """COMMIT itself fails (a deferred foreign key is checked only then): the whole
+    batch rolls back, each of its callers gets 503 (the duplicate too: the row it
+    met is gone), and the next batch commits."""
+
+    async def orphan() -> None:
+        async with db.write() as tx:
+            await tx.execute(text("PRAGMA defer_foreign_keys=ON"))
+            await tx.execute(text("INSERT INTO item (v, parent_id) VALUES ('orphan', 42)"))
+
+    async def main() -> list[Any]:
+        nonlocal db
+        db = await open_db(tmp_path)
+        try:
+            results = await settle(insert(db, "a"), orphan(), duplicate_of_a(db), insert(db, "b"))
+            await insert(db, "after")
+            return results
+        finally:
+            await db.close()
+
+    db: Any = None
+    results = asyncio.run(main())
+    assert all(isinstance(r, StorageUnavailable) for r in results), results
+    assert stored(tmp_path) == {"after"}
+
+
+async def ticking(work: Callable[[], Awaitable[Any]]) -> tuple[Any, float, int]:
+    """Run work beside a 5 ms ticker: (work's outcome, longest gap between ticks, ticks)."""
+    gaps: list[float] = []
+    stop = False
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not stop:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.ensure_future(ticker())
+    await asyncio.sleep(0.01)
+    try:
+        outcome: Any = await work()
+    except Exception as exc:
+        outcome = exc
+    stop = True
+    await tick
+    return outcome, max(gaps), len(gaps)
+
+
+def hold_write_lock(tmp_path: Path) -> sqlite3.Connection:
+    """Another process's writer, as far as SQLite can tell: its own connection."""
+    other = sqlite3.connect(tmp_path / "chainkeys.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+@pytest.mark.parametrize("sync", ["FULL", "NORMAL"])
+def test_waiting_for_another_writer_does_not_block_the_loop(tmp_path: Path, sync: str) -> None:
+    async def main() -> tuple[Any, float, int]:
+        db = await open_db(tmp_path, sync)
+        other = hold_write_lock(tmp_path)
+        asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+        try:
+            return await ticking(lambda: settle(*(insert(db, f"v{i}") for i in range(5))))
+        finally:
+            other.close()
+            await db.close()
+
+    outcome, longest_gap, ticks = asyncio.run(main())
+    assert outcome == [None] * 5
+    assert ticks >= 20 and longest_gap < 0.1  # the loop ran while the write waited 0.3 s
+    assert len(stored(tmp_path)) == 5
+
+
+@pytest.mark.parametrize("sync", ["FULL", "NORMAL"])
+def test_another_writer_past_the_busy_timeout_is_a_503(tmp_path: Path, sync: str) -> None:
+    async def main() -> tuple[Any, float, int]:
+        db = await open_db(tmp_path, sync, busy_ms=300)
+        other = hold_write_lock(tmp_path)
+        try:
+            outcome = await ticking(lambda: insert(db, "late"))
+            other.execute("COMMIT")
+            await insert(db, "after")  # the writer recovers once the lock is free
+            return outcome
+        finally:
+            other.close()
+            await db.close()
+
+    outcome, longest_gap, ticks = asyncio.run(main())
+    assert isinstance(outcome, StorageUnavailable)
+    assert ticks >= 20 and longest_gap < 0.1
+    assert stored(tmp_path) == {"after"}
+
+
+def test_services_under_group_commit(tmp_path: Path) -> None:
+    """The real repositories: concurrent token issues and imports of one key."""
+    settings = Settings(data_dir=tmp_path / "data", master_key=TEST_MASTER_KEY)
+    key = "c" * 64
+
+    token = ""
+
+    async def main() -> list[Any]:
+        nonlocal token
+        svc = await open_services(settings)
+        try:
+            _, token = await svc.tokens.create("t", "setup")
+            tenant = await svc.tokens.authenticate(token)
+            assert tenant is not None
+            issued = [svc.tokens.create(f"tenant-{i}") for i in range(50)]
+            imports = [
+                svc.accounts.create(tenant, "cosmos", CreateRequest(private_key=key))
+                for _ in range(5)
+            ]
+            results = await settle(*issued, *imports)
+            assert svc.db.commits < 55
+            return results
+        finally:
+            await svc.close()
+
+    results = asyncio.run(main())
+    issued, imports = results[:50], results[50:]
+    assert all(isinstance(r, tuple) for r in issued), issued
+    assert sum(not isinstance(r, Exception) for r in imports) == 1
+    assert sum(isinstance(r, AccountExists) for r in imports) == 4
+
+    async def reopen() -> tuple[int, int, int]:
+        svc = await open_services(settings)
+        try:
+            tokens = await svc.tokens.list()
+            tenant = await svc.tokens.authenticate(issued[0][1])
+            assert tenant is not None and tenant.name == "tenant-0"
+            owner = await svc.tokens.authenticate(token)
+            assert owner is not None
+            page = await svc.accounts.list(owner, "cosmos", None, None)
+            return len(tokens), len({t.tenant for t in tokens}), len(page.items)
+        finally:
+            await svc.close()
+
+    assert asyncio.run(reopen()) == (51, 51, 1)
