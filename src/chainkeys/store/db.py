@@ -208,6 +208,7 @@ class Database:
         self._batch: _Batch | None = None  # the open group-commit transaction
         self._thread: ThreadPoolExecutor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._sqlite_read = _SqliteRead(self)
 
     def sync_engine(self) -> Engine:
         """The synchronous SQLite engine (serving and migrations)."""
@@ -297,13 +298,15 @@ class Database:
                 finally:
                     await conn.execute(_UNLOCK, {"k": STARTUP_LOCK})
 
-    @contextlib.asynccontextmanager
-    async def read(self) -> AsyncIterator[Tx]:
+    def read(self) -> contextlib.AbstractAsyncContextManager[Tx]:
         """Autocommit reads: each statement sees a consistent snapshot."""
+        if self.is_sqlite:
+            return self._sqlite_read
+        return self._pg_read()
+
+    @contextlib.asynccontextmanager
+    async def _pg_read(self) -> AsyncIterator[Tx]:
         with storage_errors():
-            if self.is_sqlite:
-                yield _SyncTx(self._sqlite_conn("r"))
-                return
             # No BEGIN/ROLLBACK around a read: two round trips saved per lookup.
             async with self._reader_engine().connect() as conn:
                 yield _AsyncTx(conn)
@@ -468,6 +471,36 @@ class Database:
         return self._thread
 
 
+class _SqliteRead:
+    """`Database.read()` on SQLite: one reusable context over the reader connection.
+
+    Reads run inline and hold nothing between statements, so every read can
+    share it; a generator-based context manager per read costs more than the
+    point lookup it wraps.
+    """
+
+    __slots__ = ("_conn", "_db", "_tx")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._conn: Connection | None = None
+        self._tx: _SyncTx | None = None
+
+    async def __aenter__(self) -> Tx:
+        conn = self._db._reader
+        if conn is None or conn.closed or self._tx is None or conn is not self._conn:
+            with storage_errors():
+                conn = self._db._sqlite_conn("r")
+            self._conn, self._tx = conn, _SyncTx(conn)
+        return self._tx
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: Any) -> bool:  # fmt: skip
+        if exc is not None and is_storage_error(exc):
+            raise StorageUnavailable() from exc
+        return False
+
+
 class _Batch:
     """Write bodies sharing one SQLite transaction and its COMMIT."""
 
@@ -505,6 +538,21 @@ async def _wait_thread(fut: asyncio.Future[Any]) -> bool:
     return cancelled
 
 
+_STORAGE_ERRORS = (
+    OperationalError,
+    DBAPIError,
+    OSError,
+    TimeoutError,  # asyncpg connect and command timeouts
+    sqlite3.OperationalError,
+    PoolTimeout,  # every pooled connection is stuck (e.g. a network stall)
+)
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """A lost connection or a timeout (a 503), not a constraint violation."""
+    return isinstance(exc, _STORAGE_ERRORS) and not isinstance(exc, IntegrityError)
+
+
 @contextlib.contextmanager
 def storage_errors() -> Any:
     """Translate lost connections and timeouts into a 503 (constraint errors pass)."""
@@ -512,14 +560,7 @@ def storage_errors() -> Any:
         yield
     except IntegrityError:
         raise
-    except (
-        OperationalError,
-        DBAPIError,
-        OSError,
-        TimeoutError,  # asyncpg connect and command timeouts
-        sqlite3.OperationalError,
-        PoolTimeout,  # every pooled connection is stuck (e.g. a network stall)
-    ) as exc:
+    except _STORAGE_ERRORS as exc:
         raise StorageUnavailable() from exc
 
 
