@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import fcntl
 import sqlite3
+import time
 from collections import namedtuple
 from collections.abc import AsyncIterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -453,7 +454,7 @@ class Database:
             raw.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+            if not _is_busy(exc):
                 raise
         busy_ms = int(self.settings.sqlite_busy_timeout_ms)
         fut = asyncio.get_running_loop().run_in_executor(
@@ -518,11 +519,25 @@ def _commit(raw: sqlite3.Connection) -> None:
 
 
 def _begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
-    raw.execute(f"PRAGMA busy_timeout={busy_ms}")
-    try:
-        raw.execute("BEGIN IMMEDIATE")
-    finally:
-        raw.execute("PRAGMA busy_timeout=0")
+    """BEGIN IMMEDIATE, retried every millisecond up to the busy timeout.
+
+    Not SQLite's busy handler: it backs off to 100 ms sleeps, while a busy
+    writer in another process frees the lock only for microseconds between
+    its batches (two workers saw p99 of 0.9-1.9 s with it, ~0.1 s with this).
+    """
+    deadline = time.monotonic() + busy_ms / 1000
+    while True:
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.001)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    return exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
 
 
 async def _wait_thread(fut: asyncio.Future[Any]) -> bool:
