@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -76,6 +77,11 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
             return
         opened = await open_services(settings)
         app.services = opened
+        # Everything alive now (modules, compiled statements, the chain registry)
+        # lives as long as the process: out of the collector's reach, a full
+        # collection walks only what requests allocate (less CPU, shorter pauses).
+        gc.collect()
+        gc.freeze()
         purger = asyncio.create_task(purge_expired(opened))
         try:
             yield
