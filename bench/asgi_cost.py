@@ -105,7 +105,9 @@ def main() -> None:
         "-n", type=int, default=3000, help="requests per case (lists: n/4, creates: n/3)"
     )
     parser.add_argument(
-        "--log-level", default="INFO", help="chainkeys' log level (INFO: an access line per request)"
+        "--log-level",
+        default="INFO",
+        help="chainkeys' log level (INFO: an access line per request)",
     )
     args = parser.parse_args()
     logs.configure(args.log_level)
@@ -114,7 +116,9 @@ def main() -> None:
     ) as tmp:
         ds = preload.sqlite_dataset(Path(tmp), args.size)
         costs = asyncio.run(measure(ds.data_dir, ds, args.sync, args.n, args.log_level))
-    print(f"CPU µs per request, in-process (tenant {args.size}, SQLite {args.sync}, log {args.log_level})")
+    print(
+        f"CPU µs per request, in-process (tenant {args.size}, SQLite {args.sync}, log {args.log_level})"
+    )
     print(f"{'case':16} {'chainkeys':>10} {'baseline':>10} {'ratio':>7}")
     for label, by in costs.items():
         ck, base = by["chainkeys"], by["baseline"]

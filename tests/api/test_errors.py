@@ -75,6 +75,19 @@ def test_malformed_json_is_400(client: httpx.Client) -> None:
     assert "JSON" in body["message"]
 
 
+@pytest.mark.parametrize("body", [b" ", b"\n", b"null", b"[]"])
+def test_a_body_that_is_not_a_json_object_is_400(client: httpx.Client, body: bytes) -> None:
+    headers = {"content-type": "application/json"}
+    err(client.post("/dogecoin", content=body, headers=headers), 400)
+    assert client.get("/dogecoin").json()["data"]["keys"] == []
+
+
+def test_no_body_at_all_creates_with_the_defaults(client: httpx.Client) -> None:
+    made = client.post("/dogecoin", content=b"")
+    assert made.status_code == 200, made.text
+    assert made.json()["address"].startswith("D")
+
+
 def test_wrong_content_type_is_415(client: httpx.Client) -> None:
     err(
         client.post(

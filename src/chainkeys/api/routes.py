@@ -60,7 +60,7 @@ def _is_json(content_type: str) -> bool:
 async def parse_create(request: Request, family: str) -> CreateRequest:
     body = await request.body(services(request).settings.max_body_bytes)
     content_type = request.header(b"content-type")
-    if not body.strip():
+    if not body:  # no body: a generated key with the defaults (whitespace is not JSON)
         return CreateRequest()
     if content_type is not None and not _is_json(content_type):
         raise UnsupportedMediaType()
