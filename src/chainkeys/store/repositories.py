@@ -21,6 +21,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    text,
     union,
     update,
 )
@@ -106,6 +107,9 @@ _INSERT_ACCOUNT = Prepared(
     ),
 )
 _GET_ACCOUNT = Prepared(select(*_ACCOUNT_COLS).where(_KEY))
+_VIEW_ACCOUNT = Prepared(
+    select(_a.family, _a.network, _a.name, _a.address, _a.public_key, _a.details).where(_KEY)
+)
 _DELETE_ACCOUNT = Prepared(delete(accounts).where(_KEY))
 _d = deleted_accounts.c
 _RETAINED_COLS = (
@@ -149,6 +153,7 @@ _TENANT_BY_TOKEN = Prepared(
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
 )
+_DATA_VERSION = Prepared(text("PRAGMA data_version"))
 _TENANT_BY_NAME = Prepared(select(_t.id).where(_t.name == bindparam("name")))
 _INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms"))
 _INSERT_TOKEN = Prepared(insert(tokens), ("id", "tenant_id", "label", "token_hash", "created_ms"))
@@ -315,6 +320,12 @@ class Accounts:
         return None if row is None else _row_to_account(row)
 
     @staticmethod
+    async def view(tx: Tx, tenant_id: str, family: str, name: str) -> Any:
+        """The public columns of one account (no sealed key read or copied), or None."""
+        params = {"tenant_id": tenant_id, "family": family, "name": name}
+        return (await tx.execute(_VIEW_ACCOUNT, params)).first()
+
+    @staticmethod
     async def page(
         tx: Tx, tenant_id: str, family: str, after: int, limit: int
     ) -> Sequence[ListedAccount]:
@@ -345,6 +356,11 @@ class Tenants:
         """(tenant id, tenant name, token id) of a live token."""
         row = (await tx.execute(_TENANT_BY_TOKEN, {"token_hash": token_hash})).first()
         return None if row is None else (row[0], row[1], row[2])
+
+    @staticmethod
+    async def data_version(tx: Tx) -> int:
+        """SQLite only: changes whenever another connection (or process) has committed."""
+        return int((await tx.execute(_DATA_VERSION)).scalar_one())
 
     @staticmethod
     async def id_by_name(tx: Tx, name: str) -> str | None:

@@ -1,0 +1,55 @@
+"""A token's tenant may be remembered between requests, but never past a change:
+a revocation or a new token from another process (the CLI) counts at once."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from chainkeys.service import open_services
+
+
+def in_another_process_stack(server: Any, action: Any) -> Any:
+    """Run `action(services)` on services of their own (own connections), as the CLI does."""
+
+    async def run() -> Any:
+        svc = await open_services(server.settings)
+        try:
+            return await action(svc)
+        finally:
+            await svc.close()
+
+    return asyncio.run(run())
+
+
+def test_a_revocation_elsewhere_takes_effect_on_the_next_request(server: Any) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    row, token = in_another_process_stack(server, lambda svc: svc.tokens.create(tenant, "cli"))
+    with server.client(token) as c:
+        for _ in range(3):  # known, and remembered by the server
+            assert c.get("/cosmos").status_code == 200
+        in_another_process_stack(server, lambda svc: svc.tokens.revoke(row.id))
+        gone = c.get("/cosmos")
+        assert gone.status_code == 401, gone.text
+        assert gone.json()["code"] == "unauthorized"
+        assert c.post("/cosmos", json={}).status_code == 401
+
+
+def test_a_revocation_in_the_server_takes_effect_on_the_next_request(server: Any) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    row, token = server.call(server.services.tokens.create(tenant, "one"))
+    with server.client(token) as c:
+        assert c.get("/eos").status_code == 200
+        assert c.get("/eos").status_code == 200
+        server.call(server.services.tokens.revoke(row.id))
+        assert c.get("/eos").status_code == 401
+
+
+def test_a_token_issued_elsewhere_works_at_once_after_a_miss(server: Any) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    with server.client("ck_" + "z" * 43) as c:
+        assert c.get("/litecoin").status_code == 401  # unknown tokens are not remembered
+    _, token = in_another_process_stack(server, lambda svc: svc.tokens.create(tenant, "cli"))
+    with server.client(token) as c:
+        assert c.get("/litecoin").status_code == 200
