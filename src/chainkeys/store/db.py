@@ -6,11 +6,14 @@ inline on the event loop: a point query costs microseconds, far less than the
 SQLite transactions (a lock serialises them). What may block runs in one
 writer thread instead: at synchronous=FULL/EXTRA the COMMIT (an fsync), shared
 by every write that queued meanwhile (group commit), and a BEGIN that meets
-another process's write lock. PostgreSQL runs on asyncpg.
+another process's write lock. PostgreSQL statements run on an asyncpg pool
+directly (store/pg.py); start-up lock, migrations and copies keep SQLAlchemy's
+async engine.
 
-Hot statements are `Prepared`: compiled once, and on SQLite executed on the
-sqlite3 cursor itself, skipping ~25 µs of SQLAlchemy result machinery per
-call. The SQL text is SQLAlchemy's own compilation of the same statement.
+Hot statements are `Prepared`: compiled once per dialect, and executed on the
+sqlite3 cursor or the asyncpg connection itself, skipping SQLAlchemy's
+execution and result machinery per call. The SQL text is SQLAlchemy's own
+compilation of the same statement.
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ from sqlalchemy import Connection, Engine, Executable, create_engine, event, tex
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
+from chainkeys.store.pg import PgPool, Plan
 
 Params = Mapping[str, Any] | None
 STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-up
@@ -61,13 +66,14 @@ class Rows(Protocol):
 
 
 class Prepared:
-    """A module-level statement, compiled once for SQLite's fast path.
+    """A module-level statement, compiled once for SQLite's fast path and once
+    for PostgreSQL's.
 
     `columns` names the parameters of an INSERT (which has no bind names of
     its own until it is compiled for a set of columns).
     """
 
-    __slots__ = ("_defaults", "_names", "_row", "_sql", "columns", "stmt")
+    __slots__ = ("_defaults", "_names", "_pg", "_row", "_sql", "columns", "stmt")
 
     def __init__(self, stmt: Executable, columns: Sequence[str] = ()) -> None:
         self.stmt = stmt
@@ -76,6 +82,7 @@ class Prepared:
         self._names: list[str] = []
         self._defaults: dict[str, Any] = {}
         self._row: Any = None
+        self._pg: Plan | None = None
 
     def for_sqlite(self, dialect: Dialect) -> tuple[str, list[str]]:
         if self._sql is None:
@@ -86,6 +93,12 @@ class Prepared:
             self._defaults = dict(compiled.params)  # literals bound by SQLAlchemy itself
             self._sql = str(compiled)
         return self._sql, self._names
+
+    def pg_plan(self) -> Plan:
+        plan = self._pg
+        if plan is None:
+            plan = self._pg = Plan(self.stmt, self.columns or None)
+        return plan
 
     def args(self, params: Params) -> list[Any]:
         if not params:
@@ -179,18 +192,6 @@ class _SyncTx:
         return _FastRows(cursor, stmt)
 
 
-class _AsyncTx:
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: AsyncConnection) -> None:
-        self._conn = conn
-
-    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
-        if isinstance(stmt, Prepared):
-            stmt = stmt.stmt
-        return await self._conn.execute(stmt, params)
-
-
 class Database:
     """Opens transactions; maps driver failures to StorageUnavailable (503)."""
 
@@ -199,8 +200,8 @@ class Database:
         self.settings = settings
         self.is_sqlite = is_sqlite_url(url)
         self._sync_engine: Engine | None = None
-        self._async_engine: AsyncEngine | None = None
-        self._async_reader: AsyncEngine | None = None  # same pool, autocommit
+        self._async_engine: AsyncEngine | None = None  # start-up lock, migrations, copy
+        self._pg = None if self.is_sqlite else PgPool(url, settings)  # serving
         self._reader: Connection | None = None
         self._writer: Connection | None = None
         self._write_lock = asyncio.Lock()
@@ -218,15 +219,17 @@ class Database:
         return self._sync_engine
 
     def async_engine(self) -> AsyncEngine:
+        """SQLAlchemy's engine on PostgreSQL: start-up lock, migrations, copies.
+
+        Requests run on the asyncpg pool (`read`, `write`); this engine keeps no
+        connection open between its rare uses.
+        """
         if self._async_engine is None:
             s = self.settings
             self._async_engine = create_async_engine(
                 async_url(self.url),
                 hide_parameters=True,  # bound values (hashes, sealed blobs) stay out of errors
-                pool_size=s.db_pool_size,
-                max_overflow=s.db_pool_size,
-                pool_timeout=s.db_pool_timeout,
-                pool_pre_ping=False,  # a disconnect invalidates the whole pool anyway
+                poolclass=NullPool,
                 connect_args={
                     "timeout": s.db_connect_timeout,
                     "command_timeout": s.db_statement_timeout_ms / 1000 or None,
@@ -250,9 +253,11 @@ class Database:
         if self._sync_engine is not None:
             self._sync_engine.dispose()
             self._sync_engine = None
+        if self._pg is not None:
+            await self._pg.close()
         if self._async_engine is not None:
             await self._async_engine.dispose()
-            self._async_engine = self._async_reader = None
+            self._async_engine = None
 
     def _sqlite_conn(self, which: str) -> Connection:
         conn = self._reader if which == "r" else self._writer
@@ -301,25 +306,19 @@ class Database:
 
     def read(self) -> contextlib.AbstractAsyncContextManager[Tx]:
         """Autocommit reads: each statement sees a consistent snapshot."""
-        if self.is_sqlite:
-            return self._sqlite_read
-        return self._pg_read()
-
-    @contextlib.asynccontextmanager
-    async def _pg_read(self) -> AsyncIterator[Tx]:
-        with storage_errors():
+        if self._pg is not None:
             # No BEGIN/ROLLBACK around a read: two round trips saved per lookup.
-            async with self._reader_engine().connect() as conn:
-                yield _AsyncTx(conn)
+            return self._pg.session(write=False)
+        return self._sqlite_read
 
-    def _reader_engine(self) -> AsyncEngine:
-        if self._async_reader is None:
-            self._async_reader = self.async_engine().execution_options(isolation_level="AUTOCOMMIT")
-        return self._async_reader
+    def write(self) -> contextlib.AbstractAsyncContextManager[Tx]:
+        """One atomic transaction: all of it commits or none of it does."""
+        if self._pg is not None:
+            return self._pg.session(write=True)
+        return self._sqlite_write()
 
     @contextlib.asynccontextmanager
-    async def write(self) -> AsyncIterator[Tx]:
-        """One atomic transaction: all of it commits or none of it does."""
+    async def _sqlite_write(self) -> AsyncIterator[Tx]:
         with storage_errors():
             if self.group_commit:
                 async with self._grouped() as tx:
@@ -337,9 +336,6 @@ class Database:
                     finally:
                         if raw.in_transaction:  # the body or the COMMIT failed
                             raw.execute("ROLLBACK")
-                return
-            async with self.async_engine().begin() as aconn:
-                yield _AsyncTx(aconn)
 
     @contextlib.asynccontextmanager
     async def _grouped(self) -> AsyncIterator[Tx]:

@@ -1,0 +1,542 @@
+"""PostgreSQL statements on asyncpg directly: no SQLAlchemy engine, greenlet or
+result machinery per request.
+
+A statement is compiled by SQLAlchemy's own asyncpg dialect (the SQL text,
+`$n` placeholders and casts its engine would send) into a `Plan`: the
+argument order, literal defaults, bind/result processors and how to run it.
+`Prepared` statements keep their plan; others are compiled per call. asyncpg
+then prepares each SQL text once per connection (its statement cache) and
+runs it on a pooled connection: autocommit for reads, one transaction for
+writes.
+
+Rows read by attribute name and by index (a namedtuple per statement, like
+the SQLite fast path), `rowcount` comes from the command status, and a
+driver error is raised as SQLAlchemy's (an `IntegrityError` for a constraint
+violation) with a message that quotes no bound value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import re
+import sys
+from collections import namedtuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import Executable, Insert
+from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    InvalidRequestError,
+    MultipleResultsFound,
+    NoResultFound,
+    OperationalError,
+    ProgrammingError,
+)
+from sqlalchemy.sql.crud import REQUIRED as _REQUIRED
+
+from chainkeys.config import Settings
+from chainkeys.errors import StorageUnavailable
+
+if TYPE_CHECKING:
+    from chainkeys.store.db import Params, Prepared
+
+# The dialect of `create_async_engine("postgresql+asyncpg://…")`: the same SQL,
+# placeholders ($1…), bind casts and type processing as the engine had.
+DIALECT = PGDialect_asyncpg(dbapi=PGDialect_asyncpg.import_dbapi())  # type: ignore[no-untyped-call]
+# A text() statement whose SQL starts with one of these returns rows.
+_ROW_KEYWORDS = ("SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN", "FETCH")
+_DRIVER_SUFFIX = re.compile(r"^(postgres|postgresql)\+\w+://")
+# asyncpg's "invalid input for query argument $1: <the value> (expected …)"
+_ARG_VALUE = re.compile(r"(query argument \$\d+): .*", re.DOTALL)
+
+
+def pg_dsn(url: str) -> str:
+    """postgresql+asyncpg://… (or +psycopg, or postgres://…) → postgresql://… for asyncpg."""
+    url = _DRIVER_SUFFIX.sub("postgresql://", url, count=1)
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    return url
+
+
+@functools.lru_cache(maxsize=512)
+def row_class(names: tuple[str, ...]) -> Any:
+    """A namedtuple over these column names (invalid or repeated ones renamed).
+
+    `_mapping` gives the columns by their own names, as SQLAlchemy's Row does.
+    """
+    base = namedtuple("Row", names, rename=True)  # type: ignore[misc]
+
+    def _mapping(self: tuple[Any, ...]) -> dict[str, Any]:
+        return dict(zip(names, self, strict=True))
+
+    return type("Row", (base,), {"__slots__": (), "_mapping": property(_mapping)})
+
+
+class Plan:
+    """One statement compiled for PostgreSQL, and how to run it on asyncpg.
+
+    With `params` (a statement compiled per call) the plan is for those values:
+    expanding (IN) parameters are expanded. Without, it serves every call of a
+    `Prepared` statement, which must then have fixed SQL.
+    """
+
+    __slots__ = (
+        "defaults",
+        "is_insert",
+        "names",
+        "pk",
+        "procs",
+        "result_procs",
+        "returns_rows",
+        "row",
+        "sql",
+    )
+
+    def __init__(
+        self,
+        stmt: Executable,
+        column_keys: Sequence[str] | None,
+        params: Mapping[str, Any] | None = None,
+    ) -> None:
+        compiled = stmt.compile(dialect=DIALECT, column_keys=column_keys)  # type: ignore[attr-defined]
+        added: list[Any] | None = None
+        if _lacks_pk_returning(stmt, compiled, column_keys):
+            # Callers read inserted_primary_key: the generated id must come back.
+            # (Named here, not read back: SQLAlchemy 2.1's returning() copies the
+            # statement's memoised, empty, list of returned columns.)
+            assert isinstance(stmt, Insert)
+            added = list(stmt.table.primary_key)
+            stmt = stmt.returning(*added)
+            compiled = stmt.compile(dialect=DIALECT, column_keys=column_keys)
+        binds = compiled.binds
+        # Python-side scalar column defaults of an INSERT (SQLAlchemy fills them in
+        # at execution, not at compilation).
+        prefetched: dict[str, Any] = {}
+        for col in getattr(compiled, "insert_prefetch", ()) or ():
+            default = col.default
+            if default is None or not default.is_scalar:
+                raise NotImplementedError(
+                    f"column {col.key!r}: only scalar Python defaults are supported here"
+                )
+            prefetched[col.key] = default.arg
+        expanding = compiled.post_compile_params or compiled.literal_execute_params
+        if params is not None:
+            state = compiled.construct_expanded_state({**prefetched, **params}, escape_names=False)
+            self.sql: str = state.statement
+            self.names: tuple[str, ...] = tuple(state.positiontup or ())
+            self.defaults: dict[str, Any] = dict(state.parameters)
+            expanded = state.processors
+        else:
+            if expanding:
+                raise NotImplementedError(
+                    "a Prepared statement has fixed SQL: no expanding (IN) or "
+                    "literal-execute parameters"
+                )
+            self.sql = compiled.string
+            self.names = tuple(compiled.positiontup or ())
+            unescape = {v: k for k, v in (compiled.escaped_bind_names or {}).items()}
+            # Literals bound by SQLAlchemy itself; a bindparam without a value must be given.
+            self.defaults = dict(prefetched)
+            for key, value in compiled.params.items():
+                name = unescape.get(key, key)
+                bind = binds.get(name)
+                if value is _REQUIRED or (bind is not None and bind.required):
+                    continue
+                self.defaults[name] = value
+            expanded = {}
+        procs = []
+        for i, name in enumerate(self.names):
+            bind = binds.get(name)
+            if bind is not None:
+                proc = bind.type.dialect_impl(DIALECT).bind_processor(DIALECT)
+            else:
+                proc = expanded.get(name)
+            if proc is not None:
+                procs.append((i, proc))
+        self.procs: list[tuple[int, Callable[[Any], Any]]] = procs
+        if added is None:
+            added = list(getattr(compiled, "effective_returning", None) or ())
+        returning = added
+        if getattr(stmt, "is_select", False):
+            self.returns_rows = True
+            columns: list[Any] = list(stmt.selected_columns)  # type: ignore[attr-defined]
+        elif getattr(stmt, "is_dml", False):
+            self.returns_rows = bool(returning)
+            columns = returning
+        else:  # text(), DDL
+            words = self.sql.lstrip(" \t\r\n(").split(None, 1)
+            self.returns_rows = bool(words) and (
+                words[0].upper() in _ROW_KEYWORDS or " RETURNING " in self.sql.upper()
+            )
+            columns = []
+        self.result_procs = _result_processors(columns)
+        self.is_insert = bool(compiled.isinsert)
+        # inserted_primary_key: ("row", i) from the RETURNING row, ("arg", j) from the
+        # arguments, ("none", 0) when neither has it
+        self.pk: list[tuple[str, int]] = []
+        if self.is_insert:
+            for col in stmt.table.primary_key.columns:  # type: ignore[attr-defined]
+                if col in returning:
+                    self.pk.append(("row", returning.index(col)))
+                elif col.key in self.names:
+                    self.pk.append(("arg", self.names.index(col.key)))
+                else:
+                    self.pk.append(("none", 0))
+        self.row: Any = None  # the row class, made from the first result's columns
+
+    def args(self, params: Params) -> list[Any]:
+        names, defaults = self.names, self.defaults
+        try:
+            if params:
+                values = [params[n] if n in params else defaults[n] for n in names]
+            else:
+                values = [defaults[n] for n in names]
+        except KeyError as exc:
+            raise InvalidRequestError(
+                f"a value is required for bind parameter {exc.args[0]!r}"
+            ) from None
+        for i, proc in self.procs:
+            values[i] = proc(values[i])
+        return values
+
+    def row_type(self, record: Any) -> Any:
+        if self.row is None:
+            self.row = row_class(tuple(record.keys()))
+        return self.row
+
+
+def _lacks_pk_returning(stmt: Executable, compiled: Any, column_keys: Sequence[str] | None) -> bool:
+    """An INSERT of one row whose generated primary key would not come back."""
+    if not isinstance(stmt, Insert) or stmt.select is not None:
+        return False
+    auto = stmt.table.autoincrement_column  # type: ignore[attr-defined]
+    if auto is None or (column_keys is not None and auto.key in column_keys):
+        return False
+    return auto not in list(getattr(compiled, "effective_returning", None) or ())
+
+
+def _result_processors(columns: Sequence[Any]) -> list[tuple[int, Callable[[Any], Any]]]:
+    procs = []
+    for i, col in enumerate(columns):
+        impl = col.type.dialect_impl(DIALECT)
+        try:
+            proc = impl.result_processor(DIALECT, None)
+        except TypeError:  # wants the driver's type code (numeric): chainkeys has none
+            raise NotImplementedError(
+                f"result column type {col.type!r} is not supported on PostgreSQL here"
+            ) from None
+        if proc is not None:
+            procs.append((i, proc))
+    return procs
+
+
+class PgRows:
+    """The `Rows` subset over asyncpg's records (or a command status)."""
+
+    __slots__ = ("_args", "_plan", "_records", "_status")
+
+    def __init__(self, plan: Plan, records: list[Any], status: str | None, args: list[Any]) -> None:
+        self._plan = plan
+        self._records = records
+        self._status = status
+        self._args = args
+
+    @property
+    def rowcount(self) -> int:
+        status = self._status
+        if status is None:
+            return len(self._records)
+        last = status.rpartition(" ")[2]
+        return int(last) if last.isdigit() else -1
+
+    @property
+    def inserted_primary_key(self) -> Any:
+        plan = self._plan
+        if not plan.is_insert:
+            raise InvalidRequestError("inserted_primary_key is only for an INSERT")
+        row = self._records[0] if self._records else None
+        out = []
+        for where, i in plan.pk:
+            if where == "row":
+                out.append(None if row is None else row[i])
+            elif where == "arg":
+                out.append(self._args[i])
+            else:
+                out.append(None)
+        return tuple(out)
+
+    def _make(self, record: Any) -> Any:
+        plan = self._plan
+        if plan.result_procs:
+            values = list(record)
+            for i, proc in plan.result_procs:
+                values[i] = proc(values[i])
+            return plan.row_type(record)._make(values)
+        return plan.row_type(record)._make(record)
+
+    def first(self) -> Any:
+        records = self._records
+        return self._make(records[0]) if records else None
+
+    def all(self) -> Sequence[Any]:
+        records = self._records
+        if not records:
+            return []
+        plan = self._plan
+        if plan.result_procs:
+            return [self._make(r) for r in records]
+        make = plan.row_type(records[0])._make
+        return [make(r) for r in records]
+
+    def scalar_one(self) -> Any:
+        records = self._records
+        if not records:
+            raise NoResultFound("No row was found when one was required")
+        if len(records) > 1:
+            raise MultipleResultsFound("Multiple rows were found when exactly one was required")
+        return self._make(records[0])[0]
+
+
+class PgDriverError(Exception):
+    """An asyncpg error as `orig` of SQLAlchemy's: its kind and message, never its
+    DETAIL (which quotes the row: `Key (token_hash)=(…) already exists`)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        message = str(exc.args[0]) if exc.args else ""
+        message = _ARG_VALUE.sub(r"\1", message.split("\n", 1)[0])
+        super().__init__(f"{type(exc).__name__}: {message}")
+        self.sqlstate: str | None = getattr(exc, "sqlstate", None)
+        self.constraint_name: str | None = getattr(exc, "constraint_name", None)
+
+
+def translate(exc: BaseException, sql: str | None) -> BaseException:
+    """An asyncpg error as the SQLAlchemy error the engine raised for it."""
+    if isinstance(exc, asyncpg.PostgresError):
+        if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
+            kind: type[DBAPIError] = IntegrityError
+        elif isinstance(exc, asyncpg.SyntaxOrAccessError):
+            kind = ProgrammingError
+        elif isinstance(exc, asyncpg.DataError):
+            kind = DataError
+        elif isinstance(exc, asyncpg.InternalServerError):
+            kind = InternalError
+        else:  # connection errors (08…), statement timeouts, admin shutdown, …
+            kind = OperationalError
+        return kind(sql, None, PgDriverError(exc), hide_parameters=True)
+    if isinstance(exc, asyncpg.InterfaceError):  # closed connection, operation in progress
+        return InterfaceError(sql, None, PgDriverError(exc), hide_parameters=True)
+    if isinstance(exc, asyncpg.InternalClientError):
+        return InternalError(sql, None, PgDriverError(exc), hide_parameters=True)
+    return exc
+
+
+def is_sound(exc: BaseException) -> bool:
+    """After this error the connection is still usable (the server reported it)."""
+    return isinstance(exc, asyncpg.PostgresError) and not isinstance(
+        exc, asyncpg.PostgresConnectionError
+    )
+
+
+class PgTx:
+    """`Tx` on one pooled asyncpg connection."""
+
+    __slots__ = ("broken", "conn")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.broken = False  # the connection may be unusable: dropped, not reused
+
+    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> PgRows:
+        if isinstance(stmt, Executable):  # a rarer statement: compiled per call
+            plan = Plan(stmt, sorted(params) if params else [], params or {})
+        else:
+            plan = stmt.pg_plan()
+        args = plan.args(params)
+        try:
+            if plan.returns_rows:
+                return PgRows(plan, await self.conn.fetch(plan.sql, *args), None, args)
+            return PgRows(plan, [], await self.conn.execute(plan.sql, *args), args)
+        except BaseException as exc:
+            if not is_sound(exc):
+                self.broken = True
+            error = translate(exc, plan.sql)
+            if error is exc:
+                raise
+            if isinstance(exc, asyncpg.PostgresError):
+                raise error from None  # its DETAIL may quote bound values
+            raise error from exc
+
+
+class PgPool:
+    """The asyncpg pool of one Database, made on first use in the running loop."""
+
+    def __init__(self, url: str, settings: Settings) -> None:
+        self.dsn = pg_dsn(url)
+        self.settings = settings
+        self._pool: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def pool(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._pool is not None and self._loop is loop:
+            return self._pool
+        old, s = self._pool, self.settings
+        if old is not None:  # made in another (finished) event loop
+            with contextlib.suppress(Exception):
+                old.terminate()
+        timeout_s = s.db_statement_timeout_ms / 1000 or None
+        pool = asyncpg.create_pool(
+            self.dsn,
+            min_size=0,  # nothing connects until a request needs it (nor fails at start)
+            max_size=s.db_pool_size,
+            max_queries=sys.maxsize,  # no graceful close mid-flight: it could stall
+            max_inactive_connection_lifetime=0,  # no idle timer per release
+            reset=_no_reset,  # not a RESET ALL round trip per release (see release())
+            timeout=s.db_connect_timeout,
+            command_timeout=timeout_s,
+            server_settings={"statement_timeout": str(s.db_statement_timeout_ms)},
+        )
+        # With min_size=0 initialising connects nothing and never suspends, so no
+        # other task can meet the pool half-made.
+        await pool
+        self._pool, self._loop = pool, loop
+        return pool
+
+    async def acquire(self) -> Any:
+        """A pooled connection; StorageUnavailable when none comes within the bounds."""
+        try:
+            pool = await self.pool()
+            # Waiting for a busy pool is bounded by db_pool_timeout; an idle connection
+            # is taken at once (a timeout would cost a task per acquire). Connecting
+            # is bounded by db_connect_timeout either way.
+            timeout = None if pool.get_idle_size() else self.settings.db_pool_timeout
+            return await pool.acquire(timeout=timeout)
+        except Exception as exc:
+            raise StorageUnavailable() from translate(exc, None)
+
+    async def release(self, conn: Any) -> None:
+        """Give back a connection that finished cleanly (no transaction left open).
+
+        `Pool.release()` runs the holder's release in a shielded task: a task and
+        two loop turns (~20 µs of CPU) per request. Here that release cannot
+        suspend (no reset query, no query being cancelled: such connections are
+        terminated instead), so it runs inline. tests/store/test_pg_direct.py
+        checks that connections are reused.
+        """
+        if self._pool is None:  # closed meanwhile
+            terminate(conn)
+            return
+        try:
+            con = conn._con
+            if con is None:  # released already
+                return
+            con._on_release()
+            await conn._holder.release(None)
+        except Exception:
+            terminate(conn)  # a failed release has dropped it already
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if self._loop is not asyncio.get_running_loop():
+            pool.terminate()
+            return
+        try:
+            await asyncio.wait_for(pool.close(), self.settings.db_pool_timeout)
+        except Exception:  # a stalled connection: drop them all
+            pool.terminate()
+
+    def session(self, write: bool) -> PgSession:
+        return PgSession(self, write)
+
+
+async def _no_reset(conn: Any) -> None:
+    """Connections come back clean: a transaction always ends (or the connection is
+    terminated), and chainkeys sets no session state, LISTENs or advisory locks on
+    them (the start-up lock runs on the SQLAlchemy engine)."""
+
+
+def terminate(conn: Any) -> None:
+    """Drop a connection that may be dead or mid-statement; its holder goes back to
+    the pool and connects afresh on next use. The server rolls back what was open."""
+    with contextlib.suppress(Exception):
+        conn.terminate()
+
+
+class PgSession:
+    """`Database.read()` (autocommit) or `.write()` (one transaction) on PostgreSQL."""
+
+    __slots__ = ("_pool", "_tx", "_write", "_xact")
+
+    def __init__(self, pool: PgPool, write: bool) -> None:
+        self._pool = pool
+        self._write = write
+        self._tx: PgTx | None = None
+        self._xact: Any = None
+
+    async def __aenter__(self) -> PgTx:
+        conn = await self._pool.acquire()
+        tx = self._tx = PgTx(conn)
+        if self._write:
+            xact = conn.transaction()
+            try:
+                await xact.start()
+            except BaseException as exc:
+                terminate(conn)
+                if not isinstance(exc, Exception):
+                    raise
+                raise StorageUnavailable() from translate(exc, "BEGIN")
+            self._xact = xact
+        return tx
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: Any) -> bool:  # fmt: skip
+        tx = self._tx
+        assert tx is not None
+        conn, xact = tx.conn, self._xact
+        self._tx = self._xact = None
+        ended: BaseException | None = None
+        if exc is not None and not isinstance(exc, Exception):
+            tx.broken = True  # cancelled, perhaps mid-statement
+        if not tx.broken and xact is not None:
+            try:
+                if exc is None:
+                    await xact.commit()
+                else:
+                    await xact.rollback()
+            except BaseException as end_exc:
+                tx.broken = True
+                ended = end_exc
+        if tx.broken:
+            terminate(conn)
+        else:
+            await self._pool.release(conn)
+        if exc is not None:
+            if _is_storage_error(exc):
+                raise StorageUnavailable() from exc
+            return False  # the body's own error (a rollback that failed too is moot)
+        if ended is not None:
+            if not isinstance(ended, Exception):
+                raise ended
+            error = translate(ended, "COMMIT")
+            if isinstance(error, IntegrityError):
+                raise error from None
+            # The COMMIT's outcome is unknown (the row may be there): 503, not a 409.
+            raise StorageUnavailable() from error
+        return False
+
+
+def _is_storage_error(exc: BaseException) -> bool:
+    from chainkeys.store.db import is_storage_error
+
+    return is_storage_error(exc)
