@@ -9,6 +9,7 @@ JSON envelope with an `X-Request-ID` and one access-log line.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -33,6 +34,25 @@ log = logging.getLogger("chainkeys.api")
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _encoder = msgspec.json.Encoder()
 JSON = b"application/json"
+
+
+class _RequestIds:
+    """Unique request ids without a getrandom() call per request: a random
+    prefix per process (renewed in a forked child) and a counter."""
+
+    def __init__(self) -> None:
+        self._reseed()
+        os.register_at_fork(after_in_child=self._reseed)
+
+    def _reseed(self) -> None:
+        self._prefix = os.urandom(8).hex()
+        self._count = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._count):016x}"
+
+
+request_ids = _RequestIds()
 
 
 class Response:
@@ -201,7 +221,7 @@ class App:
         given = headers.get(b"x-request-id")
         request_id = given.decode("latin-1") if given is not None else ""
         if not request_id or REQUEST_ID.fullmatch(request_id) is None:
-            request_id = os.urandom(16).hex()
+            request_id = request_ids.next()
         logs.request_id.set(request_id)
         try:
             handler, name = self.router.match(scope["method"], scope["path"])
