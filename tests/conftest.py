@@ -25,6 +25,7 @@ import pytest
 import uvicorn
 
 from chainkeys.api.app import create_app
+from chainkeys.api.protocol import UVICORN_OPTIONS
 from chainkeys.config import Settings
 from chainkeys.service import Services, open_services
 
@@ -108,7 +109,13 @@ class Server:
             self.services = loop.run_until_complete(open_services(self.settings))
             app = create_app(self.settings, self.services)
             config = uvicorn.Config(
-                app, host="127.0.0.1", port=port, log_config=None, lifespan="on", loop="asyncio"
+                app,
+                host="127.0.0.1",
+                port=port,
+                log_config=None,
+                lifespan="on",
+                loop="asyncio",
+                **UVICORN_OPTIONS,  # the protocol `chainkeys serve` runs
             )
             self._server = uvicorn.Server(config)
             loop.call_soon(ready.set)

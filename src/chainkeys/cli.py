@@ -80,6 +80,8 @@ def serve(
     """Start the HTTP API (SQLite in the data directory unless CHAINKEYS_DATABASE_URL is set)."""
     import uvicorn
 
+    from chainkeys.api.protocol import UVICORN_OPTIONS
+
     if host is not None:
         os.environ["CHAINKEYS_HOST"] = host
     if port is not None:
@@ -102,10 +104,8 @@ def serve(
         port=settings.port,
         workers=workers,
         log_config=None,
-        access_log=False,
-        server_header=False,
         loop="uvloop",
-        http="chainkeys.api.protocol:BoundedHttpTools",  # bounded request head
+        **UVICORN_OPTIONS,  # chainkeys' HTTP protocol: a bounded head, one write per response
     )
 
 

@@ -10,6 +10,7 @@ import base64
 import binascii
 import contextlib
 import hashlib
+import math
 import re
 import secrets
 import time
@@ -442,28 +443,34 @@ class TokenService:
         self.db = db
         self._seen: dict[str, Tenant] = {}  # token hash -> tenant, for self._version only
         self._version = -1
+        self._checked = -math.inf  # perf_counter() when self._version was read
 
-    async def authenticate(self, token: str) -> Tenant | None:
+    async def authenticate(self, token: str, arrived: float | None = None) -> Tenant | None:
         """The tenant of a live token, or None.
 
         On SQLite a live token's tenant is remembered until the next commit by
         any other connection or process (`PRAGMA data_version`): a revocation is
-        such a commit, so it takes effect at once, and a lookup while nothing
-        has changed costs one pragma instead of a join. Unknown tokens are
-        never remembered.
+        such a commit. The version is read again for every request that arrived
+        (`arrived`, a `time.perf_counter()`) after it was last read, so a
+        revocation counts for every request that arrives after it commits;
+        requests that arrived together share one read. Unknown tokens are never
+        remembered.
         """
         digest = hash_token(token)
         version = -1
-        async with self.db.read() as tx:
-            if self.db.is_sqlite:
-                version = await Tenants.data_version(tx)
+        if self.db.is_sqlite:
+            if arrived is None or arrived >= self._checked:
+                checked = time.perf_counter()
+                version = self.db.data_version()
+                self._checked = checked
                 if version != self._version:
                     self._seen.clear()
                     self._version = version
-                else:
-                    seen = self._seen.get(digest)
-                    if seen is not None:
-                        return seen
+            version = self._version
+            seen = self._seen.get(digest)
+            if seen is not None:
+                return seen
+        async with self.db.read() as tx:
             found = await Tenants.by_token_hash(tx, digest)
         if found is None:
             return None

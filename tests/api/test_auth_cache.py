@@ -4,6 +4,7 @@ a revocation or a new token from another process (the CLI) counts at once."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from typing import Any
 
@@ -53,3 +54,24 @@ def test_a_token_issued_elsewhere_works_at_once_after_a_miss(server: Any) -> Non
     _, token = in_another_process_stack(server, lambda svc: svc.tokens.create(tenant, "cli"))
     with server.client(token) as c:
         assert c.get("/litecoin").status_code == 200
+
+
+def test_requests_that_arrived_together_share_one_check_later_ones_see_a_revocation(
+    server: Any,
+) -> None:
+    """On SQLite the version read is shared only by requests that had arrived before
+    it was read; any request arriving after a revocation commits is refused.
+    (PostgreSQL looks every token up: no request sees a revoked token live.)"""
+    tokens = server.services.tokens
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    row, token = in_another_process_stack(server, lambda svc: svc.tokens.create(tenant, "cli"))
+    arrived_early = time.perf_counter()
+    assert server.call(tokens.authenticate(token, time.perf_counter())) is not None
+    in_another_process_stack(server, lambda svc: svc.tokens.revoke(row.id))
+    # arrived before the check above was made: that check (before the revocation) stands
+    early = server.call(tokens.authenticate(token, arrived_early))
+    assert (early is not None) == (server.backend == "sqlite")
+    # arrived after the revocation: checked again, refused
+    assert server.call(tokens.authenticate(token, time.perf_counter())) is None
+    assert server.call(tokens.authenticate(token, arrived_early)) is None  # and stays refused
+    assert server.call(tokens.authenticate(token)) is None

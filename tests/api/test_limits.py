@@ -25,7 +25,7 @@ from tests.conftest import backend_settings, free_port
 
 from chainkeys.api import protocol
 from chainkeys.api.app import create_app
-from chainkeys.api.protocol import MAX_HEAD_BYTES, BoundedHttpTools
+from chainkeys.api.protocol import MAX_HEAD_BYTES, UVICORN_OPTIONS
 from chainkeys.store import repositories
 
 
@@ -39,10 +39,10 @@ class HeadServer:
             create_app(self.settings),
             host="127.0.0.1",
             port=self.port,
-            http=BoundedHttpTools,
             log_config=None,
             lifespan="on",
             loop="asyncio",
+            **UVICORN_OPTIONS,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=lambda: asyncio.run(self.server.serve()), daemon=True)

@@ -32,6 +32,9 @@ Send = Callable[[Message], Awaitable[None]]
 
 log = logging.getLogger("chainkeys.api")
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# A scope key chainkeys' own server protocol sets: time.perf_counter() when the
+# request's head had arrived (earlier than the handler starts, when requests queue).
+ARRIVED = "chainkeys.arrived"
 _encoder = msgspec.json.Encoder()
 JSON = b"application/json"
 
@@ -94,7 +97,9 @@ def internal_error(exc: BaseException) -> Response:
 class Request:
     """What a handler may read of a request: method, path, named headers, query, body."""
 
-    __slots__ = ("_query", "app", "headers", "method", "name", "path", "receive", "scope")
+    __slots__ = (
+        "_query", "app", "arrived", "headers", "method", "name", "path", "receive", "scope",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -103,6 +108,7 @@ class Request:
         receive: Receive,
         app: Any,
         name: str | None,
+        arrived: float,
     ) -> None:
         self.scope = scope
         self.receive = receive
@@ -113,6 +119,7 @@ class Request:
         # Names arrive lower-cased (ASGI); a repeated header keeps its last value.
         self.headers = headers
         self._query: dict[str, str] | None = None
+        self.arrived = arrived  # perf_counter() when the request head was in (ARRIVED)
 
     def header(self, name: bytes) -> str | None:
         value = self.headers.get(name)
@@ -216,20 +223,9 @@ class App:
             await self.run_lifespan(receive, send)
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = time.perf_counter()
-        headers: dict[bytes, bytes] = dict(scope["headers"])
-        given = headers.get(b"x-request-id")
-        request_id = given.decode("latin-1") if given is not None else ""
-        if not request_id or REQUEST_ID.fullmatch(request_id) is None:
-            request_id = request_ids.next()
-        logs.request_id.set(request_id)
-        try:
-            handler, name = self.router.match(scope["method"], scope["path"])
-            response = await handler(Request(scope, headers, receive, self, name))
-        except ChainkeysError as exc:
-            response = error_response(exc)
-        except Exception as exc:
-            response = internal_error(exc)
+        """The ASGI path (any ASGI server); `chainkeys serve` writes `handle`'s
+        response itself instead (api/protocol.py)."""
+        response, request_id, started = await self.handle(scope, receive)
         head = [
             (b"content-type", response.content_type),
             (b"content-length", str(len(response.body)).encode()),
@@ -241,9 +237,31 @@ class App:
             await send({"type": "http.response.start", "status": response.status, "headers": head})
             await send({"type": "http.response.body", "body": response.body})
         finally:
-            if self.log_access:
-                ms = (time.perf_counter() - started) * 1000
-                logs.access(scope["method"], scope["path"][:200], response.status, ms, request_id)
+            self.access(scope, response.status, started, request_id)
+
+    async def handle(self, scope: Scope, receive: Receive) -> tuple[Response, str, float]:
+        """A request's response (errors included), its request id and when it started."""
+        started = time.perf_counter()
+        headers: dict[bytes, bytes] = dict(scope["headers"])
+        given = headers.get(b"x-request-id")
+        request_id = given.decode("latin-1") if given is not None else ""
+        if not request_id or REQUEST_ID.fullmatch(request_id) is None:
+            request_id = request_ids.next()
+        logs.request_id.set(request_id)
+        try:
+            handler, name = self.router.match(scope["method"], scope["path"])
+            arrived = scope.get(ARRIVED, started)
+            response = await handler(Request(scope, headers, receive, self, name, arrived))
+        except ChainkeysError as exc:
+            response = error_response(exc)
+        except Exception as exc:
+            response = internal_error(exc)
+        return response, request_id, started
+
+    def access(self, scope: Scope, status: int, started: float, request_id: str) -> None:
+        if self.log_access:
+            ms = (time.perf_counter() - started) * 1000
+            logs.access(scope["method"], scope["path"][:200], status, ms, request_id)
 
     async def run_lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()

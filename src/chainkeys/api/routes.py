@@ -43,7 +43,7 @@ async def authenticate(request: Request) -> Tenant:
     token = rest.strip() if scheme.lower() == "bearer" else header.strip()
     if not token or len(token) > 256:
         raise Unauthorized()
-    tenant = await services(request).tokens.authenticate(token)
+    tenant = await services(request).tokens.authenticate(token, request.arrived)
     if tenant is None:
         raise Unauthorized()
     if request.app.rate_limiter is not None:  # after auth: bad tokens spend no budget

@@ -25,9 +25,10 @@ import fcntl
 import sqlite3
 import time
 from collections import namedtuple
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from operator import itemgetter
+from typing import Any, Protocol, cast
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event, text
 from sqlalchemy.engine import Dialect
@@ -73,7 +74,7 @@ class Prepared:
     its own until it is compiled for a set of columns).
     """
 
-    __slots__ = ("_defaults", "_names", "_pg", "_row", "_sql", "columns", "stmt")
+    __slots__ = ("_defaults", "_get", "_names", "_pg", "_row", "_sql", "columns", "stmt")
 
     def __init__(self, stmt: Executable, columns: Sequence[str] = ()) -> None:
         self.stmt = stmt
@@ -81,6 +82,7 @@ class Prepared:
         self._sql: str | None = None
         self._names: list[str] = []
         self._defaults: dict[str, Any] = {}
+        self._get: Callable[[Mapping[str, Any]], Any] = _no_args
         self._row: Any = None
         self._pg: Plan | None = None
 
@@ -89,8 +91,12 @@ class Prepared:
             compiled = self.stmt.compile(  # type: ignore[attr-defined]
                 dialect=dialect, column_keys=self.columns or None
             )
-            self._names = list(compiled.positiontup or [])
+            self._names = names = list(compiled.positiontup or [])
             self._defaults = dict(compiled.params)  # literals bound by SQLAlchemy itself
+            if len(names) > 1:
+                self._get = itemgetter(*names)  # params -> a tuple, in C
+            elif names:
+                self._get = _one_arg(names[0])
             self._sql = str(compiled)
         return self._sql, self._names
 
@@ -100,16 +106,33 @@ class Prepared:
             plan = self._pg = Plan(self.stmt, self.columns or None)
         return plan
 
-    def args(self, params: Params) -> list[Any]:
-        if not params:
-            return [self._defaults[n] for n in self._names]
-        return [params[n] if n in params else self._defaults[n] for n in self._names]
+    def args(self, params: Params) -> Sequence[Any]:
+        """The positional values for `for_sqlite`'s SQL."""
+        try:
+            return self._get(params or _EMPTY)  # type: ignore[no-any-return]
+        except KeyError:  # a parameter left to its default
+            given = params or _EMPTY
+            return [given[n] if n in given else self._defaults[n] for n in self._names]
 
     def row_type(self, description: Any) -> Any:
         """A namedtuple per statement: rows read by name and by index, like SQLAlchemy's."""
         if self._row is None:
             self._row = namedtuple("Row", [d[0] for d in description], rename=True)  # type: ignore[misc]
         return self._row
+
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _no_args(params: Mapping[str, Any]) -> tuple[()]:
+    return ()
+
+
+def _one_arg(name: str) -> Callable[[Mapping[str, Any]], tuple[Any]]:
+    def get(params: Mapping[str, Any]) -> tuple[Any]:
+        return (params[name],)
+
+    return get
 
 
 class _FastRows:
@@ -130,9 +153,12 @@ class _FastRows:
         return (self._cursor.lastrowid,)
 
     def first(self) -> Any:
-        row = self._cursor.fetchone()
-        self._cursor.close()
-        return None if row is None else self._prepared.row_type(self._cursor.description)._make(row)
+        cursor = self._cursor
+        row = cursor.fetchone()
+        cursor.close()
+        if row is None:
+            return None
+        return (self._prepared._row or self._prepared.row_type(cursor.description))._make(row)
 
     def all(self) -> Sequence[Any]:
         rows = self._cursor.fetchall()
@@ -179,9 +205,10 @@ class _SyncTx:
         self.raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
-        if not isinstance(stmt, Prepared):
-            return self._conn.execute(stmt, params)
-        sql, _ = stmt.for_sqlite(self._conn.dialect)
+        if stmt.__class__ is not Prepared:
+            return self._conn.execute(stmt, params)  # type: ignore[arg-type]
+        stmt = cast(Prepared, stmt)  # (an exact type test: isinstance costs more here)
+        sql = stmt._sql or stmt.for_sqlite(self._conn.dialect)[0]
         args = stmt.args(params)
         try:
             cursor = self.raw.execute(sql, args)
@@ -313,6 +340,16 @@ class Database:
             # No BEGIN/ROLLBACK around a read: two round trips saved per lookup.
             return self._pg.session(write=False)
         return self._sqlite_read
+
+    def data_version(self) -> int:
+        """SQLite: a number that changes whenever another connection or process has
+        committed (`PRAGMA data_version` on the reader; this process's own writer
+        counts as another connection)."""
+        with storage_errors():
+            cursor = self._sqlite_read.tx().raw.execute("PRAGMA data_version")
+            version: int = cursor.fetchone()[0]
+            cursor.close()
+        return version
 
     def write(self) -> contextlib.AbstractAsyncContextManager[Tx]:
         """One atomic transaction: all of it commits or none of it does."""
@@ -480,13 +517,17 @@ class _SqliteRead:
         self._conn: Connection | None = None
         self._tx: _SyncTx | None = None
 
-    async def __aenter__(self) -> Tx:
-        conn = self._db._reader
-        if conn is None or conn.closed or self._tx is None or conn is not self._conn:
-            with storage_errors():
-                conn = self._db._sqlite_conn("r")
-            self._conn, self._tx = conn, _SyncTx(conn)
+    def tx(self) -> _SyncTx:
+        tx = self._tx
+        if tx is not None and self._db._reader is self._conn:  # Database.close() unsets it
+            return tx
+        with storage_errors():
+            conn = self._db._sqlite_conn("r")
+        self._conn, self._tx = conn, _SyncTx(conn)
         return self._tx
+
+    async def __aenter__(self) -> Tx:
+        return self.tx()
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: Any) -> bool:  # fmt: skip

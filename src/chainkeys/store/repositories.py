@@ -21,7 +21,6 @@ from sqlalchemy import (
     insert,
     literal,
     select,
-    text,
     union,
     update,
 )
@@ -153,7 +152,6 @@ _TENANT_BY_TOKEN = Prepared(
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
 )
-_DATA_VERSION = Prepared(text("PRAGMA data_version"))
 _TENANT_BY_NAME = Prepared(select(_t.id).where(_t.name == bindparam("name")))
 _INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms"))
 _INSERT_TOKEN = Prepared(insert(tokens), ("id", "tenant_id", "label", "token_hash", "created_ms"))
@@ -356,11 +354,6 @@ class Tenants:
         """(tenant id, tenant name, token id) of a live token."""
         row = (await tx.execute(_TENANT_BY_TOKEN, {"token_hash": token_hash})).first()
         return None if row is None else (row[0], row[1], row[2])
-
-    @staticmethod
-    async def data_version(tx: Tx) -> int:
-        """SQLite only: changes whenever another connection (or process) has committed."""
-        return int((await tx.execute(_DATA_VERSION)).scalar_one())
 
     @staticmethod
     async def id_by_name(tx: Tx, name: str) -> str | None:
