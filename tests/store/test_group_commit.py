@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from tests.conftest import TEST_MASTER_KEY
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
 from chainkeys.service import CreateRequest, open_services
+from chainkeys.store import db as db_module
 from chainkeys.store.db import MAX_BATCH, Database
 
 SCHEMA = (
@@ -306,3 +308,84 @@ def test_services_under_group_commit(tmp_path: Path) -> None:
             await svc.close()
 
     assert asyncio.run(reopen()) == (51, 51, 1)
+
+
+def commits_seen_by_thread(db: Database) -> list[str]:
+    """The names of the threads that ran each COMMIT of `db`'s writer, as they run."""
+    names: list[str] = []
+    raw = db._sqlite_conn("w").connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+
+    def trace(sql: str) -> None:
+        if sql.strip().upper() == "COMMIT":
+            names.append(threading.current_thread().name)
+
+    raw.set_trace_callback(trace)
+    return names
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["quick-commits", "slow-commits"])
+def test_commits_run_on_the_loop_while_quick_and_in_the_writer_thread_once_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: bool
+) -> None:
+    """A quick COMMIT stays on the loop (no thread hop for every create of the batch);
+    once one is slower than SLOW_COMMIT the next go to the writer thread, where the
+    loop keeps serving. Either way every write is committed."""
+    monkeypatch.setattr(db_module, "SLOW_COMMIT", 0.0 if slow else 3600.0)
+
+    async def main() -> list[str]:
+        db = await open_db(tmp_path)
+        names = commits_seen_by_thread(db)
+        try:
+            for wave in range(4):
+                results = await settle(*(insert(db, f"w{wave}-{i}") for i in range(25)))
+                assert results == [None] * 25
+            return names
+        finally:
+            await db.close()
+
+    names = asyncio.run(main())
+    assert len(names) >= 4
+    loop_thread = threading.main_thread().name
+    if slow:  # open_db's COMMIT (the schema) ran on the loop, was slow, and moved these
+        assert all(n.startswith("chainkeys-sqlite-writer") for n in names), names
+    else:
+        assert set(names) == {loop_thread}
+    assert stored(tmp_path) == {f"w{w}-{i}" for w in range(4) for i in range(25)}
+
+
+def test_writers_queued_behind_the_writer_all_get_in_within_a_few_loop_iterations(
+    tmp_path: Path,
+) -> None:
+    """While the writer is busy (a COMMIT in the writer thread holds the lock),
+    writes queue; when it frees up they all join the next batch at once, not one
+    per loop iteration (which, under load, cost each create tens of ms)."""
+    n = 200
+
+    async def main() -> tuple[int, int]:
+        db = await open_db(tmp_path)
+        loop = asyncio.get_running_loop()
+        iterations = 0
+
+        def tick() -> None:
+            nonlocal iterations
+            iterations += 1
+            loop.call_soon(tick)
+
+        try:
+            async with db._write_lock:  # the writer is busy
+                writes = [asyncio.ensure_future(insert(db, f"q{i}")) for i in range(n)]
+                for _ in range(3):
+                    await asyncio.sleep(0)  # every write is now waiting for the writer
+                assert not any(w.done() for w in writes)
+                before = db.commits
+                loop.call_soon(tick)
+            assert await settle(*writes) == [None] * n
+            return iterations, db.commits - before
+        finally:
+            await db.close()
+
+    iterations, commits = asyncio.run(main())
+    assert commits == 1  # one batch
+    assert iterations < 10, iterations  # asyncio.Lock: one write per iteration, > n
+    assert len(stored(tmp_path)) == n

@@ -4,10 +4,10 @@ Repositories are written once against `Tx.execute`. SQLite statements run
 inline on the event loop: a point query costs microseconds, far less than the
 ~85 µs a thread hand-off would add, and one process never interleaves two
 SQLite transactions (a lock serialises them). Writes are grouped: bodies that
-queue while one COMMIT runs share the next (group commit). What may block runs
-in one writer thread: at synchronous=FULL/EXTRA the COMMIT (an fsync), and a
-BEGIN that meets another process's write lock; at NORMAL the COMMIT writes
-without an fsync and stays inline. PostgreSQL statements run on an asyncpg pool
+arrive together share one transaction and one COMMIT (group commit). A COMMIT
+runs inline while COMMITs are quick and in one writer thread when they are
+slow (a slow disk); a BEGIN that meets another process's write lock waits in
+that thread too. PostgreSQL statements run on an asyncpg pool
 directly (store/pg.py); start-up lock, migrations and copies keep SQLAlchemy's
 async engine.
 
@@ -48,6 +48,7 @@ _TRY_LOCK = text("SELECT pg_try_advisory_lock(:k)")
 _UNLOCK = text("SELECT pg_advisory_unlock(:k)")
 MAX_BATCH = 512  # bodies per group commit: bounds the latency of its first
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
+SLOW_COMMIT = 0.002  # seconds: slower COMMITs move to the writer thread (see _end_batch)
 
 
 class Rows(Protocol):
@@ -231,11 +232,11 @@ class Database:
         self._pg = None if self.is_sqlite else PgPool(url, settings)  # serving
         self._reader: Connection | None = None
         self._writer: Connection | None = None
-        self._write_lock = asyncio.Lock()
+        self._write_lock = _CohortLock()
         # Every SQLite mode: at FULL one fsync serves a batch; at NORMAL a batch
         # still writes each touched page to the WAL once (~75 -> ~27 µs a create).
         self.group_commit = self.is_sqlite
-        self._fsyncs = settings.sqlite_synchronous in ("FULL", "EXTRA")  # COMMIT off the loop
+        self._commit_inline = True  # see _end_batch
         self.commits = 0  # SQLite COMMITs of write(): fewer than writes under group commit
         self._batch: _Batch | None = None  # the open group-commit transaction
         self._thread: ThreadPoolExecutor | None = None
@@ -366,10 +367,10 @@ class Database:
     @contextlib.asynccontextmanager
     async def _grouped(self) -> AsyncIterator[Tx]:
         """Group commit: this body joins the open transaction (a batch) in a SAVEPOINT,
-        and returns once the batch's COMMIT, run in the writer thread, has finished.
+        and returns once the batch's COMMIT (scheduled for the next loop
+        iteration, see _end_batch) has finished.
 
-        One fsync then serves every write that queued during the previous one,
-        and the event loop keeps serving meanwhile. A body that raises undoes
+        One fsync then serves every write of the batch. A body that raises undoes
         only its own savepoint. A body sees the rows of earlier bodies of its
         batch before they commit, so a failing body also waits for the COMMIT
         (a 409 or an idempotency replay must find the row it met committed),
@@ -388,7 +389,7 @@ class Database:
                 if raw.in_transaction:  # left by a failed batch whose ROLLBACK failed too
                     raw.execute("ROLLBACK")
                 await self._begin(raw)
-                batch = self._batch = _Batch(loop)
+                batch = self._batch = _Batch()
             batch.bodies += 1
             try:
                 try:
@@ -412,7 +413,9 @@ class Database:
                     task = loop.create_task(self._commit_later(batch))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
-        await asyncio.shield(batch.done)  # a cancelled caller leaves the batch intact
+                committed = batch.waiter(loop)
+        if committed is not None:
+            await committed  # its own future: a cancelled caller leaves the batch intact
         if batch.error is not None:
             raise StorageUnavailable() from batch.error
         if failed is not None:
@@ -436,9 +439,8 @@ class Database:
     def _fail_batch(self, batch: _Batch, exc: BaseException) -> None:
         if self._batch is batch:
             self._batch = None
-        if not batch.done.done():
-            batch.error = exc
-            batch.done.set_result(None)
+        if not batch.finished:
+            batch.finish(exc)
 
     async def _commit_later(self, batch: _Batch) -> None:
         # Queued on the lock behind the bodies already waiting: they join the batch first.
@@ -446,30 +448,39 @@ class Database:
             await self._end_batch(batch)
 
     async def _end_batch(self, batch: _Batch) -> None:
-        """COMMIT the batch, in the writer thread if it fsyncs (the caller holds the lock)."""
+        """COMMIT the batch (the caller holds the lock).
+
+        Inline while COMMITs are quick: a writer-thread hop costs every create of
+        the batch a loop iteration or more (measured under load: the loop saw a
+        0.8 ms COMMIT finish 7-21 ms later), more than the loop loses waiting for
+        a quick fsync. A COMMIT slower than SLOW_COMMIT (a slow disk, a
+        checkpoint) moves the next ones to the writer thread, where the loop
+        keeps serving reads meanwhile; a quick one there moves them back.
+        """
         if self._batch is not batch:
             return  # already committed (it was full) or failed
         self._batch = None
         raw = self._sqlite_conn("w").connection.driver_connection
         assert isinstance(raw, sqlite3.Connection)
-        if not self._fsyncs:  # nothing to wait for: a thread hop would cost more
-            error: BaseException | None = None
-            cancelled = False
+        error: BaseException | None = None
+        cancelled = False
+        if self._commit_inline:
             try:
-                _commit(raw)
+                took = _commit(raw)
+                self._commit_inline = took < SLOW_COMMIT
             except sqlite3.Error as exc:
                 error = exc
         else:
             fut = asyncio.get_running_loop().run_in_executor(self._writer_thread(), _commit, raw)
             cancelled = await _wait_thread(fut)
             error = fut.exception()
+            self._commit_inline = error is None and fut.result() < SLOW_COMMIT
         if error is None:
             self.commits += 1
         elif raw.in_transaction:  # nothing of the batch may stay half-written
             with contextlib.suppress(sqlite3.Error):
                 raw.execute("ROLLBACK")
-        batch.error = error
-        batch.done.set_result(None)
+        batch.finish(error)
         if cancelled:
             raise asyncio.CancelledError
 
@@ -536,20 +547,67 @@ class _SqliteRead:
         return False
 
 
+class _CohortLock:
+    """The writer's lock. A release wakes every waiter at once, not one.
+
+    Write bodies run without suspending, so the waiters woken together all take
+    the lock in turn within one loop iteration and join one batch. asyncio.Lock
+    wakes one waiter per iteration: under load ~35 creates queued behind a
+    COMMIT took ~50 ms to get in one by one.
+    """
+
+    __slots__ = ("_locked", "_released")
+
+    def __init__(self) -> None:
+        self._locked = False
+        self._released: asyncio.Future[None] | None = None
+
+    async def __aenter__(self) -> None:
+        while self._locked:
+            if self._released is None:
+                self._released = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._released)  # a cancelled waiter leaves it to the others
+        self._locked = True
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._locked = False
+        released, self._released = self._released, None
+        if released is not None:
+            released.set_result(None)
+
+
 class _Batch:
     """Write bodies sharing one SQLite transaction and its COMMIT."""
 
-    __slots__ = ("bodies", "done", "error", "scheduled")
+    __slots__ = ("_waiters", "bodies", "error", "finished", "scheduled")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self) -> None:
         self.bodies = 0
         self.scheduled = False
-        self.done: asyncio.Future[None] = loop.create_future()
+        self.finished = False
         self.error: BaseException | None = None  # why the batch did not commit
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None] | None:
+        """A future of the caller's own, done when the batch is (None if it is)."""
+        if self.finished:
+            return None
+        fut = loop.create_future()
+        self._waiters.append(fut)
+        return fut
+
+    def finish(self, error: BaseException | None) -> None:
+        self.finished, self.error = True, error
+        for fut in self._waiters:
+            if not fut.done():  # (cancelled with its caller)
+                fut.set_result(None)
 
 
-def _commit(raw: sqlite3.Connection) -> None:
+def _commit(raw: sqlite3.Connection) -> float:
+    """COMMIT; the seconds it took."""
+    started = time.perf_counter()
     raw.execute("COMMIT")
+    return time.perf_counter() - started
 
 
 def _begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
