@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvloop
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from tests.conftest import TEST_MASTER_KEY
@@ -389,3 +390,35 @@ def test_writers_queued_behind_the_writer_all_get_in_within_a_few_loop_iteration
     assert commits == 1  # one batch
     assert iterations < 10, iterations  # asyncio.Lock: one write per iteration, > n
     assert len(stored(tmp_path)) == n
+
+
+def test_on_uvloop_a_batch_commits_in_the_iteration_its_bodies_ran(tmp_path: Path) -> None:
+    """The COMMIT is rung for once the loop has run every ready body: uvloop polls
+    for I/O after its ready callbacks, so it comes in the same iteration (asyncio's
+    loop sees the bell one iteration later, as it would a call_soon)."""
+
+    async def iterations_for_writes(prefix: str) -> int:
+        db = await open_db(tmp_path / prefix)
+        loop = asyncio.get_running_loop()
+        ticks = 0
+
+        def tick() -> None:
+            nonlocal ticks
+            ticks += 1
+            loop.call_soon(tick)
+
+        try:
+            loop.call_soon(tick)
+            await asyncio.sleep(0)
+            start = ticks
+            assert await settle(*(insert(db, f"{prefix}{i}") for i in range(20))) == [None] * 20
+            return ticks - start
+        finally:
+            await db.close()
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "u").mkdir()
+    on_asyncio = asyncio.run(iterations_for_writes("a"))
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        on_uvloop = runner.run(iterations_for_writes("u"))
+    assert on_uvloop == on_asyncio - 1, (on_uvloop, on_asyncio)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import os
 import sqlite3
 import time
 from collections import namedtuple
@@ -242,6 +243,7 @@ class Database:
         self._thread: ThreadPoolExecutor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._sqlite_read = _SqliteRead(self)
+        self._bell: _Doorbell | None = None  # rings _batch_due once the loop has run its ready work
 
     def sync_engine(self) -> Engine:
         """The synchronous SQLite engine (serving and migrations)."""
@@ -277,6 +279,9 @@ class Database:
         if self._thread is not None:
             self._thread.shutdown(wait=True)
             self._thread = None
+        if self._bell is not None:
+            self._bell.close()
+            self._bell = None
         for conn in (self._reader, self._writer):
             if conn is not None:
                 conn.close()
@@ -410,9 +415,7 @@ class Database:
             finally:
                 if not batch.scheduled:  # the first body to finish schedules the COMMIT
                     batch.scheduled = True
-                    task = loop.create_task(self._commit_later(batch))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                    self._doorbell(loop).ring()
                 committed = batch.waiter(loop)
         if committed is not None:
             await committed  # its own future: a cancelled caller leaves the batch intact
@@ -442,6 +445,27 @@ class Database:
         if not batch.finished:
             batch.finish(exc)
 
+    def _doorbell(self, loop: asyncio.AbstractEventLoop) -> _Doorbell:
+        bell = self._bell
+        if bell is None or bell.loop is not loop:
+            if bell is not None:
+                bell.close()
+            bell = self._bell = _Doorbell(loop, self._batch_due)
+        return bell
+
+    def _batch_due(self) -> None:
+        """The loop has run every body that was ready: COMMIT the open batch now if
+        that can be done inline, else through the lock (behind a busy writer)."""
+        batch = self._batch
+        if batch is None:
+            return
+        if self._commit_inline and not self._write_lock.locked():
+            self._commit_now(batch)
+            return
+        task = asyncio.get_running_loop().create_task(self._commit_later(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def _commit_later(self, batch: _Batch) -> None:
         # Queued on the lock behind the bodies already waiting: they join the batch first.
         async with self._write_lock:
@@ -459,30 +483,44 @@ class Database:
         """
         if self._batch is not batch:
             return  # already committed (it was full) or failed
-        self._batch = None
-        raw = self._sqlite_conn("w").connection.driver_connection
-        assert isinstance(raw, sqlite3.Connection)
-        error: BaseException | None = None
-        cancelled = False
         if self._commit_inline:
-            try:
-                took = _commit(raw)
-                self._commit_inline = took < SLOW_COMMIT
-            except sqlite3.Error as exc:
-                error = exc
-        else:
-            fut = asyncio.get_running_loop().run_in_executor(self._writer_thread(), _commit, raw)
-            cancelled = await _wait_thread(fut)
-            error = fut.exception()
-            self._commit_inline = error is None and fut.result() < SLOW_COMMIT
+            self._commit_now(batch)
+            return
+        self._batch = None
+        raw = self._writer_raw()
+        fut = asyncio.get_running_loop().run_in_executor(self._writer_thread(), _commit, raw)
+        cancelled = await _wait_thread(fut)
+        error = fut.exception()
+        self._commit_inline = error is None and fut.result() < SLOW_COMMIT
+        self._committed(batch, raw, error)
+        if cancelled:
+            raise asyncio.CancelledError
+
+    def _commit_now(self, batch: _Batch) -> None:
+        """COMMIT on the loop (nobody else is using the writer connection)."""
+        self._batch = None
+        raw = self._writer_raw()
+        error: BaseException | None = None
+        try:
+            self._commit_inline = _commit(raw) < SLOW_COMMIT
+        except sqlite3.Error as exc:
+            error = exc
+        self._committed(batch, raw, error)
+
+    def _committed(
+        self, batch: _Batch, raw: sqlite3.Connection, error: BaseException | None
+    ) -> None:
         if error is None:
             self.commits += 1
         elif raw.in_transaction:  # nothing of the batch may stay half-written
             with contextlib.suppress(sqlite3.Error):
                 raw.execute("ROLLBACK")
         batch.finish(error)
-        if cancelled:
-            raise asyncio.CancelledError
+
+    def _writer_raw(self) -> sqlite3.Connection:
+        raw = self._sqlite_conn("w").connection.driver_connection
+        assert isinstance(raw, sqlite3.Connection)
+        return raw
 
     async def _begin(self, raw: sqlite3.Connection) -> None:
         """BEGIN IMMEDIATE: inline when the write lock is free, else waiting in the
@@ -547,6 +585,44 @@ class _SqliteRead:
         return False
 
 
+class _Doorbell:
+    """Calls `callback` once the event loop has run the callbacks that were ready
+    when `ring` was called.
+
+    A byte on a pipe is I/O, and uvloop (libuv) polls for I/O after running its
+    ready callbacks in the same iteration: every write body that was ready runs
+    first and joins the batch, and the COMMIT follows in that iteration, not the
+    next (a loop iteration under load lasts as long as all the requests it runs).
+    asyncio's own loop sees the byte in its next iteration, like call_soon.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        self.loop = loop
+        self._callback = callback
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        self._rung = False
+        loop.add_reader(self._read, self._answer)
+
+    def ring(self) -> None:
+        if not self._rung:
+            self._rung = True
+            os.write(self._write, b"\0")
+
+    def _answer(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._read, 64)
+        self._rung = False
+        self._callback()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # the loop may be closed already
+            self.loop.remove_reader(self._read)
+        os.close(self._read)
+        os.close(self._write)
+
+
 class _CohortLock:
     """The writer's lock. A release wakes every waiter at once, not one.
 
@@ -561,6 +637,9 @@ class _CohortLock:
     def __init__(self) -> None:
         self._locked = False
         self._released: asyncio.Future[None] | None = None
+
+    def locked(self) -> bool:
+        return self._locked
 
     async def __aenter__(self) -> None:
         while self._locked:
