@@ -18,6 +18,7 @@ violation) with a message that quotes no bound value.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import re
@@ -376,14 +377,66 @@ class PgTx:
             raise error from exc
 
 
+class FairGate:
+    """At most `size` holders at once; waiters get in strictly in arrival order.
+
+    asyncpg's pool queues waiters on an asyncio.Queue, where a connection given
+    back for the first waiter can be taken by a newcomer before that waiter
+    runs; the waiter then queues again at the back. With 64 requests on 10
+    connections that starved some for hundreds of ms (list p50 7 ms, p99
+    280 ms). Here a freed place goes to the first waiter directly, so the pool
+    behind the gate always has a connection for whoever passes it.
+    """
+
+    __slots__ = ("_free", "_waiters")
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def enter(self, timeout: float) -> None:
+        """Take a place, waiting up to `timeout` seconds (TimeoutError after)."""
+        if self._free:  # (never free while someone waits: leave() hands places over)
+            self._free -= 1
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(fut)
+        timer = loop.call_later(timeout, _expire, fut)
+        try:
+            await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self.leave()  # handed a place just as it was cancelled: pass it on
+            raise
+        finally:
+            timer.cancel()
+
+    def leave(self) -> None:
+        waiters = self._waiters
+        while waiters:
+            fut = waiters.popleft()
+            if not fut.done():  # (timed out or cancelled: skipped)
+                fut.set_result(None)
+                return
+        self._free += 1
+
+
+def _expire(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError("no database connection came free in time"))
+
+
 class PgPool:
-    """The asyncpg pool of one Database, made on first use in the running loop."""
+    """The asyncpg pool of one Database, made on first use in the running loop,
+    behind a FairGate of the same size."""
 
     def __init__(self, url: str, settings: Settings) -> None:
         self.dsn = pg_dsn(url)
         self.settings = settings
         self._pool: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._gate = FairGate(settings.db_pool_size)
 
     async def pool(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -409,19 +462,39 @@ class PgPool:
         # other task can meet the pool half-made.
         await pool
         self._pool, self._loop = pool, loop
+        self._gate = FairGate(s.db_pool_size)  # (the old pool's places went with it)
         return pool
 
     async def acquire(self) -> Any:
-        """A pooled connection; StorageUnavailable when none comes within the bounds."""
+        """A pooled connection; StorageUnavailable when none comes within the bounds.
+        Every acquired connection is given back by `done()`."""
         try:
             pool = await self.pool()
-            # Waiting for a busy pool is bounded by db_pool_timeout; an idle connection
-            # is taken at once (a timeout would cost a task per acquire). Connecting
-            # is bounded by db_connect_timeout either way.
-            timeout = None if pool.get_idle_size() else self.settings.db_pool_timeout
-            return await pool.acquire(timeout=timeout)
+            gate = self._gate
+            # Waiting for a place is bounded by db_pool_timeout; connecting by
+            # db_connect_timeout.
+            await gate.enter(self.settings.db_pool_timeout)
         except Exception as exc:
             raise StorageUnavailable() from translate(exc, None)
+        try:
+            # Past the gate a connection is idle (or can be made): no timeout task.
+            timeout = None if pool.get_idle_size() else self.settings.db_pool_timeout
+            return await pool.acquire(timeout=timeout)
+        except BaseException as exc:
+            gate.leave()
+            if not isinstance(exc, Exception):
+                raise
+            raise StorageUnavailable() from translate(exc, None)
+
+    async def done(self, conn: Any, broken: bool) -> None:
+        """Give back an acquired connection: reused, or terminated when `broken`."""
+        try:
+            if broken:
+                terminate(conn)
+            else:
+                await self.release(conn)
+        finally:
+            self._gate.leave()
 
     async def release(self, conn: Any) -> None:
         """Give back a connection that finished cleanly (no transaction left open).
@@ -492,7 +565,7 @@ class PgSession:
             try:
                 await xact.start()
             except BaseException as exc:
-                terminate(conn)
+                await self._pool.done(conn, broken=True)
                 if not isinstance(exc, Exception):
                     raise
                 raise StorageUnavailable() from translate(exc, "BEGIN")
@@ -517,10 +590,7 @@ class PgSession:
             except BaseException as end_exc:
                 tx.broken = True
                 ended = end_exc
-        if tx.broken:
-            terminate(conn)
-        else:
-            await self._pool.release(conn)
+        await self._pool.done(conn, tx.broken)
         if exc is not None:
             if _is_storage_error(exc):
                 raise StorageUnavailable() from exc
