@@ -460,7 +460,10 @@ class Database:
         if batch is None:
             return
         if self._commit_inline and not self._write_lock.locked():
-            self._commit_now(batch)
+            try:
+                self._commit_now(batch)
+            except Exception as exc:  # (a callback's error would only be logged: fail the batch)
+                self._fail_batch(batch, exc)
             return
         task = asyncio.get_running_loop().create_task(self._commit_later(batch))
         self._tasks.add(task)
