@@ -294,7 +294,10 @@ class Bench:
                              f"  p99 {result.p99_ms:7.2f} ms  rss {result.rss_peak_mb:6.1f} MB"
                              f"  other cpu {result.other_cpu:4.2f}{flag}")  # fmt: skip
                 if scenario in self.args.profile:
-                    self.profile(servers["chainkeys"], cfg, scenario)
+                    try:
+                        self.profile(servers["chainkeys"], cfg, scenario)
+                    except Exception as exc:  # a profile is a diagnostic: never a lost config
+                        self.log(f"  profiling {scenario} failed: {type(exc).__name__}: {exc}")
 
     def measure(self, server: procs.Server, cfg: Config, impl: str, scenario: str) -> Result:
         if self.args.quiet_wait > 0:
@@ -330,7 +333,8 @@ class Bench:
         if not raw.exists():
             self.log(f"  py-spy failed: {err.decode(errors='replace')[-300:]}")
             return
-        summary = summarize_profile(raw.read_text())
+        # A non-blocking sample can read a frame mid-update: a name may hold stray bytes.
+        summary = summarize_profile(raw.read_text(errors="replace"))
         self.profiles[label] = summary
         (raw.with_suffix(".top.txt")).write_text(format_profile(label, summary))
         self.log(f"  profiled {label}: {raw.with_suffix('.top.txt')}")
