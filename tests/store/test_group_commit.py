@@ -355,6 +355,21 @@ def test_commits_run_on_the_loop_while_quick_and_in_the_writer_thread_once_slow(
     assert stored(tmp_path) == {f"w{w}-{i}" for w in range(4) for i in range(25)}
 
 
+class LoopIterations:
+    """Counts event-loop iterations from `start()`: a callback that schedules itself
+    again runs once per iteration."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def start(self) -> None:
+        asyncio.get_running_loop().call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self.count += 1
+        asyncio.get_running_loop().call_soon(self._tick)
+
+
 def test_writers_queued_behind_the_writer_all_get_in_within_a_few_loop_iterations(
     tmp_path: Path,
 ) -> None:
@@ -365,14 +380,7 @@ def test_writers_queued_behind_the_writer_all_get_in_within_a_few_loop_iteration
 
     async def main() -> tuple[int, int]:
         db = await open_db(tmp_path)
-        loop = asyncio.get_running_loop()
-        iterations = 0
-
-        def tick() -> None:
-            nonlocal iterations
-            iterations += 1
-            loop.call_soon(tick)
-
+        iterations = LoopIterations()
         try:
             async with db._write_lock:  # the writer is busy
                 writes = [asyncio.ensure_future(insert(db, f"q{i}")) for i in range(n)]
@@ -380,9 +388,9 @@ def test_writers_queued_behind_the_writer_all_get_in_within_a_few_loop_iteration
                     await asyncio.sleep(0)  # every write is now waiting for the writer
                 assert not any(w.done() for w in writes)
                 before = db.commits
-                loop.call_soon(tick)
+                iterations.start()
             assert await settle(*writes) == [None] * n
-            return iterations, db.commits - before
+            return iterations.count, db.commits - before
         finally:
             await db.close()
 
@@ -399,20 +407,13 @@ def test_on_uvloop_a_batch_commits_in_the_iteration_its_bodies_ran(tmp_path: Pat
 
     async def iterations_for_writes(prefix: str) -> int:
         db = await open_db(tmp_path / prefix)
-        loop = asyncio.get_running_loop()
-        ticks = 0
-
-        def tick() -> None:
-            nonlocal ticks
-            ticks += 1
-            loop.call_soon(tick)
-
+        iterations = LoopIterations()
         try:
-            loop.call_soon(tick)
+            iterations.start()
             await asyncio.sleep(0)
-            start = ticks
+            start = iterations.count
             assert await settle(*(insert(db, f"{prefix}{i}") for i in range(20))) == [None] * 20
-            return ticks - start
+            return iterations.count - start
         finally:
             await db.close()
 
