@@ -371,11 +371,13 @@ class LoopIterations:
 
 
 def test_writers_queued_behind_the_writer_all_get_in_within_a_few_loop_iterations(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While the writer is busy (a COMMIT in the writer thread holds the lock),
     writes queue; when it frees up they all join the next batch at once, not one
     per loop iteration (which, under load, cost each create tens of ms)."""
+    # COMMITs on the loop: one in the writer thread would let the loop spin meanwhile
+    monkeypatch.setattr(db_module, "SLOW_COMMIT", 3600.0)
     n = 200
 
     async def main() -> tuple[int, int]:
@@ -400,10 +402,13 @@ def test_writers_queued_behind_the_writer_all_get_in_within_a_few_loop_iteration
     assert len(stored(tmp_path)) == n
 
 
-def test_on_uvloop_a_batch_commits_in_the_iteration_its_bodies_ran(tmp_path: Path) -> None:
+def test_on_uvloop_a_batch_commits_in_the_iteration_its_bodies_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The COMMIT is rung for once the loop has run every ready body: uvloop polls
     for I/O after its ready callbacks, so it comes in the same iteration (asyncio's
     loop sees the bell one iteration later, as it would a call_soon)."""
+    monkeypatch.setattr(db_module, "SLOW_COMMIT", 3600.0)  # COMMITs on the loop (see above)
 
     async def iterations_for_writes(prefix: str) -> int:
         db = await open_db(tmp_path / prefix)
