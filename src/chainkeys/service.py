@@ -269,11 +269,10 @@ class AccountService:
         event = audit_event(tenant, "import" if created.imported else "create", "ok",
                             family=fam.name, account_name=account.name)  # fmt: skip
         try:
-            async with self.db.write() as tx:
+            async with self.db.write(one_statement=idem_key is None) as tx:
                 if idem_key is not None:
                     await self._remember(tx, tenant, idem_key, fp, created)
-                await Accounts.insert(tx, row)
-                await Audit.insert(tx, event)
+                await Accounts.insert_audited(tx, row, event)
         except _IdempotencyRace:
             replay = await self._replay(tenant, idem_key or "", fp)
             if replay is None:  # the other request's record expired in between

@@ -269,6 +269,34 @@ def test_a_transaction_that_raises_leaves_nothing(pg_url: str) -> None:
     run_with_db(pg_url, main, db_pool_size=1)
 
 
+def test_an_account_and_its_audit_row_go_in_as_one_statement(pg_url: str) -> None:
+    """A create without an idempotency key is one statement (a data-modifying CTE, no
+    BEGIN/COMMIT): both rows or, for a taken name, neither; a second statement in a
+    one-statement write is refused."""
+
+    async def main(db: Database) -> None:
+        tenant = await new_tenant(db)
+        event = AuditEvent(tenant, "create", "ok", 7, "cosmos", "solo", "rid-1")
+        async with db.write(one_statement=True) as tx:
+            await Accounts.insert_audited(tx, account(tenant, "solo"), event)
+        with pytest.raises(AccountExists):
+            async with db.write(one_statement=True) as tx:
+                await Accounts.insert_audited(tx, account(tenant, "solo"), event)
+        with pytest.raises(RuntimeError, match="second statement"):
+            async with db.write(one_statement=True) as tx:
+                await Accounts.insert(tx, account(tenant, "other"))
+                await Audit.insert(tx, event)
+        async with db.read() as tx:
+            row = await Accounts.get(tx, tenant, "cosmos", "solo")
+            assert row is not None and row.address == account(tenant, "solo").address
+            events = await Audit.page(tx, tenant, 0, 0, 10)
+        assert [
+            (e.action, e.outcome, e.account_name, e.request_id, e.created_ms) for e in events
+        ] == [("create", "ok", "solo", "rid-1", 7)]
+
+    run_with_db(pg_url, main, db_pool_size=2)
+
+
 def test_rarer_statements_compiled_per_call(pg_url: str) -> None:
     """Token listing, audit pages, key ids, text(): not Prepared, same answers."""
 

@@ -179,6 +179,8 @@ class _FastRows:
 class Tx(Protocol):
     """One transaction (or autocommit reader); the only way repositories reach SQL."""
 
+    dialect: str  # "sqlite" or "postgresql", for the rare statement written per dialect
+
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
 
 
@@ -201,6 +203,7 @@ def is_unique_violation(exc: IntegrityError) -> bool:
 
 class _SyncTx:
     __slots__ = ("_conn", "raw")
+    dialect = "sqlite"
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -357,10 +360,15 @@ class Database:
             cursor.close()
         return version
 
-    def write(self) -> contextlib.AbstractAsyncContextManager[Tx]:
-        """One atomic transaction: all of it commits or none of it does."""
+    def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
+        """One atomic transaction: all of it commits or none of it does.
+
+        `one_statement`: the body runs a single statement on PostgreSQL, which
+        then runs without BEGIN and COMMIT (a statement is atomic on its own: two
+        round trips fewer); a second statement is refused. SQLite ignores it.
+        """
         if self._pg is not None:
-            return self._pg.session(write=True)
+            return self._pg.session(write=not one_statement, statements=1 if one_statement else 0)
         return self._sqlite_write()
 
     @contextlib.asynccontextmanager

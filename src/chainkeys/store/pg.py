@@ -350,13 +350,18 @@ def is_sound(exc: BaseException) -> bool:
 class PgTx:
     """`Tx` on one pooled asyncpg connection."""
 
-    __slots__ = ("broken", "conn")
+    __slots__ = ("_left", "broken", "conn")
+    dialect = "postgresql"
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, statements: int = 0) -> None:
         self.conn = conn
         self.broken = False  # the connection may be unusable: dropped, not reused
+        self._left = statements or -1  # statements allowed (-1: any number)
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> PgRows:
+        if self._left == 0:
+            raise RuntimeError("a one-statement write ran a second statement")
+        self._left -= 1
         if isinstance(stmt, Executable):  # a rarer statement: compiled per call
             plan = Plan(stmt, sorted(params) if params else [], params or {})
         else:
@@ -529,8 +534,8 @@ class PgPool:
         except Exception:  # a stalled connection: drop them all
             pool.terminate()
 
-    def session(self, write: bool) -> PgSession:
-        return PgSession(self, write)
+    def session(self, write: bool, statements: int = 0) -> PgSession:
+        return PgSession(self, write, statements)
 
 
 async def _no_reset(conn: Any) -> None:
@@ -549,17 +554,18 @@ def terminate(conn: Any) -> None:
 class PgSession:
     """`Database.read()` (autocommit) or `.write()` (one transaction) on PostgreSQL."""
 
-    __slots__ = ("_pool", "_tx", "_write", "_xact")
+    __slots__ = ("_pool", "_statements", "_tx", "_write", "_xact")
 
-    def __init__(self, pool: PgPool, write: bool) -> None:
+    def __init__(self, pool: PgPool, write: bool, statements: int = 0) -> None:
         self._pool = pool
         self._write = write
+        self._statements = statements  # > 0: at most that many, autocommit
         self._tx: PgTx | None = None
         self._xact: Any = None
 
     async def __aenter__(self) -> PgTx:
         conn = await self._pool.acquire()
-        tx = self._tx = PgTx(conn)
+        tx = self._tx = PgTx(conn, self._statements)
         if self._write:
             xact = conn.transaction()
             try:
