@@ -6,7 +6,8 @@ call costs ~100 µs, executing a prebuilt one ~20 µs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -309,14 +310,8 @@ class Accounts:
     @staticmethod
     async def insert(tx: Tx, row: AccountRow) -> int:
         """Insert; AccountExists when (tenant, family, name) is taken."""
-        try:
+        with _name_taken_is_409(row):
             result = await tx.execute(_INSERT_ACCOUNT, _account_params(row))
-        except IntegrityError as exc:
-            if is_unique_violation(exc):
-                raise AccountExists(
-                    f"a {row.family} account named {row.name} already exists"
-                ) from None
-            raise
         pk = result.inserted_primary_key
         return int(pk[0]) if pk else 0
 
@@ -329,7 +324,7 @@ class Accounts:
             await Accounts.insert(tx, row)
             await Audit.insert(tx, event)
             return
-        try:
+        with _name_taken_is_409(row):
             await tx.execute(
                 _INSERT_ACCOUNT_AUDITED,
                 {
@@ -340,12 +335,6 @@ class Accounts:
                     "audit_ms": event.created_ms,
                 },
             )
-        except IntegrityError as exc:
-            if is_unique_violation(exc):
-                raise AccountExists(
-                    f"a {row.family} account named {row.name} already exists"
-                ) from None
-            raise
 
     @staticmethod
     async def get(tx: Tx, tenant_id: str, family: str, name: str) -> AccountRow | None:
@@ -478,6 +467,17 @@ class AuditEvent:
     account_name: str | None = None
     request_id: str | None = None
     id: int | None = None
+
+
+@contextlib.contextmanager
+def _name_taken_is_409(row: AccountRow) -> Iterator[None]:
+    """A unique violation on insert: (tenant, family, name) is taken."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if is_unique_violation(exc):
+            raise AccountExists(f"a {row.family} account named {row.name} already exists") from None
+        raise
 
 
 def _account_params(row: AccountRow) -> dict[str, Any]:
