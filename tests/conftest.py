@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-import uvicorn
+from granian.server.embed import Server as Granian
 
+from chainkeys.api import serve
 from chainkeys.api.app import create_app
-from chainkeys.api.protocol import UVICORN_OPTIONS
 from chainkeys.config import Settings
 from chainkeys.service import Services, open_services
 
@@ -87,14 +87,15 @@ def drop_pg_database(url: str) -> None:
 
 @dataclass
 class Server:
-    """A chainkeys app served by uvicorn in a background thread."""
+    """A chainkeys app served by Granian (embedded, as `chainkeys serve` configures
+    it) in a background thread."""
 
     settings: Settings
     backend: str
     base_url: str = ""
     services: Services | None = None
     loop: asyncio.AbstractEventLoop | None = None
-    _server: uvicorn.Server | None = None
+    _server: Granian | None = None
     _thread: threading.Thread | None = None
     tokens: dict[str, str] = field(default_factory=dict)
 
@@ -108,16 +109,13 @@ class Server:
             self.loop = loop
             self.services = loop.run_until_complete(open_services(self.settings))
             app = create_app(self.settings, self.services)
-            config = uvicorn.Config(
+            self._server = Granian(
                 app,
-                host="127.0.0.1",
+                address="127.0.0.1",
                 port=port,
-                log_config=None,
-                lifespan="on",
-                loop="asyncio",
-                **UVICORN_OPTIONS,  # the protocol `chainkeys serve` runs
+                log_enabled=False,
+                **serve.options(self.settings),
             )
-            self._server = uvicorn.Server(config)
             loop.call_soon(ready.set)
             loop.run_until_complete(self._server.serve())
             loop.run_until_complete(self.services.close())
@@ -138,8 +136,8 @@ class Server:
         raise RuntimeError("test server did not start")
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
+        if self._server is not None and self.loop is not None:
+            self.loop.call_soon_threadsafe(self._server.stop)
         if self._thread is not None:
             self._thread.join(30)
 

@@ -12,8 +12,10 @@ import pytest
 from chainkeys import logs
 
 PLAIN = re.compile(
-    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO chainkeys\.access GET /cosmos/abc 200 1\.5ms$"
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO chainkeys\.access GET /cosmos/abc 200 1\.5ms"
+    r" rid=rid-1 token_id=tok1 client=127\.0\.0\.1:5000 client_request_id=mine$"
 )
+SCOPE = {"method": "GET", "path": "/cosmos/abc", "client": ("127.0.0.1", 5000)}
 
 
 @pytest.fixture
@@ -36,12 +38,12 @@ def test_direct_and_formatted_access_lines_agree(
     capfd: pytest.CaptureFixture[str], restore_logging: None, json_lines: bool
 ) -> None:
     logs.configure("INFO", json_lines=json_lines)
-    logs.access("GET", "/cosmos/abc", 200, 1.54, "rid-1")  # the direct path
+    logs.access(SCOPE, 200, 1.54, "rid-1", "mine", "tok1")  # the direct path
     direct = lines(capfd)
     # The ordinary logging path: the same handler and formatter behind a filter.
     logs.access_log.addFilter(lambda record: True)
     try:
-        logs.access("GET", "/cosmos/abc", 200, 1.54, "rid-1")
+        logs.access(SCOPE, 200, 1.54, "rid-1", "mine", "tok1")
     finally:
         logs.access_log.filters.clear()
     formatted = lines(capfd)
@@ -52,8 +54,15 @@ def test_direct_and_formatted_access_lines_agree(
         assert {k: v for k, v in a.items() if k != "time"} == {
             "level": "info",
             "logger": "chainkeys.access",
-            "message": "GET /cosmos/abc 200 1.5ms",
+            "message": "request",
             "request_id": "rid-1",
+            "method": "GET",
+            "path": "/cosmos/abc",
+            "status": 200,
+            "duration_ms": 1.5,
+            "token_id": "tok1",
+            "client": "127.0.0.1:5000",
+            "client_request_id": "mine",
         }
         assert {k: v for k, v in b.items() if k != "time"} == {
             k: v for k, v in a.items() if k != "time"
@@ -67,5 +76,20 @@ def test_access_lines_follow_the_level(
     capfd: pytest.CaptureFixture[str], restore_logging: None
 ) -> None:
     logs.configure("WARNING")
-    logs.access("GET", "/cosmos", 200, 1.0, "rid")
+    logs.access(SCOPE, 200, 1.0, "rid")
     assert lines(capfd) == []
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_control_characters_in_a_path_cannot_forge_a_line(
+    capfd: pytest.CaptureFixture[str], restore_logging: None, json_lines: bool
+) -> None:
+    """A path with CR, LF, NUL or spaces is logged escaped: one line, no forged fields."""
+    logs.configure("INFO", json_lines=json_lines)
+    forged = "/x\n2026-01-01 00:00:00,000 WARNING chainkeys.api DELETE /cosmos/y\r\x00 z"
+    logs.access({**SCOPE, "path": forged}, 404, 1.0, "rid-2")
+    logs.flush()
+    err = capfd.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert "\r" not in err and "\x00" not in err
+    assert "%0A2026-01-01%2000:00:00,000%20WARNING" in err

@@ -78,9 +78,7 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
 ) -> None:
     """Start the HTTP API (SQLite in the data directory unless CHAINKEYS_DATABASE_URL is set)."""
-    import uvicorn
-
-    from chainkeys.api.protocol import UVICORN_OPTIONS
+    from chainkeys.api.serve import serve as serve_api
 
     if host is not None:
         os.environ["CHAINKEYS_HOST"] = host
@@ -97,16 +95,7 @@ def serve(
         )
         typer.echo(first)
         sys.stdout.flush()
-    uvicorn.run(
-        "chainkeys.api.app:app_factory",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=workers,
-        log_config=None,
-        loop="uvloop",
-        **UVICORN_OPTIONS,  # chainkeys' HTTP protocol: a bounded head, one write per response
-    )
+    serve_api(settings, workers)
 
 
 @token_app.command("create")

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     reveal_generated_keys: bool = True
 
     max_body_bytes: int = Field(default=16 * 1024, ge=1024)
+    # Deadlines (not idle timers): the request head, then the whole body.
+    head_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_timeout_seconds: float = Field(default=10.0, gt=0)
     list_default_limit: int = Field(default=100, ge=1)
     list_max_limit: int = Field(default=1000, ge=1)
 

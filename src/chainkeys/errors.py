@@ -1,14 +1,15 @@
-"""One error hierarchy: each error carries its HTTP status and machine code.
+"""One domain error hierarchy: a message for a person and a machine code, no HTTP.
 
-Messages are shown to callers and written to logs, so they never contain a
-secret (private key, mnemonic, token, master key).
+Services, the store and the vault raise these; `api/errors.py` holds the one
+table from error class to HTTP status, and the CLI prints the message. Messages
+are shown to callers and written to logs, so they never contain a secret
+(private key, mnemonic, passphrase, token, master key, PIN).
 """
 
 from __future__ import annotations
 
 
 class ChainkeysError(Exception):
-    status: int = 500
     code: str = "internal_error"
     message: str = "internal error"
 
@@ -20,7 +21,7 @@ class ChainkeysError(Exception):
 
 
 class BadRequest(ChainkeysError):
-    status, code, message = 400, "bad_request", "bad request"
+    code, message = "bad_request", "bad request"
 
 
 class InvalidJSON(BadRequest):
@@ -28,11 +29,23 @@ class InvalidJSON(BadRequest):
 
 
 class Unauthorized(ChainkeysError):
-    status, code, message = 401, "unauthorized", "missing, unknown or revoked token"
+    code, message = "unauthorized", "missing, unknown or revoked token"
+
+
+class Forbidden(ChainkeysError):
+    """The caller is known but may not do this (a missing scope, export disabled)."""
+
+    code, message = "forbidden", "this token may not do that"
+
+
+class PolicyDenied(ChainkeysError):
+    """The tenant's signing policy does not allow this request."""
+
+    code, message = "policy_denied", "the signing policy does not allow this request"
 
 
 class NotFound(ChainkeysError):
-    status, code, message = 404, "not_found", "not found"
+    code, message = "not_found", "not found"
 
 
 class AccountNotFound(NotFound):
@@ -40,11 +53,25 @@ class AccountNotFound(NotFound):
 
 
 class MethodNotAllowed(ChainkeysError):
-    status, code, message = 405, "method_not_allowed", "method not allowed"
+    code, message = "method_not_allowed", "method not allowed"
+
+    def __init__(self, message: str | None = None, *, allow: str = "") -> None:
+        super().__init__(message)
+        self.allow = allow
+
+
+class RequestTimeout(ChainkeysError):
+    code, message = "request_timeout", "the request body did not arrive in time"
+
+
+class ClientDisconnected(ChainkeysError):
+    """The client went away before its request arrived in full: nothing is done."""
+
+    code, message = "client_disconnected", "the client closed the connection mid-request"
 
 
 class Conflict(ChainkeysError):
-    status, code, message = 409, "conflict", "conflict"
+    code, message = "conflict", "conflict"
 
 
 class AccountExists(Conflict):
@@ -52,23 +79,23 @@ class AccountExists(Conflict):
 
 
 class PayloadTooLarge(ChainkeysError):
-    status, code, message = 413, "payload_too_large", "request body is too large"
+    code, message = "payload_too_large", "request body is too large"
 
 
 class UnsupportedMediaType(ChainkeysError):
-    status, code, message = 415, "unsupported_media_type", "send Content-Type: application/json"
+    code, message = "unsupported_media_type", "send Content-Type: application/json"
 
 
 class RateLimited(ChainkeysError):
-    status, code, message = 429, "rate_limited", "too many requests"
+    code, message = "rate_limited", "too many requests"
 
     def __init__(self, message: str | None = None, *, retry_after: int = 1) -> None:
         super().__init__(message)
-        self.headers = {"Retry-After": str(max(1, retry_after))}
+        self.retry_after = max(1, retry_after)
 
 
 class StorageUnavailable(ChainkeysError):
-    status, code, message = 503, "storage_unavailable", "storage is unavailable; try again"
+    code, message = "storage_unavailable", "storage is unavailable; try again"
 
 
 class StartupError(ChainkeysError):

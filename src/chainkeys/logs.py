@@ -10,10 +10,13 @@ import sys
 import threading
 import time
 from contextvars import ContextVar
-from typing import TextIO
+from typing import Any, TextIO
+from urllib.parse import quote
 
-# Set by the API middleware for each request; read by the audit log and log lines.
+# Set by the API for each request; read by the audit log and log lines. The
+# request id is always the server's own; a client's X-Request-ID is kept apart.
 request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
+client_request_id: ContextVar[str | None] = ContextVar("client_request_id", default=None)
 
 
 class JSONFormatter(logging.Formatter):
@@ -25,9 +28,14 @@ class JSONFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        rid = getattr(record, "request_id", None) or request_id.get()
-        if rid:
-            entry["request_id"] = rid
+        fields = getattr(record, "fields", None)
+        if fields is not None:
+            entry["message"] = "request"
+            entry.update(fields)
+        else:
+            rid = request_id.get()
+            if rid:
+                entry["request_id"] = rid
         return json.dumps(entry)
 
 
@@ -84,10 +92,35 @@ class _Direct:
     _stamp = ""
 
 
-def access(method: str, path: str, status: int, ms: float, rid: str) -> None:
-    """One access line: method, path, status and time (never headers or bodies)."""
+def _field(text: str, limit: int = 200) -> str:
+    """A logged value made harmless: no control characters, spaces or non-ASCII
+    (percent-encoded), so no request can forge or split a log line."""
+    return quote(text[:limit], safe="/:@!$&'()*+,;=-._~?[]")
+
+
+def access(
+    scope: Any,
+    status: int,
+    ms: float,
+    rid: str,
+    client_rid: str | None = None,
+    token_id: str | None = None,
+) -> None:
+    """One access line: request id, method, path, status, time, token id (never the
+    token), client address and the client's own request id. Never headers or bodies."""
     if not access_log.isEnabledFor(logging.INFO):
         return
+    client = scope.get("client")
+    fields = {
+        "request_id": rid,
+        "method": _field(scope["method"], 20),
+        "path": _field(scope["path"]),
+        "status": status,
+        "duration_ms": round(ms, 1),
+        "token_id": token_id,
+        "client": f"{_field(str(client[0]), 64)}:{client[1]}" if client else None,
+        "client_request_id": client_rid,
+    }
     handler = _Direct.handler
     root = logging.root
     if (
@@ -98,7 +131,7 @@ def access(method: str, path: str, status: int, ms: float, rid: str) -> None:
         or len(root.handlers) != 1
         or root.handlers[0] is not handler
     ):
-        access_log.info("%s %s %d %.1fms", method, path, status, ms, extra={"request_id": rid})
+        access_log.info(_plain_access(fields), extra={"fields": fields})
         return
     now = time.time()
     second = int(now)
@@ -109,15 +142,22 @@ def access(method: str, path: str, status: int, ms: float, rid: str) -> None:
             fmt, (time.gmtime if _Direct.json_lines else time.localtime)(now)
         )
     msecs = int((now - second) * 1000)
-    message = f"{method} {path} {status} {ms:.1f}ms"
     if _Direct.json_lines:
         entry = {"time": f"{_Direct._stamp}.{msecs:03d}Z", "level": "info",
-                 "logger": "chainkeys.access", "message": message, "request_id": rid}  # fmt: skip
+                 "logger": "chainkeys.access", "message": "request", **fields}  # fmt: skip
         line = json.dumps(entry)
     else:
-        line = f"{_Direct._stamp},{msecs:03d} INFO chainkeys.access {message}"
+        line = f"{_Direct._stamp},{msecs:03d} INFO chainkeys.access {_plain_access(fields)}"
     with handler.lock:  # type: ignore[union-attr]
         handler.stream.write(line + "\n")
+
+
+def _plain_access(f: dict[str, Any]) -> str:
+    line = f"{f['method']} {f['path']} {f['status']} {f['duration_ms']:.1f}ms rid={f['request_id']}"
+    for name in ("token_id", "client", "client_request_id"):
+        if f[name]:
+            line += f" {name}={f[name]}"
+    return line
 
 
 def configure(level: str = "INFO", json_lines: bool = False) -> None:
@@ -130,12 +170,12 @@ def configure(level: str = "INFO", json_lines: bool = False) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # uvicorn's access log repeats ours; its error log stays.
-    logging.getLogger("uvicorn.access").disabled = True
+    # The HTTP server's own access log would repeat ours; its error log stays.
+    logging.getLogger("granian.access").disabled = True
 
 
 def flush() -> None:
-    """Write out buffered lines (at shutdown: uvicorn ends on the signal itself,
-    so atexit's logging.shutdown() may never run)."""
+    """Write out buffered lines (at shutdown: the server may end on the signal
+    itself, so atexit's logging.shutdown() may never run)."""
     for handler in logging.getLogger().handlers:
         handler.flush()

@@ -106,7 +106,8 @@ def events(client: httpx.Client, **params: Any) -> list[dict[str, Any]]:
 
 
 def test_audit_records_creates_imports_deletes_and_failures(client: httpx.Client) -> None:
-    made = client.post("/cosmos", json={}, headers={"X-Request-ID": "req-create-1"}).json()
+    response = client.post("/cosmos", json={}, headers={"X-Request-ID": "req-create-1"})
+    made = response.json()
     address = made["data"]["data"]["address"]
     private_key = made["data"]["data"]["private_key"]
     client.post("/dogecoin", json={"private_key": KEY_HEX})
@@ -121,7 +122,8 @@ def test_audit_records_creates_imports_deletes_and_failures(client: httpx.Client
         ("import", "account_exists", "dogecoin"),
         ("delete", "ok", "cosmos"),
     ]
-    assert got[1]["request_id"] == "req-create-1"
+    # the server's own request id, never the client's (which could copy another's)
+    assert got[1]["request_id"] == response.headers["x-request-id"] != "req-create-1"
     assert got[1]["account_name"] == address
     text = json.dumps(got)
     assert private_key not in text and KEY_HEX not in text

@@ -27,8 +27,8 @@ def test_every_interface_path_is_documented(spec: dict[str, Any]) -> None:
     paths = spec["paths"]
     for family in ("cosmos", "dogecoin", "eos", "litecoin"):
         assert set(paths[f"/{family}"]) == {"get", "post"}
-        expected = {"get", "delete"} if family == "cosmos" else {"get"}
-        assert set(paths[f"/{family}/{{accountName}}"]) == expected
+        assert set(paths[f"/{family}/{{accountName}}"]) == {"get", "delete"}
+        assert set(paths[f"/{family}/{{accountName}}/delete"]) == {"post"}
     assert {"/networks", "/healthz", "/audit"} <= set(paths)
     assert spec["components"]["securitySchemes"]["token"]["name"] == "Authorization"
 

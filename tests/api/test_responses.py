@@ -99,11 +99,9 @@ def test_pipelined_requests_are_answered_in_order(server: Any) -> None:
             + get("/eos", "not-a-token", extra="X-Request-ID: three\r\n")
         )
         answers = read_responses(sock, 3)
-    assert [(a[0], a[1]["x-request-id"]) for a in answers] == [
-        (400, "one"),
-        (200, "two"),
-        (401, "three"),
-    ]
+    assert [a[0] for a in answers] == [400, 200, 401]
+    ids = [a[1]["x-request-id"] for a in answers]  # the server's own, one per request
+    assert len(set(ids)) == 3 and not {"one", "two", "three"} & set(ids)
     assert json.loads(answers[0][2])["code"] == "invalid_account_name"
     assert json.loads(answers[2][2])["code"] == "unauthorized"
 

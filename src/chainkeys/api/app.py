@@ -1,55 +1,31 @@
-"""create_app(settings): the ASGI application."""
+"""create_app(settings): the Litestar application, wrapped in chainkeys' transport layer."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import gc
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
+from litestar import Litestar
+from litestar.handlers import HTTPRouteHandler
 
 from chainkeys import logs
-from chainkeys.api import schemas as s
-from chainkeys.api.http import App, Request, Response, Router, log, respond
+from chainkeys.api.docs_ui import docs_routes
+from chainkeys.api.errors import HANDLERS
 from chainkeys.api.openapi import build_openapi
-from chainkeys.api.ratelimit import with_rate_limiter
-from chainkeys.api.routes import add_account_routes, list_audit, services
-from chainkeys.chains.registry import FAMILIES
+from chainkeys.api.ratelimit import build_limiter
+from chainkeys.api.routes.accounts import account_routes
+from chainkeys.api.routes.service import service_routes
+from chainkeys.api.transport import Transport
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
 from chainkeys.service import Services, open_services
 
-DOCS_HTML = """<!doctype html>
-<html><head><meta charset="utf-8"><title>chainkeys API</title>
-<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css">
-</head><body><div id="ui"></div>
-<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
-<script>SwaggerUIBundle({url: "/openapi.json", dom_id: "#ui"});</script>
-</body></html>"""
-
-
-def networks_body() -> s.NetworksResponse:
-    families = {
-        name: s.FamilyNetworks(
-            default=fam.default_network,
-            networks=[
-                s.NetworkInfo(
-                    name=n.name,
-                    testnet=n.testnet,
-                    coin_type=n.coin_type,
-                    chain_id=n.chain_id,
-                    bech32_prefix=n.hrp,
-                )
-                for n in fam.networks.values()
-            ],
-        )
-        for name, fam in FAMILIES.items()
-    }
-    return s.NetworksResponse(
-        success=True, message="networks listed", data=s.NetworksData(families=families)
-    )
+log = logging.getLogger("chainkeys.api")
 
 
 async def purge_expired(svc: Services, every: float = 600.0) -> None:
@@ -63,60 +39,65 @@ async def purge_expired(svc: Services, every: float = 600.0) -> None:
         await asyncio.sleep(every)
 
 
-def create_app(settings: Settings | None = None, svc: Services | None = None) -> App:
+def api_routes(settings: Settings) -> list[HTTPRouteHandler]:
+    """Every documented route."""
+    return [*service_routes(settings.list_max_limit), *account_routes(settings.list_max_limit)]
+
+
+def openapi_document(settings: Settings) -> dict[str, Any]:
+    return build_openapi(api_routes(settings))
+
+
+def create_app(settings: Settings | None = None, svc: Services | None = None) -> Transport:
     """The application; opens its own services at startup unless given them."""
     settings = settings or Settings()
-    openapi = msgspec.json.encode(build_openapi(settings.list_max_limit))
-    networks = respond(networks_body()).body
+    handlers = api_routes(settings)
+    openapi = msgspec.json.encode(build_openapi(handlers))
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: App) -> AsyncIterator[None]:
-        if svc is not None:
-            app.services = svc
-            yield
-            return
-        opened = await open_services(settings)
-        app.services = opened
-        # Everything alive now (modules, compiled statements, the chain registry)
-        # lives as long as the process: out of the collector's reach, a full
-        # collection walks only what requests allocate (less CPU, shorter pauses).
-        gc.collect()
-        gc.freeze()
-        purger = asyncio.create_task(purge_expired(opened))
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        limiter = build_limiter(settings)
+        app.state.rate_limiter = limiter
+        opened = svc
+        purger = None
         try:
+            if opened is None:
+                opened = await open_services(settings)
+                # Everything alive now lives as long as the process: out of the
+                # collector's reach, a full collection walks only what requests allocate.
+                gc.collect()
+                gc.freeze()
+                purger = asyncio.create_task(purge_expired(opened))
+            app.state.services = opened
             yield
         finally:
-            purger.cancel()
-            await opened.close()
+            if purger is not None:
+                purger.cancel()
+            if opened is not None and svc is None:
+                await opened.close()
+            if limiter is not None:
+                await limiter.aclose()
             logs.flush()
 
-    async def healthz(request: Request) -> Response:
-        await services(request).db_ping()
-        return respond(s.MessageResponse(success=True, message="ok"))
-
-    async def get_networks(request: Request) -> Response:
-        return Response(networks)
-
-    async def get_openapi(request: Request) -> Response:
-        return Response(openapi)
-
-    async def docs(request: Request) -> Response:
-        return Response(DOCS_HTML.encode(), content_type=b"text/html; charset=utf-8")
-
-    router = Router()
-    router.add("/healthz", {"GET": healthz})
-    router.add("/networks", {"GET": get_networks})
-    router.add("/openapi.json", {"GET": get_openapi})
-    router.add("/docs", {"GET": docs})
-    router.add("/audit", {"GET": list_audit})
-    add_account_routes(router)
-    app = App(router, with_rate_limiter(lifespan, settings), access_log=settings.access_log)
-    app.services = svc
-    return app
+    litestar = Litestar(
+        route_handlers=[*handlers, *docs_routes(openapi)],
+        exception_handlers=HANDLERS,
+        lifespan=[lifespan],
+        openapi_config=None,
+        request_max_body_size=None,  # bounded (and timed) by the transport
+        logging_config=None,
+    )
+    litestar.state.services = svc
+    return Transport(
+        litestar,
+        max_body=settings.max_body_bytes,
+        body_timeout=settings.body_timeout_seconds,
+        access_log=settings.access_log,
+    )
 
 
 def app_factory() -> Any:
-    """uvicorn --factory entry point (used by `chainkeys serve`, in every worker process)."""
+    """The server's factory entry point (used by `chainkeys serve`, in every worker)."""
     settings = Settings()
     logs.configure(settings.log_level, settings.log_json)
     return create_app(settings)

@@ -1,0 +1,73 @@
+"""Request bodies and query values, decoded strictly and with our own error codes.
+
+Bodies are decoded straight from the JSON bytes into the route's msgspec
+Struct (never through Python objects with coercion), so `"1"` is not an
+integer, a float is not an amount, and unknown fields are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl
+
+import msgspec
+from litestar import Request
+
+from chainkeys.errors import BadRequest, InvalidJSON, UnsupportedMediaType
+
+T = TypeVar("T")
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def decode(body: bytes, type_: type[T]) -> T:
+    """`body` as `type_`; 400 with the field's name, or `invalid_json`."""
+    try:
+        body.decode("utf-8")  # msgspec would pass invalid UTF-8 inside strings through
+    except UnicodeDecodeError:
+        raise InvalidJSON("request body is not valid UTF-8") from None
+    try:
+        return msgspec.json.decode(body, type=type_)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(str(exc), code="invalid_field") from None
+    except msgspec.DecodeError:
+        raise InvalidJSON() from None
+
+
+async def json_body(request: Request[Any, Any, Any], type_: type[T]) -> T | None:
+    """The body as `type_`, or None when there is no body at all (whitespace is not
+    an empty body: it is invalid JSON)."""
+    body = await request.body()
+    if not body:
+        return None
+    content_type = request.headers.get("content-type")
+    if content_type is not None and not _is_json(content_type):
+        raise UnsupportedMediaType()
+    return decode(body, type_)
+
+
+async def required_body(request: Request[Any, Any, Any], type_: type[T]) -> T:
+    found = await json_body(request, type_)
+    if found is None:
+        raise InvalidJSON("send a JSON object in the request body")
+    return found
+
+
+def query(request: Request[Any, Any, Any]) -> dict[str, str]:
+    """The query string as name -> value (a repeated name keeps its last value)."""
+    raw = request.scope.get("query_string", b"")
+    return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
+
+
+def query_int(values: dict[str, str], name: str, digits: int = 9) -> int | None:
+    raw = values.get(name)
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > digits:  # str.isdigit takes '¹'
+        raise BadRequest(f"{name} must be a positive whole number", code=f"invalid_{name}")
+    return int(raw)

@@ -1,0 +1,31 @@
+"""What a route says about itself for the OpenAPI document (kept in the route's `opt`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One operation: its id, summary, tag, body and answer types, error statuses, params.
+
+    The types are the msgspec Structs the handler really decodes and encodes, so
+    the document cannot drift from the code.
+    """
+
+    operation_id: str
+    summary: str
+    tag: str
+    response: type[Any]
+    errors: tuple[str, ...] = ()
+    request: type[Any] | None = None
+    request_required: bool = True
+    parameters: tuple[dict[str, Any], ...] = ()
+    description: str = ""
+    examples: dict[str, Any] = field(default_factory=dict)
+    public: bool = False  # no token needed
+
+
+def doc_opt(doc: Doc) -> dict[str, Any]:
+    return {"doc": doc}

@@ -1,0 +1,1 @@
+"""Routes per domain: accounts (per family, from one table), service endpoints."""

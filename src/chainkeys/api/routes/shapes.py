@@ -1,0 +1,91 @@
+"""How each family's account responses look (the contract's shapes, per family).
+
+Cosmos nests its payload twice; Dogecoin, EOS and Litecoin share one shape.
+Only data differs between families, so routes are built from this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from msgspec import UNSET
+
+from chainkeys.api import schemas as s
+from chainkeys.chains.cosmos import keyring_pubkey
+from chainkeys.service import AccountView, Created, Page
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    created: Callable[[Created], Any]
+    found: Callable[[AccountView], Any]
+    listed: Callable[[Page], Any]
+    account_response: type
+    list_response: type
+
+
+def _cosmos_account(view: AccountView, message: str, private_key: str | None) -> Any:
+    account = s.CosmosAccount(address=view.address, private_key=private_key or UNSET)
+    return s.CosmosAccountResponse(
+        success=True, message=message, data=s.CosmosAccountData(data=account)
+    )
+
+
+def _cosmos_list(page: Page) -> Any:
+    keys = [s.CosmosKey(address=r.address, pubkey=keyring_pubkey(r.public_key)) for r in page.items]
+    inner = s.CosmosKeys(keys=keys, next_cursor=page.next_cursor or UNSET)
+    return s.CosmosListResponse(
+        success=True, message="accounts listed", data=s.CosmosKeysData(data=inner)
+    )
+
+
+def _fields(view: AccountView, private_key: str | None) -> dict[str, Any]:
+    return {
+        "address": view.address,
+        "public_key": view.public_key,
+        "private_key": private_key or UNSET,
+        "public_key_k1": view.extra.get("public_key_k1", UNSET),
+    }
+
+
+def _account(view: AccountView, message: str, private_key: str | None) -> Any:
+    fields = _fields(view, private_key)
+    data = s.AccountData(**fields, data=s.AccountFields(**fields))
+    return s.AccountResponse(success=True, message=message, address=view.address, data=data)
+
+
+def _names(page: Page) -> Any:
+    names = [r.name for r in page.items]
+    cursor = page.next_cursor or UNSET
+    data = s.KeyNamesData(
+        keys=names, next_cursor=cursor, data=s.KeyNames(keys=names, next_cursor=cursor)
+    )
+    return s.ListResponse(success=True, message="accounts listed", data=data)
+
+
+def created_message(created: Created) -> str:
+    return "account imported" if created.imported else "account created"
+
+
+COSMOS = Shape(
+    created=lambda c: _cosmos_account(c.view, created_message(c), c.private_key),
+    found=lambda v: _cosmos_account(v, "account found", None),
+    listed=_cosmos_list,
+    account_response=s.CosmosAccountResponse,
+    list_response=s.CosmosListResponse,
+)
+ACCOUNT = Shape(
+    created=lambda c: _account(c.view, created_message(c), c.private_key),
+    found=lambda v: _account(v, "account found", None),
+    listed=_names,
+    account_response=s.AccountResponse,
+    list_response=s.ListResponse,
+)
+SHAPES: dict[str, Shape] = {
+    "cosmos": COSMOS,
+    "dogecoin": ACCOUNT,
+    "eos": ACCOUNT,
+    "litecoin": ACCOUNT,
+}

@@ -1,0 +1,200 @@
+"""What every request passes through before and after the framework: an ASGI wrapper.
+
+It sits outside Litestar so that it sees every request, routing errors included:
+- a server-made request id (`X-Request-ID` on every response, the access line,
+  the audit log); a client's own id is kept apart as `client_request_id`;
+- the body's bounds: its size (413), a deadline for all of it (408: an idle
+  timer would let one byte every few seconds hold a connection forever), and a
+  body that never fully arrives is a disconnect, never a complete request;
+- `Connection: close` after a response that left part of a body unread, so a
+  stalled or oversized upload cannot keep its connection;
+- requests refused before any handler runs: two `Authorization` headers (a
+  proxy checking the first would be fooled by the last), an encoded `/` in
+  the path, WebSocket upgrades;
+- one access line per request, every field escaped.
+The request head's size and deadline are the HTTP server's (`api/serve.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from chainkeys import logs
+from chainkeys.api.errors import envelope
+from chainkeys.errors import (
+    BadRequest,
+    ChainkeysError,
+    ClientDisconnected,
+    PayloadTooLarge,
+    RequestTimeout,
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
+
+CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# Scope keys the wrapper sets for the app (read by api/auth.py and the access line).
+ARRIVED = "chainkeys.arrived"
+TOKEN_ID = "chainkeys.token_id"  # noqa: S105 - a scope key, not a secret
+
+
+class _RequestIds:
+    """Unique ids without a getrandom() call per request: a random prefix per
+    process (renewed in a forked child) and a counter."""
+
+    def __init__(self) -> None:
+        self._reseed()
+        os.register_at_fork(after_in_child=self._reseed)
+
+    def _reseed(self) -> None:
+        self._prefix = os.urandom(8).hex()
+        self._count = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._count):016x}"
+
+
+request_ids = _RequestIds()
+
+
+class _Body:
+    """The request body as the app receives it: bounded in size and in time."""
+
+    def __init__(self, receive: Receive, expected: bool, limit: int, timeout: float) -> None:
+        self._receive = receive
+        self.limit = limit
+        self.timeout = timeout
+        self.complete = not expected
+        self.gone = False
+        self._seen = 0
+        self._deadline: float | None = None
+
+    async def receive(self) -> Message:
+        if self.complete or self.gone:
+            return await self._receive()  # after the body: a disconnect, when it comes
+        loop = asyncio.get_running_loop()
+        if self._deadline is None:
+            self._deadline = loop.time() + self.timeout
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                message = await self._receive()
+        except TimeoutError:
+            raise RequestTimeout(
+                f"the request body did not arrive within {self.timeout:g}s"
+            ) from None
+        if message["type"] != "http.request":
+            self.gone = True
+            raise ClientDisconnected()
+        self._seen += len(message.get("body", b""))
+        if self._seen > self.limit:
+            raise PayloadTooLarge(f"request body is larger than {self.limit} bytes")
+        if not message.get("more_body", False):
+            self.complete = True
+        return message
+
+
+class Transport:
+    """Wraps the ASGI app (see the module docstring)."""
+
+    def __init__(
+        self, app: ASGIApp, *, max_body: int, body_timeout: float, access_log: bool = True
+    ) -> None:
+        self.app = app
+        self.max_body = max_body
+        self.body_timeout = body_timeout
+        self.access_log = access_log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self.http(scope, receive, send)
+        elif kind == "websocket":  # not offered: refuse the upgrade
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await self.app(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        scope[ARRIVED] = started
+        rid = request_ids.next()
+        logs.request_id.set(rid)
+        client_rid = None
+        auth_headers = 0
+        declared: int | None = None
+        chunked = False
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                auth_headers += 1
+            elif name == b"content-length":
+                declared = int(value) if value.isdigit() else -1
+            elif name == b"transfer-encoding":
+                chunked = True
+            elif name == b"x-request-id":
+                text = value.decode("latin-1")
+                client_rid = text if CLIENT_REQUEST_ID.fullmatch(text) else None
+        logs.client_request_id.set(client_rid)
+        expected = chunked or (declared is not None and declared != 0)
+        body = _Body(receive, expected, self.max_body, self.body_timeout)
+        status = 500
+        rid_header = (b"x-request-id", rid.encode())
+
+        async def send_wrapped(message: Message) -> None:
+            nonlocal status
+            if body.gone:
+                return  # nobody to answer
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", ()))
+                headers.append(rid_header)
+                if not body.complete:  # a body is (partly) unread: do not reuse this connection
+                    headers.append((b"connection", b"close"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        refusal = self.refuse(scope, auth_headers, declared)
+        try:
+            if refusal is not None:
+                status = await self.answer(send_wrapped, refusal)
+            else:
+                await self.app(scope, body.receive, send_wrapped)
+        finally:
+            if body.gone:
+                status = 499
+            if self.access_log:
+                ms = (time.perf_counter() - started) * 1000
+                logs.access(scope, status, ms, rid, client_rid, scope.get(TOKEN_ID))
+
+    def refuse(
+        self, scope: Scope, auth_headers: int, declared: int | None
+    ) -> ChainkeysError | None:
+        if auth_headers > 1:
+            return BadRequest("send one Authorization header", code="duplicate_authorization")
+        if declared is not None and declared < 0:
+            return BadRequest("Content-Length is not a number", code="bad_http_request")
+        if declared is not None and declared > self.max_body:
+            return PayloadTooLarge(f"request body is larger than {self.max_body} bytes")
+        raw = scope.get("raw_path") or b""
+        if b"%2f" in raw.lower():
+            return BadRequest("an encoded '/' is not allowed in the path", code="invalid_path")
+        return None
+
+    @staticmethod
+    async def answer(send: Send, exc: ChainkeysError) -> int:
+        status, payload, extra = envelope(exc)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+            *((k.lower().encode(), v.encode()) for k, v in extra.items()),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+        return status
