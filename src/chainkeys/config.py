@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     # Deadlines (not idle timers): the request head, then the whole body.
     head_timeout_seconds: float = Field(default=10.0, gt=0)
     body_timeout_seconds: float = Field(default=10.0, gt=0)
+    # After SIGTERM: in-flight requests finishing within this are answered, then the
+    # workers are stopped whatever they hold.
+    shutdown_timeout: float = Field(default=10.0, gt=0)
     list_default_limit: int = Field(default=100, ge=1)
     list_max_limit: int = Field(default=1000, ge=1)
 

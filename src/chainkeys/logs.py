@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import logging.config
 import os
 import sys
 import threading
@@ -160,18 +161,34 @@ def _plain_access(f: dict[str, Any]) -> str:
     return line
 
 
-def configure(level: str = "INFO", json_lines: bool = False) -> None:
+def make_handler(json_lines: bool = False) -> BufferedStderrHandler:
+    """The one handler every chainkeys process logs through (also named in
+    `dict_config`, which the HTTP server applies in its own processes)."""
     handler = BufferedStderrHandler()
-    if json_lines:
-        handler.setFormatter(JSONFormatter())
-    else:
-        handler.setFormatter(logging.Formatter(PLAIN_FORMAT))
+    handler.setFormatter(JSONFormatter() if json_lines else logging.Formatter(PLAIN_FORMAT))
     _Direct.handler, _Direct.json_lines, _Direct._second = handler, json_lines, -1
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    # The HTTP server's own access log would repeat ours; its error log stays.
-    logging.getLogger("granian.access").disabled = True
+    return handler
+
+
+def dict_config(level: str = "INFO", json_lines: bool = False) -> dict[str, Any]:
+    """logging.config.dictConfig form of `configure`: the server's own loggers
+    (Granian's) go to the same stderr handler and format as ours."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {},
+        "handlers": {"chainkeys": {"()": make_handler, "json_lines": json_lines}},
+        "root": {"handlers": ["chainkeys"], "level": level.upper()},
+        "loggers": {
+            "_granian": {"handlers": [], "level": "INFO", "propagate": True},
+            # The server's own access log would repeat ours.
+            "granian.access": {"handlers": [], "level": "CRITICAL", "propagate": False},
+        },
+    }
+
+
+def configure(level: str = "INFO", json_lines: bool = False) -> None:
+    logging.config.dictConfig(dict_config(level, json_lines))
 
 
 def flush() -> None:

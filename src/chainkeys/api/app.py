@@ -20,6 +20,7 @@ from chainkeys.api.openapi import build_openapi
 from chainkeys.api.ratelimit import build_limiter
 from chainkeys.api.routes.accounts import account_routes
 from chainkeys.api.routes.service import service_routes
+from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
 
 def app_factory() -> Any:
     """The server's factory entry point (used by `chainkeys serve`, in every worker)."""
+    die_with_parent()
     settings = Settings()
     logs.configure(settings.log_level, settings.log_json)
     return create_app(settings)

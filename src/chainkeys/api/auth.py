@@ -16,9 +16,10 @@ from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
+from chainkeys import metrics
 from chainkeys.api.ratelimit import enforce
 from chainkeys.api.transport import ARRIVED, TOKEN_ID
-from chainkeys.errors import Forbidden, Unauthorized
+from chainkeys.errors import Forbidden, RateLimited, Unauthorized
 from chainkeys.service import Services, Tenant
 
 PRINCIPAL = "chainkeys.principal"
@@ -69,7 +70,11 @@ def require(scope: str) -> Guard:
             raise Forbidden(f"this token lacks the {scope!r} scope", code="forbidden")
         limiter = connection.app.state.get("rate_limiter")
         if limiter is not None:
-            await enforce(limiter, principal.token_id)
+            try:
+                await enforce(limiter, principal.token_id)
+            except RateLimited:
+                metrics.RATE_LIMITED.inc()
+                raise
 
     guard.scope = scope  # type: ignore[attr-defined]  # read by the OpenAPI builder
     return guard

@@ -119,6 +119,17 @@ class ListResponse(Struct, kw_only=True):
     data: KeyNamesData
 
 
+class VersionData(Struct, kw_only=True):
+    version: str
+    python: str
+
+
+class VersionResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: VersionData
+
+
 class NetworkInfo(Struct, kw_only=True, omit_defaults=True):
     name: str
     testnet: bool

@@ -10,13 +10,20 @@ terminator in front is listed in docs/deploy.md.
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
+import sys
+import tempfile
 from typing import Any
 
 from granian.constants import HTTPModes, Interfaces, Loops
 from granian.http import HTTP1Settings
 
+from chainkeys import logs
 from chainkeys.config import Settings
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 MAX_HEAD_BYTES = 16 * 1024  # request line + headers, as Node and uvicorn's h11 default
 
 
@@ -39,9 +46,32 @@ def options(settings: Settings) -> dict[str, Any]:
     }
 
 
+def die_with_parent() -> None:
+    """In a worker: end when the supervising process ends, however it ends.
+
+    Granian runs the app in worker processes; if the supervisor is killed
+    (SIGKILL, OOM) a worker would otherwise go on serving on its own.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def serve(settings: Settings, workers: int) -> None:
-    """Run the API in `workers` processes until SIGINT/SIGTERM."""
+    """Run the API in `workers` processes until SIGINT/SIGTERM.
+
+    With several workers, each writes its metrics to a fresh shared directory
+    (set before any worker imports the metrics) and `/metrics` merges them.
+    """
     from granian import Granian
+
+    if workers > 1:
+        assert "chainkeys.metrics" not in sys.modules, "metrics imported before the workers"
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="chainkeys-metrics-")
 
     Granian(
         "chainkeys.api.app:app_factory",
@@ -50,6 +80,7 @@ def serve(settings: Settings, workers: int) -> None:
         port=settings.port,
         workers=workers,
         loop=Loops.auto,
-        log_dictconfig={"version": 1, "disable_existing_loggers": False},
+        log_dictconfig=logs.dict_config(settings.log_level, settings.log_json),
+        workers_kill_timeout=max(1, round(settings.shutdown_timeout)),
         **options(settings),
     ).serve()

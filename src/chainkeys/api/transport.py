@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from chainkeys import logs
+from chainkeys import logs, metrics
 from chainkeys.api.errors import envelope
 from chainkeys.errors import (
     BadRequest,
@@ -41,6 +41,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # Scope keys the wrapper sets for the app (read by api/auth.py and the access line).
 ARRIVED = "chainkeys.arrived"
@@ -169,9 +170,14 @@ class Transport:
         finally:
             if body.gone:
                 status = 499
+            seconds = time.perf_counter() - started
+            handler = scope.get("route_handler")
+            route = min(handler.paths) if handler is not None else "unmatched"
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            metrics.REQUESTS.labels(route, method, str(status)).inc()
+            metrics.REQUEST_SECONDS.labels(route, method).observe(seconds)
             if self.access_log:
-                ms = (time.perf_counter() - started) * 1000
-                logs.access(scope, status, ms, rid, client_rid, scope.get(TOKEN_ID))
+                logs.access(scope, status, seconds * 1000, rid, client_rid, scope.get(TOKEN_ID))
 
     def refuse(
         self, scope: Scope, auth_headers: int, declared: int | None

@@ -13,6 +13,7 @@ from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
+from chainkeys import metrics
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import require
 from chainkeys.api.body import json_body, query, query_int
@@ -65,6 +66,9 @@ def family_routes(family: str, list_max_limit: int) -> list[HTTPRouteHandler]:
         idem_key = request.headers.get("idempotency-key")
         created = await _svc(request).accounts.create(principal, family, req, idem_key)
         headers = {"Idempotent-Replayed": "true"} if created.replayed else None
+        if not created.replayed:
+            source = "import" if created.imported else "generate"
+            metrics.ACCOUNTS_CREATED.labels(family, source).inc()
         return ok(shape.created(created), headers)
 
     async def get_account(

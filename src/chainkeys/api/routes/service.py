@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 from typing import Any
 
 from litestar import Request, Response, route
@@ -9,6 +10,7 @@ from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from msgspec import UNSET
 
+from chainkeys import __version__, metrics
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import require
 from chainkeys.api.body import query, query_int
@@ -16,10 +18,17 @@ from chainkeys.api.doc import Doc, doc_opt
 from chainkeys.api.routes.common import CURSOR, DEPENDENCIES, ERRORS_AUTH, ok
 from chainkeys.api.routes.common import limit_param as limit
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.errors import BadRequest
+from chainkeys.errors import BadRequest, StorageUnavailable
 from chainkeys.service import Services, Tenant
 
 HEALTHY = s.MessageResponse(success=True, message="ok")
+ALIVE = s.MessageResponse(success=True, message="alive")
+READY = s.MessageResponse(success=True, message="ready")
+VERSION = s.VersionResponse(
+    success=True,
+    message="version",
+    data=s.VersionData(version=__version__, python=platform.python_version()),
+)
 SINCE = {"name": "since", "in": "query", "required": False,
          "schema": {"type": "integer", "minimum": 0}}  # fmt: skip
 
@@ -48,12 +57,34 @@ def networks_body() -> s.NetworksResponse:
 
 def _svc(request: Request[Any, Any, Any]) -> Services:
     svc: Services = request.app.state.services
-    return svc
+    return svc  # None only while starting
 
 
 async def healthz(request: Request[Any, Any, Any]) -> Response[bytes]:
     await _svc(request).db_ping()
     return ok(HEALTHY)
+
+
+async def livez() -> Response[bytes]:
+    return ok(ALIVE)
+
+
+async def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Ready when the database answers and the master key is loaded."""
+    svc = _svc(request)
+    if svc is None or svc.vault is None:
+        raise StorageUnavailable("starting: the store and master key are not open yet")
+    await svc.db_ping()
+    return ok(READY)
+
+
+async def version() -> Response[bytes]:
+    return ok(VERSION)
+
+
+async def metrics_text() -> Response[bytes]:
+    body, content_type = metrics.exposition()
+    return Response(body, media_type=content_type)
 
 
 async def list_audit(
@@ -102,7 +133,17 @@ def service_routes(list_max_limit: int) -> list[HTTPRouteHandler]:
         "Service", s.AuditResponse, ("400", *ERRORS_AUTH),
         parameters=(SINCE, limit(list_max_limit), CURSOR),
     )  # fmt: skip
+    live_doc = Doc("live", "Liveness: the process is up (no storage check)", "Service",
+                   s.MessageResponse, ("500",), public=True)  # fmt: skip
+    ready_doc = Doc("ready", "Readiness: the database answers and the master key is loaded",
+                    "Service", s.MessageResponse, ("500", "503"), public=True)  # fmt: skip
+    version_doc = Doc("version", "The running version", "Service", s.VersionResponse,
+                      ("500",), public=True)  # fmt: skip
     return [
+        route("/livez", opt=doc_opt(live_doc), **common)(livez),
+        route("/readyz", opt=doc_opt(ready_doc), **common)(readyz),
+        route("/version", opt=doc_opt(version_doc), **common)(version),
+        route("/metrics", include_in_schema=False, **common)(metrics_text),
         route("/healthz", opt=doc_opt(health_doc), **common)(healthz),
         route("/networks", opt=doc_opt(networks_doc), **common)(get_networks),
         route("/audit", guards=[require("read")], dependencies=DEPENDENCIES,

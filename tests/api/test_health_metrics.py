@@ -1,0 +1,54 @@
+"""Operator endpoints: liveness, readiness, version, Prometheus metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from chainkeys import __version__
+
+
+def scrape(server: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    r = httpx.get(f"{server.base_url}/metrics")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/plain")
+    out = {}
+    for family in text_string_to_metric_families(r.text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def value(samples: dict[Any, float], name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_liveness_readiness_and_version(server: Any) -> None:
+    assert httpx.get(f"{server.base_url}/livez").json() == {"success": True, "message": "alive"}
+    assert httpx.get(f"{server.base_url}/readyz").json() == {"success": True, "message": "ready"}
+    version = httpx.get(f"{server.base_url}/version").json()
+    assert version["data"]["version"] == __version__
+
+
+def test_metrics_move_with_requests(server: Any, client: httpx.Client) -> None:
+    before = scrape(server)
+    for _ in range(3):
+        assert client.post("/dogecoin", json={}).status_code == 200
+    assert client.get("/dogecoin/nosuch").status_code == 400
+    after = scrape(server)
+    created = ("chainkeys_accounts_created_total", {"family": "dogecoin", "source": "generate"})
+    assert value(after, created[0], **created[1]) - value(before, created[0], **created[1]) == 3
+    ok = {"route": "/dogecoin", "method": "POST", "status": "200"}
+    assert (
+        value(after, "chainkeys_requests_total", **ok)
+        - value(before, "chainkeys_requests_total", **ok)
+        == 3
+    )
+    count = {"route": "/dogecoin", "method": "POST"}
+    assert value(after, "chainkeys_request_duration_seconds_count", **count) >= 3
+    assert value(after, "chainkeys_build_info", version=__version__) == 1
+    # no token, token id or account name ever becomes a label
+    text = httpx.get(f"{server.base_url}/metrics").text
+    assert "nosuch" not in text and "Authorization" not in text
