@@ -1,5 +1,4 @@
-"""HTTP JSON API: thin handlers over the service layer."""
+"""HTTP JSON API on Litestar: routes per domain, auth guards, one error table, the transport layer.
 
-from chainkeys.api.app import create_app
-
-__all__ = ["create_app"]
+`chainkeys.api.app.create_app(settings)` builds the application.
+"""
