@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 import pytest
 
 from tests.conftest import (
@@ -278,6 +279,15 @@ def test_serve_with_two_workers(backend: str, tmp_path: Path) -> None:
     try:
         procs = start_replicas(tmp_path, url, 1, "--workers", "2")
         exercise(procs, first_token(procs[0].stdout), seed=2)
+        # /metrics merges both workers' counters (prometheus_client multiprocess mode)
+        text = httpx.get(f"{procs[0].base_url}/metrics", timeout=10).text
+        served = sum(
+            s.value
+            for f in text_string_to_metric_families(text)
+            for s in f.samples
+            if s.name == "chainkeys_requests_total"
+        )
+        assert served >= 10
         log = procs[0].stop()
         # The supervisor logs each worker it started and stopped.
         assert len(set(re.findall(r"Stopped worker-(\d+)", log))) == 2
