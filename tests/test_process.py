@@ -291,3 +291,31 @@ def test_serve_bounds_the_request_head(env: dict[str, str], tmp_path: Path) -> N
         assert reply.startswith(b"HTTP/1.1 431")
     finally:
         proc.stop()
+
+
+def test_sigterm_does_not_wait_past_the_shutdown_deadline(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A client holding half a body does not keep a stopping server alive past
+    CHAINKEYS_SHUTDOWN_TIMEOUT (the body deadline is longer here)."""
+    import socket
+
+    proc = start(
+        {**env, "CHAINKEYS_SHUTDOWN_TIMEOUT": "2", "CHAINKEYS_BODY_TIMEOUT_SECONDS": "60"},
+        tmp_path / "server.log",
+    )
+    token = first_token(proc.stdout)
+    port = int(proc.base_url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(
+            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: " + token.encode()
+            + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+        )  # fmt: skip
+        time.sleep(0.5)
+        started = time.monotonic()
+        proc.popen.send_signal(signal.SIGTERM)
+        proc.popen.wait(30)
+        assert time.monotonic() - started < 2 + 3
+    log = proc.log_path.read_text()
+    assert "Traceback" not in log
+    assert "shutdown completed" in log.splitlines()[-1]  # the last line is not lost in a buffer
