@@ -1,4 +1,11 @@
-"""create_app(settings): the Litestar application, wrapped in chainkeys' transport layer."""
+"""create_app(settings): the Starlette application, wrapped in chainkeys' transport layer.
+
+Starlette rather than Litestar: measured in process on the same handlers, a
+lookup cost ~97 µs on Litestar against ~25 µs on Starlette (bare frameworks:
+~30 and ~10 µs), which put `get` at 0.24x the lean baseline under wrk. Routes
+still declare their msgspec types and scopes, and the OpenAPI document is
+generated from them (api/openapi.py).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +17,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
-from litestar import Litestar
-from litestar.handlers import HTTPRouteHandler
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from chainkeys import logs
 from chainkeys.api.docs_ui import docs_routes
@@ -40,7 +47,7 @@ async def purge_expired(svc: Services, every: float = 600.0) -> None:
         await asyncio.sleep(every)
 
 
-def api_routes(settings: Settings) -> list[HTTPRouteHandler]:
+def api_routes(settings: Settings) -> list[Route]:
     """Every documented route."""
     return [*service_routes(settings.list_max_limit), *account_routes(settings.list_max_limit)]
 
@@ -52,11 +59,11 @@ def openapi_document(settings: Settings) -> dict[str, Any]:
 def create_app(settings: Settings | None = None, svc: Services | None = None) -> Transport:
     """The application; opens its own services at startup unless given them."""
     settings = settings or Settings()
-    handlers = api_routes(settings)
-    openapi = msgspec.json.encode(build_openapi(handlers))
+    routes = api_routes(settings)
+    openapi = msgspec.json.encode(build_openapi(routes))
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         limiter = build_limiter(settings)
         app.state.rate_limiter = limiter
         opened = svc
@@ -80,17 +87,15 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
                 await limiter.aclose()
             logs.flush()
 
-    litestar = Litestar(
-        route_handlers=[*handlers, *docs_routes(openapi)],
+    app = Starlette(
+        routes=[*routes, *docs_routes(openapi)],
         exception_handlers=HANDLERS,
-        lifespan=[lifespan],
-        openapi_config=None,
-        request_max_body_size=None,  # bounded (and timed) by the transport
-        logging_config=None,
+        lifespan=lifespan,
     )
-    litestar.state.services = svc
+    app.router.redirect_slashes = False  # `/cosmos/` is `/cosmos` (the transport trims it)
+    app.state.services = svc
     return Transport(
-        litestar,
+        app,
         max_body=settings.max_body_bytes,
         body_timeout=settings.body_timeout_seconds,
         access_log=settings.access_log,

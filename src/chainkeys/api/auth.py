@@ -1,20 +1,16 @@
 """Who is calling: one authentication per request, a guard per route naming its scope.
 
-`require(scope)` is the guard a route declares; it authenticates the
-`Authorization` header once (the principal is kept in the ASGI scope), checks
-the token's scopes and, after that, the rate limit (bad tokens spend no
-budget). Handlers take the `principal` dependency, which reads what the guard
-found.
+A route declares the scope it needs (`api/routes/common.py` `endpoint(scope=…)`);
+before its handler runs, `authorize` authenticates the `Authorization` header,
+checks the token's scopes and only then the rate limit (bad tokens spend no
+budget), and hands the handler the `Principal`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from litestar import Request
-from litestar.connection import ASGIConnection
-from litestar.handlers.base import BaseRouteHandler
+from starlette.requests import Request
 
 from chainkeys import metrics
 from chainkeys.api.ratelimit import enforce
@@ -22,13 +18,11 @@ from chainkeys.api.transport import ARRIVED, TOKEN_ID
 from chainkeys.errors import Forbidden, RateLimited, Unauthorized
 from chainkeys.service import Services, Tenant
 
-PRINCIPAL = "chainkeys.principal"
 SCOPES = ("read", "create", "delete", "sign", "export")
-Guard = Callable[[ASGIConnection[Any, Any, Any, Any], BaseRouteHandler], Awaitable[None]]
 
 
-def services_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Services:
-    svc: Services = connection.app.state.services
+def services_of(request: Request) -> Services:
+    svc: Services = request.app.state.services
     return svc
 
 
@@ -43,43 +37,23 @@ def bearer(header: str | None) -> str:
     return token
 
 
-async def authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Tenant:
-    found: Tenant | None = connection.scope.get(PRINCIPAL)  # type: ignore[assignment]
-    if found is not None:
-        return found
-    token = bearer(connection.headers.get("authorization"))
-    svc = services_of(connection)
-    principal = await svc.tokens.authenticate(token, connection.scope.get(ARRIVED))  # type: ignore[arg-type]
+async def authorize(request: Request, scope: str) -> Tenant:
+    """The caller, if its token is live, carries `scope` and is within its rate limit."""
+    token = bearer(request.headers.get("authorization"))
+    svc = services_of(request)
+    principal: Any = await svc.tokens.authenticate(token, request.scope.get(ARRIVED))
     if principal is None:
         raise Unauthorized()
-    connection.scope[PRINCIPAL] = principal  # type: ignore[literal-required]
-    connection.scope[TOKEN_ID] = principal.token_id  # type: ignore[literal-required]
-    return principal
-
-
-def require(scope: str) -> Guard:
-    """The guard of a route that needs `scope` (one of SCOPES)."""
-    assert scope in SCOPES, scope
-
-    async def guard(
-        connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
-    ) -> None:
-        principal = await authenticate(connection)
-        scopes = getattr(principal, "scopes", None)
-        if scopes is not None and scope not in scopes:
-            raise Forbidden(f"this token lacks the {scope!r} scope", code="forbidden")
-        limiter = connection.app.state.get("rate_limiter")
-        if limiter is not None:
-            try:
-                await enforce(limiter, principal.token_id)
-            except RateLimited:
-                metrics.RATE_LIMITED.inc()
-                raise
-
-    guard.scope = scope  # type: ignore[attr-defined]  # read by the OpenAPI builder
-    return guard
-
-
-async def principal(request: Request[Any, Any, Any]) -> Tenant:
-    """The dependency handlers take: the caller the route's guard authenticated."""
-    return await authenticate(request)
+    request.scope[TOKEN_ID] = principal.token_id
+    scopes = getattr(principal, "scopes", None)
+    if scopes is not None and scope not in scopes:
+        raise Forbidden(f"this token lacks the {scope!r} scope", code="forbidden")
+    limiter = getattr(request.app.state, "rate_limiter", None)
+    if limiter is not None:
+        try:
+            await enforce(limiter, principal.token_id)
+        except RateLimited:
+            metrics.RATE_LIMITED.inc()
+            raise
+    result: Tenant = principal
+    return result

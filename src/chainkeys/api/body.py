@@ -7,11 +7,11 @@ integer, a float is not an amount, and unknown fields are refused.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import parse_qsl
 
 import msgspec
-from litestar import Request
+from starlette.requests import Request
 
 from chainkeys.errors import BadRequest, InvalidJSON, UnsupportedMediaType
 
@@ -39,7 +39,7 @@ def decode(body: bytes, type_: type[T]) -> T:
         raise InvalidJSON() from None
 
 
-async def json_body(request: Request[Any, Any, Any], type_: type[T]) -> T | None:
+async def json_body(request: Request, type_: type[T]) -> T | None:
     """The body as `type_`, or None when there is no body at all (whitespace is not
     an empty body: it is invalid JSON)."""
     body = await request.body()
@@ -51,16 +51,16 @@ async def json_body(request: Request[Any, Any, Any], type_: type[T]) -> T | None
     return decode(body, type_)
 
 
-async def required_body(request: Request[Any, Any, Any], type_: type[T]) -> T:
+async def required_body(request: Request, type_: type[T]) -> T:
     found = await json_body(request, type_)
     if found is None:
         raise InvalidJSON("send a JSON object in the request body")
     return found
 
 
-def query(request: Request[Any, Any, Any]) -> dict[str, str]:
+def query(request: Request) -> dict[str, str]:
     """The query string as name -> value (a repeated name keeps its last value)."""
-    raw = request.scope.get("query_string", b"")
+    raw: bytes = request.scope.get("query_string", b"")
     return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
 
 

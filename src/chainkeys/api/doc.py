@@ -1,4 +1,4 @@
-"""What a route says about itself for the OpenAPI document (kept in the route's `opt`)."""
+"""What a route says about itself for the OpenAPI document."""
 
 from __future__ import annotations
 
@@ -24,8 +24,3 @@ class Doc:
     parameters: tuple[dict[str, Any], ...] = ()
     description: str = ""
     examples: dict[str, Any] = field(default_factory=dict)
-    public: bool = False  # no token needed
-
-
-def doc_opt(doc: Doc) -> dict[str, Any]:
-    return {"doc": doc}

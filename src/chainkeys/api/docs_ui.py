@@ -7,11 +7,13 @@ Content-Security-Policy says so to the browser too.
 
 from __future__ import annotations
 
-from typing import Any
-
-from litestar import Response, get
-from litestar.static_files import create_static_files_router
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount
+from starlette.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
+
+from chainkeys.api.routes.common import Op, resource
 
 ASSETS = "/docs/static"
 PAGE = f"""<!doctype html>
@@ -19,7 +21,7 @@ PAGE = f"""<!doctype html>
 <link rel="stylesheet" href="{ASSETS}/swagger-ui.css">
 </head><body><div id="ui"></div>
 <script src="{ASSETS}/swagger-ui-bundle.js"></script>
-<script src="{ASSETS}/chainkeys-init.js"></script>
+<script src="/docs/init.js"></script>
 </body></html>""".encode()
 INIT = b'SwaggerUIBundle({url: "/openapi.json", dom_id: "#ui"});\n'
 CSP = (
@@ -28,23 +30,19 @@ CSP = (
 )
 
 
-def docs_routes(openapi: bytes) -> list[Any]:
-    common: dict[str, Any] = {"include_in_schema": False}
-
-    @get("/openapi.json", **common)
-    async def document() -> Response[bytes]:
+def docs_routes(openapi: bytes) -> list[BaseRoute]:
+    async def document(request: Request) -> Response:
         return Response(openapi, media_type="application/json")
 
-    @get("/docs", **common)
-    async def page() -> Response[bytes]:
-        return Response(PAGE, media_type="text/html; charset=utf-8",
-                        headers={"Content-Security-Policy": CSP})  # fmt: skip
+    async def page(request: Request) -> Response:
+        return Response(PAGE, media_type="text/html", headers={"Content-Security-Policy": CSP})
 
-    @get(f"{ASSETS}/chainkeys-init.js", **common)
-    async def init() -> Response[bytes]:
+    async def init(request: Request) -> Response:
         return Response(INIT, media_type="text/javascript")
 
-    assets = create_static_files_router(
-        path=ASSETS, directories=[swagger_ui_path], include_in_schema=False
-    )
-    return [document, page, init, assets]
+    return [
+        resource("/openapi.json", {"GET": Op(document, None)}),
+        resource("/docs", {"GET": Op(page, None)}),
+        resource("/docs/init.js", {"GET": Op(init, None)}),
+        Mount(ASSETS, app=StaticFiles(directory=swagger_ui_path)),
+    ]

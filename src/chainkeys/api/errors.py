@@ -1,8 +1,9 @@
 """The one table from domain error to HTTP status, and the envelope every error wears.
 
-Handlers never build error responses: they raise domain errors (`errors.py`),
-and Litestar's own errors (unknown path, wrong method) are translated here too,
-so every error body is `{"success": false, "message", "code"}`.
+Handlers never build error responses: they raise domain errors (`errors.py`);
+the route wrapper (`api/routes/common.py`) and the router's own errors
+(unknown path, wrong method) all end here, so every error body is
+`{"success": false, "message", "code"}`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import traceback
 from typing import Any
 
 import msgspec
-from litestar import Request, Response
-from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 
 from chainkeys import errors as e
 from chainkeys.api.schemas import ErrorBody
@@ -35,10 +37,9 @@ STATUS: dict[type[e.ChainkeysError], int] = {
     e.RateLimited: 429,
     e.StorageUnavailable: 503,
 }
-
-_encoder = msgspec.json.Encoder()
 ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")  # how Allow lists methods
 JSON = "application/json"
+_encoder = msgspec.json.Encoder()
 
 
 def status_of(exc: e.ChainkeysError) -> int:
@@ -63,46 +64,29 @@ def envelope(exc: e.ChainkeysError) -> tuple[int, bytes, dict[str, str]]:
     return status_of(exc), body, headers_of(exc)
 
 
-def _response(exc: e.ChainkeysError) -> Response[bytes]:
+def error_response(exc: e.ChainkeysError) -> Response:
     status, body, headers = envelope(exc)
     return Response(body, status_code=status, media_type=JSON, headers=headers)
 
 
-def domain_error(request: Request[Any, Any, Any], exc: e.ChainkeysError) -> Response[bytes]:
-    return _response(exc)
-
-
-def not_found(request: Request[Any, Any, Any], exc: NotFoundException) -> Response[bytes]:
-    return _response(e.NotFound("no such endpoint"))
-
-
-def method_not_allowed(
-    request: Request[Any, Any, Any], exc: MethodNotAllowedException
-) -> Response[bytes]:
-    allow = (exc.headers or {}).get("allow", "")
-    methods = sorted((m for m in allow.split(", ") if m in ORDER), key=ORDER.index)
-    message = f"{request.method[:20]} is not allowed on {request.url.path[:100]}"
-    return _response(e.MethodNotAllowed(message, allow=", ".join(methods)))
-
-
-def http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
-    """Litestar's other client errors (we parse bodies and queries ourselves, so rare)."""
-    if exc.status_code >= 500:
-        return internal_error(request, exc)
-    return _response(e.BadRequest("bad request"))
-
-
-def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def internal_error(exc: BaseException) -> Response:
     """Log the frames but not the exception text: it could quote a secret."""
     frames = "".join(traceback.format_tb(exc.__traceback__))
     log.error("unhandled %s\n%s", type(exc).__name__, frames)
-    return _response(e.ChainkeysError())
+    return error_response(e.ChainkeysError())
 
 
-HANDLERS: dict[Any, Any] = {
-    e.ChainkeysError: domain_error,
-    NotFoundException: not_found,
-    MethodNotAllowedException: method_not_allowed,
-    HTTPException: http_error,
-    Exception: internal_error,
-}
+async def http_error(request: Request, exc: Exception) -> Response:
+    """The router's own refusals: no such path (404), wrong method (405)."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(e.NotFound("no such endpoint"))
+    if exc.status_code == 405:
+        allow = (exc.headers or {}).get("Allow", "")
+        methods = sorted((m for m in allow.split(", ") if m in ORDER), key=ORDER.index)
+        message = f"{request.method[:20]} is not allowed on {request.url.path[:100]}"
+        return error_response(e.MethodNotAllowed(message, allow=", ".join(methods)))
+    return error_response(e.BadRequest("bad request"))
+
+
+HANDLERS: dict[Any, Any] = {HTTPException: http_error}

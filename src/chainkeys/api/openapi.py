@@ -1,19 +1,18 @@
 """The OpenAPI 3.1 document, generated from the routes the app really serves.
 
-Each route carries a `Doc` (api/doc.py) naming the msgspec Structs its handler
-decodes and encodes; paths, methods, path parameters and the scope each route
-requires come from the route handlers themselves, and the schemas from msgspec.
-Nothing here is written beside the routes.
+Each route's methods carry a `Doc` (api/doc.py) naming the msgspec Structs the
+handler decodes and encodes; paths, methods and the scope each method requires
+come from the routes themselves (api/routes/common.py), and the schemas from
+msgspec. Nothing here is written beside the routes.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-from litestar.handlers import HTTPRouteHandler
+from starlette.routing import Route
 
 from chainkeys import __version__
 from chainkeys.api.doc import Doc
@@ -39,7 +38,6 @@ RETRY_AFTER = {
         "schema": {"type": "integer", "minimum": 1},
     }
 }
-_PARAM = re.compile(r"\{(\w+):\w+\}")
 
 
 def _ref(t: type) -> dict[str, str]:
@@ -60,14 +58,6 @@ def _errors(codes: Iterable[str]) -> dict[str, Any]:
         if code == "429":
             out[code]["headers"] = RETRY_AFTER
     return out
-
-
-def _scope_of(handler: HTTPRouteHandler) -> str | None:
-    for guard in handler.guards or ():
-        scope = getattr(guard, "scope", None)
-        if scope is not None:
-            return str(scope)
-    return None
 
 
 def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
@@ -92,26 +82,23 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
             "required": doc.request_required,
             "content": _content(doc.request, doc.examples),
         }
-    if doc.public:
+    if scope is None:
         op["security"] = []
     return op
 
 
-def build_openapi(handlers: Iterable[HTTPRouteHandler]) -> dict[str, Any]:
+def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     types: set[type] = {ErrorBody}
-    for handler in handlers:
-        doc = handler.opt.get("doc")
-        if not isinstance(doc, Doc):
-            continue
-        types.add(doc.response)
-        if doc.request is not None:
-            types.add(doc.request)
-        for path in handler.paths:
-            item = paths.setdefault(_PARAM.sub(r"{\1}", path), {})
-            for method in sorted(handler.http_methods):
-                if method != "HEAD":
-                    item[method.lower()] = _operation(doc, _scope_of(handler))
+    for route in routes:
+        for method, op in getattr(route.endpoint, "ops", {}).items():
+            doc = op.doc
+            if not isinstance(doc, Doc):
+                continue
+            types.add(doc.response)
+            if doc.request is not None:
+                types.add(doc.request)
+            paths.setdefault(route.path, {})[method.lower()] = _operation(doc, op.scope)
     _, components = msgspec.json.schema_components(
         sorted(types, key=lambda t: t.__name__), ref_template=REF
     )

@@ -113,6 +113,7 @@ class Transport:
         self.max_body = max_body
         self.body_timeout = body_timeout
         self.access_log = access_log
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -161,6 +162,9 @@ class Transport:
                 message = {**message, "headers": headers}
             await send(message)
 
+        path = scope["path"]
+        if len(path) > 1 and path.endswith("/"):  # `/cosmos/` names the collection `/cosmos`
+            scope["path"] = path[:-1]
         refusal = self.refuse(scope, auth_headers, declared)
         try:
             if refusal is not None:
@@ -171,13 +175,24 @@ class Transport:
             if body.gone:
                 status = 499
             seconds = time.perf_counter() - started
-            handler = scope.get("route_handler")
-            route = min(handler.paths) if handler is not None else "unmatched"
-            method = scope["method"] if scope["method"] in METHODS else "other"
-            metrics.REQUESTS.labels(route, method, str(status)).inc()
-            metrics.REQUEST_SECONDS.labels(route, method).observe(seconds)
+            self.count(scope, status, seconds)
             if self.access_log:
                 logs.access(scope, status, seconds * 1000, rid, client_rid, scope.get(TOKEN_ID))
+
+    def count(self, scope: Scope, status: int, seconds: float) -> None:
+        """Request metrics; the labelled children are looked up once per label set."""
+        matched = scope.get("route")
+        route = matched.path if matched is not None else "unmatched"
+        method = scope["method"] if scope["method"] in METHODS else "other"
+        key = (route, method, status)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = (
+                metrics.REQUESTS.labels(route, method, str(status)),
+                metrics.REQUEST_SECONDS.labels(route, method),
+            )
+        found[0].inc()
+        found[1].observe(seconds)
 
     def refuse(
         self, scope: Scope, auth_headers: int, declared: int | None

@@ -6,22 +6,28 @@ response `Shape` is the only per-family difference.
 
 from __future__ import annotations
 
-from typing import Any
-
-from litestar import Request, Response, route
-from litestar.di import NamedDependency
-from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from chainkeys import metrics
 from chainkeys.api import schemas as s
-from chainkeys.api.auth import require
+from chainkeys.api.auth import services_of
 from chainkeys.api.body import json_body, query, query_int
-from chainkeys.api.doc import Doc, doc_opt
-from chainkeys.api.routes.common import CURSOR, DEPENDENCIES, ERRORS_AUTH, NAME, limit_param, ok
+from chainkeys.api.doc import Doc
+from chainkeys.api.routes.common import (
+    CURSOR,
+    ERRORS_AUTH,
+    NAME,
+    Op,
+    limit_param,
+    ok,
+    path_name,
+    resource,
+)
 from chainkeys.api.routes.shapes import SHAPES, Shape
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.service import CreateRequest, Services, Tenant
+from chainkeys.service import CreateRequest, Tenant
 
 IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
@@ -34,61 +40,41 @@ IDEMPOTENCY_KEY = {
 DELETED = s.MessageResponse(success=True, message="account deleted")
 
 
-def _svc(request: Request[Any, Any, Any]) -> Services:
-    svc: Services = request.app.state.services
-    return svc
-
-
-def family_routes(family: str, list_max_limit: int) -> list[HTTPRouteHandler]:
+def family_routes(family: str, list_max_limit: int) -> list[Route]:
     """GET/POST /{family}; GET, DELETE /{family}/{name}; POST /{family}/{name}/delete."""
     shape: Shape = SHAPES[family]
     title = family.capitalize()
     create_type = s.CREATE_REQUESTS[family]
 
-    async def list_accounts(
-        request: Request[Any, Any, Any], principal: NamedDependency[Tenant]
-    ) -> Response[bytes]:
+    async def list_accounts(request: Request, principal: Tenant) -> Response:
         q = query(request)
-        page = await _svc(request).accounts.list(
+        page = await services_of(request).accounts.list(
             principal, family, query_int(q, "limit"), q.get("cursor")
         )
         return ok(shape.listed(page))
 
-    async def create_account(
-        request: Request[Any, Any, Any], principal: NamedDependency[Tenant]
-    ) -> Response[bytes]:
+    async def create_account(request: Request, principal: Tenant) -> Response:
         parsed = await json_body(request, create_type)
-        req = (
-            CreateRequest()
-            if parsed is None
-            else CreateRequest(**{f: getattr(parsed, f) for f in parsed.__struct_fields__})
-        )
+        req = CreateRequest() if parsed is None else CreateRequest(
+            **{f: getattr(parsed, f) for f in parsed.__struct_fields__}
+        )  # fmt: skip
         idem_key = request.headers.get("idempotency-key")
-        created = await _svc(request).accounts.create(principal, family, req, idem_key)
+        created = await services_of(request).accounts.create(principal, family, req, idem_key)
         headers = {"Idempotent-Replayed": "true"} if created.replayed else None
         if not created.replayed:
             source = "import" if created.imported else "generate"
             metrics.ACCOUNTS_CREATED.labels(family, source).inc()
         return ok(shape.created(created), headers)
 
-    async def get_account(
-        request: Request[Any, Any, Any],
-        principal: NamedDependency[Tenant],
-        accountName: FromPath[str],
-    ) -> Response[bytes]:
-        view = await _svc(request).accounts.get(principal, family, accountName)
+    async def get_account(request: Request, principal: Tenant) -> Response:
+        view = await services_of(request).accounts.get(principal, family, path_name(request))
         return ok(shape.found(view))
 
-    async def delete_account(
-        request: Request[Any, Any, Any],
-        principal: NamedDependency[Tenant],
-        accountName: FromPath[str],
-    ) -> Response[bytes]:
-        await _svc(request).accounts.delete(principal, family, accountName)
+    async def delete_account(request: Request, principal: Tenant) -> Response:
+        await services_of(request).accounts.delete(principal, family, path_name(request))
         return ok(DELETED)
 
-    base, item = f"/{family}", f"/{family}/{{accountName:str}}"
-    read, create, delete = [require("read")], [require("create")], [require("delete")]
+    base, item = f"/{family}", f"/{family}/{{accountName}}"
     listing = Doc(
         f"list{title}Accounts", f"List the caller's {title} accounts", title,
         shape.list_response, ("400", *ERRORS_AUTH),
@@ -96,7 +82,7 @@ def family_routes(family: str, list_max_limit: int) -> list[HTTPRouteHandler]:
     )  # fmt: skip
     creating = Doc(
         f"create{title}Account", f"Create (generate) or import a {title} account", title,
-        shape.account_response, ("400", "409", "413", "415", *ERRORS_AUTH),
+        shape.account_response, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
         request=create_type, request_required=False, parameters=(IDEMPOTENCY_KEY,),
     )  # fmt: skip
     getting = Doc(
@@ -111,20 +97,14 @@ def family_routes(family: str, list_max_limit: int) -> list[HTTPRouteHandler]:
         f"delete{title}AccountMoon", f"Delete one {title} account (Moon's path)", title,
         s.MessageResponse, ("400", "404", *ERRORS_AUTH), parameters=(NAME,),
     )  # fmt: skip
-    common: dict[str, Any] = {"dependencies": DEPENDENCIES, "status_code": 200}
     return [
-        route(base, http_method=["GET", "HEAD"], guards=read, opt=doc_opt(listing),
-              name=f"{family}-list", **common)(list_accounts),
-        route(base, http_method=["POST"], guards=create, opt=doc_opt(creating),
-              name=f"{family}-create", **common)(create_account),
-        route(item, http_method=["GET", "HEAD"], guards=read, opt=doc_opt(getting),
-              name=f"{family}-get", **common)(get_account),
-        route(item, http_method=["DELETE"], guards=delete, opt=doc_opt(deleting),
-              name=f"{family}-delete", **common)(delete_account),
-        route(f"{item}/delete", http_method=["POST"], guards=delete, opt=doc_opt(moon_delete),
-              name=f"{family}-delete-moon", **common)(delete_account),
+        resource(base, {"GET": Op(list_accounts, "read", listing),
+                        "POST": Op(create_account, "create", creating)}),
+        resource(item, {"GET": Op(get_account, "read", getting),
+                        "DELETE": Op(delete_account, "delete", deleting)}),
+        resource(f"{item}/delete", {"POST": Op(delete_account, "delete", moon_delete)}),
     ]  # fmt: skip
 
 
-def account_routes(list_max_limit: int) -> list[HTTPRouteHandler]:
-    return [h for family in FAMILIES for h in family_routes(family, list_max_limit)]
+def account_routes(list_max_limit: int) -> list[Route]:
+    return [r for family in FAMILIES for r in family_routes(family, list_max_limit)]

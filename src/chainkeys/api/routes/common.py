@@ -1,20 +1,27 @@
-"""Small pieces every route module uses: JSON responses, shared parameters, deps."""
+"""How a route is declared: a path, and per method a handler, its scope (guard), its Doc.
+
+The route keeps each method's scope and Doc for the OpenAPI document.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from litestar import Response
-from litestar.di import Provide
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
-from chainkeys.api.auth import principal
+from chainkeys.api.auth import SCOPES, authorize
+from chainkeys.api.doc import Doc
+from chainkeys.api.errors import error_response, internal_error
+from chainkeys.errors import ChainkeysError
 
 _encoder = msgspec.json.Encoder()
 JSON = "application/json"
 ERRORS_AUTH = ("401", "403", "429", "500", "503")
-DEPENDENCIES = {"principal": Provide(principal)}
-
 CURSOR = {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}}
 NAME = {
     "name": "accountName",
@@ -23,6 +30,8 @@ NAME = {
     "description": "the account name: its address (EOS: its account name)",
     "schema": {"type": "string", "maxLength": 100},
 }
+Guarded = Callable[[Request, Any], Awaitable[Response]]
+Public = Callable[[Request], Awaitable[Response]]
 
 
 def limit_param(maximum: int) -> dict[str, Any]:
@@ -34,6 +43,46 @@ def limit_param(maximum: int) -> dict[str, Any]:
     }
 
 
-def ok(body: Any, headers: dict[str, str] | None = None) -> Response[bytes]:
+def ok(body: Any, headers: dict[str, str] | None = None) -> Response:
     """A msgspec Struct as the 200 JSON response."""
     return Response(_encoder.encode(body), media_type=JSON, headers=headers)
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One method of a path: its handler, the scope it needs (None: public), its Doc."""
+
+    handler: Guarded | Public
+    scope: str | None
+    doc: Doc | None = None
+
+    def __post_init__(self) -> None:
+        assert self.scope is None or self.scope in SCOPES, self.scope
+
+
+def resource(path: str, ops: dict[str, Op]) -> Route:
+    """One path with a handler per method (HEAD answers as GET; others get 405 + Allow).
+
+    Each handler runs after its guard, and every error, expected or not, leaves
+    as the envelope.
+    """
+
+    async def call(request: Request) -> Response:
+        op = ops["GET" if request.method == "HEAD" else request.method]
+        try:
+            if op.scope is None:
+                return await op.handler(request)  # type: ignore[call-arg]
+            principal = await authorize(request, op.scope)
+            return await op.handler(request, principal)  # type: ignore[call-arg]
+        except ChainkeysError as exc:
+            return error_response(exc)
+        except Exception as exc:
+            return internal_error(exc)
+
+    call.ops = ops  # type: ignore[attr-defined]  # read by the OpenAPI builder
+    return Route(path, call, methods=list(ops))
+
+
+def path_name(request: Request) -> str:
+    name: str = request.path_params["accountName"]
+    return name

@@ -1,25 +1,24 @@
-"""Service endpoints: health, networks, the caller's audit log, the API document."""
+"""Service endpoints: health, version, metrics, networks, the caller's audit log."""
 
 from __future__ import annotations
 
 import platform
-from typing import Any
 
-from litestar import Request, Response, route
-from litestar.di import NamedDependency
-from litestar.handlers import HTTPRouteHandler
 from msgspec import UNSET
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from chainkeys import __version__, metrics
 from chainkeys.api import schemas as s
-from chainkeys.api.auth import require
+from chainkeys.api.auth import services_of
 from chainkeys.api.body import query, query_int
-from chainkeys.api.doc import Doc, doc_opt
-from chainkeys.api.routes.common import CURSOR, DEPENDENCIES, ERRORS_AUTH, ok
+from chainkeys.api.doc import Doc
+from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, ok, resource
 from chainkeys.api.routes.common import limit_param as limit
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest, StorageUnavailable
-from chainkeys.service import Services, Tenant
+from chainkeys.service import Tenant
 
 HEALTHY = s.MessageResponse(success=True, message="ok")
 ALIVE = s.MessageResponse(success=True, message="alive")
@@ -55,41 +54,34 @@ def networks_body() -> s.NetworksResponse:
     )
 
 
-def _svc(request: Request[Any, Any, Any]) -> Services:
-    svc: Services = request.app.state.services
-    return svc  # None only while starting
-
-
-async def healthz(request: Request[Any, Any, Any]) -> Response[bytes]:
-    await _svc(request).db_ping()
+async def healthz(request: Request) -> Response:
+    await services_of(request).db_ping()
     return ok(HEALTHY)
 
 
-async def livez() -> Response[bytes]:
+async def livez(request: Request) -> Response:
     return ok(ALIVE)
 
 
-async def readyz(request: Request[Any, Any, Any]) -> Response[bytes]:
+async def readyz(request: Request) -> Response:
     """Ready when the database answers and the master key is loaded."""
-    svc = _svc(request)
+    svc = getattr(request.app.state, "services", None)
     if svc is None or svc.vault is None:
         raise StorageUnavailable("starting: the store and master key are not open yet")
     await svc.db_ping()
     return ok(READY)
 
 
-async def version() -> Response[bytes]:
+async def version(request: Request) -> Response:
     return ok(VERSION)
 
 
-async def metrics_text() -> Response[bytes]:
+async def metrics_text(request: Request) -> Response:
     body, content_type = metrics.exposition()
     return Response(body, media_type=content_type)
 
 
-async def list_audit(
-    request: Request[Any, Any, Any], principal: NamedDependency[Tenant]
-) -> Response[bytes]:
+async def list_audit(request: Request, principal: Tenant) -> Response:
     """The caller's own tenant's events, oldest first, paginated."""
     q = query(request)
     try:
@@ -98,7 +90,7 @@ async def list_audit(
         raise BadRequest(
             "since is a time in milliseconds since the epoch", code="invalid_since"
         ) from None
-    events, cursor = await _svc(request).audit.page(
+    events, cursor = await services_of(request).audit.page(
         principal.id, since_ms, query_int(q, "limit"), q.get("cursor")
     )
     items = [
@@ -117,35 +109,35 @@ async def list_audit(
     return ok(s.AuditResponse(success=True, message="audit events listed", data=data))
 
 
-def service_routes(list_max_limit: int) -> list[HTTPRouteHandler]:
-    networks = ok(networks_body()).content
+def service_routes(list_max_limit: int) -> list[Route]:
+    networks = ok(networks_body()).body
 
-    async def get_networks() -> Response[bytes]:
+    async def get_networks(request: Request) -> Response:
         return Response(networks, media_type="application/json")
 
-    common: dict[str, Any] = {"http_method": ["GET", "HEAD"]}
-    health_doc = Doc("health", "Liveness and storage check", "Service", s.MessageResponse,
-                     ("500", "503"), public=True)  # fmt: skip
-    networks_doc = Doc("listNetworks", "Families, their networks and defaults", "Service",
-                       s.NetworksResponse, ("500",), public=True)  # fmt: skip
+    def public(operation: str, summary: str, response: type, errors: tuple[str, ...]) -> Doc:
+        return Doc(operation, summary, "Service", response, errors)
+
     audit_doc = Doc(
         "listAudit", "The caller's tenant's audit events (creates, imports, deletes, tokens)",
         "Service", s.AuditResponse, ("400", *ERRORS_AUTH),
         parameters=(SINCE, limit(list_max_limit), CURSOR),
     )  # fmt: skip
-    live_doc = Doc("live", "Liveness: the process is up (no storage check)", "Service",
-                   s.MessageResponse, ("500",), public=True)  # fmt: skip
-    ready_doc = Doc("ready", "Readiness: the database answers and the master key is loaded",
-                    "Service", s.MessageResponse, ("500", "503"), public=True)  # fmt: skip
-    version_doc = Doc("version", "The running version", "Service", s.VersionResponse,
-                      ("500",), public=True)  # fmt: skip
     return [
-        route("/livez", opt=doc_opt(live_doc), **common)(livez),
-        route("/readyz", opt=doc_opt(ready_doc), **common)(readyz),
-        route("/version", opt=doc_opt(version_doc), **common)(version),
-        route("/metrics", include_in_schema=False, **common)(metrics_text),
-        route("/healthz", opt=doc_opt(health_doc), **common)(healthz),
-        route("/networks", opt=doc_opt(networks_doc), **common)(get_networks),
-        route("/audit", guards=[require("read")], dependencies=DEPENDENCIES,
-              opt=doc_opt(audit_doc), **common)(list_audit),
+        resource("/livez", {"GET": Op(livez, None, public(
+            "live", "Liveness: the process is up (no storage check)", s.MessageResponse,
+            ("500",)))}),
+        resource("/readyz", {"GET": Op(readyz, None, public(
+            "ready", "Readiness: the database answers and the master key is loaded",
+            s.MessageResponse, ("500", "503")))}),
+        resource("/healthz", {"GET": Op(healthz, None, public(
+            "health", "Liveness and storage check (as /readyz)", s.MessageResponse,
+            ("500", "503")))}),
+        resource("/version", {"GET": Op(version, None, public(
+            "version", "The running version", s.VersionResponse, ("500",)))}),
+        resource("/metrics", {"GET": Op(metrics_text, None)}),
+        resource("/networks", {"GET": Op(get_networks, None, public(
+            "listNetworks", "Families, their networks and defaults", s.NetworksResponse,
+            ("500",)))}),
+        resource("/audit", {"GET": Op(list_audit, "read", audit_doc)}),
     ]  # fmt: skip

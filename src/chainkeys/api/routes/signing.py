@@ -11,60 +11,45 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from litestar import Request, Response, route
-from litestar.di import NamedDependency
-from litestar.handlers import HTTPRouteHandler
-from litestar.params import FromPath
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
-from chainkeys.api.auth import require
+from chainkeys.api.auth import services_of
 from chainkeys.api.body import required_body
-from chainkeys.api.doc import Doc, doc_opt
-from chainkeys.api.routes.common import DEPENDENCIES, ERRORS_AUTH, NAME, ok
+from chainkeys.api.doc import Doc
+from chainkeys.api.routes.common import ERRORS_AUTH, NAME, Op, ok, path_name, resource
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import SignKind
-from chainkeys.service import Services, Tenant
 
 
 def envelope_type(kind: SignKind) -> type[msgspec.Struct]:
     """`{"success", "message", "data": <the kind's response>}` as its own Struct."""
-    name = "".join(part.capitalize() for part in kind.response.__name__.split("_"))
     return msgspec.defstruct(
-        f"{name}Envelope",
+        f"{kind.response.__name__}Envelope",
         [("success", bool), ("message", str), ("data", kind.response)],
         kw_only=True,
     )
 
 
-def kind_route(family: str, kind: SignKind) -> HTTPRouteHandler:
+def kind_route(family: str, kind: SignKind) -> Route:
     response_type = envelope_type(kind)
 
-    async def sign(
-        request: Request[Any, Any, Any],
-        principal: NamedDependency[Tenant],
-        accountName: FromPath[str],
-    ) -> Response[bytes]:
+    async def sign(request: Request, principal: Any) -> Response:
         body = await required_body(request, kind.request)
-        svc: Services = request.app.state.services
-        signed = await svc.signing.sign(principal, family, accountName, kind, body)  # type: ignore[attr-defined]
+        signing: Any = services_of(request).signing  # type: ignore[attr-defined]
+        signed = await signing.sign(principal, family, path_name(request), kind, body)
         return ok(response_type(success=True, message="signed", data=signed.data))
 
     title = family.capitalize()
     words = "".join(part.capitalize() for part in kind.path.split("-"))
     doc = Doc(
         f"{family}{words}", f"{title}: {kind.summary}", f"{title} signing", response_type,
-        ("400", "404", "413", "415", *ERRORS_AUTH), request=kind.request,
+        ("400", "404", "408", "413", "415", *ERRORS_AUTH), request=kind.request,
         parameters=(NAME,), description=kind.description, examples=kind.examples,
     )  # fmt: skip
-    return route(
-        f"/{family}/{{accountName:str}}/{kind.path}",
-        http_method=["POST"],
-        guards=[require("sign")],
-        dependencies=DEPENDENCIES,
-        status_code=200,
-        opt=doc_opt(doc),
-        name=f"{family}-{kind.path}",
-    )(sign)
+    return resource(f"/{family}/{{accountName}}/{kind.path}", {"POST": Op(sign, "sign", doc)})
 
 
-def signing_routes(kinds: tuple[SignKind, ...]) -> list[HTTPRouteHandler]:
+def signing_routes(kinds: tuple[SignKind, ...]) -> list[Route]:
     return [kind_route(f, k) for k in kinds for f in k.families if f in FAMILIES]
