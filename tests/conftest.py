@@ -26,8 +26,8 @@ from granian.server.embed import Server as Granian
 
 from chainkeys.api import serve
 from chainkeys.api.app import create_app
+from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
-from chainkeys.service import Services, open_services
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,11 +20,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from chainkeys.bootstrap import open_services
 from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import Options
 from chainkeys.config import Settings
-from chainkeys.service import open_services
 from chainkeys.store.repositories import SEALED_TABLES
 from chainkeys.vault import Context
 from tests.conftest import BACKENDS, drop_pg_database, make_pg_database

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from chainkeys.accounts import CreateRequest
+from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
-from chainkeys.service import CreateRequest, KeyService, Services, open_services
+from chainkeys.keys import KeyService
 from chainkeys.store import repositories
 from chainkeys.store.repositories import Meta
 from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_database

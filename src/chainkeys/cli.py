@@ -8,14 +8,15 @@ import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, NoReturn, TypeVar
 
 import typer
 
 from chainkeys import logs
+from chainkeys.bootstrap import Services, open_services
+from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
-from chainkeys.service import Services, open_services
 from chainkeys.store import migrate
 from chainkeys.store.db import Database
 
@@ -42,7 +43,7 @@ def settings_for(data_dir: Path | None) -> Settings:
     return Settings()
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     typer.echo(f"chainkeys: {message}", err=True)
     raise typer.Exit(1)
 
@@ -102,11 +103,35 @@ def serve(
 def token_create(
     tenant: Annotated[str, typer.Option(help="tenant that will own the token")],
     label: Annotated[str, typer.Option(help="a note to recognise the token by")] = "",
+    scope: Annotated[
+        str | None,
+        typer.Option(help="comma list of read,create,delete,sign,export (default: all but export)"),
+    ] = None,
+    expires: Annotated[
+        str | None, typer.Option(help="lifetime, e.g. 30d, 12h, 90m (default: never)")
+    ] = None,
+    family: Annotated[
+        str | None, typer.Option(help="only these families' accounts, e.g. cosmos,eos")
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Issue a token; it is printed once, alone on the last line."""
-    row, token = run(settings_for(data_dir), lambda svc: svc.tokens.create(tenant, label))
-    typer.echo(f"token id {row.id} for tenant {row.tenant} (shown once, keep it):")
+    try:
+        scopes = parse_scopes(scope)
+        lifetime = parse_duration(expires) if expires is not None else None
+        families = parse_families(family)
+    except ChainkeysError as exc:
+        fail(exc.message)
+    row, token = run(
+        settings_for(data_dir),
+        lambda svc: svc.tokens.create(tenant, label, scopes, lifetime, families),
+    )
+    typer.echo(
+        f"token id {row.id} for tenant {row.tenant}, scopes {row.scopes}"
+        + (f", families {row.families}" if row.families else "")
+        + (f", expires {_when(row.expires_ms)}" if row.expires_ms else "")
+        + " (shown once, keep it):"
+    )
     typer.echo(token)
 
 
@@ -117,10 +142,16 @@ def token_list(
 ) -> None:
     """List tokens (ids and labels; the tokens themselves are never stored)."""
     rows = run(settings_for(data_dir), lambda svc: svc.tokens.list(tenant))
-    typer.echo(f"{'ID':32}  {'TENANT':20}  {'CREATED':20}  {'REVOKED':20}  LABEL")
+    typer.echo(
+        f"{'ID':32}  {'TENANT':20}  {'SCOPES':26}  {'FAMILIES':16}  {'CREATED':20}  "
+        f"{'EXPIRES':20}  {'REVOKED':20}  LABEL"
+    )
     for r in rows:
-        created, revoked = _when(r.created_ms), _when(r.revoked_ms)
-        typer.echo(f"{r.id:32}  {r.tenant:20}  {created:20}  {revoked:20}  {r.label}")
+        created, revoked, expires = _when(r.created_ms), _when(r.revoked_ms), _when(r.expires_ms)
+        typer.echo(
+            f"{r.id:32}  {r.tenant:20}  {r.scopes:26}  {r.families or 'all':16}  {created:20}  "
+            f"{expires:20}  {revoked:20}  {r.label}"
+        )
 
 
 @token_app.command("revoke")
@@ -153,7 +184,7 @@ def audit(
         since_ms = int(when.timestamp() * 1000)
 
     async def work(svc: Services) -> int:
-        tenant_id = await svc.audit.tenant_id(tenant) if tenant is not None else None
+        tenant_id = await svc.tokens.tenant_id(tenant) if tenant is not None else None
         cursor, shown = None, 0
         while True:
             events, cursor = await svc.audit.page(tenant_id, since_ms, limit, cursor)
@@ -250,7 +281,7 @@ def db_copy(
     URLs look like sqlite:////abs/path/chainkeys.db or postgresql://user@host/db.
     The master key (CHAINKEYS_MASTER_KEY or the key file) must open the source.
     """
-    from chainkeys.service import open_vault
+    from chainkeys.keys import open_vault
     from chainkeys.store.copy import CopyReport, copy_database, display_url
 
     settings = settings_for(data_dir)

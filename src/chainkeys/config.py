@@ -32,6 +32,8 @@ class Settings(BaseSettings):
 
     # A generated private key is returned once in the create response.
     reveal_generated_keys: bool = True
+    # POST /{family}/{name}/export answers only when this is on and the token has `export`.
+    export_enabled: bool = False
 
     max_body_bytes: int = Field(default=16 * 1024, ge=1024)
     # Deadlines (not idle timers): the request head, then the whole body.

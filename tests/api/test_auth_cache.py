@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from chainkeys.service import open_services
+from chainkeys.bootstrap import open_services
 
 
 def in_another_process_stack(server: Any, action: Any) -> Any:

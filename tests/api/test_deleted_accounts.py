@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from tests.conftest import TEST_MASTER_KEY, chainkeys_cli
 
-from chainkeys import service
+from chainkeys.accounts import CreateRequest, service
+from chainkeys.bootstrap import open_services
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, AccountNotFound
-from chainkeys.service import CreateRequest, open_services
 
 
 def test_delete_then_restore(server: Any) -> None:

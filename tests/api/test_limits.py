@@ -67,7 +67,7 @@ class HeadServer:
 
     def token(self) -> str:
         """A token for a new tenant, issued through the CLI's own service path."""
-        from chainkeys.service import open_services
+        from chainkeys.bootstrap import open_services
 
         async def issue() -> str:
             svc = await open_services(self.settings)

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from tests.conftest import TEST_MASTER_KEY, chainkeys_cli, drop_pg_database, make_pg_database
 
+from chainkeys.accounts import CreateRequest
+from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
-from chainkeys.service import CreateRequest, Services, open_services, open_vault
+from chainkeys.keys import open_vault
 from chainkeys.store.copy import CopyError, copy_database, display_url
 from chainkeys.store.db import Database
 
@@ -76,9 +78,9 @@ async def snapshot(svc: Services, tokens: dict[str, str]) -> Snapshot:
         assert tenant is not None, "a token stopped working"
         for family in FAMILIES:
             page = await svc.accounts.list(tenant, family, 1000, None)
-            names[(tenant.id, family)] = [a.name for a in page.items]
+            names[(tenant.tenant_id, family)] = [a.name for a in page.items]
             for a in page.items:
-                secrets[(tenant.id, family, a.name)] = await svc.accounts.open_secret(
+                secrets[(tenant.tenant_id, family, a.name)] = await svc.accounts.open_secret(
                     tenant, family, a.name
                 )
     return Snapshot(tokens, secrets, names)

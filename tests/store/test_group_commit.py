@@ -17,9 +17,10 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from tests.conftest import TEST_MASTER_KEY
 
+from chainkeys.accounts import CreateRequest
+from chainkeys.bootstrap import open_services
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
-from chainkeys.service import CreateRequest, open_services
 from chainkeys.store import db as db_module
 from chainkeys.store.db import MAX_BATCH, Database
 

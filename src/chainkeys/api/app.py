@@ -29,9 +29,9 @@ from chainkeys.api.routes.accounts import account_routes
 from chainkeys.api.routes.service import service_routes
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
+from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
-from chainkeys.service import Services, open_services
 
 log = logging.getLogger("chainkeys.api")
 

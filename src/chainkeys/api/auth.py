@@ -8,17 +8,17 @@ budget), and hands the handler the `Principal`.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
 
 from starlette.requests import Request
 
 from chainkeys import metrics
 from chainkeys.api.ratelimit import enforce
 from chainkeys.api.transport import ARRIVED, TOKEN_ID
-from chainkeys.errors import Forbidden, RateLimited, Unauthorized
-from chainkeys.service import Services, Tenant
-
-SCOPES = ("read", "create", "delete", "sign", "export")
+from chainkeys.audit import audit_event
+from chainkeys.bootstrap import Services
+from chainkeys.errors import ChainkeysError, Forbidden, RateLimited, Unauthorized
+from chainkeys.tokens import Principal
 
 
 def services_of(request: Request) -> Services:
@@ -37,17 +37,34 @@ def bearer(header: str | None) -> str:
     return token
 
 
-async def authorize(request: Request, scope: str) -> Tenant:
-    """The caller, if its token is live, carries `scope` and is within its rate limit."""
+def refusal(principal: Principal, scope: str, family: str | None, export_on: bool) -> str | None:
+    """Why this caller may not do this (None: it may)."""
+    missing = []
+    if scope == "export" and not export_on:
+        missing.append("export is disabled on this server (CHAINKEYS_EXPORT_ENABLED)")
+    if scope not in principal.scopes:
+        missing.append(f"this token lacks the '{scope}' scope")
+    if family is not None and not principal.may_use(family):
+        missing.append(f"this token may not use {family} accounts")
+    return "; ".join(missing) or None
+
+
+async def authorize(request: Request, scope: str, family: str | None = None) -> Principal:
+    """The caller, if its token is live, may do `scope` on `family` and is within its
+    rate limit. A refusal is 403 naming what is missing, audited as denied."""
     token = bearer(request.headers.get("authorization"))
     svc = services_of(request)
-    principal: Any = await svc.tokens.authenticate(token, request.scope.get(ARRIVED))
+    principal = await svc.tokens.authenticate(token, request.scope.get(ARRIVED))
     if principal is None:
         raise Unauthorized()
     request.scope[TOKEN_ID] = principal.token_id
-    scopes = getattr(principal, "scopes", None)
-    if scopes is not None and scope not in scopes:
-        raise Forbidden(f"this token lacks the {scope!r} scope", code="forbidden")
+    why = refusal(principal, scope, family, svc.settings.export_enabled)
+    if why is not None:
+        details = {"scope": scope, "method": request.method, "path": request.url.path[:200]}
+        event = audit_event(principal, "denied", Forbidden.code, family=family, details=details)
+        with contextlib.suppress(ChainkeysError):
+            await svc.audit.record(event)
+        raise Forbidden(why)
     limiter = getattr(request.app.state, "rate_limiter", None)
     if limiter is not None:
         try:
@@ -55,5 +72,5 @@ async def authorize(request: Request, scope: str) -> Tenant:
         except RateLimited:
             metrics.RATE_LIMITED.inc()
             raise
-    result: Tenant = principal
+    result: Principal = principal
     return result

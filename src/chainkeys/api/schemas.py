@@ -37,9 +37,15 @@ class CosmosAccount(Struct, kw_only=True, omit_defaults=True):
     private_key: (
         Annotated[
             str,
-            Meta(description="64-char hex key; only in the create response of a generated key"),
+            Meta(
+                description="64-char hex key: in the create response of a generated key, "
+                "and in an export"
+            ),
         ]
         | UnsetType
+    ) = UNSET
+    path: (
+        Annotated[str, Meta(description="export: the BIP32 path of a mnemonic import")] | UnsetType
     ) = UNSET
 
 
@@ -89,6 +95,9 @@ class AccountFields(Struct, kw_only=True, omit_defaults=True):
         | UnsetType
     ) = UNSET
     public_key_k1: Annotated[str, Meta(description="EOS only: PUB_K1_… form")] | UnsetType = UNSET
+    path: (
+        Annotated[str, Meta(description="export: the BIP32 path of a mnemonic import")] | UnsetType
+    ) = UNSET
 
 
 class AccountData(AccountFields, kw_only=True):

@@ -79,6 +79,19 @@ class TokenRow:
     label: str
     created_ms: int
     revoked_ms: int | None
+    scopes: str = "create,delete,read,sign"
+    expires_ms: int | None = None
+    families: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveToken:
+    tenant_id: str
+    tenant: str
+    token_id: str
+    scopes: str
+    expires_ms: int | None
+    families: str | None
 
 
 _a = accounts.c
@@ -149,15 +162,28 @@ _COUNT_SEALED = Prepared(select(func.count()).select_from(accounts))
 
 _t, _k = tenants.c, tokens.c
 _TENANT_BY_TOKEN = Prepared(
-    select(_k.tenant_id, _t.name, _k.id)
+    select(_k.tenant_id, _t.name, _k.id, _k.scopes, _k.expires_ms, _k.families)
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
 )
 _TENANT_BY_NAME = Prepared(select(_t.id).where(_t.name == bindparam("name")))
 _INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms"))
-_INSERT_TOKEN = Prepared(insert(tokens), ("id", "tenant_id", "label", "token_hash", "created_ms"))
+_INSERT_TOKEN = Prepared(
+    insert(tokens),
+    ("id", "tenant_id", "label", "token_hash", "created_ms", "scopes", "expires_ms", "families"),
+)
 _LIST_TOKENS = (
-    select(_k.id, _k.tenant_id, _t.name, _k.label, _k.created_ms, _k.revoked_ms)
+    select(
+        _k.id,
+        _k.tenant_id,
+        _t.name,
+        _k.label,
+        _k.created_ms,
+        _k.revoked_ms,
+        _k.scopes,
+        _k.expires_ms,
+        _k.families,
+    )
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .order_by(_k.created_ms, _k.id)
 )
@@ -178,10 +204,11 @@ _RESEAL_META = Prepared(
 )
 
 _u = audit.c
-_INSERT_AUDIT = Prepared(
-    insert(audit),
-    ("tenant_id", "action", "family", "account_name", "request_id", "outcome", "created_ms"),
-)
+_AUDIT_INSERTED = (
+    "tenant_id", "action", "family", "account_name", "request_id", "outcome", "created_ms",
+    "actor_token_id", "client_request_id", "details",
+)  # fmt: skip
+_INSERT_AUDIT = Prepared(insert(audit), _AUDIT_INSERTED)
 # PostgreSQL: an account and its audit event in one statement (a data-modifying CTE is
 # atomic on its own): one round trip where BEGIN, two INSERTs and COMMIT took four.
 _ACCOUNT_PARAMS = _INSERT_ACCOUNT.columns
@@ -193,7 +220,7 @@ _CREATED = (
 )
 _INSERT_ACCOUNT_AUDITED = Prepared(
     insert(audit).from_select(
-        ["tenant_id", "action", "family", "account_name", "request_id", "outcome", "created_ms"],
+        list(_AUDIT_INSERTED),
         select(
             bindparam("tenant_id", type_=audit.c.tenant_id.type),
             bindparam("audit_action", type_=audit.c.action.type),
@@ -202,22 +229,35 @@ _INSERT_ACCOUNT_AUDITED = Prepared(
             bindparam("audit_request_id", type_=audit.c.request_id.type),
             bindparam("audit_outcome", type_=audit.c.outcome.type),
             bindparam("audit_ms", type_=audit.c.created_ms.type),
+            bindparam("audit_actor", type_=audit.c.actor_token_id.type),
+            bindparam("audit_client_request_id", type_=audit.c.client_request_id.type),
+            bindparam("audit_details", type_=audit.c.details.type),
         ).select_from(_CREATED),
     )
 )
 _AUDIT_COLS = (
     _u.id, _u.tenant_id, _u.action, _u.family, _u.account_name,
-    _u.request_id, _u.outcome, _u.created_ms,
+    _u.request_id, _u.outcome, _u.created_ms, _u.actor_token_id, _u.client_request_id,
+    _u.details,
 )  # fmt: skip
 
 _i = idempotency.c
 _GET_IDEM = Prepared(
-    select(_i.fingerprint, _i.response, _i.key_id, _i.expires_ms).where(
+    select(_i.fingerprint, _i.response, _i.key_id, _i.expires_ms, _i.family, _i.account_name).where(
         _i.tenant_id == bindparam("tenant_id"), _i.key == bindparam("key")
     )
 )
 _INSERT_IDEM = Prepared(
-    insert(idempotency), ("tenant_id", "key", "fingerprint", "response", "key_id", "expires_ms")
+    insert(idempotency),
+    ("tenant_id", "key", "fingerprint", "response", "key_id", "expires_ms", "family",
+     "account_name"),
+)  # fmt: skip
+_FORGET_IDEM_OF = Prepared(
+    delete(idempotency).where(
+        _i.tenant_id == bindparam("tenant_id"),
+        _i.family == bindparam("family"),
+        _i.account_name == bindparam("name"),
+    )
 )
 _DELETE_EXPIRED_IDEM = Prepared(
     delete(idempotency).where(
@@ -225,6 +265,9 @@ _DELETE_EXPIRED_IDEM = Prepared(
         _i.key == bindparam("key"),
         _i.expires_ms <= bindparam("now"),
     )
+)
+_FORGET_IDEM = Prepared(
+    delete(idempotency).where(_i.tenant_id == bindparam("tenant_id"), _i.key == bindparam("key"))
 )
 _PURGE_IDEM = Prepared(delete(idempotency).where(_i.expires_ms <= bindparam("now")))
 _IDEM_PAGE = Prepared(
@@ -333,6 +376,9 @@ class Accounts:
                     "audit_request_id": event.request_id,
                     "audit_outcome": event.outcome,
                     "audit_ms": event.created_ms,
+                    "audit_actor": event.actor_token_id,
+                    "audit_client_request_id": event.client_request_id,
+                    "audit_details": event.details,
                 },
             )
 
@@ -375,10 +421,10 @@ class Tenants:
     """Tenants and their tokens (tokens are stored only as hashes)."""
 
     @staticmethod
-    async def by_token_hash(tx: Tx, token_hash: str) -> tuple[str, str, str] | None:
-        """(tenant id, tenant name, token id) of a live token."""
+    async def by_token_hash(tx: Tx, token_hash: str) -> LiveToken | None:
+        """The tenant and limits of an unrevoked token (its expiry is the caller's to check)."""
         row = (await tx.execute(_TENANT_BY_TOKEN, {"token_hash": token_hash})).first()
-        return None if row is None else (row[0], row[1], row[2])
+        return None if row is None else LiveToken(*row)
 
     @staticmethod
     async def id_by_name(tx: Tx, name: str) -> str | None:
@@ -390,17 +436,18 @@ class Tenants:
         await tx.execute(_INSERT_TENANT, {"id": tenant_id, "name": name, "created_ms": now_ms})
 
     @staticmethod
-    async def insert_token(
-        tx: Tx, token_id: str, tenant_id: str, label: str, token_hash: str, now_ms: int
-    ) -> None:
+    async def insert_token(tx: Tx, row: TokenRow, token_hash: str) -> None:
         await tx.execute(
             _INSERT_TOKEN,
             {
-                "id": token_id,
-                "tenant_id": tenant_id,
-                "label": label,
+                "id": row.id,
+                "tenant_id": row.tenant_id,
+                "label": row.label,
                 "token_hash": token_hash,
-                "created_ms": now_ms,
+                "created_ms": row.created_ms,
+                "scopes": row.scopes,
+                "expires_ms": row.expires_ms,
+                "families": row.families,
             },
         )
 
@@ -408,7 +455,7 @@ class Tenants:
     async def list_tokens(tx: Tx, tenant: str | None) -> list[TokenRow]:
         stmt = _LIST_TOKENS if tenant is None else _LIST_TOKENS.where(_t.name == tenant)
         rows = (await tx.execute(stmt)).all()
-        return [TokenRow(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+        return [TokenRow(*r) for r in rows]
 
     @staticmethod
     async def revoke_token(tx: Tx, token_id: str, now_ms: int) -> str | None:
@@ -466,7 +513,24 @@ class AuditEvent:
     family: str | None = None
     account_name: str | None = None
     request_id: str | None = None
+    actor_token_id: str | None = None
+    client_request_id: str | None = None
+    details: str | None = None  # JSON
     id: int | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "tenant_id": self.tenant_id,
+            "action": self.action,
+            "family": self.family,
+            "account_name": self.account_name,
+            "request_id": self.request_id,
+            "outcome": self.outcome,
+            "created_ms": self.created_ms,
+            "actor_token_id": self.actor_token_id,
+            "client_request_id": self.client_request_id,
+            "details": self.details,
+        }
 
 
 @contextlib.contextmanager
@@ -476,7 +540,9 @@ def _name_taken_is_409(row: AccountRow) -> Iterator[None]:
         yield
     except IntegrityError as exc:
         if is_unique_violation(exc):
-            raise AccountExists(f"a {row.family} account named {row.name} already exists") from None
+            raise AccountExists(
+                f"a {row.family} account with this name already exists in your tenant"
+            ) from None
         raise
 
 
@@ -500,18 +566,7 @@ class Audit:
 
     @staticmethod
     async def insert(tx: Tx, event: AuditEvent) -> None:
-        await tx.execute(
-            _INSERT_AUDIT,
-            {
-                "tenant_id": event.tenant_id,
-                "action": event.action,
-                "family": event.family,
-                "account_name": event.account_name,
-                "request_id": event.request_id,
-                "outcome": event.outcome,
-                "created_ms": event.created_ms,
-            },
-        )
+        await tx.execute(_INSERT_AUDIT, event.params())
 
     @staticmethod
     async def page(
@@ -530,6 +585,8 @@ class IdempotencyRecord:
     response: bytes = field(repr=False)  # sealed
     key_id: str
     expires_ms: int
+    family: str | None = None  # the account the first response created
+    account_name: str | None = None
 
 
 class Idempotency:
@@ -540,7 +597,7 @@ class Idempotency:
         row = (await tx.execute(_GET_IDEM, {"tenant_id": tenant_id, "key": key})).first()
         if row is None:
             return None
-        return IdempotencyRecord(row[0], bytes(row[1]), row[2], row[3])
+        return IdempotencyRecord(row[0], bytes(row[1]), row[2], row[3], row[4], row[5])
 
     @staticmethod
     async def insert(tx: Tx, tenant_id: str, key: str, record: IdempotencyRecord) -> bool:
@@ -555,6 +612,8 @@ class Idempotency:
                     "response": record.response,
                     "key_id": record.key_id,
                     "expires_ms": record.expires_ms,
+                    "family": record.family,
+                    "account_name": record.account_name,
                 },
             )
         except IntegrityError as exc:
@@ -562,6 +621,16 @@ class Idempotency:
                 return False
             raise
         return True
+
+    @staticmethod
+    async def forget_account(tx: Tx, tenant_id: str, family: str, name: str) -> int:
+        """Drop every record whose first response created this account."""
+        params = {"tenant_id": tenant_id, "family": family, "name": name}
+        return int((await tx.execute(_FORGET_IDEM_OF, params)).rowcount)
+
+    @staticmethod
+    async def forget(tx: Tx, tenant_id: str, key: str) -> None:
+        await tx.execute(_FORGET_IDEM, {"tenant_id": tenant_id, "key": key})
 
     @staticmethod
     async def delete_expired(tx: Tx, tenant_id: str, key: str, now_ms: int) -> None:

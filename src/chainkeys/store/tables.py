@@ -46,6 +46,10 @@ tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_ms", BigInteger, nullable=False),
     Column("revoked_ms", BigInteger, nullable=True),
+    # Comma-separated, sorted: read, create, delete, sign, export.
+    Column("scopes", String(64), nullable=False, server_default="create,delete,read,sign"),
+    Column("expires_ms", BigInteger, nullable=True),  # None: never expires
+    Column("families", String(64), nullable=True),  # comma-separated; None: every family
 )
 
 accounts = Table(
@@ -103,6 +107,9 @@ audit = Table(
     Column("request_id", String(128), nullable=True),
     Column("outcome", String(64), nullable=False),  # "ok" or the error code
     Column("created_ms", BigInteger, nullable=False),
+    Column("actor_token_id", String(32), nullable=True),  # the token that acted (its id)
+    Column("client_request_id", String(128), nullable=True),  # the client's X-Request-ID
+    Column("details", Text, nullable=True),  # JSON: what was done (e.g. a sign summary)
     Index("ix_audit_tenant_id_id", "tenant_id", "id"),
     Index("ix_audit_created_ms", "created_ms"),
 )
@@ -112,11 +119,16 @@ idempotency = Table(
     metadata,
     Column("tenant_id", String(32), primary_key=True),
     Column("key", String(255), primary_key=True),
-    Column("fingerprint", String(64), nullable=False),  # sha256 of family + canonical request
+    # "sealed": the request's fingerprint is inside the sealed response (a fingerprint
+    # of a request that holds a key or mnemonic must not be readable from the database).
+    Column("fingerprint", String(64), nullable=False),
     Column("response", LargeBinary, nullable=False),  # sealed: may hold a one-time private key
     Column("key_id", String(16), nullable=False),
     Column("expires_ms", BigInteger, nullable=False),
+    Column("family", String(16), nullable=True),  # the account it created: deleting it
+    Column("account_name", String(100), nullable=True),  # ends every replay of it
     Index("ix_idempotency_expires_ms", "expires_ms"),
+    Index("ix_idempotency_tenant_id_family_account_name", "tenant_id", "family", "account_name"),
     Index("ix_idempotency_key_id", "key_id"),
 )
 

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chainkeys import metrics
+from chainkeys.accounts import CreateRequest
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import services_of
 from chainkeys.api.body import json_body, query, query_int
@@ -27,7 +28,7 @@ from chainkeys.api.routes.common import (
 )
 from chainkeys.api.routes.shapes import SHAPES, Shape
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.service import CreateRequest, Tenant
+from chainkeys.tokens import Principal
 
 IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
@@ -38,6 +39,7 @@ IDEMPOTENCY_KEY = {
     "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
 }
 DELETED = s.MessageResponse(success=True, message="account deleted")
+NO_STORE = {"Cache-Control": "no-store"}
 
 
 def family_routes(family: str, list_max_limit: int) -> list[Route]:
@@ -46,14 +48,14 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     title = family.capitalize()
     create_type = s.CREATE_REQUESTS[family]
 
-    async def list_accounts(request: Request, principal: Tenant) -> Response:
+    async def list_accounts(request: Request, principal: Principal) -> Response:
         q = query(request)
         page = await services_of(request).accounts.list(
             principal, family, query_int(q, "limit"), q.get("cursor")
         )
         return ok(shape.listed(page))
 
-    async def create_account(request: Request, principal: Tenant) -> Response:
+    async def create_account(request: Request, principal: Principal) -> Response:
         parsed = await json_body(request, create_type)
         req = CreateRequest() if parsed is None else CreateRequest(
             **{f: getattr(parsed, f) for f in parsed.__struct_fields__}
@@ -66,11 +68,17 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
             metrics.ACCOUNTS_CREATED.labels(family, source).inc()
         return ok(shape.created(created), headers)
 
-    async def get_account(request: Request, principal: Tenant) -> Response:
+    async def get_account(request: Request, principal: Principal) -> Response:
         view = await services_of(request).accounts.get(principal, family, path_name(request))
         return ok(shape.found(view))
 
-    async def delete_account(request: Request, principal: Tenant) -> Response:
+    async def export_account(request: Request, principal: Principal) -> Response:
+        view, key, path = await services_of(request).accounts.export(
+            principal, family, path_name(request)
+        )
+        return ok(shape.exported(view, key, path), NO_STORE)
+
+    async def delete_account(request: Request, principal: Principal) -> Response:
         await services_of(request).accounts.delete(principal, family, path_name(request))
         return ok(DELETED)
 
@@ -97,12 +105,21 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
         f"delete{title}AccountMoon", f"Delete one {title} account (Moon's path)", title,
         s.MessageResponse, ("400", "404", *ERRORS_AUTH), parameters=(NAME,),
     )  # fmt: skip
+    exporting = Doc(
+        f"export{title}Account", f"Export one {title} account's private key (Moon's path)",
+        title, shape.account_response, ("400", "404", *ERRORS_AUTH), parameters=(NAME,),
+        description="Only when the server has CHAINKEYS_EXPORT_ENABLED and the token the "
+        "`export` scope. The key is in the family's import form (hex for Cosmos, WIF for "
+        "Dogecoin/Litecoin, legacy WIF for EOS), with the BIP32 path of a mnemonic import. "
+        "Audited; answered with Cache-Control: no-store.",
+    )  # fmt: skip
     return [
-        resource(base, {"GET": Op(list_accounts, "read", listing),
-                        "POST": Op(create_account, "create", creating)}),
-        resource(item, {"GET": Op(get_account, "read", getting),
-                        "DELETE": Op(delete_account, "delete", deleting)}),
-        resource(f"{item}/delete", {"POST": Op(delete_account, "delete", moon_delete)}),
+        resource(base, {"GET": Op(list_accounts, "read", listing, family),
+                        "POST": Op(create_account, "create", creating, family)}),
+        resource(item, {"GET": Op(get_account, "read", getting, family),
+                        "DELETE": Op(delete_account, "delete", deleting, family)}),
+        resource(f"{item}/delete", {"POST": Op(delete_account, "delete", moon_delete, family)}),
+        resource(f"{item}/export", {"POST": Op(export_account, "export", exporting, family)}),
     ]  # fmt: skip
 
 

@@ -14,10 +14,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chainkeys.api.auth import SCOPES, authorize
+from chainkeys.api.auth import authorize
 from chainkeys.api.doc import Doc
 from chainkeys.api.errors import error_response, internal_error
 from chainkeys.errors import ChainkeysError
+from chainkeys.tokens import SCOPES
 
 _encoder = msgspec.json.Encoder()
 JSON = "application/json"
@@ -55,6 +56,7 @@ class Op:
     handler: Guarded | Public
     scope: str | None
     doc: Doc | None = None
+    family: str | None = None  # the family its accounts belong to (tokens may be limited)
 
     def __post_init__(self) -> None:
         assert self.scope is None or self.scope in SCOPES, self.scope
@@ -72,7 +74,7 @@ def resource(path: str, ops: dict[str, Op]) -> Route:
         try:
             if op.scope is None:
                 return await op.handler(request)  # type: ignore[call-arg]
-            principal = await authorize(request, op.scope)
+            principal = await authorize(request, op.scope, op.family)
             return await op.handler(request, principal)  # type: ignore[call-arg]
         except ChainkeysError as exc:
             return error_response(exc)

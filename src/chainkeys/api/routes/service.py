@@ -18,7 +18,7 @@ from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, ok, resource
 from chainkeys.api.routes.common import limit_param as limit
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest, StorageUnavailable
-from chainkeys.service import Tenant
+from chainkeys.tokens import Principal
 
 HEALTHY = s.MessageResponse(success=True, message="ok")
 ALIVE = s.MessageResponse(success=True, message="alive")
@@ -81,7 +81,7 @@ async def metrics_text(request: Request) -> Response:
     return Response(body, media_type=content_type)
 
 
-async def list_audit(request: Request, principal: Tenant) -> Response:
+async def list_audit(request: Request, principal: Principal) -> Response:
     """The caller's own tenant's events, oldest first, paginated."""
     q = query(request)
     try:
@@ -91,7 +91,7 @@ async def list_audit(request: Request, principal: Tenant) -> Response:
             "since is a time in milliseconds since the epoch", code="invalid_since"
         ) from None
     events, cursor = await services_of(request).audit.page(
-        principal.id, since_ms, query_int(q, "limit"), q.get("cursor")
+        principal.tenant_id, since_ms, query_int(q, "limit"), q.get("cursor")
     )
     items = [
         s.AuditItem(

@@ -12,13 +12,14 @@ from typing import Any
 
 from msgspec import UNSET
 
+from chainkeys.accounts import AccountView, Created, Page
 from chainkeys.api import schemas as s
 from chainkeys.chains.cosmos import keyring_pubkey
-from chainkeys.service import AccountView, Created, Page
 
 
 @dataclass(frozen=True, slots=True)
 class Shape:
+    exported: Callable[[AccountView, str, str | None], Any]
     created: Callable[[Created], Any]
     found: Callable[[AccountView], Any]
     listed: Callable[[Page], Any]
@@ -26,8 +27,12 @@ class Shape:
     list_response: type
 
 
-def _cosmos_account(view: AccountView, message: str, private_key: str | None) -> Any:
-    account = s.CosmosAccount(address=view.address, private_key=private_key or UNSET)
+def _cosmos_account(
+    view: AccountView, message: str, private_key: str | None, path: str | None = None
+) -> Any:
+    account = s.CosmosAccount(
+        address=view.address, private_key=private_key or UNSET, path=path or UNSET
+    )
     return s.CosmosAccountResponse(
         success=True, message=message, data=s.CosmosAccountData(data=account)
     )
@@ -41,17 +46,20 @@ def _cosmos_list(page: Page) -> Any:
     )
 
 
-def _fields(view: AccountView, private_key: str | None) -> dict[str, Any]:
+def _fields(view: AccountView, private_key: str | None, path: str | None) -> dict[str, Any]:
     return {
         "address": view.address,
         "public_key": view.public_key,
         "private_key": private_key or UNSET,
         "public_key_k1": view.extra.get("public_key_k1", UNSET),
+        "path": path or UNSET,
     }
 
 
-def _account(view: AccountView, message: str, private_key: str | None) -> Any:
-    fields = _fields(view, private_key)
+def _account(
+    view: AccountView, message: str, private_key: str | None, path: str | None = None
+) -> Any:
+    fields = _fields(view, private_key, path)
     data = s.AccountData(**fields, data=s.AccountFields(**fields))
     return s.AccountResponse(success=True, message=message, address=view.address, data=data)
 
@@ -70,6 +78,7 @@ def created_message(created: Created) -> str:
 
 
 COSMOS = Shape(
+    exported=lambda v, k, p: _cosmos_account(v, "account exported", k, p),
     created=lambda c: _cosmos_account(c.view, created_message(c), c.private_key),
     found=lambda v: _cosmos_account(v, "account found", None),
     listed=_cosmos_list,
@@ -77,6 +86,7 @@ COSMOS = Shape(
     list_response=s.CosmosListResponse,
 )
 ACCOUNT = Shape(
+    exported=lambda v, k, p: _account(v, "account exported", k, p),
     created=lambda c: _account(c.view, created_message(c), c.private_key),
     found=lambda v: _account(v, "account found", None),
     listed=_names,

@@ -1,0 +1,59 @@
+"""What the account service takes and returns (plain data, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from chainkeys.chains.spec import Account
+from chainkeys.store.repositories import ListedAccount
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRequest:
+    """What a caller may send to create or import an account."""
+
+    network: str | None = None
+    private_key: str | None = field(default=None, repr=False)
+    mnemonic: str | None = field(default=None, repr=False)
+    passphrase: str | None = field(default=None, repr=False)
+    account_index: int | None = None
+    address_type: str | None = None
+    name: str | None = None
+
+    @property
+    def imports(self) -> bool:
+        return self.private_key is not None or self.mnemonic is not None
+
+
+@dataclass(frozen=True, slots=True)
+class AccountView:
+    """The public face of a stored account."""
+
+    family: str
+    network: str
+    name: str
+    address: str
+    public_key: str
+    extra: Mapping[str, str]
+
+    @classmethod
+    def of(cls, family: str, network: str, account: Account) -> AccountView:
+        return cls(
+            family, network, account.name, account.address, account.public_key,
+            dict(account.extra),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    view: AccountView
+    imported: bool
+    private_key: str | None = field(default=None, repr=False)  # generated keys only, once
+    replayed: bool = False  # the stored first response of an Idempotency-Key
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: Sequence[ListedAccount]  # rows as read: id, name, address, public_key
+    next_cursor: str | None

@@ -1,0 +1,302 @@
+"""Account rules: tenant scoping, uniqueness, what is revealed when."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from chainkeys.accounts import idempotency as idem
+from chainkeys.accounts.models import AccountView, Created, CreateRequest, Page
+from chainkeys.audit.service import audit_event
+from chainkeys.chains.keys import generate_key, key_from_secret
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.spec import ChainError, Family, Key, Network, Options
+from chainkeys.clock import now_ms
+from chainkeys.config import Settings
+from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, NotFound
+from chainkeys.store.db import Database
+from chainkeys.store.repositories import (
+    AccountRow,
+    Accounts,
+    Audit,
+    AuditEvent,
+    DeletedAccounts,
+    DeletedRow,
+    Idempotency,
+    Tenants,
+)
+from chainkeys.tokens.service import Principal
+from chainkeys.vault import Context, Vault
+from chainkeys.vault.derive import Cursors
+
+log = logging.getLogger("chainkeys.accounts")
+# Every family's names are ASCII letters and digits with inner dots (EOS), at most 100.
+PLAUSIBLE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.]{0,98}[A-Za-z0-9])?")
+Fetch = Callable[[Any, str, str, str], Awaitable[Any]]
+
+
+@contextlib.contextmanager
+def chain_errors() -> Iterator[None]:
+    """A chain's refusal becomes a bad request with the chain's own message and code."""
+    try:
+        yield
+    except ChainError as exc:
+        raise BadRequest(exc.message, code=exc.code) from None
+
+
+def family_of(name: str) -> Family:
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise NotFound(f"unknown chain family {name!r}") from None
+
+
+class AccountService:
+    """Create, import, look up, list and delete accounts within one tenant."""
+
+    def __init__(self, db: Database, vault: Vault, settings: Settings, cursors: Cursors) -> None:
+        self.db = db
+        self.vault = vault
+        self.settings = settings
+        self.cursors = cursors
+
+    def _key_for(
+        self, fam: Family, req: CreateRequest, network: Network
+    ) -> tuple[Key, Options, str]:
+        if req.private_key is not None and req.mnemonic is not None:
+            raise BadRequest("send private_key or mnemonic, not both", code="invalid_input")
+        if req.mnemonic is None and (req.passphrase is not None or req.account_index is not None):
+            raise BadRequest("passphrase and account_index go with mnemonic", code="invalid_input")
+        options = Options(address_type=req.address_type, name=req.name)
+        if req.private_key is not None:
+            return fam.parse_private_key(req.private_key, network), options, "private_key"
+        if req.mnemonic is not None:
+            options = fam.check_options(options, None)
+            key = fam.key_from_mnemonic(
+                req.mnemonic, req.passphrase or "", req.account_index or 0, network, options
+            )
+            return key, options, "mnemonic"
+        return generate_key(), options, "generated"
+
+    async def create(
+        self, who: Principal, family: str, req: CreateRequest, idempotency_key: str | None = None
+    ) -> Created:
+        """Generate or import a key, seal it and store the account (AccountExists if taken).
+
+        With an idempotency key, a repeat of the same request returns the first
+        response (a generated private key included) instead of acting twice.
+        """
+        action = "import" if req.imports else "create"
+        try:
+            return await self._create(who, family, req, idempotency_key)
+        except ChainkeysError as exc:
+            await self._audit(audit_event(who, action, exc.code, family=family))
+            raise
+
+    async def _create(
+        self, who: Principal, family: str, req: CreateRequest, idem_key: str | None
+    ) -> Created:
+        fam = family_of(family)
+        fp = ""
+        if idem_key is not None:
+            idem_key = idem.hashed_key(idem_key)
+            fp = idem.fingerprint(fam.name, req)
+            async with self.db.read() as tx:
+                replay = await idem.replay(tx, self.vault, who.tenant_id, idem_key, fp)
+            if replay is not None:
+                return replay
+        with chain_errors():
+            network = fam.network(req.network)
+            key, options, source = self._key_for(fam, req, network)
+            options = fam.check_options(options, key)
+            account = fam.account(key, network, options)
+        row = AccountRow(
+            tenant_id=who.tenant_id,
+            family=fam.name,
+            name=account.name,
+            network=network.name,
+            address=account.address,
+            public_key=account.public_key,
+            details={
+                "extra": dict(account.extra),
+                "address_type": options.address_type,
+                "compressed": key.compressed,
+                "source": source,
+                "path": key.path,
+            },
+            secret=self.vault.seal(key.secret, Context(who.tenant_id, fam.name, account.name)),
+            key_id=self.vault.key_id,
+            created_ms=now_ms(),
+        )
+        reveal = source == "generated" and self.settings.reveal_generated_keys
+        created = Created(
+            view=AccountView.of(fam.name, network.name, account),
+            imported=source != "generated",
+            private_key=fam.export_private_key(key, network) if reveal else None,
+        )
+        event = audit_event(who, "import" if created.imported else "create", "ok",
+                            family=fam.name, account_name=account.name)  # fmt: skip
+        ttl_ms = self.settings.idempotency_ttl_seconds * 1000
+        try:
+            async with self.db.write(one_statement=idem_key is None) as tx:
+                if idem_key is not None:
+                    await idem.remember(
+                        tx, self.vault, who.tenant_id, idem_key, fp, created, ttl_ms
+                    )
+                await Accounts.insert_audited(tx, row, event)
+        except idem.IdempotencyRace:
+            async with self.db.read() as tx:
+                replay = await idem.replay(tx, self.vault, who.tenant_id, idem_key or "", fp)
+            if replay is None:  # the other request's record expired in between
+                raise idem.IdempotencyConflict("retry the request") from None
+            return replay
+        return created
+
+    async def _audit(self, event: AuditEvent) -> None:
+        """Record a failed attempt; a failure to record must not hide the original error."""
+        with contextlib.suppress(ChainkeysError):
+            async with self.db.write() as tx:
+                await Audit.insert(tx, event)
+
+    def check_name(self, family: str, name: str) -> tuple[Family, str]:
+        """The family and the canonical name (bech32 is case-insensitive), before any I/O."""
+        fam = family_of(family)
+        with chain_errors():
+            return fam, fam.check_name(name)
+
+    async def _find(
+        self, who: Principal, family: str, name: str, fetch: Fetch = Accounts.get
+    ) -> Any:
+        """Look a name up; the family's full check runs first only when the name is
+        not plausible, and otherwise only on a miss, to say why (a checksum costs
+        more than the lookup, and stored names are canonical and valid)."""
+        fam = family_of(family)
+        if PLAUSIBLE_NAME.fullmatch(name) is None:
+            fam, name = self.check_name(family, name)  # 400 before any storage work
+        async with self.db.read() as tx:
+            row = await fetch(tx, who.tenant_id, fam.name, name)
+            if row is None:
+                _, canonical = self.check_name(family, name)  # 400 if malformed
+                if canonical != name:
+                    row = await fetch(tx, who.tenant_id, fam.name, canonical)
+        if row is None:
+            raise AccountNotFound(f"no {fam.name} account by that name")
+        return row
+
+    async def get(self, who: Principal, family: str, name: str) -> AccountView:
+        row = await self._find(who, family, name, Accounts.view)
+        extra = orjson.loads(row.details).get("extra", {})
+        return AccountView(row.family, row.network, row.name, row.address, row.public_key, extra)
+
+    async def row(self, who: Principal, family: str, name: str) -> AccountRow:
+        """The stored account, sealed key included (for signing and export)."""
+        found: AccountRow = await self._find(who, family, name)
+        return found
+
+    async def export(
+        self, who: Principal, family: str, name: str
+    ) -> tuple[AccountView, str, str | None]:
+        """The account, its private key in the family's import form, and its BIP32 path
+        when it came from a mnemonic. Audited and logged (never the key)."""
+        row = await self.row(who, family, name)
+        fam = family_of(row.family)
+        network = fam.network(row.network)
+        key = key_from_secret(self.open_key(row), compressed=row.details.get("compressed", True))
+        exported = fam.export_private_key(key, network)
+        event = audit_event(who, "export", "ok", family=row.family, account_name=row.name)
+        async with self.db.write() as tx:
+            await Audit.insert(tx, event)
+        log.warning("private key exported: %s account %s by token %s",
+                    row.family, row.name, who.token_id)  # fmt: skip
+        extra = row.details.get("extra", {})
+        view = AccountView(row.family, row.network, row.name, row.address, row.public_key, extra)
+        return view, exported, row.details.get("path")
+
+    async def open_secret(self, who: Principal, family: str, name: str) -> bytes:
+        """The private key of a stored account (for checks and exports; never listed)."""
+        return self.open_key(await self.row(who, family, name))
+
+    def open_key(self, row: AccountRow) -> bytes:
+        """The private key of a stored account (only after every check has passed)."""
+        return self.vault.open(row.secret, row.key_id, Context(row.tenant_id, row.family, row.name))
+
+    async def list(
+        self, who: Principal, family: str, limit: int | None, cursor: str | None
+    ) -> Page:
+        fam = family_of(family)
+        s = self.settings
+        if limit is None:
+            limit = s.list_default_limit
+        if not 1 <= limit <= s.list_max_limit:
+            raise BadRequest(
+                f"limit must be between 1 and {s.list_max_limit}", code="invalid_limit"
+            )
+        scope = f"accounts/{who.tenant_id}/{fam.name}"
+        after = 0
+        if cursor:
+            found = self.cursors.open(cursor, scope)
+            if found is None:
+                raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
+            after = found
+        async with self.db.read() as tx:
+            rows = await Accounts.page(tx, who.tenant_id, fam.name, after, limit + 1)
+        if len(rows) > limit:
+            return Page(rows[:limit], self.cursors.make(rows[limit - 1].id, scope))
+        return Page(rows, None)
+
+    async def delete(self, who: Principal, family: str, name: str) -> None:
+        """Delete (retained, sealed, for the retention period; 0: erased at once). Every
+        idempotent replay of the account ends with it."""
+        fam, name = self.check_name(family, name)
+        retain = now_ms() if self.settings.deleted_retention_days else None
+        async with self.db.write() as tx:
+            deleted = await Accounts.delete(tx, who.tenant_id, fam.name, name, retain)
+            if deleted:
+                await Idempotency.forget_account(tx, who.tenant_id, fam.name, name)
+                event = audit_event(who, "delete", "ok", family=fam.name, account_name=name)
+                await Audit.insert(tx, event)
+        if not deleted:
+            await self._audit(audit_event(who, "delete", AccountNotFound.code,
+                                          family=fam.name, account_name=name))  # fmt: skip
+            raise AccountNotFound(f"no {fam.name} account by that name")
+
+    async def purge_expired(self) -> int:
+        """Forget expired idempotency records (they hold one-time keys) and, past the
+        retention period, deleted accounts."""
+        retention_ms = self.settings.deleted_retention_days * 86_400_000
+        async with self.db.write() as tx:
+            done = await Idempotency.purge(tx, now_ms())
+            return done + await DeletedAccounts.purge(tx, now_ms() - retention_ms)
+
+    async def restore(self, tenant_name: str, family: str, name: str) -> AccountView:
+        """Operator recovery: bring back the latest deleted account of that name."""
+        fam, name = self.check_name(family, name)
+        async with self.db.write() as tx:
+            tenant_id = await Tenants.id_by_name(tx, tenant_name)
+            if tenant_id is None:
+                raise NotFound(f"no tenant named {tenant_name}")
+            found = await DeletedAccounts.latest(tx, tenant_id, fam.name, name)
+            if found is None:
+                raise AccountNotFound(f"no deleted {fam.name} account by that name to restore")
+            row = found.account
+            await Accounts.insert(tx, row)  # AccountExists if the name was taken again since
+            await DeletedAccounts.forget(tx, found.id)
+            operator = Principal(tenant_id, tenant_name, "")
+            event = audit_event(operator, "restore", "ok", family=fam.name, account_name=name)
+            await Audit.insert(tx, event)
+        extra = row.details.get("extra", {})
+        return AccountView(row.family, row.network, row.name, row.address, row.public_key, extra)
+
+    async def deleted(self, tenant_name: str | None, limit: int = 1000) -> Sequence[DeletedRow]:
+        async with self.db.read() as tx:
+            tenant_id = None
+            if tenant_name is not None:
+                tenant_id = await Tenants.id_by_name(tx, tenant_name)
+                if tenant_id is None:
+                    raise NotFound(f"no tenant named {tenant_name}")
+            return await DeletedAccounts.recent(tx, tenant_id, limit)

@@ -1,0 +1,81 @@
+"""Audit events: built here for every domain, read back per tenant."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import orjson
+
+from chainkeys import logs
+from chainkeys.clock import now_ms
+from chainkeys.config import Settings
+from chainkeys.errors import BadRequest
+from chainkeys.store.db import Database
+from chainkeys.store.repositories import Audit, AuditEvent
+from chainkeys.vault.derive import Cursors
+
+
+class Actor(Protocol):
+    @property
+    def tenant_id(self) -> str: ...
+
+    @property
+    def token_id(self) -> str: ...
+
+
+def audit_event(
+    actor: Actor | None,
+    action: str,
+    outcome: str,
+    *,
+    details: dict[str, Any] | None = None,
+    **fields: Any,
+) -> AuditEvent:
+    """An event stamped with the acting token, the server's request id and the
+    client's own request id (kept apart: a client may send any value)."""
+    return AuditEvent(
+        tenant_id=actor.tenant_id if actor else None,
+        action=action,
+        outcome=outcome,
+        created_ms=now_ms(),
+        request_id=logs.request_id.get(),
+        actor_token_id=(actor.token_id or None) if actor else None,
+        client_request_id=logs.client_request_id.get(),
+        details=orjson.dumps(details).decode() if details is not None else None,
+        **fields,
+    )
+
+
+class AuditService:
+    """Reads the audit log (the API gives a tenant only its own events)."""
+
+    def __init__(self, db: Database, settings: Settings, cursors: Cursors) -> None:
+        self.db = db
+        self.settings = settings
+        self.cursors = cursors
+
+    async def record(self, event: AuditEvent) -> None:
+        """Write one event on its own (a refusal: nothing else is written with it)."""
+        async with self.db.write() as tx:
+            await Audit.insert(tx, event)
+
+    async def page(
+        self, tenant_id: str | None, since_ms: int, limit: int | None, cursor: str | None
+    ) -> tuple[list[AuditEvent], str | None]:
+        limit = self.settings.list_default_limit if limit is None else limit
+        if not 1 <= limit <= self.settings.list_max_limit:
+            raise BadRequest(
+                f"limit must be between 1 and {self.settings.list_max_limit}", code="invalid_limit"
+            )
+        scope = f"audit/{tenant_id or '*'}"
+        after = 0
+        if cursor:
+            found = self.cursors.open(cursor, scope)
+            if found is None:
+                raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
+            after = found
+        async with self.db.read() as tx:
+            events = await Audit.page(tx, tenant_id, since_ms, after, limit + 1)
+        more = len(events) > limit
+        events = events[:limit]
+        return events, (self.cursors.make(events[-1].id or 0, scope) if more else None)

@@ -1,0 +1,96 @@
+"""Builds the services from settings: the one place the API and the CLI get them from.
+
+Dependencies point one way: api/cli → bootstrap → domain packages (accounts,
+tokens, audit, keys) → store/vault → chains.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from chainkeys.accounts.service import AccountService
+from chainkeys.audit.service import AuditService
+from chainkeys.config import Settings
+from chainkeys.keys.service import KeyService
+from chainkeys.keys.vault import open_vault
+from chainkeys.store import migrate
+from chainkeys.store.db import Database
+from chainkeys.store.repositories import Meta
+from chainkeys.tokens.service import TokenService
+from chainkeys.vault import Vault
+from chainkeys.vault.derive import Cursors
+
+log = logging.getLogger("chainkeys")
+
+
+@dataclass
+class Services:
+    """Everything a running chainkeys holds; built once per process."""
+
+    settings: Settings
+    db: Database
+    vault: Vault
+    accounts: AccountService
+    tokens: TokenService
+    audit: AuditService
+    keys: KeyService
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def db_ping(self) -> None:
+        """Raises StorageUnavailable when the database does not answer."""
+        async with self.db.read() as tx:
+            await Meta.ping(tx)
+
+
+def prepare_data_dir(settings: Settings) -> None:
+    """The data directory (0700 when made here) and the SQLite file, created 0600
+    whatever the umask or the directory's mode: its WAL and SHM files take the
+    database file's mode. A directory others can read is worth a warning."""
+    data_dir = settings.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = stat.S_IMODE(data_dir.stat().st_mode)
+    if mode & 0o077:
+        log.warning(
+            "data directory %s is readable by others (mode %o); chmod 700 it",
+            data_dir,
+            mode,
+        )
+    for path in (settings.sqlite_path, *_sqlite_companions(settings.sqlite_path)):
+        if path == settings.sqlite_path and not path.exists():
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        if path.exists() and stat.S_IMODE(path.stat().st_mode) != 0o600:
+            path.chmod(0o600)
+
+
+def _sqlite_companions(db: Path) -> tuple[Path, Path]:
+    return db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")
+
+
+async def open_services(settings: Settings) -> Services:
+    """Open the store (creating the schema on first start) and the vault."""
+    if settings.database_url is None:
+        prepare_data_dir(settings)
+    db = Database(settings.db_url, settings)
+    try:
+        async with db.startup_lock():
+            await migrate.ensure_schema(db)
+            vault = await open_vault(db, settings)
+    except BaseException:
+        await db.close()
+        raise
+    cursors = Cursors(vault.current)
+    return Services(
+        settings,
+        db,
+        vault,
+        AccountService(db, vault, settings, cursors),
+        TokenService(db),
+        AuditService(db, settings, cursors),
+        KeyService(db, settings),
+    )

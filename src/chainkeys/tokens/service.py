@@ -1,0 +1,193 @@
+"""Tenants and their tokens: random, shown once, stored as a hash."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+
+from chainkeys.audit.service import audit_event
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.clock import now_ms
+from chainkeys.errors import BadRequest, NotFound
+from chainkeys.store.db import Database
+from chainkeys.store.repositories import Audit, LiveToken, Tenants, TokenRow
+
+TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
+SCOPES = ("read", "create", "delete", "sign", "export")
+DEFAULT_SCOPES = frozenset(SCOPES) - {"export"}
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The caller: its tenant, the token it used (by id) and what that token may do."""
+
+    tenant_id: str
+    tenant: str  # the tenant's name
+    token_id: str
+    scopes: frozenset[str] = DEFAULT_SCOPES
+    families: frozenset[str] | None = None  # None: every family
+    expires_ms: int | None = None
+
+    @classmethod
+    def of(cls, live: LiveToken) -> Principal:
+        families = frozenset(live.families.split(",")) if live.families else None
+        scopes = frozenset(s for s in live.scopes.split(",") if s)
+        return cls(live.tenant_id, live.tenant, live.token_id, scopes, families, live.expires_ms)
+
+    def may_use(self, family: str) -> bool:
+        return self.families is None or family in self.families
+
+
+def parse_scopes(text: str | None) -> frozenset[str]:
+    """`read,sign` → the scopes; None → the default (all but export)."""
+    if text is None:
+        return DEFAULT_SCOPES
+    scopes = frozenset(s.strip() for s in text.split(",") if s.strip())
+    unknown = sorted(scopes - set(SCOPES))
+    if unknown or not scopes:
+        raise BadRequest(f"scopes are a comma list of {', '.join(SCOPES)}", code="invalid_scope")
+    return scopes
+
+
+def parse_families(text: str | None) -> frozenset[str] | None:
+    if text is None:
+        return None
+    families = frozenset(f.strip() for f in text.split(",") if f.strip())
+    unknown = sorted(families - set(FAMILIES))
+    if unknown or not families:
+        raise BadRequest(f"families are a comma list of {', '.join(FAMILIES)}",
+                         code="invalid_family")  # fmt: skip
+    return families
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> int:
+    """`30d`, `12h`, `90m`, `3600s` (or plain seconds) → milliseconds."""
+    text = text.strip().lower()
+    unit = _UNITS.get(text[-1:], 0)
+    digits = text[:-1] if unit else text
+    if not digits.isascii() or not digits.isdigit() or int(digits) == 0 or len(digits) > 9:
+        raise BadRequest("an expiry is a positive duration like 30d, 12h or 90m",
+                         code="invalid_expiry")  # fmt: skip
+    return int(digits) * (unit or 1) * 1000
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenService:
+    """Issue, list, revoke and check tokens."""
+
+    SEEN_MAX = 4096  # live tokens remembered while the SQLite file is unchanged
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._seen: dict[str, Principal] = {}  # token hash -> caller, for self._version only
+        self._version = -1
+        self._checked = -math.inf  # perf_counter() when self._version was read
+
+    async def authenticate(self, token: str, arrived: float | None = None) -> Principal | None:
+        """The caller of a live token, or None.
+
+        On SQLite a live token's caller is remembered until the next commit by
+        any other connection or process (`PRAGMA data_version`): a revocation is
+        such a commit. The version is read again for every request that arrived
+        (`arrived`, a `time.perf_counter()`) after it was last read, so a
+        revocation counts for every request that arrives after it commits;
+        requests that arrived together share one read. Unknown tokens are never
+        remembered.
+        """
+        digest = hash_token(token)
+        version = -1
+        if self.db.is_sqlite:
+            if arrived is None or arrived >= self._checked:
+                checked = time.perf_counter()
+                version = self.db.data_version()
+                self._checked = checked
+                if version != self._version:
+                    self._seen.clear()
+                    self._version = version
+            version = self._version
+            seen = self._seen.get(digest)
+            if seen is not None:
+                if seen.expires_ms is not None and seen.expires_ms <= now_ms():
+                    return None
+                return seen
+        async with self.db.read() as tx:
+            found = await Tenants.by_token_hash(tx, digest)
+        if found is None:
+            return None
+        principal = Principal.of(found)
+        if version >= 0 and version == self._version and len(self._seen) < self.SEEN_MAX:
+            self._seen[digest] = principal
+        if principal.expires_ms is not None and principal.expires_ms <= now_ms():
+            return None  # expired: refused like a revoked token
+        return principal
+
+    async def create(
+        self,
+        tenant: str,
+        label: str = "",
+        scopes: frozenset[str] = DEFAULT_SCOPES,
+        expires_in_ms: int | None = None,
+        families: frozenset[str] | None = None,
+    ) -> tuple[TokenRow, str]:
+        """Issue a token (creating the tenant if new); returns the row and the token."""
+        tenant = tenant.strip()
+        if not tenant or len(tenant) > 64:
+            raise BadRequest("a tenant name is 1 to 64 characters", code="invalid_tenant")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token_id, ts = uuid.uuid4().hex, now_ms()
+        async with self.db.write() as tx:
+            tenant_id = await Tenants.id_by_name(tx, tenant)
+            if tenant_id is None:
+                tenant_id = uuid.uuid4().hex
+                await Tenants.insert(tx, tenant_id, tenant, ts)
+            row = TokenRow(
+                token_id, tenant_id, tenant, label, ts, None,
+                scopes=",".join(sorted(scopes)),
+                expires_ms=ts + expires_in_ms if expires_in_ms else None,
+                families=",".join(sorted(families)) if families else None,
+            )  # fmt: skip
+            await Tenants.insert_token(tx, row, hash_token(token))
+            owner = Principal(tenant_id, tenant, token_id)
+            details = {"scopes": sorted(scopes), "expires_ms": row.expires_ms,
+                       "families": sorted(families) if families else None}  # fmt: skip
+            await Audit.insert(tx, audit_event(owner, "token.create", "ok",
+                                               account_name=token_id, details=details))  # fmt: skip
+        return row, token
+
+    async def list(self, tenant: str | None = None) -> list[TokenRow]:
+        async with self.db.read() as tx:
+            return await Tenants.list_tokens(tx, tenant)
+
+    async def revoke(self, token_id: str) -> None:
+        async with self.db.write() as tx:
+            tenant_id = await Tenants.revoke_token(tx, token_id, now_ms())
+            if tenant_id is None:
+                raise NotFound(f"no live token with id {token_id}")
+            owner = Principal(tenant_id, "", token_id)
+            await Audit.insert(tx, audit_event(owner, "token.revoke", "ok", account_name=token_id))
+
+    async def issue_first(self) -> str | None:
+        """On a store with no tokens at all, issue one for tenant `default` (once, ever)."""
+        async with self.db.startup_lock():
+            async with self.db.read() as tx:
+                if await Tenants.count_tokens(tx):
+                    return None
+            _, token = await self.create("default", "first start")
+        return token
+
+    async def tenant_id(self, name: str) -> str:
+        async with self.db.read() as tx:
+            found = await Tenants.id_by_name(tx, name)
+        if found is None:
+            raise NotFound(f"no tenant named {name}")
+        return found
