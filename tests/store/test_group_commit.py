@@ -301,7 +301,7 @@ def test_services_under_group_commit(tmp_path: Path) -> None:
         try:
             tokens = await svc.tokens.list()
             tenant = await svc.tokens.authenticate(issued[0][1])
-            assert tenant is not None and tenant.name == "tenant-0"
+            assert tenant is not None and tenant.tenant == "tenant-0"
             owner = await svc.tokens.authenticate(token)
             assert owner is not None
             page = await svc.accounts.list(owner, "cosmos", None, None)

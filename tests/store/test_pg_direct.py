@@ -34,6 +34,7 @@ from chainkeys.store.repositories import (
     IdempotencyRecord,
     Meta,
     Tenants,
+    TokenRow,
 )
 from chainkeys.store.tables import accounts, metadata
 
@@ -226,7 +227,8 @@ def test_unique_violation_is_an_integrity_error_that_quotes_no_value(pg_url: str
     async def main(db: Database) -> None:
         tenant = await new_tenant(db)
         secret_hash = "feedface" * 8
-        token = {"id": "tok-a", "tenant_id": tenant, "label": "", "created_ms": 1}
+        token = {"id": "tok-a", "tenant_id": tenant, "label": "", "created_ms": 1,
+                 "scopes": "read", "expires_ms": None, "families": None}  # fmt: skip
         async with db.write() as tx:
             await tx.execute(_INSERT_TOKEN, {**token, "token_hash": secret_hash})
         with pytest.raises(IntegrityError) as caught:
@@ -303,7 +305,8 @@ def test_rarer_statements_compiled_per_call(pg_url: str) -> None:
     async def main(db: Database) -> None:
         tenant = await new_tenant(db)
         async with db.write() as tx:
-            await Tenants.insert_token(tx, "tok-x", tenant, "lbl", "ab" * 32, 5)
+            row = TokenRow("tok-x", tenant, f"name-{tenant}", "lbl", 5, None)
+            await Tenants.insert_token(tx, row, "ab" * 32)
             await Audit.insert(tx, AuditEvent(tenant, "create", "ok", 7, "eos", "n1", "req"))
             await Meta.insert(tx, f"m-{tenant}", b"\x00\xff", "k9")
         async with db.read() as tx:
