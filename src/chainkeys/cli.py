@@ -14,11 +14,11 @@ import typer
 
 from chainkeys import logs
 from chainkeys.bootstrap import Services, open_services
-from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
 from chainkeys.store import migrate
 from chainkeys.store.db import Database
+from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
 
 app = typer.Typer(no_args_is_help=True, help="chainkeys: multi-chain key custody service.")
 token_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke API tokens.")
