@@ -18,6 +18,7 @@ from chainkeys.config import Settings
 from chainkeys.keys.service import KeyService
 from chainkeys.keys.vault import open_vault
 from chainkeys.store import migrate
+from chainkeys.store.copy import CopyReport, copy_database
 from chainkeys.store.db import Database
 from chainkeys.store.repositories import Meta
 from chainkeys.tokens.service import TokenService
@@ -70,6 +71,28 @@ def prepare_data_dir(settings: Settings) -> None:
 
 def _sqlite_companions(db: Path) -> tuple[Path, Path]:
     return db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")
+
+
+async def upgrade_schema(settings: Settings) -> str:
+    """Apply pending migrations (`chainkeys db upgrade`); the revision reached."""
+    if settings.database_url is None:
+        prepare_data_dir(settings)
+    db = Database(settings.db_url, settings)
+    try:
+        await migrate.upgrade(db)
+        return str(await migrate.current_revision(db))
+    finally:
+        await db.close()
+
+
+async def copy_between(settings: Settings, source: str, target: str) -> CopyReport:
+    """Copy every row between two databases, verified (`chainkeys db copy`)."""
+    src, dst = Database(source, settings), Database(target, settings)
+    try:
+        return await copy_database(src, dst, lambda db: open_vault(db, settings))
+    finally:
+        await src.close()
+        await dst.close()
 
 
 async def open_services(settings: Settings) -> Services:

@@ -13,11 +13,9 @@ from typing import Annotated, NoReturn, TypeVar
 import typer
 
 from chainkeys import logs
-from chainkeys.bootstrap import Services, open_services
+from chainkeys.bootstrap import Services, copy_between, open_services, upgrade_schema
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
-from chainkeys.store import migrate
-from chainkeys.store.db import Database
 from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
 
 app = typer.Typer(no_args_is_help=True, help="chainkeys: multi-chain key custody service.")
@@ -255,19 +253,8 @@ def key_retire(data_dir: DataDir = None) -> None:
 @db_app.command("upgrade")
 def db_upgrade(data_dir: DataDir = None) -> None:
     """Apply pending schema migrations."""
-    settings = settings_for(data_dir)
-    if settings.database_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-
-    async def main() -> str:
-        db = Database(settings.db_url, settings)
-        try:
-            await migrate.upgrade(db)
-            return str(await migrate.current_revision(db))
-        finally:
-            await db.close()
-
-    typer.echo(f"schema at revision {asyncio.run(main())}")
+    revision = asyncio.run(upgrade_schema(settings_for(data_dir)))
+    typer.echo(f"schema at revision {revision}")
 
 
 @db_app.command("copy")
@@ -281,21 +268,10 @@ def db_copy(
     URLs look like sqlite:////abs/path/chainkeys.db or postgresql://user@host/db.
     The master key (CHAINKEYS_MASTER_KEY or the key file) must open the source.
     """
-    from chainkeys.keys import open_vault
-    from chainkeys.store.copy import CopyReport, copy_database, display_url
-
-    settings = settings_for(data_dir)
-
-    async def main() -> CopyReport:
-        src, dst = Database(source, settings), Database(target, settings)
-        try:
-            return await copy_database(src, dst, lambda db: open_vault(db, settings))
-        finally:
-            await src.close()
-            await dst.close()
+    from chainkeys.store.copy import display_url
 
     try:
-        report = asyncio.run(main())
+        report = asyncio.run(copy_between(settings_for(data_dir), source, target))
     except ChainkeysError as exc:
         fail(f"copy failed: {exc.message}")
         raise  # unreachable: fail exits
