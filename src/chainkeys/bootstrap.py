@@ -73,6 +73,33 @@ def _sqlite_companions(db: Path) -> tuple[Path, Path]:
     return db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")
 
 
+@dataclass
+class Admin:
+    """What token, tenant and audit administration needs: no master key, no vault."""
+
+    db: Database
+    tokens: TokenService
+    audit: AuditService
+
+    async def close(self) -> None:
+        await self.db.close()
+
+
+async def open_admin(settings: Settings) -> Admin:
+    """The store only (schema created or checked), without loading the master key:
+    issuing, listing and revoking tokens and reading the audit log need no secret."""
+    if settings.database_url is None:
+        prepare_data_dir(settings)
+    db = Database(settings.db_url, settings)
+    try:
+        async with db.startup_lock():
+            await migrate.ensure_schema(db)
+    except BaseException:
+        await db.close()
+        raise
+    return Admin(db, TokenService(db), AuditService(db, settings, None))
+
+
 async def upgrade_schema(settings: Settings) -> str:
     """Apply pending migrations (`chainkeys db upgrade`); the revision reached."""
     if settings.database_url is None:

@@ -5,15 +5,22 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from chainkeys import logs
-from chainkeys.bootstrap import Services, copy_between, open_services, upgrade_schema
+from chainkeys import __version__, logs
+from chainkeys.bootstrap import (
+    Admin,
+    Services,
+    copy_between,
+    open_admin,
+    open_services,
+    upgrade_schema,
+)
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
 from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
@@ -24,6 +31,24 @@ db_app = typer.Typer(no_args_is_help=True, help="Database schema and data.")
 key_app = typer.Typer(no_args_is_help=True, help="Master-key rotation.")
 account_app = typer.Typer(no_args_is_help=True, help="Operator recovery of deleted accounts.")
 app.add_typer(token_app, name="token")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"chainkeys {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    """chainkeys: multi-chain key custody service."""
+
+
 app.add_typer(db_app, name="db")
 app.add_typer(key_app, name="key")
 app.add_typer(account_app, name="account")
@@ -56,6 +81,23 @@ def run(settings: Settings, work: Callable[[Services], Awaitable[T]]) -> T:
         finally:
             await svc.close()
 
+    return _finish(main)
+
+
+def run_admin(settings: Settings, work: Callable[[Admin], Awaitable[T]]) -> T:
+    """As `run`, for commands that need no master key (tokens, tenants, audit)."""
+
+    async def main() -> T:
+        admin = await open_admin(settings)
+        try:
+            return await work(admin)
+        finally:
+            await admin.close()
+
+    return _finish(main)
+
+
+def _finish(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     try:
         return asyncio.run(main())
     except ChainkeysError as exc:
@@ -120,9 +162,9 @@ def token_create(
         families = parse_families(family)
     except ChainkeysError as exc:
         fail(exc.message)
-    row, token = run(
+    row, token = run_admin(
         settings_for(data_dir),
-        lambda svc: svc.tokens.create(tenant, label, scopes, lifetime, families),
+        lambda admin: admin.tokens.create(tenant, label, scopes, lifetime, families),
     )
     typer.echo(
         f"token id {row.id} for tenant {row.tenant}, scopes {row.scopes}"
@@ -139,7 +181,7 @@ def token_list(
     data_dir: DataDir = None,
 ) -> None:
     """List tokens (ids and labels; the tokens themselves are never stored)."""
-    rows = run(settings_for(data_dir), lambda svc: svc.tokens.list(tenant))
+    rows = run_admin(settings_for(data_dir), lambda admin: admin.tokens.list(tenant))
     typer.echo(
         f"{'ID':32}  {'TENANT':20}  {'SCOPES':26}  {'FAMILIES':16}  {'CREATED':20}  "
         f"{'EXPIRES':20}  {'REVOKED':20}  LABEL"
@@ -155,7 +197,7 @@ def token_list(
 @token_app.command("revoke")
 def token_revoke(token_id: str, data_dir: DataDir = None) -> None:
     """Revoke a token by id; requests with it fail at once."""
-    run(settings_for(data_dir), lambda svc: svc.tokens.revoke(token_id))
+    run_admin(settings_for(data_dir), lambda admin: admin.tokens.revoke(token_id))
     typer.echo(f"revoked {token_id}")
 
 
@@ -166,7 +208,9 @@ def audit(
         str | None,
         typer.Option(help="ISO date or time (UTC unless it says), e.g. 2026-11-21T10:00"),
     ] = None,
-    limit: Annotated[int, typer.Option(min=1, max=1000, help="events per page")] = 1000,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="at most this many events (default: all)")
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Print the audit log: who created, imported, deleted what, and token events."""
@@ -181,22 +225,26 @@ def audit(
             when = when.replace(tzinfo=UTC)
         since_ms = int(when.timestamp() * 1000)
 
-    async def work(svc: Services) -> int:
-        tenant_id = await svc.tokens.tenant_id(tenant) if tenant is not None else None
-        cursor, shown = None, 0
-        while True:
-            events, cursor = await svc.audit.page(tenant_id, since_ms, limit, cursor)
+    async def work(admin: Admin) -> int:
+        tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None
+        after, shown, page = 0, 0, 1000
+        while limit is None or shown < limit:
+            want = page if limit is None else min(page, limit - shown)
+            events, names = await admin.audit.events(tenant_id, since_ms, after, want)
             for e in events:
+                who = names.get(e.tenant_id or "", e.tenant_id or "-")
                 typer.echo(
-                    f"{_when(e.created_ms)}  {e.tenant_id or '-':32}  {e.action:12}  "
-                    f"{e.outcome:20}  {e.family or '-':8}  {e.account_name or '-'}  "
-                    f"{e.request_id or '-'}"
+                    f"{_when(e.created_ms)}  {who:20}  {e.action:12}  {e.outcome:20}  "
+                    f"{e.family or '-':8}  {e.account_name or '-'}  "
+                    f"token={e.actor_token_id or '-'}  rid={e.request_id or '-'}"
                 )
             shown += len(events)
-            if cursor is None:
-                return shown
+            if len(events) < want:
+                break
+            after = events[-1].id or after
+        return shown
 
-    run(settings_for(data_dir), work)
+    run_admin(settings_for(data_dir), work)
 
 
 @account_app.command("deleted")

@@ -40,6 +40,16 @@ def account_fields(body: dict[str, Any]) -> dict[str, Any]:
     return dict(inner)
 
 
+# Fields added since the contract (issue 16): every response says its network and when
+# it was created; Cosmos create/get carry the keyring pubkey as list does.
+ADDED = {"network", "created_at", "pubkey"}
+
+
+def contract(fields: dict[str, Any]) -> dict[str, Any]:
+    """The contract's own fields of a response object."""
+    return {k: v for k, v in fields.items() if k not in ADDED}
+
+
 # ---- create (generated) -------------------------------------------------------------
 
 
@@ -48,13 +58,18 @@ def test_cosmos_create_generates_a_key_shown_once(client: httpx.Client) -> None:
     assert set(body) == {"success", "message", "data"}
     assert set(body["data"]) == {"data"}
     inner = body["data"]["data"]
-    assert set(inner) == {"address", "private_key"}
+    assert set(inner) == {"address", "private_key", *ADDED}
+    assert inner["network"] == "cosmoshub" and inner["created_at"].endswith("Z")
+    assert inner["pubkey"].startswith('{"@type":"/cosmos.crypto.secp256k1.PubKey","key":"')
     assert inner["address"].startswith("cosmos1")
     assert len(inner["private_key"]) == 64
     int(inner["private_key"], 16)
 
     got = ok(client.get(f"/cosmos/{inner['address']}"))
-    assert got["data"] == {"data": {"address": inner["address"]}}  # no private key on get
+    assert contract(got["data"]["data"]) == {"address": inner["address"]}  # no private key
+    assert got["data"]["data"]["pubkey"] == inner["pubkey"]
+    listed = ok(client.get("/cosmos"))["data"]["data"]["keys"]
+    assert [k["pubkey"] for k in listed] == [inner["pubkey"]]  # the same form as list
 
 
 def test_cosmos_create_with_no_body_at_all(client: httpx.Client) -> None:
@@ -72,7 +87,7 @@ def test_utxo_shape_create_and_get(
     body = ok(client.post(f"/{family}", json={}))
     assert set(body) == {"success", "message", "address", "data"}
     fields = account_fields(body)
-    expected = {"address", "public_key", "private_key"} | (
+    expected = {"address", "public_key", "private_key", "network", "created_at"} | (
         {"public_key_k1"} if family == "eos" else set()
     )
     assert set(fields) == expected
@@ -121,7 +136,8 @@ def test_cosmos_import_hex_matches_vectors(server: Any, key_id: str) -> None:
             body = ok(
                 c.post("/cosmos", json={"network": network, "private_key": vec["private_key_hex"]})
             )
-            assert body["data"]["data"] == {"address": vec["cosmos"]["addresses"][hrp]}
+            assert contract(body["data"]["data"]) == {"address": vec["cosmos"]["addresses"][hrp]}
+            assert body["data"]["data"]["network"] == network
         listed = ok(c.get("/cosmos"))["data"]["data"]["keys"]
         assert {k["pubkey"] for k in listed} == {vec["cosmos"]["pubkey_keyring_json_string"]}
 
@@ -207,7 +223,7 @@ def test_mnemonic_import_each_family(client: httpx.Client) -> None:
     acct = ABANDON["accounts"][1]
     phrase = ABANDON["mnemonic"]
     cosmos = ok(client.post("/cosmos", json={"mnemonic": phrase, "account_index": 1}))
-    assert cosmos["data"]["data"] == {"address": acct["cosmos"]["addresses"]["cosmos"]}
+    assert contract(cosmos["data"]["data"]) == {"address": acct["cosmos"]["addresses"]["cosmos"]}
     doge = ok(client.post("/dogecoin", json={"mnemonic": phrase, "account_index": 1}))
     assert doge["address"] == acct["dogecoin"]["mainnet"]["p2pkh"]
     for address_type, field in [
@@ -331,3 +347,26 @@ def test_every_response_has_the_servers_own_request_id(client: httpx.Client) -> 
     assert len(first) >= 16
     given = client.get("/cosmos", headers={"X-Request-ID": first}).headers["x-request-id"]
     assert given != first and len(given) >= 16
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_list_filters_by_network(client: httpx.Client, family: str) -> None:
+    networks = sorted(ok(client.get("/networks"))["data"]["families"][family]["networks"],
+                      key=lambda n: n["name"])  # fmt: skip
+    one, two = networks[0]["name"], networks[1]["name"]
+    made = {n: ok(client.post(f"/{family}", json={"network": n})) for n in (one, two)}
+
+    def names(query: str) -> list[str]:
+        data = ok(client.get(f"/{family}{query}"))["data"]
+        if family == "cosmos":
+            return [k["address"] for k in data["data"]["keys"]]
+        return list(data["keys"])
+
+    def name(body: dict[str, Any]) -> str:
+        return str(body["data"]["data"]["address"] if family == "cosmos" else body["address"])
+
+    assert names(f"?network={one}") == [name(made[one])]
+    assert names(f"?network={two}") == [name(made[two])]
+    assert len(names("")) == 2
+    r = client.get(f"/{family}?network=nosuchnet")
+    assert r.status_code == 400 and r.json()["code"] == "unknown_network"

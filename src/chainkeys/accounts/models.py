@@ -36,12 +36,13 @@ class AccountView:
     address: str
     public_key: str
     extra: Mapping[str, str]
+    created_ms: int | None = None
 
     @classmethod
-    def of(cls, family: str, network: str, account: Account) -> AccountView:
+    def of(cls, family: str, network: str, account: Account, created_ms: int) -> AccountView:
         return cls(
             family, network, account.name, account.address, account.public_key,
-            dict(account.extra),
+            dict(account.extra), created_ms,
         )  # fmt: skip
 
 

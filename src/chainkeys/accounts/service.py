@@ -135,7 +135,7 @@ class AccountService:
         )
         reveal = source == "generated" and self.settings.reveal_generated_keys
         created = Created(
-            view=AccountView.of(fam.name, network.name, account),
+            view=AccountView.of(fam.name, network.name, account, row.created_ms),
             imported=source != "generated",
             private_key=fam.export_private_key(key, network) if reveal else None,
         )
@@ -191,7 +191,9 @@ class AccountService:
     async def get(self, who: Principal, family: str, name: str) -> AccountView:
         row = await self._find(who, family, name, Accounts.view)
         extra = orjson.loads(row.details).get("extra", {})
-        return AccountView(row.family, row.network, row.name, row.address, row.public_key, extra)
+        return AccountView(
+            row.family, row.network, row.name, row.address, row.public_key, extra, row.created_ms
+        )
 
     async def row(self, who: Principal, family: str, name: str) -> AccountRow:
         """The stored account, sealed key included (for signing and export)."""
@@ -214,7 +216,9 @@ class AccountService:
         log.warning("private key exported: %s account %s by token %s",
                     row.family, row.name, who.token_id)  # fmt: skip
         extra = row.details.get("extra", {})
-        view = AccountView(row.family, row.network, row.name, row.address, row.public_key, extra)
+        view = AccountView(
+            row.family, row.network, row.name, row.address, row.public_key, extra, row.created_ms
+        )
         return view, exported, row.details.get("path")
 
     async def open_secret(self, who: Principal, family: str, name: str) -> bytes:
@@ -226,9 +230,17 @@ class AccountService:
         return self.vault.open(row.secret, row.key_id, Context(row.tenant_id, row.family, row.name))
 
     async def list(
-        self, who: Principal, family: str, limit: int | None, cursor: str | None
+        self,
+        who: Principal,
+        family: str,
+        limit: int | None,
+        cursor: str | None,
+        network: str | None = None,
     ) -> Page:
         fam = family_of(family)
+        if network is not None:
+            with chain_errors():
+                network = fam.network(network).name  # 400 listing the accepted ones
         s = self.settings
         if limit is None:
             limit = s.list_default_limit
@@ -236,7 +248,7 @@ class AccountService:
             raise BadRequest(
                 f"limit must be between 1 and {s.list_max_limit}", code="invalid_limit"
             )
-        scope = f"accounts/{who.tenant_id}/{fam.name}"
+        scope = f"accounts/{who.tenant_id}/{fam.name}/{network or '*'}"
         after = 0
         if cursor:
             found = self.cursors.open(cursor, scope)
@@ -244,7 +256,7 @@ class AccountService:
                 raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
             after = found
         async with self.db.read() as tx:
-            rows = await Accounts.page(tx, who.tenant_id, fam.name, after, limit + 1)
+            rows = await Accounts.page(tx, who.tenant_id, fam.name, after, limit + 1, network)
         if len(rows) > limit:
             return Page(rows[:limit], self.cursors.make(rows[limit - 1].id, scope))
         return Page(rows, None)
@@ -290,7 +302,9 @@ class AccountService:
             event = audit_event(operator, "restore", "ok", family=fam.name, account_name=name)
             await Audit.insert(tx, event)
         extra = row.details.get("extra", {})
-        return AccountView(row.family, row.network, row.name, row.address, row.public_key, extra)
+        return AccountView(
+            row.family, row.network, row.name, row.address, row.public_key, extra, row.created_ms
+        )
 
     async def deleted(self, tenant_name: str | None, limit: int = 1000) -> Sequence[DeletedRow]:
         async with self.db.read() as tx:

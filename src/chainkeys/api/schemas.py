@@ -47,6 +47,15 @@ class CosmosAccount(Struct, kw_only=True, omit_defaults=True):
     path: (
         Annotated[str, Meta(description="export: the BIP32 path of a mnemonic import")] | UnsetType
     ) = UNSET
+    pubkey: (
+        Annotated[str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}, as list gives')]
+        | UnsetType
+    ) = UNSET
+    network: Annotated[str, Meta(description="the account's network")] | UnsetType = UNSET
+    created_at: (
+        Annotated[str, Meta(description="when it was created or imported (UTC, ISO 8601)")]
+        | UnsetType
+    ) = UNSET
 
 
 class CosmosAccountData(Struct, kw_only=True):
@@ -97,6 +106,11 @@ class AccountFields(Struct, kw_only=True, omit_defaults=True):
     public_key_k1: Annotated[str, Meta(description="EOS only: PUB_K1_… form")] | UnsetType = UNSET
     path: (
         Annotated[str, Meta(description="export: the BIP32 path of a mnemonic import")] | UnsetType
+    ) = UNSET
+    network: Annotated[str, Meta(description="the account's network")] | UnsetType = UNSET
+    created_at: (
+        Annotated[str, Meta(description="when it was created or imported (UTC, ISO 8601)")]
+        | UnsetType
     ) = UNSET
 
 

@@ -11,7 +11,7 @@ from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import Audit, AuditEvent
+from chainkeys.store.repositories import Audit, AuditEvent, Tenants
 from chainkeys.vault.derive import Cursors
 
 
@@ -49,10 +49,20 @@ def audit_event(
 class AuditService:
     """Reads the audit log (the API gives a tenant only its own events)."""
 
-    def __init__(self, db: Database, settings: Settings, cursors: Cursors) -> None:
+    def __init__(self, db: Database, settings: Settings, cursors: Cursors | None) -> None:
         self.db = db
         self.settings = settings
         self.cursors = cursors
+
+    async def events(
+        self, tenant_id: str | None, since_ms: int, after_id: int, limit: int
+    ) -> tuple[list[AuditEvent], dict[str, str]]:
+        """Up to `limit` events after row `after_id` (the CLI's paging), and the names of
+        their tenants."""
+        async with self.db.read() as tx:
+            events = await Audit.page(tx, tenant_id, since_ms, after_id, limit)
+            names = await Tenants.names(tx)
+        return events, names
 
     async def record(self, event: AuditEvent) -> None:
         """Write one event on its own (a refusal: nothing else is written with it)."""
@@ -69,6 +79,7 @@ class AuditService:
             )
         scope = f"audit/{tenant_id or '*'}"
         after = 0
+        assert self.cursors is not None, "API pages need cursors (the master key)"
         if cursor:
             found = self.cursors.open(cursor, scope)
             if found is None:

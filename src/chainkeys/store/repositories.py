@@ -121,7 +121,9 @@ _INSERT_ACCOUNT = Prepared(
 )
 _GET_ACCOUNT = Prepared(select(*_ACCOUNT_COLS).where(_KEY))
 _VIEW_ACCOUNT = Prepared(
-    select(_a.family, _a.network, _a.name, _a.address, _a.public_key, _a.details).where(_KEY)
+    select(
+        _a.family, _a.network, _a.name, _a.address, _a.public_key, _a.details, _a.created_ms
+    ).where(_KEY)
 )
 _DELETE_ACCOUNT = Prepared(delete(accounts).where(_KEY))
 _d = deleted_accounts.c
@@ -158,6 +160,17 @@ _PAGE = Prepared(
     .order_by(_a.id)
     .limit(bindparam("limit"))
 )
+_PAGE_NETWORK = Prepared(
+    select(_a.id, _a.name, _a.address, _a.public_key)
+    .where(
+        _a.tenant_id == bindparam("tenant_id"),
+        _a.family == bindparam("family"),
+        _a.network == bindparam("network"),
+        _a.id > bindparam("after"),
+    )
+    .order_by(_a.id)
+    .limit(bindparam("limit"))
+)
 _COUNT_SEALED = Prepared(select(func.count()).select_from(accounts))
 
 _t, _k = tenants.c, tokens.c
@@ -166,6 +179,7 @@ _TENANT_BY_TOKEN = Prepared(
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
 )
+_TENANT_NAMES = Prepared(select(_t.id, _t.name))
 _TENANT_BY_NAME = Prepared(select(_t.id).where(_t.name == bindparam("name")))
 _INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms"))
 _INSERT_TOKEN = Prepared(
@@ -396,10 +410,12 @@ class Accounts:
 
     @staticmethod
     async def page(
-        tx: Tx, tenant_id: str, family: str, after: int, limit: int
+        tx: Tx, tenant_id: str, family: str, after: int, limit: int, network: str | None = None
     ) -> Sequence[ListedAccount]:
         params = {"tenant_id": tenant_id, "family": family, "after": after, "limit": limit}
-        return (await tx.execute(_PAGE, params)).all()
+        if network is None:
+            return (await tx.execute(_PAGE, params)).all()
+        return (await tx.execute(_PAGE_NETWORK, {**params, "network": network})).all()
 
     @staticmethod
     async def delete(
@@ -462,6 +478,11 @@ class Tenants:
         """The tenant id of the token revoked, None when no live token has that id."""
         row = (await tx.execute(_REVOKE_TOKEN, {"token_id": token_id, "now": now_ms})).first()
         return None if row is None else str(row[0])
+
+    @staticmethod
+    async def names(tx: Tx) -> dict[str, str]:
+        """Tenant id -> name, for showing people names instead of ids."""
+        return {r[0]: r[1] for r in (await tx.execute(_TENANT_NAMES)).all()}
 
     @staticmethod
     async def count_tokens(tx: Tx) -> int:

@@ -6,6 +6,8 @@ response `Shape` is the only per-family difference.
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -42,6 +44,13 @@ DELETED = s.MessageResponse(success=True, message="account deleted")
 NO_STORE = {"Cache-Control": "no-store"}
 
 
+def network_param(family: str) -> dict[str, Any]:
+    networks = sorted(FAMILIES[family].networks)
+    return {"name": "network", "in": "query", "required": False,
+            "description": "only accounts on this network",
+            "schema": {"type": "string", "enum": networks}}  # fmt: skip
+
+
 def family_routes(family: str, list_max_limit: int) -> list[Route]:
     """GET/POST /{family}; GET, DELETE /{family}/{name}; POST /{family}/{name}/delete."""
     shape: Shape = SHAPES[family]
@@ -51,7 +60,7 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     async def list_accounts(request: Request, principal: Principal) -> Response:
         q = query(request)
         page = await services_of(request).accounts.list(
-            principal, family, query_int(q, "limit"), q.get("cursor")
+            principal, family, query_int(q, "limit"), q.get("cursor"), q.get("network")
         )
         return ok(shape.listed(page))
 
@@ -86,7 +95,7 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     listing = Doc(
         f"list{title}Accounts", f"List the caller's {title} accounts", title,
         shape.list_response, ("400", *ERRORS_AUTH),
-        parameters=(limit_param(list_max_limit), CURSOR),
+        parameters=(limit_param(list_max_limit), CURSOR, network_param(family)),
     )  # fmt: skip
     creating = Doc(
         f"create{title}Account", f"Create (generate) or import a {title} account", title,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from msgspec import UNSET
@@ -31,11 +32,23 @@ def _cosmos_account(
     view: AccountView, message: str, private_key: str | None, path: str | None = None
 ) -> Any:
     account = s.CosmosAccount(
-        address=view.address, private_key=private_key or UNSET, path=path or UNSET
+        address=view.address,
+        private_key=private_key or UNSET,
+        path=path or UNSET,
+        pubkey=keyring_pubkey(view.public_key),
+        network=view.network,
+        created_at=iso(view.created_ms),
     )
     return s.CosmosAccountResponse(
         success=True, message=message, data=s.CosmosAccountData(data=account)
     )
+
+
+def iso(ms: int | None) -> Any:
+    if ms is None:
+        return UNSET
+    when = datetime.fromtimestamp(ms / 1000, UTC)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _cosmos_list(page: Page) -> Any:
@@ -53,6 +66,8 @@ def _fields(view: AccountView, private_key: str | None, path: str | None) -> dic
         "private_key": private_key or UNSET,
         "public_key_k1": view.extra.get("public_key_k1", UNSET),
         "path": path or UNSET,
+        "network": view.network,
+        "created_at": iso(view.created_ms),
     }
 
 
