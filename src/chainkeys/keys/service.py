@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from chainkeys.audit.service import audit_event
 from chainkeys.config import Settings
-from chainkeys.errors import BadRequest, Conflict, StartupError
+from chainkeys.errors import Conflict, StartupError
 from chainkeys.keys.vault import CHECK_CONTEXT, CHECK_KEY
 from chainkeys.store.db import Database
 from chainkeys.store.repositories import SEALED_TABLES, Audit, Idempotency, Meta
@@ -40,25 +39,17 @@ class KeyService:
         CHAINKEYS_PREVIOUS_MASTER_KEYS. Interrupted at any point, every secret
         still opens with the keys held, and running it again finishes the job.
         """
-        from chainkeys.vault import FileKeyProvider
-
         provider = provider_from_settings(self.settings)
-        old: Any = None
-        if isinstance(provider, FileKeyProvider):
-            old = provider.load(create=False)
-            new = provider.begin_rotation()
-            vault = Vault(new, [old, *provider.others()])
-        else:
-            vault = Vault(provider.load(create=False), provider.others())
+        old = provider.load(create=False)
+        new = provider.begin_rotation(old)
+        vault = Vault(new, [old, *provider.others()])
         accounts = await self._reseal_accounts(vault)
         records = await self._reseal_records(vault)
         async with self.db.read() as tx:
             left = (await Meta.key_ids(tx)) - {vault.key_id}
         if left:
             raise StartupError(f"secrets sealed with key id {', '.join(sorted(left))} remain")
-        retired = None
-        if old is not None and old.id != vault.key_id:
-            retired = str(provider.finish_rotation(old))  # type: ignore[attr-defined]
+        retired = provider.finish_rotation(old, new) if old.id != new.id else None
         async with self.db.write() as tx:
             await Audit.insert(tx, audit_event(None, "key.rotate", "ok", account_name=vault.key_id))
         return RotationReport(vault.key_id, accounts, records, retired)
@@ -104,14 +95,8 @@ class KeyService:
                     )
 
     async def retire(self) -> list[str]:
-        """Delete retired key files once nothing in the store needs them."""
-        from chainkeys.vault import FileKeyProvider
-
+        """Forget keys kept for older seals once nothing in the store needs them."""
         provider = provider_from_settings(self.settings)
-        if not isinstance(provider, FileKeyProvider):
-            raise BadRequest(
-                "with CHAINKEYS_MASTER_KEY, retire by unsetting CHAINKEYS_PREVIOUS_MASTER_KEYS"
-            )
         current = provider.load(create=False)
         async with self.db.read() as tx:
             used = await Meta.key_ids(tx)
@@ -119,4 +104,4 @@ class KeyService:
             raise Conflict(
                 "some secrets are still sealed by an older key: run `chainkeys key rotate`"
             )
-        return [str(p) for p in provider.retire()]
+        return provider.retire()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from chainkeys.errors import StartupError
+from chainkeys.errors import BadRequest, StartupError
 
 if TYPE_CHECKING:
     from chainkeys.config import Settings
@@ -38,14 +38,31 @@ class MasterKey:
 
 
 class KeyProvider(Protocol):
-    """Loads the master key; `create` is allowed only when no sealed data exists."""
+    """Where the master key lives: everything start-up and rotation ask of it.
+
+    A new place for the key (a KMS, an HSM) is one class with these methods.
+    """
 
     description: str
 
-    def load(self, *, create: bool) -> MasterKey: ...
+    def load(self, *, create: bool) -> MasterKey:
+        """The current key; `create` is allowed only when no sealed data exists."""
+        ...
 
     def others(self) -> list[MasterKey]:
         """Keys held only to open older seals (a rotation under way, or retired keys)."""
+        ...
+
+    def begin_rotation(self, current: MasterKey) -> MasterKey:
+        """The key to re-seal under (made on the first call, the same one when resuming)."""
+        ...
+
+    def finish_rotation(self, old: MasterKey, new: MasterKey) -> str | None:
+        """Make `new` the current key once nothing needs `old`; what was kept of `old`."""
+        ...
+
+    def retire(self) -> list[str]:
+        """Forget keys kept for older seals (the caller checked none is needed)."""
         ...
 
 
@@ -81,6 +98,18 @@ class EnvKeyProvider:
         parts = [p for p in self._previous.split(",") if p.strip()]
         return [decode_key(p, "CHAINKEYS_PREVIOUS_MASTER_KEYS") for p in parts]
 
+    def begin_rotation(self, current: MasterKey) -> MasterKey:
+        """The operator already set the new key as CHAINKEYS_MASTER_KEY."""
+        return current
+
+    def finish_rotation(self, old: MasterKey, new: MasterKey) -> str | None:
+        return None  # nothing to promote: the environment already names the new key
+
+    def retire(self) -> list[str]:
+        raise BadRequest(
+            "with CHAINKEYS_MASTER_KEY, retire by unsetting CHAINKEYS_PREVIOUS_MASTER_KEYS"
+        )
+
 
 class FileKeyProvider:
     """A key file created with mode 0600 on first start (the default)."""
@@ -97,13 +126,13 @@ class FileKeyProvider:
         paths = [self.next_path] if self.next_path.exists() else []
         return [self._read(p) for p in [*paths, *self.retired_paths()]]
 
-    def begin_rotation(self) -> MasterKey:
+    def begin_rotation(self, current: MasterKey) -> MasterKey:
         """The next key: made (0600) on the first call, re-read when a rotation resumes."""
         if self.next_path.exists():
             return self._read(self.next_path)
         return self._write_new(self.next_path)
 
-    def finish_rotation(self, old: MasterKey) -> Path:
+    def finish_rotation(self, old: MasterKey, new: MasterKey) -> str | None:
         """Promote the next key; keep the old one beside it as retired.
 
         Every step leaves a key file set from which all seals still open.
@@ -113,14 +142,14 @@ class FileKeyProvider:
             self._write_key(retired, old)
         os.replace(self.next_path, self.path)
         _fsync_dir(self.path.parent)
-        return retired
+        return str(retired)
 
-    def retire(self) -> list[Path]:
+    def retire(self) -> list[str]:
         removed = self.retired_paths()
         for path in removed:
             path.unlink()
         _fsync_dir(self.path.parent)
-        return removed
+        return [str(p) for p in removed]
 
     def _read(self, path: Path) -> MasterKey:
         mode = path.stat().st_mode & 0o777
