@@ -21,7 +21,7 @@ from tests.conftest import TEST_MASTER_KEY, drop_pg_database, free_port, make_pg
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
 from chainkeys.store import migrate
-from chainkeys.store.db import Database, is_unique_violation
+from chainkeys.store.db import Database
 from chainkeys.store.pg import Plan, pg_dsn
 from chainkeys.store.repositories import (
     _INSERT_TOKEN,
@@ -36,6 +36,7 @@ from chainkeys.store.repositories import (
     Tenants,
     TokenRow,
 )
+from chainkeys.store.sql import is_unique_violation
 from chainkeys.store.tables import accounts, metadata
 
 T = TypeVar("T")

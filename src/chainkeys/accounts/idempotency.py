@@ -17,8 +17,8 @@ import msgspec
 from chainkeys.accounts.models import Created, CreateRequest
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, Conflict
-from chainkeys.store.db import Tx
 from chainkeys.store.repositories import Accounts, Idempotency, IdempotencyRecord
+from chainkeys.store.sql import Tx
 from chainkeys.vault import Context, Vault
 
 KEY_MAX = 255

@@ -24,7 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chainkeys.errors import ChainkeysError, StorageUnavailable
 from chainkeys.store import migrate
-from chainkeys.store.db import Database, storage_errors
+from chainkeys.store.db import Database
+from chainkeys.store.sql import storage_errors
 from chainkeys.store.tables import accounts, metadata
 from chainkeys.vault import Context, SealError, Vault
 

@@ -25,24 +25,27 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections import namedtuple
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from operator import itemgetter
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Executable, create_engine, event, text
-from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
-from chainkeys.store.pg import PgPool, Plan
+from chainkeys.store.pg import PgPool
+from chainkeys.store.sql import (
+    Params,
+    Prepared,
+    Rows,
+    Tx,
+    is_storage_error,
+    storage_errors,
+)
 
-Params = Mapping[str, Any] | None
 STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-up
 STARTUP_WAIT_SECONDS = 300.0
 _TRY_LOCK = text("SELECT pg_try_advisory_lock(:k)")
@@ -50,91 +53,6 @@ _UNLOCK = text("SELECT pg_advisory_unlock(:k)")
 MAX_BATCH = 512  # bodies per group commit: bounds the latency of its first
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
 SLOW_COMMIT = 0.002  # seconds: slower COMMITs move to the writer thread (see _end_batch)
-
-
-class Rows(Protocol):
-    """What repositories read from a result (SQLAlchemy's, or the SQLite fast path's)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    @property
-    def inserted_primary_key(self) -> Any: ...
-
-    def first(self) -> Any: ...
-
-    def all(self) -> Sequence[Any]: ...
-
-    def scalar_one(self) -> Any: ...
-
-
-class Prepared:
-    """A module-level statement, compiled once for SQLite's fast path and once
-    for PostgreSQL's.
-
-    `columns` names the parameters of an INSERT (which has no bind names of
-    its own until it is compiled for a set of columns).
-    """
-
-    __slots__ = ("_defaults", "_get", "_names", "_pg", "_row", "_sql", "columns", "stmt")
-
-    def __init__(self, stmt: Executable, columns: Sequence[str] = ()) -> None:
-        self.stmt = stmt
-        self.columns = list(columns)
-        self._sql: str | None = None
-        self._names: list[str] = []
-        self._defaults: dict[str, Any] = {}
-        self._get: Callable[[Mapping[str, Any]], Any] = _no_args
-        self._row: Any = None
-        self._pg: Plan | None = None
-
-    def for_sqlite(self, dialect: Dialect) -> tuple[str, list[str]]:
-        if self._sql is None:
-            compiled = self.stmt.compile(  # type: ignore[attr-defined]
-                dialect=dialect, column_keys=self.columns or None
-            )
-            self._names = names = list(compiled.positiontup or [])
-            self._defaults = dict(compiled.params)  # literals bound by SQLAlchemy itself
-            if len(names) > 1:
-                self._get = itemgetter(*names)  # params -> a tuple, in C
-            elif names:
-                self._get = _one_arg(names[0])
-            self._sql = str(compiled)
-        return self._sql, self._names
-
-    def pg_plan(self) -> Plan:
-        plan = self._pg
-        if plan is None:
-            plan = self._pg = Plan(self.stmt, self.columns or None)
-        return plan
-
-    def args(self, params: Params) -> Sequence[Any]:
-        """The positional values for `for_sqlite`'s SQL."""
-        try:
-            return self._get(params or _EMPTY)  # type: ignore[no-any-return]
-        except KeyError:  # a parameter left to its default
-            given = params or _EMPTY
-            return [given[n] if n in given else self._defaults[n] for n in self._names]
-
-    def row_type(self, description: Any) -> Any:
-        """A namedtuple per statement: rows read by name and by index, like SQLAlchemy's."""
-        if self._row is None:
-            self._row = namedtuple("Row", [d[0] for d in description], rename=True)  # type: ignore[misc]
-        return self._row
-
-
-_EMPTY: Mapping[str, Any] = {}
-
-
-def _no_args(params: Mapping[str, Any]) -> tuple[()]:
-    return ()
-
-
-def _one_arg(name: str) -> Callable[[Mapping[str, Any]], tuple[Any]]:
-    def get(params: Mapping[str, Any]) -> tuple[Any]:
-        return (params[name],)
-
-    return get
 
 
 class _FastRows:
@@ -176,14 +94,6 @@ class _FastRows:
         return row[0]
 
 
-class Tx(Protocol):
-    """One transaction (or autocommit reader); the only way repositories reach SQL."""
-
-    dialect: str  # "sqlite" or "postgresql", for the rare statement written per dialect
-
-    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
-
-
 def async_url(url: str) -> str:
     """postgresql://… → postgresql+asyncpg://…; other URLs unchanged."""
     for prefix in ("postgresql://", "postgres://", "postgresql+psycopg://"):
@@ -194,11 +104,6 @@ def async_url(url: str) -> str:
 
 def is_sqlite_url(url: str) -> bool:
     return url.startswith("sqlite")
-
-
-def is_unique_violation(exc: IntegrityError) -> bool:
-    text = str(exc.orig).lower()
-    return "unique" in text or "duplicate key" in text
 
 
 class _SyncTx:
@@ -733,32 +638,6 @@ async def _wait_thread(fut: asyncio.Future[Any]) -> bool:
         except asyncio.CancelledError:
             cancelled = True
     return cancelled
-
-
-_STORAGE_ERRORS = (
-    OperationalError,
-    DBAPIError,
-    OSError,
-    TimeoutError,  # asyncpg connect and command timeouts
-    sqlite3.OperationalError,
-    PoolTimeout,  # every pooled connection is stuck (e.g. a network stall)
-)
-
-
-def is_storage_error(exc: BaseException) -> bool:
-    """A lost connection or a timeout (a 503), not a constraint violation."""
-    return isinstance(exc, _STORAGE_ERRORS) and not isinstance(exc, IntegrityError)
-
-
-@contextlib.contextmanager
-def storage_errors() -> Any:
-    """Translate lost connections and timeouts into a 503 (constraint errors pass)."""
-    try:
-        yield
-    except IntegrityError:
-        raise
-    except _STORAGE_ERRORS as exc:
-        raise StorageUnavailable() from exc
 
 
 def make_sync_engine(url: str, settings: Settings) -> Engine:

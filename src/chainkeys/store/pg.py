@@ -25,7 +25,7 @@ import re
 import sys
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Executable, Insert
@@ -42,13 +42,11 @@ from sqlalchemy.exc import (
     OperationalError,
     ProgrammingError,
 )
-from sqlalchemy.sql.crud import REQUIRED as _REQUIRED
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
-
-if TYPE_CHECKING:
-    from chainkeys.store.db import Params, Prepared
+from chainkeys.store.pg_private import is_required, release_inline
+from chainkeys.store.sql import Params, Prepared, is_storage_error
 
 # The dialect of `create_async_engine("postgresql+asyncpg://…")`: the same SQL,
 # placeholders ($1…), bind casts and type processing as the engine had.
@@ -150,7 +148,7 @@ class Plan:
             for key, value in compiled.params.items():
                 name = unescape.get(key, key)
                 bind = binds.get(name)
-                if value is _REQUIRED or (bind is not None and bind.required):
+                if is_required(value) or (bind is not None and bind.required):
                     continue
                 self.defaults[name] = value
             expanded = {}
@@ -365,7 +363,7 @@ class PgTx:
         if isinstance(stmt, Executable):  # a rarer statement: compiled per call
             plan = Plan(stmt, sorted(params) if params else [], params or {})
         else:
-            plan = stmt.pg_plan()
+            plan = plan_of(stmt)
         args = plan.args(params)
         try:
             if plan.returns_rows:
@@ -514,11 +512,7 @@ class PgPool:
             terminate(conn)
             return
         try:
-            con = conn._con
-            if con is None:  # released already
-                return
-            con._on_release()
-            await conn._holder.release(None)
+            await release_inline(conn)
         except Exception:
             terminate(conn)  # a failed release has dropped it already
 
@@ -613,6 +607,12 @@ class PgSession:
 
 
 def _is_storage_error(exc: BaseException) -> bool:
-    from chainkeys.store.db import is_storage_error
-
     return is_storage_error(exc)
+
+
+def plan_of(prepared: Prepared) -> Plan:
+    """The statement's PostgreSQL plan, made once and kept on it."""
+    plan: Plan | None = prepared._pg
+    if plan is None:
+        plan = prepared._pg = Plan(prepared.stmt, prepared.columns or None)
+    return plan

@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from chainkeys.errors import AccountExists
-from chainkeys.store.db import Prepared, Tx, is_unique_violation
+from chainkeys.store.sql import Prepared, Tx, is_unique_violation
 from chainkeys.store.tables import (
     accounts,
     audit,

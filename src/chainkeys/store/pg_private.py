@@ -1,0 +1,34 @@
+"""Every private API of asyncpg and SQLAlchemy that the PostgreSQL backend uses.
+
+Nothing else in chainkeys reaches into a library's internals. These were
+written against the versions in WRITTEN_FOR; tests/store/test_private_apis.py
+fails as soon as another version is installed, so an upgrade means re-reading
+this module against the new library's source first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from sqlalchemy.sql.crud import REQUIRED
+
+WRITTEN_FOR: Final = {"asyncpg": "0.32.0", "sqlalchemy": "2.1.9"}
+
+
+def is_required(value: Any) -> bool:
+    """SQLAlchemy's marker for an INSERT parameter that has no default."""
+    return value is REQUIRED
+
+
+async def release_inline(conn: Any) -> None:
+    """Give a pool connection back without `Pool.release()`'s shielded task.
+
+    The same steps asyncpg's release takes (the proxy's `_on_release`, then the
+    holder's `release`), inline: the caller guarantees no reset query and no
+    query in flight, so nothing here suspends.
+    """
+    con = conn._con
+    if con is None:  # released already
+        return
+    con._on_release()
+    await conn._holder.release(None)

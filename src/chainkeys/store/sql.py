@@ -1,0 +1,148 @@
+"""What both backends share: compiled statements, the transaction protocol, errors.
+
+`store/db.py` (SQLite, and the engine for start-up and migrations) and
+`store/pg.py` (the asyncpg pool) both build on this module; neither imports
+the other's internals through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections import namedtuple
+from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
+from typing import Any, Protocol
+
+from sqlalchemy import Executable
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+from chainkeys.errors import StorageUnavailable
+
+Params = Mapping[str, Any] | None
+
+
+class Rows(Protocol):
+    """What repositories read from a result (SQLAlchemy's, or the SQLite fast path's)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def inserted_primary_key(self) -> Any: ...
+
+    def first(self) -> Any: ...
+
+    def all(self) -> Sequence[Any]: ...
+
+    def scalar_one(self) -> Any: ...
+
+
+class Prepared:
+    """A module-level statement, compiled once for SQLite's fast path and once
+    for PostgreSQL's.
+
+    `columns` names the parameters of an INSERT (which has no bind names of
+    its own until it is compiled for a set of columns).
+    """
+
+    __slots__ = ("_defaults", "_get", "_names", "_pg", "_row", "_sql", "columns", "stmt")
+
+    def __init__(self, stmt: Executable, columns: Sequence[str] = ()) -> None:
+        self.stmt = stmt
+        self.columns = list(columns)
+        self._sql: str | None = None
+        self._names: list[str] = []
+        self._defaults: dict[str, Any] = {}
+        self._get: Callable[[Mapping[str, Any]], Any] = _no_args
+        self._row: Any = None
+        self._pg: Any = None  # the PostgreSQL plan, made and kept by store/pg.py
+
+    def for_sqlite(self, dialect: Dialect) -> tuple[str, list[str]]:
+        if self._sql is None:
+            compiled = self.stmt.compile(  # type: ignore[attr-defined]
+                dialect=dialect, column_keys=self.columns or None
+            )
+            self._names = names = list(compiled.positiontup or [])
+            self._defaults = dict(compiled.params)  # literals bound by SQLAlchemy itself
+            if len(names) > 1:
+                self._get = itemgetter(*names)  # params -> a tuple, in C
+            elif names:
+                self._get = _one_arg(names[0])
+            self._sql = str(compiled)
+        return self._sql, self._names
+
+    def args(self, params: Params) -> Sequence[Any]:
+        """The positional values for `for_sqlite`'s SQL."""
+        try:
+            return self._get(params or _EMPTY)  # type: ignore[no-any-return]
+        except KeyError:  # a parameter left to its default
+            given = params or _EMPTY
+            return [given[n] if n in given else self._defaults[n] for n in self._names]
+
+    def row_type(self, description: Any) -> Any:
+        """A namedtuple per statement: rows read by name and by index, like SQLAlchemy's."""
+        if self._row is None:
+            self._row = namedtuple("Row", [d[0] for d in description], rename=True)  # type: ignore[misc]
+        return self._row
+
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _no_args(params: Mapping[str, Any]) -> tuple[()]:
+    return ()
+
+
+def _one_arg(name: str) -> Callable[[Mapping[str, Any]], tuple[Any]]:
+    def get(params: Mapping[str, Any]) -> tuple[Any]:
+        return (params[name],)
+
+    return get
+
+
+class Tx(Protocol):
+    """One transaction (or autocommit reader); the only way repositories reach SQL."""
+
+    dialect: str  # "sqlite" or "postgresql", for the rare statement written per dialect
+
+    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
+
+
+def is_unique_violation(exc: IntegrityError) -> bool:
+    """A unique or primary-key violation, by SQLSTATE 23505 (PostgreSQL) or SQLite's
+    extended result code, never by message text."""
+    orig = exc.orig
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if state is not None:
+        return bool(state == "23505")
+    name = getattr(orig, "sqlite_errorname", None)
+    return name in ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
+
+
+_STORAGE_ERRORS = (
+    OperationalError,
+    DBAPIError,
+    OSError,
+    TimeoutError,  # asyncpg connect and command timeouts
+    sqlite3.OperationalError,
+    PoolTimeout,  # every pooled connection is stuck (e.g. a network stall)
+)
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """A lost connection or a timeout (a 503), not a constraint violation."""
+    return isinstance(exc, _STORAGE_ERRORS) and not isinstance(exc, IntegrityError)
+
+
+@contextlib.contextmanager
+def storage_errors() -> Any:
+    """Translate lost connections and timeouts into a 503 (constraint errors pass)."""
+    try:
+        yield
+    except IntegrityError:
+        raise
+    except _STORAGE_ERRORS as exc:
+        raise StorageUnavailable() from exc
