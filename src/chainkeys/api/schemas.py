@@ -14,6 +14,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.spec import OptionSpec
 
 MAX_SECRET = 1024  # a 24-word mnemonic is < 250 chars; anything far longer is not a key
 
@@ -197,30 +198,14 @@ class AuditResponse(Struct, kw_only=True):
     data: AuditData
 
 
-OPTION_FIELDS: dict[str, tuple[Any, Any]] = {
-    "address_type": (
-        Annotated[
-            str,
-            Meta(
-                description="Litecoin address type: p2wpkh (default), p2pkh or p2sh-p2wpkh",
-                extra_json_schema={"enum": ["p2wpkh", "p2pkh", "p2sh-p2wpkh"]},
-            ),
-        ]
-        | None,
-        None,
-    ),
-    "name": (
-        Annotated[
-            str,
-            Meta(
-                max_length=12,
-                description="EOS account name (a-z, 1-5, '.'); derived from the key when omitted",
-            ),
-        ]
-        | None,
-        None,
-    ),
-}
+def option_field(spec: OptionSpec) -> tuple[str, Any, Any]:
+    """A create-request field from a family's option, as data (choices become the enum)."""
+    meta: dict[str, Any] = {"description": spec.description}
+    if spec.max_length is not None:
+        meta["max_length"] = spec.max_length
+    if spec.choices:
+        meta["extra_json_schema"] = {"enum": list(spec.choices)}
+    return (spec.name, Annotated[str, Meta(**meta)] | None, None)
 
 
 def _create_struct(family: str) -> type[Struct]:
@@ -271,7 +256,7 @@ def _create_struct(family: str) -> type[Struct]:
             None,
         ),
     ]
-    fields += [(name, *OPTION_FIELDS[name]) for name in sorted(fam.option_fields)]
+    fields += [option_field(spec) for spec in sorted(fam.option_specs, key=lambda o: o.name)]
     return msgspec.defstruct(
         f"Create{family.capitalize()}Account",
         fields,

@@ -16,7 +16,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from bip_utils import (  # type: ignore[import-untyped]
     Base58Decoder,
@@ -31,7 +31,7 @@ from bip_utils import (  # type: ignore[import-untyped]
 
 from chainkeys.chains.keys import key_from_secret, parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
-from chainkeys.chains.spec import Account, ChainError, Key, Network, Options
+from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
 
 INVALID_KEY: Final = "invalid_private_key"
 INVALID_NAME: Final = "invalid_account_name"
@@ -411,6 +411,21 @@ class Base58Family:
     option_fields: frozenset[str]
     address_types: Mapping[str, AddressType]
     default_address_type: str
+    signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
+
+    @property
+    def option_specs(self) -> tuple[OptionSpec, ...]:
+        if "address_type" not in self.option_fields:
+            return ()
+        others = [t for t in self.address_types if t != self.default_address_type]
+        text = f"{self.name} address type: {self.default_address_type} (default), "
+        return (
+            OptionSpec(
+                "address_type",
+                text + " or ".join(others),
+                (self.default_address_type, *others),
+            ),
+        )
 
     def network(self, name: str | None) -> Network:
         """The named network (None: the default); ChainError listing accepted names."""

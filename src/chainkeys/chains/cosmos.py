@@ -5,12 +5,12 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from chainkeys.chains import codecs
 from chainkeys.chains.keys import parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
-from chainkeys.chains.spec import Account, ChainError, Key, Network, Options
+from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
 
 NETWORKS: Final = codecs.network_table(
     Network("cosmoshub", 118, chain_id="cosmoshub-4", hrp="cosmos"),
@@ -43,6 +43,8 @@ class CosmosFamily:
     networks: Mapping[str, Network]
     default_network: str
     option_fields: frozenset[str]
+    option_specs: tuple[OptionSpec, ...] = ()
+    signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
 
     def network(self, name: str | None) -> Network:
         """The named network (None: cosmoshub); ChainError listing accepted names."""

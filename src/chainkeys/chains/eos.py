@@ -18,14 +18,14 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from coincurve import PublicKey
 
 from chainkeys.chains import codecs
 from chainkeys.chains.keys import key_from_secret, parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
-from chainkeys.chains.spec import Account, ChainError, Key, Network, Options
+from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
 
 # Chain ids as published by each chain (wharfkit/common Chains, Anchor).
 NETWORKS: Final = codecs.network_table(
@@ -251,6 +251,14 @@ class EosFamily:
     networks: Mapping[str, Network]
     default_network: str
     option_fields: frozenset[str]
+    signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
+    option_specs: tuple[OptionSpec, ...] = (
+        OptionSpec(
+            "name",
+            "EOS account name (a-z, 1-5, '.'); derived from the key when omitted",
+            max_length=12,
+        ),
+    )
 
     def network(self, name: str | None) -> Network:
         """The named network (None: eos); ChainError listing accepted names."""

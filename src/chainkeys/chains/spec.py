@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class ChainError(ValueError):
@@ -69,12 +69,19 @@ class Account:
     extra: Mapping[str, str] = field(default_factory=dict)  # e.g. public_key_k1, pubkey
 
 
-class Family(Protocol):
-    """What the service needs from a chain family.
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """A create option a family takes, as data: request schemas and OpenAPI enums are
+    built from it (a new address type appears in validation and documentation at once)."""
 
-    The data members are read-only properties so that frozen dataclasses
-    (the families) satisfy the protocol.
-    """
+    name: str  # an `Options` field
+    description: str
+    choices: tuple[str, ...] = ()  # allowed values (empty: free text)
+    max_length: int | None = None
+
+
+class Networks(Protocol):
+    """A family's networks: the one capability every other one needs."""
 
     @property
     def name(self) -> str: ...
@@ -85,18 +92,13 @@ class Family(Protocol):
     @property
     def default_network(self) -> str: ...
 
-    @property
-    def option_fields(self) -> frozenset[str]:
-        """Which `Options` fields this family accepts."""
-        ...
-
     def network(self, name: str | None) -> Network:
         """The named network (None: the default); ChainError listing accepted names."""
         ...
 
-    def check_options(self, options: Options, key: Key | None) -> Options:
-        """Validate and fill defaults of create options; ChainError when not allowed."""
-        ...
+
+class KeyForms(Protocol):
+    """Reading and writing the family's private-key forms."""
 
     def parse_private_key(self, text: str, network: Network) -> Key:
         """Decode an imported private key in any of the family's forms."""
@@ -108,12 +110,16 @@ class Family(Protocol):
         """Derive the key at the family's standard BIP32 path."""
         ...
 
-    def account(self, key: Key, network: Network, options: Options) -> Account:
-        """Name, address and public key forms of `key` on `network`."""
+    def export_private_key(self, key: Key, network: Network) -> str:
+        """The private key in the form the family's wallets import."""
         ...
 
-    def export_private_key(self, key: Key, network: Network) -> str:
-        """The private key in the form the family's wallets import (shown once)."""
+
+class Addresses(Protocol):
+    """Names and addresses of accounts."""
+
+    def account(self, key: Key, network: Network, options: Options) -> Account:
+        """Name, address and public key forms of `key` on `network`."""
         ...
 
     def check_name(self, name: str) -> str:
@@ -126,3 +132,30 @@ class Family(Protocol):
     def check_address(self, text: str, network: Network) -> str:
         """Validate an address of exactly `network` (canonical form returned)."""
         ...
+
+
+class CreateOptions(Protocol):
+    """The options a create request may carry for this family."""
+
+    @property
+    def option_fields(self) -> frozenset[str]:
+        """Which `Options` fields this family accepts."""
+        ...
+
+    @property
+    def option_specs(self) -> tuple[OptionSpec, ...]:
+        """The same, as data for request schemas and the OpenAPI document."""
+        ...
+
+    def check_options(self, options: Options, key: Key | None) -> Options:
+        """Validate and fill defaults of create options; ChainError when not allowed."""
+        ...
+
+
+class Family(Networks, KeyForms, Addresses, CreateOptions, Protocol):
+    """Everything the account service needs from a family: the narrow capabilities
+    together. Signing is the `signers` slot: each family's `SignKind`s (chains/tx/),
+    empty until a family can sign."""
+
+    @property
+    def signers(self) -> tuple[Any, ...]: ...
