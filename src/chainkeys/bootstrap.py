@@ -17,6 +17,7 @@ from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
 from chainkeys.keys.service import KeyService
 from chainkeys.keys.vault import open_vault
+from chainkeys.signing.service import SigningService
 from chainkeys.store import migrate
 from chainkeys.store.copy import CopyReport, copy_database
 from chainkeys.store.db import Database
@@ -39,6 +40,7 @@ class Services:
     tokens: TokenService
     audit: AuditService
     keys: KeyService
+    signing: SigningService
 
     async def close(self) -> None:
         await self.db.close()
@@ -135,12 +137,14 @@ async def open_services(settings: Settings) -> Services:
         await db.close()
         raise
     cursors = Cursors(vault.current)
+    accounts = AccountService(db, vault, settings, cursors)
     return Services(
         settings,
         db,
         vault,
-        AccountService(db, vault, settings, cursors),
+        accounts,
         TokenService(db),
         AuditService(db, settings, cursors),
         KeyService(db, settings),
+        SigningService(db, accounts),
     )

@@ -27,6 +27,7 @@ from chainkeys.api.openapi import build_openapi
 from chainkeys.api.ratelimit import build_limiter
 from chainkeys.api.routes.accounts import account_routes
 from chainkeys.api.routes.service import service_routes
+from chainkeys.api.routes.signing import signing_routes
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
 from chainkeys.bootstrap import Services, open_services
@@ -49,7 +50,11 @@ async def purge_expired(svc: Services, every: float = 600.0) -> None:
 
 def api_routes(settings: Settings) -> list[Route]:
     """Every documented route."""
-    return [*service_routes(settings.list_max_limit), *account_routes(settings.list_max_limit)]
+    return [
+        *service_routes(settings.list_max_limit),
+        *account_routes(settings.list_max_limit),
+        *signing_routes(),
+    ]
 
 
 def openapi_document(settings: Settings) -> dict[str, Any]:

@@ -431,6 +431,9 @@ class Base58Family:
         """The named network (None: the default); ChainError listing accepted names."""
         return select_network(self.name, self.networks, self.default_network, name)
 
+    def public_key_bytes(self, display: str) -> bytes:
+        return bytes.fromhex(display)
+
     def check_options(self, options: Options, key: Key | None) -> Options:
         """Validate options and fill `address_type` where the family offers a choice.
 

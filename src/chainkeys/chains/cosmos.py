@@ -11,6 +11,7 @@ from chainkeys.chains import codecs
 from chainkeys.chains.keys import parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
 from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
+from chainkeys.chains.tx import cosmos as signers
 
 NETWORKS: Final = codecs.network_table(
     Network("cosmoshub", 118, chain_id="cosmoshub-4", hrp="cosmos"),
@@ -98,6 +99,9 @@ class CosmosFamily:
         """
         return self._check(name, self.networks.values(), codecs.INVALID_NAME)
 
+    def public_key_bytes(self, display: str) -> bytes:
+        return base64.b64decode(display)
+
     def check_address(self, text: str, network: Network) -> str:
         """A bech32 address of exactly `network`'s prefix (osmo1… is refused for cosmoshub).
 
@@ -115,5 +119,9 @@ class CosmosFamily:
 
 
 FAMILY: Final = CosmosFamily(
-    name="cosmos", networks=NETWORKS, default_network="cosmoshub", option_fields=frozenset()
+    name="cosmos",
+    networks=NETWORKS,
+    default_network="cosmoshub",
+    option_fields=frozenset(),
+    signers=signers.KINDS,
 )

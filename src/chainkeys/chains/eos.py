@@ -304,6 +304,9 @@ class EosFamily:
         """See the module-level `check_name`."""
         return check_name(name)
 
+    def public_key_bytes(self, display: str) -> bytes:
+        return parse_public_key(display)
+
     def check_address(self, text: str, network: Network) -> str:
         """An EOS "address" is its account name; names are not network-specific."""
         return check_name(text)

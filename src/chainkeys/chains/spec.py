@@ -133,6 +133,10 @@ class Addresses(Protocol):
         """Validate an address of exactly `network` (canonical form returned)."""
         ...
 
+    def public_key_bytes(self, display: str) -> bytes:
+        """The SEC1 public key from the form `account` stored (for signing checks)."""
+        ...
+
 
 class CreateOptions(Protocol):
     """The options a create request may carry for this family."""

@@ -1,0 +1,84 @@
+// Independent checks of chainkeys' Cosmos signatures with cosmjs (pinned in package.json).
+// Reads one JSON request on stdin, prints one JSON answer.
+import { Secp256k1, Secp256k1Signature, sha256 } from "@cosmjs/crypto";
+import { fromBase64, toBase64, fromHex } from "@cosmjs/encoding";
+import { serializeSignDoc, makeSignDoc as makeAminoSignDoc, Secp256k1Wallet } from "@cosmjs/amino";
+import {
+  DirectSecp256k1Wallet, makeAuthInfoBytes, makeSignBytes, encodePubkey, Registry,
+} from "@cosmjs/proto-signing";
+import { defaultRegistryTypes } from "@cosmjs/stargate";
+import { TxBody } from "cosmjs-types/cosmos/tx/v1beta1/tx";
+import { SignMode } from "cosmjs-types/cosmos/tx/signing/v1beta1/signing";
+
+const N = BigInt("0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141");
+
+async function verify(message, sigB64, pubB64) {
+  const raw = fromBase64(sigB64);
+  const s = BigInt("0x" + Buffer.from(raw.slice(32)).toString("hex"));
+  const lowS = s <= N / 2n; // cosmjs accepts high-S: check it ourselves
+  const ok = await Secp256k1.verifySignature(
+    Secp256k1Signature.fromFixedLength(raw), sha256(message), fromBase64(pubB64));
+  return { valid: ok && lowS, lowS, ok };
+}
+
+function directDoc(d) {
+  return {
+    bodyBytes: fromBase64(d.bodyBytes), authInfoBytes: fromBase64(d.authInfoBytes),
+    chainId: d.chainId, accountNumber: BigInt(d.accountNumber),
+  };
+}
+
+const req = JSON.parse(await new Promise((r) => {
+  let s = ""; process.stdin.on("data", (c) => (s += c)); process.stdin.on("end", () => r(s));
+}));
+let out;
+switch (req.action) {
+  case "build_direct": {
+    const registry = new Registry(defaultRegistryTypes);
+    const msgs = req.msgs.map((m) => m.typeUrl === "/cosmos.bank.v1beta1.MsgSend"
+      ? { typeUrl: m.typeUrl, value: { fromAddress: m.from, toAddress: m.to, amount: m.amount } }
+      : { typeUrl: m.typeUrl, value: m.value });
+    const bodyBytes = registry.encode({ typeUrl: "/cosmos.tx.v1beta1.TxBody",
+      value: { messages: msgs, memo: req.memo || "" } });
+    const pubkey = encodePubkey({ type: "tendermint/PubKeySecp256k1", value: req.pubkey });
+    const authInfoBytes = makeAuthInfoBytes([{ pubkey, sequence: BigInt(req.sequence || 0) }],
+      req.fee, BigInt(req.gas), undefined, undefined, SignMode.SIGN_MODE_DIRECT);
+    out = { bodyBytes: toBase64(bodyBytes), authInfoBytes: toBase64(authInfoBytes) };
+    break;
+  }
+  case "verify_direct":
+    out = await verify(makeSignBytes(directDoc(req.signDoc)), req.signature, req.pubkey);
+    break;
+  case "sign_direct": {
+    const wallet = await DirectSecp256k1Wallet.fromKey(fromHex(req.privateKey), req.prefix);
+    const [acct] = await wallet.getAccounts();
+    const res = await wallet.signDirect(acct.address, directDoc(req.signDoc));
+    out = { signature: res.signature.signature, pubkey: res.signature.pub_key.value };
+    break;
+  }
+  case "verify_amino":
+    out = await verify(serializeSignDoc(req.signDoc), req.signature, req.pubkey);
+    break;
+  case "sign_amino": {
+    const wallet = await Secp256k1Wallet.fromKey(fromHex(req.privateKey), req.prefix);
+    const [acct] = await wallet.getAccounts();
+    const res = await wallet.signAmino(acct.address, req.signDoc);
+    out = { signature: res.signature.signature };
+    break;
+  }
+  case "adr036_doc": {
+    // ADR-036 as Keplr's makeADR36AminoSignDoc builds it, with cosmjs' makeSignDoc
+    const msg = { type: "sign/MsgSignData", value: { signer: req.signer, data: req.data } };
+    const doc = makeAminoSignDoc([msg], { gas: "0", amount: [] }, "", "", 0, 0);
+    out = { doc, verdict: await verify(serializeSignDoc(doc), req.signature, req.pubkey) };
+    break;
+  }
+  case "decode_body": {
+    const body = TxBody.decode(fromBase64(req.bodyBytes));
+    out = { messages: body.messages.map((m) => m.typeUrl), memo: body.memo };
+    break;
+  }
+  default:
+    throw new Error("unknown action " + req.action);
+}
+process.stdout.write(JSON.stringify(out));
