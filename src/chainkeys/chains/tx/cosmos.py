@@ -91,7 +91,7 @@ def sign_bytes(key: Key, message: bytes) -> bytes:
 # ---- sign-direct ---------------------------------------------------------------------
 
 
-class DirectDoc(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class CosmosDirectDoc(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """cosmjs `SignDoc` in proto3 JSON: bytes as base64, accountNumber a decimal string."""
 
     bodyBytes: str | None = None
@@ -110,19 +110,19 @@ class DirectDoc(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return str(value)
 
 
-class DirectRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    signDoc: DirectDoc
+class CosmosDirectRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    signDoc: CosmosDirectDoc
 
 
-class SignedDirectDoc(msgspec.Struct, kw_only=True):
+class CosmosSignedDirectDoc(msgspec.Struct, kw_only=True):
     bodyBytes: str
     authInfoBytes: str
     chainId: str
     accountNumber: str
 
 
-class DirectResponse(msgspec.Struct, kw_only=True):
-    signed: SignedDirectDoc
+class CosmosDirectResponse(msgspec.Struct, kw_only=True):
+    signed: CosmosSignedDirectDoc
     signature: dict[str, Any]
 
 
@@ -155,7 +155,7 @@ class _Prepared:
         return result
 
 
-def prepare_direct(req: DirectRequest, owner: Owner) -> _Prepared:
+def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> _Prepared:
     doc = req.signDoc
     body_bytes = unb64(doc.get("bodyBytes", "body_bytes"), "signDoc.bodyBytes")
     auth_bytes = unb64(doc.get("authInfoBytes", "auth_info_bytes"), "signDoc.authInfoBytes")
@@ -181,13 +181,13 @@ def prepare_direct(req: DirectRequest, owner: Owner) -> _Prepared:
         "cosmos", owner.network.name, "sign-direct", chain_id, body_items(body),
         coins(auth.fee.amount), hashlib.sha256(sign_doc).hexdigest(), memo=body.memo,
     )  # fmt: skip
-    signed = SignedDirectDoc(
+    signed = CosmosSignedDirectDoc(
         bodyBytes=b64(body_bytes), authInfoBytes=b64(auth_bytes), chainId=chain_id,
         accountNumber=str(account_number),
     )  # fmt: skip
     return _Prepared(
         summary, sign_doc,
-        lambda sig: Signed(DirectResponse(signed=signed, signature=std_signature(owner, sig))),
+        lambda sig: Signed(CosmosDirectResponse(signed=signed, signature=std_signature(owner, sig))),
     )  # fmt: skip
 
 
@@ -212,11 +212,11 @@ def no_floats(value: Any, where: str = "signDoc") -> None:
             no_floats(v, f"{where}[{i}]")
 
 
-class AminoRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class CosmosAminoRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     signDoc: dict[str, Any]
 
 
-class AminoResponse(msgspec.Struct, kw_only=True):
+class CosmosAminoResponse(msgspec.Struct, kw_only=True):
     signed: dict[str, Any]
     signature: dict[str, Any]
 
@@ -251,7 +251,7 @@ def amino_items(msgs: Any, owner: Owner) -> tuple[Item, ...]:
     return tuple(items)
 
 
-def prepare_amino(req: AminoRequest, owner: Owner) -> _Prepared:
+def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> _Prepared:
     doc = req.signDoc
     no_floats(doc)
     expected = {"account_number", "chain_id", "fee", "memo", "msgs", "sequence"}
@@ -273,18 +273,18 @@ def prepare_amino(req: AminoRequest, owner: Owner) -> _Prepared:
     )  # fmt: skip
     return _Prepared(
         summary, message,
-        lambda sig: Signed(AminoResponse(signed=doc, signature=std_signature(owner, sig))),
+        lambda sig: Signed(CosmosAminoResponse(signed=doc, signature=std_signature(owner, sig))),
     )  # fmt: skip
 
 
-class MessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class CosmosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Moon's `{"message"}` (UTF-8 text) or Keplr's raw `{"data"}` (base64)."""
 
     message: str | None = None
     data: str | None = None
 
 
-class MessageResponse(msgspec.Struct, kw_only=True):
+class CosmosMessageResponse(msgspec.Struct, kw_only=True):
     signedMessage: str
     signature: dict[str, Any]
     signed: dict[str, Any]
@@ -302,7 +302,7 @@ def adr036_doc(signer: str, data: bytes) -> dict[str, Any]:
     }
 
 
-def prepare_message(req: MessageRequest, owner: Owner) -> _Prepared:
+def prepare_message(req: CosmosMessageRequest, owner: Owner) -> _Prepared:
     if (req.message is None) == (req.data is None):
         raise refuse('send "message" (text) or "data" (base64), one of them')
     data = req.message.encode() if req.message is not None else unb64(req.data or "", "data")
@@ -314,7 +314,7 @@ def prepare_message(req: MessageRequest, owner: Owner) -> _Prepared:
     )  # fmt: skip
 
     def respond(sig: bytes) -> Signed:
-        return Signed(MessageResponse(
+        return Signed(CosmosMessageResponse(
             signedMessage=b64(sig), signature=std_signature(owner, sig), signed=doc
         ))  # fmt: skip
 
@@ -323,18 +323,18 @@ def prepare_message(req: MessageRequest, owner: Owner) -> _Prepared:
 
 KINDS: tuple[SignKind, ...] = (
     SignKind(
-        "sign-direct", ("cosmos",), DirectRequest, DirectResponse, prepare_direct,
+        "sign-direct", ("cosmos",), CosmosDirectRequest, CosmosDirectResponse, prepare_direct,
         "sign a SignDoc (cosmjs OfflineDirectSigner.signDirect)",
         "The body and auth info are decoded first: the chain id must be the account's "
         "network's, a signer info must carry this account's public key.",
     ),
     SignKind(
-        "sign-amino", ("cosmos",), AminoRequest, AminoResponse, prepare_amino,
+        "sign-amino", ("cosmos",), CosmosAminoRequest, CosmosAminoResponse, prepare_amino,
         "sign a StdSignDoc (cosmjs OfflineAminoSigner.signAmino)",
         "Signed bytes are cosmjs serializeSignDoc's: sorted compact JSON.",
     ),
     SignKind(
-        "sign-message", ("cosmos",), MessageRequest, MessageResponse, prepare_message,
+        "sign-message", ("cosmos",), CosmosMessageRequest, CosmosMessageResponse, prepare_message,
         "sign arbitrary data (ADR-036, Keplr signArbitrary; Moon's signedMessage)",
     ),
 )  # fmt: skip

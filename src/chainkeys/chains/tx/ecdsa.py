@@ -10,8 +10,11 @@ from __future__ import annotations
 from typing import Final
 
 from coincurve import PrivateKey
+from coincurve._libsecp256k1 import ffi  # type: ignore[import-not-found]  # private: pinned
 
 from chainkeys.chains.keys import CURVE_ORDER
+
+WRITTEN_FOR: Final = {"coincurve": "21.0.0"}  # the private ffi import above was read for it
 
 HALF_ORDER: Final = CURVE_ORDER // 2
 
@@ -47,3 +50,16 @@ def sign_der(secret: bytes, digest32: bytes) -> bytes:
 def low_s(rs: bytes) -> bool:
     """Whether a 64-byte r‖s signature has s <= n/2."""
     return 0 < int.from_bytes(rs[32:], "big") <= HALF_ORDER
+
+
+def sign_recoverable_with_entropy(
+    secret: bytes, digest32: bytes, extra: bytes
+) -> tuple[bytes, int]:
+    """As `sign_recoverable`, with 32 bytes of extra data in the RFC 6979 nonce
+    (libsecp256k1's `ndata`): deterministic for the same `extra`, another signature
+    for another one (how a signer retries until a signature is canonical)."""
+    assert len(extra) == 32
+    nonce = (ffi.NULL, ffi.new("unsigned char [32]", extra))
+    sig = PrivateKey(secret).sign_recoverable(digest32, hasher=None, custom_nonce=nonce)
+    assert low_s(sig[:64]), "libsecp256k1 returned a high-S signature"
+    return sig[:64], sig[64]

@@ -1,0 +1,249 @@
+"""EOS signers: eosjs `SignatureProvider.sign` and eosjs-ecc `sign`, decoded first.
+
+No Python library reads Antelope's binary transaction format, so this is the
+small codec (header, actions, authorizations, token transfers) it needs;
+tests check it against @wharfkit/antelope. Signatures are canonical as
+Antelope nodes require: RFC 6979, retried with extra nonce data until both r
+and s need no leading zero byte (deterministic: the same digest, the same
+signature).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from chainkeys.chains import codecs
+from chainkeys.chains.spec import ChainError, Key
+from chainkeys.chains.tx.base import Amount, Item, Owner, Signed, SignKind, Summary
+from chainkeys.chains.tx.ecdsa import sign_recoverable_with_entropy
+
+BAD = "invalid_sign_request"
+_CHARMAP = ".12345abcdefghijklmnopqrstuvwxyz"
+
+
+def refuse(message: str, code: str = BAD) -> ChainError:
+    return ChainError(message, code)
+
+
+def unhex(text: str, what: str) -> bytes:
+    try:
+        return bytes.fromhex(text)
+    except (ValueError, TypeError):
+        raise refuse(f"{what} is not hex") from None
+
+
+def name_of(value: int) -> str:
+    """An Antelope name from its uint64 (the chain's own base-32 packing)."""
+    chars = []
+    for i in range(13):
+        chars.append(_CHARMAP[value & (0x0F if i == 0 else 0x1F)])
+        value >>= 4 if i == 0 else 5
+    return "".join(reversed(chars)).rstrip(".")
+
+
+class Reader:
+    """Antelope's binary serialisation, read strictly (truncation is a refusal)."""
+
+    def __init__(self, data: bytes, what: str) -> None:
+        self.data, self.pos, self.what = data, 0, what
+
+    def take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise refuse(f"{self.what} is truncated")
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+    def uint(self, n: int) -> int:
+        return int.from_bytes(self.take(n), "little")
+
+    def varuint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.uint(1)
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 35:
+                raise refuse(f"{self.what} has an oversized length")
+
+    def name(self) -> str:
+        return name_of(self.uint(8))
+
+    def bytes_(self) -> bytes:
+        return self.take(self.varuint())
+
+    def done(self) -> None:
+        if self.pos != len(self.data):
+            raise refuse(f"{self.what} has trailing bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    account: str
+    name: str
+    authorization: tuple[tuple[str, str], ...]
+    data: bytes
+
+
+def read_actions(r: Reader) -> tuple[Action, ...]:
+    actions = []
+    for _ in range(r.varuint()):
+        account, name = r.name(), r.name()
+        auth = tuple((r.name(), r.name()) for _ in range(r.varuint()))
+        actions.append(Action(account, name, auth, r.bytes_()))
+    return tuple(actions)
+
+
+def decode_transaction(data: bytes) -> tuple[tuple[Action, ...], tuple[Action, ...]]:
+    """(context-free actions, actions) of a serialized transaction."""
+    r = Reader(data, "serializedTransaction")
+    r.take(4 + 2 + 4)  # expiration, ref_block_num, ref_block_prefix
+    r.varuint()  # max_net_usage_words
+    r.take(1)  # max_cpu_usage_ms
+    r.varuint()  # delay_sec
+    cfa, actions = read_actions(r), read_actions(r)
+    for _ in range(r.varuint()):  # transaction extensions
+        r.take(2)
+        r.bytes_()
+    r.done()
+    return cfa, actions
+
+
+def transfer_item(action: Action, owner: Owner) -> Item:
+    """A token contract's standard `transfer` (from, to, quantity, memo), else undecoded."""
+    kind = f"{action.account}::{action.name}"
+    if action.name != "transfer":
+        return Item(kind, decoded=False)
+    r = Reader(action.data, f"the data of {kind}")
+    sender, to = r.name(), r.name()
+    amount = int.from_bytes(r.take(8), "little", signed=True)
+    symbol = r.take(8)
+    r.bytes_()  # memo
+    r.done()
+    if sender != owner.name:
+        raise refuse(f"{kind} sends from another account than this one", "not_owner")
+    if amount <= 0:
+        raise refuse(f"{kind} moves a non-positive quantity", "invalid_amount")
+    code = symbol[1:].rstrip(b"\0").decode("ascii", "replace")
+    return Item(kind, to, (Amount(f"{action.account}:{code}", amount),))
+
+
+def signature_k1(secret: bytes, digest: bytes) -> str:
+    """A canonical `SIG_K1_…` signature of a 32-byte digest."""
+    for attempt in range(1, 256):
+        rs, recid = sign_recoverable_with_entropy(secret, digest, attempt.to_bytes(32, "big"))
+        if (
+            rs[0] < 0x80
+            and rs[32] < 0x80
+            and (rs[0] or rs[1] >= 0x80)
+            and (rs[32] or rs[33] >= 0x80)
+        ):
+            data = bytes((27 + 4 + recid,)) + rs
+            return "SIG_K1_" + codecs.base58_encode(data + codecs.ripemd160(data + b"K1")[:4])
+    raise RuntimeError("no canonical signature in 255 attempts")  # p ~ 2**-500
+
+
+class EosTransactionRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """eosjs `SignatureProviderArgs` with bytes as hex (`abis` ignored, as Antelope's
+    signature does not cover them; `requiredKeys` must name this account's key if given)."""
+
+    chainId: str
+    serializedTransaction: str
+    serializedContextFreeData: str | None = None
+    requiredKeys: list[str] | None = None
+    abis: list[Any] | None = None
+
+
+class EosTransactionResponse(msgspec.Struct, kw_only=True):
+    signatures: list[str]
+    serializedTransaction: str
+    serializedContextFreeData: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    summary: Summary
+    digest: bytes
+    respond: Any  # (SIG_K1_ string) -> Signed
+
+    def sign(self, key: Key) -> Signed:
+        result: Signed = self.respond(signature_k1(key.secret, self.digest))
+        return result
+
+
+def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _Prepared:
+    chain_id = unhex(req.chainId, "chainId")
+    if len(chain_id) != 32 or req.chainId.lower() != owner.network.chain_id:
+        raise refuse(
+            f"chainId is not the account's network {owner.network.name} "
+            f"(expected {owner.network.chain_id})",
+            "wrong_chain",
+        )
+    tx = unhex(req.serializedTransaction, "serializedTransaction")
+    cfd = unhex(req.serializedContextFreeData or "", "serializedContextFreeData")
+    cfa, actions = decode_transaction(tx)
+    if cfd and not cfa:
+        raise refuse("context-free data without context-free actions")
+    actors = {actor for a in actions for actor, _ in a.authorization}
+    if owner.name not in actors:
+        raise refuse("no action is authorized by this account", "not_owner")
+    if actors - {owner.name}:
+        raise refuse("an action is authorized by another account", "not_owner")
+    digest = hashlib.sha256(
+        chain_id + tx + (hashlib.sha256(cfd).digest() if cfd else bytes(32))
+    ).digest()
+    summary = Summary(
+        "eos", owner.network.name, "sign-transaction", owner.network.chain_id,
+        tuple(transfer_item(a, owner) for a in actions), (), digest.hex(),
+    )  # fmt: skip
+    tx_id = hashlib.sha256(tx).hexdigest()
+
+    def respond(sig: str) -> Signed:
+        data = EosTransactionResponse(
+            signatures=[sig], serializedTransaction=tx.hex(),
+            serializedContextFreeData=cfd.hex() if cfd else None,
+        )  # fmt: skip
+        return Signed(data, tx_id)
+
+    return _Prepared(summary, digest, respond)
+
+
+class EosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """eosjs-ecc `sign(data)`: UTF-8 `message` or hex `data`; the sha256 of the bytes is signed."""
+
+    message: str | None = None
+    data: str | None = None
+
+
+class EosMessageResponse(msgspec.Struct, kw_only=True):
+    signature: str
+
+
+def prepare_message(req: EosMessageRequest, owner: Owner) -> _Prepared:
+    if (req.message is None) == (req.data is None):
+        raise refuse('send "message" (text) or "data" (hex), one of them')
+    raw = req.message.encode() if req.message is not None else unhex(req.data or "", "data")
+    digest = hashlib.sha256(raw).digest()
+    summary = Summary("eos", owner.network.name, "sign-message", None, (), (), digest.hex(),
+                      raw=True)  # fmt: skip
+    return _Prepared(summary, digest, lambda sig: Signed(EosMessageResponse(signature=sig)))
+
+
+KINDS: tuple[SignKind, ...] = (
+    SignKind(
+        "sign-transaction", ("eos",), EosTransactionRequest, EosTransactionResponse,
+        prepare_transaction, "sign a transaction (eosjs SignatureProvider.sign)",
+        "Digest: sha256(chainId || transaction || sha256(context-free data) or 32 zero "
+        "bytes). Every action must be authorized by this account only.",
+    ),
+    SignKind(
+        "sign-message", ("eos",), EosMessageRequest, EosMessageResponse, prepare_message,
+        "sign the sha256 of arbitrary bytes (eosjs-ecc sign)",
+    ),
+)  # fmt: skip
