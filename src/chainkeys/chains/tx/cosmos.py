@@ -185,10 +185,11 @@ def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> _Prepared:
         bodyBytes=b64(body_bytes), authInfoBytes=b64(auth_bytes), chainId=chain_id,
         accountNumber=str(account_number),
     )  # fmt: skip
-    return _Prepared(
-        summary, sign_doc,
-        lambda sig: Signed(CosmosDirectResponse(signed=signed, signature=std_signature(owner, sig))),
-    )  # fmt: skip
+
+    def respond(sig: bytes) -> Signed:
+        return Signed(CosmosDirectResponse(signed=signed, signature=std_signature(owner, sig)))
+
+    return _Prepared(summary, sign_doc, respond)
 
 
 # ---- sign-amino and sign-message (ADR-036) -------------------------------------------
