@@ -160,3 +160,52 @@ def test_sign_needs_the_sign_scope_and_an_own_account(server: Any, signer: httpx
             stranger.post(f"/cosmos/{ADDRESS}/sign-message", json={"message": "x"}).status_code
             == 404
         )
+
+
+TRANSFER = {
+    "fromAddress": ADDRESS, "toAddress": OTHER, "amount": "1500000", "denom": "uatom",
+    "chainId": "cosmoshub-4", "sequence": 3, "accountNumber": 12345, "feeDenom": "uatom",
+    "feeAmount": "5000", "gasLimit": 200000, "memo": "payout 7", "timeoutHeight": 0,
+}  # fmt: skip
+IBC_TRANSFER = {**TRANSFER, "toAddress": "osmo1qqqsyqcyq5rqwzqfpg9scrgwpugpzysn7hzdtn",
+                "sourcePort": "transfer", "sourceChannel": "channel-141",
+                "timeoutTimestamp": 1_800_000_000_000_000_000}  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "body", "ibc"), [
+    ("sign-transfer", TRANSFER, False), ("sign-ibc-transfer", IBC_TRANSFER, True),
+])  # fmt: skip
+def test_transfers_are_the_bytes_cosmjs_builds(
+    signer: httpx.Client, path: str, body: dict[str, Any], ibc: bool
+) -> None:
+    r = signer.post(f"/cosmos/{ADDRESS}/{path}", json=body)
+    assert r.status_code == 200, r.text
+    data = r.json()["data"]
+    reference = run_node("cosmos.mjs", {"action": "sign_transfer", "transfer": body, "ibc": ibc,
+                                        "privateKey": PRIVATE, "prefix": "cosmos"})  # fmt: skip
+    assert data["signedTx"] == reference["signedTx"]
+    raw = base64.b64decode(data["signedTx"])
+    import hashlib
+
+    assert data["txHash"] == hashlib.sha256(raw).hexdigest().upper()
+    checked = run_node("cosmos.mjs", {"action": "verify_tx", "signedTx": data["signedTx"],
+                                      "chainId": "cosmoshub-4", "accountNumber": "12345",
+                                      "pubkey": PUBKEY})  # fmt: skip
+    assert checked["verdict"]["valid"] is True
+    url = "/ibc.applications.transfer.v1.MsgTransfer" if ibc else "/cosmos.bank.v1beta1.MsgSend"
+    assert checked["messages"] == [url]
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    ({"chainId": "osmosis-1"}, "wrong_chain"),
+    ({"fromAddress": OTHER}, "not_owner"),
+    ({"toAddress": "osmo1qqqsyqcyq5rqwzqfpg9scrgwpugpzysn7hzdtn"}, "wrong_chain"),
+    ({"amount": "1.5"}, "invalid_amount"),
+    ({"amount": "-5"}, "invalid_amount"),
+    ({"gasLimit": 1.5}, "invalid_field"),
+    ({"sequence": -1}, "invalid_amount"),
+])  # fmt: skip
+def test_transfer_refusals(signer: httpx.Client, change: dict[str, Any], code: str) -> None:
+    r = signer.post(f"/cosmos/{ADDRESS}/sign-transfer", json={**TRANSFER, **change})
+    assert r.status_code == 400, r.text
+    assert r.json()["code"] == code

@@ -6,7 +6,8 @@ import { serializeSignDoc, makeSignDoc as makeAminoSignDoc, Secp256k1Wallet } fr
 import {
   DirectSecp256k1Wallet, makeAuthInfoBytes, makeSignBytes, encodePubkey, Registry,
 } from "@cosmjs/proto-signing";
-import { defaultRegistryTypes } from "@cosmjs/stargate";
+import { defaultRegistryTypes, SigningStargateClient } from "@cosmjs/stargate";
+import { TxRaw } from "cosmjs-types/cosmos/tx/v1beta1/tx";
 import { TxBody } from "cosmjs-types/cosmos/tx/v1beta1/tx";
 import { SignMode } from "cosmjs-types/cosmos/tx/signing/v1beta1/signing";
 
@@ -76,6 +77,35 @@ switch (req.action) {
   case "decode_body": {
     const body = TxBody.decode(fromBase64(req.bodyBytes));
     out = { messages: body.messages.map((m) => m.typeUrl), memo: body.memo };
+    break;
+  }
+  case "sign_transfer": {
+    // cosmjs builds and signs the same transfer offline: the bytes must be identical
+    const wallet = await DirectSecp256k1Wallet.fromKey(fromHex(req.privateKey), req.prefix);
+    const [acct] = await wallet.getAccounts();
+    const client = await SigningStargateClient.offline(wallet);
+    const t = req.transfer;
+    const token = { denom: t.denom, amount: t.amount };
+    const msg = req.ibc
+      ? { typeUrl: "/ibc.applications.transfer.v1.MsgTransfer", value: {
+          sourcePort: t.sourcePort, sourceChannel: t.sourceChannel, token, sender: acct.address,
+          receiver: t.toAddress, timeoutHeight: undefined, timeoutTimestamp: BigInt(t.timeoutTimestamp), memo: "" } }
+      : { typeUrl: "/cosmos.bank.v1beta1.MsgSend",
+          value: { fromAddress: acct.address, toAddress: t.toAddress, amount: [token] } };
+    const fee = { amount: [{ denom: t.feeDenom, amount: t.feeAmount }], gas: String(t.gasLimit) };
+    const raw = await client.sign(acct.address, [msg], fee, t.memo,
+      { accountNumber: t.accountNumber, sequence: t.sequence, chainId: t.chainId },
+      t.timeoutHeight ? BigInt(t.timeoutHeight) : undefined);
+    out = { signedTx: toBase64(TxRaw.encode(raw).finish()) };
+    break;
+  }
+  case "verify_tx": {
+    const raw = TxRaw.decode(fromBase64(req.signedTx));
+    const doc = { bodyBytes: raw.bodyBytes, authInfoBytes: raw.authInfoBytes,
+      chainId: req.chainId, accountNumber: BigInt(req.accountNumber) };
+    const body = TxBody.decode(raw.bodyBytes);
+    out = { verdict: await verify(makeSignBytes(doc), toBase64(raw.signatures[0]), req.pubkey),
+      messages: body.messages.map((m) => m.typeUrl), memo: body.memo };
     break;
   }
   default:

@@ -12,6 +12,7 @@ from chainkeys.chains.keys import parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
 from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
 from chainkeys.chains.tx import cosmos as signers
+from chainkeys.chains.tx import cosmos_transfer as transfers
 
 NETWORKS: Final = codecs.network_table(
     Network("cosmoshub", 118, chain_id="cosmoshub-4", hrp="cosmos"),
@@ -123,5 +124,5 @@ FAMILY: Final = CosmosFamily(
     networks=NETWORKS,
     default_network="cosmoshub",
     option_fields=frozenset(),
-    signers=signers.KINDS,
+    signers=(*signers.KINDS, *transfers.KINDS),
 )

@@ -22,18 +22,22 @@ from chainkeys.api.routes.common import ERRORS_AUTH, NAME, Op, ok, path_name, re
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import SignKind
 
+_ENVELOPES: dict[str, type[msgspec.Struct]] = {}
 
-def envelope_type(kind: SignKind) -> type[msgspec.Struct]:
-    """`{"success", "message", "data": <the kind's response>}` as its own Struct."""
-    return msgspec.defstruct(
-        f"{kind.response.__name__}Envelope",
-        [("success", bool), ("message", str), ("data", kind.response)],
-        kw_only=True,
-    )
+
+def envelope_type(response: type) -> type[msgspec.Struct]:
+    """`{"success", "message", "data": <response>}` as its own Struct (one per response
+    type: kinds that answer alike share it, and the document names it once)."""
+    name = f"{response.__name__}Envelope"
+    if name not in _ENVELOPES:
+        _ENVELOPES[name] = msgspec.defstruct(
+            name, [("success", bool), ("message", str), ("data", response)], kw_only=True
+        )
+    return _ENVELOPES[name]
 
 
 def kind_route(family: str, kind: SignKind) -> Route:
-    response_type = envelope_type(kind)
+    response_type = envelope_type(kind.response)
 
     async def sign(request: Request, principal: Any) -> Response:
         body = await required_body(request, kind.request)
