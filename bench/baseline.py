@@ -29,6 +29,7 @@ import hashlib
 import os
 import sqlite3
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from coincurve import PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench import lean
+from chainkeys.vault.derive import Cursors
+from chainkeys.vault.providers import MasterKey
 
 AUTH_SQL = (
     "SELECT tokens.tenant_id, tenants.name, tokens.id FROM tokens JOIN tenants"
@@ -61,7 +64,6 @@ DEFAULT_NETWORK = {
     "litecoin": "mainnet",
 }
 LIST_LIMIT, LIST_MAX = 100, 1000
-CURSOR_PREFIX = b"ck1:"
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
@@ -80,6 +82,11 @@ def account_of(family: str, secret: bytes) -> tuple[str, str, dict[str, str], st
     return lean.eos_name(pub), lean.eos_public_legacy(pub), extra, lean.wif(secret, b"\x80", False)
 
 
+def iso(ms: int) -> str:
+    when = datetime.fromtimestamp(ms / 1000, UTC)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def account_body(
     family: str,
     message: str,
@@ -87,17 +94,21 @@ def account_body(
     public_key: str,
     extra: dict[str, Any],
     private: str | None,
+    network: str,
+    created_ms: int,
 ) -> dict[str, Any]:
     if family == "cosmos":
         inner: dict[str, Any] = {"address": address}
         if private is not None:
             inner["private_key"] = private
+        inner.update(pubkey=extra.get("pubkey", ""), network=network, created_at=iso(created_ms))
         return {"success": True, "message": message, "data": {"data": inner}}
     fields: dict[str, Any] = {"address": address, "public_key": public_key}
     if private is not None:
         fields["private_key"] = private
     if "public_key_k1" in extra:
         fields["public_key_k1"] = extra["public_key_k1"]
+    fields.update(network=network, created_at=iso(created_ms))
     return {
         "success": True,
         "message": message,
@@ -124,15 +135,6 @@ def list_body(family: str, rows: list[Any], cursor: str | None) -> dict[str, Any
     return {"success": True, "message": "accounts listed", "data": {**names, "data": names}}
 
 
-def encode_cursor(last_id: int) -> str:
-    return base64.urlsafe_b64encode(CURSOR_PREFIX + str(last_id).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-    return int(raw[len(CURSOR_PREFIX) :])
-
-
 class Baseline:
     """The ASGI app. One reader and one writer connection, like chainkeys on SQLite."""
 
@@ -140,6 +142,7 @@ class Baseline:
         self.db_path = data_dir / "chainkeys.db"
         material = base64.b64decode((data_dir / "master.key").read_text().strip())
         self.aes = AESGCM(material)
+        self.cursors = Cursors(MasterKey(material))  # opaque cursors: the same AES block
         self.key_id = hashlib.sha256(b"chainkeys key id\x00" + material).hexdigest()[:16]
         self.synchronous = synchronous
         self.reader: sqlite3.Connection | None = None
@@ -232,8 +235,9 @@ class Baseline:
         aad = "\x00".join(("chainkeys/v1", "account", tenant, family, name)).encode()
         nonce = os.urandom(12)
         sealed = b"\x01" + nonce + self.aes.encrypt(nonce, secret, aad)
+        now = int(time.time() * 1000)
         row = (tenant, family, name, DEFAULT_NETWORK[family], name, public_key,
-               orjson.dumps(details).decode(), sealed, self.key_id, int(time.time() * 1000))  # fmt: skip
+               orjson.dumps(details).decode(), sealed, self.key_id, now)  # fmt: skip
         assert self.writer is not None
         self.writer.execute("BEGIN IMMEDIATE")
         try:
@@ -243,7 +247,8 @@ class Baseline:
             return 409, b'{"success":false,"message":"exists","code":"account_exists"}'
         self.writer.execute("COMMIT")
         message = "account imported" if given else "account created"
-        body = account_body(family, message, name, public_key, extra, None if given else private)
+        body = account_body(family, message, name, public_key, extra,
+                            None if given else private, DEFAULT_NETWORK[family], now)  # fmt: skip
         return 200, orjson.dumps(body)
 
     def _get(self, tenant: str, family: str, name: str) -> tuple[int, bytes]:
@@ -252,7 +257,8 @@ class Baseline:
         if row is None:
             return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
         details = orjson.loads(row[7])
-        body = account_body(family, "account found", row[5], row[6], details.get("extra", {}), None)
+        body = account_body(family, "account found", row[5], row[6], details.get("extra", {}),
+                            None, row[4], row[10])  # fmt: skip
         return 200, orjson.dumps(body)
 
     def _list(self, tenant: str, family: str, query: bytes) -> tuple[int, bytes]:
@@ -262,12 +268,13 @@ class Baseline:
             if key == "limit" and value.isdigit():
                 limit = min(int(value), LIST_MAX)
             elif key == "cursor" and value:
-                after = decode_cursor(value)
+                after = self.cursors.open(value, f"accounts/{tenant}/{family}/*") or 0
         assert self.reader is not None
         rows = self.reader.execute(PAGE_SQL, (tenant, family, after, limit + 1)).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
-        cursor = encode_cursor(rows[-1][0]) if more else None
+        scope = f"accounts/{tenant}/{family}/*"
+        cursor = self.cursors.make(rows[-1][0], scope) if more else None
         return 200, orjson.dumps(list_body(family, rows, cursor))
 
 

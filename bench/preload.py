@@ -85,11 +85,15 @@ def generate(
 
 
 def _issue_token(data_dir: Path, database_url: str | None, env: dict[str, str]) -> str:
-    """`chainkeys token create` (creating schema and master key on first use); returns the token."""
+    """`chainkeys db upgrade` (schema and master key), then `chainkeys token create`."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
     full.update(env, CHAINKEYS_LOG_LEVEL="WARNING")
     if database_url:
         full["CHAINKEYS_DATABASE_URL"] = database_url
+    subprocess.run(
+        [sys.executable, "-m", "chainkeys.cli", "db", "upgrade", "--data-dir", str(data_dir)],
+        env=full, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "chainkeys.cli", "token", "create", "--tenant", TENANT, "--label", "benchmark",
          "--data-dir", str(data_dir)],
@@ -104,8 +108,13 @@ def master_material(data_dir: Path) -> bytes:
     return base64.b64decode((data_dir / "master.key").read_text().strip())
 
 
-def encode_cursor(last_id: int) -> str:
-    return base64.urlsafe_b64encode(b"ck1:" + str(last_id).encode()).decode().rstrip("=")
+def encode_cursor(data_dir: Path, tenant_id: str, last_id: int) -> str:
+    """The list cursor chainkeys itself would hand out (opaque, under the store's key)."""
+    from chainkeys.vault.derive import Cursors
+    from chainkeys.vault.providers import MasterKey
+
+    cursors = Cursors(MasterKey(master_material(data_dir)))
+    return cursors.make(last_id, f"accounts/{tenant_id}/{FAMILY}/*")
 
 
 def _finish(data_dir: Path, size: int, token: str, tenant_id: str, names: list[str], deep_id: int,
@@ -113,9 +122,8 @@ def _finish(data_dir: Path, size: int, token: str, tenant_id: str, names: list[s
     random.shuffle(names)
     names_file = data_dir.parent / f"names-{size}.txt"
     names_file.write_text("\n".join(names) + "\n")
-    return Dataset(
-        size, data_dir, token, tenant_id, names_file, encode_cursor(deep_id), pg_template
-    )
+    cursor = encode_cursor(data_dir, tenant_id, deep_id)
+    return Dataset(size, data_dir, token, tenant_id, names_file, cursor, pg_template)
 
 
 def sqlite_dataset(

@@ -103,12 +103,15 @@ async def open_admin(settings: Settings) -> Admin:
 
 
 async def upgrade_schema(settings: Settings) -> str:
-    """Apply pending migrations (`chainkeys db upgrade`); the revision reached."""
+    """Apply pending migrations and settle the master key (`chainkeys db upgrade`: a
+    store ready for `chainkeys serve`); the revision reached."""
     if settings.database_url is None:
         prepare_data_dir(settings)
     db = Database(settings.db_url, settings)
     try:
-        await migrate.upgrade(db)
+        async with db.startup_lock():
+            await migrate.upgrade(db)
+            await open_vault(db, settings)
         return str(await migrate.current_revision(db))
     finally:
         await db.close()

@@ -11,6 +11,7 @@ terminator in front is listed in docs/deploy.md.
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import signal
 import sys
@@ -64,14 +65,16 @@ def die_with_parent() -> None:
 def serve(settings: Settings, workers: int) -> None:
     """Run the API in `workers` processes until SIGINT/SIGTERM.
 
-    With several workers, each writes its metrics to a fresh shared directory
-    (set before any worker imports the metrics) and `/metrics` merges them.
+    With several workers, each writes its metrics to a fresh shared directory and
+    `/metrics` merges them. The workers are spawned, not forked, so each imports
+    prometheus_client afresh with that directory set (it picks its value store
+    at import).
     """
     from granian import Granian
 
     if workers > 1:
-        assert "chainkeys.metrics" not in sys.modules, "metrics imported before the workers"
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="chainkeys-metrics-")
+        multiprocessing.set_start_method("spawn", force=True)
 
     Granian(
         "chainkeys.api.app:app_factory",
