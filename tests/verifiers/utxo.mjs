@@ -1,0 +1,54 @@
+// Independent checks of chainkeys' Dogecoin/Litecoin signatures with bitcoinjs-lib,
+// bitcoinjs-message and tiny-secp256k1. Reads one JSON request on stdin, prints one answer.
+import * as bitcoin from "bitcoinjs-lib";
+import bitcoinMessage from "bitcoinjs-message";
+import * as ecc from "tiny-secp256k1";
+
+const NETWORKS = {
+  "dogecoin/mainnet": { messagePrefix: "\x19Dogecoin Signed Message:\n", bech32: "doge",
+    bip32: { public: 0x02facafd, private: 0x02fac398 }, pubKeyHash: 0x1e, scriptHash: 0x16, wif: 0x9e },
+  "dogecoin/testnet": { messagePrefix: "\x19Dogecoin Signed Message:\n", bech32: "tdge",
+    bip32: { public: 0x043587cf, private: 0x04358394 }, pubKeyHash: 0x71, scriptHash: 0xc4, wif: 0xf1 },
+  "litecoin/mainnet": { messagePrefix: "\x19Litecoin Signed Message:\n", bech32: "ltc",
+    bip32: { public: 0x019da462, private: 0x019d9cfe }, pubKeyHash: 0x30, scriptHash: 0x32, wif: 0xb0 },
+  "litecoin/testnet": { messagePrefix: "\x19Litecoin Signed Message:\n", bech32: "tltc",
+    bip32: { public: 0x0436f6e1, private: 0x0436ef7d }, pubKeyHash: 0x6f, scriptHash: 0x3a, wif: 0xef },
+};
+
+function addressOf(kind, pubkey, network) {
+  if (kind === "p2wpkh") return bitcoin.payments.p2wpkh({ pubkey, network }).address;
+  if (kind === "p2sh-p2wpkh") {
+    return bitcoin.payments.p2sh({ redeem: bitcoin.payments.p2wpkh({ pubkey, network }), network }).address;
+  }
+  return bitcoin.payments.p2pkh({ pubkey, network }).address;
+}
+
+const req = JSON.parse(await new Promise((r) => {
+  let s = ""; process.stdin.on("data", (c) => (s += c)); process.stdin.on("end", () => r(s));
+}));
+const network = NETWORKS[req.network];
+let out;
+switch (req.action) {
+  case "verify_message": {
+    const sig = Buffer.from(req.signature, "base64");
+    const header = sig[0];
+    const kind = header >= 39 ? "p2wpkh" : header >= 35 ? "p2sh-p2wpkh" : "p2pkh";
+    const compressed = header >= 31;
+    const recid = (header - 27) & 3;
+    const hash = bitcoinMessage.magicHash(req.message, network.messagePrefix);
+    const pubkey = Buffer.from(ecc.recover(hash, sig.subarray(1), recid, compressed));
+    // bitcoinjs-message does not check the address version byte: rebuild the address here
+    const recovered = addressOf(kind, pubkey, network);
+    let library = false;
+    try {
+      library = bitcoinMessage.verify(req.message, req.address, sig, network.messagePrefix, kind !== "p2pkh");
+    } catch (e) { library = false; }
+    const s = BigInt("0x" + sig.subarray(33).toString("hex"));
+    const lowS = s <= BigInt("0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0");
+    out = { kind, recovered, matches: recovered === req.address, library, lowS };
+    break;
+  }
+  default:
+    throw new Error("unknown action " + req.action);
+}
+process.stdout.write(JSON.stringify(out));
