@@ -56,3 +56,85 @@ def test_sign_message_refusals(client: httpx.Client) -> None:
     assert r.status_code in (400, 413)
     r = client.post(f"/dogecoin/{address}/sign-message", json={"msg": "x"})
     assert r.status_code == 400 and r.json()["code"] == "invalid_field"
+
+
+PSBT_CASES = [
+    ("dogecoin", {"private_key": KEY["private_key_hex"]}, "dogecoin/mainnet", "p2pkh", False),
+    ("litecoin", {"private_key": KEY["private_key_hex"]}, "litecoin/mainnet", "p2wpkh", True),
+    ("litecoin", {"private_key": KEY["private_key_hex"], "address_type": "p2sh-p2wpkh"},
+     "litecoin/mainnet", "p2sh-p2wpkh", True),
+    ("litecoin", {"private_key": KEY["private_key_hex"], "address_type": "p2pkh"},
+     "litecoin/mainnet", "p2pkh", False),
+]  # fmt: skip
+RECIPIENT = {"dogecoin": "DJRU7MLhcPwCTNRZ4e8gJzDebtG1H5M7pc",
+             "litecoin": "LYWKqJhtPeGyBAw7WC8R3F7ovxtzAiubdM"}  # fmt: skip
+
+
+def account(client: httpx.Client, family: str, body: dict[str, Any]) -> tuple[str, str]:
+    made = client.post(f"/{family}", json=body)
+    assert made.status_code == 200, made.text
+    return made.json()["address"], made.json()["data"]["public_key"]
+
+
+@pytest.mark.parametrize(("family", "body", "network", "kind", "witness"), PSBT_CASES)
+def test_sign_psbt_verifies_and_finalizes_like_bitcoinjs(
+    client: httpx.Client, family: str, body: dict[str, Any], network: str, kind: str, witness: bool
+) -> None:
+    require_node()
+    address, pubkey = account(client, family, body)
+    built = run_node("utxo.mjs", {
+        "action": "build_psbt", "network": network, "kind": kind, "pubkey": pubkey,
+        "amountIn": 1_000_000, "witness": witness,
+        "outputs": [{"address": RECIPIENT[family], "value": 600_000},
+                    {"address": address, "value": 390_000}],
+    })  # fmt: skip
+    partial = client.post(
+        f"/{family}/{address}/sign-psbt", json={"psbt": built["psbt"], "finalize": False}
+    )
+    assert partial.status_code == 200, partial.text
+    assert partial.json()["data"]["complete"] is False
+    check = run_node("utxo.mjs", {"action": "check_psbt", "network": network,
+                                  "psbt": partial.json()["data"]["psbt"]})  # fmt: skip
+    assert check["valid"] is True
+    final = client.post(f"/{family}/{address}/sign-psbt", json={"psbt": built["psbt"]})
+    data = final.json()["data"]
+    assert data["complete"] is True
+    assert (
+        data["hex"] == check["hex"] and data["txid"] == check["txid"]
+    )  # bitcoinjs' own finalization
+    assert run_node("utxo.mjs", {"action": "extract", "network": network, "psbt": data["psbt"]})[
+        "hex"] == data["hex"]  # fmt: skip
+    events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "sign"]
+    assert [e["outcome"] for e in events] == ["ok", "ok"]
+
+
+def test_psbt_refusals(client: httpx.Client) -> None:
+    require_node()
+    address, pubkey = account(
+        client, "litecoin", {"private_key": KEY["private_key_hex"], "address_type": "p2pkh"}
+    )
+    base = {"action": "build_psbt", "network": "litecoin/mainnet", "kind": "p2pkh", "pubkey": pubkey,
+            "amountIn": 1_000_000, "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}]}  # fmt: skip
+
+    def refused(psbt: str, code: str) -> None:
+        r = client.post(f"/litecoin/{address}/sign-psbt", json={"psbt": psbt})
+        assert r.status_code == 400, r.text
+        assert r.json()["code"] == code
+        assert KEY["private_key_hex"] not in r.text
+
+    refused(run_node("utxo.mjs", {**base, "tamperPrev": True})["psbt"], "prev_tx_mismatch")
+    refused(
+        run_node("utxo.mjs", {**base, "nonWitness": False, "witness": True})["psbt"],
+        "missing_prev_tx",
+    )
+    refused(run_node("utxo.mjs", {**base, "sighashType": 0x83})["psbt"], "sighash_not_allowed")
+    other = VECTORS["keys"][1]["public_key_compressed_hex"]
+    refused(run_node("utxo.mjs", {**base, "pubkey": other})["psbt"], "not_owner")
+    refused("not a psbt", "invalid_sign_request")
+    d_address, d_pub = account(client, "dogecoin", {"private_key": KEY["private_key_hex"]})
+    seg = run_node("utxo.mjs", {**base, "network": "dogecoin/mainnet", "pubkey": d_pub, "witness": True,
+                                "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}]})["psbt"]  # fmt: skip
+    r = client.post(f"/dogecoin/{d_address}/sign-psbt", json={"psbt": seg})
+    assert r.status_code == 400 and r.json()["code"] == "wrong_chain"
+    events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "sign"]
+    assert events and all(e["outcome"] != "ok" for e in events)

@@ -48,6 +48,49 @@ switch (req.action) {
     out = { kind, recovered, matches: recovered === req.address, library, lowS };
     break;
   }
+  case "build_psbt": {
+    // A funding transaction paying the account, then a PSBT spending it, as a wallet builds them
+    const pubkey = Buffer.from(req.pubkey, "hex");
+    const pay = req.kind === "p2wpkh" ? bitcoin.payments.p2wpkh({ pubkey, network })
+      : req.kind === "p2sh-p2wpkh"
+        ? bitcoin.payments.p2sh({ redeem: bitcoin.payments.p2wpkh({ pubkey, network }), network })
+        : bitcoin.payments.p2pkh({ pubkey, network });
+    const fund = new bitcoin.Transaction();
+    fund.version = 1;
+    fund.addInput(Buffer.alloc(32, 7), 0);
+    fund.addOutput(pay.output, BigInt(req.amountIn));
+    const psbt = new bitcoin.Psbt({ network });
+    psbt.setMaximumFeeRate(2 ** 31);
+    const input = { hash: fund.getId(), index: 0 };
+    if (req.nonWitness !== false) input.nonWitnessUtxo = req.tamperPrev
+      ? (() => { const t = fund.clone(); t.locktime = 9; return t.toBuffer(); })() : fund.toBuffer();
+    if (req.witness) input.witnessUtxo = { script: pay.output, value: BigInt(req.amountIn) };
+    if (req.kind === "p2sh-p2wpkh") input.redeemScript = pay.redeem.output;
+    if (req.sighashType) input.sighashType = req.sighashType;
+    psbt.addInput(input);
+    for (const o of req.outputs) psbt.addOutput({ address: o.address, value: BigInt(o.value) });
+    out = { psbt: psbt.toBase64(), fundTxid: fund.getId() };
+    break;
+  }
+  case "check_psbt": {
+    const psbt = bitcoin.Psbt.fromBase64(req.psbt, { network });
+    psbt.setMaximumFeeRate(2 ** 31);
+    const N2 = BigInt("0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0");
+    const validator = (pubkey, msghash, signature) =>
+      ecc.verify(msghash, pubkey, signature) && BigInt("0x" + Buffer.from(signature.subarray(32)).toString("hex")) <= N2;
+    const valid = psbt.validateSignaturesOfAllInputs(validator);
+    psbt.finalizeAllInputs();
+    const tx = psbt.extractTransaction(true);
+    out = { valid, hex: tx.toHex(), txid: tx.getId() };
+    break;
+  }
+  case "extract": {
+    const psbt = bitcoin.Psbt.fromBase64(req.psbt, { network });
+    psbt.setMaximumFeeRate(2 ** 31);
+    const tx = psbt.extractTransaction(true);
+    out = { hex: tx.toHex(), txid: tx.getId() };
+    break;
+  }
   default:
     throw new Error("unknown action " + req.action);
 }
