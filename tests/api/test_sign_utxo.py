@@ -138,3 +138,62 @@ def test_psbt_refusals(client: httpx.Client) -> None:
     assert r.status_code == 400 and r.json()["code"] == "wrong_chain"
     events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "sign"]
     assert events and all(e["outcome"] != "ok" for e in events)
+
+
+@pytest.mark.parametrize(("family", "body", "network", "kind", "witness"), PSBT_CASES)
+def test_sign_raw_transaction_as_core_and_verified_by_bitcoinjs(
+    client: httpx.Client, family: str, body: dict[str, Any], network: str, kind: str, witness: bool
+) -> None:
+    require_node()
+    address, pubkey = account(client, family, body)
+    built = run_node("utxo.mjs", {
+        "action": "build_rawtx", "network": network, "kind": kind, "pubkey": pubkey,
+        "amountIn": 1_000_000,
+        "outputs": [{"address": RECIPIENT[family], "value": 600_000},
+                    {"address": address, "value": 390_000}],
+    })  # fmt: skip
+    prev = {"txid": built["fundTxid"], "vout": 0, "scriptPubKey": built["scriptPubKey"],
+            "amount": 0.01}  # fmt: skip
+    if kind == "p2pkh":
+        prev["hex"] = built["fundHex"]
+    raw = json.dumps({"hex": built["hex"], "prevtxs": [prev], "sighashtype": "ALL"})
+    r = client.post(f"/{family}/{address}/sign-raw-transaction", content=raw,
+                    headers={"content-type": "application/json"})  # fmt: skip
+    assert r.status_code == 200, r.text
+    data = r.json()["data"]
+    assert data["complete"] is True and data["errors"] == []
+    check = run_node("utxo.mjs", {"action": "check_rawtx", "network": network, "hex": data["hex"],
+                                  "kind": kind, "pubkey": pubkey, "scriptPubKey": built["scriptPubKey"],
+                                  "value": 1_000_000})  # fmt: skip
+    assert check == {"valid": True, "lowS": True, "hashType": 1, "txid": check["txid"]}
+    events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "sign"]
+    assert events[-1]["outcome"] == "ok"
+
+
+def test_raw_transaction_refusals(client: httpx.Client) -> None:
+    require_node()
+    address, pubkey = account(client, "dogecoin", {"private_key": KEY["private_key_hex"]})
+    built = run_node("utxo.mjs", {
+        "action": "build_rawtx", "network": "dogecoin/mainnet", "kind": "p2pkh", "pubkey": pubkey,
+        "amountIn": 1_000_000, "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}],
+    })  # fmt: skip
+    prev = {"txid": built["fundTxid"], "vout": 0, "scriptPubKey": built["scriptPubKey"],
+            "amount": "0.01", "hex": built["fundHex"]}  # fmt: skip
+
+    def refused(body: dict[str, Any], code: str) -> None:
+        r = client.post(f"/dogecoin/{address}/sign-raw-transaction", json=body)
+        assert r.status_code == 400, r.text
+        assert r.json()["code"] == code, r.text
+
+    base = {"hex": built["hex"], "prevtxs": [prev]}
+    refused({**base, "prevtxs": [{**prev, "hex": None}]}, "missing_prev_tx")
+    refused({**base, "prevtxs": [{**prev, "amount": "0.02"}]}, "prev_tx_mismatch")
+    refused({**base, "prevtxs": [{**prev, "amount": "0.000000001"}]}, "invalid_amount")
+    refused({**base, "sighashtype": "NONE"}, "sighash_not_allowed")
+    refused({**base, "prevtxs": []}, "not_owner")
+    refused({**base, "hex": "00"}, "invalid_sign_request")
+    # a float that is not exact in binary is still read exactly (0.1 DOGE = 10,000,000 koinu)
+    r = client.post(f"/dogecoin/{address}/sign-raw-transaction",
+                    content=json.dumps({**base, "prevtxs": [{**prev, "amount": 0.01}]}),
+                    headers={"content-type": "application/json"})  # fmt: skip
+    assert r.status_code == 200, r.text

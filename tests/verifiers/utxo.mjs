@@ -72,6 +72,48 @@ switch (req.action) {
     out = { psbt: psbt.toBase64(), fundTxid: fund.getId() };
     break;
   }
+  case "build_rawtx": {
+    const pubkey = Buffer.from(req.pubkey, "hex");
+    const pay = req.kind === "p2wpkh" ? bitcoin.payments.p2wpkh({ pubkey, network })
+      : req.kind === "p2sh-p2wpkh"
+        ? bitcoin.payments.p2sh({ redeem: bitcoin.payments.p2wpkh({ pubkey, network }), network })
+        : bitcoin.payments.p2pkh({ pubkey, network });
+    const fund = new bitcoin.Transaction();
+    fund.version = 1;
+    fund.addInput(Buffer.alloc(32, 9), 0);
+    fund.addOutput(pay.output, BigInt(req.amountIn));
+    const tx = new bitcoin.Transaction();
+    tx.version = 1;
+    tx.addInput(Buffer.from(fund.getId(), "hex").reverse(), 0);
+    for (const o of req.outputs) {
+      tx.addOutput(bitcoin.address.toOutputScript(o.address, network), BigInt(o.value));
+    }
+    out = { hex: tx.toHex(), fundHex: fund.toHex(), fundTxid: fund.getId(),
+            scriptPubKey: Buffer.from(pay.output).toString("hex") };
+    break;
+  }
+  case "check_rawtx": {
+    const tx = bitcoin.Transaction.fromHex(req.hex);
+    const pubkey = Buffer.from(req.pubkey, "hex");
+    const prevScript = Buffer.from(req.scriptPubKey, "hex");
+    let sigBuf, hash;
+    if (req.kind === "p2pkh") {
+      const chunks = bitcoin.script.decompile(tx.ins[0].script);
+      sigBuf = chunks[0];
+      if (!Buffer.from(chunks[1]).equals(pubkey)) throw new Error("wrong public key");
+      hash = tx.hashForSignature(0, prevScript, bitcoin.Transaction.SIGHASH_ALL);
+    } else {
+      sigBuf = tx.ins[0].witness[0];
+      const code = bitcoin.payments.p2pkh({ pubkey }).output;
+      hash = tx.hashForWitnessV0(0, code, BigInt(req.value), bitcoin.Transaction.SIGHASH_ALL);
+    }
+    const decoded = bitcoin.script.signature.decode(Buffer.from(sigBuf));
+    const N2 = BigInt("0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0");
+    const lowS = BigInt("0x" + Buffer.from(decoded.signature.subarray(32)).toString("hex")) <= N2;
+    out = { valid: ecc.verify(hash, pubkey, decoded.signature), lowS,
+            hashType: decoded.hashType, txid: tx.getId() };
+    break;
+  }
   case "check_psbt": {
     const psbt = bitcoin.Psbt.fromBase64(req.psbt, { network });
     psbt.setMaximumFeeRate(2 ** 31);

@@ -10,7 +10,7 @@ from typing import Final
 
 from chainkeys.chains.codecs import P2PKH, Base58Family, network_table
 from chainkeys.chains.spec import Network
-from chainkeys.chains.tx.utxo import message, psbt
+from chainkeys.chains.tx.utxo import message, psbt, rawtx
 
 NETWORKS: Final = network_table(
     Network("mainnet", 3, p2pkh=b"\x1e", p2sh=b"\x16", wif=b"\x9e"),
@@ -24,6 +24,6 @@ FAMILY: Final = Base58Family(
     default_network="mainnet",
     option_fields=frozenset(),
     address_types={"p2pkh": P2PKH},
-    signers=(psbt.KIND, message.KIND),
+    signers=(psbt.KIND, rawtx.KIND, message.KIND),
     default_address_type="p2pkh",
 )
