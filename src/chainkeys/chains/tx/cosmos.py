@@ -328,14 +328,25 @@ KINDS: tuple[SignKind, ...] = (
         "sign a SignDoc (cosmjs OfflineDirectSigner.signDirect)",
         "The body and auth info are decoded first: the chain id must be the account's "
         "network's, a signer info must carry this account's public key.",
+        {"cosmjs": {"signDoc": {"bodyBytes": "CpABCo0BChwvY29zbW9zLmJhbmsu…",
+                                "authInfoBytes": "ClAKRgofL2Nvc21vcy5jcnlwdG8u…",
+                                "chainId": "cosmoshub-4", "accountNumber": "12345"}}},
     ),
     SignKind(
         "sign-amino", ("cosmos",), CosmosAminoRequest, CosmosAminoResponse, prepare_amino,
         "sign a StdSignDoc (cosmjs OfflineAminoSigner.signAmino)",
         "Signed bytes are cosmjs serializeSignDoc's: sorted compact JSON.",
+        {"send": {"signDoc": {
+            "chain_id": "cosmoshub-4", "account_number": "12345", "sequence": "0", "memo": "",
+            "fee": {"amount": [{"denom": "uatom", "amount": "5000"}], "gas": "200000"},
+            "msgs": [{"type": "cosmos-sdk/MsgSend", "value": {
+                "from_address": "cosmos1…", "to_address": "cosmos1…",
+                "amount": [{"denom": "uatom", "amount": "1000"}]}}]}}},
     ),
     SignKind(
         "sign-message", ("cosmos",), CosmosMessageRequest, CosmosMessageResponse, prepare_message,
         "sign arbitrary data (ADR-036, Keplr signArbitrary; Moon's signedMessage)",
+        "",
+        {"text": {"message": "I own this address"}, "bytes": {"data": "AAEC/w=="}},
     ),
 )  # fmt: skip

@@ -241,9 +241,13 @@ KINDS: tuple[SignKind, ...] = (
         prepare_transaction, "sign a transaction (eosjs SignatureProvider.sign)",
         "Digest: sha256(chainId || transaction || sha256(context-free data) or 32 zero "
         "bytes). Every action must be authorized by this account only.",
+        {"eosjs": {"chainId": "aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906",
+                   "serializedTransaction": "000e0e6bd2042e160000000000000100a6823403ea3055…"}},
     ),
     SignKind(
         "sign-message", ("eos",), EosMessageRequest, EosMessageResponse, prepare_message,
         "sign the sha256 of arbitrary bytes (eosjs-ecc sign)",
+        "",
+        {"text": {"message": "I own this account"}, "bytes": {"data": "00ff10"}},
     ),
 )  # fmt: skip

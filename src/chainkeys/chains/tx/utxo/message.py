@@ -70,4 +70,5 @@ KIND = SignKind(
     "sign-message", ("dogecoin", "litecoin"), UtxoMessageRequest, UtxoMessageResponse,
     prepare_message, "sign a message (Core signmessage; BIP137 headers for segwit)",
     "The coin's message magic, double SHA-256; the base64 65-byte compact signature.",
+    {"core": {"message": "I own this address"}},
 )  # fmt: skip

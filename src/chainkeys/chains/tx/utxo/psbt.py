@@ -199,4 +199,5 @@ KIND = SignKind(
     "sign a PSBT (BIP174; Litecoin Core walletprocesspsbt)",
     "Signs the inputs that pay this account (P2PKH with their full previous transaction, "
     "P2WPKH, P2SH-P2WPKH), SIGHASH_ALL only; with finalize, a complete PSBT is extracted.",
+    {"bitcoinjs": {"psbt": "cHNidP8BAHECAAAAAe…", "finalize": True}},
 )  # fmt: skip

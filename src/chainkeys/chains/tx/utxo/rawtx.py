@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from embit.script import Script, Witness
@@ -28,6 +28,7 @@ from chainkeys.chains.tx.utxo.params import PARAMS
 from chainkeys.chains.tx.utxo.psbt import SIGHASH_ALL, address_of, is_witness, own_scripts, push
 
 BAD = "invalid_sign_request"
+NUMBER_OR_STRING: dict[str, Any] = {"type": ["number", "string"]}
 COIN = Decimal(100_000_000)
 
 
@@ -39,7 +40,8 @@ class PrevTx(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     txid: str
     vout: int
     scriptPubKey: str
-    amount: Decimal | None = None
+    # Core sends a JSON number; a string is read the same. Exact either way.
+    amount: Annotated[Decimal, msgspec.Meta(extra_json_schema=NUMBER_OR_STRING)] | None = None
     redeemScript: str | None = None
     witnessScript: str | None = None
     hex: str | None = None  # the full previous transaction (required for legacy inputs)
@@ -199,4 +201,7 @@ KIND = SignKind(
     "sign a raw transaction (Core signrawtransactionwithkey)",
     "Core's request and result. Inputs of this account: P2PKH ones need prevtxs[].hex, "
     "the full previous transaction (its legacy signature does not commit to the amount).",
+    {"core": {"hex": "0100000001…", "sighashtype": "ALL", "prevtxs": [{
+        "txid": "9b1c…", "vout": 0, "scriptPubKey": "76a914…88ac", "amount": 12.5,
+        "hex": "0100000001…"}]}},
 )  # fmt: skip
