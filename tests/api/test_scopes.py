@@ -64,6 +64,7 @@ CALLS = {
     "delete": ("delete", "DELETE", "/{family}/{name}", None),
     "delete-moon": ("delete", "POST", "/{family}/{name}/delete", None),
     "export": ("export", "POST", "/{family}/{name}/export", None),
+    "sign": ("sign", "POST", "/{family}/{name}/sign-message", {"message": "scoped"}),
 }
 
 
