@@ -25,7 +25,7 @@ from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import Options
 from chainkeys.config import Settings
-from chainkeys.store.repositories import SEALED_TABLES
+from chainkeys.keys.repository import SEALED_TABLES
 from chainkeys.vault import Context
 from tests.conftest import BACKENDS, drop_pg_database, make_pg_database
 from tests.test_process import first_token, start

@@ -16,8 +16,8 @@ from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
 from chainkeys.keys import KeyService
-from chainkeys.store import repositories
-from chainkeys.store.repositories import Meta
+from chainkeys.keys import repository as repositories
+from chainkeys.keys.repository import Meta
 from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_database
 
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from chainkeys.accounts.service import AccountService
 from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
+from chainkeys.keys.repository import Meta
 from chainkeys.keys.service import KeyService
 from chainkeys.keys.vault import open_vault
 from chainkeys.signing.service import SigningService
 from chainkeys.store import migrate
 from chainkeys.store.copy import CopyReport, copy_database
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import Meta
 from chainkeys.tokens.service import TokenService
 from chainkeys.vault import Vault
 from chainkeys.vault.derive import Cursors

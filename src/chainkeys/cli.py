@@ -228,9 +228,10 @@ def audit(
     async def work(admin: Admin) -> int:
         tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None
         after, shown, page = 0, 0, 1000
+        names = await admin.tokens.tenant_names()
         while limit is None or shown < limit:
             want = page if limit is None else min(page, limit - shown)
-            events, names = await admin.audit.events(tenant_id, since_ms, after, want)
+            events = await admin.audit.events(tenant_id, since_ms, after, want)
             for e in events:
                 who = names.get(e.tenant_id or "", e.tenant_id or "-")
                 typer.echo(

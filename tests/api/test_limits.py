@@ -23,10 +23,10 @@ import pytest
 from granian.server.embed import Server as Granian
 from tests.conftest import backend_settings, free_port
 
+from chainkeys.accounts import repository as repositories
 from chainkeys.api import serve
 from chainkeys.api.app import create_app
 from chainkeys.api.serve import MAX_HEAD_BYTES
-from chainkeys.store import repositories
 
 HEAD_TIMEOUT = 0.5
 BODY_TIMEOUT = 1.0

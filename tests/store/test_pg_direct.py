@@ -18,26 +18,18 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, inse
 from sqlalchemy.exc import IntegrityError
 from tests.conftest import TEST_MASTER_KEY, drop_pg_database, free_port, make_pg_database
 
+from chainkeys.accounts.idempotency_store import Idempotency, IdempotencyRecord
+from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts
+from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
+from chainkeys.keys.repository import Meta
 from chainkeys.store import migrate
 from chainkeys.store.db import Database
 from chainkeys.store.pg import Plan, pg_dsn
-from chainkeys.store.repositories import (
-    _INSERT_TOKEN,
-    AccountRow,
-    Accounts,
-    Audit,
-    AuditEvent,
-    DeletedAccounts,
-    Idempotency,
-    IdempotencyRecord,
-    Meta,
-    Tenants,
-    TokenRow,
-)
 from chainkeys.store.sql import is_unique_violation
 from chainkeys.store.tables import accounts, metadata
+from chainkeys.tokens.repository import _INSERT_TOKEN, Tenants, TokenRow
 
 T = TypeVar("T")
 

@@ -14,10 +14,11 @@ from typing import Any
 
 import msgspec
 
+from chainkeys.accounts.idempotency_store import Idempotency, IdempotencyRecord
 from chainkeys.accounts.models import Created, CreateRequest
+from chainkeys.accounts.repository import Accounts
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, Conflict
-from chainkeys.store.repositories import Accounts, Idempotency, IdempotencyRecord
 from chainkeys.store.sql import Tx
 from chainkeys.vault import Context, Vault
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from chainkeys.accounts.repository import ListedAccount
 from chainkeys.chains.spec import Account
-from chainkeys.store.repositories import ListedAccount
 
 
 @dataclass(frozen=True, slots=True)

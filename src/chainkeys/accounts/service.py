@@ -11,7 +11,10 @@ from typing import Any
 import orjson
 
 from chainkeys.accounts import idempotency as idem
+from chainkeys.accounts.idempotency_store import Idempotency
 from chainkeys.accounts.models import AccountView, Created, CreateRequest, Page
+from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts, DeletedRow
+from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.keys import generate_key, key_from_secret
 from chainkeys.chains.registry import FAMILIES
@@ -20,16 +23,7 @@ from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, NotFound
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import (
-    AccountRow,
-    Accounts,
-    Audit,
-    AuditEvent,
-    DeletedAccounts,
-    DeletedRow,
-    Idempotency,
-    Tenants,
-)
+from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
 from chainkeys.vault import Context, Vault
 from chainkeys.vault.derive import Cursors

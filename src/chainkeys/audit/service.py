@@ -7,11 +7,11 @@ from typing import Any, Protocol
 import orjson
 
 from chainkeys import logs
+from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import Audit, AuditEvent, Tenants
 from chainkeys.vault.derive import Cursors
 
 
@@ -56,13 +56,10 @@ class AuditService:
 
     async def events(
         self, tenant_id: str | None, since_ms: int, after_id: int, limit: int
-    ) -> tuple[list[AuditEvent], dict[str, str]]:
-        """Up to `limit` events after row `after_id` (the CLI's paging), and the names of
-        their tenants."""
+    ) -> list[AuditEvent]:
+        """Up to `limit` events after row `after_id` (the CLI's paging)."""
         async with self.db.read() as tx:
-            events = await Audit.page(tx, tenant_id, since_ms, after_id, limit)
-            names = await Tenants.names(tx)
-        return events, names
+            return await Audit.page(tx, tenant_id, since_ms, after_id, limit)
 
     async def record(self, event: AuditEvent) -> None:
         """Write one event on its own (a refusal: nothing else is written with it)."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chainkeys.accounts.idempotency_store import Idempotency
+from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.config import Settings
 from chainkeys.errors import Conflict, StartupError
+from chainkeys.keys.repository import SEALED_TABLES, Meta
 from chainkeys.keys.vault import CHECK_CONTEXT, CHECK_KEY
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import SEALED_TABLES, Audit, Idempotency, Meta
 from chainkeys.vault import Context, Vault, provider_from_settings
 
 

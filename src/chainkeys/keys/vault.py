@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from chainkeys.accounts.repository import Accounts
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
+from chainkeys.keys.repository import Meta
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import Accounts, Meta
 from chainkeys.vault import Context, SealError, Vault, provider_from_settings
 
 CHECK_KEY = "master_key_check"

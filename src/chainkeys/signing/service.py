@@ -12,14 +12,15 @@ from typing import Any
 import msgspec
 
 from chainkeys import metrics
+from chainkeys.accounts.repository import AccountRow
 from chainkeys.accounts.service import AccountService, family_of
+from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.spec import ChainError
 from chainkeys.chains.tx.base import Owner, Signed, SignKind
 from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import AccountRow, Audit
 from chainkeys.tokens.service import Principal
 
 

@@ -9,12 +9,13 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, NotFound
 from chainkeys.store.db import Database
-from chainkeys.store.repositories import Audit, LiveToken, Tenants, TokenRow
+from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
 
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
 SCOPES = ("read", "create", "delete", "sign", "export")
@@ -184,6 +185,11 @@ class TokenService:
                     return None
             _, token = await self.create("default", "first start")
         return token
+
+    async def tenant_names(self) -> dict[str, str]:
+        """Tenant id -> name, to show people names instead of ids."""
+        async with self.db.read() as tx:
+            return await Tenants.names(tx)
 
     async def tenant_id(self, name: str) -> str:
         async with self.db.read() as tx:

@@ -1,0 +1,135 @@
+"""Tenants and tokens: their SQL (tokens are stored only as hashes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    bindparam,
+    func,
+    insert,
+    select,
+    update,
+)
+
+from chainkeys.store.sql import Prepared, Tx
+from chainkeys.store.tables import (
+    tenants,
+    tokens,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRow:
+    id: str
+    tenant_id: str
+    tenant: str
+    label: str
+    created_ms: int
+    revoked_ms: int | None
+    scopes: str = "create,delete,read,sign"
+    expires_ms: int | None = None
+    families: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveToken:
+    tenant_id: str
+    tenant: str
+    token_id: str
+    scopes: str
+    expires_ms: int | None
+    families: str | None
+
+
+_t, _k = tenants.c, tokens.c
+_TENANT_BY_TOKEN = Prepared(
+    select(_k.tenant_id, _t.name, _k.id, _k.scopes, _k.expires_ms, _k.families)
+    .join_from(tokens, tenants, _k.tenant_id == _t.id)
+    .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
+)
+_TENANT_NAMES = Prepared(select(_t.id, _t.name))
+_TENANT_BY_NAME = Prepared(select(_t.id).where(_t.name == bindparam("name")))
+_INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms"))
+_INSERT_TOKEN = Prepared(
+    insert(tokens),
+    ("id", "tenant_id", "label", "token_hash", "created_ms", "scopes", "expires_ms", "families"),
+)
+_LIST_TOKENS = (
+    select(
+        _k.id,
+        _k.tenant_id,
+        _t.name,
+        _k.label,
+        _k.created_ms,
+        _k.revoked_ms,
+        _k.scopes,
+        _k.expires_ms,
+        _k.families,
+    )
+    .join_from(tokens, tenants, _k.tenant_id == _t.id)
+    .order_by(_k.created_ms, _k.id)
+)
+_REVOKE_TOKEN = Prepared(
+    update(tokens)
+    .where(_k.id == bindparam("token_id"), _k.revoked_ms.is_(None))
+    .values(revoked_ms=bindparam("now"))
+    .returning(_k.tenant_id)
+)
+_COUNT_TOKENS = Prepared(select(func.count()).select_from(tokens))
+
+
+class Tenants:
+    """Tenants and their tokens (tokens are stored only as hashes)."""
+
+    @staticmethod
+    async def by_token_hash(tx: Tx, token_hash: str) -> LiveToken | None:
+        """The tenant and limits of an unrevoked token (its expiry is the caller's to check)."""
+        row = (await tx.execute(_TENANT_BY_TOKEN, {"token_hash": token_hash})).first()
+        return None if row is None else LiveToken(*row)
+
+    @staticmethod
+    async def id_by_name(tx: Tx, name: str) -> str | None:
+        row = (await tx.execute(_TENANT_BY_NAME, {"name": name})).first()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    async def insert(tx: Tx, tenant_id: str, name: str, now_ms: int) -> None:
+        await tx.execute(_INSERT_TENANT, {"id": tenant_id, "name": name, "created_ms": now_ms})
+
+    @staticmethod
+    async def insert_token(tx: Tx, row: TokenRow, token_hash: str) -> None:
+        await tx.execute(
+            _INSERT_TOKEN,
+            {
+                "id": row.id,
+                "tenant_id": row.tenant_id,
+                "label": row.label,
+                "token_hash": token_hash,
+                "created_ms": row.created_ms,
+                "scopes": row.scopes,
+                "expires_ms": row.expires_ms,
+                "families": row.families,
+            },
+        )
+
+    @staticmethod
+    async def list_tokens(tx: Tx, tenant: str | None) -> list[TokenRow]:
+        stmt = _LIST_TOKENS if tenant is None else _LIST_TOKENS.where(_t.name == tenant)
+        rows = (await tx.execute(stmt)).all()
+        return [TokenRow(*r) for r in rows]
+
+    @staticmethod
+    async def revoke_token(tx: Tx, token_id: str, now_ms: int) -> str | None:
+        """The tenant id of the token revoked, None when no live token has that id."""
+        row = (await tx.execute(_REVOKE_TOKEN, {"token_id": token_id, "now": now_ms})).first()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    async def names(tx: Tx) -> dict[str, str]:
+        """Tenant id -> name, for showing people names instead of ids."""
+        return {r[0]: r[1] for r in (await tx.execute(_TENANT_NAMES)).all()}
+
+    @staticmethod
+    async def count_tokens(tx: Tx) -> int:
+        return int((await tx.execute(_COUNT_TOKENS)).scalar_one())
