@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from chainkeys.chains.codecs import P2PKH, Base58Family, network_table
+from chainkeys.chains.base58 import P2PKH, Base58Family
+from chainkeys.chains.codecs import network_table
 from chainkeys.chains.spec import Network
 from chainkeys.chains.tx.utxo import message, psbt, rawtx
 

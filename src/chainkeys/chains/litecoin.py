@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from chainkeys.chains.codecs import P2PKH, P2SH_P2WPKH, P2WPKH, Base58Family, network_table
+from chainkeys.chains.base58 import P2PKH, P2SH_P2WPKH, P2WPKH, Base58Family
+from chainkeys.chains.codecs import network_table
 from chainkeys.chains.spec import Network
 from chainkeys.chains.tx.utxo import message, psbt, rawtx
 

@@ -1,0 +1,192 @@
+"""The Bitcoin-derived family class Dogecoin and Litecoin are instances of, and their
+address types (P2PKH, P2SH-P2WPKH, P2WPKH) as data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from chainkeys.chains.codecs import (
+    INVALID_ADDRESS,
+    INVALID_KEY,
+    INVALID_NAME,
+    INVALID_OPTION,
+    MAX_KEY_CHARS,
+    _looks_bech32,
+    decode_base58_address,
+    decode_segwit_v0,
+    decode_wif,
+    encode_wif,
+    network_param,
+    p2pkh_address,
+    p2sh_p2wpkh_address,
+    p2wpkh_address,
+    reject_foreign_options,
+    select_network,
+)
+from chainkeys.chains.keys import parse_hex_key
+from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
+from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
+
+
+@dataclass(frozen=True, slots=True)
+class AddressType:
+    """One address form of a base58/WIF chain and the BIP44-style purpose it derives at."""
+
+    name: str
+    purpose: int  # 44 p2pkh, 49 p2sh-p2wpkh, 84 p2wpkh
+    segwit: bool  # needs a compressed key
+    encode: Callable[[bytes, Network], str]
+
+
+def _p2pkh(public_key: bytes, network: Network) -> str:
+    return p2pkh_address(public_key, network_param(network.p2pkh, network, "p2pkh version"))
+
+
+def _p2sh_p2wpkh(public_key: bytes, network: Network) -> str:
+    return p2sh_p2wpkh_address(public_key, network_param(network.p2sh, network, "p2sh version"))
+
+
+def _p2wpkh(public_key: bytes, network: Network) -> str:
+    return p2wpkh_address(public_key, network_param(network.hrp, network, "bech32 prefix"))
+
+
+P2PKH: Final = AddressType("p2pkh", 44, False, _p2pkh)
+P2SH_P2WPKH: Final = AddressType("p2sh-p2wpkh", 49, True, _p2sh_p2wpkh)
+P2WPKH: Final = AddressType("p2wpkh", 84, True, _p2wpkh)
+
+# WIFs are 51-52 characters; anything hex-key sized is read as hex so that a
+# mistyped hex key is told what is wrong with it as hex.
+_HEX_SIZED: Final = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Base58Family:
+    """A Bitcoin-derived chain: WIF or hex keys, base58 (and optionally segwit) addresses.
+
+    Dogecoin and Litecoin are instances; they differ only in their network
+    table and which address types they offer (`address_type` is a create
+    option where `option_fields` lists it; otherwise the default type is used).
+    """
+
+    name: str
+    networks: Mapping[str, Network]
+    default_network: str
+    option_fields: frozenset[str]
+    address_types: Mapping[str, AddressType]
+    default_address_type: str
+    signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
+
+    @property
+    def option_specs(self) -> tuple[OptionSpec, ...]:
+        if "address_type" not in self.option_fields:
+            return ()
+        others = [t for t in self.address_types if t != self.default_address_type]
+        text = f"{self.name} address type: {self.default_address_type} (default), "
+        return (
+            OptionSpec(
+                "address_type",
+                text + " or ".join(others),
+                (self.default_address_type, *others),
+            ),
+        )
+
+    def network(self, name: str | None) -> Network:
+        """The named network (None: the default); ChainError listing accepted names."""
+        return select_network(self.name, self.networks, self.default_network, name)
+
+    def public_key_bytes(self, display: str) -> bytes:
+        return bytes.fromhex(display)
+
+    def check_options(self, options: Options, key: Key | None) -> Options:
+        """Validate options and fill `address_type` where the family offers a choice.
+
+        An uncompressed key (from a WIF without the 0x01 flag) defaults to
+        P2PKH and cannot take a segwit type: its funds are at its P2PKH address.
+
+        Raises:
+            ChainError: code "invalid_option" for an option the family does not
+                take, an unknown address type, or segwit with an uncompressed key.
+        """
+        reject_foreign_options(self.name, options, self.option_fields)
+        if "address_type" not in self.option_fields:
+            return options
+        return replace(options, address_type=self._address_type(options, key).name)
+
+    def _address_type(self, options: Options, key: Key | None) -> AddressType:
+        requested = options.address_type
+        uncompressed = key is not None and not key.compressed
+        if requested is None:
+            return self.address_types["p2pkh" if uncompressed else self.default_address_type]
+        kind = self.address_types.get(requested)
+        if kind is None:
+            raise ChainError(
+                f"unknown address_type; accepted: {', '.join(self.address_types)}", INVALID_OPTION
+            )
+        if kind.segwit and uncompressed:
+            raise ChainError(
+                "segwit needs a compressed key; this key is uncompressed, use p2pkh", INVALID_OPTION
+            )
+        return kind
+
+    def parse_private_key(self, text: str, network: Network) -> Key:
+        """Decode a WIF (network from its version byte) or a 64-digit hex key.
+
+        Raises:
+            ChainError: code "invalid_private_key", saying which rule failed.
+        """
+        if len(text) > MAX_KEY_CHARS:
+            raise ChainError("private key text is too long", INVALID_KEY)
+        if not text or text.startswith("0x") or len(text) >= _HEX_SIZED:
+            return parse_hex_key(text)
+        return decode_wif(text, network, self.networks, self.name)
+
+    def key_from_mnemonic(
+        self, mnemonic: str, passphrase: str, account_index: int, network: Network, options: Options
+    ) -> Key:
+        """Derive at m/purpose'/coin'/0'/0/account_index, purpose from the address type."""
+        reject_foreign_options(self.name, options, self.option_fields)
+        purpose = self._address_type(options, None).purpose
+        return key_from_mnemonic(
+            mnemonic, passphrase, bip44_path(purpose, network.coin_type, account_index)
+        )
+
+    def account(self, key: Key, network: Network, options: Options) -> Account:
+        """Address of the requested type; public key as hex SEC (65 bytes if uncompressed)."""
+        reject_foreign_options(self.name, options, self.option_fields)
+        address = self._address_type(options, key).encode(key.public, network)
+        return Account(name=address, address=address, public_key=key.public.hex())
+
+    def export_private_key(self, key: Key, network: Network) -> str:
+        """WIF for `network`, with the compression flag when the key is compressed."""
+        return encode_wif(key, network_param(network.wif, network, "WIF version"))
+
+    def check_name(self, name: str) -> str:
+        """An address of any of the family's networks; bech32 comes back lowercased.
+
+        Raises:
+            ChainError: code "invalid_account_name".
+        """
+        return self._check(name, self.networks.values(), INVALID_NAME)
+
+    def check_address(self, text: str, network: Network) -> str:
+        """An address of exactly `network` (a testnet address for mainnet is refused).
+
+        Raises:
+            ChainError: code "invalid_address".
+        """
+        return self._check(text, (network,), INVALID_ADDRESS)
+
+    def _check(self, text: str, networks: Iterable[Network], code: str) -> str:
+        networks = tuple(networks)
+        what = f"{self.name} address"
+        hrps = {n.hrp for n in networks if n.hrp} if "p2wpkh" in self.address_types else set()
+        if hrps and _looks_bech32(text):
+            _, program = decode_segwit_v0(text, hrps, what=what, code=code)
+            if len(program) != 20:
+                raise ChainError(f"{what} is not a key-hash (p2wpkh) address", code)
+            return text.lower()
+        versions = {v for n in networks for v in (n.p2pkh, n.p2sh) if v}
+        decode_base58_address(text, versions, what=what, code=code)
+        return text
