@@ -26,7 +26,8 @@ from chainkeys.errors import AccountExists, StorageUnavailable
 from chainkeys.keys.repository import Meta
 from chainkeys.store import migrate
 from chainkeys.store.db import Database
-from chainkeys.store.pg import Plan, pg_dsn
+from chainkeys.store.pg import pg_dsn
+from chainkeys.store.pg_plan import Plan
 from chainkeys.store.sql import is_unique_violation
 from chainkeys.store.tables import accounts, metadata
 from chainkeys.tokens.repository import _INSERT_TOKEN, Tenants, TokenRow
