@@ -22,15 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import os
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Connection, Engine, Executable, create_engine, event, text
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -38,60 +35,27 @@ from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
 from chainkeys.store.pg import PgPool
 from chainkeys.store.sql import (
-    Params,
-    Prepared,
-    Rows,
     Tx,
-    is_storage_error,
     storage_errors,
 )
+from chainkeys.store.sqlite_batch import (
+    MAX_BATCH,
+    _Batch,
+    _begin_waiting,
+    _CohortLock,
+    _commit,
+    _Doorbell,
+    _is_busy,
+    _wait_thread,
+)
+from chainkeys.store.sqlite_read import _SqliteRead, _SyncTx
 
 STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-up
 STARTUP_WAIT_SECONDS = 300.0
 _TRY_LOCK = text("SELECT pg_try_advisory_lock(:k)")
 _UNLOCK = text("SELECT pg_advisory_unlock(:k)")
-MAX_BATCH = 512  # bodies per group commit: bounds the latency of its first
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
 SLOW_COMMIT = 0.002  # seconds: slower COMMITs move to the writer thread (see _end_batch)
-
-
-class _FastRows:
-    """The `Rows` subset over a sqlite3 cursor."""
-
-    __slots__ = ("_cursor", "_prepared")
-
-    def __init__(self, cursor: sqlite3.Cursor, prepared: Prepared) -> None:
-        self._cursor = cursor
-        self._prepared = prepared
-
-    @property
-    def rowcount(self) -> int:
-        return self._cursor.rowcount
-
-    @property
-    def inserted_primary_key(self) -> Any:
-        return (self._cursor.lastrowid,)
-
-    def first(self) -> Any:
-        cursor = self._cursor
-        row = cursor.fetchone()
-        cursor.close()
-        if row is None:
-            return None
-        return (self._prepared._row or self._prepared.row_type(cursor.description))._make(row)
-
-    def all(self) -> Sequence[Any]:
-        rows = self._cursor.fetchall()
-        make = self._prepared.row_type(self._cursor.description)._make if rows else None
-        self._cursor.close()
-        return [make(r) for r in rows] if make else []
-
-    def scalar_one(self) -> Any:
-        row = self._cursor.fetchone()
-        self._cursor.close()
-        if row is None:
-            raise LookupError("no row")
-        return row[0]
 
 
 def async_url(url: str) -> str:
@@ -104,29 +68,6 @@ def async_url(url: str) -> str:
 
 def is_sqlite_url(url: str) -> bool:
     return url.startswith("sqlite")
-
-
-class _SyncTx:
-    __slots__ = ("_conn", "raw")
-    dialect = "sqlite"
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-        self.raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
-
-    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
-        if stmt.__class__ is not Prepared:
-            return self._conn.execute(stmt, params)  # type: ignore[arg-type]
-        stmt = cast(Prepared, stmt)  # (an exact type test: isinstance costs more here)
-        sql = stmt._sql or stmt.for_sqlite(self._conn.dialect)[0]
-        args = stmt.args(params)
-        try:
-            cursor = self.raw.execute(sql, args)
-        except sqlite3.IntegrityError as exc:
-            raise IntegrityError(sql, args, exc) from None
-        except sqlite3.Error as exc:
-            raise OperationalError(sql, args, exc) from None
-        return _FastRows(cursor, stmt)
 
 
 class Database:
@@ -465,179 +406,6 @@ class Database:
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="chainkeys-sqlite-writer")
         return self._thread
-
-
-class _SqliteRead:
-    """`Database.read()` on SQLite: one reusable context over the reader connection.
-
-    Reads run inline and hold nothing between statements, so every read can
-    share it; a generator-based context manager per read costs more than the
-    point lookup it wraps.
-    """
-
-    __slots__ = ("_conn", "_db", "_tx")
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._conn: Connection | None = None
-        self._tx: _SyncTx | None = None
-
-    def tx(self) -> _SyncTx:
-        tx = self._tx
-        if tx is not None and self._db._reader is self._conn:  # Database.close() unsets it
-            return tx
-        with storage_errors():
-            conn = self._db._sqlite_conn("r")
-        self._conn, self._tx = conn, _SyncTx(conn)
-        return self._tx
-
-    async def __aenter__(self) -> Tx:
-        return self.tx()
-
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: Any) -> bool:  # fmt: skip
-        if exc is not None and is_storage_error(exc):
-            raise StorageUnavailable() from exc
-        return False
-
-
-class _Doorbell:
-    """Calls `callback` once the event loop has run the callbacks that were ready
-    when `ring` was called.
-
-    A byte on a pipe is I/O, and uvloop (libuv) polls for I/O after running its
-    ready callbacks in the same iteration: every write body that was ready runs
-    first and joins the batch, and the COMMIT follows in that iteration, not the
-    next (a loop iteration under load lasts as long as all the requests it runs).
-    asyncio's own loop sees the byte in its next iteration, like call_soon.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
-        self.loop = loop
-        self._callback = callback
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._read, False)
-        os.set_blocking(self._write, False)
-        self._rung = False
-        loop.add_reader(self._read, self._answer)
-
-    def ring(self) -> None:
-        if not self._rung:
-            self._rung = True
-            os.write(self._write, b"\0")
-
-    def _answer(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            os.read(self._read, 64)
-        self._rung = False
-        self._callback()
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):  # the loop may be closed already
-            self.loop.remove_reader(self._read)
-        os.close(self._read)
-        os.close(self._write)
-
-
-class _CohortLock:
-    """The writer's lock. A release wakes every waiter at once, not one.
-
-    Write bodies run without suspending, so the waiters woken together all take
-    the lock in turn within one loop iteration and join one batch. asyncio.Lock
-    wakes one waiter per iteration: under load ~35 creates queued behind a
-    COMMIT took ~50 ms to get in one by one.
-    """
-
-    __slots__ = ("_locked", "_released")
-
-    def __init__(self) -> None:
-        self._locked = False
-        self._released: asyncio.Future[None] | None = None
-
-    def locked(self) -> bool:
-        return self._locked
-
-    async def __aenter__(self) -> None:
-        while self._locked:
-            if self._released is None:
-                self._released = asyncio.get_running_loop().create_future()
-            await asyncio.shield(self._released)  # a cancelled waiter leaves it to the others
-        self._locked = True
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._locked = False
-        released, self._released = self._released, None
-        if released is not None:
-            released.set_result(None)
-
-
-class _Batch:
-    """Write bodies sharing one SQLite transaction and its COMMIT."""
-
-    __slots__ = ("_waiters", "bodies", "error", "finished", "scheduled")
-
-    def __init__(self) -> None:
-        self.bodies = 0
-        self.scheduled = False
-        self.finished = False
-        self.error: BaseException | None = None  # why the batch did not commit
-        self._waiters: list[asyncio.Future[None]] = []
-
-    def waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None] | None:
-        """A future of the caller's own, done when the batch is (None if it is)."""
-        if self.finished:
-            return None
-        fut = loop.create_future()
-        self._waiters.append(fut)
-        return fut
-
-    def finish(self, error: BaseException | None) -> None:
-        self.finished, self.error = True, error
-        for fut in self._waiters:
-            if not fut.done():  # (cancelled with its caller)
-                fut.set_result(None)
-
-
-def _commit(raw: sqlite3.Connection) -> float:
-    """COMMIT; the seconds it took."""
-    started = time.perf_counter()
-    raw.execute("COMMIT")
-    return time.perf_counter() - started
-
-
-def _begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
-    """BEGIN IMMEDIATE, retried every millisecond up to the busy timeout.
-
-    Not SQLite's busy handler: it backs off to 100 ms sleeps, while a busy
-    writer in another process frees the lock only for microseconds between
-    its batches (two workers saw p99 of 0.9-1.9 s with it, ~0.1 s with this).
-    """
-    deadline = time.monotonic() + busy_ms / 1000
-    while True:
-        try:
-            raw.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.001)
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    return exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
-
-
-async def _wait_thread(fut: asyncio.Future[Any]) -> bool:
-    """Wait for the writer thread even through cancellation: it is using the
-    connection, so the write lock is not given up before it finishes.
-    True when cancelled meanwhile."""
-    cancelled = False
-    while not fut.done():
-        try:
-            await asyncio.wait({fut})
-        except asyncio.CancelledError:
-            cancelled = True
-    return cancelled
 
 
 def make_sync_engine(url: str, settings: Settings) -> Engine:

@@ -1,0 +1,121 @@
+"""SQLite's read path: rows straight off the sqlite3 cursor, a transaction wrapper for
+the engine's connections, and the reusable read context `Database.read()` hands out.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import Connection, Executable
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from chainkeys.errors import StorageUnavailable
+from chainkeys.store.sql import (
+    Params,
+    Prepared,
+    Rows,
+    Tx,
+    is_storage_error,
+    storage_errors,
+)
+
+if TYPE_CHECKING:  # annotations only: db.py builds these
+    from chainkeys.store.db import Database
+
+
+class _FastRows:
+    """The `Rows` subset over a sqlite3 cursor."""
+
+    __slots__ = ("_cursor", "_prepared")
+
+    def __init__(self, cursor: sqlite3.Cursor, prepared: Prepared) -> None:
+        self._cursor = cursor
+        self._prepared = prepared
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    @property
+    def inserted_primary_key(self) -> Any:
+        return (self._cursor.lastrowid,)
+
+    def first(self) -> Any:
+        cursor = self._cursor
+        row = cursor.fetchone()
+        cursor.close()
+        if row is None:
+            return None
+        return (self._prepared._row or self._prepared.row_type(cursor.description))._make(row)
+
+    def all(self) -> Sequence[Any]:
+        rows = self._cursor.fetchall()
+        make = self._prepared.row_type(self._cursor.description)._make if rows else None
+        self._cursor.close()
+        return [make(r) for r in rows] if make else []
+
+    def scalar_one(self) -> Any:
+        row = self._cursor.fetchone()
+        self._cursor.close()
+        if row is None:
+            raise LookupError("no row")
+        return row[0]
+
+
+class _SyncTx:
+    __slots__ = ("_conn", "raw")
+    dialect = "sqlite"
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self.raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
+
+    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
+        if stmt.__class__ is not Prepared:
+            return self._conn.execute(stmt, params)  # type: ignore[arg-type]
+        stmt = cast(Prepared, stmt)  # (an exact type test: isinstance costs more here)
+        sql = stmt._sql or stmt.for_sqlite(self._conn.dialect)[0]
+        args = stmt.args(params)
+        try:
+            cursor = self.raw.execute(sql, args)
+        except sqlite3.IntegrityError as exc:
+            raise IntegrityError(sql, args, exc) from None
+        except sqlite3.Error as exc:
+            raise OperationalError(sql, args, exc) from None
+        return _FastRows(cursor, stmt)
+
+
+class _SqliteRead:
+    """`Database.read()` on SQLite: one reusable context over the reader connection.
+
+    Reads run inline and hold nothing between statements, so every read can
+    share it; a generator-based context manager per read costs more than the
+    point lookup it wraps.
+    """
+
+    __slots__ = ("_conn", "_db", "_tx")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._conn: Connection | None = None
+        self._tx: _SyncTx | None = None
+
+    def tx(self) -> _SyncTx:
+        tx = self._tx
+        if tx is not None and self._db._reader is self._conn:  # Database.close() unsets it
+            return tx
+        with storage_errors():
+            conn = self._db._sqlite_conn("r")
+        self._conn, self._tx = conn, _SyncTx(conn)
+        return self._tx
+
+    async def __aenter__(self) -> Tx:
+        return self.tx()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: Any) -> bool:  # fmt: skip
+        if exc is not None and is_storage_error(exc):
+            raise StorageUnavailable() from exc
+        return False
