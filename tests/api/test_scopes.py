@@ -153,6 +153,11 @@ def test_an_export_reimports_to_the_same_address(
         reimported = b.post(f"/{family}", json=again)
         assert reimported.status_code == 200, reimported.text
         assert name_of(family, reimported.json()) == name
+        if family == "eos":
+            assert inner["private_key_k1"].startswith("PVT_K1_")
+            k1 = b.post(f"/{family}", json={**again, "private_key": inner["private_key_k1"],
+                                            "name": "k1reimport12"})  # fmt: skip
+            assert k1.status_code == 200 and k1.json()["data"]["public_key"] == inner["public_key"]
         if body.get("private_key", "").startswith(("6", "9")):
             assert inner["private_key"] == body["private_key"]  # still the uncompressed WIF
 

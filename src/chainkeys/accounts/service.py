@@ -196,7 +196,7 @@ class AccountService:
 
     async def export(
         self, who: Principal, family: str, name: str
-    ) -> tuple[AccountView, str, str | None]:
+    ) -> tuple[AccountView, str, str | None, dict[str, str]]:
         """The account, its private key in the family's import form, and its BIP32 path
         when it came from a mnemonic. Audited and logged (never the key)."""
         row = await self.row(who, family, name)
@@ -213,7 +213,7 @@ class AccountService:
         view = AccountView(
             row.family, row.network, row.name, row.address, row.public_key, extra, row.created_ms
         )
-        return view, exported, row.details.get("path")
+        return view, exported, row.details.get("path"), dict(fam.export_other_forms(key))
 
     async def open_secret(self, who: Principal, family: str, name: str) -> bytes:
         """The private key of a stored account (for checks and exports; never listed)."""

@@ -105,6 +105,9 @@ class AccountFields(Struct, kw_only=True, omit_defaults=True):
         | UnsetType
     ) = UNSET
     public_key_k1: Annotated[str, Meta(description="EOS only: PUB_K1_… form")] | UnsetType = UNSET
+    private_key_k1: (
+        Annotated[str, Meta(description="EOS export only: the PVT_K1_… form")] | UnsetType
+    ) = UNSET
     path: (
         Annotated[str, Meta(description="export: the BIP32 path of a mnemonic import")] | UnsetType
     ) = UNSET

@@ -96,6 +96,9 @@ class Base58Family:
         """The named network (None: the default); ChainError listing accepted names."""
         return select_network(self.name, self.networks, self.default_network, name)
 
+    def export_other_forms(self, key: Key) -> Mapping[str, str]:
+        return {}
+
     def public_key_bytes(self, display: str) -> bytes:
         return bytes.fromhex(display)
 

@@ -100,6 +100,9 @@ class CosmosFamily:
         """
         return self._check(name, self.networks.values(), codecs.INVALID_NAME)
 
+    def export_other_forms(self, key: Key) -> Mapping[str, str]:
+        return {}
+
     def public_key_bytes(self, display: str) -> bytes:
         return base64.b64decode(display)
 

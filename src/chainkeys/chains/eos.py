@@ -301,6 +301,9 @@ class EosFamily:
         """Legacy WIF (0x80, double SHA-256 checksum, no compression flag)."""
         return private_key_wif(key.secret)
 
+    def export_other_forms(self, key: Key) -> Mapping[str, str]:
+        return {"private_key_k1": private_key_k1(key.secret)}
+
     def check_name(self, name: str) -> str:
         """See the module-level `check_name`."""
         return check_name(name)

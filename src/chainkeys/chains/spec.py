@@ -114,6 +114,10 @@ class KeyForms(Protocol):
         """The private key in the form the family's wallets import."""
         ...
 
+    def export_other_forms(self, key: Key) -> Mapping[str, str]:
+        """Other import forms an export also gives (EOS: `private_key_k1`)."""
+        ...
+
 
 class Addresses(Protocol):
     """Names and addresses of accounts."""

@@ -82,10 +82,10 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
         return ok(shape.found(view))
 
     async def export_account(request: Request, principal: Principal) -> Response:
-        view, key, path = await services_of(request).accounts.export(
+        view, key, path, other = await services_of(request).accounts.export(
             principal, family, path_name(request)
         )
-        return ok(shape.exported(view, key, path), NO_STORE)
+        return ok(shape.exported(view, key, path, other), NO_STORE)
 
     async def delete_account(request: Request, principal: Principal) -> Response:
         await services_of(request).accounts.delete(principal, family, path_name(request))

@@ -20,7 +20,7 @@ from chainkeys.chains.cosmos import keyring_pubkey
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    exported: Callable[[AccountView, str, str | None], Any]
+    exported: Callable[[AccountView, str, str | None, dict[str, str]], Any]
     created: Callable[[Created], Any]
     found: Callable[[AccountView], Any]
     listed: Callable[[Page], Any]
@@ -59,12 +59,15 @@ def _cosmos_list(page: Page) -> Any:
     )
 
 
-def _fields(view: AccountView, private_key: str | None, path: str | None) -> dict[str, Any]:
+def _fields(
+    view: AccountView, private_key: str | None, path: str | None, other: dict[str, str]
+) -> dict[str, Any]:
     return {
         "address": view.address,
         "public_key": view.public_key,
         "private_key": private_key or UNSET,
         "public_key_k1": view.extra.get("public_key_k1", UNSET),
+        "private_key_k1": other.get("private_key_k1", UNSET),
         "path": path or UNSET,
         "network": view.network,
         "created_at": iso(view.created_ms),
@@ -72,9 +75,13 @@ def _fields(view: AccountView, private_key: str | None, path: str | None) -> dic
 
 
 def _account(
-    view: AccountView, message: str, private_key: str | None, path: str | None = None
+    view: AccountView,
+    message: str,
+    private_key: str | None,
+    path: str | None = None,
+    other: dict[str, str] | None = None,
 ) -> Any:
-    fields = _fields(view, private_key, path)
+    fields = _fields(view, private_key, path, other or {})
     data = s.AccountData(**fields, data=s.AccountFields(**fields))
     return s.AccountResponse(success=True, message=message, address=view.address, data=data)
 
@@ -93,7 +100,7 @@ def created_message(created: Created) -> str:
 
 
 COSMOS = Shape(
-    exported=lambda v, k, p: _cosmos_account(v, "account exported", k, p),
+    exported=lambda v, k, p, _: _cosmos_account(v, "account exported", k, p),
     created=lambda c: _cosmos_account(c.view, created_message(c), c.private_key),
     found=lambda v: _cosmos_account(v, "account found", None),
     listed=_cosmos_list,
@@ -101,7 +108,7 @@ COSMOS = Shape(
     list_response=s.CosmosListResponse,
 )
 ACCOUNT = Shape(
-    exported=lambda v, k, p: _account(v, "account exported", k, p),
+    exported=lambda v, k, p, o: _account(v, "account exported", k, p, o),
     created=lambda c: _account(c.view, created_message(c), c.private_key),
     found=lambda v: _account(v, "account found", None),
     listed=_names,
