@@ -87,18 +87,26 @@ class Admin:
         await self.db.close()
 
 
-async def open_admin(settings: Settings) -> Admin:
-    """The store only (schema created or checked), without loading the master key:
-    issuing, listing and revoking tokens and reading the audit log need no secret."""
+async def _open_store(settings: Settings, unseal: bool) -> tuple[Database, Vault | None]:
+    """The database with its schema settled (once, under the start-up lock) and, when
+    `unseal`, the vault opened against it; nothing is left open on failure."""
     if settings.database_url is None:
         prepare_data_dir(settings)
     db = Database(settings.db_url, settings)
     try:
         async with db.startup_lock():
             await migrate.ensure_schema(db)
+            vault = await open_vault(db, settings) if unseal else None
     except BaseException:
         await db.close()
         raise
+    return db, vault
+
+
+async def open_admin(settings: Settings) -> Admin:
+    """The store only, without loading the master key: issuing, listing and revoking
+    tokens and reading the audit log need no secret."""
+    db, _ = await _open_store(settings, unseal=False)
     return Admin(db, TokenService(db), AuditService(db, settings, None))
 
 
@@ -129,16 +137,8 @@ async def copy_between(settings: Settings, source: str, target: str) -> CopyRepo
 
 async def open_services(settings: Settings) -> Services:
     """Open the store (creating the schema on first start) and the vault."""
-    if settings.database_url is None:
-        prepare_data_dir(settings)
-    db = Database(settings.db_url, settings)
-    try:
-        async with db.startup_lock():
-            await migrate.ensure_schema(db)
-            vault = await open_vault(db, settings)
-    except BaseException:
-        await db.close()
-        raise
+    db, vault = await _open_store(settings, unseal=True)
+    assert vault is not None
     cursors = Cursors(vault.current)
     accounts = AccountService(db, vault, settings, cursors)
     return Services(

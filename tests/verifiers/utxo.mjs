@@ -23,6 +23,20 @@ function addressOf(kind, pubkey, network) {
   return bitcoin.payments.p2pkh({ pubkey, network }).address;
 }
 
+// A transaction paying the account `req.amountIn` in one output, as a wallet's deposit.
+function funding(req, seed) {
+  const pubkey = Buffer.from(req.pubkey, "hex");
+  const pay = req.kind === "p2wpkh" ? bitcoin.payments.p2wpkh({ pubkey, network })
+    : req.kind === "p2sh-p2wpkh"
+      ? bitcoin.payments.p2sh({ redeem: bitcoin.payments.p2wpkh({ pubkey, network }), network })
+      : bitcoin.payments.p2pkh({ pubkey, network });
+  const fund = new bitcoin.Transaction();
+  fund.version = 1;
+  fund.addInput(Buffer.alloc(32, seed), 0);
+  fund.addOutput(pay.output, BigInt(req.amountIn));
+  return { pay, fund };
+}
+
 const req = JSON.parse(await new Promise((r) => {
   let s = ""; process.stdin.on("data", (c) => (s += c)); process.stdin.on("end", () => r(s));
 }));
@@ -50,15 +64,7 @@ switch (req.action) {
   }
   case "build_psbt": {
     // A funding transaction paying the account, then a PSBT spending it, as a wallet builds them
-    const pubkey = Buffer.from(req.pubkey, "hex");
-    const pay = req.kind === "p2wpkh" ? bitcoin.payments.p2wpkh({ pubkey, network })
-      : req.kind === "p2sh-p2wpkh"
-        ? bitcoin.payments.p2sh({ redeem: bitcoin.payments.p2wpkh({ pubkey, network }), network })
-        : bitcoin.payments.p2pkh({ pubkey, network });
-    const fund = new bitcoin.Transaction();
-    fund.version = 1;
-    fund.addInput(Buffer.alloc(32, 7), 0);
-    fund.addOutput(pay.output, BigInt(req.amountIn));
+    const { pay, fund } = funding(req, 7);
     const psbt = new bitcoin.Psbt({ network });
     psbt.setMaximumFeeRate(2 ** 31);
     const input = { hash: fund.getId(), index: 0 };
@@ -73,15 +79,7 @@ switch (req.action) {
     break;
   }
   case "build_rawtx": {
-    const pubkey = Buffer.from(req.pubkey, "hex");
-    const pay = req.kind === "p2wpkh" ? bitcoin.payments.p2wpkh({ pubkey, network })
-      : req.kind === "p2sh-p2wpkh"
-        ? bitcoin.payments.p2sh({ redeem: bitcoin.payments.p2wpkh({ pubkey, network }), network })
-        : bitcoin.payments.p2pkh({ pubkey, network });
-    const fund = new bitcoin.Transaction();
-    fund.version = 1;
-    fund.addInput(Buffer.alloc(32, 9), 0);
-    fund.addOutput(pay.output, BigInt(req.amountIn));
+    const { pay, fund } = funding(req, 9);
     const tx = new bitcoin.Transaction();
     tx.version = 1;
     tx.addInput(Buffer.from(fund.getId(), "hex").reverse(), 0);
