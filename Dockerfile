@@ -1,0 +1,29 @@
+# syntax=docker/dockerfile:1
+# chainkeys: multi-stage build. The builder installs the pinned dependencies into a
+# virtual environment; the runtime image holds only that environment, runs as a
+# non-root user and keeps its data (SQLite, master key file) on a volume.
+FROM python:3.11-slim-bookworm AS builder
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml requirements.lock README.md ./
+COPY src ./src
+RUN python -m venv /opt/chainkeys \
+ && /opt/chainkeys/bin/pip install --no-compile -c requirements.lock .
+
+FROM python:3.11-slim-bookworm
+RUN groupadd --system chainkeys \
+ && useradd --system --gid chainkeys --home-dir /data --shell /usr/sbin/nologin chainkeys \
+ && mkdir -p /data && chown chainkeys:chainkeys /data && chmod 0700 /data
+COPY --from=builder /opt/chainkeys /opt/chainkeys
+ENV PATH=/opt/chainkeys/bin:$PATH \
+    CHAINKEYS_DATA_DIR=/data \
+    CHAINKEYS_HOST=0.0.0.0 \
+    CHAINKEYS_PORT=8000 \
+    CHAINKEYS_LOG_JSON=true
+USER chainkeys
+VOLUME ["/data"]
+EXPOSE 8000
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["python", "-c", "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/livez', timeout=2).status != 200)"]
+ENTRYPOINT ["chainkeys"]
+CMD ["serve"]
