@@ -147,6 +147,30 @@ def test_refusals(signer: httpx.Client) -> None:
     refused(signer, "sign-amino", {"signDoc": foreign}, "not_owner")
     refused(signer, "sign-amino", {"signDoc": {**foreign, "chain_id": "juno-1"}}, "wrong_chain")
     refused(signer, "sign-message", {"message": "a", "data": "AA=="}, "invalid_sign_request")
+    as_int = json.loads(json.dumps(amino).replace("1.5", '"1"').replace('"gas": "1"', '"gas": 1'))
+    refused(signer, "sign-amino", {"signDoc": as_int}, "invalid_amount")  # a number, not a string
+    lone = {**json.loads(json.dumps(amino).replace("1.5", '"1"')), "memo": "\ud800"}
+    r = signer.post(
+        f"/cosmos/{ADDRESS}/sign-amino",
+        headers={"content-type": "application/json"},
+        content=json.dumps({"signDoc": lone}).encode(),
+    )  # the escape, as a client sends it
+    assert r.status_code == 400 and r.json()["code"] == "invalid_json", r.text  # msgspec refuses it
+
+
+def test_amino_keys_sort_as_javascript_does(signer: httpx.Client) -> None:
+    """Keys beyond the Basic Multilingual Plane sort by UTF-16 units, as in cosmjs."""
+    doc = {
+        "chain_id": "cosmoshub-4", "account_number": "1", "sequence": "0", "memo": "",
+        "fee": {"amount": [], "gas": "1"},
+        "msgs": [{"type": "custom/Msg", "value": {"\U0001f600": "a", "\uffff": "b", "z": "c"}}],
+    }  # fmt: skip
+    r = signer.post(f"/cosmos/{ADDRESS}/sign-amino", json={"signDoc": doc})
+    assert r.status_code == 200, r.text
+    verdict = run_node("cosmos.mjs", {"action": "verify_amino", "signDoc": doc,
+                                      "signature": r.json()["data"]["signature"]["signature"],
+                                      "pubkey": PUBKEY})  # fmt: skip
+    assert verdict["valid"] is True
 
 
 def test_sign_needs_the_sign_scope_and_an_own_account(server: Any, signer: httpx.Client) -> None:

@@ -195,22 +195,38 @@ def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> _Prepared:
 # ---- sign-amino and sign-message (ADR-036) -------------------------------------------
 
 
+def _js_sorted(value: Any) -> Any:
+    """Object keys in JavaScript's order (UTF-16 code units), as cosmjs' sortedObject."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: k.encode("utf-16-be"))
+        return {k: _js_sorted(value[k]) for k in keys}
+    if isinstance(value, list):
+        return [_js_sorted(v) for v in value]
+    return value
+
+
 def serialize_sign_doc(doc: Any) -> bytes:
     """cosmjs `serializeSignDoc`: sorted, compact JSON with &, <, > escaped, UTF-8."""
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(_js_sorted(doc), separators=(",", ":"), ensure_ascii=False)
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-    return text.encode()
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (a \\ud800 escape): not text a wallet shows
+        raise refuse("signDoc holds text that is not valid Unicode") from None
 
 
-def no_floats(value: Any, where: str = "signDoc") -> None:
-    if isinstance(value, float):
-        raise refuse(f"{where} holds a float; amounts are decimal strings", "invalid_amount")
+def no_numbers(value: Any, where: str = "signDoc") -> None:
+    """Amino documents carry amounts and counts as strings: a JSON number (a float, or an
+    integer JavaScript would round) would not serialize as the wallet's does."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise refuse(f"{where} is a number; amino amounts and counts are decimal strings",
+                     "invalid_amount")  # fmt: skip
     if isinstance(value, dict):
         for k, v in value.items():
-            no_floats(v, f"{where}.{k}")
+            no_numbers(v, f"{where}.{k}")
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            no_floats(v, f"{where}[{i}]")
+            no_numbers(v, f"{where}[{i}]")
 
 
 class CosmosAminoRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -254,7 +270,7 @@ def amino_items(msgs: Any, owner: Owner) -> tuple[Item, ...]:
 
 def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> _Prepared:
     doc = req.signDoc
-    no_floats(doc)
+    no_numbers(doc)
     expected = {"account_number", "chain_id", "fee", "memo", "msgs", "sequence"}
     if set(doc) != expected:
         raise refuse(f"signDoc must have exactly {', '.join(sorted(expected))}")
