@@ -8,7 +8,8 @@ WORKDIR /src
 COPY pyproject.toml requirements.lock README.md ./
 COPY src ./src
 RUN python -m venv /opt/chainkeys \
- && /opt/chainkeys/bin/pip install --no-compile -c requirements.lock .
+ && /opt/chainkeys/bin/pip install --no-compile --require-hashes -r requirements.lock \
+ && /opt/chainkeys/bin/pip install --no-compile --no-deps .
 
 FROM python:3.11-slim-bookworm
 RUN groupadd --system chainkeys \

@@ -14,18 +14,12 @@ LUA_DIR = Path(__file__).parent / "lua"
 INSTALL_HINT = "install it with: apt-get install -y wrk  (Debian/Ubuntu package 'wrk')"
 
 
-def ensure_wrk(install: bool = True) -> str:
-    """Path to wrk; installs the Debian package when missing and we are root with apt-get."""
+def ensure_wrk() -> str:
+    """Path to wrk. Never installs anything: .ci/run installs it in CI, people do it
+    themselves (the error says how)."""
     found = shutil.which("wrk")
     if found:
         return found
-    if install and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "wrk"]):
-            subprocess.run(cmd, env=env, check=False, capture_output=True, timeout=600)
-        found = shutil.which("wrk")
-        if found:
-            return found
     raise RuntimeError(f"wrk is not installed; {INSTALL_HINT}")
 
 

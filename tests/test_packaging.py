@@ -24,7 +24,27 @@ def test_dockerfile_is_multi_stage_non_root_with_a_volume_and_a_health_check() -
     assert any(ln.startswith("VOLUME") for ln in lines)
     assert any(ln.startswith("HEALTHCHECK") for ln in lines)
     assert any("/livez" in ln for ln in lines)  # a real endpoint of the service
-    assert any("-c requirements.lock" in ln for ln in lines)  # pinned install
+    assert any("--require-hashes -r requirements.lock" in ln for ln in lines)  # hashed pins
+
+
+def test_every_pin_has_a_hash_and_the_runtime_lock_covers_the_dependencies() -> None:
+    pins: dict[str, list[str]] = {}
+    for name in ("requirements.lock", "requirements-dev.lock"):
+        current = ""
+        for line in (ROOT / name).read_text().splitlines():
+            if "==" in line:
+                current = line.split("==")[0].lower().replace("_", "-")
+                pins[current] = []
+            elif "--hash=sha256:" in line:
+                pins[current].append(line.split("sha256:")[1].rstrip(" \\"))
+    assert pins and all(len(h) >= 1 and all(len(x) == 64 for x in h) for h in pins.values())
+    runtime = {ln.split("==")[0].lower().replace("_", "-")
+               for ln in (ROOT / "requirements.lock").read_text().splitlines() if "==" in ln}  # fmt: skip
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for dep in declared:
+        assert dep.split("==")[0].split("[")[0].lower() in runtime, dep
 
 
 def test_compose_runs_chainkeys_with_postgres_and_redis() -> None:

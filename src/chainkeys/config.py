@@ -1,12 +1,30 @@
-"""One settings object, read once from CHAINKEYS_* environment variables."""
+"""One settings object, read once: CHAINKEYS_* variables, then `CHAINKEYS_<SECRET>_FILE`
+files, then an optional TOML file (CHAINKEYS_CONFIG). `load_settings` turns every
+mistake into one line naming the variable, what it got and what it accepts."""
 
 from __future__ import annotations
 
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+PREFIX = "CHAINKEYS_"
+# Secrets that may come from a file named by CHAINKEYS_<NAME>_FILE (Docker/systemd
+# credentials). The master key's file form is CHAINKEYS_MASTER_KEY_FILE (the key file),
+# the PIN's is the pkcs11_pin_file setting.
+SECRET_FILES = ("database_url", "previous_master_keys", "redis_url")
 
 
 class Settings(BaseSettings):
@@ -22,6 +40,14 @@ class Settings(BaseSettings):
     master_key_file: Path | None = None
     # Comma-separated base64 keys still held to open older seals during a rotation.
     previous_master_keys: SecretStr | None = None
+    # Where the master key lives: file (default), env (CHAINKEYS_MASTER_KEY; chosen when
+    # it is set) or pkcs11 (wrapped by an AES key in an HSM, docs/security.md).
+    master_key_provider: Literal["file", "env", "pkcs11"] | None = None
+    pkcs11_module: Path | None = None  # the token's PKCS#11 .so
+    pkcs11_token_label: str | None = None
+    pkcs11_key_label: str = Field(default="chainkeys-master", min_length=1)
+    pkcs11_pin: SecretStr | None = None
+    pkcs11_pin_file: Path | None = None
     # Deleted accounts stay sealed (restorable by an operator) this long; 0 erases at once.
     deleted_retention_days: int = Field(default=30, ge=0)
     # How long a POST with an Idempotency-Key replays its first response.
@@ -42,6 +68,8 @@ class Settings(BaseSettings):
     # After SIGTERM: in-flight requests finishing within this are answered, then the
     # workers are stopped whatever they hold.
     shutdown_timeout: float = Field(default=10.0, gt=0)
+    # How often a server re-reads a tenant's signing policy: changes apply within it.
+    policy_refresh_seconds: float = Field(default=5.0, gt=0, le=10)
     list_default_limit: int = Field(default=100, ge=1)
     list_max_limit: int = Field(default=1000, ge=1)
 
@@ -64,6 +92,46 @@ class Settings(BaseSettings):
     # One line per request (~7 µs each); off where the load balancer logs requests.
     access_log: bool = True
 
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            return None  # CHAINKEYS_DATABASE_URL= means unset: the embedded default
+        if value is not None:
+            scheme = value.get_secret_value().partition(":")[0].lower()
+            if scheme.partition("+")[0] not in ("postgresql", "postgres", "sqlite"):
+                raise ValueError(
+                    f"the scheme {scheme!r} is not supported: use postgresql://user@host/db "
+                    "(or sqlite:////absolute/path.db; unset: SQLite in the data directory)"
+                )
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        config = os.environ.get(f"{PREFIX}CONFIG")
+        sources: list[PydanticBaseSettingsSource] = [
+            init_settings,
+            env_settings,
+            SecretFiles(settings_cls),
+        ]
+        if config:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config)))
+        return tuple(sources)
+
+    @property
+    def key_provider(self) -> str:
+        """The master-key provider in use (CHAINKEYS_MASTER_KEY alone means env)."""
+        if self.master_key_provider is not None:
+            return self.master_key_provider
+        return "env" if self.master_key is not None else "file"
+
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "chainkeys.db"
@@ -77,3 +145,88 @@ class Settings(BaseSettings):
         if self.database_url is not None:
             return self.database_url.get_secret_value()
         return f"sqlite:///{self.sqlite_path}"
+
+
+class SecretFiles(PydanticBaseSettingsSource):
+    """CHAINKEYS_<SECRET>_FILE: the secret is the file's content (trailing newline dropped)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        if field_name not in SECRET_FILES:
+            return None, field_name, False
+        path = os.environ.get(f"{PREFIX}{field_name.upper()}_FILE")
+        if not path:
+            return None, field_name, False
+        try:
+            return Path(path).read_text().rstrip("\r\n"), field_name, False
+        except OSError as exc:
+            raise ConfigError(f"{PREFIX}{field_name.upper()}_FILE={path}: {exc.strerror}") from None
+
+    def __call__(self) -> dict[str, Any]:
+        found = {}
+        for name, field in self.settings_cls.model_fields.items():
+            value, _, _ = self.get_field_value(field, name)
+            if value is not None:
+                found[name] = value
+        return found
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used: the message is one line for the operator."""
+
+
+def known_variables() -> set[str]:
+    names = {f"{PREFIX}{n.upper()}" for n in Settings.model_fields}
+    return names | {f"{PREFIX}{n.upper()}_FILE" for n in SECRET_FILES} | {f"{PREFIX}CONFIG"}
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """Warnings for CHAINKEYS_* variables no setting reads, with a "did you mean"."""
+    known = known_variables()
+    out = []
+    for name in sorted(environ):
+        if name.startswith(PREFIX) and name not in known and not name.startswith(f"{PREFIX}TEST_"):
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            out.append(f"{name} is not a chainkeys setting and is ignored{hint}")
+    return out
+
+
+def _config_file_problems(path: str) -> list[str]:
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"{PREFIX}CONFIG={path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{PREFIX}CONFIG={path}: not valid TOML ({exc})") from None
+    fields = set(Settings.model_fields)
+    out = []
+    for key in sorted(data):
+        if key not in fields:
+            close = difflib.get_close_matches(key, fields, n=1, cutoff=0.75)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            out.append(f"{path}: {key} is not a chainkeys setting and is ignored{hint}")
+    return out
+
+
+def load_settings() -> tuple[Settings, list[str]]:
+    """Settings and warnings; ConfigError (one line) for a value that cannot be used."""
+    warnings = unknown_variables(os.environ)
+    config = os.environ.get(f"{PREFIX}CONFIG")
+    if config:
+        warnings += _config_file_problems(config)
+    try:
+        return Settings(), warnings
+    except ValidationError as exc:
+        raise ConfigError(describe(exc)) from None
+
+
+def describe(exc: ValidationError) -> str:
+    """The first problem as `CHAINKEYS_X='got': what it accepts` (secrets not echoed)."""
+    error = exc.errors()[0]
+    name = str(error["loc"][0]) if error["loc"] else "?"
+    field = Settings.model_fields.get(name)
+    secret = field is not None and "SecretStr" in str(field.annotation)
+    got = "(hidden)" if secret else repr(error.get("input"))
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    return f"{PREFIX}{name.upper()}={got}: {msg[:1].lower()}{msg[1:]}{more}"

@@ -52,3 +52,27 @@ def test_metrics_move_with_requests(server: Any, client: httpx.Client) -> None:
     # no token, token id or account name ever becomes a label
     text = httpx.get(f"{server.base_url}/metrics").text
     assert "nosuch" not in text and "Authorization" not in text
+
+
+def test_commit_latency_pool_and_signature_metrics(server: Any, client: httpx.Client) -> None:
+    before = scrape(server)
+    made = client.post("/dogecoin", json={}, headers={"Idempotency-Key": "metrics-1"})
+    address = made.json()["address"]
+    assert (
+        client.post(f"/dogecoin/{address}/sign-message", json={"message": "hi"}).status_code == 200
+    )
+    refused = client.post(f"/dogecoin/{address}/sign-raw-transaction", json={"hex": "00"})
+    assert refused.status_code == 400
+    after = scrape(server)
+    assert value(after, "chainkeys_db_commit_seconds_count") > value(
+        before, "chainkeys_db_commit_seconds_count"
+    )  # the create and the signature's audit row were committed and timed
+    signed = {"family": "dogecoin", "kind": "sign-message"}
+    assert value(after, "chainkeys_signatures_total", **signed) == value(
+        before, "chainkeys_signatures_total", **signed) + 1  # fmt: skip
+    code = refused.json()["code"]
+    labels = {"family": "dogecoin", "kind": "sign-raw-transaction", "code": code}
+    assert value(after, "chainkeys_sign_refusals_total", **labels) >= 1
+    if server.backend == "postgresql":
+        assert value(after, "chainkeys_db_pool_size") == server.settings.db_pool_size
+        assert value(after, "chainkeys_db_pool_in_use") == 0  # every connection given back

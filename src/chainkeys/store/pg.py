@@ -23,6 +23,7 @@ import contextlib
 import functools
 import re
 import sys
+import time
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -37,6 +38,7 @@ from sqlalchemy.exc import (
     ProgrammingError,
 )
 
+from chainkeys import metrics
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
 from chainkeys.store.pg_plan import PgRows, Plan
@@ -218,6 +220,7 @@ class PgPool:
         await pool
         self._pool, self._loop = pool, loop
         self._gate = FairGate(s.db_pool_size)  # (the old pool's places went with it)
+        metrics.DB_POOL_SIZE.set(s.db_pool_size)
         return pool
 
     async def acquire(self) -> Any:
@@ -234,7 +237,9 @@ class PgPool:
         try:
             # Past the gate a connection is idle (or can be made): no timeout task.
             timeout = None if pool.get_idle_size() else self.settings.db_pool_timeout
-            return await pool.acquire(timeout=timeout)
+            conn = await pool.acquire(timeout=timeout)
+            metrics.DB_POOL_IN_USE.inc()
+            return conn
         except BaseException as exc:
             gate.leave()
             if not isinstance(exc, Exception):
@@ -249,6 +254,7 @@ class PgPool:
             else:
                 await self.release(conn)
         finally:
+            metrics.DB_POOL_IN_USE.dec()
             self._gate.leave()
 
     async def release(self, conn: Any) -> None:
@@ -336,7 +342,9 @@ class PgSession:
         if not tx.broken and xact is not None:
             try:
                 if exc is None:
+                    started = time.perf_counter()
                     await xact.commit()
+                    metrics.COMMIT_SECONDS.observe(time.perf_counter() - started)
                 else:
                     await xact.rollback()
             except BaseException as end_exc:

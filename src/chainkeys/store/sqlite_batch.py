@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from chainkeys import metrics
+
 MAX_BATCH = 512  # bodies per group commit: bounds the latency of its first
 
 
@@ -117,7 +119,9 @@ def _commit(raw: sqlite3.Connection) -> float:
     """COMMIT; the seconds it took."""
     started = time.perf_counter()
     raw.execute("COMMIT")
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    metrics.COMMIT_SECONDS.observe(elapsed)
+    return elapsed
 
 
 def _begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
