@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy import (
     Table,
     bindparam,
+    delete,
     insert,
     literal,
     select,
@@ -21,6 +22,10 @@ from chainkeys.store.tables import (
     idempotency,
     meta,
 )
+from chainkeys.vault import Context
+
+CHECK_KEY = "master_key_check"  # a value sealed at first start: proves a key opens the store
+CHECK_CONTEXT = Context("-", "-", CHECK_KEY, purpose="check")
 
 _PING = Prepared(select(literal(1)))
 _META_ALL = select(meta.c.key, meta.c.value, meta.c.key_id)
@@ -38,6 +43,7 @@ _KEY_IDS = union(
 )
 _GET_META = Prepared(select(meta.c.value, meta.c.key_id).where(meta.c.key == bindparam("key")))
 _INSERT_META = Prepared(insert(meta), ("key", "value", "key_id"))
+_DELETE_META = Prepared(delete(meta).where(meta.c.key == bindparam("key")))
 
 
 class SealedRows:
@@ -107,6 +113,16 @@ class Meta:
     @staticmethod
     async def insert(tx: Tx, key: str, value: bytes, key_id: str | None) -> None:
         await tx.execute(_INSERT_META, {"key": key, "value": value, "key_id": key_id})
+
+    @staticmethod
+    async def delete(tx: Tx, key: str) -> None:
+        await tx.execute(_DELETE_META, {"key": key})
+
+    @staticmethod
+    async def put(tx: Tx, key: str, value: bytes, key_id: str | None) -> None:
+        """Insert or replace (the caller's transaction makes it one step)."""
+        await Meta.delete(tx, key)
+        await Meta.insert(tx, key, value, key_id)
 
     @staticmethod
     async def ping(tx: Tx) -> None:

@@ -9,8 +9,8 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.config import Settings
 from chainkeys.errors import Conflict, StartupError
-from chainkeys.keys.repository import SEALED_TABLES, Meta
-from chainkeys.keys.vault import CHECK_CONTEXT, CHECK_KEY
+from chainkeys.keys import hsm
+from chainkeys.keys.repository import CHECK_CONTEXT, CHECK_KEY, SEALED_TABLES, Meta
 from chainkeys.store.db import Database
 from chainkeys.vault import Context, Vault, provider_from_settings
 
@@ -41,17 +41,26 @@ class KeyService:
         CHAINKEYS_PREVIOUS_MASTER_KEYS. Interrupted at any point, every secret
         still opens with the keys held, and running it again finishes the job.
         """
-        provider = provider_from_settings(self.settings)
-        old = provider.load(create=False)
-        new = provider.begin_rotation(old)
-        vault = Vault(new, [old, *provider.others()])
+        in_hsm = self.settings.key_provider == "pkcs11"
+        if in_hsm:
+            old, new = await hsm.begin_rotation(self.db, self.settings)
+            vault = Vault(new, [old])
+        else:
+            provider = provider_from_settings(self.settings)
+            old = provider.load(create=False)
+            new = provider.begin_rotation(old)
+            vault = Vault(new, [old, *provider.others()])
         accounts = await self._reseal_accounts(vault)
         records = await self._reseal_records(vault)
         async with self.db.read() as tx:
             left = (await Meta.key_ids(tx)) - {vault.key_id}
         if left:
             raise StartupError(f"secrets sealed with key id {', '.join(sorted(left))} remain")
-        retired = provider.finish_rotation(old, new) if old.id != new.id else None
+        retired = None
+        if in_hsm:
+            await hsm.finish_rotation(self.db)
+        elif old.id != new.id:
+            retired = provider.finish_rotation(old, new)
         async with self.db.write() as tx:
             await Audit.insert(tx, audit_event(None, "key.rotate", "ok", account_name=vault.key_id))
         return RotationReport(vault.key_id, accounts, records, retired)
@@ -96,8 +105,19 @@ class KeyService:
                         tx, tenant_id, key, key_id, sealed, vault.key_id
                     )
 
+    async def move(self, to: str, key_label: str | None, token_label: str | None) -> hsm.Moved:
+        """Move the master key to another provider (`chainkeys key move`), audited."""
+        moved = await hsm.move(self.db, self.settings, to, key_label, token_label)
+        async with self.db.write() as tx:
+            details = {"to": moved.to, "already": moved.already}
+            await Audit.insert(tx, audit_event(None, "key.move", "ok", account_name=moved.key_id,
+                                               details=details))  # fmt: skip
+        return moved
+
     async def retire(self) -> list[str]:
         """Forget keys kept for older seals once nothing in the store needs them."""
+        if self.settings.key_provider == "pkcs11":
+            return []  # an HSM rotation keeps no old key: the wrapped blob was replaced
         provider = provider_from_settings(self.settings)
         current = provider.load(create=False)
         async with self.db.read() as tx:

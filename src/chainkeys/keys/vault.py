@@ -5,12 +5,10 @@ from __future__ import annotations
 from chainkeys.accounts.repository import Accounts
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
-from chainkeys.keys.repository import Meta
+from chainkeys.keys import hsm
+from chainkeys.keys.repository import CHECK_CONTEXT, CHECK_KEY, Meta
 from chainkeys.store.db import Database
-from chainkeys.vault import Context, SealError, Vault, provider_from_settings
-
-CHECK_KEY = "master_key_check"
-CHECK_CONTEXT = Context("-", "-", CHECK_KEY, purpose="check")
+from chainkeys.vault import SealError, Vault, provider_from_settings
 
 
 async def open_vault(db: Database, settings: Settings) -> Vault:
@@ -23,13 +21,21 @@ async def open_vault(db: Database, settings: Settings) -> Vault:
         check = await Meta.get(tx, CHECK_KEY)
         sealed = check is not None or await Accounts.count(tx) > 0
         used = await Meta.key_ids(tx) if sealed else set()
-    provider = provider_from_settings(settings)
-    key = provider.load(create=not sealed)
-    vault = Vault(key, provider.others())
+    if settings.key_provider == "pkcs11":
+        keys = await hsm.load(db, settings, sealed)
+        key, others, description = keys.current, keys.others, keys.description
+    else:
+        wrapped, _ = await hsm.wrapped_blobs(db)
+        if wrapped is not None:
+            hsm.refuse_other_provider(wrapped)
+        provider = provider_from_settings(settings)
+        key, others = provider.load(create=not sealed), provider.others()
+        description = provider.description
+    vault = Vault(key, others)
     missing = sorted(k for k in used if not vault.holds(k))
     if missing:
         raise StartupError(
-            f"the master key from {provider.description} (id {key.id}) does not open this "
+            f"the master key from {description} (id {key.id}) does not open this "
             f"store: it holds secrets sealed with key id {', '.join(missing)}; "
             "start with the key that sealed them"
         )
@@ -39,7 +45,7 @@ async def open_vault(db: Database, settings: Settings) -> Vault:
             vault.open(blob, key_id or "", CHECK_CONTEXT)
         except SealError:
             raise StartupError(
-                f"the master key from {provider.description} (id {key.id}) does not open this "
+                f"the master key from {description} (id {key.id}) does not open this "
                 f"store: its check record (key id {key_id}) fails to open; the key file or "
                 "the database has been altered"
             ) from None

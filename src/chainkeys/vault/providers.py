@@ -139,7 +139,7 @@ class FileKeyProvider:
         """
         retired = self.path.with_name(f"{self.path.name}.retired-{old.id}")
         if not retired.exists():
-            self._write_key(retired, old)
+            self.write_key(retired, old)
         os.replace(self.next_path, self.path)
         _fsync_dir(self.path.parent)
         return str(retired)
@@ -174,14 +174,14 @@ class FileKeyProvider:
     def _write_new(self, path: Path) -> MasterKey:
         key = MasterKey(secrets.token_bytes(KEY_BYTES))
         try:
-            self._write_key(path, key)
+            self.write_key(path, key)
         except FileExistsError:
             # Another process made it first: both must use the same key.
             return self._read(path)
         return key
 
     @staticmethod
-    def _write_key(path: Path, key: MasterKey) -> None:
+    def write_key(path: Path, key: MasterKey) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # O_EXCL: two processes starting at once must not each write their own key.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -201,7 +201,11 @@ def _fsync_dir(path: Path) -> None:
 
 
 def provider_from_settings(settings: Settings) -> KeyProvider:
-    if settings.master_key is not None:
+    """The file or environment provider (pkcs11 keeps its wrapped key in the store:
+    keys/hsm.py)."""
+    if settings.key_provider == "env":
+        if settings.master_key is None:
+            raise StartupError("CHAINKEYS_MASTER_KEY_PROVIDER=env needs CHAINKEYS_MASTER_KEY")
         previous = settings.previous_master_keys
         return EnvKeyProvider(
             settings.master_key.get_secret_value(),
