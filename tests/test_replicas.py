@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import json
 import random
 import re
 import threading
@@ -330,3 +331,33 @@ def test_replicas_started_together_on_an_empty_database(tmp_path: Path) -> None:
         for proc in procs:
             proc.stop()
         drop_pg_database(url)
+
+
+def test_two_replicas_never_overshoot_a_daily_cap(replicas: Deployment, tmp_path: Path) -> None:
+    """200 concurrent transfers through both replicas against a 24 h cap that admits
+    exactly 50: exactly 50 are signed, the rest refused by the policy."""
+    from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
+
+    a, _ = replicas.procs
+    with httpx.Client(base_url=a.base_url, headers={"Authorization": replicas.token}) as c:
+        assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    policy = {"rules": [{"family": "cosmos", "network": "cosmoshub",
+                         "max_per_day": {"uatom": "50"}}]}  # fmt: skip
+    (tmp_path / "cap.json").write_text(json.dumps(policy))
+    env = {"CHAINKEYS_DATABASE_URL": _url_of(a)}
+    done = chainkeys_cli("policy", "set", "default", str(tmp_path / "cap.json"), env=env)
+    assert done.returncode == 0, done.stderr
+    path = f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer"
+    ops = [
+        Op(i % 2, "POST", path, {**TRANSFER, "amount": "1", "feeAmount": "0", "sequence": i})
+        for i in range(200)
+    ]
+    clients = Clients(replicas.procs, replicas.token)
+    try:
+        run_all(clients, ops, threads=32)
+    finally:
+        clients.close()
+    codes = Counter(op.status for op in ops)
+    assert codes == {200: 50, 403: 150}, codes
+    assert {op.response["code"] for op in ops if op.status == 403} == {"policy_denied"}
+    assert {op.proc for op in ops if op.status == 200} == {0, 1}  # both replicas signed

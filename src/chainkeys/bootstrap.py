@@ -15,12 +15,14 @@ from pathlib import Path
 from chainkeys.accounts.service import AccountService
 from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
+from chainkeys.errors import StartupError, StorageUnavailable
 from chainkeys.keys.repository import Meta
 from chainkeys.keys.service import KeyService
 from chainkeys.keys.vault import open_vault
+from chainkeys.policies.service import PolicyService
 from chainkeys.signing.service import SigningService
 from chainkeys.store import migrate
-from chainkeys.store.copy import CopyReport, copy_database
+from chainkeys.store.copy import CopyReport, copy_database, display_url
 from chainkeys.store.db import Database
 from chainkeys.tokens.service import TokenService
 from chainkeys.vault import Vault
@@ -40,6 +42,7 @@ class Services:
     tokens: TokenService
     audit: AuditService
     keys: KeyService
+    policies: PolicyService
     signing: SigningService
 
     async def close(self) -> None:
@@ -82,6 +85,8 @@ class Admin:
     db: Database
     tokens: TokenService
     audit: AuditService
+    policies: PolicyService
+    keys: KeyService  # moves between providers open the key themselves
 
     async def close(self) -> None:
         await self.db.close()
@@ -97,17 +102,33 @@ async def _open_store(settings: Settings, unseal: bool) -> tuple[Database, Vault
         async with db.startup_lock():
             await migrate.ensure_schema(db)
             vault = await open_vault(db, settings) if unseal else None
+    except StorageUnavailable as exc:
+        await db.close()
+        raise StartupError(f"cannot open the database {display_url(settings.db_url)}: "
+                           f"{storage_cause(exc)}") from None  # fmt: skip
     except BaseException:
         await db.close()
         raise
     return db, vault
 
 
+def storage_cause(exc: BaseException) -> str:
+    """The innermost cause of a storage failure, in one line (drivers never quote the
+    password; the URL is shown masked by the caller)."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    text = " ".join(str(exc).split()) or "no answer"
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
 async def open_admin(settings: Settings) -> Admin:
     """The store only, without loading the master key: issuing, listing and revoking
     tokens and reading the audit log need no secret."""
     db, _ = await _open_store(settings, unseal=False)
-    return Admin(db, TokenService(db), AuditService(db, settings, None))
+    return Admin(
+        db, TokenService(db), AuditService(db, settings, None), PolicyService(db),
+        KeyService(db, settings),
+    )  # fmt: skip
 
 
 async def upgrade_schema(settings: Settings) -> str:
@@ -141,6 +162,7 @@ async def open_services(settings: Settings) -> Services:
     assert vault is not None
     cursors = Cursors(vault.current)
     accounts = AccountService(db, vault, settings, cursors)
+    policies = PolicyService(db, settings.policy_refresh_seconds)
     return Services(
         settings,
         db,
@@ -149,5 +171,6 @@ async def open_services(settings: Settings) -> Services:
         TokenService(db),
         AuditService(db, settings, cursors),
         KeyService(db, settings),
-        SigningService(db, accounts),
+        policies,
+        SigningService(db, accounts, policies),
     )

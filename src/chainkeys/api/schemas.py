@@ -188,6 +188,12 @@ class AuditItem(Struct, kw_only=True, omit_defaults=True):
     family: str | None = None
     account_name: str | None = None
     request_id: str | None = None
+    client_request_id: str | None = None
+    token_id: Annotated[str | None, Meta(description="the acting token's id")] = None
+    details: Annotated[
+        dict[str, Any] | None,
+        Meta(description="what was done: for a signature, its kind, digest and summary"),
+    ] = None
 
 
 class AuditData(Struct, kw_only=True, omit_defaults=True):

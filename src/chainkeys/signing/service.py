@@ -1,8 +1,10 @@
 """The one path every sign request takes, whatever the family and kind.
 
-Decode and check first (the chain layer's `prepare`, with public data only);
-a refusal opens no key. Then open the key, sign, and audit the summary with
-the digest and tx id. Policies (issue 15) plug in between check and key.
+Decode and check first (the chain layer's `prepare`, with public data only),
+then the tenant's policy on the summary; a refusal opens no key. Then, in one
+transaction: count the spend against the policy's 24 h caps, open the key,
+sign, and audit the summary with the digest and tx id. A signature whose
+audit row (or cap count) cannot be committed is not handed out.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.spec import ChainError
-from chainkeys.chains.tx.base import Owner, Signed, SignKind
-from chainkeys.errors import BadRequest, ChainkeysError
+from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary
+from chainkeys.errors import BadRequest, ChainkeysError, PolicyDenied
+from chainkeys.policies.engine import Decision, Refusal, decide
+from chainkeys.policies.service import PolicyService
 from chainkeys.store.db import Database
 from chainkeys.tokens.service import Principal
 
@@ -37,9 +41,10 @@ def owner_of(row: AccountRow) -> Owner:
 
 
 class SigningService:
-    def __init__(self, db: Database, accounts: AccountService) -> None:
+    def __init__(self, db: Database, accounts: AccountService, policies: PolicyService) -> None:
         self.db = db
         self.accounts = accounts
+        self.policies = policies
 
     async def sign(
         self, who: Principal, family: str, name: str, kind: SignKind, request: Any
@@ -49,31 +54,55 @@ class SigningService:
         try:
             prepared = kind.prepare(request, owner)
         except ChainError as exc:
-            metrics.SIGN_REFUSALS.labels(family, kind.path, exc.code).inc()
-            await self._audit(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
             raise BadRequest(exc.message, code=exc.code) from None
         summary = prepared.summary
-        compressed = len(owner.public_key) == 33
-        signed = prepared.sign(key_from_secret(self.accounts.open_key(row), compressed))
-        details = {
-            "kind": kind.path,
-            "digest": summary.digest,
-            "tx_id": signed.tx_id,
-            "summary": msgspec.to_builtins(summary),
-        }
-        await self._audit(who, row, "ok", details)
+        policy = await self.policies.current(who.tenant_id)
+        decision: Decision | None = None
+        try:
+            if policy is not None:
+                decision = decide(policy, summary)
+            async with self.db.write() as tx:
+                if decision is not None:
+                    await PolicyService.count(
+                        tx, who.tenant_id, family, owner.network.name, decision, summary.digest
+                    )
+                key = key_from_secret(self.accounts.open_key(row), len(owner.public_key) == 33)
+                signed = prepared.sign(key)
+                details = self._details(kind, summary, decision)
+                details["tx_id"] = signed.tx_id
+                event = audit_event(who, "sign", "ok", family=row.family,
+                                    account_name=row.name, details=details)  # fmt: skip
+                await Audit.insert(tx, event)
+        except Refusal as refusal:
+            details = self._details(kind, summary, decision)
+            details.update(rule=refusal.rule.index if refusal.rule else None,
+                           reason=refusal.reason)  # fmt: skip
+            await self._refused(who, row, PolicyDenied.code, details)
+            raise PolicyDenied(refusal.message) from None
         metrics.SIGNATURES.labels(family, kind.path).inc()
         return signed
 
-    async def _audit(
-        self, who: Principal, row: AccountRow, outcome: str, details: dict[str, Any]
+    @staticmethod
+    def _details(kind: SignKind, summary: Summary, decision: Decision | None) -> dict[str, Any]:
+        details: dict[str, Any] = {
+            "kind": kind.path,
+            "digest": summary.digest,
+            "summary": msgspec.to_builtins(summary),
+        }
+        if decision is not None:
+            details["policy_rule"] = decision.rule.index
+        return details
+
+    async def _refused(
+        self, who: Principal, row: AccountRow, code: str, details: dict[str, Any]
     ) -> None:
+        metrics.SIGN_REFUSALS.labels(row.family, details["kind"], code).inc()
         event = audit_event(
-            who, "sign", outcome, family=row.family, account_name=row.name, details=details
+            who, "sign", code, family=row.family, account_name=row.name, details=details
         )
         try:
             async with self.db.write() as tx:
                 await Audit.insert(tx, event)
         except ChainkeysError:
-            if outcome == "ok":
-                raise  # a signature that cannot be audited is not handed out
+            pass  # the refusal stands; only its audit row is lost

@@ -139,3 +139,42 @@ meta = Table(
     Column("value", LargeBinary, nullable=False),
     Column("key_id", String(16), nullable=True),
 )
+
+# Every version of a tenant's signing policy; the highest is in force
+# (`document` NULL: the policy was cleared).
+policy_versions = Table(
+    "policy_versions",
+    metadata,
+    Column("tenant_id", String(32), ForeignKey("tenants.id"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("document", Text, nullable=True),  # canonical JSON
+    Column("created_ms", BigInteger, nullable=False),
+)
+
+# What each counted signature spent, per denom, for the rolling 24 h caps; rows
+# leave (and their amounts leave `policy_totals`) once they are older than 24 h.
+policy_spends = Table(
+    "policy_spends",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("tenant_id", String(32), nullable=False),
+    Column("family", String(16), nullable=False),
+    Column("network", String(32), nullable=False),
+    Column("denom", String(128), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("amount", Text, nullable=False),  # decimal: amounts reach 2^256
+    Column("created_ms", BigInteger, nullable=False),
+    Index("ix_policy_spends_window", "tenant_id", "family", "network", "created_ms"),
+    Index("ix_policy_spends_digest", "tenant_id", "digest"),
+)
+
+# The running sum of `policy_spends` per denom (exact: a decimal string).
+policy_totals = Table(
+    "policy_totals",
+    metadata,
+    Column("tenant_id", String(32), primary_key=True),
+    Column("family", String(16), primary_key=True),
+    Column("network", String(32), primary_key=True),
+    Column("denom", String(128), primary_key=True),
+    Column("total", Text, nullable=False),
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 
+import orjson
 from msgspec import UNSET
 from starlette.requests import Request
 from starlette.responses import Response
@@ -102,6 +103,9 @@ async def list_audit(request: Request, principal: Principal) -> Response:
             family=e.family,
             account_name=e.account_name,
             request_id=e.request_id,
+            client_request_id=e.client_request_id,
+            token_id=e.actor_token_id,
+            details=orjson.loads(e.details) if e.details else None,
         )
         for e in events
     ]

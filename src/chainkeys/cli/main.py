@@ -1,34 +1,30 @@
-"""The `chainkeys` command: serve, tokens, database. Calls the service, never the API."""
+"""The `chainkeys` command: serve, tokens, audit, accounts, keys, database."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated
 
 import typer
 
 from chainkeys import __version__, logs
 from chainkeys.bootstrap import (
     Admin,
-    Services,
     copy_between,
-    open_admin,
-    open_services,
     upgrade_schema,
 )
-from chainkeys.config import Settings
+from chainkeys.cli.common import DataDir, fail, run, run_admin, settings_for, when
+from chainkeys.cli.keys import hsm_app, key_app
+from chainkeys.cli.policy import policy_app
 from chainkeys.errors import ChainkeysError
 from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
 
 app = typer.Typer(no_args_is_help=True, help="chainkeys: multi-chain key custody service.")
 token_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke API tokens.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema and data.")
-key_app = typer.Typer(no_args_is_help=True, help="Master-key rotation.")
 account_app = typer.Typer(no_args_is_help=True, help="Operator recovery of deleted accounts.")
 app.add_typer(token_app, name="token")
 
@@ -51,64 +47,9 @@ def _root(
 
 app.add_typer(db_app, name="db")
 app.add_typer(key_app, name="key")
+app.add_typer(hsm_app, name="hsm")
 app.add_typer(account_app, name="account")
-
-T = TypeVar("T")
-DataDir = Annotated[
-    Path | None, typer.Option("--data-dir", help="data directory (CHAINKEYS_DATA_DIR)")
-]
-
-
-def settings_for(data_dir: Path | None) -> Settings:
-    # Through the environment, so worker processes read the same settings.
-    if data_dir is not None:
-        os.environ["CHAINKEYS_DATA_DIR"] = str(data_dir)
-    return Settings()
-
-
-def fail(message: str) -> NoReturn:
-    typer.echo(f"chainkeys: {message}", err=True)
-    raise typer.Exit(1)
-
-
-def run(settings: Settings, work: Callable[[Services], Awaitable[T]]) -> T:
-    """Open the services, do `work`, close; domain errors end the command cleanly."""
-
-    async def main() -> T:
-        svc = await open_services(settings)
-        try:
-            return await work(svc)
-        finally:
-            await svc.close()
-
-    return _finish(main)
-
-
-def run_admin(settings: Settings, work: Callable[[Admin], Awaitable[T]]) -> T:
-    """As `run`, for commands that need no master key (tokens, tenants, audit)."""
-
-    async def main() -> T:
-        admin = await open_admin(settings)
-        try:
-            return await work(admin)
-        finally:
-            await admin.close()
-
-    return _finish(main)
-
-
-def _finish(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    try:
-        return asyncio.run(main())
-    except ChainkeysError as exc:
-        fail(exc.message)
-        raise  # unreachable: fail exits
-
-
-def _when(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+app.add_typer(policy_app, name="policy")
 
 
 @app.command()
@@ -169,7 +110,7 @@ def token_create(
     typer.echo(
         f"token id {row.id} for tenant {row.tenant}, scopes {row.scopes}"
         + (f", families {row.families}" if row.families else "")
-        + (f", expires {_when(row.expires_ms)}" if row.expires_ms else "")
+        + (f", expires {when(row.expires_ms)}" if row.expires_ms else "")
         + " (shown once, keep it):"
     )
     typer.echo(token)
@@ -187,7 +128,7 @@ def token_list(
         f"{'EXPIRES':20}  {'REVOKED':20}  LABEL"
     )
     for r in rows:
-        created, revoked, expires = _when(r.created_ms), _when(r.revoked_ms), _when(r.expires_ms)
+        created, revoked, expires = when(r.created_ms), when(r.revoked_ms), when(r.expires_ms)
         typer.echo(
             f"{r.id:32}  {r.tenant:20}  {r.scopes:26}  {r.families or 'all':16}  {created:20}  "
             f"{expires:20}  {revoked:20}  {r.label}"
@@ -217,13 +158,13 @@ def audit(
     since_ms = 0
     if since is not None:
         try:
-            when = datetime.fromisoformat(since)
+            moment = datetime.fromisoformat(since)
         except ValueError:
             fail(f"--since {since!r} is not an ISO date or time")
             return
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        since_ms = int(when.timestamp() * 1000)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        since_ms = int(moment.timestamp() * 1000)
 
     async def work(admin: Admin) -> int:
         tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None
@@ -235,7 +176,7 @@ def audit(
             for e in events:
                 who = names.get(e.tenant_id or "", e.tenant_id or "-")
                 typer.echo(
-                    f"{_when(e.created_ms)}  {who:20}  {e.action:12}  {e.outcome:20}  "
+                    f"{when(e.created_ms)}  {who:20}  {e.action:12}  {e.outcome:20}  "
                     f"{e.family or '-':8}  {e.account_name or '-'}  "
                     f"token={e.actor_token_id or '-'}  rid={e.request_id or '-'}"
                 )
@@ -258,7 +199,7 @@ def account_deleted(
     typer.echo(f"{'DELETED':20}  {'TENANT':32}  {'FAMILY':8}  NAME")
     for d in rows:
         a = d.account
-        typer.echo(f"{_when(d.deleted_ms):20}  {a.tenant_id:32}  {a.family:8}  {a.name}")
+        typer.echo(f"{when(d.deleted_ms):20}  {a.tenant_id:32}  {a.family:8}  {a.name}")
 
 
 @account_app.command("restore")
@@ -271,32 +212,6 @@ def account_restore(
     """Bring back a deleted account (its sealed key was retained)."""
     view = run(settings_for(data_dir), lambda svc: svc.accounts.restore(tenant, family, name))
     typer.echo(f"restored {view.family} account {view.name} for tenant {tenant}")
-
-
-@key_app.command("rotate")
-def key_rotate(data_dir: DataDir = None) -> None:
-    """Re-seal every secret under a new master key (safe to interrupt and run again).
-
-    Key file: a new key is made beside the current one, every secret is re-sealed,
-    then it replaces master.key; the old key stays as master.key.retired-<id>
-    until `chainkeys key retire`. CHAINKEYS_MASTER_KEY: set it to the new key and
-    CHAINKEYS_PREVIOUS_MASTER_KEYS to the old one(s), then run this. Restart every
-    replica afterwards so it seals with the new key.
-    """
-    report = run(settings_for(data_dir), lambda svc: svc.keys.rotate())
-    typer.echo(
-        f"re-sealed {report.accounts} accounts and {report.records} other records "
-        f"under master key {report.new_key_id}"
-    )
-    if report.retired_key_file:
-        typer.echo(f"old key kept at {report.retired_key_file}; `chainkeys key retire` removes it")
-
-
-@key_app.command("retire")
-def key_retire(data_dir: DataDir = None) -> None:
-    """Delete retired key files once nothing is sealed by them any more."""
-    removed = run(settings_for(data_dir), lambda svc: svc.keys.retire())
-    typer.echo("\n".join(f"removed {p}" for p in removed) or "no retired key files")
 
 
 @db_app.command("upgrade")

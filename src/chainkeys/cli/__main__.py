@@ -1,0 +1,5 @@
+"""`python -m chainkeys.cli`."""
+
+from chainkeys.cli.main import app
+
+app()

@@ -1,0 +1,82 @@
+"""What every `chainkeys` command shares: settings, opening services, failing cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from chainkeys.bootstrap import Admin, Services, open_admin, open_services
+from chainkeys.config import ConfigError, Settings, load_settings
+from chainkeys.errors import ChainkeysError
+
+T = TypeVar("T")
+DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", help="data directory (CHAINKEYS_DATA_DIR)")
+]
+
+
+def settings_for(data_dir: Path | None) -> Settings:
+    """The settings, or one line and exit 2 when one cannot be used; unknown
+    CHAINKEYS_* variables are warned about (with a "did you mean")."""
+    # Through the environment, so worker processes read the same settings.
+    if data_dir is not None:
+        os.environ["CHAINKEYS_DATA_DIR"] = str(data_dir)
+    try:
+        settings, warnings = load_settings()
+    except ConfigError as exc:
+        typer.echo(f"chainkeys: {exc}", err=True)
+        raise typer.Exit(2) from None
+    for warning in warnings:
+        typer.echo(f"chainkeys: warning: {warning}", err=True)
+    return settings
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"chainkeys: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def run(settings: Settings, work: Callable[[Services], Awaitable[T]]) -> T:
+    """Open the services, do `work`, close; domain errors end the command cleanly."""
+
+    async def main() -> T:
+        svc = await open_services(settings)
+        try:
+            return await work(svc)
+        finally:
+            await svc.close()
+
+    return finish(main)
+
+
+def run_admin(settings: Settings, work: Callable[[Admin], Awaitable[T]]) -> T:
+    """As `run`, for commands that need no master key (tokens, tenants, audit)."""
+
+    async def main() -> T:
+        admin = await open_admin(settings)
+        try:
+            return await work(admin)
+        finally:
+            await admin.close()
+
+    return finish(main)
+
+
+def finish(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    try:
+        return asyncio.run(main())
+    except ChainkeysError as exc:
+        fail(exc.message)
+        raise  # unreachable: fail exits
+
+
+def when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

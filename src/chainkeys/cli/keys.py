@@ -1,0 +1,80 @@
+"""`chainkeys key` (rotate, retire, move between providers) and `chainkeys hsm init`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from chainkeys.cli.common import DataDir, fail, run, run_admin, settings_for
+from chainkeys.errors import ChainkeysError
+
+key_app = typer.Typer(no_args_is_help=True, help="Master-key rotation and where the key lives.")
+hsm_app = typer.Typer(no_args_is_help=True, help="The HSM (PKCS#11) key that wraps the master key.")
+
+
+@key_app.command("rotate")
+def key_rotate(data_dir: DataDir = None) -> None:
+    """Re-seal every secret under a new master key (safe to interrupt and run again).
+
+    Key file: a new key is made beside the current one, every secret is re-sealed,
+    then it replaces master.key; the old key stays as master.key.retired-<id>
+    until `chainkeys key retire`. CHAINKEYS_MASTER_KEY: set it to the new key and
+    CHAINKEYS_PREVIOUS_MASTER_KEYS to the old one(s), then run this. Restart every
+    replica afterwards so it seals with the new key.
+    """
+    report = run(settings_for(data_dir), lambda svc: svc.keys.rotate())
+    typer.echo(
+        f"re-sealed {report.accounts} accounts and {report.records} other records "
+        f"under master key {report.new_key_id}"
+    )
+    if report.retired_key_file:
+        typer.echo(f"old key kept at {report.retired_key_file}; `chainkeys key retire` removes it")
+
+
+@key_app.command("retire")
+def key_retire(data_dir: DataDir = None) -> None:
+    """Delete retired key files once nothing is sealed by them any more."""
+    removed = run(settings_for(data_dir), lambda svc: svc.keys.retire())
+    typer.echo("\n".join(f"removed {p}" for p in removed) or "no retired key files")
+
+
+@key_app.command("move")
+def key_move(
+    to: Annotated[str, typer.Option("--to", help="file or pkcs11")],
+    key_label: Annotated[
+        str | None, typer.Option(help="pkcs11: the HSM key to wrap under (default: settings)")
+    ] = None,
+    token_label: Annotated[
+        str | None, typer.Option(help="pkcs11: the token (default: CHAINKEYS_PKCS11_TOKEN_LABEL)")
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Move the master key from the configured provider to another; no account is
+    re-encrypted (the key stays the same). Safe to run again if interrupted.
+
+    Then set CHAINKEYS_MASTER_KEY_PROVIDER (and the PKCS#11 settings) to the new
+    place and restart every replica.
+    """
+    if to not in ("file", "pkcs11"):
+        fail(f"--to {to!r}: use file or pkcs11")
+
+    moved = run_admin(settings_for(data_dir), lambda a: a.keys.move(to, key_label, token_label))
+    note = " (it was there already)" if moved.already else ""
+    typer.echo(f"master key {moved.key_id} is now kept by {moved.to}{note}")
+    typer.echo(f"next: start every replica with CHAINKEYS_MASTER_KEY_PROVIDER={to}")
+
+
+@hsm_app.command("init")
+def hsm_init(data_dir: DataDir = None) -> None:
+    """Create the HSM key (AES-256, non-extractable, sensitive) when the token has none
+    labelled CHAINKEYS_PKCS11_KEY_LABEL; it never leaves the token."""
+    from chainkeys.vault.pkcs11 import hsm_from_settings, init_key
+
+    try:
+        hsm = hsm_from_settings(settings_for(data_dir))
+        key_id, created = init_key(hsm)
+    except ChainkeysError as exc:
+        fail(exc.message)
+    verb = "created" if created else "already present:"
+    typer.echo(f"{verb} {hsm.description} (id {key_id})")

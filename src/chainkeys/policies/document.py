@@ -1,0 +1,222 @@
+"""The policy file: parsed, validated and put in canonical form.
+
+One format (DESIGN.md "Policies"), read from JSON or the same in TOML. Every
+error names the field (`rules[1].max_per_tx.uatom`), so an operator can fix
+the file without reading code. Values are compared later exactly as they are
+held here: amounts as Python ints, recipients in the family's canonical form.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from chainkeys.chains import codecs
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.spec import ChainError, Family
+from chainkeys.errors import BadRequest
+
+UTXO = ("dogecoin", "litecoin")
+# What `messages` / `actions` allow when a rule leaves them out: transfers only.
+DEFAULT_MESSAGES = ("/cosmos.bank.v1beta1.MsgSend", "/ibc.applications.transfer.v1.MsgTransfer")
+DEFAULT_ACTIONS = ("eosio.token::transfer",)
+MAX_AMOUNT = 2**256  # Cosmos amounts are sdk.Int (256 bits); no cap is larger
+
+
+class PolicyError(BadRequest):
+    code = "invalid_policy"
+
+
+class RuleFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    family: str
+    network: str | None = None
+    name: str | None = None
+    recipients: list[str] | None = None
+    max_per_tx: dict[str, Any] | None = None  # values checked by _caps: messages name the denom
+    max_per_day: dict[str, Any] | None = None
+    messages: list[str] | None = None
+    actions: list[str] | None = None
+    raw_messages: bool = False
+
+
+class PolicyFile(msgspec.Struct, forbid_unknown_fields=True):
+    rules: list[RuleFile]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One validated rule; `None` means the key was left out (no restriction)."""
+
+    index: int
+    family: str
+    network: str | None
+    name: str | None
+    recipients: frozenset[str] | None
+    max_per_tx: Mapping[str, int] | None
+    max_per_day: Mapping[str, int] | None
+    allowed: frozenset[str]  # Cosmos type URLs / EOS actions (defaults filled in)
+    listed: bool  # `messages`/`actions` given explicitly
+    raw_messages: bool
+
+    @property
+    def label(self) -> str:
+        where = f"{self.family}/{self.network or '*'}"
+        return f"rule {self.index} ({self.name or where})"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    rules: tuple[Rule, ...]
+    canonical: str  # the document as stored and shown: JSON, sorted keys
+
+    def rule_for(self, family: str, network: str) -> Rule | None:
+        """The rule for exactly this network, else the family's network-less rule."""
+        fallback = None
+        for rule in self.rules:
+            if rule.family == family:
+                if rule.network == network:
+                    return rule
+                if rule.network is None:
+                    fallback = rule
+        return fallback
+
+
+def parse(text: str | bytes, fmt: str = "json") -> Policy:
+    """A policy from a file's text: `fmt` is "json" or "toml"."""
+    try:
+        if fmt == "toml":
+            raw = text.decode() if isinstance(text, bytes) else text
+            data: Any = tomllib.loads(raw)
+        else:
+            data = msgspec.json.decode(text)
+    except (msgspec.DecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"the policy is not valid {fmt.upper()}: {exc}") from None
+    try:
+        doc = msgspec.convert(data, PolicyFile)
+    except msgspec.ValidationError as exc:
+        raise PolicyError(f"policy: {_where(str(exc))}") from None
+    return _validate(doc)
+
+
+def _where(message: str) -> str:
+    """msgspec's "… - at `$.rules[0].family`" as "rules[0].family: …"."""
+    text, sep, path = message.rpartition(" - at `$")
+    if not sep:
+        return message
+    return f"{path.rstrip('`').lstrip('.')}: {text[0].lower()}{text[1:]}"
+
+
+def _validate(doc: PolicyFile) -> Policy:
+    rules: list[Rule] = []
+    seen: dict[tuple[str, str | None], int] = {}
+    for i, raw in enumerate(doc.rules):
+        at = f"rules[{i}]"
+        rule = _rule(i, raw, at)
+        key = (rule.family, rule.network)
+        if key in seen:
+            where = rule.network or "every network"
+            raise PolicyError(f"{at}: rules[{seen[key]}] already covers {rule.family} on {where}")
+        seen[key] = i
+        rules.append(rule)
+    canonical = msgspec.json.encode(doc, order="sorted").decode()
+    return Policy(tuple(rules), canonical)
+
+
+def _rule(index: int, raw: RuleFile, at: str) -> Rule:
+    fam = FAMILIES.get(raw.family)
+    if fam is None:
+        raise PolicyError(f"{at}.family: {raw.family!r} is not one of {', '.join(FAMILIES)}")
+    if raw.network is not None and raw.network not in fam.networks:
+        names = ", ".join(fam.networks)
+        raise PolicyError(f"{at}.network: {raw.network!r} is not a {raw.family} network ({names})")
+    if raw.messages is not None and raw.family != "cosmos":
+        raise PolicyError(f"{at}.messages: only cosmos rules list message types")
+    if raw.actions is not None and raw.family != "eos":
+        raise PolicyError(f"{at}.actions: only eos rules list actions")
+    listed = raw.messages if raw.family == "cosmos" else raw.actions
+    default = DEFAULT_MESSAGES if raw.family == "cosmos" else DEFAULT_ACTIONS
+    for j, item in enumerate(listed or ()):
+        if not item.strip():
+            field = "messages" if raw.family == "cosmos" else "actions"
+            raise PolicyError(f"{at}.{field}[{j}]: empty")
+    recipients = None
+    if raw.recipients is not None:
+        recipients = frozenset(
+            _recipient(fam, raw.network, r, f"{at}.recipients[{j}]")
+            for j, r in enumerate(raw.recipients)
+        )
+    return Rule(
+        index, raw.family, raw.network, raw.name, recipients,
+        _caps(raw.max_per_tx, f"{at}.max_per_tx"), _caps(raw.max_per_day, f"{at}.max_per_day"),
+        frozenset(listed if listed is not None else default), listed is not None,
+        raw.raw_messages,
+    )  # fmt: skip
+
+
+def _caps(raw: dict[str, Any] | None, at: str) -> Mapping[str, int] | None:
+    if raw is None:
+        return None
+    caps = {}
+    for denom, text in raw.items():
+        if not denom.strip():
+            raise PolicyError(f"{at}: a denom is empty")
+        if not isinstance(text, str):
+            raise PolicyError(
+                f"{at}.{denom}: {text!r} is not a string; amounts are decimal strings "
+                'of the smallest unit, such as "1000000"'
+            )
+        if not (text.isascii() and text.isdigit()) or (len(text) > 1 and text[0] == "0"):
+            raise PolicyError(
+                f"{at}.{denom}: {text!r} is not a whole number of the smallest unit "
+                '(a decimal string such as "1000000")'
+            )
+        value = int(text)
+        if value >= MAX_AMOUNT:
+            raise PolicyError(f"{at}.{denom}: larger than any amount a chain can move")
+        caps[denom] = value
+    return caps
+
+
+def _recipient(fam: Family, network: str | None, text: str, at: str) -> str:
+    """The canonical form of an allow-listed recipient, as summaries carry them."""
+    try:
+        return canonical_recipient(fam, network, text)
+    except ChainError as exc:
+        raise PolicyError(f"{at}: {text!r} is not a valid recipient: {exc.message}") from None
+
+
+def canonical_recipient(fam: Family, network: str | None, text: str) -> str:
+    """A recipient as it is compared: bech32 lowercased; base58 and EOS names as they are.
+
+    Cosmos recipients may be on another chain (an IBC receiver), so any bech32
+    address is accepted there; UTXO addresses must be of the rule's network
+    (any of the family's networks when the rule names none).
+    """
+    if fam.name == "cosmos":
+        lowered = text.lower()
+        if lowered != text and text.upper() != text:
+            raise ChainError("a bech32 address is all lower or all upper case")
+        _bech32_any(lowered)
+        return lowered
+    if fam.name == "eos":
+        return fam.check_name(text)
+    networks = [fam.network(network)] if network else list(fam.networks.values())
+    error: ChainError | None = None
+    for net in networks:
+        try:
+            return fam.check_address(text, net)
+        except ChainError as exc:
+            error = exc
+    assert error is not None
+    raise error
+
+
+def _bech32_any(text: str) -> None:
+    hrp = text.rpartition("1")[0]
+    if not hrp:
+        raise ChainError("not a bech32 address")
+    codecs.decode_bech32(text, {hrp}, what="address", code="invalid_address")

@@ -1,0 +1,95 @@
+"""The policy decision on a sign request's summary: pure, no I/O.
+
+`decide` applies every stateless rule (rule match, message types, recipients,
+per-transaction caps) and returns what the stateful part must still check:
+the rolling 24 h caps, which `policies/service.py` checks and counts inside
+the transaction that records the signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from chainkeys.chains.tx.base import Item, Summary
+from chainkeys.policies.document import UTXO, Policy, Rule
+
+
+class Refusal(Exception):
+    """What a rule does not allow; the message names the rule and the reason."""
+
+    def __init__(self, rule: Rule | None, reason: str) -> None:
+        self.rule = rule
+        self.reason = reason
+        where = f"policy {rule.label}" if rule is not None else "policy"
+        super().__init__(f"{where}: {reason}")
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Allowed so far; `daily` maps each denom this request spends to its 24 h cap
+    (empty: nothing left to count)."""
+
+    rule: Rule
+    spent: Mapping[str, int]
+    daily: Mapping[str, int]
+
+
+def decide(policy: Policy, summary: Summary) -> Decision:
+    """Refusal unless a rule allows every part of `summary` (default deny)."""
+    rule = policy.rule_for(summary.family, summary.network)
+    if rule is None:
+        raise Refusal(None, f"no rule allows signing for {summary.family} on {summary.network}")
+    if summary.raw and not rule.raw_messages:
+        raise Refusal(rule, "raw message signing is not allowed (raw_messages is false)")
+    for n, item in enumerate(summary.items):
+        _check_item(rule, summary.family, n, item)
+    spent = {denom: amount for denom, amount in summary.spent().items() if amount}
+    daily: dict[str, int] = {}
+    for denom, amount in spent.items():
+        if rule.max_per_tx is not None:
+            cap = rule.max_per_tx.get(denom)
+            if cap is None:
+                raise Refusal(rule, f"{denom} is not in max_per_tx: this rule does not move it")
+            if amount > cap:
+                raise Refusal(rule, f"{amount} {denom} is over the per-transaction cap of {cap}")
+        if rule.max_per_day is not None:
+            cap = rule.max_per_day.get(denom)
+            if cap is None:
+                raise Refusal(rule, f"{denom} is not in max_per_day: this rule does not move it")
+            if amount > cap:
+                raise Refusal(rule, f"{amount} {denom} is over the 24 h cap of {cap}")
+            daily[denom] = cap
+    return Decision(rule, spent, daily)
+
+
+def _check_item(rule: Rule, family: str, n: int, item: Item) -> None:
+    if family in UTXO:
+        if item.change:
+            return
+        if not item.decoded:
+            if not rule.raw_messages:
+                raise Refusal(rule, f"output {n} pays a script with no address")
+            return
+    else:
+        what = "message type" if family == "cosmos" else "action"
+        if not item.decoded:
+            # A message the service cannot read: only when raw messages are allowed,
+            # and, if the rule lists types, only a listed one.
+            if not rule.raw_messages:
+                raise Refusal(rule, f"{what} {item.type} cannot be decoded (raw_messages is false)")
+            if rule.listed and item.type not in rule.allowed:
+                raise Refusal(rule, f"{what} {item.type} is not allowed")
+            return
+        if item.type not in rule.allowed:
+            raise Refusal(rule, f"{what} {item.type} is not allowed")
+    if rule.recipients is not None:
+        if item.recipient is None:
+            raise Refusal(rule, f"{item.type} names no recipient to check")
+        recipient = item.recipient.lower() if family == "cosmos" else item.recipient
+        if recipient not in rule.recipients:
+            raise Refusal(rule, f"recipient {item.recipient} is not on the allow-list")

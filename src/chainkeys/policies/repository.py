@@ -1,0 +1,148 @@
+"""Policy SQL: versions, and the spends and totals behind the rolling 24 h caps."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlalchemy import BigInteger, bindparam, delete, func, insert, select, update
+
+from chainkeys.store.sql import Prepared, Tx
+from chainkeys.store.tables import policy_spends, policy_totals, policy_versions
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    version: int
+    document: str | None  # None: cleared
+    created_ms: int
+
+
+_v, _s, _t = policy_versions.c, policy_spends.c, policy_totals.c
+_LATEST = Prepared(
+    select(_v.version, _v.document, _v.created_ms)
+    .where(_v.tenant_id == bindparam("tenant_id"))
+    .order_by(_v.version.desc())
+    .limit(1)
+)
+_HISTORY = Prepared(
+    select(_v.version, _v.document, _v.created_ms)
+    .where(_v.tenant_id == bindparam("tenant_id"))
+    .order_by(_v.version)
+)
+_INSERT_VERSION = Prepared(
+    insert(policy_versions), ("tenant_id", "version", "document", "created_ms")
+)
+_LOCK = Prepared(select(func.pg_advisory_xact_lock(bindparam("k", type_=BigInteger))))
+_SCOPE = (
+    (_s.tenant_id == bindparam("tenant_id"))
+    & (_s.family == bindparam("family"))
+    & (_s.network == bindparam("network"))
+)
+_SEEN = Prepared(
+    select(_s.id)
+    .where(
+        _s.tenant_id == bindparam("tenant_id"),
+        _s.digest == bindparam("digest"),
+        _s.created_ms > bindparam("cutoff"),
+    )
+    .limit(1)
+)
+_EXPIRE = Prepared(
+    delete(policy_spends)
+    .where(_SCOPE, _s.created_ms <= bindparam("cutoff"))
+    .returning(_s.denom, _s.amount)
+)
+_TOTALS = Prepared(
+    select(_t.denom, _t.total).where(
+        _t.tenant_id == bindparam("tenant_id"),
+        _t.family == bindparam("family"),
+        _t.network == bindparam("network"),
+    )
+)
+_SET_TOTAL = Prepared(
+    update(policy_totals)
+    .where(
+        _t.tenant_id == bindparam("tenant_id"),
+        _t.family == bindparam("family"),
+        _t.network == bindparam("network"),
+        _t.denom == bindparam("denom"),
+    )
+    .values(total=bindparam("total"))
+)
+_INSERT_TOTAL = Prepared(
+    insert(policy_totals), ("tenant_id", "family", "network", "denom", "total")
+)
+_INSERT_SPEND = Prepared(
+    insert(policy_spends),
+    ("tenant_id", "family", "network", "denom", "digest", "amount", "created_ms"),
+)
+
+
+class Policies:
+    @staticmethod
+    async def latest(tx: Tx, tenant_id: str) -> Version | None:
+        row = (await tx.execute(_LATEST, {"tenant_id": tenant_id})).first()
+        return None if row is None else Version(int(row[0]), row[1], int(row[2]))
+
+    @staticmethod
+    async def history(tx: Tx, tenant_id: str) -> list[Version]:
+        rows = (await tx.execute(_HISTORY, {"tenant_id": tenant_id})).all()
+        return [Version(int(r[0]), r[1], int(r[2])) for r in rows]
+
+    @staticmethod
+    async def insert(tx: Tx, tenant_id: str, version: Version) -> None:
+        params = {"tenant_id": tenant_id, "version": version.version,
+                  "document": version.document, "created_ms": version.created_ms}  # fmt: skip
+        await tx.execute(_INSERT_VERSION, params)
+
+
+class Spends:
+    """The rolling window of one tenant's spends on one family and network.
+
+    Callers hold `lock` for the whole transaction: SQLite has one writer at a
+    time already; PostgreSQL serialises the scope with an advisory lock, so
+    replicas never both admit the last unit under a cap.
+    """
+
+    def __init__(self, tx: Tx, tenant_id: str, family: str, network: str) -> None:
+        self.tx = tx
+        self.scope = {"tenant_id": tenant_id, "family": family, "network": network}
+
+    async def lock(self) -> None:
+        if self.tx.dialect == "postgresql":
+            name = "policy/" + "/".join(self.scope.values())
+            key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+            await self.tx.execute(_LOCK, {"k": key})
+
+    async def seen(self, digest: str, cutoff_ms: int) -> bool:
+        """Whether these exact bytes were counted in the window already."""
+        params = {"tenant_id": self.scope["tenant_id"], "digest": digest, "cutoff": cutoff_ms}
+        return (await self.tx.execute(_SEEN, params)).first() is not None
+
+    async def totals(self, cutoff_ms: int) -> dict[str, int]:
+        """Per denom, what the window holds after spends at or before `cutoff_ms` left it."""
+        totals = {r[0]: int(r[1]) for r in (await self.tx.execute(_TOTALS, self.scope)).all()}
+        expired = (await self.tx.execute(_EXPIRE, {**self.scope, "cutoff": cutoff_ms})).all()
+        if expired:
+            for denom, amount in expired:
+                totals[denom] = totals.get(denom, 0) - int(amount)
+            for denom in {r[0] for r in expired}:
+                await self._store(denom, totals[denom], known=True)
+        return totals
+
+    async def add(
+        self, digest: str, spent: dict[str, int], old: dict[str, int], at_ms: int
+    ) -> None:
+        for denom, amount in spent.items():
+            params = {**self.scope, "denom": denom, "digest": digest,
+                      "amount": str(amount), "created_ms": at_ms}  # fmt: skip
+            await self.tx.execute(_INSERT_SPEND, params)
+            await self._store(denom, old.get(denom, 0) + amount, known=denom in old)
+
+    async def _store(self, denom: str, total: int, known: bool) -> None:
+        params = {**self.scope, "denom": denom, "total": str(total)}
+        if known:
+            await self.tx.execute(_SET_TOTAL, params)
+        else:
+            await self.tx.execute(_INSERT_TOTAL, params)

@@ -1,0 +1,139 @@
+"""Policies in force: set and read by the operator, applied to every sign request.
+
+Each server re-reads a tenant's policy at most `policy_refresh_seconds` after
+it last did, so a change reaches every process and replica within that time
+without a restart. Caps are checked and counted in the transaction that
+records the signature (see `SigningService`), never from the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from chainkeys.audit.repository import Audit
+from chainkeys.audit.service import audit_event
+from chainkeys.clock import now_ms
+from chainkeys.errors import NotFound
+from chainkeys.policies.document import Policy, PolicyError, parse
+from chainkeys.policies.engine import Decision, Refusal
+from chainkeys.policies.repository import Policies, Spends, Version
+from chainkeys.store.db import Database
+from chainkeys.store.sql import Tx
+from chainkeys.tokens.repository import Tenants
+from chainkeys.tokens.service import Principal
+
+log = logging.getLogger("chainkeys")
+DAY_MS = 24 * 3600 * 1000
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    tenant: str
+    version: Version | None  # None: never had a policy
+
+
+class PolicyService:
+    def __init__(self, db: Database, refresh_seconds: float = 5.0) -> None:
+        self.db = db
+        self.refresh = refresh_seconds
+        self._cache: dict[str, tuple[float, Policy | None]] = {}
+
+    # -- serving -----------------------------------------------------------------
+
+    async def current(self, tenant_id: str) -> Policy | None:
+        """The tenant's policy in force (None: no policy, sign as scopes allow)."""
+        hit = self._cache.get(tenant_id)
+        now = time.monotonic()
+        if hit is not None and now < hit[0]:
+            return hit[1]
+        async with self.db.read() as tx:
+            latest = await Policies.latest(tx, tenant_id)
+        policy = None
+        if latest is not None and latest.document is not None:
+            try:
+                policy = parse(latest.document)
+            except PolicyError:  # stored by another version: refuse everything, say why
+                log.error("the stored policy of tenant %s cannot be read; signing refused",
+                          tenant_id)  # fmt: skip
+                policy = Policy((), "")
+        self._cache[tenant_id] = (now + self.refresh, policy)
+        return policy
+
+    @staticmethod
+    async def count(tx: Tx, tenant_id: str, family: str, network: str, decision: Decision,
+                    digest: str) -> None:  # fmt: skip
+        """Check the 24 h caps and count this request's spend, in the caller's
+        transaction (Refusal rolls it back). A digest counted in the window is free."""
+        if not decision.spent:
+            return
+        spends = Spends(tx, tenant_id, family, network)
+        await spends.lock()
+        at = now_ms()
+        cutoff = at - DAY_MS
+        if await spends.seen(digest, cutoff):
+            return
+        totals = await spends.totals(cutoff)
+        for denom, cap in decision.daily.items():
+            total = totals.get(denom, 0) + decision.spent[denom]
+            if total > cap:
+                raise Refusal(
+                    decision.rule,
+                    f"{decision.spent[denom]} {denom} would bring the last 24 h to {total}, "
+                    f"over the cap of {cap}",
+                )
+        await spends.add(digest, dict(decision.spent), totals, at)
+
+    # -- operator ----------------------------------------------------------------
+
+    async def set(self, tenant: str, text: str | bytes, fmt: str) -> Version:
+        """Validate and store a new version (PolicyError naming the field)."""
+        policy = parse(text, fmt)
+        return await self._new_version(tenant, policy.canonical)
+
+    async def clear(self, tenant: str) -> Version:
+        return await self._new_version(tenant, None)
+
+    async def show(self, tenant: str) -> Shown:
+        async def work(tx: Tx, tenant_id: str) -> Shown:
+            return Shown(tenant, await Policies.latest(tx, tenant_id))
+
+        return await self._read(tenant, work)
+
+    async def history(self, tenant: str) -> list[Version]:
+        async def work(tx: Tx, tenant_id: str) -> list[Version]:
+            return await Policies.history(tx, tenant_id)
+
+        return await self._read(tenant, work)
+
+    async def _read(self, tenant: str, work: Callable[[Tx, str], Awaitable[T]]) -> T:
+        async with self.db.read() as tx:
+            return await work(tx, await _tenant_id(tx, tenant))
+
+    async def _new_version(self, tenant: str, document: str | None) -> Version:
+        async with self.db.write() as tx:
+            tenant_id = await _tenant_id(tx, tenant)
+            latest = await Policies.latest(tx, tenant_id)
+            version = Version((latest.version if latest else 0) + 1, document, now_ms())
+            await Policies.insert(tx, tenant_id, version)
+            details = {
+                "version": version.version,
+                "sha256": hashlib.sha256(document.encode()).hexdigest() if document else None,
+            }
+            action = "policy.set" if document is not None else "policy.clear"
+            actor = Principal(tenant_id, tenant, "")
+            await Audit.insert(tx, audit_event(actor, action, "ok", details=details))
+        self._cache.pop(tenant_id, None)
+        return version
+
+
+async def _tenant_id(tx: Tx, tenant: str) -> str:
+    tenant_id = await Tenants.id_by_name(tx, tenant)
+    if tenant_id is None:
+        raise NotFound(f"no tenant named {tenant}")
+    return tenant_id

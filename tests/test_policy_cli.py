@@ -1,0 +1,123 @@
+"""`chainkeys policy` as an operator uses it, against the database a running server uses:
+validation errors name the field, TOML works, every version is kept and audited, and a
+change reaches the running server within 10 s without a restart."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chainkeys.policies.document import PolicyError, parse
+from tests.api.test_policies import SEND, Tenant, send
+from tests.api.test_sign_cosmos import OTHER, PRIVATE
+from tests.conftest import Server, chainkeys_cli
+from tests.test_rotation import env_of
+
+GOOD = {"rules": [{"family": "cosmos", "network": "cosmoshub", "recipients": [OTHER],
+                   "max_per_tx": {"uatom": "1000000"}, "max_per_day": {"uatom": "5000000"}}]}  # fmt: skip
+TOML = f"""
+[[rules]]
+family = "cosmos"
+network = "cosmoshub"
+recipients = ["{OTHER}"]
+max_per_tx = {{ uatom = "1000000" }}
+"""
+
+
+@pytest.fixture
+def tenant(server: Server) -> Iterator[Tenant]:
+    made = Tenant(server)
+    yield made
+    made.client.close()
+
+
+@pytest.mark.parametrize(("rules", "says"), [
+    ([{"family": "cosmoss"}], "rules[0].family: 'cosmoss' is not one of cosmos"),
+    ([{"family": "cosmos", "network": "mainnet"}], "rules[0].network: 'mainnet' is not a cosmos"),
+    ([{"family": "eos"}, {"family": "cosmos", "max_per_tx": {"uatom": "1.5"}}],
+     "rules[1].max_per_tx.uatom: '1.5' is not a whole number"),
+    ([{"family": "cosmos", "max_per_day": {"uatom": 5}}], "rules[0].max_per_day.uatom"),
+    ([{"family": "cosmos", "recipients": ["cosmos1notanaddress"]}], "rules[0].recipients[0]"),
+    ([{"family": "dogecoin", "recipients": ["LKqJxEKxN7SnCEpj3ia3Z9DuAD1HNjh1hx"]}],
+     "rules[0].recipients[0]"),
+    ([{"family": "cosmos", "recipient": [OTHER]}], "unknown field `recipient`"),
+    ([{"family": "dogecoin", "messages": ["x"]}], "rules[0].messages: only cosmos rules"),
+    ([{"family": "cosmos"}, {"family": "cosmos"}], "rules[1]: rules[0] already covers cosmos"),
+])  # fmt: skip
+def test_invalid_files_name_the_field(rules: list[dict[str, object]], says: str) -> None:
+    with pytest.raises(PolicyError) as refused:
+        parse(json.dumps({"rules": rules}))
+    assert says in refused.value.message
+
+
+def test_the_cli_refuses_a_bad_file_in_one_line_and_changes_nothing(
+    server: Server, tenant: Tenant, tmp_path: Path
+) -> None:
+    env = env_of(server.settings)
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"rules": [{"family": "cosmos", "max_per_tx": {"uatom": "1e6"}}]}))
+    done = chainkeys_cli("policy", "set", tenant.name, str(path), env=env)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "chainkeys: rules[0].max_per_tx.uatom: '1e6' is not a whole number of the smallest "
+        'unit (a decimal string such as "1000000")\n'
+    )
+    (tmp_path / "bad.toml").write_text("[[rules]\nfamily = 1")
+    done = chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "bad.toml"), env=env)
+    assert done.returncode == 1 and done.stderr.startswith(
+        "chainkeys: the policy is not valid TOML"
+    )
+    shown = chainkeys_cli("policy", "show", tenant.name, env=env)
+    assert "has no policy" in shown.stdout
+
+
+def test_set_show_history_clear_and_audit(server: Server, tenant: Tenant, tmp_path: Path) -> None:
+    env = env_of(server.settings)
+    (tmp_path / "p.json").write_text(json.dumps(GOOD))
+    (tmp_path / "p.toml").write_text(TOML)
+    assert "version 1 set" in chainkeys_cli("policy", "set", tenant.name,
+                                             str(tmp_path / "p.json"), env=env).stdout  # fmt: skip
+    shown = chainkeys_cli("policy", "show", tenant.name, env=env).stdout
+    assert shown.startswith("# version 1")
+    assert json.loads(shown.split("\n", 1)[1])["rules"][0]["max_per_day"] == {"uatom": "5000000"}
+    assert "version 2 set" in chainkeys_cli("policy", "set", tenant.name,
+                                             str(tmp_path / "p.toml"), env=env).stdout  # fmt: skip
+    toml_rule = json.loads(chainkeys_cli("policy", "show", tenant.name, env=env).stdout
+                           .split("\n", 1)[1])["rules"][0]  # fmt: skip
+    assert "max_per_day" not in toml_rule and toml_rule["max_per_tx"] == {"uatom": "1000000"}
+    assert "version 3" in chainkeys_cli("policy", "clear", tenant.name, env=env).stdout
+    assert "cleared in version 3" in chainkeys_cli("policy", "show", tenant.name, env=env).stdout
+    history = chainkeys_cli("policy", "history", tenant.name, env=env).stdout.splitlines()
+    assert [line.split()[0] for line in history[1:]] == ["1", "2", "3"]
+    assert history[3].split()[-1] == "cleared"
+    first = chainkeys_cli("policy", "history", tenant.name, "--version", "1", env=env).stdout
+    assert json.loads(first)["rules"][0]["max_per_day"] == {"uatom": "5000000"}
+    audit = chainkeys_cli("audit", "--tenant", tenant.name, env=env).stdout
+    assert [w for line in audit.splitlines() for w in line.split() if w.startswith("policy.")] == [
+        "policy.set", "policy.set", "policy.clear"]  # fmt: skip
+    missing = chainkeys_cli("policy", "show", "no-such-tenant", env=env)
+    assert missing.returncode == 1 and "no tenant named no-such-tenant" in missing.stderr
+
+
+def test_a_change_reaches_a_running_server_within_10_seconds(
+    server: Server, tenant: Tenant, tmp_path: Path
+) -> None:
+    env = env_of(server.settings)
+    assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    tenant.allowed(SEND, send(10))  # the server has now read "no policy"
+    (tmp_path / "deny.json").write_text(json.dumps({"rules": [{"family": "eos"}]}))
+    assert chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "deny.json"),
+                         env=env).returncode == 0  # fmt: skip
+    started = time.monotonic()
+    while tenant.sign(SEND, send(10)).status_code == 200:
+        assert time.monotonic() - started < 10, "the new policy did not apply within 10 s"
+        time.sleep(0.2)
+    assert chainkeys_cli("policy", "clear", tenant.name, env=env).returncode == 0
+    started = time.monotonic()
+    while tenant.sign(SEND, send(10)).status_code == 403:
+        assert time.monotonic() - started < 10, "clearing did not apply within 10 s"
+        time.sleep(0.2)
