@@ -1,0 +1,212 @@
+"""Signing throughput: each family's sign endpoint against a parse + coincurve baseline,
+and Cosmos transfers under a policy (1,000 allow-listed recipients and active caps)
+against the same transfers without one. One command, one run:
+
+    python -m bench.sign            # ~2 min
+    python -m bench.sign --quick    # seconds (the test suite runs it)
+    python -m bench.sign --hsm      # also: the master key in SoftHSM2 vs the key file
+
+Every request signs different bytes (the body's SEQ becomes a per-request number), so
+under the policy each one is checked against the allow-list and counted against the
+24 h cap in the database. Rounds alternate (chainkeys, baseline, chainkeys, …) and the
+median of each side is compared. Results: a table on stdout and sign.json in --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench import procs, wrk
+from chainkeys.chains import codecs
+
+KEY = "11" * 32  # the baseline signs with the same key
+TO = "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv"
+TARGET_BASELINE, TARGET_POLICY, TARGET_HSM = 0.7, 0.8, 0.95
+SOFTHSM = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so")
+
+
+def transfer(sender: str) -> dict[str, Any]:
+    return {"fromAddress": sender, "toAddress": TO, "amount": "1000", "denom": "uatom",
+            "chainId": "cosmoshub-4", "sequence": "SEQ", "accountNumber": 1,
+            "feeDenom": "uatom", "feeAmount": "500", "gasLimit": 200000, "memo": "bench",
+            "timeoutHeight": 0}  # fmt: skip
+
+
+def policy(recipients: int) -> dict[str, Any]:
+    """One cosmos rule with `recipients` allow-listed addresses (TO among them) and caps
+    that are active (every transfer is counted) but never reached in a run."""
+    allowed = [TO] + [
+        codecs.bech32_encode("cosmos", i.to_bytes(20, "big")) for i in range(1, recipients)
+    ]
+    big = str(10**30)
+    return {"rules": [
+        {"family": "cosmos", "network": "cosmoshub", "recipients": allowed,
+         "max_per_tx": {"uatom": big}, "max_per_day": {"uatom": big}},
+        {"family": "eos", "raw_messages": True}, {"family": "dogecoin", "raw_messages": True},
+        {"family": "litecoin", "raw_messages": True},
+    ]}  # fmt: skip
+
+
+def cli(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "chainkeys.cli", *args], env={**os.environ, **env},
+                          capture_output=True, text=True, check=True, cwd=procs.REPO)  # fmt: skip
+    return done.stdout
+
+
+def softhsm_env(tmp: Path) -> dict[str, str]:
+    """A fresh SoftHSM2 token and the pkcs11 provider's settings for it."""
+    module = next((m for m in SOFTHSM if Path(m).exists()), None)
+    if module is None:
+        raise RuntimeError("SoftHSM2 is not installed; install it with: apt-get install softhsm2")
+    (tmp / "tokens").mkdir()
+    conf = tmp / "softhsm2.conf"
+    conf.write_text(f"directories.tokendir = {tmp / 'tokens'}\n")
+    env = {"SOFTHSM2_CONF": str(conf), "CHAINKEYS_MASTER_KEY_PROVIDER": "pkcs11",
+           "CHAINKEYS_PKCS11_MODULE": module, "CHAINKEYS_PKCS11_TOKEN_LABEL": "bench",
+           "CHAINKEYS_PKCS11_PIN": "246810"}  # fmt: skip
+    subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", "bench", "--pin",
+                    "246810", "--so-pin", "13579135"], env={**os.environ, **env},
+                   check=True, capture_output=True)  # fmt: skip
+    return env
+
+
+def post(url: str, token: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    req = urllib.request.Request(
+        url + path, data=json.dumps(body).encode(), method="POST",
+        headers={"Authorization": token, "Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        out: dict[str, Any] = json.loads(resp.read())
+    return out
+
+
+def accounts(url: str, token: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Import the key on every family; scenario -> (path, body template)."""
+    made = {f: post(url, token, f"/{f}", {"private_key": KEY} | ({"name": "benchsigner1"}
+                                                                 if f == "eos" else {}))
+            for f in ("cosmos", "dogecoin", "eos", "litecoin")}  # fmt: skip
+    cosmos = made["cosmos"]["data"]["data"]["address"]
+    message = {"message": "bench SEQ"}
+    return {
+        "cosmos-transfer": (f"/cosmos/{cosmos}/sign-transfer", transfer(cosmos)),
+        "eos-message": ("/eos/benchsigner1/sign-message", message),
+        "dogecoin-message": (f"/dogecoin/{made['dogecoin']['address']}/sign-message", message),
+        "litecoin-message": (f"/litecoin/{made['litecoin']['address']}/sign-message", message),
+    }
+
+
+def load(wrk_bin: str, url: str, token: str, path: str, body: dict[str, Any], tmp: Path,
+         seconds: float, connections: int) -> float:  # fmt: skip
+    template = tmp / f"body-{abs(hash(path))}.json"
+    # The sequence is a JSON number in the transfer: "SEQ" (quoted) becomes SEQ.
+    template.write_text(json.dumps(body).replace('"SEQ"', "SEQ"))
+    env = {"BENCH_TOKEN": token, "BENCH_PATH": path, "BENCH_BODY": str(template)}
+    result = wrk.run(wrk_bin, url, wrk.script("sign", tmp), env, seconds=seconds,
+                     connections=connections)  # fmt: skip
+    if result.error_count:
+        raise RuntimeError(f"{path}: {result.errors} errors (non-2xx or socket)")
+    return result.rps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seconds", type=float, default=6)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--hsm", action="store_true", help="also compare the pkcs11 provider")
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.rounds = 1, 1
+    wrk_bin = wrk.ensure_wrk()
+    tmp = Path(tempfile.mkdtemp(prefix="chainkeys-sign-bench-"))
+    env = {"CHAINKEYS_DATA_DIR": str(tmp / "data"), "CHAINKEYS_SQLITE_SYNCHRONOUS": "NORMAL",
+           "CHAINKEYS_ACCESS_LOG": "false", "CHAINKEYS_LOG_LEVEL": "WARNING"}  # fmt: skip
+    server = procs.start(
+        "chainkeys", ["-m", "chainkeys.cli", "serve"], env, tmp / "chainkeys.log", 1
+    )
+    baseline = procs.start(
+        "baseline",
+        ["-m", "granian", "--interface", "asgi", "--no-ws", "--log-level", "warning",
+         "bench.sign_baseline:app"], {}, tmp / "baseline.log", 1,
+    )  # fmt: skip
+    hsm_server = None
+    if args.hsm:
+        hsm_env = {**env, **softhsm_env(tmp), "CHAINKEYS_DATA_DIR": str(tmp / "hsm-data")}
+        cli(hsm_env, "hsm", "init")
+        hsm_server = procs.start("chainkeys-hsm", ["-m", "chainkeys.cli", "serve"], hsm_env,
+                                 tmp / "hsm.log", 1)  # fmt: skip
+    try:
+        plain = re.findall(r"^(ck_\S+)$", (tmp / "chainkeys.log").read_text(), re.M)[-1]
+        made = cli(env, "token", "create", "--tenant", "bench-policy")
+        governed = made.strip().splitlines()[-1]
+        (tmp / "policy.json").write_text(json.dumps(policy(1000)))
+        cli(env, "policy", "set", "bench-policy", str(tmp / "policy.json"))
+        plain_scenarios, governed_scenarios = (
+            accounts(server.url, plain),
+            accounts(server.url, governed),
+        )
+        runs: dict[str, list[float]] = {}
+
+        def measure(name: str, url: str, token: str, path: str, body: dict[str, Any]) -> None:
+            runs.setdefault(name, []).append(
+                load(wrk_bin, url, token, path, body, tmp, args.seconds, args.connections)
+            )
+
+        for _ in range(args.rounds):
+            for scenario, (path, body) in plain_scenarios.items():
+                measure(f"{scenario}/chainkeys", server.url, plain, path, body)
+                measure(f"{scenario}/baseline", baseline.url, "-", path, body)
+            path, body = plain_scenarios["cosmos-transfer"]
+            measure("cosmos-transfer/no-policy", server.url, plain, path, body)
+            path, body = governed_scenarios["cosmos-transfer"]
+            measure("cosmos-transfer/policy", server.url, governed, path, body)
+            if hsm_server is not None:
+                hsm_token = re.findall(r"^(ck_\S+)$", (tmp / "hsm.log").read_text(), re.M)[-1]
+                if "cosmos-transfer/hsm" not in runs:
+                    hsm_path, hsm_body = accounts(hsm_server.url, hsm_token)["cosmos-transfer"]
+                measure("cosmos-transfer/hsm", hsm_server.url, hsm_token, hsm_path, hsm_body)
+                path, body = plain_scenarios["cosmos-transfer"]
+                measure("cosmos-transfer/file-key", server.url, plain, path, body)
+    finally:
+        server.stop()
+        baseline.stop()
+        if hsm_server is not None:
+            hsm_server.stop()
+    report(runs, args.out)
+
+
+def report(runs: dict[str, list[float]], out: Path) -> None:
+    median = {k: statistics.median(v) for k, v in runs.items()}
+    rows = []
+    for scenario in ("cosmos-transfer", "eos-message", "dogecoin-message", "litecoin-message"):
+        ck, base = median[f"{scenario}/chainkeys"], median[f"{scenario}/baseline"]
+        rows.append((f"sign {scenario}", ck, base, ck / base, TARGET_BASELINE))
+    with_policy, without = median["cosmos-transfer/policy"], median["cosmos-transfer/no-policy"]
+    rows.append(("cosmos-transfer policy vs none", with_policy, without, with_policy / without,
+                 TARGET_POLICY))  # fmt: skip
+    if "cosmos-transfer/hsm" in median:
+        hsm, file_key = median["cosmos-transfer/hsm"], median["cosmos-transfer/file-key"]
+        rows.append(("cosmos-transfer HSM key vs file", hsm, file_key, hsm / file_key,
+                     TARGET_HSM))  # fmt: skip
+    print(f"{'scenario':34} {'req/s':>9} {'vs req/s':>9} {'ratio':>6} target")
+    for name, a, b, ratio, target in rows:
+        verdict = "ok" if ratio >= target else "MISS"
+        print(f"{name:34} {a:9.0f} {b:9.0f} {ratio:6.2f} >={target} {verdict}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sign.json").write_text(json.dumps({"runs": runs, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
