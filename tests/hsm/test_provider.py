@@ -1,0 +1,90 @@
+"""The master key wrapped by an HSM key, against a real SoftHSM2 token (PKCS#11).
+
+`hsm init` makes a non-extractable, sensitive key once; every refusal is one line
+and the service does not start; a restart unwraps the same key; the unwrapped
+master key is never in the database or the logs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.conftest import chainkeys_cli
+from tests.hsm.conftest import (
+    ATTRIBUTES,
+    PIN,
+    Hsm,
+    in_subprocess,
+    master_key_forms,
+    refused_start,
+    serve_and_check,
+)
+
+
+@pytest.mark.parametrize("hsm", ["sqlite"], indirect=True)  # the token's business only
+def test_hsm_init_creates_a_non_extractable_sensitive_key_once(hsm: Hsm) -> None:
+    first = hsm.cli("hsm", "init")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("created HSM key 'chainkeys-master' in token 'chainkeys-a'")
+    again = hsm.cli("hsm", "init")
+    assert again.stdout.startswith("already present: HSM key 'chainkeys-master'")
+    assert in_subprocess(hsm, ATTRIBUTES) == "False True True True"
+
+
+def test_first_start_restart_and_the_key_never_in_the_store_or_logs(hsm: Hsm) -> None:
+    assert hsm.cli("hsm", "init").returncode == 0
+    token = serve_and_check(hsm.env, hsm.tmp / "first.log")
+    serve_and_check(hsm.env, hsm.tmp / "second.log", token)  # unwrapped again on restart
+    forms = master_key_forms(hsm)
+    logs = b"".join(p.read_bytes() for p in hsm.tmp.glob("*.log*"))
+    data = b""
+    if "CHAINKEYS_DATABASE_URL" not in hsm.env:
+        data = b"".join(p.read_bytes() for p in (hsm.tmp / "data").iterdir() if p.is_file())
+        assert not (hsm.tmp / "data" / "master.key").exists()
+    else:
+        dump = subprocess.run(["pg_dump", "--data-only", hsm.env["CHAINKEYS_DATABASE_URL"]],
+                              capture_output=True, check=True)  # fmt: skip
+        data = dump.stdout
+    assert b"master_key_wrapped" in data or "CHAINKEYS_DATABASE_URL" not in hsm.env
+    for form in forms:
+        assert form not in logs and form not in data
+
+
+@pytest.mark.parametrize("hsm", ["sqlite"], indirect=True)  # the store's part: next test
+def test_each_refusal_is_one_line_and_nothing_starts(hsm: Hsm) -> None:
+    log = hsm.tmp / "refused.log"
+    says = refused_start({**hsm.env, "CHAINKEYS_PKCS11_MODULE": "/nowhere/libpkcs11.so"}, log)
+    assert "CHAINKEYS_PKCS11_MODULE /nowhere/libpkcs11.so: cannot load it" in says
+    says = refused_start({**hsm.env, "CHAINKEYS_PKCS11_TOKEN_LABEL": "vault-9"}, log)
+    assert "no PKCS#11 token labelled 'vault-9'" in says and "chainkeys-a" in says
+    says = refused_start({**hsm.env, "CHAINKEYS_PKCS11_KEY_LABEL": "absent"}, log)
+    assert "holds no AES key labelled 'absent'" in says and "chainkeys hsm init" in says
+    wrong = hsm.tmp / "wrong-pin"
+    wrong.write_text("999999")
+    says = refused_start({**hsm.env, "CHAINKEYS_PKCS11_PIN_FILE": str(wrong)}, log)
+    assert says == "chainkeys: the PIN was refused by PKCS#11 token 'chainkeys-a'"
+    assert hsm.cli("hsm", "init").returncode == 0
+    token = serve_and_check(hsm.env, hsm.tmp / "ok.log")
+    # Another token's key with the same label is not the key that wrapped this store.
+    other = {**hsm.env, "CHAINKEYS_PKCS11_TOKEN_LABEL": "chainkeys-b"}
+    assert chainkeys_cli("hsm", "init", env=other).returncode == 0
+    says = refused_start(other, log)
+    assert "is not the HSM key that wrapped this store's master key" in says
+    says = refused_start({**hsm.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"}, log)
+    assert "master key is wrapped by HSM key 'chainkeys-master' in token 'chainkeys-a'" in says
+    serve_and_check(hsm.env, hsm.tmp / "still.log", token)
+    for line in (hsm.tmp / "refused.log").read_text().splitlines():
+        assert PIN not in line and "999999" not in line
+
+
+def test_a_file_key_store_refuses_the_hsm_until_moved(hsm: Hsm) -> None:
+    file_env = {**hsm.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"}
+    token = serve_and_check(file_env, hsm.tmp / "file.log")
+    assert hsm.cli("hsm", "init").returncode == 0
+    says = refused_start(hsm.env, hsm.tmp / "refused.log")
+    assert "not in an HSM" in says and "chainkeys key move --to pkcs11" in says
+    moved = chainkeys_cli("key", "move", "--to", "pkcs11", env=file_env)
+    assert moved.returncode == 0, moved.stderr
+    serve_and_check(hsm.env, hsm.tmp / "hsm.log", token)
