@@ -3,6 +3,7 @@
 import * as bitcoin from "bitcoinjs-lib";
 import bitcoinMessage from "bitcoinjs-message";
 import * as ecc from "tiny-secp256k1";
+import { ECPairFactory } from "ecpair";
 
 const NETWORKS = {
   "dogecoin/mainnet": { messagePrefix: "\x19Dogecoin Signed Message:\n", bech32: "doge",
@@ -129,6 +130,26 @@ switch (req.action) {
     psbt.setMaximumFeeRate(2 ** 31);
     const tx = psbt.extractTransaction(true);
     out = { hex: tx.toHex(), txid: tx.getId() };
+    break;
+  }
+  case "sign_psbt": {
+    // bitcoinjs signs (RFC 6979, as chainkeys), finalizes and extracts: known answers
+    const keyPair = ECPairFactory(ecc).fromPrivateKey(Buffer.from(req.privateKey, "hex"),
+      { network, compressed: req.compressed !== false });
+    const psbt = bitcoin.Psbt.fromBase64(req.psbt, { network });
+    psbt.setMaximumFeeRate(2 ** 31);
+    psbt.signAllInputs(keyPair);
+    psbt.finalizeAllInputs();
+    const tx = psbt.extractTransaction(true);
+    out = { hex: tx.toHex(), txid: tx.getId() };
+    break;
+  }
+  case "sign_message": {
+    // bitcoinjs-message: the coin's magic; BIP137 headers for segwit addresses
+    const segwitType = { "p2wpkh": "p2wpkh", "p2sh-p2wpkh": "p2sh(p2wpkh)" }[req.kind];
+    const sig = bitcoinMessage.sign(req.message, Buffer.from(req.privateKey, "hex"),
+      req.compressed !== false, network.messagePrefix, segwitType ? { segwitType } : undefined);
+    out = { signature: sig.toString("base64") };
     break;
   }
   default:
