@@ -52,19 +52,23 @@ def decide(policy: Policy, summary: Summary) -> Decision:
     daily: dict[str, int] = {}
     for denom, amount in spent.items():
         if rule.max_per_tx is not None:
-            cap = rule.max_per_tx.get(denom)
-            if cap is None:
-                raise Refusal(rule, f"{denom} is not in max_per_tx: this rule does not move it")
-            if amount > cap:
-                raise Refusal(rule, f"{amount} {denom} is over the per-transaction cap of {cap}")
+            _within(rule, rule.max_per_tx, "max_per_tx", "per-transaction", denom, amount)
         if rule.max_per_day is not None:
-            cap = rule.max_per_day.get(denom)
-            if cap is None:
-                raise Refusal(rule, f"{denom} is not in max_per_day: this rule does not move it")
-            if amount > cap:
-                raise Refusal(rule, f"{amount} {denom} is over the 24 h cap of {cap}")
-            daily[denom] = cap
+            daily[denom] = _within(rule, rule.max_per_day, "max_per_day", "24 h", denom, amount)
     return Decision(rule, spent, daily)
+
+
+def _within(
+    rule: Rule, caps: Mapping[str, int], key: str, label: str, denom: str, amount: int
+) -> int:
+    """The cap of `denom` when `amount` alone is within it (a denom without a cap is not
+    moved by this rule); the 24 h window is checked against it in the store."""
+    cap = caps.get(denom)
+    if cap is None:
+        raise Refusal(rule, f"{denom} is not in {key}: this rule does not move it")
+    if amount > cap:
+        raise Refusal(rule, f"{amount} {denom} is over the {label} cap of {cap}")
+    return cap
 
 
 def _check_item(rule: Rule, family: str, n: int, item: Item) -> None:
