@@ -21,7 +21,6 @@ from bench.baseline import account_of
 
 from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.chains.spec import Options
 from tests.conftest import REQUIRE_PG
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,7 +34,7 @@ def test_baseline_computes_what_chainkeys_computes(family: str) -> None:
     for _ in range(20):
         secret = secrets.token_bytes(31).rjust(32, b"\0")  # below the curve order
         key = key_from_secret(secret)
-        options = fam.check_options(Options(), key)
+        options = fam.options({}, key)
         account = fam.account(key, network, options)
         name, public_key, extra, private = account_of(family, secret)
         assert (name, public_key, extra) == (account.name, account.public_key, dict(account.extra))

@@ -23,7 +23,6 @@ import pytest
 from chainkeys.bootstrap import open_services
 from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.chains.spec import Options
 from chainkeys.config import Settings
 from chainkeys.keys.repository import SEALED_TABLES
 from chainkeys.vault import Context
@@ -199,13 +198,11 @@ async def open_every_row(env: dict[str, str]) -> dict[tuple[str, str], bytes]:
                 )
                 fam = FAMILIES[row.family]
                 key = key_from_secret(secret, compressed=bool(row.details.get("compressed", True)))
-                options = Options(
-                    address_type=row.details.get("address_type"),
-                    name=row.name if row.family == "eos" else None,
+                given = {"address_type": row.details.get("address_type"), "name": row.name}
+                options = fam.options(
+                    {s.name: given[s.name] for s in fam.option_specs if given[s.name]}, key
                 )
-                account = fam.account(
-                    key, fam.network(row.network), fam.check_options(options, key)
-                )
+                account = fam.account(key, fam.network(row.network), options)
                 assert (account.address, account.public_key) == (row.address, row.public_key), (
                     row.name
                 )

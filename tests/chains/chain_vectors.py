@@ -21,7 +21,8 @@ from bip_utils import (  # type: ignore[import-untyped]
     Bip39MnemonicDecoder,
 )
 
-from chainkeys.chains import FAMILIES, Key, Options, codecs, eos, key_from_secret, parse_hex_key
+from chainkeys.chains import FAMILIES, Key, codecs, eos, key_from_secret, parse_hex_key
+from chainkeys.chains.base58 import AddressOptions
 from chainkeys.chains.mnemonic import normalise_mnemonic, seed_from_mnemonic
 
 VECTORS_DIR = Path(__file__).resolve().parent / "vectors"
@@ -31,12 +32,12 @@ MNEMONICS: dict[str, Any] = json.loads((VECTORS_DIR / "mnemonic_vectors.json").r
 COSMOS, DOGECOIN, EOS, LITECOIN = (FAMILIES[n] for n in ("cosmos", "dogecoin", "eos", "litecoin"))
 # vectors.json names Cosmos networks by bech32 prefix.
 COSMOS_NETWORK_BY_HRP = {"cosmos": "cosmoshub", "osmo": "osmosis", "juno": "juno"}
-NO_OPTIONS = Options()
+NO_NAME = eos.EosOptions()  # EOS: the name derived from the key
 
 
-def ltc_options(vector_type: str) -> Options:
+def ltc_options(vector_type: str, key: Key | None = None) -> AddressOptions:
     """vectors say p2sh_p2wpkh, the API says p2sh-p2wpkh."""
-    return Options(address_type=vector_type.replace("_", "-"))
+    return LITECOIN.options({"address_type": vector_type.replace("_", "-")}, key)
 
 
 def lookup(entry: Any, dotted: str) -> Any:
@@ -66,13 +67,13 @@ def _base58_group(family: Any, key: Key, network: str, types: list[str]) -> dict
     net = family.network(network)
     group: dict[str, Any] = {}
     for vector_type in types:
-        options = ltc_options(vector_type) if family is LITECOIN else NO_OPTIONS
+        options = ltc_options(vector_type) if family is LITECOIN else family.options({}, key)
         group[vector_type] = family.account(key, net, options).address
     group["wif"] = family.export_private_key(key, net)
     uncompressed = key_from_secret(key.secret, compressed=False)
     group["uncompressed_key"] = {
         "wif": family.export_private_key(uncompressed, net),
-        "p2pkh": family.account(uncompressed, net, NO_OPTIONS).address,
+        "p2pkh": family.account(uncompressed, net, family.options({}, uncompressed)).address,
     }
     return group
 
@@ -82,7 +83,7 @@ def key_entry(private_key_hex: str) -> dict[str, Any]:
     """A vectors.json keys[] entry rebuilt from its private key."""
     key = parse_hex_key(private_key_hex)
     cosmos = {
-        hrp: COSMOS.account(key, COSMOS.network(net), NO_OPTIONS)
+        hrp: COSMOS.account(key, COSMOS.network(net), COSMOS.options({}, key))
         for hrp, net in COSMOS_NETWORK_BY_HRP.items()
     }
     hub = cosmos["cosmos"]
@@ -94,7 +95,7 @@ def key_entry(private_key_hex: str) -> dict[str, Any]:
             "address": codecs.p2sh_p2wpkh_address(key.public, bytes.fromhex(old_version[2:])),
         }
         litecoin[network] = group
-    account = EOS.account(key, EOS.network(None), NO_OPTIONS)
+    account = EOS.account(key, EOS.network(None), EOS.options({}, key))
     return {
         "private_key_hex": key.secret.hex(),
         "public_key_compressed_hex": key.public.hex(),
@@ -136,9 +137,9 @@ def _derived(key: Key) -> dict[str, Any]:
 def _dogecoin(phrase: str, passphrase: str, index: int, network: Any) -> dict[str, Any]:
     # The network row carries the coin type, so the alternative convention is
     # the testnet row with another coin type.
-    key = DOGECOIN.key_from_mnemonic(phrase, passphrase, index, network, NO_OPTIONS)
+    key = DOGECOIN.key_from_mnemonic(phrase, passphrase, index, network, DOGECOIN.options({}, None))
     return _derived(key) | {
-        "p2pkh": DOGECOIN.account(key, network, NO_OPTIONS).address,
+        "p2pkh": DOGECOIN.account(key, network, DOGECOIN.options({}, key)).address,
         "wif": DOGECOIN.export_private_key(key, network),
     }
 
@@ -157,19 +158,23 @@ def _litecoin(phrase: str, passphrase: str, index: int, network: Any) -> dict[st
 
 def _account(phrase: str, passphrase: str, index: int) -> dict[str, Any]:
     cosmos_keys = {
-        hrp: COSMOS.key_from_mnemonic(phrase, passphrase, index, COSMOS.network(net), NO_OPTIONS)
+        hrp: COSMOS.key_from_mnemonic(
+            phrase, passphrase, index, COSMOS.network(net), COSMOS.options({}, None)
+        )
         for hrp, net in (("cosmos", "cosmoshub"), ("osmo", "osmosis"))
     }
     assert cosmos_keys["cosmos"] == cosmos_keys["osmo"]
     doge_test, ltc_test = DOGECOIN.network("testnet"), LITECOIN.network("testnet")
-    eos_key = EOS.key_from_mnemonic(phrase, passphrase, index, EOS.network(None), NO_OPTIONS)
-    eos_account = EOS.account(eos_key, EOS.network(None), NO_OPTIONS)
+    eos_key = EOS.key_from_mnemonic(
+        phrase, passphrase, index, EOS.network(None), EOS.options({}, None)
+    )
+    eos_account = EOS.account(eos_key, EOS.network(None), EOS.options({}, eos_key))
     return {
         "account_index": index,
         "cosmos": _derived(cosmos_keys["cosmos"])
         | {
             "addresses": {
-                hrp: COSMOS.account(key, COSMOS.network(net), NO_OPTIONS).address
+                hrp: COSMOS.account(key, COSMOS.network(net), COSMOS.options({}, key)).address
                 for (hrp, key), net in zip(
                     cosmos_keys.items(), ("cosmoshub", "osmosis"), strict=True
                 )

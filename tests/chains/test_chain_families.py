@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 import pytest
 from chain_vectors import (
@@ -11,7 +11,7 @@ from chain_vectors import (
     EOS,
     KEYS,
     LITECOIN,
-    NO_OPTIONS,
+    NO_NAME,
     assert_no_echo,
     key_by_id,
 )
@@ -20,12 +20,13 @@ from chainkeys.chains import (
     FAMILIES,
     ChainError,
     Family,
-    Options,
+    NoOptions,
     eos,
     family,
     generate_key,
     parse_hex_key,
 )
+from chainkeys.chains.base58 import P2PKH, P2WPKH, AddressOptions
 from chainkeys.chains.spec import Network
 
 ONE = key_by_id("scalar-one")
@@ -120,9 +121,9 @@ def test_params_agree_with_vectors() -> None:
 
 def test_regtest_accounts() -> None:
     key = parse_hex_key(ONE["private_key_hex"])
-    ltc = LITECOIN.account(key, LITECOIN.network("regtest"), NO_OPTIONS).address
+    ltc = LITECOIN.account(key, LITECOIN.network("regtest"), LITECOIN.options({}, key)).address
     assert ltc.startswith("rltc1q") and LITECOIN.check_name(ltc) == ltc
-    doge = DOGECOIN.account(key, DOGECOIN.network("regtest"), NO_OPTIONS).address
+    doge = DOGECOIN.account(key, DOGECOIN.network("regtest"), DOGECOIN.options({}, key)).address
     # Regtest shares Bitcoin's testnet version bytes, so also the Litecoin testnet address.
     assert doge == ONE["litecoin"]["testnet"]["p2pkh"]
     assert DOGECOIN.check_name(doge) == doge
@@ -131,51 +132,57 @@ def test_regtest_accounts() -> None:
 # ---------------------------------------------------------------- options
 
 FOREIGN_OPTIONS = [
-    pytest.param(COSMOS, Options(name="alice"), "name", id="cosmos-name"),
-    pytest.param(COSMOS, Options(address_type="p2pkh"), "address_type", id="cosmos-address_type"),
-    pytest.param(DOGECOIN, Options(name="alice"), "name", id="dogecoin-name"),
-    pytest.param(
-        DOGECOIN, Options(address_type="p2pkh"), "address_type", id="dogecoin-address_type"
-    ),
-    pytest.param(LITECOIN, Options(name="alice"), "name", id="litecoin-name"),
-    pytest.param(EOS, Options(address_type="p2pkh"), "address_type", id="eos-address_type"),
+    pytest.param(COSMOS, {"name": "alice"}, "name", id="cosmos-name"),
+    pytest.param(COSMOS, {"address_type": "p2pkh"}, "address_type", id="cosmos-address_type"),
+    pytest.param(DOGECOIN, {"name": "alice"}, "name", id="dogecoin-name"),
+    pytest.param(DOGECOIN, {"address_type": "p2pkh"}, "address_type", id="dogecoin-address_type"),
+    pytest.param(LITECOIN, {"name": "alice"}, "name", id="litecoin-name"),
+    pytest.param(EOS, {"address_type": "p2pkh"}, "address_type", id="eos-address_type"),
+    pytest.param(EOS, {"memo": "x"}, "memo", id="eos-unknown"),
 ]
 
 
-@pytest.mark.parametrize(("fam", "options", "field"), FOREIGN_OPTIONS)
-def test_options_a_family_does_not_take(fam: Family, options: Options, field: str) -> None:
-    key = generate_key()
-    network = fam.network(None)
-    calls: list[Callable[[], object]] = [
-        lambda: fam.check_options(options, key),
-        lambda: fam.account(key, network, options),
-        lambda: fam.key_from_mnemonic(
-            " ".join(["abandon"] * 11 + ["about"]), "", 0, network, options
-        ),
-    ]
-    for call in calls:
+@pytest.mark.parametrize(("fam", "given", "field"), FOREIGN_OPTIONS)
+def test_options_a_family_does_not_take(
+    fam: Family[Any], given: dict[str, str], field: str
+) -> None:
+    for key in (generate_key(), None):
         with pytest.raises(ChainError) as caught:
-            call()
+            fam.options(given, key)
         assert caught.value.code == "invalid_option"
         assert field in caught.value.message
+        assert given[field] not in caught.value.message  # the field is named, not its value
+
+
+def test_each_family_has_its_own_options_type() -> None:
+    key = generate_key()
+    assert type(COSMOS.options({}, key)).__name__ == "NoOptions"
+    assert EOS.options({"name": "alice"}, key) == eos.EosOptions(name="alice")
+    assert EOS.options({}, key) == eos.EosOptions(name=None)
+    assert DOGECOIN.options({}, key) == AddressOptions(P2PKH)
+    assert DOGECOIN.account(
+        key, DOGECOIN.network(None), DOGECOIN.options({}, key)
+    ).address_type == ("p2pkh")
+    assert COSMOS.account(key, COSMOS.network(None), COSMOS.options({}, key)).address_type is None
 
 
 def test_litecoin_address_types() -> None:
     key = parse_hex_key(ONE["private_key_hex"])
     mainnet = LITECOIN.network(None)
-    assert LITECOIN.check_options(NO_OPTIONS, key) == Options(address_type="p2wpkh")
-    assert LITECOIN.check_options(NO_OPTIONS, None) == Options(address_type="p2wpkh")
-    assert (
-        LITECOIN.account(key, mainnet, NO_OPTIONS).address == ONE["litecoin"]["mainnet"]["p2wpkh"]
-    )
+    assert LITECOIN.options({}, key) == AddressOptions(P2WPKH)
+    assert LITECOIN.options({}, None) == AddressOptions(P2WPKH)
+    default = LITECOIN.account(key, mainnet, LITECOIN.options({}, key))
+    assert default.address == ONE["litecoin"]["mainnet"]["p2wpkh"]
+    assert default.address_type == "p2wpkh"
     for kind in ("p2wpkh", "p2pkh", "p2sh-p2wpkh"):
-        filled = LITECOIN.check_options(Options(address_type=kind), key)
-        assert filled == Options(address_type=kind) == LITECOIN.check_options(filled, key)
+        options = LITECOIN.options({"address_type": kind}, key)
+        assert options.address_type.name == kind
+        assert LITECOIN.account(key, mainnet, options).address_type == kind
 
 
 def test_litecoin_unknown_address_type_lists_accepted_values() -> None:
     with pytest.raises(ChainError) as caught:
-        LITECOIN.check_options(Options(address_type="p2tr"), None)
+        LITECOIN.options({"address_type": "p2tr"}, None)
     assert caught.value.code == "invalid_option"
     assert "p2wpkh, p2pkh, p2sh-p2wpkh" in caught.value.message
 
@@ -183,13 +190,15 @@ def test_litecoin_unknown_address_type_lists_accepted_values() -> None:
 def test_litecoin_uncompressed_key_defaults_to_p2pkh() -> None:
     network = LITECOIN.network(None)
     old = LITECOIN.parse_private_key(ONE["litecoin"]["mainnet"]["uncompressed_key"]["wif"], network)
-    assert LITECOIN.check_options(NO_OPTIONS, old) == Options(address_type="p2pkh")
+    assert LITECOIN.options({}, old) == AddressOptions(P2PKH)
     assert (
-        LITECOIN.account(old, network, NO_OPTIONS).address
+        LITECOIN.account(old, network, LITECOIN.options({}, old)).address
         == ONE["litecoin"]["mainnet"]["uncompressed_key"]["p2pkh"]
     )
     with pytest.raises(ChainError, match="segwit needs a compressed key"):
-        LITECOIN.check_options(Options(address_type="p2wpkh"), old)
+        LITECOIN.options({"address_type": "p2wpkh"}, old)
+    with pytest.raises(ChainError, match="segwit needs a compressed key"):  # checked twice
+        LITECOIN.account(old, network, AddressOptions(P2WPKH))
 
 
 @pytest.mark.parametrize(
@@ -204,8 +213,9 @@ def test_litecoin_uncompressed_key_defaults_to_p2pkh() -> None:
 )
 def test_litecoin_mnemonic_path_follows_address_type(kind: str | None, path: str) -> None:
     phrase = " ".join(["abandon"] * 11 + ["about"])
+    given = {} if kind is None else {"address_type": kind}
     key = LITECOIN.key_from_mnemonic(
-        phrase, "", 5, LITECOIN.network(None), Options(address_type=kind)
+        phrase, "", 5, LITECOIN.network(None), LITECOIN.options(given, None)
     )
     assert key.path == path
 
@@ -216,13 +226,13 @@ def test_litecoin_mnemonic_path_follows_address_type(kind: str | None, path: str
 def test_account_index_range(index: object) -> None:
     phrase = " ".join(["abandon"] * 11 + ["about"])
     with pytest.raises(ChainError) as caught:
-        COSMOS.key_from_mnemonic(phrase, "", index, COSMOS.network(None), NO_OPTIONS)  # type: ignore[arg-type]
+        COSMOS.key_from_mnemonic(phrase, "", index, COSMOS.network(None), NoOptions())  # type: ignore[arg-type]
     assert caught.value.code == "invalid_account_index"
 
 
 def test_largest_account_index() -> None:
     phrase = " ".join(["abandon"] * 11 + ["about"])
-    key = EOS.key_from_mnemonic(phrase, "", 2**31 - 1, EOS.network(None), NO_OPTIONS)
+    key = EOS.key_from_mnemonic(phrase, "", 2**31 - 1, EOS.network(None), NO_NAME)
     assert key.path == "m/44'/194'/0'/0/2147483647"
 
 
@@ -231,37 +241,37 @@ def test_largest_account_index() -> None:
 
 def test_eos_derived_names() -> None:
     key = generate_key()
-    names = {n: EOS.account(key, net, NO_OPTIONS).name for n, net in EOS.networks.items()}
+    names = {n: EOS.account(key, net, NO_NAME).name for n, net in EOS.networks.items()}
     assert len(set(names.values())) == len(names)  # one key, one name per network
     for name in names.values():
         assert len(name) == 12 and set(name) <= set(eos.NAME_ALPHABET)
         assert name[0].isalpha()
         assert EOS.check_name(name) == name
-    again = {n: EOS.account(key, net, NO_OPTIONS).name for n, net in EOS.networks.items()}
+    again = {n: EOS.account(key, net, NO_NAME).name for n, net in EOS.networks.items()}
     assert again == names
 
 
 def test_eos_derived_names_spread_over_the_alphabet() -> None:
     seen = set()
     for _ in range(100):
-        seen |= set(EOS.account(generate_key(), EOS.network(None), NO_OPTIONS).name)
+        seen |= set(EOS.account(generate_key(), EOS.network(None), NO_NAME).name)
     assert seen == set(eos.NAME_ALPHABET)
 
 
 def test_eos_chosen_name() -> None:
     key = generate_key()
     for network in EOS.networks.values():
-        account = EOS.account(key, network, Options(name="alice.bob"))
+        account = EOS.account(key, network, EOS.options({"name": "alice.bob"}, key))
         assert account.name == account.address == "alice.bob"
     with pytest.raises(ChainError) as caught:
-        EOS.check_options(Options(name="Alice"), key)
+        EOS.options({"name": "Alice"}, key)
     assert caught.value.code == "invalid_account_name"
 
 
 def test_eos_derived_name_from_a_network_without_a_table_entry() -> None:
     key = generate_key()
     custom = Network("eos-local", 194, testnet=True, chain_id="11" * 32)
-    name = EOS.account(key, custom, NO_OPTIONS).name
+    name = EOS.account(key, custom, EOS.options({}, key)).name
     assert name == eos.derive_account_name(bytes.fromhex("11" * 32), key.public)
 
 
@@ -290,8 +300,10 @@ def test_eos_public_key_must_be_a_curve_point() -> None:
 
 KEY_ONE = parse_hex_key(ONE["private_key_hex"])
 COSMOS_ONE = ONE["cosmos"]["addresses"]["cosmos"]
-STARS_ONE = COSMOS.account(KEY_ONE, COSMOS.network("stargaze"), NO_OPTIONS).address
-CELESTIA_ONE = COSMOS.account(KEY_ONE, COSMOS.network("celestia"), NO_OPTIONS).address
+STARS_ONE = COSMOS.account(KEY_ONE, COSMOS.network("stargaze"), COSMOS.options({}, KEY_ONE)).address
+CELESTIA_ONE = COSMOS.account(
+    KEY_ONE, COSMOS.network("celestia"), COSMOS.options({}, KEY_ONE)
+).address
 DOGE_ONE, LTC_ONE = ONE["dogecoin"], ONE["litecoin"]
 
 VALID_NAMES = [
@@ -417,10 +429,10 @@ def test_a_network_row_without_a_parameter_is_a_programming_error() -> None:
     bare = Network("bare", 1)
     key = generate_key()
     with pytest.raises(ValueError, match="no p2pkh version"):
-        DOGECOIN.account(key, bare, NO_OPTIONS)
+        DOGECOIN.account(key, bare, DOGECOIN.options({}, key))
     with pytest.raises(ValueError, match="no WIF version"):
         DOGECOIN.export_private_key(key, bare)
     with pytest.raises(ValueError, match="no bech32 prefix"):
-        COSMOS.account(key, bare, NO_OPTIONS)
+        COSMOS.account(key, bare, COSMOS.options({}, key))
     with pytest.raises(ValueError, match="no chain id"):
-        EOS.account(key, bare, NO_OPTIONS)
+        EOS.account(key, bare, EOS.options({}, key))

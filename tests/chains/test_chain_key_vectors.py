@@ -11,7 +11,6 @@ from chain_vectors import (
     EOS,
     KEYS,
     LITECOIN,
-    NO_OPTIONS,
     assert_no_echo,
     key_by_id,
     key_entry,
@@ -20,7 +19,7 @@ from chain_vectors import (
     without,
 )
 
-from chainkeys.chains import FAMILIES, ChainError, Options, eos
+from chainkeys.chains import FAMILIES, ChainError, eos
 
 # ---------------------------------------------------------------- keys[]: key -> every form
 
@@ -54,7 +53,7 @@ def test_deprecated_p2sh_version_is_not_what_litecoin_returns(vector: dict[str, 
     key = LITECOIN.parse_private_key(vector["private_key_hex"], LITECOIN.network(None))
     for network in ("mainnet", "testnet"):
         net = LITECOIN.network(network)
-        address = LITECOIN.account(key, net, Options(address_type="p2sh-p2wpkh")).address
+        address = LITECOIN.account(key, net, ltc_options("p2sh_p2wpkh")).address
         assert address != vector["litecoin"][network]["p2sh_p2wpkh_deprecated_version"]["address"]
 
 
@@ -82,12 +81,13 @@ def test_wif_imports(vector: dict[str, Any], family_name: str, network_name: str
     key = family.parse_private_key(expected["wif"], network)
     assert (key.secret.hex(), key.compressed) == (vector["private_key_hex"], True)
     assert (
-        family.account(key, network, NO_OPTIONS).public_key == vector["public_key_compressed_hex"]
+        family.account(key, network, family.options({}, key)).public_key
+        == vector["public_key_compressed_hex"]
     )
 
     old = family.parse_private_key(expected["uncompressed_key"]["wif"], network)
     assert (old.secret.hex(), old.compressed) == (vector["private_key_hex"], False)
-    account = family.account(old, network, family.check_options(NO_OPTIONS, old))
+    account = family.account(old, network, family.options({}, old))
     assert account.address == account.name == expected["uncompressed_key"]["p2pkh"]
     assert account.address != expected["p2pkh"]
     assert account.public_key == vector["public_key_uncompressed_hex"]
@@ -102,7 +102,7 @@ def test_uncompressed_wif_refuses_segwit(vector: dict[str, Any]) -> None:
     )
     for vector_type in ("p2wpkh", "p2sh_p2wpkh"):
         with pytest.raises(ChainError) as caught:
-            LITECOIN.check_options(ltc_options(vector_type), old)
+            ltc_options(vector_type, old)
         assert caught.value.code == "invalid_option"
         assert "compressed" in caught.value.message
         with pytest.raises(ChainError):
@@ -125,7 +125,7 @@ def test_cosmos_import_and_export(vector: dict[str, Any]) -> None:
     for hrp, network_name in COSMOS_NETWORK_BY_HRP.items():
         network = COSMOS.network(network_name)
         key = COSMOS.parse_private_key(vector["private_key_hex"], network)
-        account = COSMOS.account(key, network, NO_OPTIONS)
+        account = COSMOS.account(key, network, COSMOS.options({}, key))
         assert account.name == account.address == vector["cosmos"]["addresses"][hrp]
         assert COSMOS.export_private_key(key, network) == vector["private_key_hex"]
 
@@ -202,7 +202,7 @@ def test_edge_cases(case: dict[str, Any]) -> None:
         network = family.network(case["network"])
         key = family.parse_private_key(case["input"], network)
         assert (key.secret.hex(), key.compressed) == (case["decodes_to_private_key_hex"], False)
-        account = family.account(key, network, family.check_options(NO_OPTIONS, key))
+        account = family.account(key, network, family.options({}, key))
         assert account.address == case["address_of_uncompressed_pubkey"]
         assert account.address != case["address_of_compressed_pubkey"]
         assert account.public_key.startswith("04") and len(account.public_key) == 130

@@ -16,7 +16,6 @@ from chain_vectors import (
     COSMOS,
     DOGECOIN,
     MNEMONICS,
-    NO_OPTIONS,
     lookup,
     mnemonic_by_id,
     mnemonic_entry,
@@ -77,7 +76,7 @@ def test_vector_groups_are_all_compared(vector: dict[str, Any]) -> None:
 def test_testnets_use_coin_type_1() -> None:
     account = ABANDON_ABOUT["accounts"][0]
     key = DOGECOIN.key_from_mnemonic(
-        ABANDON_ABOUT["mnemonic"], "", 0, DOGECOIN.network("testnet"), NO_OPTIONS
+        ABANDON_ABOUT["mnemonic"], "", 0, DOGECOIN.network("testnet"), DOGECOIN.options({}, None)
     )
     assert key.path == "m/44'/1'/0'/0/0" == account["dogecoin"]["testnet"]["path"]
     assert key.secret.hex() != account["dogecoin"]["testnet_coin_type_3"]["private_key_hex"]
@@ -96,7 +95,7 @@ def _is_normalisation(entry: dict[str, Any]) -> bool:
 def test_invalid_mnemonics_are_refused_before_deriving(entry: dict[str, Any]) -> None:
     with pytest.raises(ChainError) as caught:
         COSMOS.key_from_mnemonic(
-            entry["input"], entry["passphrase"], 0, COSMOS.network(None), NO_OPTIONS
+            entry["input"], entry["passphrase"], 0, COSMOS.network(None), COSMOS.options({}, None)
         )
     assert caught.value.code == "invalid_mnemonic"
     message = caught.value.message
@@ -148,8 +147,8 @@ def _edge(case_id: str) -> dict[str, Any]:
 
 def _cosmos_address(mnemonic: str, passphrase: str) -> str:
     network = COSMOS.network(None)
-    key = COSMOS.key_from_mnemonic(mnemonic, passphrase, 0, network, NO_OPTIONS)
-    return COSMOS.account(key, network, NO_OPTIONS).address
+    key = COSMOS.key_from_mnemonic(mnemonic, passphrase, 0, network, COSMOS.options({}, None))
+    return COSMOS.account(key, network, COSMOS.options({}, key)).address
 
 
 def test_fullwidth_letters_fold_to_abandon_about() -> None:
@@ -209,7 +208,7 @@ PATH_ANCHORS: dict[str, Callable[[Key], str]] = {
         key, DOGECOIN.network("testnet")
     ),
     "dogecoin testnet p2pkh": lambda key: (
-        DOGECOIN.account(key, DOGECOIN.network("testnet"), NO_OPTIONS).address
+        DOGECOIN.account(key, DOGECOIN.network("testnet"), DOGECOIN.options({}, key)).address
     ),
     "litecoin p2sh-p2wpkh with the deprecated 0x05 version": lambda key: codecs.p2sh_p2wpkh_address(
         key.public, b"\x05"

@@ -25,6 +25,11 @@ class CreateRequest:
     def imports(self) -> bool:
         return self.private_key is not None or self.mnemonic is not None
 
+    def options(self) -> dict[str, str]:
+        """The create options that were sent; the family turns them into its own type."""
+        sent = {"address_type": self.address_type, "name": self.name}
+        return {name: value for name, value in sent.items() if value is not None}
+
 
 @dataclass(frozen=True, slots=True)
 class AccountView:

@@ -18,7 +18,7 @@ from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.keys import generate_key, key_from_secret
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.chains.spec import ChainError, Family, Key, Network, Options
+from chainkeys.chains.spec import ChainError, Family, Key, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, NotFound
@@ -43,7 +43,7 @@ def chain_errors() -> Iterator[None]:
         raise BadRequest(exc.message, code=exc.code) from None
 
 
-def family_of(name: str) -> Family:
+def family_of(name: str) -> Family[Any]:
     try:
         return FAMILIES[name]
     except KeyError:
@@ -60,22 +60,25 @@ class AccountService:
         self.cursors = cursors
 
     def _key_for(
-        self, fam: Family, req: CreateRequest, network: Network
-    ) -> tuple[Key, Options, str]:
+        self, fam: Family[Any], req: CreateRequest, network: Network
+    ) -> tuple[Key, Any, str]:
+        """The key and the family's own options type for it, and where the key came from."""
         if req.private_key is not None and req.mnemonic is not None:
             raise BadRequest("send private_key or mnemonic, not both", code="invalid_input")
         if req.mnemonic is None and (req.passphrase is not None or req.account_index is not None):
             raise BadRequest("passphrase and account_index go with mnemonic", code="invalid_input")
-        options = Options(address_type=req.address_type, name=req.name)
-        if req.private_key is not None:
-            return fam.parse_private_key(req.private_key, network), options, "private_key"
+        given = req.options()
         if req.mnemonic is not None:
-            options = fam.check_options(options, None)
+            options = fam.options(given, None)  # the address type picks the derivation path
             key = fam.key_from_mnemonic(
                 req.mnemonic, req.passphrase or "", req.account_index or 0, network, options
             )
             return key, options, "mnemonic"
-        return generate_key(), options, "generated"
+        if req.private_key is not None:
+            key = fam.parse_private_key(req.private_key, network)
+            return key, fam.options(given, key), "private_key"
+        key = generate_key()
+        return key, fam.options(given, key), "generated"
 
     async def create(
         self, who: Principal, family: str, req: CreateRequest, idempotency_key: str | None = None
@@ -107,7 +110,6 @@ class AccountService:
         with chain_errors():
             network = fam.network(req.network)
             key, options, source = self._key_for(fam, req, network)
-            options = fam.check_options(options, key)
             account = fam.account(key, network, options)
         row = AccountRow(
             tenant_id=who.tenant_id,
@@ -118,7 +120,7 @@ class AccountService:
             public_key=account.public_key,
             details={
                 "extra": dict(account.extra),
-                "address_type": options.address_type,
+                "address_type": account.address_type,
                 "compressed": key.compressed,
                 "source": source,
                 "path": key.path,
@@ -157,7 +159,7 @@ class AccountService:
             async with self.db.write() as tx:
                 await Audit.insert(tx, event)
 
-    def check_name(self, family: str, name: str) -> tuple[Family, str]:
+    def check_name(self, family: str, name: str) -> tuple[Family[Any], str]:
         """The family and the canonical name (bech32 is case-insensitive), before any I/O."""
         fam = family_of(family)
         with chain_errors():

@@ -2,7 +2,7 @@
 
 from chainkeys.chains.keys import generate_key, key_from_secret, parse_hex_key
 from chainkeys.chains.registry import FAMILIES, family
-from chainkeys.chains.spec import Account, ChainError, Family, Key, Network, Options
+from chainkeys.chains.spec import Account, ChainError, Family, Key, Network, NoOptions
 
 __all__ = [
     "FAMILIES",
@@ -11,7 +11,7 @@ __all__ = [
     "Family",
     "Key",
     "Network",
-    "Options",
+    "NoOptions",
     "family",
     "generate_key",
     "key_from_secret",

@@ -4,7 +4,7 @@ address types (P2PKH, P2SH-P2WPKH, P2WPKH) as data."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from chainkeys.chains.codecs import (
@@ -27,7 +27,7 @@ from chainkeys.chains.codecs import (
 )
 from chainkeys.chains.keys import parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
-from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
+from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,15 @@ P2PKH: Final = AddressType("p2pkh", 44, False, _p2pkh)
 P2SH_P2WPKH: Final = AddressType("p2sh-p2wpkh", 49, True, _p2sh_p2wpkh)
 P2WPKH: Final = AddressType("p2wpkh", 84, True, _p2wpkh)
 
+
+@dataclass(frozen=True, slots=True)
+class AddressOptions:
+    """Base58 family create options: the address type, always filled (the family's
+    default, or P2PKH for an uncompressed key, when the caller sent none)."""
+
+    address_type: AddressType
+
+
 # WIFs are 51-52 characters; anything hex-key sized is read as hex so that a
 # mistyped hex key is told what is wrong with it as hex.
 _HEX_SIZED: Final = 60
@@ -67,20 +76,19 @@ class Base58Family:
 
     Dogecoin and Litecoin are instances; they differ only in their network
     table and which address types they offer (`address_type` is a create
-    option where `option_fields` lists it; otherwise the default type is used).
+    option where there is more than one; otherwise the one type is used).
     """
 
     name: str
     networks: Mapping[str, Network]
     default_network: str
-    option_fields: frozenset[str]
     address_types: Mapping[str, AddressType]
     default_address_type: str
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
 
     @property
     def option_specs(self) -> tuple[OptionSpec, ...]:
-        if "address_type" not in self.option_fields:
+        if len(self.address_types) < 2:
             return ()
         others = [t for t in self.address_types if t != self.default_address_type]
         text = f"{self.name} address type: {self.default_address_type} (default), "
@@ -102,8 +110,8 @@ class Base58Family:
     def public_key_bytes(self, display: str) -> bytes:
         return bytes.fromhex(display)
 
-    def check_options(self, options: Options, key: Key | None) -> Options:
-        """Validate options and fill `address_type` where the family offers a choice.
+    def options(self, given: Mapping[str, str], key: Key | None) -> AddressOptions:
+        """The address type asked for, or the default for `key`.
 
         An uncompressed key (from a WIF without the 0x01 flag) defaults to
         P2PKH and cannot take a segwit type: its funds are at its P2PKH address.
@@ -112,13 +120,10 @@ class Base58Family:
             ChainError: code "invalid_option" for an option the family does not
                 take, an unknown address type, or segwit with an uncompressed key.
         """
-        reject_foreign_options(self.name, options, self.option_fields)
-        if "address_type" not in self.option_fields:
-            return options
-        return replace(options, address_type=self._address_type(options, key).name)
+        reject_foreign_options(self.name, given, self.option_specs)
+        return AddressOptions(self._address_type(given.get("address_type"), key))
 
-    def _address_type(self, options: Options, key: Key | None) -> AddressType:
-        requested = options.address_type
+    def _address_type(self, requested: str | None, key: Key | None) -> AddressType:
         uncompressed = key is not None and not key.compressed
         if requested is None:
             return self.address_types["p2pkh" if uncompressed else self.default_address_type]
@@ -146,20 +151,32 @@ class Base58Family:
         return decode_wif(text, network, self.networks, self.name)
 
     def key_from_mnemonic(
-        self, mnemonic: str, passphrase: str, account_index: int, network: Network, options: Options
+        self,
+        mnemonic: str,
+        passphrase: str,
+        account_index: int,
+        network: Network,
+        options: AddressOptions,
     ) -> Key:
         """Derive at m/purpose'/coin'/0'/0/account_index, purpose from the address type."""
-        reject_foreign_options(self.name, options, self.option_fields)
-        purpose = self._address_type(options, None).purpose
+        purpose = options.address_type.purpose
         return key_from_mnemonic(
             mnemonic, passphrase, bip44_path(purpose, network.coin_type, account_index)
         )
 
-    def account(self, key: Key, network: Network, options: Options) -> Account:
-        """Address of the requested type; public key as hex SEC (65 bytes if uncompressed)."""
-        reject_foreign_options(self.name, options, self.option_fields)
-        address = self._address_type(options, key).encode(key.public, network)
-        return Account(name=address, address=address, public_key=key.public.hex())
+    def account(self, key: Key, network: Network, options: AddressOptions) -> Account:
+        """Address of the requested type; public key as hex SEC (65 bytes if uncompressed).
+
+        Raises:
+            ChainError: code "invalid_option" for a segwit type and an uncompressed key.
+        """
+        kind = options.address_type
+        if kind.segwit and not key.compressed:
+            raise ChainError(
+                "segwit needs a compressed key; this key is uncompressed, use p2pkh", INVALID_OPTION
+            )
+        address = kind.encode(key.public, network)
+        return Account(address, address, key.public.hex(), address_type=kind.name)
 
     def export_private_key(self, key: Key, network: Network) -> str:
         """WIF for `network`, with the compression flag when the key is compressed."""

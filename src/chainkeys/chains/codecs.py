@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import fields
 from typing import Final, TypeVar
 
 from bip_utils import (  # type: ignore[import-untyped]
@@ -30,7 +29,7 @@ from bip_utils import (  # type: ignore[import-untyped]
 )
 
 from chainkeys.chains.keys import key_from_secret
-from chainkeys.chains.spec import ChainError, Key, Network, Options
+from chainkeys.chains.spec import ChainError, Key, Network, OptionSpec
 
 INVALID_KEY: Final = "invalid_private_key"
 INVALID_NAME: Final = "invalid_account_name"
@@ -317,8 +316,6 @@ def _looks_bech32(text: str) -> bool:
 
 # ---------------------------------------------------------------- family helpers
 
-_OPTION_FIELDS: Final = tuple(f.name for f in fields(Options))
-
 
 def select_network(
     family: str, networks: Mapping[str, Network], default: str, name: str | None
@@ -338,14 +335,17 @@ def select_network(
     return network
 
 
-def reject_foreign_options(family: str, options: Options, accepted: frozenset[str]) -> None:
-    """Refuse any `Options` field the family does not take.
+def reject_foreign_options(
+    family: str, given: Mapping[str, str], specs: tuple[OptionSpec, ...]
+) -> None:
+    """Refuse any create option the family does not take.
 
     Raises:
-        ChainError: code "invalid_option", naming the field.
+        ChainError: code "invalid_option", naming the field (never its value).
     """
-    for name in _OPTION_FIELDS:
-        if name not in accepted and getattr(options, name) is not None:
+    accepted = {spec.name for spec in specs}
+    for name in given:
+        if name not in accepted:
             raise ChainError(f"{family} does not accept the option {name!r}", INVALID_OPTION)
 
 

@@ -10,7 +10,7 @@ from typing import Any, Final
 from chainkeys.chains import codecs
 from chainkeys.chains.keys import parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
-from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
+from chainkeys.chains.spec import Account, ChainError, Key, Network, NoOptions, OptionSpec
 from chainkeys.chains.tx import cosmos as signers
 from chainkeys.chains.tx import cosmos_transfer as transfers
 
@@ -44,18 +44,17 @@ class CosmosFamily:
     name: str
     networks: Mapping[str, Network]
     default_network: str
-    option_fields: frozenset[str]
-    option_specs: tuple[OptionSpec, ...] = ()
+    option_specs: tuple[OptionSpec, ...] = ()  # Cosmos takes no create options
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
 
     def network(self, name: str | None) -> Network:
         """The named network (None: cosmoshub); ChainError listing accepted names."""
         return codecs.select_network(self.name, self.networks, self.default_network, name)
 
-    def check_options(self, options: Options, key: Key | None) -> Options:
+    def options(self, given: Mapping[str, str], key: Key | None) -> NoOptions:
         """Cosmos takes no create options."""
-        codecs.reject_foreign_options(self.name, options, self.option_fields)
-        return options
+        codecs.reject_foreign_options(self.name, given, self.option_specs)
+        return NoOptions()
 
     def parse_private_key(self, text: str, network: Network) -> Key:
         """64 hex digits (`keys export --unarmored-hex`), optional 0x."""
@@ -64,17 +63,20 @@ class CosmosFamily:
         return parse_hex_key(text)
 
     def key_from_mnemonic(
-        self, mnemonic: str, passphrase: str, account_index: int, network: Network, options: Options
+        self,
+        mnemonic: str,
+        passphrase: str,
+        account_index: int,
+        network: Network,
+        options: NoOptions,
     ) -> Key:
         """Derive at m/44'/118'/0'/0/account_index (coin type from the network row)."""
-        codecs.reject_foreign_options(self.name, options, self.option_fields)
         return key_from_mnemonic(
             mnemonic, passphrase, bip44_path(44, network.coin_type, account_index)
         )
 
-    def account(self, key: Key, network: Network, options: Options) -> Account:
+    def account(self, key: Key, network: Network, options: NoOptions) -> Account:
         """Address bech32(hrp, hash160(key)); public key base64; keyring JSON in extra."""
-        codecs.reject_foreign_options(self.name, options, self.option_fields)
         if not key.compressed:
             raise ChainError("cosmos addresses need a compressed key", codecs.INVALID_KEY)
         address = codecs.bech32_encode(
@@ -126,6 +128,5 @@ FAMILY: Final = CosmosFamily(
     name="cosmos",
     networks=NETWORKS,
     default_network="cosmoshub",
-    option_fields=frozenset(),
     signers=(*signers.KINDS, *transfers.KINDS),
 )

@@ -23,7 +23,6 @@ FAMILY: Final = Base58Family(
     name="dogecoin",
     networks=NETWORKS,
     default_network="mainnet",
-    option_fields=frozenset(),
     address_types={"p2pkh": P2PKH},
     signers=(psbt.KIND, rawtx.KIND, message.KIND),
     default_address_type="p2pkh",

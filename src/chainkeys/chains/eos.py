@@ -25,7 +25,7 @@ from coincurve import PublicKey
 from chainkeys.chains import codecs
 from chainkeys.chains.keys import key_from_secret, parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
-from chainkeys.chains.spec import Account, ChainError, Key, Network, Options, OptionSpec
+from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
 from chainkeys.chains.tx import eos as signers
 
 # Chain ids as published by each chain (wharfkit/common Chains, Anchor).
@@ -245,13 +245,19 @@ def _pub33(key: Key) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
+class EosOptions:
+    """EOS create options: the account name, checked (None: derived from the key)."""
+
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class EosFamily:
     """EOSIO/Antelope chains: the account name is chosen by the caller or derived."""
 
     name: str
     networks: Mapping[str, Network]
     default_network: str
-    option_fields: frozenset[str]
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     option_specs: tuple[OptionSpec, ...] = (
         OptionSpec(
@@ -265,29 +271,32 @@ class EosFamily:
         """The named network (None: eos); ChainError listing accepted names."""
         return codecs.select_network(self.name, self.networks, self.default_network, name)
 
-    def check_options(self, options: Options, key: Key | None) -> Options:
+    def options(self, given: Mapping[str, str], key: Key | None) -> EosOptions:
         """Only `name` is accepted, and it must be a valid account name."""
-        codecs.reject_foreign_options(self.name, options, self.option_fields)
-        if options.name is not None:
-            check_name(options.name)
-        return options
+        codecs.reject_foreign_options(self.name, given, self.option_specs)
+        name = given.get("name")
+        return EosOptions(None if name is None else check_name(name))
 
     def parse_private_key(self, text: str, network: Network) -> Key:
         """Legacy WIF, PVT_K1_ or hex; the same on every network."""
         return parse_private_key(text)
 
     def key_from_mnemonic(
-        self, mnemonic: str, passphrase: str, account_index: int, network: Network, options: Options
+        self,
+        mnemonic: str,
+        passphrase: str,
+        account_index: int,
+        network: Network,
+        options: EosOptions,
     ) -> Key:
         """Derive at m/44'/194'/0'/0/account_index."""
-        codecs.reject_foreign_options(self.name, options, self.option_fields)
         return key_from_mnemonic(
             mnemonic, passphrase, bip44_path(44, network.coin_type, account_index)
         )
 
-    def account(self, key: Key, network: Network, options: Options) -> Account:
-        """Name (caller's or derived); legacy public key; PUB_K1_ form in extra."""
-        self.check_options(options, key)
+    def account(self, key: Key, network: Network, options: EosOptions) -> Account:
+        """Name (caller's, checked by `options`, or derived); legacy public key; PUB_K1_
+        form in extra."""
         pub33 = _pub33(key)
         name = options.name or derive_account_name(_chain_id_bytes(network), pub33)
         return Account(
@@ -320,6 +329,5 @@ FAMILY: Final = EosFamily(
     name="eos",
     networks=NETWORKS,
     default_network="eos",
-    option_fields=frozenset({"name"}),
     signers=signers.KINDS,
 )

@@ -25,7 +25,6 @@ FAMILY: Final = Base58Family(
     name="litecoin",
     networks=NETWORKS,
     default_network="mainnet",
-    option_fields=frozenset({"address_type"}),
     address_types={t.name: t for t in (P2WPKH, P2PKH, P2SH_P2WPKH)},
     signers=(psbt.KIND, rawtx.KIND, message.KIND),
     default_address_type="p2wpkh",

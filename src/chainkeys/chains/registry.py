@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from chainkeys.chains import cosmos, dogecoin, eos, litecoin
 from chainkeys.chains.spec import ChainError, Family
 
-FAMILIES: Final[Mapping[str, Family]] = MappingProxyType(
+FAMILIES: Final[Mapping[str, Family[Any]]] = MappingProxyType(
     {
         "cosmos": cosmos.FAMILY,
         "dogecoin": dogecoin.FAMILY,
@@ -19,7 +19,7 @@ FAMILIES: Final[Mapping[str, Family]] = MappingProxyType(
 )
 
 
-def family(name: str) -> Family:
+def family(name: str) -> Family[Any]:
     """The named family.
 
     Raises:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 
 class ChainError(ValueError):
@@ -52,11 +52,13 @@ class Key:
 
 
 @dataclass(frozen=True, slots=True)
-class Options:
-    """Family-specific create options (validated by the family)."""
+class NoOptions:
+    """The create options of a family that takes none (Cosmos, Dogecoin)."""
 
-    address_type: str | None = None  # Litecoin: p2wpkh (default), p2pkh, p2sh-p2wpkh
-    name: str | None = None  # EOS: caller-chosen account name
+
+OptionsT = TypeVar("OptionsT")  # a family's own create options type (each family module defines it)
+OptionsIn = TypeVar("OptionsIn", contravariant=True)
+OptionsOut = TypeVar("OptionsOut", covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ class Account:
     address: str
     public_key: str  # the family's display form
     extra: Mapping[str, str] = field(default_factory=dict)  # e.g. public_key_k1, pubkey
+    address_type: str | None = None  # base58 families: p2pkh, p2wpkh, p2sh-p2wpkh (stored)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,7 @@ class OptionSpec:
     """A create option a family takes, as data: request schemas and OpenAPI enums are
     built from it (a new address type appears in validation and documentation at once)."""
 
-    name: str  # an `Options` field
+    name: str  # the create-request field, and the family's options attribute
     description: str
     choices: tuple[str, ...] = ()  # allowed values (empty: free text)
     max_length: int | None = None
@@ -97,7 +100,7 @@ class Networks(Protocol):
         ...
 
 
-class KeyForms(Protocol):
+class KeyForms(Protocol[OptionsIn]):
     """Reading and writing the family's private-key forms."""
 
     def parse_private_key(self, text: str, network: Network) -> Key:
@@ -105,7 +108,12 @@ class KeyForms(Protocol):
         ...
 
     def key_from_mnemonic(
-        self, mnemonic: str, passphrase: str, account_index: int, network: Network, options: Options
+        self,
+        mnemonic: str,
+        passphrase: str,
+        account_index: int,
+        network: Network,
+        options: OptionsIn,
     ) -> Key:
         """Derive the key at the family's standard BIP32 path."""
         ...
@@ -119,10 +127,10 @@ class KeyForms(Protocol):
         ...
 
 
-class Addresses(Protocol):
+class Addresses(Protocol[OptionsIn]):
     """Names and addresses of accounts."""
 
-    def account(self, key: Key, network: Network, options: Options) -> Account:
+    def account(self, key: Key, network: Network, options: OptionsIn) -> Account:
         """Name, address and public key forms of `key` on `network`."""
         ...
 
@@ -142,25 +150,28 @@ class Addresses(Protocol):
         ...
 
 
-class CreateOptions(Protocol):
-    """The options a create request may carry for this family."""
-
-    @property
-    def option_fields(self) -> frozenset[str]:
-        """Which `Options` fields this family accepts."""
-        ...
+class CreateOptions(Protocol[OptionsOut]):
+    """The options a create request may carry for this family, typed per family."""
 
     @property
     def option_specs(self) -> tuple[OptionSpec, ...]:
-        """The same, as data for request schemas and the OpenAPI document."""
+        """The fields it takes, as data for request schemas and the OpenAPI document."""
         ...
 
-    def check_options(self, options: Options, key: Key | None) -> Options:
-        """Validate and fill defaults of create options; ChainError when not allowed."""
+    def options(self, given: Mapping[str, str], key: Key | None) -> OptionsOut:
+        """The family's options from the request fields that were sent, validated, with
+        defaults filled for `key` (None: not known yet, e.g. before a mnemonic is derived).
+
+        Raises:
+            ChainError: code "invalid_option" for a field the family does not take or a
+                value it does not accept.
+        """
         ...
 
 
-class Family(Networks, KeyForms, Addresses, CreateOptions, Protocol):
+class Family(
+    Networks, KeyForms[OptionsT], Addresses[OptionsT], CreateOptions[OptionsT], Protocol[OptionsT]
+):
     """Everything the account service needs from a family: the narrow capabilities
     together. Signing is the `signers` slot: each family's `SignKind`s (chains/tx/),
     empty until a family can sign."""

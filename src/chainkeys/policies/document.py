@@ -181,7 +181,7 @@ def _caps(raw: dict[str, Any] | None, at: str) -> Mapping[str, int] | None:
     return caps
 
 
-def _recipient(fam: Family, network: str | None, text: str, at: str) -> str:
+def _recipient(fam: Family[Any], network: str | None, text: str, at: str) -> str:
     """The canonical form of an allow-listed recipient, as summaries carry them."""
     try:
         return canonical_recipient(fam, network, text)
@@ -189,7 +189,7 @@ def _recipient(fam: Family, network: str | None, text: str, at: str) -> str:
         raise PolicyError(f"{at}: {text!r} is not a valid recipient: {exc.message}") from None
 
 
-def canonical_recipient(fam: Family, network: str | None, text: str) -> str:
+def canonical_recipient(fam: Family[Any], network: str | None, text: str) -> str:
     """A recipient as it is compared: bech32 lowercased; base58 and EOS names as they are.
 
     Cosmos recipients may be on another chain (an IBC receiver), so any bech32
