@@ -7,6 +7,7 @@ import json
 import logging
 import logging.config
 import os
+import re
 import sys
 import threading
 import time
@@ -93,10 +94,18 @@ class _Direct:
     _stamp = ""
 
 
+_LOG_SAFE = "/:@!$&'()*+,;=-._~?[]"
+_ALL_SAFE = re.compile(r"[A-Za-z0-9" + re.escape(_LOG_SAFE) + r"]*")
+
+
 def _field(text: str, limit: int = 200) -> str:
     """A logged value made harmless: no control characters, spaces or non-ASCII
-    (percent-encoded), so no request can forge or split a log line."""
-    return quote(text[:limit], safe="/:@!$&'()*+,;=-._~?[]")
+    (percent-encoded), so no request can forge or split a log line. Text that is
+    already all safe characters (nearly every path) is returned as it is."""
+    text = text[:limit]
+    if _ALL_SAFE.fullmatch(text) is not None:
+        return text
+    return quote(text, safe=_LOG_SAFE)
 
 
 def access(
