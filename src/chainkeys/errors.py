@@ -94,6 +94,14 @@ class RateLimited(ChainkeysError):
         self.retry_after = max(1, retry_after)
 
 
+class KeyMismatch(ChainkeysError):
+    """The key opened for an account is not the key of its stored public key: the
+    stored row is damaged or was altered. Answered as an internal error (500)."""
+
+    code = "key_mismatch"
+    message = "this account's stored key does not match its public key; nothing was signed"
+
+
 class StorageUnavailable(ChainkeysError):
     code, message = "storage_unavailable", "storage is unavailable; try again"
 

@@ -233,3 +233,32 @@ def test_transfer_refusals(signer: httpx.Client, change: dict[str, Any], code: s
     r = signer.post(f"/cosmos/{ADDRESS}/sign-transfer", json={**TRANSFER, **change})
     assert r.status_code == 400, r.text
     assert r.json()["code"] == code
+
+
+def test_a_stored_key_that_is_not_the_accounts_key_signs_nothing(
+    server: Any, client: httpx.Client
+) -> None:
+    """A row whose public key was altered (or whose sealed key belongs to another key):
+    the opened key is compared with the stored public key before anything is signed."""
+    from sqlalchemy import text
+
+    address = client.post("/cosmos", json={}).json()["data"]["data"]["address"]
+    alien = base64.b64encode(bytes.fromhex(VECTORS["keys"][1]["public_key_compressed_hex"]))
+
+    async def tamper() -> None:
+        async with server.services.db.write() as tx:
+            await tx.execute(text("UPDATE accounts SET public_key = :pk WHERE address = :a"),
+                             {"pk": alien.decode(), "a": address})  # fmt: skip
+
+    server.call(tamper())
+    r = client.post(f"/cosmos/{address}/sign-message", json={"message": "pay 5 atom"})
+    assert r.status_code == 500
+    assert r.json() == {"success": False, "code": "key_mismatch",
+                        "message": "this account's stored key does not match its public key; "
+                                   "nothing was signed"}  # fmt: skip
+    transfer = {**TRANSFER, "fromAddress": address}
+    r = client.post(f"/cosmos/{address}/sign-transfer", json=transfer)
+    assert r.status_code == 500 and r.json()["code"] == "key_mismatch"
+    events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "sign"]
+    assert [e["outcome"] for e in events] == ["key_mismatch", "key_mismatch"]
+    assert all(e["account_name"] == address for e in events)

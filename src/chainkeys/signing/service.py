@@ -9,6 +9,7 @@ audit row (or cap count) cannot be committed is not handed out.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import msgspec
@@ -21,11 +22,13 @@ from chainkeys.audit.service import audit_event
 from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.spec import ChainError
 from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary
-from chainkeys.errors import BadRequest, ChainkeysError, PolicyDenied
+from chainkeys.errors import BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
 from chainkeys.policies.engine import Decision, Refusal, decide
 from chainkeys.policies.service import PolicyService
 from chainkeys.store.db import Database
 from chainkeys.tokens.service import Principal
+
+log = logging.getLogger("chainkeys.signing")
 
 
 def owner_of(row: AccountRow) -> Owner:
@@ -68,12 +71,19 @@ class SigningService:
                         tx, who.tenant_id, family, owner.network.name, decision, summary.digest
                     )
                 key = key_from_secret(self.accounts.open_key(row), len(owner.public_key) == 33)
+                if key.public != owner.public_key:  # decoded and checked against this key
+                    log.error("refused to sign: the %s account %s opened a key that is not "
+                              "its stored public key's", row.family, row.name)  # fmt: skip
+                    raise KeyMismatch()
                 signed = prepared.sign(key)
                 details = self._details(kind, summary, decision)
                 details["tx_id"] = signed.tx_id
                 event = audit_event(who, "sign", "ok", family=row.family,
                                     account_name=row.name, details=details)  # fmt: skip
                 await Audit.insert(tx, event)
+        except KeyMismatch:
+            await self._refused(who, row, KeyMismatch.code, {"kind": kind.path})
+            raise
         except Refusal as refusal:
             details = self._details(kind, summary, decision)
             details.update(rule=refusal.rule.index if refusal.rule else None,
