@@ -136,8 +136,8 @@ def test_a_client_request_id_is_not_the_audit_id(client: httpx.Client) -> None:
         "/cosmos", json={}, headers={"X-Request-ID": first.headers["x-request-id"]}
     )
     assert copied.status_code == 200
-    events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "create"]
-    ids = [e["request_id"] for e in events]
+    events = client.get("/audit", params={"action": "create"}).json()["data"]["events"]
+    ids = [e["request_id"] for e in reversed(events)]  # newest first
     assert ids == [first.headers["x-request-id"], copied.headers["x-request-id"]]
     assert len(set(ids)) == 2
 

@@ -35,7 +35,7 @@ def test_delete_then_restore(server: Any) -> None:
         secret = server.call(server.services.accounts.open_secret(owner, "cosmos", address))
         assert secret.hex() == private_key  # the very same key came back
         actions = [e["action"] for e in c.get("/audit").json()["data"]["events"]]
-        assert actions[-3:] == ["create", "delete", "restore"]
+        assert actions[:3] == ["restore", "delete", "create"]  # newest first
 
         with pytest.raises(AccountNotFound):
             server.call(server.services.accounts.restore(tenant, "cosmos", address))

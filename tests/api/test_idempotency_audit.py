@@ -102,9 +102,10 @@ def test_concurrent_repeats_act_once(server: Any) -> None:
 
 
 def events(client: httpx.Client, **params: Any) -> list[dict[str, Any]]:
+    """The caller's events, oldest first (the API lists them newest first)."""
     r = client.get("/audit", params=params)
     assert r.status_code == 200, r.text
-    return list(r.json()["data"]["events"])
+    return list(reversed(r.json()["data"]["events"]))
 
 
 def test_audit_records_creates_imports_deletes_and_failures(client: httpx.Client) -> None:

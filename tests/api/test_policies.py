@@ -4,14 +4,11 @@ signs nothing and is audited with the summary."""
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
+from tests.api.tenants import Tenant
 from tests.api.test_sign_cosmos import ADDRESS, IBC_TRANSFER, OTHER, PRIVATE, TRANSFER, direct_doc
 from tests.api.test_sign_eos import CHAIN, NAME, build, transfer
 from tests.api.test_sign_utxo import KEY, RECIPIENT, VECTORS
@@ -21,51 +18,6 @@ from tests.node import require_node, run_node
 OSMO = VECTORS["keys"][1]["cosmos"]["addresses"]["osmo"]
 STRANGER = VECTORS["keys"][2]["cosmos"]["addresses"]["cosmos"]
 IBC_BODY = {**IBC_TRANSFER, "toAddress": OSMO}
-
-
-class Tenant:
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.name = f"p-{uuid.uuid4().hex[:10]}"
-        self.client = server.client(server.new_token(self.name))
-
-    def policy(self, *rules: dict[str, Any]) -> None:
-        assert self.server.services is not None
-        text = json.dumps({"rules": list(rules)})
-        self.server.call(self.server.services.policies.set(self.name, text, "json"))
-
-    def clear(self) -> None:
-        assert self.server.services is not None
-        self.server.call(self.server.services.policies.clear(self.name))
-
-    def sign(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        return self.client.post(path, json=body)
-
-    def denied(self, path: str, body: dict[str, Any], *words: str) -> str:
-        r = self.sign(path, body)
-        assert r.status_code == 403, r.text
-        assert r.json()["code"] == "policy_denied"
-        message: str = r.json()["message"]
-        for word in words:
-            assert word in message, message
-        return message
-
-    def allowed(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        r = self.sign(path, body)
-        assert r.status_code == 200, r.text
-        data: dict[str, Any] = r.json()["data"]
-        return data
-
-    def sign_events(self) -> list[dict[str, Any]]:
-        events = self.client.get("/audit").json()["data"]["events"]
-        return [e for e in events if e["action"] == "sign"]
-
-
-@pytest.fixture
-def tenant(server: Server) -> Iterator[Tenant]:
-    t = Tenant(server)
-    yield t
-    t.client.close()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from tests.conftest import TEST_MASTER_KEY, drop_pg_database, free_port, make_pg
 
 from chainkeys.accounts.idempotency_store import Idempotency, IdempotencyRecord
 from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts
-from chainkeys.audit.repository import Audit, AuditEvent
+from chainkeys.audit.repository import Audit, AuditEvent, AuditQuery
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
 from chainkeys.keys.repository import Meta
@@ -260,7 +260,7 @@ def test_a_transaction_that_raises_leaves_nothing(pg_url: str) -> None:
         async with db.read() as tx:
             assert await Accounts.get(tx, tenant, "cosmos", "half") is None
             assert await Accounts.get(tx, tenant, "cosmos", "first") is None
-            assert await Audit.page(tx, tenant, 0, 0, 10) == []
+            assert await Audit.page(tx, AuditQuery(tenant), 0, 10) == []
 
     run_with_db(pg_url, main, db_pool_size=1)
 
@@ -285,7 +285,7 @@ def test_an_account_and_its_audit_row_go_in_as_one_statement(pg_url: str) -> Non
         async with db.read() as tx:
             row = await Accounts.get(tx, tenant, "cosmos", "solo")
             assert row is not None and row.address == account(tenant, "solo").address
-            events = await Audit.page(tx, tenant, 0, 0, 10)
+            events = await Audit.page(tx, AuditQuery(tenant), 0, 10)
         assert [
             (e.action, e.outcome, e.account_name, e.request_id, e.created_ms) for e in events
         ] == [("create", "ok", "solo", "rid-1", 7)]
@@ -305,7 +305,7 @@ def test_rarer_statements_compiled_per_call(pg_url: str) -> None:
             await Meta.insert(tx, f"m-{tenant}", b"\x00\xff", "k9")
         async with db.read() as tx:
             tokens = await Tenants.list_tokens(tx, f"name-{tenant}")
-            events = await Audit.page(tx, tenant, 0, 0, 10)
+            events = await Audit.page(tx, AuditQuery(tenant), 0, 10)
             key_ids = await Meta.key_ids(tx)
             meta = await Meta.get(tx, f"m-{tenant}")
             everything = await Meta.all(tx)

@@ -64,18 +64,26 @@ switch (req.action) {
     break;
   }
   case "build_psbt": {
-    // A funding transaction paying the account, then a PSBT spending it, as a wallet builds them
+    // A funding transaction paying the account, then a PSBT spending it, as a wallet builds them.
+    // Attack shapes too: `witnessValue` claims another amount for the input, `foreign` adds
+    // inputs of someone else with no UTXO data, an output may be a raw `script`.
     const { pay, fund } = funding(req, 7);
     const psbt = new bitcoin.Psbt({ network });
     psbt.setMaximumFeeRate(2 ** 31);
     const input = { hash: fund.getId(), index: 0 };
     if (req.nonWitness !== false) input.nonWitnessUtxo = req.tamperPrev
       ? (() => { const t = fund.clone(); t.locktime = 9; return t.toBuffer(); })() : fund.toBuffer();
-    if (req.witness) input.witnessUtxo = { script: pay.output, value: BigInt(req.amountIn) };
+    if (req.witness) {
+      input.witnessUtxo = { script: pay.output, value: BigInt(req.witnessValue ?? req.amountIn) };
+    }
     if (req.kind === "p2sh-p2wpkh") input.redeemScript = pay.redeem.output;
     if (req.sighashType) input.sighashType = req.sighashType;
     psbt.addInput(input);
-    for (const o of req.outputs) psbt.addOutput({ address: o.address, value: BigInt(o.value) });
+    for (let i = 0; i < (req.foreign || 0); i++) psbt.addInput({ hash: Buffer.alloc(32, 0x42 + i), index: i });
+    for (const o of req.outputs) {
+      const script = o.script ? Buffer.from(o.script, "hex") : bitcoin.address.toOutputScript(o.address, network);
+      psbt.addOutput({ script, value: BigInt(o.value) });
+    }
     out = { psbt: psbt.toBase64(), fundTxid: fund.getId() };
     break;
   }
@@ -84,6 +92,7 @@ switch (req.action) {
     const tx = new bitcoin.Transaction();
     tx.version = 1;
     tx.addInput(Buffer.from(fund.getId(), "hex").reverse(), 0);
+    for (let i = 0; i < (req.foreign || 0); i++) tx.addInput(Buffer.alloc(32, 0x42 + i), i);
     for (const o of req.outputs) {
       tx.addOutput(bitcoin.address.toOutputScript(o.address, network), BigInt(o.value));
     }

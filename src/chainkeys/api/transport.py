@@ -1,11 +1,13 @@
 """What every request passes through before and after the framework: an ASGI wrapper.
 
-It sits outside Litestar so that it sees every request, routing errors included:
+It sits outside the framework (Starlette) so that it sees every request, routing errors included:
 - a server-made request id (`X-Request-ID` on every response, the access line,
   the audit log); a client's own id is kept apart as `client_request_id`;
-- the body's bounds: its size (413), a deadline for all of it (408: an idle
-  timer would let one byte every few seconds hold a connection forever), and a
-  body that never fully arrives is a disconnect, never a complete request;
+- the body's bounds: its size (413; a declared size over the limit is refused
+  by the route after authentication, before a byte is read, so a refused sign
+  request is audited), a deadline for all of it (408: an idle timer would let
+  one byte every few seconds hold a connection forever), and a body that
+  never fully arrives is a disconnect, never a complete request;
 - `Connection: close` after a response that left part of a body unread, so a
   stalled or oversized upload cannot keep its connection;
 - requests refused before any handler runs: two `Authorization` headers (a
@@ -46,6 +48,9 @@ CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # Scope keys the wrapper sets for the app (read by api/auth.py and the access line).
 ARRIVED = "chainkeys.arrived"
 TOKEN_ID = "chainkeys.token_id"  # noqa: S105 - a scope key, not a secret
+# The body limit when the declared body is over it (else 0): the first read raises 413
+# before any byte is read. Left to the app, so that a refused sign request is audited.
+OVERSIZE = "chainkeys.oversize"
 
 
 class _RequestIds:
@@ -70,16 +75,21 @@ request_ids = _RequestIds()
 class _Body:
     """The request body as the app receives it: bounded in size and in time."""
 
-    def __init__(self, receive: Receive, expected: bool, limit: int, timeout: float) -> None:
+    def __init__(
+        self, receive: Receive, expected: bool, limit: int, timeout: float, oversize: bool
+    ) -> None:
         self._receive = receive
         self.limit = limit
         self.timeout = timeout
         self.complete = not expected
         self.gone = False
+        self.oversize = oversize
         self._seen = 0
         self._deadline: float | None = None
 
     async def receive(self) -> Message:
+        if self.oversize:
+            raise PayloadTooLarge(f"request body is larger than {self.limit} bytes")
         if self.complete or self.gone:
             return await self._receive()  # after the body: a disconnect, when it comes
         loop = asyncio.get_running_loop()
@@ -145,7 +155,9 @@ class Transport:
                 client_rid = text if CLIENT_REQUEST_ID.fullmatch(text) else None
         logs.client_request_id.set(client_rid)
         expected = chunked or (declared is not None and declared != 0)
-        body = _Body(receive, expected, self.max_body, self.body_timeout)
+        oversize = declared is not None and declared > self.max_body
+        scope[OVERSIZE] = self.max_body if oversize else 0
+        body = _Body(receive, expected, self.max_body, self.body_timeout, oversize)
         status = 500
         rid_header = (b"x-request-id", rid.encode())
 
@@ -201,8 +213,6 @@ class Transport:
             return BadRequest("send one Authorization header", code="duplicate_authorization")
         if declared is not None and declared < 0:
             return BadRequest("Content-Length is not a number", code="bad_http_request")
-        if declared is not None and declared > self.max_body:
-            return PayloadTooLarge(f"request body is larger than {self.max_body} bytes")
         raw = scope.get("raw_path") or b""
         if b"%2f" in raw.lower():
             return BadRequest("an encoded '/' is not allowed in the path", code="invalid_path")

@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import (
-    insert,
-    select,
-)
+from sqlalchemy import Select, insert, select
 
 from chainkeys.store.sql import Prepared, Tx
 from chainkeys.store.tables import (
@@ -26,6 +23,20 @@ _AUDIT_COLS = (
     _u.request_id, _u.outcome, _u.created_ms, _u.actor_token_id, _u.client_request_id,
     _u.details,
 )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class AuditQuery:
+    """Which events to read: one tenant's (None: every tenant, the operator's view),
+    optionally only some families (a family-limited token sees only its families'
+    events), one action, one family, one account, none older than `since_ms`."""
+
+    tenant_id: str | None
+    since_ms: int = 0
+    families: frozenset[str] | None = None
+    action: str | None = None
+    family: str | None = None
+    account: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +76,33 @@ class Audit:
         await tx.execute(_INSERT_AUDIT, event.params())
 
     @staticmethod
-    async def page(
-        tx: Tx, tenant_id: str | None, since_ms: int, after: int, limit: int
-    ) -> list[AuditEvent]:
-        stmt = select(*_AUDIT_COLS).where(_u.id > after, _u.created_ms >= since_ms)
-        if tenant_id is not None:
-            stmt = stmt.where(_u.tenant_id == tenant_id)
-        rows = (await tx.execute(stmt.order_by(_u.id).limit(limit))).all()
-        return [AuditEvent(**r._mapping) for r in rows]
+    async def page(tx: Tx, q: AuditQuery, after: int, limit: int) -> list[AuditEvent]:
+        """Up to `limit` events after row `after`, oldest first (the CLI's order)."""
+        stmt = _where(q).where(_u.id > after).order_by(_u.id).limit(limit)
+        return [AuditEvent(**r._mapping) for r in (await tx.execute(stmt)).all()]
+
+    @staticmethod
+    async def newest(tx: Tx, q: AuditQuery, before: int | None, limit: int) -> list[AuditEvent]:
+        """Up to `limit` events before row `before` (None: the newest), newest first."""
+        stmt = _where(q)
+        if before is not None:
+            stmt = stmt.where(_u.id < before)
+        stmt = stmt.order_by(_u.id.desc()).limit(limit)
+        return [AuditEvent(**r._mapping) for r in (await tx.execute(stmt)).all()]
+
+
+def _where(q: AuditQuery) -> Select[Any]:
+    stmt = select(*_AUDIT_COLS)
+    if q.since_ms:
+        stmt = stmt.where(_u.created_ms >= q.since_ms)
+    if q.tenant_id is not None:
+        stmt = stmt.where(_u.tenant_id == q.tenant_id)
+    if q.families is not None:
+        stmt = stmt.where(_u.family.in_(sorted(q.families)))
+    if q.action is not None:
+        stmt = stmt.where(_u.action == q.action)
+    if q.family is not None:
+        stmt = stmt.where(_u.family == q.family)
+    if q.account is not None:
+        stmt = stmt.where(_u.account_name == q.account)
+    return stmt

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import orjson
+import msgspec
 
 from chainkeys import logs
-from chainkeys.audit.repository import Audit, AuditEvent
+from chainkeys.audit.repository import Audit, AuditEvent, AuditQuery
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest
@@ -41,7 +41,7 @@ def audit_event(
         request_id=logs.request_id.get(),
         actor_token_id=(actor.token_id or None) if actor else None,
         client_request_id=logs.client_request_id.get(),
-        details=orjson.dumps(details).decode() if details is not None else None,
+        details=msgspec.json.encode(details).decode() if details is not None else None,
         **fields,
     )
 
@@ -54,12 +54,10 @@ class AuditService:
         self.settings = settings
         self.cursors = cursors
 
-    async def events(
-        self, tenant_id: str | None, since_ms: int, after_id: int, limit: int
-    ) -> list[AuditEvent]:
-        """Up to `limit` events after row `after_id` (the CLI's paging)."""
+    async def events(self, q: AuditQuery, after_id: int, limit: int) -> list[AuditEvent]:
+        """Up to `limit` events after row `after_id`, oldest first (the CLI's paging)."""
         async with self.db.read() as tx:
-            return await Audit.page(tx, tenant_id, since_ms, after_id, limit)
+            return await Audit.page(tx, q, after_id, limit)
 
     async def record(self, event: AuditEvent) -> None:
         """Write one event on its own (a refusal: nothing else is written with it)."""
@@ -67,23 +65,24 @@ class AuditService:
             await Audit.insert(tx, event)
 
     async def page(
-        self, tenant_id: str | None, since_ms: int, limit: int | None, cursor: str | None
+        self, q: AuditQuery, limit: int | None, cursor: str | None
     ) -> tuple[list[AuditEvent], str | None]:
+        """A page of events, newest first; the cursor is bound to the query's tenant."""
         limit = self.settings.list_default_limit if limit is None else limit
         if not 1 <= limit <= self.settings.list_max_limit:
             raise BadRequest(
                 f"limit must be between 1 and {self.settings.list_max_limit}", code="invalid_limit"
             )
-        scope = f"audit/{tenant_id or '*'}"
-        after = 0
-        assert self.cursors is not None, "API pages need cursors (the master key)"
+        if self.cursors is None:
+            raise RuntimeError("API pages need cursors (the master key)")
+        scope = f"audit/{q.tenant_id or '*'}"
+        before = None
         if cursor:
-            found = self.cursors.open(cursor, scope)
-            if found is None:
+            before = self.cursors.open(cursor, scope)
+            if before is None:
                 raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
-            after = found
         async with self.db.read() as tx:
-            events = await Audit.page(tx, tenant_id, since_ms, after, limit + 1)
+            events = await Audit.newest(tx, q, before, limit + 1)
         more = len(events) > limit
         events = events[:limit]
         return events, (self.cursors.make(events[-1].id or 0, scope) if more else None)

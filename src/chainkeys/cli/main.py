@@ -8,9 +8,11 @@ import sys
 from datetime import UTC, datetime
 from typing import Annotated
 
+import msgspec
 import typer
 
 from chainkeys import __version__, logs
+from chainkeys.audit.repository import AuditEvent, AuditQuery
 from chainkeys.bootstrap import (
     Admin,
     copy_between,
@@ -149,12 +151,17 @@ def audit(
         str | None,
         typer.Option(help="ISO date or time (UTC unless it says), e.g. 2026-11-21T10:00"),
     ] = None,
+    action: Annotated[str | None, typer.Option(help="only this action, e.g. sign")] = None,
+    family: Annotated[str | None, typer.Option(help="only this family's events")] = None,
+    account: Annotated[str | None, typer.Option(help="only this account's events")] = None,
     limit: Annotated[
         int | None, typer.Option(min=1, help="at most this many events (default: all)")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Print the audit log: who created, imported, deleted what, and token events."""
+    """Print the audit log, oldest first: who created, imported, deleted, signed or was
+    refused what (with the reason), and token and policy events."""
     since_ms = 0
     if since is not None:
         try:
@@ -168,18 +175,15 @@ def audit(
 
     async def work(admin: Admin) -> int:
         tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None
+        q = AuditQuery(tenant_id, since_ms, action=action, family=family, account=account)
         after, shown, page = 0, 0, 1000
         names = await admin.tokens.tenant_names()
         while limit is None or shown < limit:
             want = page if limit is None else min(page, limit - shown)
-            events = await admin.audit.events(tenant_id, since_ms, after, want)
+            events = await admin.audit.events(q, after, want)
             for e in events:
                 who = names.get(e.tenant_id or "", e.tenant_id or "-")
-                typer.echo(
-                    f"{when(e.created_ms)}  {who:20}  {e.action:12}  {e.outcome:20}  "
-                    f"{e.family or '-':8}  {e.account_name or '-'}  "
-                    f"token={e.actor_token_id or '-'}  rid={e.request_id or '-'}"
-                )
+                typer.echo(audit_line(e, who, as_json))
             shown += len(events)
             if len(events) < want:
                 break
@@ -187,6 +191,30 @@ def audit(
         return shown
 
     run_admin(settings_for(data_dir), work)
+
+
+def audit_line(e: AuditEvent, tenant: str, as_json: bool) -> str:
+    """One event: a JSON object, or a line for a person with why it was refused."""
+    details = msgspec.json.decode(e.details) if e.details else None
+    if as_json:
+        record = {
+            "id": e.id, "time": when(e.created_ms), "tenant": tenant, "action": e.action,
+            "outcome": e.outcome, "family": e.family, "account": e.account_name,
+            "token_id": e.actor_token_id, "request_id": e.request_id, "details": details,
+        }  # fmt: skip
+        return msgspec.json.encode(record).decode()
+    line = (
+        f"{when(e.created_ms)}  {tenant:20}  {e.action:12}  {e.outcome:20}  "
+        f"{e.family or '-':8}  {e.account_name or '-'}  "
+        f"token={e.actor_token_id or '-'}  rid={e.request_id or '-'}"
+    )
+    if isinstance(details, dict):
+        extra = [
+            f"{k}={details[k]}" for k in ("kind", "reason", "scope", "version") if k in details
+        ]
+        if extra:
+            line += "  " + "  ".join(extra)
+    return line
 
 
 @account_app.command("deleted")

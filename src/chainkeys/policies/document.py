@@ -41,6 +41,7 @@ class RuleFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     messages: list[str] | None = None
     actions: list[str] | None = None
     raw_messages: bool = False
+    ibc_memo: bool = False
 
 
 class PolicyFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -61,6 +62,7 @@ class Rule:
     allowed: frozenset[str]  # Cosmos type URLs / EOS actions (defaults filled in)
     listed: bool  # `messages`/`actions` given explicitly
     raw_messages: bool
+    ibc_memo: bool = False  # IBC memos that may instruct the receiving chain are allowed
 
     @property
     def label(self) -> str:
@@ -137,6 +139,8 @@ def _rule(index: int, raw: RuleFile, at: str) -> Rule:
         raise PolicyError(f"{at}.messages: only cosmos rules list message types")
     if raw.actions is not None and raw.family != "eos":
         raise PolicyError(f"{at}.actions: only eos rules list actions")
+    if raw.ibc_memo and raw.family != "cosmos":
+        raise PolicyError(f"{at}.ibc_memo: only cosmos rules carry IBC transfers")
     listed = raw.messages if raw.family == "cosmos" else raw.actions
     default = DEFAULT_MESSAGES if raw.family == "cosmos" else DEFAULT_ACTIONS
     for j, item in enumerate(listed or ()):
@@ -153,7 +157,7 @@ def _rule(index: int, raw: RuleFile, at: str) -> Rule:
         index, raw.family, raw.network, raw.name, recipients,
         _caps(raw.max_per_tx, f"{at}.max_per_tx"), _caps(raw.max_per_day, f"{at}.max_per_day"),
         frozenset(listed if listed is not None else default), listed is not None,
-        raw.raw_messages,
+        raw.raw_messages, raw.ibc_memo,
     )  # fmt: skip
 
 

@@ -4,10 +4,19 @@
 per-transaction caps) and returns what the stateful part must still check:
 the rolling 24 h caps, which `policies/service.py` checks and counts inside
 the transaction that records the signature.
+
+A rule that restricts recipients or caps amounts only allows what it can
+check: a message it cannot decode (whatever `raw_messages` says) and a
+transaction whose fee is unknown are refused under it, because neither their
+recipients nor their amounts can be counted. Under a recipient allow-list an
+IBC memo that the receiving chain could act on (JSON: packet-forward
+`forward`, wasm hooks, callbacks) is refused unless the rule says
+`"ibc_memo": true`: the receiver on the allow-list would not be the final one.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,9 +55,16 @@ def decide(policy: Policy, summary: Summary) -> Decision:
         raise Refusal(None, f"no rule allows signing for {summary.family} on {summary.network}")
     if summary.raw and not rule.raw_messages:
         raise Refusal(rule, "raw message signing is not allowed (raw_messages is false)")
+    capped = rule.max_per_tx is not None or rule.max_per_day is not None
+    if capped and summary.fee is None:
+        raise Refusal(
+            rule,
+            "the fee is unknown (an input's previous output is missing): "
+            "this rule caps amounts, so every input's amount must be given",
+        )
     for n, item in enumerate(summary.items):
         _check_item(rule, summary.family, n, item)
-    spent = {denom: amount for denom, amount in summary.spent().items() if amount}
+    spent = {denom: amount for denom, amount in summary.spent().items() if amount > 0}
     daily: dict[str, int] = {}
     for denom, amount in spent.items():
         if rule.max_per_tx is not None:
@@ -75,7 +91,7 @@ def _check_item(rule: Rule, family: str, n: int, item: Item) -> None:
     if family in UTXO:
         if item.change:
             return
-        if not item.decoded:
+        if not item.decoded:  # a script with no address; its amount is known and counted
             if not rule.raw_messages:
                 raise Refusal(rule, f"output {n} pays a script with no address")
             return
@@ -83,11 +99,19 @@ def _check_item(rule: Rule, family: str, n: int, item: Item) -> None:
         what = "message type" if family == "cosmos" else "action"
         if not item.decoded:
             # A message the service cannot read: only when raw messages are allowed,
-            # and, if the rule lists types, only a listed one.
+            # if the rule lists types only a listed one, and never under a rule that
+            # checks recipients or amounts (what it moves cannot be known).
             if not rule.raw_messages:
                 raise Refusal(rule, f"{what} {item.type} cannot be decoded (raw_messages is false)")
             if rule.listed and item.type not in rule.allowed:
                 raise Refusal(rule, f"{what} {item.type} is not allowed")
+            if (
+                rule.recipients is not None
+                or rule.max_per_tx is not None
+                or (rule.max_per_day is not None)
+            ):
+                raise Refusal(rule, f"{what} {item.type} cannot be decoded, and this rule "
+                                    "checks recipients or caps amounts")  # fmt: skip
             return
         if item.type not in rule.allowed:
             raise Refusal(rule, f"{what} {item.type} is not allowed")
@@ -96,4 +120,24 @@ def _check_item(rule: Rule, family: str, n: int, item: Item) -> None:
             raise Refusal(rule, f"{item.type} names no recipient to check")
         recipient = item.recipient.lower() if family == "cosmos" else item.recipient
         if recipient not in rule.recipients:
-            raise Refusal(rule, f"recipient {item.recipient} is not on the allow-list")
+            raise Refusal(rule, f"recipient {item.recipient[:100]} is not on the allow-list")
+        if item.memo and not rule.ibc_memo and instructs(item.memo):
+            raise Refusal(
+                rule,
+                f"{item.type} carries a memo the receiving chain may act on (forwarding, "
+                "hooks, callbacks): its funds may not stay with the allowed receiver; "
+                'set "ibc_memo": true to allow it',
+            )
+
+
+def instructs(memo: str) -> bool:
+    """Whether an IBC memo could carry instructions for middleware on the receiving
+    chain: any JSON value (ibc-go middlewares read JSON objects; the check is wider),
+    or text with a brace in it (a lenient parser could still find an object)."""
+    if "{" in memo or "[" in memo:
+        return True
+    try:
+        json.loads(memo)
+    except (ValueError, RecursionError):
+        return False
+    return True

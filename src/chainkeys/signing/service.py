@@ -5,14 +5,17 @@ then the tenant's policy on the summary; a refusal opens no key. Then, in one
 transaction: count the spend against the policy's 24 h caps, open the key,
 sign, and audit the summary with the digest and tx id. A signature whose
 audit row (or cap count) cannot be committed is not handed out.
+
+Every refusal is audited, whatever its shape: a body that is too large,
+malformed or of the wrong types (`refuse_unread`), an unknown account, a
+request the decoder refuses, and one the decoder fails on (a bug there is
+a 400 that signs nothing, never a 500).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
-
-import msgspec
 
 from chainkeys import metrics
 from chainkeys.accounts.repository import AccountRow
@@ -21,8 +24,9 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.spec import ChainError
-from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary
-from chainkeys.errors import BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
+from chainkeys.chains.tx.base import BAD as BAD_REQUEST
+from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary, summary_record
+from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
 from chainkeys.policies.engine import Decision, Refusal, decide
 from chainkeys.policies.service import PolicyService
 from chainkeys.store.db import Database
@@ -49,16 +53,34 @@ class SigningService:
         self.accounts = accounts
         self.policies = policies
 
+    async def refuse_unread(
+        self, who: Principal, family: str, name: str, kind: SignKind, exc: ChainkeysError
+    ) -> None:
+        """Audit a sign request refused before its body could be read (too large, too
+        slow, not JSON, wrong field types): nothing was decoded, nothing signed."""
+        await self._audit_refusal(who, family, name[:200], exc.code,
+                                  {"kind": kind.path, "reason": exc.message[:500]})  # fmt: skip
+
     async def sign(
         self, who: Principal, family: str, name: str, kind: SignKind, request: Any
     ) -> Signed:
-        row = await self.accounts.row(who, family, name)
+        try:
+            row = await self.accounts.row(who, family, name)
+        except AccountNotFound as exc:
+            await self.refuse_unread(who, family, name, kind, exc)
+            raise
         owner = owner_of(row)
         try:
             prepared = kind.prepare(request, owner)
         except ChainError as exc:
             await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
             raise BadRequest(exc.message, code=exc.code) from None
+        except Exception as exc:  # a decoder that fails has not understood the request
+            log.error("the %s %s decoder failed (%s); the request is refused",
+                      family, kind.path, type(exc).__name__)  # fmt: skip
+            reason = "the request could not be decoded; nothing was signed"
+            await self._refused(who, row, BAD_REQUEST, {"kind": kind.path, "reason": reason})
+            raise BadRequest(reason, code=BAD_REQUEST) from None
         summary = prepared.summary
         policy = await self.policies.current(who.tenant_id)
         decision: Decision | None = None
@@ -98,7 +120,7 @@ class SigningService:
         details: dict[str, Any] = {
             "kind": kind.path,
             "digest": summary.digest,
-            "summary": msgspec.to_builtins(summary),
+            "summary": summary_record(summary),
         }
         if decision is not None:
             details["policy_rule"] = decision.rule.index
@@ -107,12 +129,15 @@ class SigningService:
     async def _refused(
         self, who: Principal, row: AccountRow, code: str, details: dict[str, Any]
     ) -> None:
-        metrics.SIGN_REFUSALS.labels(row.family, details["kind"], code).inc()
-        event = audit_event(
-            who, "sign", code, family=row.family, account_name=row.name, details=details
-        )
+        await self._audit_refusal(who, row.family, row.name, code, details)
+
+    async def _audit_refusal(
+        self, who: Principal, family: str, name: str, code: str, details: dict[str, Any]
+    ) -> None:
+        metrics.SIGN_REFUSALS.labels(family, details["kind"], code).inc()
+        event = audit_event(who, "sign", code, family=family, account_name=name, details=details)
         try:
             async with self.db.write() as tx:
                 await Audit.insert(tx, event)
         except ChainkeysError:
-            pass  # the refusal stands; only its audit row is lost
+            log.error("the audit row of a refused %s sign request could not be written", family)

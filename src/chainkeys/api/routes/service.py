@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 
-import orjson
+import msgspec
 from msgspec import UNSET
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,6 +17,7 @@ from chainkeys.api.body import query, query_int
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, ok, resource
 from chainkeys.api.routes.common import limit_param as limit
+from chainkeys.audit.repository import AuditQuery
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest, StorageUnavailable
 from chainkeys.tokens import Principal
@@ -30,7 +31,17 @@ VERSION = s.VersionResponse(
     data=s.VersionData(version=__version__, python=platform.python_version()),
 )
 SINCE = {"name": "since", "in": "query", "required": False,
-         "schema": {"type": "integer", "minimum": 0}}  # fmt: skip
+         "schema": {"type": "integer", "minimum": 0},
+         "description": "only events at or after this time (ms since the epoch)"}  # fmt: skip
+AUDIT_FILTERS = tuple(
+    {"name": name, "in": "query", "required": False, "schema": {"type": "string"},
+     "description": text}
+    for name, text in (
+        ("action", "only this action (create, import, delete, sign, export, denied, …)"),
+        ("family", "only this family's events"),
+        ("account", "only this account's events (its name)"),
+    )
+)  # fmt: skip
 
 
 def networks_body() -> s.NetworksResponse:
@@ -83,7 +94,8 @@ async def metrics_text(request: Request) -> Response:
 
 
 async def list_audit(request: Request, principal: Principal) -> Response:
-    """The caller's own tenant's events, oldest first, paginated."""
+    """The caller's own tenant's events, newest first, paginated and filtered. A token
+    limited to some families sees only those families' events."""
     q = query(request)
     try:
         since_ms = query_int(q, "since", digits=15) or 0
@@ -91,8 +103,15 @@ async def list_audit(request: Request, principal: Principal) -> Response:
         raise BadRequest(
             "since is a time in milliseconds since the epoch", code="invalid_since"
         ) from None
+    family = q.get("family")
+    if family is not None and family not in FAMILIES:
+        raise BadRequest(f"family is one of {', '.join(FAMILIES)}", code="invalid_family")
+    filters = AuditQuery(
+        principal.tenant_id, since_ms, principal.families,
+        action=q.get("action") or None, family=family, account=q.get("account") or None,
+    )  # fmt: skip
     events, cursor = await services_of(request).audit.page(
-        principal.tenant_id, since_ms, query_int(q, "limit"), q.get("cursor")
+        filters, query_int(q, "limit"), q.get("cursor")
     )
     items = [
         s.AuditItem(
@@ -105,7 +124,7 @@ async def list_audit(request: Request, principal: Principal) -> Response:
             request_id=e.request_id,
             client_request_id=e.client_request_id,
             token_id=e.actor_token_id,
-            details=orjson.loads(e.details) if e.details else None,
+            details=msgspec.json.decode(e.details) if e.details else None,
         )
         for e in events
     ]
@@ -123,9 +142,10 @@ def service_routes(list_max_limit: int) -> list[Route]:
         return Doc(operation, summary, "Service", response, errors)
 
     audit_doc = Doc(
-        "listAudit", "The caller's tenant's audit events (creates, imports, deletes, tokens)",
+        "listAudit", "The caller's tenant's audit events, newest first (creates, imports, "
+        "deletes, signatures and refusals with their reason, tokens, policies)",
         "Service", s.AuditResponse, ("400", *ERRORS_AUTH),
-        parameters=(SINCE, limit(list_max_limit), CURSOR),
+        parameters=(SINCE, *AUDIT_FILTERS, limit(list_max_limit), CURSOR),
     )  # fmt: skip
     return [
         resource("/livez", {"GET": Op(livez, None, public(

@@ -21,6 +21,7 @@ from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, NAME, Op, ok, path_name, resource
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import SignKind
+from chainkeys.errors import ChainkeysError
 
 _ENVELOPES: dict[str, type[msgspec.Struct]] = {}
 
@@ -40,8 +41,12 @@ def kind_route(family: str, kind: SignKind) -> Route:
     response_type = envelope_type(kind.response)
 
     async def sign(request: Request, principal: Any) -> Response:
-        body = await required_body(request, kind.request)
         signing = services_of(request).signing
+        try:
+            body = await required_body(request, kind.request)
+        except ChainkeysError as exc:  # too large, too slow, malformed: refused and audited
+            await signing.refuse_unread(principal, family, path_name(request), kind, exc)
+            raise
         signed = await signing.sign(principal, family, path_name(request), kind, body)
         return ok(response_type(success=True, message="signed", data=signed.data))
 

@@ -2,16 +2,38 @@
 
 Pure: no I/O. The summary is what policies and the audit log read, so every
 family fills the same fields the same way (integers of the smallest unit,
-never floats).
+never floats), and the summary itself refuses what no chain can mean: a
+negative or unbounded amount, a recipient that is not text. A family's
+decoder cannot forget those checks, because it cannot build a summary
+without them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-from chainkeys.chains.spec import Key, Network
+from chainkeys.chains.spec import ChainError, Key, Network
+
+BAD: Final = "invalid_sign_request"
+INVALID_AMOUNT: Final = "invalid_amount"
+MAX_AMOUNT: Final = 2**256  # Cosmos amounts are sdk.Int (256 bits): no chain moves more
+
+
+def refuse(message: str, code: str = BAD) -> ChainError:
+    """The error every decoder raises for a request it will not sign (400, audited)."""
+    return ChainError(message, code)
+
+
+def unhex(text: object, what: str) -> bytes:
+    """Hex text as bytes (either case), or a refusal naming `what`."""
+    if not isinstance(text, str):
+        raise refuse(f"{what} is not hex text")
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise refuse(f"{what} is not hex") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +60,13 @@ class Amount:
     denom: str
     amount: int
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.denom, str) or not self.denom:
+            raise refuse("a denom is missing or not text", INVALID_AMOUNT)
+        if type(self.amount) is not int or not 0 <= self.amount < MAX_AMOUNT:
+            raise refuse(f"an amount of {self.denom[:64]} is negative or out of range",
+                         INVALID_AMOUNT)  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class Item:
@@ -46,7 +75,9 @@ class Item:
     `type` is the Cosmos type URL, `contract::action` for EOS, `output` for a
     UTXO output. `recipient` is the address (IBC: the receiver on the other
     chain; EOS: the `to` account) when the item moves value, else None.
-    `change` marks a UTXO output paying back to the signing account.
+    `change` marks a UTXO output paying back to the signing account. `memo`
+    is an IBC packet's memo (middleware on the receiving chain may act on it:
+    packet-forward, wasm hooks, callbacks), None for everything else.
     """
 
     type: str
@@ -54,6 +85,13 @@ class Item:
     amounts: tuple[Amount, ...] = ()
     change: bool = False
     decoded: bool = True  # False: a message type the service cannot read
+    memo: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.type, str) or not isinstance(self.recipient, str | None):
+            raise refuse("a message type or recipient is not text")
+        if not isinstance(self.memo, str | None):
+            raise refuse("a memo is not text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +100,12 @@ class Summary:
 
     `kind` is the endpoint (`sign-direct`, `sign-psbt`, …). `raw` is True
     for arbitrary-message signing (nothing moves). `digest` is the sha256
-    (hex) of the bytes that define what is signed: a retry of the same
-    request has the same digest (policies count it once).
+    (hex) of what the signature commits to: the one signed digest, or for
+    several signatures (one per UTXO input) all of them in input order, so
+    a segwit request that claims other amounts is another digest. A retry
+    of the same request has the same digest (policies count it once).
+    `fee` is None when the decoder cannot price the transaction (an input
+    whose previous output is unknown): a policy that caps amounts refuses it.
     """
 
     family: str
@@ -71,7 +113,7 @@ class Summary:
     kind: str
     chain_id: str | None
     items: tuple[Item, ...]
-    fee: tuple[Amount, ...]
+    fee: tuple[Amount, ...] | None
     digest: str
     raw: bool = False
     memo: str | None = None
@@ -83,9 +125,36 @@ class Summary:
             if not item.change:
                 for a in item.amounts:
                     out[a.denom] = out.get(a.denom, 0) + a.amount
-        for a in self.fee:
+        for a in self.fee or ():
             out[a.denom] = out.get(a.denom, 0) + a.amount
         return out
+
+
+def amount_record(a: Amount) -> dict[str, str]:
+    """An amount as the audit log and API show it: the integer as a decimal string
+    (JSON numbers lose precision past 2^53 in JavaScript; sdk.Int goes to 2^256)."""
+    return {"denom": a.denom, "amount": str(a.amount)}
+
+
+def summary_record(summary: Summary) -> dict[str, Any]:
+    """The summary as JSON-ready builtins (for the audit log and approval requests)."""
+    items = []
+    for item in summary.items:
+        entry: dict[str, Any] = {"type": item.type, "recipient": item.recipient,
+                                 "amounts": [amount_record(a) for a in item.amounts]}  # fmt: skip
+        if item.change:
+            entry["change"] = True
+        if not item.decoded:
+            entry["decoded"] = False
+        if item.memo is not None:
+            entry["memo"] = item.memo
+        items.append(entry)
+    return {
+        "family": summary.family, "network": summary.network, "kind": summary.kind,
+        "chain_id": summary.chain_id, "items": items,
+        "fee": None if summary.fee is None else [amount_record(a) for a in summary.fee],
+        "digest": summary.digest, "raw": summary.raw, "memo": summary.memo,
+    }  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,26 @@ from cosmospy_protobuf.ibc.applications.transfer.v1 import tx_pb2 as ibc
 from google.protobuf import any_pb2
 
 from chainkeys.chains.spec import Key
-from chainkeys.chains.tx.base import Amount, Item, Owner, Signed, SignKind, Summary
-from chainkeys.chains.tx.cosmos import IBC, PUBKEY, SEND, check_chain, integer, refuse, sign_bytes
-
-U64 = 2**64
+from chainkeys.chains.tx.base import (
+    INVALID_AMOUNT,
+    Amount,
+    Item,
+    Owner,
+    Signed,
+    SignKind,
+    Summary,
+    refuse,
+)
+from chainkeys.chains.tx.cosmos import (
+    IBC,
+    PUBKEY,
+    SEND,
+    U64,
+    check_chain,
+    denom,
+    integer,
+    sign_bytes,
+)
 
 
 class CosmosTransferInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -58,7 +74,7 @@ class CosmosTransactionResponse(msgspec.Struct, kw_only=True):
 def _counts(req: CosmosTransferInput) -> None:
     for name in ("sequence", "accountNumber", "gasLimit", "timeoutHeight"):
         if not 0 <= getattr(req, name) < U64:
-            raise refuse(f"{name} must be a whole number from 0 to 2^64-1", "invalid_amount")
+            raise refuse(f"{name} must be a whole number from 0 to 2^64-1", INVALID_AMOUNT)
 
 
 def _any(type_url: str, msg: object) -> any_pb2.Any:
@@ -92,12 +108,14 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _Prepared:
         raise refuse("fromAddress is not this account's address", "not_owner")
     amount = integer(req.amount, "amount")
     fee = integer(req.feeAmount, "feeAmount")
+    denom(req.denom, "denom")
+    denom(req.feeDenom, "feeDenom")
     coin = coin_pb2.Coin(denom=req.denom, amount=str(amount))
     if isinstance(req, CosmosIBCTransferInput):
-        if not req.toAddress or not req.sourceChannel.startswith("channel-"):
+        if not 0 < len(req.toAddress) <= 128 or not req.sourceChannel.startswith("channel-"):
             raise refuse("an IBC transfer needs a receiver and a sourceChannel like channel-0")
         if not 0 < req.timeoutTimestamp < U64:
-            raise refuse("timeoutTimestamp must be nanoseconds since the epoch", "invalid_amount")
+            raise refuse("timeoutTimestamp must be nanoseconds since the epoch", INVALID_AMOUNT)
         transfer = ibc.MsgTransfer(
             source_port=req.sourcePort, source_channel=req.sourceChannel, token=coin,
             sender=owner.address, receiver=req.toAddress, timeout_timestamp=req.timeoutTimestamp,

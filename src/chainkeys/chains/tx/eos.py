@@ -6,6 +6,15 @@ tests check it against @wharfkit/antelope. Signatures are canonical as
 Antelope nodes require: RFC 6979, retried with extra nonce data until both r
 and s need no leading zero byte (deterministic: the same digest, the same
 signature).
+
+eosjs-ecc's `sign(data)` signs sha256(data), and a transaction's digest is
+sha256(chain id ‖ transaction ‖ 32 bytes): a message signer that took any
+bytes would sign transactions unread. `prepare_message` refuses data that
+begins with a known Antelope chain id or that has a transaction's shape
+whatever its chain id, 32-byte data (its sha256 is a Bitcoin-family sighash:
+the same key in a Dogecoin or Litecoin account would sign an input), and
+data that reads as a Cosmos sign document, protobuf or amino JSON (the same
+key in a Cosmos account).
 """
 
 from __future__ import annotations
@@ -18,22 +27,39 @@ import msgspec
 
 from chainkeys.chains import codecs
 from chainkeys.chains.spec import ChainError, Key
-from chainkeys.chains.tx.base import Amount, Item, Owner, Signed, SignKind, Summary
+from chainkeys.chains.tx.base import (
+    INVALID_AMOUNT,
+    Amount,
+    Item,
+    Owner,
+    Signed,
+    SignKind,
+    Summary,
+    refuse,
+    unhex,
+)
+from chainkeys.chains.tx.cosmos import cosmos_sign_bytes
 from chainkeys.chains.tx.ecdsa import sign_recoverable_with_entropy
 
-BAD = "invalid_sign_request"
 _CHARMAP = ".12345abcdefghijklmnopqrstuvwxyz"
-
-
-def refuse(message: str, code: str = BAD) -> ChainError:
-    return ChainError(message, code)
-
-
-def unhex(text: str, what: str) -> bytes:
-    try:
-        return bytes.fromhex(text)
-    except (ValueError, TypeError):
-        raise refuse(f"{what} is not hex") from None
+MAX_ASSET = 2**62 - 1  # eosio::asset::max_amount
+MAX_MEMO = 256  # eosio.token refuses a longer memo
+# Antelope chains whose ids a message may never begin with: every network of the
+# registry (a test checks) and other public chains; the shape check in
+# `not_a_transaction` covers every other chain id.
+KNOWN_CHAIN_IDS: frozenset[bytes] = frozenset(
+    bytes.fromhex(h)
+    for h in (
+        "aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906",  # EOS (Vaulta)
+        "73e4385a2708e6d7048834fbc1079f2fabb17b3c125b146af438971e90716c4d",  # Jungle 4
+        "1064487b3cd1a897ce03ae5b6a865651747e2e152090f99c1d19d44e01aea5a4",  # WAX
+        "4667b205c6838ef70ff7988f6e8257e8be0e1284a2f59699054a018f743b1d11",  # Telos
+        "21dcae42c0182200e93f954a074011f9048a7624c6fe81d3c9541a614a88bd1c",  # FIO
+        "e70aaab8997e1dfce58fbfac80cbbb8fecec7b99cf982a9444273cbc64c41473",  # Jungle 2
+        "5fff1dae8dc8e2fc4d5b23b2c7665c97f9e9d8edf2b6485a86ba311c25639191",  # Kylin
+        "384da888112027f0321850a169f737c33e53b388aad48b5adace4bab97f437e0",  # XPR Network
+    )
+)
 
 
 def name_of(value: int) -> str:
@@ -100,19 +126,45 @@ def read_actions(r: Reader) -> tuple[Action, ...]:
     return tuple(actions)
 
 
-def decode_transaction(data: bytes) -> tuple[tuple[Action, ...], tuple[Action, ...]]:
-    """(context-free actions, actions) of a serialized transaction."""
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    context_free: tuple[Action, ...]
+    actions: tuple[Action, ...]
+    extensions: int  # how many transaction extensions it carries
+
+
+def read_transaction(data: bytes) -> Transaction:
+    """A serialized transaction read to its last byte (ChainError if it is not one)."""
     r = Reader(data, "serializedTransaction")
     r.take(4 + 2 + 4)  # expiration, ref_block_num, ref_block_prefix
     r.varuint()  # max_net_usage_words
     r.take(1)  # max_cpu_usage_ms
     r.varuint()  # delay_sec
     cfa, actions = read_actions(r), read_actions(r)
-    for _ in range(r.varuint()):  # transaction extensions
+    extensions = r.varuint()
+    for _ in range(extensions):
         r.take(2)
         r.bytes_()
     r.done()
-    return cfa, actions
+    return Transaction(cfa, actions, extensions)
+
+
+def decode_transaction(data: bytes) -> tuple[tuple[Action, ...], tuple[Action, ...]]:
+    """(context-free actions, actions) of a transaction this signer fully understands."""
+    tx = read_transaction(data)
+    if tx.extensions:
+        raise refuse("the transaction carries extensions, which this signer does not read")
+    if any(a.authorization for a in tx.context_free):
+        raise refuse("a context-free action carries an authorization")
+    return tx.context_free, tx.actions
+
+
+def symbol_code(symbol: bytes, kind: str) -> str:
+    """An asset symbol (precision byte, then 1-7 of A-Z zero-padded) as its code."""
+    code = symbol[1:].rstrip(b"\0")
+    if symbol[0] > 18 or not 1 <= len(code) <= 7 or not all(0x41 <= c <= 0x5A for c in code):
+        raise refuse(f"{kind} has an invalid asset symbol", INVALID_AMOUNT)
+    return code.decode()
 
 
 def transfer_item(action: Action, owner: Owner) -> Item:
@@ -123,14 +175,14 @@ def transfer_item(action: Action, owner: Owner) -> Item:
     r = Reader(action.data, f"the data of {kind}")
     sender, to = r.name(), r.name()
     amount = int.from_bytes(r.take(8), "little", signed=True)
-    symbol = r.take(8)
-    r.bytes_()  # memo
+    code = symbol_code(r.take(8), kind)
+    if len(r.bytes_()) > MAX_MEMO:
+        raise refuse(f"{kind} has a memo over {MAX_MEMO} bytes")
     r.done()
     if sender != owner.name:
         raise refuse(f"{kind} sends from another account than this one", "not_owner")
-    if amount <= 0:
-        raise refuse(f"{kind} moves a non-positive quantity", "invalid_amount")
-    code = symbol[1:].rstrip(b"\0").decode("ascii", "replace")
+    if not 0 < amount <= MAX_ASSET:
+        raise refuse(f"{kind} moves a non-positive or out-of-range quantity", INVALID_AMOUNT)
     return Item(kind, to, (Amount(f"{action.account}:{code}", amount),))
 
 
@@ -198,9 +250,12 @@ def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _Prepared:
     digest = hashlib.sha256(
         chain_id + tx + (hashlib.sha256(cfd).digest() if cfd else bytes(32))
     ).digest()
+    items = tuple(Item(f"{a.account}::{a.name}", decoded=False) for a in cfa) + tuple(
+        transfer_item(a, owner) for a in actions
+    )
     summary = Summary(
-        "eos", owner.network.name, "sign-transaction", owner.network.chain_id,
-        tuple(transfer_item(a, owner) for a in actions), (), digest.hex(),
+        "eos", owner.network.name, "sign-transaction", owner.network.chain_id, items, (),
+        digest.hex(),
     )  # fmt: skip
     tx_id = hashlib.sha256(tx).hexdigest()
 
@@ -225,10 +280,34 @@ class EosMessageResponse(msgspec.Struct, kw_only=True):
     signature: str
 
 
+def not_a_transaction(data: bytes) -> None:
+    """Refuse message bytes whose signature would also be a transaction's (module doc)."""
+    if data[:32] in KNOWN_CHAIN_IDS:
+        raise refuse("data begins with an Antelope chain id: its signature would sign a "
+                     "transaction; use sign-transaction", "message_is_transaction")  # fmt: skip
+    if len(data) > 64:
+        try:
+            read_transaction(data[32:-32])
+        except ChainError:
+            pass
+        else:
+            raise refuse("data is shaped as chain id, transaction and context-free data "
+                         "hash: its signature would sign that transaction; use "
+                         "sign-transaction", "message_is_transaction")  # fmt: skip
+    if len(data) == 32:
+        raise refuse("32 bytes of data is a digest's shape: its sha256 is what a Dogecoin "
+                     "or Litecoin input signature signs; send text or other bytes",
+                     "message_is_transaction")  # fmt: skip
+    if cosmos_sign_bytes(data):
+        raise refuse("data is a Cosmos sign document: its signature would sign that "
+                     "transaction", "message_is_transaction")  # fmt: skip
+
+
 def prepare_message(req: EosMessageRequest, owner: Owner) -> _Prepared:
     if (req.message is None) == (req.data is None):
         raise refuse('send "message" (text) or "data" (hex), one of them')
     raw = req.message.encode() if req.message is not None else unhex(req.data or "", "data")
+    not_a_transaction(raw)
     digest = hashlib.sha256(raw).digest()
     summary = Summary("eos", owner.network.name, "sign-message", None, (), (), digest.hex(),
                       raw=True)  # fmt: skip

@@ -1,4 +1,4 @@
-"""Dogecoin and Litecoin signers: Core's signmessage (more to come: PSBT, raw transactions).
+"""Dogecoin and Litecoin signers: Core's signmessage, BIP174 PSBTs, Core's raw transactions.
 
 The coins differ only in data (`PARAMS`): message magic, ticker, whether
 segwit exists. No per-coin code paths.

@@ -5,13 +5,13 @@ PSBT parsing, serialisation and BIP143/legacy sighashes come from `embit`.
 Only inputs whose previous output pays this account are signed: a legacy one
 needs its full previous transaction (whose hash must be the prevout txid:
 Dogecoin's legacy sighash does not commit to amounts), a segwit one its
-witness UTXO; SIGHASH_ALL only; Dogecoin has no segwit at all.
+witness UTXO; SIGHASH_ALL only; Dogecoin has no segwit at all. A PSBT field
+embit does not know (other than a proprietary one) is refused.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,51 +20,24 @@ from embit import ec
 from embit.psbt import PSBT
 from embit.script import Script, Witness
 
-from chainkeys.chains import codecs
 from chainkeys.chains.spec import ChainError, Key
-from chainkeys.chains.tx.base import Amount, Item, Owner, Signed, SignKind, Summary
+from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary, refuse
 from chainkeys.chains.tx.ecdsa import sign_der
 from chainkeys.chains.tx.utxo.params import PARAMS
+from chainkeys.chains.tx.utxo.transaction import (
+    SIGHASH_ALL,
+    Mine,
+    check_inputs,
+    check_value,
+    own_scripts,
+    p2wpkh_program,
+    segwit,
+    sighashes,
+    summarize,
+    unlock,
+)
 
-BAD = "invalid_sign_request"
-SIGHASH_ALL = 1
-
-
-def refuse(message: str, code: str = BAD) -> ChainError:
-    return ChainError(message, code)
-
-
-def push(data: bytes) -> bytes:
-    assert len(data) < 0x4C
-    return bytes((len(data),)) + data
-
-
-def own_scripts(owner: Owner) -> tuple[bytes, bytes]:
-    """(the script this account is paid to, its BIP143 script code)."""
-    h = codecs.hash160(owner.public_key)
-    p2pkh = b"\x76\xa9\x14" + h + b"\x88\xac"
-    kind = owner.address_type or "p2pkh"
-    if kind == "p2wpkh":
-        return b"\x00\x14" + h, p2pkh
-    if kind == "p2sh-p2wpkh":
-        return b"\xa9\x14" + codecs.hash160(b"\x00\x14" + h) + b"\x87", p2pkh
-    return p2pkh, p2pkh
-
-
-def address_of(script: bytes, owner: Owner) -> str | None:
-    """The address `script` pays, in this account's network, or None."""
-    net = owner.network
-    if len(script) == 25 and script[:3] == b"\x76\xa9\x14" and script[23:] == b"\x88\xac":
-        return codecs.base58check_encode((net.p2pkh or b"") + script[3:23])
-    if len(script) == 23 and script[:2] == b"\xa9\x14" and script[22:] == b"\x87":
-        return codecs.base58check_encode((net.p2sh or b"") + script[2:22])
-    if net.hrp and len(script) in (22, 34) and script[0] == 0 and script[1] == len(script) - 2:
-        return codecs.bech32_encode(net.hrp, script[2:])
-    return None
-
-
-def is_witness(script: bytes) -> bool:
-    return len(script) >= 4 and script[0] <= 16 and script[1] == len(script) - 2
+PROPRIETARY = 0xFC  # BIP174: a key type any application may use; it is never signed
 
 
 class UtxoPsbtRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -83,24 +56,21 @@ class UtxoPsbtResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 class _Prepared:
     summary: Summary
     psbt: Any
-    mine: tuple[tuple[int, int, bytes], ...]  # (input index, value, prevout script)
+    mine: tuple[Mine, ...]
+    digests: tuple[bytes, ...]  # the sighash of each input in `mine`
     owner: Owner
     finalize: bool
 
     def sign(self, key: Key) -> Signed:
         psbt, owner = self.psbt, self.owner
-        script, code = own_scripts(owner)
+        script, _ = own_scripts(owner)
         pub = ec.PublicKey.parse(owner.public_key)
-        for i, value, prev in self.mine:
-            if is_witness(script) or script[0] == 0xA9:  # P2WPKH, P2SH-P2WPKH: BIP143
-                digest = psbt.tx.sighash_segwit(i, Script(code), value, SIGHASH_ALL)
-            else:
-                digest = psbt.tx.sighash_legacy(i, Script(prev), SIGHASH_ALL)
+        for m, digest in zip(self.mine, self.digests, strict=True):
             sig = sign_der(key.secret, digest) + bytes((SIGHASH_ALL,))
-            inp = psbt.inputs[i]
+            inp = psbt.inputs[m.index]
             inp.partial_sigs[pub] = sig
             if script[0] == 0xA9:
-                inp.redeem_script = Script(b"\x00\x14" + codecs.hash160(owner.public_key))
+                inp.redeem_script = Script(p2wpkh_program(owner.public_key))
             if self.finalize:
                 _finalize(inp, script, sig, owner.public_key)
         done = all(i.final_scriptsig is not None or i.final_scriptwitness is not None
@@ -118,13 +88,9 @@ class _Prepared:
 
 
 def _finalize(inp: Any, script: bytes, sig: bytes, pub: bytes) -> None:
-    if script[0] == 0xA9:  # P2SH-P2WPKH
-        inp.final_scriptsig = Script(push(b"\x00\x14" + codecs.hash160(pub)))
-        inp.final_scriptwitness = Witness([sig, pub])
-    elif script[0] == 0x00:  # P2WPKH
-        inp.final_scriptwitness = Witness([sig, pub])
-    else:  # P2PKH
-        inp.final_scriptsig = Script(push(sig) + push(pub))
+    script_sig, witness = unlock(script, sig, pub)
+    inp.final_scriptsig = script_sig if script_sig.data else None
+    inp.final_scriptwitness = witness if witness.items else None
     inp.partial_sigs.clear()
     inp.redeem_script = None
     inp.sighash_type = None
@@ -157,41 +123,56 @@ def prevout(inp: Any, txin: Any, segwit_chain: bool) -> tuple[bytes | None, int 
     return found.script_pubkey.data, found.value
 
 
-def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _Prepared:
-    params = PARAMS[owner.family]
+def _no_unknown_fields(psbt: Any) -> None:
+    scopes = [("the PSBT", psbt)]
+    scopes += [(f"input {i}", s) for i, s in enumerate(psbt.inputs)]
+    scopes += [(f"output {i}", s) for i, s in enumerate(psbt.outputs)]
+    for what, scope in scopes:
+        for key in scope.unknown:
+            if bytes(key)[:1] != bytes((PROPRIETARY,)):
+                raise refuse(f"{what} has a PSBT field (type 0x{bytes(key)[:1].hex()}) this "
+                             "signer does not read")  # fmt: skip
+
+
+def parse_psbt(text: str) -> Any:
     try:
-        psbt = PSBT.parse(base64.b64decode(req.psbt, validate=True))
+        return PSBT.parse(base64.b64decode(text, validate=True))
     except Exception:  # embit raises many kinds on malformed input
         raise refuse("psbt is not a valid base64 BIP174 PSBT") from None
+
+
+def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _Prepared:
+    params = PARAMS[owner.family]
+    psbt = parse_psbt(req.psbt)
+    if psbt.version not in (None, 0):
+        raise refuse("only version 0 PSBTs are signed")
+    _no_unknown_fields(psbt)
+    check_inputs(psbt.tx)
     script, _ = own_scripts(owner)
     mine, values = [], []
     for i, (inp, txin) in enumerate(zip(psbt.inputs, psbt.tx.vin, strict=True)):
         prev, value = prevout(inp, txin, params.segwit)
+        if value is not None:
+            check_value(value, owner.family, f"input {i}'s amount")
         values.append(value)
         if prev != script or value is None:
             continue
         if inp.sighash_type not in (None, SIGHASH_ALL):
             raise refuse("only SIGHASH_ALL is signed", "sighash_not_allowed")
-        if not is_witness(script) and script[0] != 0xA9 and inp.non_witness_utxo is None:
+        if not segwit(script) and inp.non_witness_utxo is None:
             raise refuse("a legacy input needs its full previous transaction",
                          "missing_prev_tx")  # fmt: skip
-        mine.append((i, value, prev))
+        mine.append(Mine(i, value, prev))
     if not mine:
         raise refuse("no input of this PSBT pays this account", "not_owner")
-    items = []
-    for out in psbt.tx.vout:
-        data = out.script_pubkey.data
-        if not params.segwit and is_witness(data):
-            raise refuse("this coin has no segwit outputs", "wrong_chain")
-        to = address_of(data, owner)
-        items.append(Item("output", to, (Amount(params.ticker, out.value),), change=data == script,
-                          decoded=to is not None))  # fmt: skip
-    spent = sum(o.value for o in psbt.tx.vout)
-    fee = () if None in values else (Amount(params.ticker, sum(values) - spent),)  # type: ignore[arg-type]
-    unsigned = psbt.tx.serialize()  # no scripts yet: what every signature commits to
-    summary = Summary(owner.family, owner.network.name, "sign-psbt", None, tuple(items), fee,
-                      hashlib.sha256(unsigned).hexdigest())  # fmt: skip
-    return _Prepared(summary, psbt, tuple(mine), owner, req.finalize)
+    try:
+        digests = sighashes(psbt.tx, mine, owner)
+    except ChainError:
+        raise
+    except Exception:  # embit: a transaction it cannot hash
+        raise refuse("psbt holds a transaction that cannot be signed") from None
+    summary = summarize(owner, "sign-psbt", psbt.tx, values, digests)
+    return _Prepared(summary, psbt, tuple(mine), digests, owner, req.finalize)
 
 
 KIND = SignKind(

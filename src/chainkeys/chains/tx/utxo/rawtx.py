@@ -2,38 +2,41 @@
 """Core's `signrawtransactionwithkey` for Dogecoin and Litecoin (Dogecoin Core has no PSBT).
 
 The request and result are Core's own. Amounts are Core's decimal coin amounts,
-read exactly (msgspec decodes JSON numbers to Decimal, never through a float).
-A legacy input's amount is not committed to by its signature, so it must come
-with its full previous transaction: each `prevtxs` entry may carry `hex` (an
-extension of Core's shape), which is required for P2PKH inputs this account
-signs and checked against the txid, the output script and the amount.
+read exactly (msgspec decodes JSON numbers to Decimal, never through a float)
+and bounded by the coin's MAX_MONEY. A legacy input's amount is not committed
+to by its signature, so it must come with its full previous transaction: each
+`prevtxs` entry may carry `hex` (an extension of Core's shape), which is
+required for P2PKH inputs this account signs and checked against the txid,
+the output script and the amount.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from typing import Annotated, Any
 
 import msgspec
-from embit.script import Script, Witness
 from embit.transaction import Transaction
 
-from chainkeys.chains import codecs
 from chainkeys.chains.spec import ChainError, Key
-from chainkeys.chains.tx.base import Amount, Item, Owner, Signed, SignKind, Summary
+from chainkeys.chains.tx.base import INVALID_AMOUNT, Owner, Signed, SignKind, Summary, refuse, unhex
 from chainkeys.chains.tx.ecdsa import sign_der
-from chainkeys.chains.tx.utxo.params import PARAMS
-from chainkeys.chains.tx.utxo.psbt import SIGHASH_ALL, address_of, is_witness, own_scripts, push
+from chainkeys.chains.tx.utxo.params import COIN, PARAMS
+from chainkeys.chains.tx.utxo.transaction import (
+    SIGHASH_ALL,
+    Mine,
+    check_inputs,
+    check_value,
+    is_witness,
+    own_scripts,
+    segwit,
+    sighashes,
+    summarize,
+    unlock,
+)
 
-BAD = "invalid_sign_request"
 NUMBER_OR_STRING: dict[str, Any] = {"type": ["number", "string"]}
-COIN = Decimal(100_000_000)
-
-
-def refuse(message: str, code: str = BAD) -> ChainError:
-    return ChainError(message, code)
 
 
 class PrevTx(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -68,50 +71,46 @@ class UtxoRawTransactionResponse(msgspec.Struct, kw_only=True):
     errors: list[RawInputError] = []
 
 
-def smallest_unit(amount: Decimal) -> int:
-    """Core's decimal coin amount as an exact integer of koinu/litoshi."""
+def smallest_unit(amount: Decimal, family: str) -> int:
+    """Core's decimal coin amount as an exact integer of koinu/litoshi (at most MAX_MONEY)."""
+    max_coins = Decimal(PARAMS[family].max_money // COIN)
     try:
+        if not amount.is_finite() or not 0 <= amount <= max_coins:
+            raise DecimalException
         units = amount * COIN
-        if not amount.is_finite() or units != units.to_integral_value() or units < 0:
-            raise InvalidOperation
-    except InvalidOperation:
-        raise refuse("an amount must be a non-negative coin amount with at most 8 decimals",
-                     "invalid_amount") from None  # fmt: skip
+        if units != units.to_integral_value():
+            raise DecimalException
+    except DecimalException:
+        raise refuse("an amount must be a coin amount from 0 to the coin's supply, with at "
+                     "most 8 decimals", INVALID_AMOUNT) from None  # fmt: skip
     return int(units)
 
 
-def unhex(text: str, what: str) -> bytes:
+def parse_tx(text: str, what: str) -> Any:
     try:
-        return bytes.fromhex(text)
-    except ValueError:
-        raise refuse(f"{what} is not hex") from None
+        return Transaction.parse(unhex(text, what))
+    except ChainError:
+        raise
+    except Exception:  # embit raises many kinds on malformed input
+        raise refuse(f"{what} is not a valid transaction") from None
 
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     summary: Summary
     tx: Any
-    mine: tuple[tuple[int, int, bytes], ...]
+    mine: tuple[Mine, ...]
+    digests: tuple[bytes, ...]
     owner: Owner
 
     def sign(self, key: Key) -> Signed:
         tx, owner = self.tx, self.owner
-        script, code = own_scripts(owner)
-        pub = owner.public_key
-        segwit = is_witness(script) or script[0] == 0xA9
-        for i, value, prev in self.mine:
-            if segwit:
-                digest = tx.sighash_segwit(i, Script(code), value, SIGHASH_ALL)
-            else:
-                digest = tx.sighash_legacy(i, Script(prev), SIGHASH_ALL)
+        script, _ = own_scripts(owner)
+        for m, digest in zip(self.mine, self.digests, strict=True):
             sig = sign_der(key.secret, digest) + bytes((SIGHASH_ALL,))
-            if script[0] == 0xA9:
-                tx.vin[i].script_sig = Script(push(b"\x00\x14" + codecs.hash160(pub)))
-                tx.vin[i].witness = Witness([sig, pub])
-            elif segwit:
-                tx.vin[i].witness = Witness([sig, pub])
-            else:
-                tx.vin[i].script_sig = Script(push(sig) + push(pub))
+            tx.vin[m.index].script_sig, tx.vin[m.index].witness = unlock(
+                script, sig, owner.public_key
+            )
         errors = [
             RawInputError(
                 txid=txin.txid.hex(),
@@ -133,15 +132,11 @@ def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _Prepared:
     if req.sighashtype != "ALL":
         raise refuse("only sighashtype ALL is signed", "sighash_not_allowed")
     params = PARAMS[owner.family]
-    try:
-        tx = Transaction.parse(unhex(req.hex, "hex"))
-    except ChainError:
-        raise
-    except Exception:
-        raise refuse("hex is not a valid transaction") from None
+    tx = parse_tx(req.hex, "hex")
+    check_inputs(tx)
     script, _ = own_scripts(owner)
     given = {(p.txid.lower(), p.vout): p for p in req.prevtxs}
-    mine: list[tuple[int, int, bytes]] = []
+    mine: list[Mine] = []
     values: list[int | None] = []
     for i, txin in enumerate(tx.vin):
         prev = given.get((txin.txid.hex(), txin.vout))
@@ -151,9 +146,9 @@ def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _Prepared:
         spk = unhex(prev.scriptPubKey, "scriptPubKey")
         if not params.segwit and is_witness(spk):
             raise refuse("this coin has no segwit inputs", "wrong_chain")
-        value = smallest_unit(prev.amount) if prev.amount is not None else None
+        value = smallest_unit(prev.amount, owner.family) if prev.amount is not None else None
         if prev.hex is not None:
-            full = Transaction.parse(unhex(prev.hex, "prevtxs hex"))
+            full = parse_tx(prev.hex, "prevtxs[].hex")
             if full.txid() != txin.txid or txin.vout >= len(full.vout):
                 raise refuse("a previous transaction is not the one its input spends",
                              "prev_tx_mismatch")  # fmt: skip
@@ -161,38 +156,21 @@ def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _Prepared:
             if out.script_pubkey.data != spk or (value is not None and out.value != value):
                 raise refuse("scriptPubKey or amount contradicts the previous transaction",
                              "prev_tx_mismatch")  # fmt: skip
-            value = out.value
+            value = check_value(out.value, owner.family, f"input {i}'s amount")
         values.append(value)
         if spk != script:
             continue
-        if not (is_witness(script) or script[0] == 0xA9) and prev.hex is None:
+        if not segwit(script) and prev.hex is None:
             raise refuse("a legacy input needs its full previous transaction (prevtxs[].hex)",
                          "missing_prev_tx")  # fmt: skip
         if value is None:
-            raise refuse("an input of this account needs its amount", "invalid_amount")
-        mine.append((i, value, spk))
+            raise refuse("an input of this account needs its amount", INVALID_AMOUNT)
+        mine.append(Mine(i, value, spk))
     if not mine:
         raise refuse("no input of this transaction spends from this account", "not_owner")
-    unsigned = Transaction.parse(tx.serialize())
-    for txin in unsigned.vin:
-        txin.script_sig, txin.witness = Script(b""), Witness([])
-    items = []
-    for out in tx.vout:
-        data = out.script_pubkey.data
-        if not params.segwit and is_witness(data):
-            raise refuse("this coin has no segwit outputs", "wrong_chain")
-        to = address_of(data, owner)
-        items.append(Item("output", to, (Amount(params.ticker, out.value),), change=data == script,
-                          decoded=to is not None))  # fmt: skip
-    known = [v for v in values if v is not None]
-    fee = (
-        (Amount(params.ticker, sum(known) - sum(o.value for o in tx.vout)),)
-        if len(known) == len(values) else ()
-    )  # fmt: skip
-    digest = hashlib.sha256(unsigned.serialize()).hexdigest()
-    summary = Summary(owner.family, owner.network.name, "sign-raw-transaction", None,
-                      tuple(items), fee, digest)  # fmt: skip
-    return _Prepared(summary, tx, tuple(mine), owner)
+    digests = sighashes(tx, mine, owner)
+    summary = summarize(owner, "sign-raw-transaction", tx, values, digests)
+    return _Prepared(summary, tx, tuple(mine), digests, owner)
 
 
 KIND = SignKind(
