@@ -485,3 +485,45 @@ def test_a_family_limited_token_reads_only_its_families(server: Server) -> None:
         assert events and {e.get("family") for e in events} == {"dogecoin"}
         everything = full.get("/audit").json()["data"]["events"]
         assert {e.get("family") for e in everything} >= {"cosmos", "dogecoin", None}
+
+
+# ---- A message signature is never a transaction signature (per family) ------------
+
+
+def test_a_cosmos_message_signature_signs_the_adr036_wrapper_only(client: Any) -> None:
+    """Keplr's ADR-036 wraps the data in a document no chain takes as a transaction (an
+    empty chain id, a sign/MsgSignData message): a transaction's own sign bytes sent as
+    the data give a signature cosmjs accepts for the wrapper and not for the transaction."""
+    require_node()
+    assert client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    doc = direct_doc()
+    data = base64.b64encode(_sign_doc_bytes(doc)).decode()
+    sig = client.post(f"/cosmos/{ADDRESS}/sign-message", json={"data": data}).json()["data"]
+    wrapper = run_node("cosmos.mjs", {"action": "adr036_doc", "signer": ADDRESS, "data": data,
+                                      "signature": sig["signedMessage"], "pubkey": PUBKEY})  # fmt: skip
+    assert wrapper["verdict"]["valid"] is True and wrapper["doc"]["chain_id"] == ""
+    as_tx = run_node("cosmos.mjs", {"action": "verify_direct", "signDoc": doc,
+                                    "signature": sig["signedMessage"], "pubkey": PUBKEY})  # fmt: skip
+    assert as_tx["ok"] is False
+
+
+def test_a_utxo_message_signature_is_no_input_signature(client: Any) -> None:
+    """Core's message magic is hashed in front of the message, so no message hashes to a
+    sighash (that would need the magic to be a transaction's start). The transaction
+    itself sent as the message is signed, bitcoinjs-message accepts it as a message
+    signature, and bitcoinjs finds it invalid for the transaction's input."""
+    require_node()
+    made = client.post("/litecoin", json={"private_key": KEY["private_key_hex"]})
+    address, pubkey = made.json()["address"], made.json()["data"]["public_key"]
+    psbt = _ltc_psbt(pubkey, LTC, LTC, [{"address": RECIPIENT["litecoin"], "value": LTC - 1000}])
+    message = base64.b64decode(psbt).hex()  # the whole unsigned transaction, as text
+    sig = client.post(f"/litecoin/{address}/sign-message", json={"message": message})
+    signature = sig.json()["data"]["signature"]
+    verdict = run_node("utxo.mjs", {"action": "verify_message", "network": "litecoin/mainnet",
+                                    "message": message, "address": address,
+                                    "signature": signature})  # fmt: skip
+    assert verdict["matches"] is True
+    as_input = run_node("utxo.mjs", {"action": "verify_message_as_input",
+                                     "network": "litecoin/mainnet", "psbt": psbt,
+                                     "pubkey": pubkey, "value": LTC, "signature": signature})  # fmt: skip
+    assert as_input == {"valid": False}

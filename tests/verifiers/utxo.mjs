@@ -153,6 +153,17 @@ switch (req.action) {
     out = { hex: tx.toHex(), txid: tx.getId() };
     break;
   }
+  case "verify_message_as_input": {
+    // Is a message signature (65-byte compact) valid as input 0's signature of this PSBT?
+    const psbt = bitcoin.Psbt.fromBase64(req.psbt, { network });
+    const tx = psbt.data.globalMap.unsignedTx.tx;
+    const pubkey = Buffer.from(req.pubkey, "hex");
+    const code = bitcoin.payments.p2pkh({ pubkey }).output;
+    const hash = tx.hashForWitnessV0(0, code, BigInt(req.value), bitcoin.Transaction.SIGHASH_ALL);
+    const rs = Buffer.from(req.signature, "base64").subarray(1);
+    out = { valid: ecc.verify(hash, pubkey, rs) };
+    break;
+  }
   case "sign_message": {
     // bitcoinjs-message: the coin's magic; BIP137 headers for segwit addresses
     const segwitType = { "p2wpkh": "p2wpkh", "p2sh-p2wpkh": "p2sh(p2wpkh)" }[req.kind];

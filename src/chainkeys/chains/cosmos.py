@@ -11,8 +11,6 @@ from chainkeys.chains import codecs
 from chainkeys.chains.keys import parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
 from chainkeys.chains.spec import Account, ChainError, Key, Network, NoOptions, OptionSpec
-from chainkeys.chains.tx import cosmos as signers
-from chainkeys.chains.tx import cosmos_transfer as transfers
 
 NETWORKS: Final = codecs.network_table(
     Network("cosmoshub", 118, chain_id="cosmoshub-4", hrp="cosmos"),
@@ -128,5 +126,4 @@ FAMILY: Final = CosmosFamily(
     name="cosmos",
     networks=NETWORKS,
     default_network="cosmoshub",
-    signers=(*signers.KINDS, *transfers.KINDS),
 )

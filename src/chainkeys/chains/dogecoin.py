@@ -11,7 +11,6 @@ from typing import Final
 from chainkeys.chains.base58 import P2PKH, Base58Family
 from chainkeys.chains.codecs import network_table
 from chainkeys.chains.spec import Network
-from chainkeys.chains.tx.utxo import message, psbt, rawtx
 
 NETWORKS: Final = network_table(
     Network("mainnet", 3, p2pkh=b"\x1e", p2sh=b"\x16", wif=b"\x9e"),
@@ -24,6 +23,5 @@ FAMILY: Final = Base58Family(
     networks=NETWORKS,
     default_network="mainnet",
     address_types={"p2pkh": P2PKH},
-    signers=(psbt.KIND, rawtx.KIND, message.KIND),
     default_address_type="p2pkh",
 )

@@ -26,7 +26,6 @@ from chainkeys.chains import codecs
 from chainkeys.chains.keys import key_from_secret, parse_hex_key
 from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
 from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
-from chainkeys.chains.tx import eos as signers
 
 # Chain ids as published by each chain (wharfkit/common Chains, Anchor).
 NETWORKS: Final = codecs.network_table(
@@ -329,5 +328,4 @@ FAMILY: Final = EosFamily(
     name="eos",
     networks=NETWORKS,
     default_network="eos",
-    signers=signers.KINDS,
 )

@@ -13,7 +13,6 @@ from typing import Final
 from chainkeys.chains.base58 import P2PKH, P2SH_P2WPKH, P2WPKH, Base58Family
 from chainkeys.chains.codecs import network_table
 from chainkeys.chains.spec import Network
-from chainkeys.chains.tx.utxo import message, psbt, rawtx
 
 NETWORKS: Final = network_table(
     Network("mainnet", 2, hrp="ltc", p2pkh=b"\x30", p2sh=b"\x32", wif=b"\xb0"),
@@ -26,6 +25,5 @@ FAMILY: Final = Base58Family(
     networks=NETWORKS,
     default_network="mainnet",
     address_types={t.name: t for t in (P2WPKH, P2PKH, P2SH_P2WPKH)},
-    signers=(psbt.KIND, rawtx.KIND, message.KIND),
     default_address_type="p2wpkh",
 )

@@ -170,7 +170,11 @@ class CosmosDirectDoc(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     account_number: str | None = None
 
     def get(self, camel: str, snake: str) -> str:
-        value = getattr(self, camel) if getattr(self, camel) is not None else getattr(self, snake)
+        """The field in either casing; both at once is a refusal (one would go unread)."""
+        first, second = getattr(self, camel), getattr(self, snake)
+        if first is not None and second is not None:
+            raise refuse(f"signDoc has both {camel} and {snake}: send one")
+        value = first if first is not None else second
         if value is None:
             raise refuse(f"signDoc.{camel} is missing")
         return str(value)

@@ -22,6 +22,7 @@ from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 from cosmospy_protobuf.ibc.applications.transfer.v1 import tx_pb2 as ibc
 from google.protobuf import any_pb2
 
+from chainkeys.chains.cosmos import FAMILY as COSMOS
 from chainkeys.chains.spec import Key
 from chainkeys.chains.tx.base import (
     INVALID_AMOUNT,
@@ -124,10 +125,8 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _Prepared:
         msg = _any(IBC, transfer)
         item = Item(IBC, req.toAddress, (Amount(req.denom, amount),))
     else:
-        from chainkeys.chains.registry import family
-
         try:
-            to = family("cosmos").check_address(req.toAddress, owner.network)
+            to = COSMOS.check_address(req.toAddress, owner.network)
         except ValueError:
             raise refuse(
                 f"toAddress is not an address of {owner.network.name} (prefix {owner.network.hrp})",

@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from chainkeys.chains import codecs
+from chainkeys.chains.eos import parse_public_key
 from chainkeys.chains.spec import ChainError, Key
 from chainkeys.chains.tx.base import (
     INVALID_AMOUNT,
@@ -202,8 +203,10 @@ def signature_k1(secret: bytes, digest: bytes) -> str:
 
 
 class EosTransactionRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """eosjs `SignatureProviderArgs` with bytes as hex (`abis` ignored, as Antelope's
-    signature does not cover them; `requiredKeys` must name this account's key if given)."""
+    """eosjs `SignatureProviderArgs` with bytes as hex. `requiredKeys`, if given, must be
+    this account's key (either form); `abis` are what eosjs hands a signer to show the
+    actions to a person: no signature covers them, and this signer reads the actions
+    from the transaction itself."""
 
     chainId: str
     serializedTransaction: str
@@ -237,6 +240,13 @@ def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _Prepared:
             f"(expected {owner.network.chain_id})",
             "wrong_chain",
         )
+    for text in req.requiredKeys or ():
+        try:
+            required = parse_public_key(text)
+        except ChainError:
+            raise refuse("requiredKeys holds something that is not an EOS public key") from None
+        if required != owner.public_key:
+            raise refuse("requiredKeys names a key this account does not hold", "not_owner")
     tx = unhex(req.serializedTransaction, "serializedTransaction")
     cfd = unhex(req.serializedContextFreeData or "", "serializedContextFreeData")
     cfa, actions = decode_transaction(tx)

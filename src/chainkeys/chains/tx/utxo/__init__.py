@@ -3,3 +3,7 @@
 The coins differ only in data (`PARAMS`): message magic, ticker, whether
 segwit exists. No per-coin code paths.
 """
+
+from chainkeys.chains.tx.utxo import message, psbt, rawtx
+
+__all__ = ["message", "psbt", "rawtx"]

@@ -30,6 +30,7 @@ from chainkeys.chains.tx.utxo.transaction import (
     check_value,
     is_witness,
     own_scripts,
+    p2wpkh_program,
     segwit,
     sighashes,
     summarize,
@@ -128,6 +129,20 @@ class _Prepared:
         return Signed(data, tx.txid().hex() if not errors else None)
 
 
+def _scripts_match(prev: PrevTx, mine: bool, owner: Owner) -> None:
+    """Core's optional redeemScript/witnessScript: read, never ignored. For an input of a
+    P2SH-P2WPKH account the redeem script is its P2WPKH program; nothing else is read."""
+    if prev.witnessScript is not None:
+        raise refuse("witnessScript is not read by this signer (P2WSH inputs are not signed)")
+    if prev.redeemScript is not None:
+        expected = p2wpkh_program(owner.public_key) if mine else None
+        if (
+            owner.address_type != "p2sh-p2wpkh"
+            or unhex(prev.redeemScript, "redeemScript") != expected
+        ):
+            raise refuse("redeemScript is not this account's P2SH-P2WPKH redeem script")
+
+
 def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _Prepared:
     if req.sighashtype != "ALL":
         raise refuse("only sighashtype ALL is signed", "sighash_not_allowed")
@@ -158,6 +173,7 @@ def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _Prepared:
                              "prev_tx_mismatch")  # fmt: skip
             value = check_value(out.value, owner.family, f"input {i}'s amount")
         values.append(value)
+        _scripts_match(prev, spk == script, owner)
         if spk != script:
             continue
         if not segwit(script) and prev.hex is None:
