@@ -1,6 +1,6 @@
 // Starts a real chainkeys server in a temp data directory for a test file.
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
@@ -11,14 +11,12 @@ export const repoRoot = resolve(here, "..", "..", "..");
 export const CHAINKEYS_BIN = process.env.CHAINKEYS_BIN || join(repoRoot, ".venv", "bin", "chainkeys");
 const MASTER_KEY = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
-/** The shared test vectors (keys[] with private_key_hex, addresses, EOS keys). */
-export function vectors() {
-  const path = process.env.CHAINKEYS_VECTORS || "/work/shared/vectors/vectors.json";
-  return JSON.parse(readFileSync(path, "utf8"));
-}
+import { KEYS } from "./keys.mjs";
+
+/** A test key by its id in the shared vectors (private_key_hex, eos.{public_key_legacy,public_key_k1,private_key_k1}). */
 export function vectorKey(id) {
-  const k = vectors().keys.find((k) => k.id === id);
-  if (!k) throw new Error(`no vector key ${id}`);
+  const k = KEYS[id];
+  if (!k) throw new Error(`no test key ${id}`);
   return k;
 }
 
