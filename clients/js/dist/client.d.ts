@@ -1,0 +1,51 @@
+/** The HTTP part every adapter shares: the envelope, auth, errors, approvals. */
+import { type Approval, type WaitOptions } from "./errors.js";
+/** The one options object every adapter is built from. */
+export interface ChainkeysOptions {
+    /** The service's base URL, e.g. `https://chainkeys.internal:8000`. */
+    url: string;
+    /** A bearer token (`chainkeys token create`), with `read` and `sign` scopes. */
+    token: string;
+    /** The chainkeys account name: the address (Cosmos, Dogecoin, Litecoin) or the EOS account name. */
+    account: string;
+    /** A `fetch` to use instead of the global one. */
+    fetch?: typeof fetch;
+    /**
+     * When a sign request needs approval (HTTP 202), wait for it here instead
+     * of throwing `ApprovalPending` (`true`, or the polling options).
+     */
+    waitForApproval?: boolean | WaitOptions;
+}
+interface Envelope {
+    success?: boolean;
+    message?: string;
+    code?: string;
+    data?: unknown;
+}
+/** A small client for the endpoints the adapters call. */
+export declare class ChainkeysClient {
+    #private;
+    readonly options: ChainkeysOptions;
+    constructor(options: ChainkeysOptions);
+    /** `/{family}/{account}` + suffix, each segment URL-encoded. */
+    accountPath(family: string, suffix?: string): string;
+    /** GET or POST one endpoint and return the envelope's `data`. */
+    call(method: "GET" | "POST", path: string, body?: unknown): Promise<{
+        status: number;
+        envelope: Envelope;
+    }>;
+    /** GET: the envelope's `data`. */
+    get(path: string): Promise<any>;
+    /**
+     * POST a sign request; `finish` turns the endpoint's `data` into the
+     * adapter's result, now or, after a 202, once the request is approved.
+     */
+    sign<T>(path: string, body: unknown, finish: (data: any) => T | Promise<T>): Promise<T>;
+    /** `GET /approvals/{id}`. */
+    approval(id: string): Promise<Approval>;
+}
+export declare function toBase64(bytes: Uint8Array): string;
+export declare function fromBase64(text: string): Uint8Array;
+export declare function toHex(bytes: Uint8Array): string;
+export declare function utf8(text: string): Uint8Array;
+export {};

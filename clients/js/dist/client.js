@@ -1,0 +1,111 @@
+/** The HTTP part every adapter shares: the envelope, auth, errors, approvals. */
+import { ApprovalPending, ChainkeysError } from "./errors.js";
+/** A small client for the endpoints the adapters call. */
+export class ChainkeysClient {
+    options;
+    #base;
+    #fetch;
+    constructor(options) {
+        for (const key of ["url", "token", "account"]) {
+            if (typeof options?.[key] !== "string" || options[key] === "") {
+                throw new TypeError(`chainkeys: options.${key} must be a non-empty string`);
+            }
+        }
+        const f = options.fetch ?? globalThis.fetch;
+        if (typeof f !== "function")
+            throw new TypeError("chainkeys: no fetch available; pass options.fetch");
+        this.options = options;
+        this.#base = options.url.replace(/\/+$/, "");
+        this.#fetch = options.fetch ? options.fetch : (input, init) => globalThis.fetch(input, init);
+    }
+    /** `/{family}/{account}` + suffix, each segment URL-encoded. */
+    accountPath(family, suffix = "") {
+        return `/${family}/${encodeURIComponent(this.options.account)}${suffix}`;
+    }
+    /** GET or POST one endpoint and return the envelope's `data`. */
+    async call(method, path, body) {
+        const headers = {
+            Authorization: `Bearer ${this.options.token}`,
+            Accept: "application/json",
+        };
+        if (body !== undefined)
+            headers["Content-Type"] = "application/json";
+        let response;
+        try {
+            response = await this.#fetch(this.#base + path, {
+                method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+            });
+        }
+        catch (cause) {
+            throw new ChainkeysError(`chainkeys: ${method} ${path} failed: ${String(cause)}`, "network_error", 0, { cause });
+        }
+        const text = await response.text();
+        let envelope;
+        try {
+            envelope = JSON.parse(text);
+        }
+        catch {
+            throw new ChainkeysError(`chainkeys: ${method} ${path} answered HTTP ${response.status} with a body that is not JSON`, response.ok ? "invalid_response" : httpCode(response.status), response.status, { body: text });
+        }
+        if (!response.ok || envelope === null || typeof envelope !== "object" || envelope.success !== true) {
+            const e = (envelope ?? {});
+            throw new ChainkeysError(typeof e.message === "string" ? e.message : `HTTP ${response.status}`, typeof e.code === "string" ? e.code : response.ok ? "invalid_response" : httpCode(response.status), response.status, { body: envelope });
+        }
+        return { status: response.status, envelope };
+    }
+    /** GET: the envelope's `data`. */
+    async get(path) {
+        return (await this.call("GET", path)).envelope.data;
+    }
+    /**
+     * POST a sign request; `finish` turns the endpoint's `data` into the
+     * adapter's result, now or, after a 202, once the request is approved.
+     */
+    async sign(path, body, finish) {
+        const { status, envelope } = await this.call("POST", path, body);
+        if (status === 202) {
+            const approval = envelope.data;
+            if (!approval || typeof approval.id !== "string") {
+                throw new ChainkeysError("chainkeys: a 202 answer without an approval id", "invalid_response", 202, { body: envelope });
+            }
+            const pending = new ApprovalPending(envelope.message ?? "", approval, (id) => this.approval(id), finish);
+            const wait = this.options.waitForApproval;
+            if (wait)
+                return pending.waitForApproval(wait === true ? {} : wait);
+            throw pending;
+        }
+        return finish(envelope.data);
+    }
+    /** `GET /approvals/{id}`. */
+    async approval(id) {
+        return (await this.get(`/approvals/${encodeURIComponent(id)}`));
+    }
+}
+function httpCode(status) {
+    return { 400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict",
+        429: "rate_limited", 500: "internal_error", 503: "unavailable" }[status] ?? `http_${status}`;
+}
+// ---- encodings without Buffer (browsers too) -------------------------------------------
+export function toBase64(bytes) {
+    let s = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) {
+        s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    }
+    return btoa(s);
+}
+export function fromBase64(text) {
+    const s = atob(text);
+    const out = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++)
+        out[i] = s.charCodeAt(i);
+    return out;
+}
+export function toHex(bytes) {
+    let s = "";
+    for (const b of bytes)
+        s += b.toString(16).padStart(2, "0");
+    return s;
+}
+export function utf8(text) {
+    return new TextEncoder().encode(text);
+}

@@ -1,0 +1,29 @@
+/** A cosmjs `OfflineDirectSigner` and `OfflineAminoSigner` backed by chainkeys. */
+import type { AccountData, OfflineDirectSigner, DirectSignResponse } from "@cosmjs/proto-signing";
+import type { OfflineAminoSigner, AminoSignResponse, StdSignDoc, StdSignature } from "@cosmjs/amino";
+import { ChainkeysClient, type ChainkeysOptions } from "./client.js";
+/** cosmjs' `SignDoc` (from cosmjs-types), as `signDirect` takes it. */
+export type DirectSignDoc = Parameters<OfflineDirectSigner["signDirect"]>[1];
+/**
+ * Signs for one Cosmos account held by chainkeys (`options.account` is its
+ * address). Use it wherever cosmjs takes a signer:
+ * `SigningStargateClient.connectWithSigner(rpc, new ChainkeysCosmosSigner(opts))`.
+ */
+export declare class ChainkeysCosmosSigner implements OfflineDirectSigner, OfflineAminoSigner {
+    #private;
+    readonly client: ChainkeysClient;
+    constructor(options: ChainkeysOptions);
+    /** The account, with its public key as the service reports it (`GET /cosmos/{address}`). */
+    getAccounts(): Promise<readonly AccountData[]>;
+    /** `POST /cosmos/{address}/sign-direct`: SIGN_MODE_DIRECT. */
+    signDirect(signerAddress: string, signDoc: DirectSignDoc): Promise<DirectSignResponse>;
+    /** `POST /cosmos/{address}/sign-amino`: SIGN_MODE_LEGACY_AMINO_JSON. */
+    signAmino(signerAddress: string, signDoc: StdSignDoc): Promise<AminoSignResponse>;
+    /**
+     * Keplr's `signArbitrary` (ADR-036): signs `data` (text as UTF-8, or bytes)
+     * wrapped in a `sign/MsgSignData` document. `chainId` is not part of an
+     * ADR-036 document (Keplr uses it to pick the key); it is accepted for the
+     * same call shape.
+     */
+    signArbitrary(chainId: string, signer: string, data: string | Uint8Array): Promise<StdSignature>;
+}

@@ -1,0 +1,14 @@
+/**
+ * @chainkeys/signers: cosmjs, eosjs and bitcoinjs-lib signers backed by a
+ * chainkeys service. This entry point imports no other package at run time;
+ * the WharfKit plugin is at `@chainkeys/signers/wharfkit`.
+ */
+export { ChainkeysError, ApprovalPending } from "./errors.js";
+export type { Approval, ApprovalState, WaitOptions } from "./errors.js";
+export { ChainkeysClient } from "./client.js";
+export type { ChainkeysOptions } from "./client.js";
+export { ChainkeysCosmosSigner } from "./cosmjs.js";
+export type { DirectSignDoc } from "./cosmjs.js";
+export { ChainkeysSignatureProvider } from "./eosjs.js";
+export { signPsbt, coinOf } from "./bitcoinjs.js";
+export type { SignPsbtOptions, UtxoCoin } from "./bitcoinjs.js";
