@@ -51,8 +51,8 @@ class _Envelope(msgspec.Struct):
 
 def segment(value: str) -> str:
     """One path segment, escaped: a name can never reach another path."""
-    if not isinstance(value, str) or not value:
-        raise ValueError("an account name is a non-empty string")
+    if not isinstance(value, str) or not value or value in (".", ".."):
+        raise ValueError("an account name is a non-empty string, not . or ..")
     return quote(value, safe="")
 
 
