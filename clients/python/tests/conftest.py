@@ -65,7 +65,9 @@ class Server:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if not Path(CHAINKEYS_BIN).exists():
-        pytest.fail(f"no chainkeys at {CHAINKEYS_BIN}: run ./scripts/bootstrap or set CHAINKEYS_BIN")
+        pytest.fail(
+            f"no chainkeys at {CHAINKEYS_BIN}: run ./scripts/bootstrap or set CHAINKEYS_BIN"
+        )
     data_dir = tmp_path_factory.mktemp("chainkeys-data")
     port = free_port()
     env = {

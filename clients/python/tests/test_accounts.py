@@ -94,16 +94,22 @@ def test_generate_returns_the_key_once(family: str, client_for: Callable[..., Cl
     assert ck.accounts.export(family, made.name).private_key == made.private_key
 
 
-def test_networks_and_address_types(client_for: Callable[..., Client], vectors: dict[str, Any]) -> None:
+def test_networks_and_address_types(
+    client_for: Callable[..., Client], vectors: dict[str, Any]
+) -> None:
     ck = client_for(tenant="nets")
     k = key(vectors, "scalar-two")
     osmo = ck.accounts.create("cosmos", network="osmosis", private_key=k["private_key_hex"])
     assert osmo.address == k["cosmos"]["addresses"]["osmo"] and osmo.network == "osmosis"
-    doge_t = ck.accounts.create("dogecoin", network="testnet", private_key=k["dogecoin"]["testnet"]["wif"])
+    doge_t = ck.accounts.create(
+        "dogecoin", network="testnet", private_key=k["dogecoin"]["testnet"]["wif"]
+    )
     assert doge_t.address == k["dogecoin"]["testnet"]["p2pkh"]
     ltc = k["litecoin"]["mainnet"]
     for address_type, field in (("p2pkh", "p2pkh"), ("p2sh-p2wpkh", "p2sh_p2wpkh")):
-        made = ck.accounts.create("litecoin", private_key=k["private_key_hex"], address_type=address_type)
+        made = ck.accounts.create(
+            "litecoin", private_key=k["private_key_hex"], address_type=address_type
+        )
         assert made.address == ltc[field]
         ck.accounts.delete("litecoin", made.name)  # one key per tenant and family
     named = ck.accounts.create("eos", private_key=k["eos"]["private_key_wif"], name="clienttest12")

@@ -162,7 +162,9 @@ def test_sign_psbt_gives_the_bitcoinjs_transaction(
     assert as_bytes.hex is None and as_bytes.psbt
 
 
-def test_sign_raw_transaction_verifies(client_for: Callable[..., Client], vectors: dict[str, Any]) -> None:
+def test_sign_raw_transaction_verifies(
+    client_for: Callable[..., Client], vectors: dict[str, Any]
+) -> None:
     ck = client_for(tenant="rawtx")
     address = ck.accounts.create("dogecoin", private_key=ONE).address
     mine = p2pkh_script(bytes.fromhex(vectors["keys"][0]["hash160_hex"]))
@@ -175,7 +177,9 @@ def test_sign_raw_transaction_verifies(client_for: Callable[..., Client], vector
     assert signed.complete and signed.errors == []
     der_and_type, pubkey = pushes(first_input_script(bytes.fromhex(signed.hex)))
     assert pubkey == PUB_ONE and der_and_type[-1] == 1  # SIGHASH_ALL
-    sighash = dsha256(legacy_tx([(txid(fund), 0, mine)], [(900_000, theirs)]) + (1).to_bytes(4, "little"))
+    sighash = dsha256(
+        legacy_tx([(txid(fund), 0, mine)], [(900_000, theirs)]) + (1).to_bytes(4, "little")
+    )
     assert coincurve.PublicKey(pubkey).verify(der_and_type[:-1], sighash, hasher=None)
     with pytest.raises(BadRequest) as refused:  # a legacy input without its previous tx
         ck.signing.sign_raw_transaction("dogecoin", address, spend.hex(),
@@ -184,7 +188,9 @@ def test_sign_raw_transaction_verifies(client_for: Callable[..., Client], vector
     assert refused.value.code == "missing_prev_tx"
 
 
-def test_eos_sign_transaction_and_message(client_for: Callable[..., Client], vectors: dict[str, Any]) -> None:
+def test_eos_sign_transaction_and_message(
+    client_for: Callable[..., Client], vectors: dict[str, Any]
+) -> None:
     ck = client_for(tenant="sign-eos")
     made = ck.accounts.create("eos", private_key=ONE, name="clienteos123")
     tx = eos_transfer_tx("clienteos123", "exchange1234", 12345)
@@ -200,8 +206,13 @@ def test_eos_sign_transaction_and_message(client_for: Callable[..., Client], vec
     m = eos_signature(message.signature)
     assert recover(m, hashlib.sha256(b"I own this account").digest(), 31).format() == PUB_ONE
     raw = ck.signing.sign_message("eos", made.name, data=b"\x00\xff\x10")
-    assert recover(eos_signature(raw.signature), hashlib.sha256(b"\x00\xff\x10").digest(), 31).format() == PUB_ONE
+    assert (
+        recover(eos_signature(raw.signature), hashlib.sha256(b"\x00\xff\x10").digest(), 31).format()
+        == PUB_ONE
+    )
 
     with pytest.raises(BadRequest) as refused:  # an action authorized by another account
-        ck.signing.sign_eos_transaction(made.name, EOS_MAINNET, eos_transfer_tx("someoneelse1", "exchange1234", 1))
+        ck.signing.sign_eos_transaction(
+            made.name, EOS_MAINNET, eos_transfer_tx("someoneelse1", "exchange1234", 1)
+        )
     assert refused.value.code == "not_owner"

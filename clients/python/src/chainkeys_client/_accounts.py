@@ -45,17 +45,17 @@ def cosmos_public_key(pubkey: str | None) -> str | None:
 def read_account(family: str) -> Callable[[Answer], Account]:
     def read(answer: Answer) -> Account:
         body: Any = answer.body if isinstance(answer.body, dict) else {}
-        data = body.get("data") or {}
-        inner = data.get("data") if isinstance(data.get("data"), dict) else {}
+        data: dict[str, Any] = body.get("data") if isinstance(body.get("data"), dict) else {}
+        inner: dict[str, Any] = data["data"] if isinstance(data.get("data"), dict) else {}
         # Cosmos: everything is in data.data; the others: in data (and again in data.data).
-        src = inner if family == "cosmos" else {**inner, **data}
-        fields = {k: src.get(k) for k in _FIELDS if isinstance(src.get(k), str)}
+        src: dict[str, Any] = inner if family == "cosmos" else {**inner, **data}
+        fields: dict[str, Any] = {k: src.get(k) for k in _FIELDS if isinstance(src.get(k), str)}
         address = fields.pop("address", None) or body.get("address")
         if not isinstance(address, str):
             raise msgspec.ValidationError("the answer carries no address")
         pubkey = src.get("pubkey") if isinstance(src.get("pubkey"), str) else None
         if family == "cosmos" and "public_key" not in fields:
-            fields["public_key"] = cosmos_public_key(pubkey)  # type: ignore[assignment]
+            fields["public_key"] = cosmos_public_key(pubkey)
         return Account(
             family=family, name=address, address=address, pubkey=pubkey,
             message=body.get("message"),

@@ -131,7 +131,7 @@ def retry_after(headers: httpx.Headers) -> float | None:
         when = parsedate_to_datetime(raw)
     except (TypeError, ValueError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return max(0.0, float(when.timestamp()) - time.time())
 
 
 def _json(response: httpx.Response) -> Any:

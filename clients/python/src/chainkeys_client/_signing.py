@@ -65,6 +65,7 @@ def message_call(
     family: str, name: str, message: str | None, data: bytes | str | None
 ) -> Call[Any]:
     fam = family_segment(family)
+    body: dict[str, Any]
     if (message is None) == (data is None):
         raise ValueError("give message (text) or data (bytes), one of them")
     if fam == "cosmos":
@@ -133,7 +134,7 @@ class Signing:
         return self._run(amino_call(name, sign_doc))
 
     @overload
-    def sign_message(
+    def sign_message(  # type: ignore[overload-overlap]
         self, family: Literal["cosmos"], name: str, message: str | None = None, *,
         data: bytes | str | None = None,
     ) -> CosmosMessageSigned: ...  # fmt: skip
@@ -195,7 +196,7 @@ class AsyncSigning:
         return await self._run(amino_call(name, sign_doc))
 
     @overload
-    async def sign_message(
+    async def sign_message(  # type: ignore[overload-overlap]
         self, family: Literal["cosmos"], name: str, message: str | None = None, *,
         data: bytes | str | None = None,
     ) -> CosmosMessageSigned: ...  # fmt: skip
