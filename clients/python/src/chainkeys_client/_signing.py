@@ -1,0 +1,240 @@
+"""Signing: one method per sign endpoint, taking and returning its own JSON shape.
+
+Sign requests are never retried automatically: the service signs
+deterministically, but a repeat is still a second audited signature and may
+count against a policy's caps (a retry of the same bytes is free only for
+caps). Call again yourself if you want to. A request that needs approval
+raises `ApprovalPending` (HTTP 202) with the approval id.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, overload
+
+from chainkeys_client._core import AsyncRunner, Call, SyncRunner, data_as, family_segment, segment
+from chainkeys_client._models import (
+    CosmosAminoSigned,
+    CosmosDirectSigned,
+    CosmosIbcTransfer,
+    CosmosMessageSigned,
+    CosmosSignDoc,
+    CosmosTransfer,
+    CosmosTx,
+    EosTransactionSigned,
+    MessageSignature,
+    PrevTx,
+    PsbtSigned,
+    RawTransactionSigned,
+)
+
+UtxoFamily = Literal["dogecoin", "litecoin"]
+UTXO = ("dogecoin", "litecoin")
+Json = Mapping[str, Any]
+
+
+def _sign(family: str, name: str, kind: str, body: Any, answer: type[Any]) -> Call[Any]:
+    path = f"/{family_segment(family)}/{segment(name)}/{kind}"
+    return Call("POST", path, data_as(answer), body=body, approvable=True)
+
+
+def _hex(value: str | bytes) -> str:
+    return value.hex() if isinstance(value, bytes | bytearray) else value
+
+
+def _utxo(family: str) -> str:
+    fam = family_segment(family)
+    if fam not in UTXO:
+        raise ValueError(f"{family} has no PSBT or raw-transaction signer (dogecoin, litecoin)")
+    return fam
+
+
+# ---- the calls ------------------------------------------------------------------------
+
+
+def direct_call(name: str, sign_doc: CosmosSignDoc | Json) -> Call[CosmosDirectSigned]:
+    return _sign("cosmos", name, "sign-direct", {"signDoc": sign_doc}, CosmosDirectSigned)
+
+
+def amino_call(name: str, sign_doc: Json) -> Call[CosmosAminoSigned]:
+    return _sign("cosmos", name, "sign-amino", {"signDoc": sign_doc}, CosmosAminoSigned)
+
+
+def message_call(
+    family: str, name: str, message: str | None, data: bytes | str | None
+) -> Call[Any]:
+    fam = family_segment(family)
+    body: dict[str, Any]
+    if (message is None) == (data is None):
+        raise ValueError("give message (text) or data (bytes), one of them")
+    if fam == "cosmos":
+        if isinstance(data, bytes | bytearray):
+            data = base64.b64encode(data).decode()
+        body = {"message": message} if message is not None else {"data": data}
+        return _sign(fam, name, "sign-message", body, CosmosMessageSigned)
+    if fam == "eos":
+        body = {"message": message} if message is not None else {"data": _hex(data or "")}
+        return _sign(fam, name, "sign-message", body, MessageSignature)
+    if data is not None:
+        raise ValueError(f"{fam} signs text messages only (Core signmessage)")
+    return _sign(fam, name, "sign-message", {"message": message}, MessageSignature)
+
+
+def transfer_call(name: str, transfer: CosmosTransfer | Json) -> Call[CosmosTx]:
+    return _sign("cosmos", name, "sign-transfer", transfer, CosmosTx)
+
+
+def ibc_transfer_call(name: str, transfer: CosmosIbcTransfer | Json) -> Call[CosmosTx]:
+    return _sign("cosmos", name, "sign-ibc-transfer", transfer, CosmosTx)
+
+
+def psbt_call(family: str, name: str, psbt: str | bytes, finalize: bool) -> Call[PsbtSigned]:
+    if isinstance(psbt, bytes | bytearray):
+        psbt = base64.b64encode(psbt).decode()
+    body = {"psbt": psbt, "finalize": finalize}
+    return _sign(_utxo(family), name, "sign-psbt", body, PsbtSigned)
+
+
+def raw_call(
+    family: str, name: str, hex: str | bytes, prevtxs: Sequence[PrevTx | Json], sighashtype: str
+) -> Call[RawTransactionSigned]:
+    body = {"hex": _hex(hex), "prevtxs": list(prevtxs), "sighashtype": sighashtype}
+    return _sign(_utxo(family), name, "sign-raw-transaction", body, RawTransactionSigned)
+
+
+def eos_tx_call(
+    name: str,
+    chain_id: str,
+    serialized_transaction: str | bytes,
+    serialized_context_free_data: str | bytes | None,
+) -> Call[EosTransactionSigned]:
+    body: dict[str, Any] = {"chainId": chain_id,
+                            "serializedTransaction": _hex(serialized_transaction)}  # fmt: skip
+    if serialized_context_free_data is not None:
+        body["serializedContextFreeData"] = _hex(serialized_context_free_data)
+    return _sign("eos", name, "sign-transaction", body, EosTransactionSigned)
+
+
+# ---- sync and async faces --------------------------------------------------------------
+
+
+class Signing:
+    """`client.signing`: every sign endpoint (token scope `sign`)."""
+
+    def __init__(self, run: SyncRunner) -> None:
+        self._run = run
+
+    def sign_direct(self, name: str, sign_doc: CosmosSignDoc | Json) -> CosmosDirectSigned:
+        """cosmjs `signDirect`: `{bodyBytes, authInfoBytes, chainId, accountNumber}`."""
+        return self._run(direct_call(name, sign_doc))
+
+    def sign_amino(self, name: str, sign_doc: Json) -> CosmosAminoSigned:
+        """cosmjs `signAmino`: a StdSignDoc (all numbers as strings)."""
+        return self._run(amino_call(name, sign_doc))
+
+    @overload
+    def sign_message(  # type: ignore[overload-overlap]
+        self, family: Literal["cosmos"], name: str, message: str | None = None, *,
+        data: bytes | str | None = None,
+    ) -> CosmosMessageSigned: ...  # fmt: skip
+    @overload
+    def sign_message(
+        self, family: str, name: str, message: str | None = None, *,
+        data: bytes | str | None = None,
+    ) -> MessageSignature: ...  # fmt: skip
+    def sign_message(
+        self, family: str, name: str, message: str | None = None, *,
+        data: bytes | str | None = None,
+    ) -> CosmosMessageSigned | MessageSignature:  # fmt: skip
+        """Cosmos ADR-036 (`data`: bytes or base64), Core `signmessage` (text only),
+        eosjs-ecc `sign` (`data`: bytes or hex)."""
+        result: CosmosMessageSigned | MessageSignature = self._run(
+            message_call(family, name, message, data)
+        )
+        return result
+
+    def sign_transfer(self, name: str, transfer: CosmosTransfer | Json) -> CosmosTx:
+        return self._run(transfer_call(name, transfer))
+
+    def sign_ibc_transfer(self, name: str, transfer: CosmosIbcTransfer | Json) -> CosmosTx:
+        return self._run(ibc_transfer_call(name, transfer))
+
+    def sign_psbt(
+        self, family: str, name: str, psbt: str | bytes, *, finalize: bool = True
+    ) -> PsbtSigned:
+        """A BIP174 PSBT (base64 or bytes); `hex`/`txid` once every input is final."""
+        return self._run(psbt_call(family, name, psbt, finalize))
+
+    def sign_raw_transaction(
+        self, family: str, name: str, hex: str | bytes, prevtxs: Sequence[PrevTx | Json] = (),
+        *, sighashtype: str = "ALL",
+    ) -> RawTransactionSigned:  # fmt: skip
+        """Core `signrawtransactionwithkey` (legacy inputs need `prevtxs[].hex`)."""
+        return self._run(raw_call(family, name, hex, prevtxs, sighashtype))
+
+    def sign_eos_transaction(
+        self, name: str, chain_id: str, serialized_transaction: str | bytes,
+        serialized_context_free_data: str | bytes | None = None,
+    ) -> EosTransactionSigned:  # fmt: skip
+        """eosjs `SignatureProvider.sign` (bytes or hex)."""
+        return self._run(eos_tx_call(
+            name, chain_id, serialized_transaction, serialized_context_free_data
+        ))  # fmt: skip
+
+
+class AsyncSigning:
+    """`client.signing` of the AsyncClient: the same methods, awaited."""
+
+    def __init__(self, run: AsyncRunner) -> None:
+        self._run = run
+
+    async def sign_direct(self, name: str, sign_doc: CosmosSignDoc | Json) -> CosmosDirectSigned:
+        return await self._run(direct_call(name, sign_doc))
+
+    async def sign_amino(self, name: str, sign_doc: Json) -> CosmosAminoSigned:
+        return await self._run(amino_call(name, sign_doc))
+
+    @overload
+    async def sign_message(  # type: ignore[overload-overlap]
+        self, family: Literal["cosmos"], name: str, message: str | None = None, *,
+        data: bytes | str | None = None,
+    ) -> CosmosMessageSigned: ...  # fmt: skip
+    @overload
+    async def sign_message(
+        self, family: str, name: str, message: str | None = None, *,
+        data: bytes | str | None = None,
+    ) -> MessageSignature: ...  # fmt: skip
+    async def sign_message(
+        self, family: str, name: str, message: str | None = None, *,
+        data: bytes | str | None = None,
+    ) -> CosmosMessageSigned | MessageSignature:  # fmt: skip
+        result: CosmosMessageSigned | MessageSignature = await self._run(
+            message_call(family, name, message, data)
+        )
+        return result
+
+    async def sign_transfer(self, name: str, transfer: CosmosTransfer | Json) -> CosmosTx:
+        return await self._run(transfer_call(name, transfer))
+
+    async def sign_ibc_transfer(self, name: str, transfer: CosmosIbcTransfer | Json) -> CosmosTx:
+        return await self._run(ibc_transfer_call(name, transfer))
+
+    async def sign_psbt(
+        self, family: str, name: str, psbt: str | bytes, *, finalize: bool = True
+    ) -> PsbtSigned:
+        return await self._run(psbt_call(family, name, psbt, finalize))
+
+    async def sign_raw_transaction(
+        self, family: str, name: str, hex: str | bytes, prevtxs: Sequence[PrevTx | Json] = (),
+        *, sighashtype: str = "ALL",
+    ) -> RawTransactionSigned:  # fmt: skip
+        return await self._run(raw_call(family, name, hex, prevtxs, sighashtype))
+
+    async def sign_eos_transaction(
+        self, name: str, chain_id: str, serialized_transaction: str | bytes,
+        serialized_context_free_data: str | bytes | None = None,
+    ) -> EosTransactionSigned:  # fmt: skip
+        return await self._run(eos_tx_call(
+            name, chain_id, serialized_transaction, serialized_context_free_data
+        ))  # fmt: skip
