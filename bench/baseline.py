@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench import lean
 from chainkeys.vault.derive import Cursors
-from chainkeys.vault.providers import MasterKey
+from chainkeys.vault import MasterKey, Vault
 
 AUTH_SQL = (
     "SELECT tokens.tenant_id, tenants.name, tokens.id FROM tokens JOIN tenants"
@@ -142,7 +142,7 @@ class Baseline:
         self.db_path = data_dir / "chainkeys.db"
         material = base64.b64decode((data_dir / "master.key").read_text().strip())
         self.aes = AESGCM(material)
-        self.cursors = Cursors(MasterKey(material))  # opaque cursors: the same AES block
+        self.cursors = Cursors(Vault(MasterKey(material)))  # opaque cursors: the same AES block
         self.key_id = hashlib.sha256(b"chainkeys key id\x00" + material).hexdigest()[:16]
         self.synchronous = synchronous
         self.reader: sqlite3.Connection | None = None

@@ -17,6 +17,7 @@ from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError, StorageUnavailable
 from chainkeys.keys.repository import Meta
+from chainkeys.keys.ring import KeyRing
 from chainkeys.keys.service import KeyService
 from chainkeys.keys.vault import open_vault
 from chainkeys.policies.service import PolicyService
@@ -37,13 +38,17 @@ class Services:
 
     settings: Settings
     db: Database
-    vault: Vault
+    ring: KeyRing  # the vault, kept current by the key ring while the process runs
     accounts: AccountService
     tokens: TokenService
     audit: AuditService
     keys: KeyService
     policies: PolicyService
     signing: SigningService
+
+    @property
+    def vault(self) -> Vault:
+        return self.ring.vault
 
     async def close(self) -> None:
         await self.db.close()
@@ -159,14 +164,16 @@ async def copy_between(settings: Settings, source: str, target: str) -> CopyRepo
 async def open_services(settings: Settings) -> Services:
     """Open the store (creating the schema on first start) and the vault."""
     db, vault = await _open_store(settings, unseal=True)
-    assert vault is not None
-    cursors = Cursors(vault.current)
-    accounts = AccountService(db, vault, settings, cursors)
+    if vault is None:
+        raise StartupError("the vault did not open")  # never: unseal=True opens it
+    ring = KeyRing(db, vault, settings.key_refresh_seconds)
+    cursors = Cursors(vault)
+    accounts = AccountService(db, ring, settings, cursors)
     policies = PolicyService(db, settings.policy_refresh_seconds)
     return Services(
         settings,
         db,
-        vault,
+        ring,
         accounts,
         TokenService(db),
         AuditService(db, settings, cursors),

@@ -22,10 +22,11 @@ from chainkeys.chains.spec import ChainError, Family, Key, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, NotFound
+from chainkeys.keys.ring import KeyRing
 from chainkeys.store.db import Database
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
-from chainkeys.vault import Context, Vault
+from chainkeys.vault import Context
 from chainkeys.vault.derive import Cursors
 
 log = logging.getLogger("chainkeys.accounts")
@@ -53,9 +54,10 @@ def family_of(name: str) -> Family[Any]:
 class AccountService:
     """Create, import, look up, list and delete accounts within one tenant."""
 
-    def __init__(self, db: Database, vault: Vault, settings: Settings, cursors: Cursors) -> None:
+    def __init__(self, db: Database, ring: KeyRing, settings: Settings, cursors: Cursors) -> None:
         self.db = db
-        self.vault = vault
+        self.ring = ring
+        self.vault = ring.vault
         self.settings = settings
         self.cursors = cursors
 
@@ -204,6 +206,7 @@ class AccountService:
         row = await self.row(who, family, name)
         fam = family_of(row.family)
         network = fam.network(row.network)
+        await self.ring.ensure(row.key_id)
         key = key_from_secret(self.open_key(row), compressed=row.details.get("compressed", True))
         exported = fam.export_private_key(key, network)
         event = audit_event(who, "export", "ok", family=row.family, account_name=row.name)
@@ -219,10 +222,13 @@ class AccountService:
 
     async def open_secret(self, who: Principal, family: str, name: str) -> bytes:
         """The private key of a stored account (for checks and exports; never listed)."""
-        return self.open_key(await self.row(who, family, name))
+        row = await self.row(who, family, name)
+        await self.ring.ensure(row.key_id)
+        return self.open_key(row)
 
     def open_key(self, row: AccountRow) -> bytes:
-        """The private key of a stored account (only after every check has passed)."""
+        """The private key of a stored account (only after every check has passed; the
+        caller made sure the vault holds its key: `ring.ensure`)."""
         return self.vault.open(row.secret, row.key_id, Context(row.tenant_id, row.family, row.name))
 
     async def list(

@@ -82,7 +82,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         limiter = build_limiter(settings)
         app.state.rate_limiter = limiter
         opened = svc
-        purger = None
+        purger = ring = None
         try:
             if opened is None:
                 opened = await open_services(settings)
@@ -91,11 +91,15 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
                 gc.collect()
                 gc.freeze()
                 purger = asyncio.create_task(purge_expired(opened))
+            ring = asyncio.create_task(opened.ring.run())  # key rotations reach us online
             app.state.services = opened
             yield
         finally:
             if purger is not None:
                 purger.cancel()
+            if ring is not None and opened is not None:
+                ring.cancel()
+                await opened.ring.leave()
             if opened is not None and svc is None:
                 await opened.close()
             if limiter is not None:

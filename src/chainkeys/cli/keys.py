@@ -14,16 +14,25 @@ hsm_app = typer.Typer(no_args_is_help=True, help="The HSM (PKCS#11) key that wra
 
 
 @key_app.command("rotate")
-def key_rotate(data_dir: DataDir = None) -> None:
-    """Re-seal every secret under a new master key (safe to interrupt and run again).
+def key_rotate(
+    wait: Annotated[
+        float, typer.Option(min=0, help="seconds to wait for running servers to switch keys")
+    ] = 60.0,
+    data_dir: DataDir = None,
+) -> None:
+    """Re-seal every secret under a new master key, with the service running (safe to
+    interrupt and run again).
 
-    Key file: a new key is made beside the current one, every secret is re-sealed,
-    then it replaces master.key; the old key stays as master.key.retired-<id>
-    until `chainkeys key retire`. CHAINKEYS_MASTER_KEY: set it to the new key and
-    CHAINKEYS_PREVIOUS_MASTER_KEYS to the old one(s), then run this. Restart every
-    replica afterwards so it seals with the new key.
+    The new key reaches every running server and replica through the database
+    within CHAINKEYS_KEY_REFRESH_SECONDS; secrets are re-sealed once they all seal
+    with it. Key file: the new key is made beside the current one and then replaces
+    master.key; the old key stays as master.key.retired-<id> until `chainkeys key
+    retire`. Replicas on other hosts keep working; copy the new master.key to them
+    before retiring. CHAINKEYS_MASTER_KEY: set it to the new key and
+    CHAINKEYS_PREVIOUS_MASTER_KEYS to the old one(s), then run this.
     """
-    report = run(settings_for(data_dir), lambda svc: svc.keys.rotate())
+    say = lambda text: typer.echo(text, err=True)  # noqa: E731
+    report = run(settings_for(data_dir), lambda svc: svc.keys.rotate(wait, say))
     typer.echo(
         f"re-sealed {report.accounts} accounts and {report.records} other records "
         f"under master key {report.new_key_id}"
@@ -34,9 +43,22 @@ def key_rotate(data_dir: DataDir = None) -> None:
 
 @key_app.command("retire")
 def key_retire(data_dir: DataDir = None) -> None:
-    """Delete retired key files once nothing is sealed by them any more."""
-    removed = run(settings_for(data_dir), lambda svc: svc.keys.retire())
-    typer.echo("\n".join(f"removed {p}" for p in removed) or "no retired key files")
+    """Forget older master keys once no secret and no running server uses one: retired
+    key files are removed and the key ring is cleared (refused, saying what it waits
+    for, while something still needs an older key)."""
+    report = run(settings_for(data_dir), lambda svc: svc.keys.retire())
+    for path in report.removed:
+        typer.echo(f"removed {path}")
+    if not report.removed:
+        typer.echo("no retired key files")
+    typer.echo(f"the current master key is {report.current_key_id}; "
+               f"{report.ring_entries} key ring entries cleared")  # fmt: skip
+    for user in report.rooted:
+        typer.echo(
+            f"note: {user.host} pid {user.pid} started from retired key {user.root_key_id}: it "
+            "keeps running, but needs the current key (file or variable) to start again",
+            err=True,
+        )
 
 
 @key_app.command("move")

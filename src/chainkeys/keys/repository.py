@@ -3,6 +3,8 @@ and the sealed rows rotation re-seals."""
 
 from __future__ import annotations
 
+from dataclasses import astuple, dataclass
+
 from sqlalchemy import (
     Table,
     bindparam,
@@ -20,6 +22,8 @@ from chainkeys.store.tables import (
     accounts,
     deleted_accounts,
     idempotency,
+    key_ring,
+    key_users,
     meta,
 )
 from chainkeys.vault import Context
@@ -127,3 +131,96 @@ class Meta:
     @staticmethod
     async def ping(tx: Tx) -> None:
         await tx.execute(_PING)
+
+
+@dataclass(frozen=True, slots=True)
+class RingEntry:
+    """A master key a rotation introduced, sealed under the key current before it."""
+
+    key_id: str
+    wrapped: bytes
+    wrapped_by: str
+    created_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyUser:
+    """A running server process: which key it seals with, which it started from."""
+
+    process: str
+    host: str
+    pid: int
+    sealing_key_id: str
+    root_key_id: str
+    seen_ms: int
+
+
+_r, _k = key_ring.c, key_users.c
+_RING = Prepared(
+    select(_r.key_id, _r.wrapped, _r.wrapped_by, _r.created_ms).order_by(_r.created_ms)
+)
+_RING_INSERT = Prepared(insert(key_ring), ("key_id", "wrapped", "wrapped_by", "created_ms"))
+_RING_CLEAR = Prepared(delete(key_ring))
+_BEAT = Prepared(
+    update(key_users)
+    .where(_k.process == bindparam("p"))
+    .values(
+        sealing_key_id=bindparam("sealing"), root_key_id=bindparam("root"), seen_ms=bindparam("t")
+    )
+)
+_USER_INSERT = Prepared(
+    insert(key_users), ("process", "host", "pid", "sealing_key_id", "root_key_id", "seen_ms")
+)
+_USER_DELETE = Prepared(delete(key_users).where(_k.process == bindparam("p")))
+_USERS_LIVE = Prepared(
+    select(_k.process, _k.host, _k.pid, _k.sealing_key_id, _k.root_key_id, _k.seen_ms)
+    .where(_k.seen_ms >= bindparam("since"))
+    .order_by(_k.host, _k.pid)
+)
+_USERS_EXPIRE = Prepared(delete(key_users).where(_k.seen_ms < bindparam("before")))
+
+
+class Ring:
+    """The key ring: read by every process every few seconds, written by rotation."""
+
+    @staticmethod
+    async def entries(tx: Tx) -> list[RingEntry]:
+        rows = (await tx.execute(_RING)).all()
+        return [RingEntry(r[0], bytes(r[1]), r[2], int(r[3])) for r in rows]
+
+    @staticmethod
+    async def insert(tx: Tx, entry: RingEntry) -> None:
+        fields = ("key_id", "wrapped", "wrapped_by", "created_ms")
+        params = dict(zip(fields, astuple(entry), strict=True))
+        await tx.execute(_RING_INSERT, params)
+
+    @staticmethod
+    async def clear(tx: Tx) -> int:
+        """Forget every entry (retirement: no retired key may unwrap a newer one)."""
+        return int((await tx.execute(_RING_CLEAR)).rowcount or 0)
+
+
+class KeyUsers:
+    """The heartbeats of the processes that seal."""
+
+    @staticmethod
+    async def beat(tx: Tx, user: KeyUser) -> None:
+        params = {"p": user.process, "sealing": user.sealing_key_id,
+                  "root": user.root_key_id, "t": user.seen_ms}  # fmt: skip
+        if not (await tx.execute(_BEAT, params)).rowcount:
+            fields = ("process", "host", "pid", "sealing_key_id", "root_key_id", "seen_ms")
+            await tx.execute(_USER_INSERT, dict(zip(fields, astuple(user), strict=True)))
+
+    @staticmethod
+    async def remove(tx: Tx, process: str) -> None:
+        await tx.execute(_USER_DELETE, {"p": process})
+
+    @staticmethod
+    async def live(tx: Tx, since_ms: int) -> list[KeyUser]:
+        rows = (await tx.execute(_USERS_LIVE, {"since": since_ms})).all()
+        return [KeyUser(r[0], r[1], int(r[2]), r[3], r[4], int(r[5])) for r in rows]
+
+    @staticmethod
+    async def expire(tx: Tx, before_ms: int) -> None:
+        """Drop heartbeats of processes long gone (they stopped without saying so)."""
+        await tx.execute(_USERS_EXPIRE, {"before": before_ms})

@@ -1,4 +1,8 @@
-"""Opening the vault at start: the master key(s) must open what the store holds."""
+"""Opening the vault at start: the master key(s) must open what the store holds.
+
+The keys come from the provider (key file, environment or HSM) and from the key
+ring in the database (keys a rotation introduced, unwrapped with the provider's).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ from chainkeys.accounts.repository import Accounts
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
 from chainkeys.keys import hsm
-from chainkeys.keys.repository import CHECK_CONTEXT, CHECK_KEY, Meta
+from chainkeys.keys.repository import CHECK_CONTEXT, CHECK_KEY, Meta, Ring
+from chainkeys.keys.ring import KeyRing
 from chainkeys.store.db import Database
 from chainkeys.vault import SealError, Vault, provider_from_settings
 
@@ -32,12 +37,15 @@ async def open_vault(db: Database, settings: Settings) -> Vault:
         key, others = provider.load(create=not sealed), provider.others()
         description = provider.description
     vault = Vault(key, others)
+    async with db.read() as tx:
+        KeyRing(db, vault).absorb(await Ring.entries(tx))
     missing = sorted(k for k in used if not vault.holds(k))
     if missing:
         raise StartupError(
             f"the master key from {description} (id {key.id}) does not open this "
             f"store: it holds secrets sealed with key id {', '.join(missing)}; "
-            "start with the key that sealed them"
+            "start with the key that sealed them (after a rotation on another host, "
+            "install its key file here)"
         )
     if check is not None:
         blob, key_id = check

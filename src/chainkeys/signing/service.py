@@ -87,6 +87,7 @@ class SigningService:
         try:
             if policy is not None:
                 decision = decide(policy, summary)
+            await self.accounts.ring.ensure(row.key_id)  # a rotation newer than the last refresh
             async with self.db.write() as tx:
                 if decision is not None:
                     await PolicyService.count(

@@ -29,6 +29,9 @@ from chainkeys.store.sql import storage_errors
 from chainkeys.store.tables import accounts, metadata
 from chainkeys.vault import Context, SealError, Vault
 
+# Every table but those whose rows describe this database's own processes.
+COPIED = [t for t in metadata.sorted_tables if t.info.get("copy", True)]
+
 BATCH = 500
 
 
@@ -143,8 +146,7 @@ def _serial_columns(table: Table) -> list[str]:
 
 
 async def _counts(conn: _Conn) -> dict[str, int]:
-    tables = metadata.sorted_tables
-    return {t.name: int((await conn.execute(_count(t))).scalar_one()) for t in tables}
+    return {t.name: int((await conn.execute(_count(t))).scalar_one()) for t in COPIED}
 
 
 async def _holds_sealed(conn: _Conn) -> bool:
@@ -226,7 +228,7 @@ async def copy_database(
         _transaction(target, "target", snapshot=False) as dst,
     ):
         expected = await _counts(src)
-        for table in metadata.sorted_tables:  # parents before children (foreign keys)
+        for table in COPIED:  # parents before children (foreign keys)
             copied = 0
             async for rows in src.batches(_ordered(table), batch):
                 await dst.execute(insert(table), [r._asdict() for r in rows])

@@ -178,3 +178,31 @@ policy_totals = Table(
     Column("denom", String(128), primary_key=True),
     Column("total", Text, nullable=False),
 )
+
+# Master keys a rotation introduced, each sealed under the key that was current
+# before it (`wrapped_by`): a running process that holds the older key learns the
+# newer one from here within seconds, wherever its key file or variable is.
+# Retiring the older key deletes the entry, so a retired key unlocks nothing.
+key_ring = Table(
+    "key_ring",
+    metadata,
+    Column("key_id", String(16), primary_key=True),
+    Column("wrapped", LargeBinary, nullable=False),
+    Column("wrapped_by", String(16), nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+)
+
+# One row per running server process, refreshed every few seconds: the key it
+# seals with and the key it started from. Rotation waits for every live process
+# to seal with the new key; retirement refuses while one still seals with the old.
+key_users = Table(
+    "key_users",
+    metadata,
+    Column("process", String(32), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("sealing_key_id", String(16), nullable=False),
+    Column("root_key_id", String(16), nullable=False),
+    Column("seen_ms", BigInteger, nullable=False),
+    info={"copy": False},  # a heartbeat of this database's processes, not data
+)

@@ -1,8 +1,9 @@
 """Keys derived from the master key for purposes other than sealing.
 
 HKDF-SHA256 with a purpose label, so each use gets an independent key and
-none of them is the master key itself. They change when the master key is
-rotated (what they protect is short-lived: list cursors).
+none of them is the master key itself. Cursors are made with the key that
+seals now and opened with any key the vault holds, so a page cursor made
+before a rotation, or by another replica, still works.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from chainkeys.vault.providers import MasterKey
+from chainkeys.vault.seal import Vault
 
 
 def derive(master: MasterKey, purpose: str) -> bytes:
@@ -31,8 +33,16 @@ class Cursors:
     (or altered, or made up) does not decode: `open` returns None.
     """
 
-    def __init__(self, master: MasterKey) -> None:
-        self._aes = Cipher(algorithms.AES(derive(master, "chainkeys cursor v1")), modes.ECB())  # noqa: S305 - one block: a keyed permutation
+    def __init__(self, vault: Vault) -> None:
+        self._vault = vault
+        self._ciphers: dict[str, Cipher[modes.ECB]] = {}
+
+    def _aes(self, key: MasterKey) -> Cipher[modes.ECB]:
+        found = self._ciphers.get(key.id)
+        if found is None:
+            material = derive(key, "chainkeys cursor v1")
+            found = self._ciphers[key.id] = Cipher(algorithms.AES(material), modes.ECB())  # noqa: S305 - one block: a keyed permutation
+        return found
 
     @staticmethod
     def _scope(scope: str) -> bytes:
@@ -40,7 +50,7 @@ class Cursors:
 
     def make(self, row_id: int, scope: str) -> str:
         block = row_id.to_bytes(8, "big") + self._scope(scope)
-        enc = self._aes.encryptor()
+        enc = self._aes(self._vault.current).encryptor()
         return base64.urlsafe_b64encode(enc.update(block) + enc.finalize()).decode().rstrip("=")
 
     def open(self, cursor: str, scope: str) -> int | None:
@@ -50,9 +60,11 @@ class Cursors:
             return None
         if len(raw) != 16:
             return None
-        dec = self._aes.decryptor()
-        block = dec.update(raw) + dec.finalize()
-        if block[8:] != self._scope(scope):
-            return None
-        row_id = int.from_bytes(block[:8], "big")
-        return row_id if row_id < 2**63 else None
+        want = self._scope(scope)
+        for key in self._vault.held():
+            dec = self._aes(key).decryptor()
+            block = dec.update(raw) + dec.finalize()
+            if block[8:] == want:
+                row_id = int.from_bytes(block[:8], "big")
+                return row_id if row_id < 2**63 else None
+        return None

@@ -40,11 +40,19 @@ class Context:
 
 
 class Vault:
-    """Seals with the current master key; opens with any key it holds."""
+    """Seals with the current master key; opens with any key it holds.
+
+    A running process's vault grows: a rotation adds the new key (`add`) and makes
+    it the one that seals (`use`), without a restart (keys/ring.py).
+    """
 
     def __init__(self, current: MasterKey, others: Iterable[MasterKey] = ()) -> None:
         self.current = current
-        self._keys = {k.id: AESGCM(k.material) for k in (current, *others)}
+        self.root = current  # the key this process started from (its file, env or HSM)
+        self._material: dict[str, MasterKey] = {}
+        self._keys: dict[str, AESGCM] = {}
+        for key in (current, *others):
+            self.add(key)
 
     def __repr__(self) -> str:
         return f"Vault(current={self.current.id!r}, keys={sorted(self._keys)!r})"
@@ -55,6 +63,23 @@ class Vault:
 
     def holds(self, key_id: str) -> bool:
         return key_id in self._keys
+
+    def key(self, key_id: str) -> MasterKey:
+        """A held key (KeyError if not held)."""
+        return self._material[key_id]
+
+    def held(self) -> list[MasterKey]:
+        """Every key held, the current one first."""
+        return [self.current, *(k for i, k in self._material.items() if i != self.current.id)]
+
+    def add(self, key: MasterKey) -> None:
+        if key.id not in self._keys:
+            self._material[key.id] = key
+            self._keys[key.id] = AESGCM(key.material)
+
+    def use(self, key_id: str) -> None:
+        """Seal with a held key from now on."""
+        self.current = self._material[key_id]
 
     def seal(self, plaintext: bytes, context: Context) -> bytes:
         """Encrypt `plaintext` under the current key.
