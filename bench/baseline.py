@@ -38,8 +38,8 @@ from coincurve import PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench import lean
-from chainkeys.vault.derive import Cursors
 from chainkeys.vault import MasterKey, Vault
+from chainkeys.vault.derive import Cursors
 
 AUTH_SQL = (
     "SELECT tokens.tenant_id, tenants.name, tokens.id FROM tokens JOIN tenants"

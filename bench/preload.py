@@ -110,8 +110,8 @@ def master_material(data_dir: Path) -> bytes:
 
 def encode_cursor(data_dir: Path, tenant_id: str, last_id: int) -> str:
     """The list cursor chainkeys itself would hand out (opaque, under the store's key)."""
-    from chainkeys.vault.derive import Cursors
     from chainkeys.vault import MasterKey, Vault
+    from chainkeys.vault.derive import Cursors
 
     cursors = Cursors(Vault(MasterKey(master_material(data_dir))))
     return cursors.make(last_id, f"accounts/{tenant_id}/{FAMILY}/*")

@@ -53,7 +53,11 @@ class Load:
                 self.count(r)
                 if r.status_code != 200:
                     continue
-                name = r.json()["data"]["data"]["address"] if family == "cosmos" else r.json()["address"]
+                name = (
+                    r.json()["data"]["data"]["address"]
+                    if family == "cosmos"
+                    else r.json()["address"]
+                )
                 with self._lock:
                     self.created.append((family, name))
                 self.count(sign(clients[n % len(clients)], family, name))
