@@ -41,15 +41,23 @@ def test_a_bad_setting_is_one_line_and_exit_2(
         assert "hunter2" not in done.stderr
 
 
-def test_misspelled_variables_are_warned_with_a_suggestion(tmp_path: Path) -> None:
-    done = chainkeys_cli("token", "list", env={"CHAINKEYS_DATA_DIR": str(tmp_path),
-                                               "CHAINKEYS_PROT": "9000",
-                                               "CHAINKEYS_XYZZY": "1"})  # fmt: skip
-    assert done.returncode == 0
+def test_misspelled_variables_are_an_error_with_a_suggestion(tmp_path: Path) -> None:
+    env = {"CHAINKEYS_DATA_DIR": str(tmp_path), "CHAINKEYS_PROT": "9000", "CHAINKEYS_XYZZY": "1"}
+    assert chainkeys_cli("init", env={"CHAINKEYS_DATA_DIR": str(tmp_path)}).returncode == 0
+    done = chainkeys_cli("token", "list", env=env)
+    assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "chainkeys: warning: CHAINKEYS_PROT is not a chainkeys setting and is ignored; "
-        "did you mean CHAINKEYS_PORT?",
-        "chainkeys: warning: CHAINKEYS_XYZZY is not a chainkeys setting and is ignored",
+        "chainkeys: CHAINKEYS_PROT is not a chainkeys setting; did you mean CHAINKEYS_PORT? "
+        "(and 1 more); fix it, or set CHAINKEYS_ALLOW_UNKNOWN_SETTINGS=1 to start with it "
+        "ignored",
+    ]
+    allowed = chainkeys_cli("token", "list", env={**env, "CHAINKEYS_ALLOW_UNKNOWN_SETTINGS": "1"})
+    assert allowed.returncode == 0, allowed.stderr
+    assert allowed.stderr.splitlines() == [
+        "chainkeys: warning: CHAINKEYS_PROT is not a chainkeys setting; did you mean "
+        "CHAINKEYS_PORT?; ignored (CHAINKEYS_ALLOW_UNKNOWN_SETTINGS=1)",
+        "chainkeys: warning: CHAINKEYS_XYZZY is not a chainkeys setting; ignored "
+        "(CHAINKEYS_ALLOW_UNKNOWN_SETTINGS=1)",
     ]
 
 
@@ -57,11 +65,14 @@ def test_a_toml_file_and_secret_files(tmp_path: Path) -> None:
     data = tmp_path / "from-toml"
     config = tmp_path / "chainkeys.toml"
     config.write_text(f'data_dir = "{data}"\nport = 8123\nlog_levl = "DEBUG"\n')
+    typo = chainkeys_cli("init", env={"CHAINKEYS_CONFIG": str(config)})
+    assert typo.returncode == 2
+    assert f"{config}: log_levl is not a chainkeys setting; did you mean log_level?" in typo.stderr
+    config.write_text(f'data_dir = "{data}"\nport = 8123\nlog_level = "DEBUG"\n')
+    assert chainkeys_cli("init", env={"CHAINKEYS_CONFIG": str(config)}).returncode == 0
     made = chainkeys_cli("token", "create", "--tenant", "t", env={"CHAINKEYS_CONFIG": str(config)})
     assert made.returncode == 0, made.stderr
     assert (data / "chainkeys.db").exists()  # the file's data_dir was used
-    assert f"{config}: log_levl is not a chainkeys setting and is ignored; did you mean " \
-           "log_level?" in made.stderr  # fmt: skip
     bad = tmp_path / "bad.toml"
     bad.write_text("port = 'x'\n")
     done = chainkeys_cli("token", "list", env={"CHAINKEYS_CONFIG": str(bad)})

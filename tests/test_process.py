@@ -6,6 +6,7 @@ import base64
 import concurrent.futures
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -92,9 +93,17 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, st
 
 
 def first_token(log: str) -> str:
+    """The token of a first start: written to a 0600 file when stdout is no terminal
+    (as here), the file named on the line that says so."""
     lines = log.splitlines()
-    at = next(i for i, line in enumerate(lines) if "first start" in line)
-    return lines[at + 1].strip()
+    line = next(line for line in lines if "first start" in line)
+    found = re.search(r"It is in (\S+) \(mode 0600\)", line)
+    assert found is not None, line
+    path = Path(found.group(1))
+    assert path.stat().st_mode & 0o777 == 0o600
+    token = path.read_text().strip()
+    path.unlink()  # as the message says: read it once, then delete the file
+    return token
 
 
 def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path) -> None:
@@ -195,6 +204,8 @@ def test_key_file_is_private_and_a_missing_or_wrong_key_stops_the_start(
 
 
 def test_token_cli_create_list_revoke(env: dict[str, str], tmp_path: Path) -> None:
+    init = chainkeys_cli("init", env=env)
+    assert init.returncode == 0, init.stderr
     made = chainkeys_cli("token", "create", "--tenant", "acme", "--label", "ci", env=env)
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip().splitlines()[-1]

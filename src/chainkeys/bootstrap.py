@@ -97,14 +97,37 @@ class Admin:
         await self.db.close()
 
 
-async def _open_store(settings: Settings, unseal: bool) -> tuple[Database, Vault | None]:
+class NoStore(StartupError):
+    """A command other than `serve`/`init` pointed at a place that holds no store."""
+
+    code = "no_store"
+
+
+def where_to_point() -> str:
+    return ("start the service there (`chainkeys serve`) or create it (`chainkeys init`), "
+            "or point at the right one with --data-dir, CHAINKEYS_DATA_DIR or "
+            "CHAINKEYS_DATABASE_URL")  # fmt: skip
+
+
+async def _open_store(
+    settings: Settings, unseal: bool, create: bool = False
+) -> tuple[Database, Vault | None]:
     """The database with its schema settled (once, under the start-up lock) and, when
-    `unseal`, the vault opened against it; nothing is left open on failure."""
+    `unseal`, the vault opened against it; nothing is left open on failure. Without
+    `create`, a place with no store is refused (NoStore) and nothing is made there:
+    only `serve` and `init` make a store."""
     if settings.database_url is None:
+        if not create and not settings.sqlite_path.exists():
+            looked = settings.sqlite_path.resolve()
+            raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()} (looked for "
+                          f"{looked}); {where_to_point()}")  # fmt: skip
         prepare_data_dir(settings)
     db = Database(settings.db_url, settings)
     try:
         async with db.startup_lock():
+            if not create and await migrate.current_revision(db) is None:
+                raise NoStore(f"the database {display_url(settings.db_url)} holds no chainkeys "
+                              f"store; {where_to_point()}")  # fmt: skip
             await migrate.ensure_schema(db)
             vault = await open_vault(db, settings) if unseal else None
     except StorageUnavailable as exc:
@@ -126,10 +149,10 @@ def storage_cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300]
 
 
-async def open_admin(settings: Settings) -> Admin:
+async def open_admin(settings: Settings, create: bool = False) -> Admin:
     """The store only, without loading the master key: issuing, listing and revoking
     tokens and reading the audit log need no secret."""
-    db, _ = await _open_store(settings, unseal=False)
+    db, _ = await _open_store(settings, unseal=False, create=create)
     return Admin(
         db, TokenService(db), AuditService(db, settings, None), PolicyService(db),
         KeyService(db, settings),
@@ -140,10 +163,16 @@ async def upgrade_schema(settings: Settings) -> str:
     """Apply pending migrations and settle the master key (`chainkeys db upgrade`: a
     store ready for `chainkeys serve`); the revision reached."""
     if settings.database_url is None:
+        if not settings.sqlite_path.exists():
+            raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()}; "
+                          f"{where_to_point()}")  # fmt: skip
         prepare_data_dir(settings)
     db = Database(settings.db_url, settings)
     try:
         async with db.startup_lock():
+            if await migrate.current_revision(db) is None:
+                raise NoStore(f"the database {display_url(settings.db_url)} holds no chainkeys "
+                              f"store; {where_to_point()}")  # fmt: skip
             await migrate.upgrade(db)
             await open_vault(db, settings)
         return str(await migrate.current_revision(db))
@@ -161,9 +190,9 @@ async def copy_between(settings: Settings, source: str, target: str) -> CopyRepo
         await dst.close()
 
 
-async def open_services(settings: Settings) -> Services:
-    """Open the store (creating the schema on first start) and the vault."""
-    db, vault = await _open_store(settings, unseal=True)
+async def open_services(settings: Settings, create: bool = True) -> Services:
+    """Open the store (creating it on a server's first start) and the vault."""
+    db, vault = await _open_store(settings, unseal=True, create=create)
     if vault is None:
         raise StartupError("the vault did not open")  # never: unseal=True opens it
     ring = KeyRing(db, vault, settings.key_refresh_seconds)

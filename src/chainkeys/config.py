@@ -177,9 +177,13 @@ class ConfigError(ValueError):
     """A setting that cannot be used: the message is one line for the operator."""
 
 
+ALLOW_UNKNOWN = f"{PREFIX}ALLOW_UNKNOWN_SETTINGS"
+
+
 def known_variables() -> set[str]:
     names = {f"{PREFIX}{n.upper()}" for n in Settings.model_fields}
-    return names | {f"{PREFIX}{n.upper()}_FILE" for n in SECRET_FILES} | {f"{PREFIX}CONFIG"}
+    extra = {f"{PREFIX}CONFIG", ALLOW_UNKNOWN}
+    return names | {f"{PREFIX}{n.upper()}_FILE" for n in SECRET_FILES} | extra
 
 
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
@@ -190,7 +194,7 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
         if name.startswith(PREFIX) and name not in known and not name.startswith(f"{PREFIX}TEST_"):
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
             hint = f"; did you mean {close[0]}?" if close else ""
-            out.append(f"{name} is not a chainkeys setting and is ignored{hint}")
+            out.append(f"{name} is not a chainkeys setting{hint}")
     return out
 
 
@@ -207,16 +211,24 @@ def _config_file_problems(path: str) -> list[str]:
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=1, cutoff=0.75)
             hint = f"; did you mean {close[0]}?" if close else ""
-            out.append(f"{path}: {key} is not a chainkeys setting and is ignored{hint}")
+            out.append(f"{path}: {key} is not a chainkeys setting{hint}")
     return out
 
 
 def load_settings() -> tuple[Settings, list[str]]:
-    """Settings and warnings; ConfigError (one line) for a value that cannot be used."""
-    warnings = unknown_variables(os.environ)
+    """Settings and warnings; ConfigError (one line) for a value that cannot be used,
+    and for a setting name no setting reads (a misspelled one would silently leave a
+    default in force: a custody service must not start on a typo) unless
+    CHAINKEYS_ALLOW_UNKNOWN_SETTINGS=1 turns those into warnings."""
+    unknown = unknown_variables(os.environ)
     config = os.environ.get(f"{PREFIX}CONFIG")
     if config:
-        warnings += _config_file_problems(config)
+        unknown += _config_file_problems(config)
+    warnings = [f"{w}; ignored ({ALLOW_UNKNOWN}=1)" for w in unknown]
+    if unknown and os.environ.get(ALLOW_UNKNOWN, "").strip().lower() not in ("1", "true", "yes"):
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise ConfigError(f"{unknown[0]}{more}; fix it, or set {ALLOW_UNKNOWN}=1 to start "
+                          "with it ignored")  # fmt: skip
     try:
         return Settings(), warnings
     except ValidationError as exc:

@@ -88,6 +88,11 @@ def upgrade_to_head(conn: Any) -> None:
 
 def test_upgrade_from_empty_matches_the_tables(db_url: str, tmp_path: Path) -> None:
     assert on_connection(db_url, table_names) == set()
+    refused = chainkeys_cli("db", "upgrade", env=cli_env(db_url, tmp_path))
+    assert refused.returncode == 2 and "holds no chainkeys store" in refused.stderr
+    assert on_connection(db_url, table_names) == set()  # nothing was made there
+    made = chainkeys_cli("init", env=cli_env(db_url, tmp_path))
+    assert made.returncode == 0, made.stderr
     done = chainkeys_cli("db", "upgrade", env=cli_env(db_url, tmp_path))
     assert done.returncode == 0, done.stderr
     assert f"schema at revision {migrate.head_revision()}" in done.stdout
@@ -168,6 +173,7 @@ def test_an_upgrade_to_newer_code(
 ) -> None:
     """Data made by this code; newer code refuses to serve it until `db upgrade` runs."""
     env = cli_env(db_url, tmp_path)
+    assert chainkeys_cli("init", env=env).returncode == 0
     made = chainkeys_cli("token", "create", "--tenant", "acme", env=env)
     assert made.returncode == 0, made.stderr
 

@@ -11,18 +11,22 @@ terminator in front is listed in docs/deploy.md.
 from __future__ import annotations
 
 import ctypes
+import errno
+import fcntl
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 import tempfile
-from typing import Any
+from typing import IO, Any
 
 from granian.constants import HTTPModes, Interfaces, Loops
 from granian.http import HTTP1Settings
 
 from chainkeys import logs
 from chainkeys.config import Settings
+from chainkeys.errors import StartupError
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 MAX_HEAD_BYTES = 16 * 1024  # request line + headers, as Node and uvicorn's h11 default
@@ -62,8 +66,52 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def claim_port(host: str, port: int) -> IO[bytes]:
+    """Make sure no other server answers on (host, port); return a lock to hold while
+    serving.
+
+    Granian binds every worker with SO_REUSEPORT, so a second `chainkeys serve` on
+    a port in use would silently share it (each answering a share of the
+    requests, with another store behind it). Two checks: a per-port lock file
+    (two chainkeys servers on one host, no race), then a bind without
+    SO_REUSEPORT, which fails if anything at all listens there.
+
+    Raises:
+        StartupError: the port is in use or cannot be bound, in one line.
+    """
+    lock_path = os.path.join(tempfile.gettempdir(), f"chainkeys-{host}-{port}.lock")
+    lock = open(lock_path, "a+b")  # noqa: SIM115 - held for the server's whole life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        raise StartupError(f"port {port} on {host} is in use by another chainkeys server; "
+                           "choose another with --port or CHAINKEYS_PORT") from None  # fmt: skip
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    probe = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        probe.bind((host, port))
+    except OSError as exc:
+        lock.close()
+        why = {errno.EADDRINUSE: "is in use by another program",
+               errno.EACCES: "needs privileges to bind",
+               errno.EADDRNOTAVAIL: "is not an address of this machine"}.get(
+            exc.errno or 0, f"cannot be bound ({exc.strerror})")  # fmt: skip
+        where = (
+            f"{host} (port {port})"
+            if exc.errno == errno.EADDRNOTAVAIL
+            else f"port {port} on {host}"
+        )
+        raise StartupError(f"{where} {why}; choose another with --port/--host or "
+                           "CHAINKEYS_PORT/CHAINKEYS_HOST") from None  # fmt: skip
+    finally:
+        probe.close()
+    return lock
+
+
 def serve(settings: Settings, workers: int) -> None:
-    """Run the API in `workers` processes until SIGINT/SIGTERM.
+    """Run the API in `workers` processes until SIGINT/SIGTERM (the caller claimed the
+    port: `claim_port`).
 
     With several workers, each writes its metrics to a fresh shared directory and
     `/metrics` merges them. The workers are spawned, not forked, so each imports

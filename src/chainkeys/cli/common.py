@@ -11,7 +11,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from chainkeys.bootstrap import Admin, Services, open_admin, open_services
+from chainkeys.bootstrap import Admin, NoStore, Services, open_admin, open_services
 from chainkeys.config import ConfigError, Settings, load_settings
 from chainkeys.errors import ChainkeysError
 
@@ -42,11 +42,12 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
-def run(settings: Settings, work: Callable[[Services], Awaitable[T]]) -> T:
-    """Open the services, do `work`, close; domain errors end the command cleanly."""
+def run(settings: Settings, work: Callable[[Services], Awaitable[T]], create: bool = False) -> T:
+    """Open the services, do `work`, close; domain errors end the command cleanly. Only
+    `serve` and `init` pass `create`: every other command refuses a place with no store."""
 
     async def main() -> T:
-        svc = await open_services(settings)
+        svc = await open_services(settings, create=create)
         try:
             return await work(svc)
         finally:
@@ -71,6 +72,9 @@ def run_admin(settings: Settings, work: Callable[[Admin], Awaitable[T]]) -> T:
 def finish(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     try:
         return asyncio.run(main())
+    except NoStore as exc:
+        typer.echo(f"chainkeys: {exc.message}", err=True)
+        raise typer.Exit(2) from None
     except ChainkeysError as exc:
         fail(exc.message)
         raise  # unreachable: fail exits

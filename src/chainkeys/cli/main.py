@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated
 
 import msgspec
@@ -15,15 +16,17 @@ from chainkeys import __version__, logs
 from chainkeys.audit.repository import AuditEvent, AuditQuery
 from chainkeys.bootstrap import (
     Admin,
+    Services,
     copy_between,
     upgrade_schema,
 )
-from chainkeys.cli.common import DataDir, fail, run, run_admin, settings_for, when
+from chainkeys.cli.common import DataDir, fail, finish, run, run_admin, settings_for, when
 from chainkeys.cli.keys import hsm_app, key_app
 from chainkeys.cli.policy import policy_app
 from chainkeys.errors import ChainkeysError
 from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
 
+FIRST_TOKEN_FILE = "first-token"  # noqa: S105 - a file name, not a secret
 app = typer.Typer(no_args_is_help=True, help="chainkeys: multi-chain key custody service.")
 token_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke API tokens.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema and data.")
@@ -61,7 +64,13 @@ def serve(
     data_dir: DataDir = None,
     workers: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
 ) -> None:
-    """Start the HTTP API (SQLite in the data directory unless CHAINKEYS_DATABASE_URL is set)."""
+    """Start the HTTP API (SQLite in the data directory unless CHAINKEYS_DATABASE_URL is set).
+
+    The first start creates the store and issues a token for tenant "default": shown
+    on a terminal, otherwise written once to DATA_DIR/first-token (mode 0600) so it
+    never lands in `docker logs` or the journal.
+    """
+    from chainkeys.api.serve import claim_port
     from chainkeys.api.serve import serve as serve_api
 
     if host is not None:
@@ -70,16 +79,36 @@ def serve(
         os.environ["CHAINKEYS_PORT"] = str(port)
     settings = settings_for(data_dir)
     logs.configure(settings.log_level, settings.log_json)
+    try:
+        lock = claim_port(settings.host, settings.port)
+    except ChainkeysError as exc:
+        typer.echo(f"chainkeys: {exc.message}", err=True)
+        raise typer.Exit(2) from None
     # Schema, master key and the first token are settled once, before any worker starts.
-    first = run(settings, lambda svc: svc.tokens.issue_first())
+    first = run(settings, lambda svc: svc.tokens.issue_first(), create=True)
     if first is not None:
-        typer.echo(
-            'chainkeys: first start: issued an API token for tenant "default". '
-            "It is shown only this once; keep it:"
-        )
-        typer.echo(first)
-        sys.stdout.flush()
+        hand_over_first_token(first, settings.data_dir)
     serve_api(settings, workers)
+    lock.close()
+
+
+def hand_over_first_token(token: str, data_dir: Path) -> None:
+    """Show the first token on a terminal; anywhere else (a container's log, the
+    journal) write it to a 0600 file and say where, never the token itself."""
+    intro = 'chainkeys: first start: issued an API token for tenant "default".'
+    if sys.stdout.isatty():
+        typer.echo(f"{intro} It is shown only this once; keep it:")
+        typer.echo(token)
+    else:
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = data_dir / FIRST_TOKEN_FILE
+        path.unlink(missing_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+        typer.echo(f"{intro} It is in {path} (mode 0600): read it once, keep it, "
+                   "then delete the file.")  # fmt: skip
+    sys.stdout.flush()
 
 
 @token_app.command("create")
@@ -244,9 +273,26 @@ def account_restore(
 
 @db_app.command("upgrade")
 def db_upgrade(data_dir: DataDir = None) -> None:
-    """Apply pending schema migrations."""
-    revision = asyncio.run(upgrade_schema(settings_for(data_dir)))
+    """Apply pending schema migrations to an existing store."""
+    settings = settings_for(data_dir)
+    revision = finish(lambda: upgrade_schema(settings))
     typer.echo(f"schema at revision {revision}")
+
+
+@app.command()
+def init(data_dir: DataDir = None) -> None:
+    """Create an empty store (schema and master key) without starting the service, so
+    that tokens and policies can be set up first. `serve` does the same on its first
+    start."""
+    settings = settings_for(data_dir)
+    logs.configure(settings.log_level, settings.log_json)
+
+    async def work(svc: Services) -> str:
+        return svc.vault.key_id
+
+    key_id = run(settings, work, create=True)
+    where = settings.data_dir.resolve() if settings.database_url is None else "the database"
+    typer.echo(f"store ready in {where} (master key id {key_id})")
 
 
 @db_app.command("copy")

@@ -1,0 +1,84 @@
+"""What an operator meets first, through the real command: ports, stores, the first token."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_process import first_token, start
+
+pytestmark = pytest.mark.slow
+
+
+def chainkeys(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
+    return subprocess.run([sys.executable, "-m", "chainkeys.cli", *args], cwd=cwd,
+                          env={**clean, **(env or {})}, capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+
+
+def test_a_second_server_on_a_port_in_use_is_refused_in_one_line(tmp_path: Path) -> None:
+    proc = start({"CHAINKEYS_DATA_DIR": str(tmp_path / "one")}, tmp_path / "one.log")
+    try:
+        port = proc.base_url.rsplit(":", 1)[1]
+        other = chainkeys("serve", "--port", port, "--data-dir", str(tmp_path / "two"),
+                          cwd=tmp_path)  # fmt: skip
+        assert other.returncode == 2
+        assert other.stderr.strip().splitlines() == [
+            f"chainkeys: port {port} on 127.0.0.1 is in use by another chainkeys server; "
+            "choose another with --port or CHAINKEYS_PORT"
+        ]
+        assert not (tmp_path / "two").exists()  # refused before anything was made
+    finally:
+        proc.stop()
+
+
+def test_a_port_another_program_holds_is_refused_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = str(held.getsockname()[1])
+        done = chainkeys("serve", "--port", port, "--data-dir", str(tmp_path / "d"), cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert lines == [f"chainkeys: port {port} on 127.0.0.1 is in use by another program; "
+                     "choose another with --port/--host or CHAINKEYS_PORT/CHAINKEYS_HOST"]  # fmt: skip
+
+
+def test_commands_other_than_serve_and_init_never_make_a_store(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for args in (("token", "list"), ("token", "create", "--tenant", "t"), ("audit",),
+                 ("policy", "show", "t"), ("key", "rotate"), ("db", "upgrade"),
+                 ("account", "deleted")):  # fmt: skip
+        done = chainkeys(*args, cwd=elsewhere)
+        assert done.returncode == 2, (args, done.stderr)
+        [line] = done.stderr.strip().splitlines()
+        assert f"no chainkeys store in {elsewhere / 'chainkeys-data'}" in line, line
+        assert "--data-dir" in line and "CHAINKEYS_DATA_DIR" in line
+    assert list(elsewhere.iterdir()) == []  # nothing made where the command stood
+    made = chainkeys("init", cwd=elsewhere)
+    assert made.returncode == 0, made.stderr
+    assert chainkeys("token", "list", cwd=elsewhere).returncode == 0
+
+
+def test_the_first_token_goes_to_a_0600_file_not_to_the_log(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc = start({"CHAINKEYS_DATA_DIR": str(data)}, tmp_path / "s.log")
+    try:
+        output = proc.stdout
+        path = data / "first-token"
+        assert oct(path.stat().st_mode & 0o777) == "0o600"
+        token = first_token(output)
+        assert token.startswith("ck_") and token not in output
+        assert token not in proc.log_path.read_text()
+        assert not path.exists()  # read once and deleted, as the message asks
+    finally:
+        proc.stop()
