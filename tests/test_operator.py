@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -82,3 +83,28 @@ def test_the_first_token_goes_to_a_0600_file_not_to_the_log(tmp_path: Path) -> N
         assert not path.exists()  # read once and deleted, as the message asks
     finally:
         proc.stop()
+
+
+def test_version_names_the_commit_and_lists_have_json(tmp_path: Path) -> None:
+    proc = start({"CHAINKEYS_DATA_DIR": str(tmp_path / "d")}, tmp_path / "v.log")
+    try:
+        import httpx
+
+        data = httpx.get(f"{proc.base_url}/version").json()["data"]
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        assert data["commit"] == head
+    finally:
+        proc.stop()
+    env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "d")}
+    assert chainkeys("token", "create", "--tenant", "acme", "--label", "ci", "--scope", "read",
+                     cwd=tmp_path, env=env).returncode == 0  # fmt: skip
+    listed = chainkeys("token", "list", "--json", cwd=tmp_path, env=env)
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert {"tenant": "acme", "label": "ci", "scopes": ["read"]}.items() <= rows[-1].items()
+    shown = chainkeys("policy", "show", "acme", "--json", cwd=tmp_path, env=env)
+    assert json.loads(shown.stdout) == {"tenant": "acme", "version": None, "set": None,
+                                        "policy": None}  # fmt: skip
+    audit = chainkeys("audit", "--json", "--action", "token.create", cwd=tmp_path, env=env)
+    events = [json.loads(line) for line in audit.stdout.splitlines()]
+    assert events and all(e["action"] == "token.create" for e in events)

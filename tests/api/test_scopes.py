@@ -4,6 +4,7 @@ family restriction, export on and off, delete and restore on every family."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,26 @@ def test_delete_and_restore_on_every_family(server: Server, tmp_path: Path, fami
         assert c.get(f"/{family}/{name}").status_code == 200
         assert c.post(f"/{family}/{name}/delete").status_code == 200  # Moon's path
         assert c.get(f"/{family}/{name}").status_code == 404
+
+
+def test_a_token_reads_its_own_description(server: Any) -> None:
+    assert server.services is not None
+    tenant = f"self-{uuid.uuid4().hex[:8]}"
+    _, token = server.call(server.services.tokens.create(
+        tenant, "payouts", frozenset({"sign"}), 3_600_000, frozenset({"dogecoin", "eos"})))  # fmt: skip
+    with server.client(token) as c:
+        r = c.get("/tokens/self")
+        assert r.status_code == 200, r.text
+        data = r.json()["data"]
+        assert data["tenant"] == tenant and data["label"] == "payouts"
+        assert data["scopes"] == ["sign"] and data["families"] == ["dogecoin", "eos"]
+        assert data["expires_ms"] > data["created_ms"]
+        assert token not in r.text
+    with server.client("ck_unknown") as c:
+        assert c.get("/tokens/self").status_code == 401
+
+
+def test_unknown_paths_name_the_families(client: Any) -> None:
+    r = client.get("/bitcoin/abc")
+    assert r.status_code == 404
+    assert "cosmos, dogecoin, eos, litecoin" in r.json()["message"]

@@ -48,7 +48,7 @@ def family_of(name: str) -> Family[Any]:
     try:
         return FAMILIES[name]
     except KeyError:
-        raise NotFound(f"unknown chain family {name!r}") from None
+        raise NotFound(f"unknown chain family {name!r}; families: {', '.join(FAMILIES)}") from None
 
 
 class AccountService:

@@ -20,6 +20,9 @@ from chainkeys.bootstrap import Services
 from chainkeys.errors import ChainkeysError, Forbidden, RateLimited, Unauthorized
 from chainkeys.tokens import Principal
 
+# A route any live token may call, whatever its scopes (`GET /tokens/self`).
+AUTHENTICATED = "authenticated"
+
 
 def services_of(request: Request) -> Services:
     svc: Services = request.app.state.services
@@ -42,7 +45,7 @@ def refusal(principal: Principal, scope: str, family: str | None, export_on: boo
     missing = []
     if scope == "export" and not export_on:
         missing.append("export is disabled on this server (CHAINKEYS_EXPORT_ENABLED)")
-    if scope not in principal.scopes:
+    if scope != AUTHENTICATED and scope not in principal.scopes:
         missing.append(f"this token lacks the '{scope}' scope")
     if family is not None and not principal.may_use(family):
         missing.append(f"this token may not use {family} accounts")

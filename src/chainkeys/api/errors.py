@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from chainkeys import errors as e
 from chainkeys.api.schemas import ErrorBody
+from chainkeys.chains.registry import FAMILIES
 
 log = logging.getLogger("chainkeys.api")
 
@@ -38,6 +39,10 @@ STATUS: dict[type[e.ChainkeysError], int] = {
     e.StorageUnavailable: 503,
 }
 ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")  # how Allow lists methods
+NO_SUCH_ENDPOINT = (
+    f"no such endpoint; account paths begin with a chain family ({', '.join(FAMILIES)}), "
+    "see /openapi.json for the rest"
+)
 JSON = "application/json"
 _encoder = msgspec.json.Encoder()
 
@@ -78,9 +83,10 @@ def internal_error(exc: BaseException) -> Response:
 
 async def http_error(request: Request, exc: Exception) -> Response:
     """The router's own refusals: no such path (404), wrong method (405)."""
-    assert isinstance(exc, HTTPException)
+    if not isinstance(exc, HTTPException):
+        return internal_error(exc)
     if exc.status_code == 404:
-        return error_response(e.NotFound("no such endpoint"))
+        return error_response(e.NotFound(NO_SUCH_ENDPOINT))
     if exc.status_code == 405:
         allow = (exc.headers or {}).get("Allow", "")
         methods = sorted((m for m in allow.split(", ") if m in ORDER), key=ORDER.index)

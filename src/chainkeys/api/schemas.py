@@ -146,9 +146,28 @@ class ListResponse(Struct, kw_only=True):
     data: KeyNamesData
 
 
-class VersionData(Struct, kw_only=True):
+class VersionData(Struct, kw_only=True, omit_defaults=True):
     version: str
     python: str
+    commit: Annotated[str | None, Meta(description="the git commit it was built from")] = None
+
+
+class TokenSelf(Struct, kw_only=True, omit_defaults=True):
+    """The caller's own token: what it may do, never the token or its hash."""
+
+    id: str
+    tenant: str
+    label: str
+    scopes: list[str]
+    families: Annotated[list[str] | None, Meta(description="absent: every family")] = None
+    created_ms: int
+    expires_ms: Annotated[int | None, Meta(description="absent: never expires")] = None
+
+
+class TokenSelfResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: TokenSelf
 
 
 class VersionResponse(Struct, kw_only=True):

@@ -150,10 +150,21 @@ def token_create(
 @token_app.command("list")
 def token_list(
     tenant: Annotated[str | None, typer.Option(help="only this tenant's tokens")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False,
     data_dir: DataDir = None,
 ) -> None:
     """List tokens (ids and labels; the tokens themselves are never stored)."""
     rows = run_admin(settings_for(data_dir), lambda admin: admin.tokens.list(tenant))
+    if as_json:
+        for r in rows:
+            record = {
+                "id": r.id, "tenant": r.tenant, "label": r.label, "scopes": r.scopes.split(","),
+                "families": r.families.split(",") if r.families else None,
+                "created": when(r.created_ms), "expires": when(r.expires_ms) if r.expires_ms
+                else None, "revoked": when(r.revoked_ms) if r.revoked_ms else None,
+            }  # fmt: skip
+            typer.echo(msgspec.json.encode(record).decode())
+        return
     typer.echo(
         f"{'ID':32}  {'TENANT':20}  {'SCOPES':26}  {'FAMILIES':16}  {'CREATED':20}  "
         f"{'EXPIRES':20}  {'REVOKED':20}  LABEL"

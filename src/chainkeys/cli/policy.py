@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import orjson
+import msgspec
 import typer
 
 from chainkeys.cli.common import DataDir, fail, run_admin, settings_for, when
@@ -21,7 +21,7 @@ Tenant = Annotated[str, typer.Argument(help="tenant name")]
 
 
 def _pretty(document: str) -> str:
-    return orjson.dumps(orjson.loads(document), option=orjson.OPT_INDENT_2).decode()
+    return msgspec.json.format(document, indent=2)
 
 
 @policy_app.command("set")
@@ -52,10 +52,26 @@ def _format_of(file: Path, text: bytes) -> str:
 
 
 @policy_app.command("show")
-def policy_show(tenant: Tenant, data_dir: DataDir = None) -> None:
+def policy_show(
+    tenant: Tenant,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON object: version, set, policy (or null)")
+    ] = False,
+    data_dir: DataDir = None,
+) -> None:
     """Print the policy in force (JSON), or say there is none."""
     shown = run_admin(settings_for(data_dir), lambda a: a.policies.show(tenant))
     version = shown.version
+    if as_json:
+        record = {
+            "tenant": tenant,
+            "version": version.version if version else None,
+            "set": when(version.created_ms) if version else None,
+            "policy": msgspec.json.decode(version.document)
+            if version and version.document else None,
+        }  # fmt: skip
+        typer.echo(msgspec.json.encode(record).decode())
+        return
     if version is None or version.document is None:
         cleared = f" (cleared in version {version.version})" if version else ""
         typer.echo(f"tenant {tenant} has no policy{cleared}: it signs what its scopes allow")
@@ -87,6 +103,6 @@ def policy_history(
         return
     typer.echo(f"{'VERSION':8}  {'SET':20}  RULES")
     for v in versions:
-        rules = len(orjson.loads(v.document)["rules"]) if v.document else None
+        rules = len(msgspec.json.decode(v.document)["rules"]) if v.document else None
         typer.echo(f"{v.version:<8}  {when(v.created_ms):20}  "
                    f"{'cleared' if rules is None else rules}")  # fmt: skip

@@ -114,6 +114,11 @@ class Tenants:
         )
 
     @staticmethod
+    async def token(tx: Tx, token_id: str) -> TokenRow | None:
+        row = (await tx.execute(_LIST_TOKENS.where(_k.id == token_id))).first()
+        return None if row is None else TokenRow(*row)
+
+    @staticmethod
     async def list_tokens(tx: Tx, tenant: str | None) -> list[TokenRow]:
         stmt = _LIST_TOKENS if tenant is None else _LIST_TOKENS.where(_t.name == tenant)
         rows = (await tx.execute(stmt)).all()

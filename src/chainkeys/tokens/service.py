@@ -13,7 +13,7 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.clock import now_ms
-from chainkeys.errors import BadRequest, NotFound
+from chainkeys.errors import BadRequest, NotFound, Unauthorized
 from chainkeys.store.db import Database
 from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
 
@@ -164,6 +164,14 @@ class TokenService:
             await Audit.insert(tx, audit_event(owner, "token.create", "ok",
                                                account_name=token_id, details=details))  # fmt: skip
         return row, token
+
+    async def describe(self, who: Principal) -> TokenRow:
+        """The caller's own token (`GET /tokens/self`): never the token, only its row."""
+        async with self.db.read() as tx:
+            row = await Tenants.token(tx, who.token_id)
+        if row is None or row.revoked_ms is not None:
+            raise Unauthorized()
+        return row
 
     async def list(self, tenant: str | None = None) -> list[TokenRow]:
         async with self.db.read() as tx:

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from chainkeys.api.auth import authorize
+from chainkeys.api.auth import AUTHENTICATED, authorize
 from chainkeys.api.doc import Doc
 from chainkeys.api.errors import error_response, internal_error
 from chainkeys.api.transport import OVERSIZE
@@ -60,7 +60,7 @@ class Op:
     family: str | None = None  # the family its accounts belong to (tokens may be limited)
 
     def __post_init__(self) -> None:
-        if self.scope is not None and self.scope not in SCOPES:
+        if self.scope is not None and self.scope not in (*SCOPES, AUTHENTICATED):
             raise ValueError(f"unknown scope {self.scope!r}")  # a route declared wrongly
 
 

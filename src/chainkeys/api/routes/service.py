@@ -1,4 +1,5 @@
-"""Service endpoints: health, version, metrics, networks, the caller's audit log."""
+"""Service endpoints: health, version, metrics, networks, the caller's audit log and
+its own token."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from starlette.routing import Route
 
 from chainkeys import __version__, metrics
 from chainkeys.api import schemas as s
-from chainkeys.api.auth import services_of
+from chainkeys.api.auth import AUTHENTICATED, services_of
 from chainkeys.api.body import query, query_int
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, ok, resource
@@ -21,6 +22,7 @@ from chainkeys.audit.repository import AuditQuery
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest, StorageUnavailable
 from chainkeys.tokens import Principal
+from chainkeys.version import commit
 
 HEALTHY = s.MessageResponse(success=True, message="ok")
 ALIVE = s.MessageResponse(success=True, message="alive")
@@ -28,7 +30,7 @@ READY = s.MessageResponse(success=True, message="ready")
 VERSION = s.VersionResponse(
     success=True,
     message="version",
-    data=s.VersionData(version=__version__, python=platform.python_version()),
+    data=s.VersionData(version=__version__, python=platform.python_version(), commit=commit()),
 )
 SINCE = {"name": "since", "in": "query", "required": False,
          "schema": {"type": "integer", "minimum": 0},
@@ -91,6 +93,16 @@ async def version(request: Request) -> Response:
 async def metrics_text(request: Request) -> Response:
     body, content_type = metrics.exposition()
     return Response(body, media_type=content_type)
+
+
+async def token_self(request: Request, principal: Principal) -> Response:
+    row = await services_of(request).tokens.describe(principal)
+    data = s.TokenSelf(
+        id=row.id, tenant=row.tenant, label=row.label, scopes=sorted(principal.scopes),
+        families=sorted(principal.families) if principal.families is not None else None,
+        created_ms=row.created_ms, expires_ms=row.expires_ms,
+    )  # fmt: skip
+    return ok(s.TokenSelfResponse(success=True, message="this token", data=data))
 
 
 async def list_audit(request: Request, principal: Principal) -> Response:
@@ -164,4 +176,7 @@ def service_routes(list_max_limit: int) -> list[Route]:
             "listNetworks", "Families, their networks and defaults", s.NetworksResponse,
             ("500",)))}),
         resource("/audit", {"GET": Op(list_audit, "read", audit_doc)}),
+        resource("/tokens/self", {"GET": Op(token_self, AUTHENTICATED, Doc(
+            "tokenSelf", "The caller's own token: tenant, label, scopes, families, expiry "
+            "(never the token)", "Service", s.TokenSelfResponse, ERRORS_AUTH))}),
     ]  # fmt: skip

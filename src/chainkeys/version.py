@@ -1,0 +1,42 @@
+"""Which build this is: the version, and the git commit it was built from when known.
+
+The commit comes from CHAINKEYS_COMMIT (set by the Dockerfile's build argument, or a
+packager), else from the git checkout the code runs from (read from `.git`, no git
+command), else it is unknown. Read once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+
+@functools.cache
+def commit() -> str | None:
+    given = os.environ.get("CHAINKEYS_COMMIT", "").strip()
+    if given:
+        return given[:40]
+    for parent in Path(__file__).resolve().parents:
+        git = parent / ".git"
+        if git.is_dir():
+            return _head(git)
+    return None
+
+
+def _head(git: Path) -> str | None:
+    try:
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head[:40] or None
+        ref = head[5:]
+        loose = git / ref
+        if loose.is_file():
+            return loose.read_text().strip()[:40]
+        for line in (git / "packed-refs").read_text().splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                return sha[:40]
+    except OSError:
+        return None
+    return None
