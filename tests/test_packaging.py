@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -20,7 +22,8 @@ def test_dockerfile_is_multi_stage_non_root_with_a_volume_and_a_health_check() -
     ]
     assert instructions.count("FROM") == 2
     assert any(ln.startswith("COPY --from=builder") for ln in lines)
-    assert "USER chainkeys" in lines and "USER root" not in lines
+    assert "USER root" not in lines  # the entrypoint drops to `chainkeys` (tested below)
+    assert any(ln.startswith('ENTRYPOINT ["chainkeys-entrypoint"') for ln in lines)
     assert any(ln.startswith("VOLUME") for ln in lines)
     assert any(ln.startswith("HEALTHCHECK") for ln in lines)
     assert any("/livez" in ln for ln in lines)  # a real endpoint of the service
@@ -54,7 +57,7 @@ def test_compose_runs_chainkeys_with_postgres_and_redis() -> None:
     env = services["chainkeys"]["environment"]
     assert env["CHAINKEYS_DATABASE_URL"].startswith("postgresql://")
     assert env["CHAINKEYS_REDIS_URL"].startswith("redis://")
-    assert env["CHAINKEYS_MASTER_KEY_FILE"].startswith("/run/secrets/")
+    assert env["CHAINKEYS_MASTER_KEY_SECRET"].startswith("/run/secrets/")
     assert all("healthcheck" in services[s] for s in ("postgres", "redis"))
 
 
@@ -80,3 +83,54 @@ def test_project_metadata_is_complete() -> None:
     assert project["license"] == "Apache-2.0" and (ROOT / "LICENSE").is_file()
     assert project["authors"] and project["urls"]["Source"]
     assert (ROOT / "CHANGELOG.md").read_text().startswith("# Changelog")
+
+
+ENTRYPOINT = ROOT / "deploy" / "docker-entrypoint.sh"
+as_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="runs the entrypoint as root, as the image does (CI is root)"
+)
+
+
+@as_root
+def test_the_entrypoint_hands_a_private_secret_to_an_unprivileged_process(tmp_path: Path) -> None:
+    """Compose mounts the secret with the host's owner and mode (here root, 0600): the
+    service user could not read it; through the entrypoint it gets the key, runs as
+    that user, and the secret's path is not passed on."""
+    secret = tmp_path / "secret"
+    secret.write_text("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n")
+    secret.chmod(0o600)
+    probe = ("import os; print(os.getuid(), os.environ['CHAINKEYS_MASTER_KEY'][:6], "
+             "'CHAINKEYS_MASTER_KEY_SECRET' in os.environ, open('/proc/self/status').read()"
+             ".split('CapEff:')[1].split()[0])")  # fmt: skip
+    env = {"PATH": os.environ["PATH"], "CHAINKEYS_MASTER_KEY_SECRET": str(secret),
+           "CHAINKEYS_RUN_AS": "nobody"}  # fmt: skip
+    done = subprocess.run([str(ENTRYPOINT), sys.executable, "-c", probe], env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["65534", "MDEyMz", "False", "0000000000000000"]
+    missing = subprocess.run([str(ENTRYPOINT), "true"], env={**env, "CHAINKEYS_MASTER_KEY_SECRET":
+                             str(tmp_path / "none")}, capture_output=True, text=True, check=False)  # fmt: skip
+    assert missing.returncode == 2 and "is not there" in missing.stderr
+
+
+@as_root
+def test_rotating_a_read_only_key_file_is_one_clear_line(tmp_path: Path) -> None:
+    """A key file on a read-only mount (a Kubernetes secret): rotation cannot write the
+    next key beside it and says so, and what to do; nothing is changed."""
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare (util-linux) is needed to mount a directory read-only")
+    keys = tmp_path / "keys"
+    env = {**os.environ, "CHAINKEYS_DATA_DIR": str(tmp_path / "data"),
+           "CHAINKEYS_MASTER_KEY_FILE": str(keys / "master.key")}  # fmt: skip
+    env.pop("CHAINKEYS_MASTER_KEY", None)
+    assert subprocess.run([sys.executable, "-m", "chainkeys.cli", "init"], env=env,
+                          capture_output=True, check=False).returncode == 0  # fmt: skip
+    before = sorted(p.name for p in keys.iterdir())
+    script = (f"mount --bind -o ro {keys} {keys} && "
+              f"exec {sys.executable} -m chainkeys.cli key rotate --wait 0")  # fmt: skip
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "read-only" in line and "CHAINKEYS_MASTER_KEY" in line, line
+    assert sorted(p.name for p in keys.iterdir()) == before

@@ -205,3 +205,8 @@ def flush() -> None:
     itself, so atexit's logging.shutdown() may never run)."""
     for handler in logging.getLogger().handlers:
         handler.flush()
+
+
+# A forked child (Granian's worker) would inherit lines still in the buffer and write
+# them again: flush before every fork.
+os.register_at_fork(before=flush)

@@ -267,7 +267,7 @@ def _name_taken_is_409(row: AccountRow) -> Iterator[None]:
     except IntegrityError as exc:
         if is_unique_violation(exc):
             raise AccountExists(
-                f"a {row.family} account with this name already exists in your tenant"
+                f"an account of {row.family} with this name already exists in your tenant"
             ) from None
         raise
 

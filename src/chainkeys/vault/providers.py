@@ -130,7 +130,15 @@ class FileKeyProvider:
         """The next key: made (0600) on the first call, re-read when a rotation resumes."""
         if self.next_path.exists():
             return self._read(self.next_path)
-        return self._write_new(self.next_path)
+        try:
+            return self._write_new(self.next_path)
+        except OSError as exc:
+            raise StartupError(
+                f"cannot write the next master key beside {self.path} ({exc.strerror}): the "
+                "key file is on a read-only mount (a Docker or Kubernetes secret?). Rotate "
+                "with environment keys instead: CHAINKEYS_MASTER_KEY set to a new key and "
+                "CHAINKEYS_PREVIOUS_MASTER_KEYS to this one (docs/deploy.md)"
+            ) from None
 
     def finish_rotation(self, old: MasterKey, new: MasterKey) -> str | None:
         """Promote the next key; keep the old one beside it as retired.
@@ -152,13 +160,22 @@ class FileKeyProvider:
         return [str(p) for p in removed]
 
     def _read(self, path: Path) -> MasterKey:
-        mode = path.stat().st_mode & 0o777
+        info = path.stat()
+        mode = info.st_mode & 0o777
         if mode & 0o077:
             raise StartupError(
                 f"the master key file {path} is readable by others (mode {mode:o}); "
                 f"run: chmod 600 {path}"
             )
-        return decode_key(path.read_text(), f"key file {path}")
+        try:
+            text = path.read_text()
+        except PermissionError:
+            raise StartupError(
+                f"the master key file {path} (owner uid {info.st_uid}, mode {mode:o}) cannot be "
+                f"read by uid {os.getuid()}: give it to the service's user (chown), or in a "
+                "container pass it as CHAINKEYS_MASTER_KEY_SECRET (deploy/docker-entrypoint.sh)"
+            ) from None
+        return decode_key(text, f"key file {path}")
 
     def load(self, *, create: bool) -> MasterKey:
         if not self.path.exists():
