@@ -85,13 +85,13 @@ def generate(
 
 
 def _issue_token(data_dir: Path, database_url: str | None, env: dict[str, str]) -> str:
-    """`chainkeys db upgrade` (schema and master key), then `chainkeys token create`."""
+    """`chainkeys init` (schema and master key), then `chainkeys token create`."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
     full.update(env, CHAINKEYS_LOG_LEVEL="WARNING")
     if database_url:
         full["CHAINKEYS_DATABASE_URL"] = database_url
     subprocess.run(
-        [sys.executable, "-m", "chainkeys.cli", "db", "upgrade", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "chainkeys.cli", "init", "--data-dir", str(data_dir)],
         env=full, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     done = subprocess.run(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -148,7 +147,7 @@ def main() -> None:
         hsm_server = procs.start("chainkeys-hsm", ["-m", "chainkeys.cli", "serve"], hsm_env,
                                  tmp / "hsm.log", 1)  # fmt: skip
     try:
-        plain = re.findall(r"^(ck_\S+)$", (tmp / "chainkeys.log").read_text(), re.M)[-1]
+        plain = (tmp / "data" / "first-token").read_text().strip()  # stdout is no terminal
         made = cli(env, "token", "create", "--tenant", "bench-policy")
         governed = made.strip().splitlines()[-1]
         (tmp / "policy.json").write_text(json.dumps(policy(1000)))
@@ -173,7 +172,7 @@ def main() -> None:
             path, body = governed_scenarios["cosmos-transfer"]
             measure("cosmos-transfer/policy", server.url, governed, path, body)
             if hsm_server is not None:
-                hsm_token = re.findall(r"^(ck_\S+)$", (tmp / "hsm.log").read_text(), re.M)[-1]
+                hsm_token = (tmp / "hsm-data" / "first-token").read_text().strip()
                 if "cosmos-transfer/hsm" not in runs:
                     hsm_path, hsm_body = accounts(hsm_server.url, hsm_token)["cosmos-transfer"]
                 measure("cosmos-transfer/hsm", hsm_server.url, hsm_token, hsm_path, hsm_body)
