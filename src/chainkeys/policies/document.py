@@ -215,8 +215,7 @@ def canonical_recipient(fam: Family[Any], network: str | None, text: str) -> str
             return fam.check_address(text, net)
         except ChainError as exc:
             error = exc
-    assert error is not None
-    raise error
+    raise error or ChainError("no network to check the address against")
 
 
 def _bech32_any(text: str) -> None:

@@ -76,7 +76,8 @@ class _Conn:
         with _side(self.side, self.url):
             if self._sync is not None:
                 return self._sync.execute(stmt, params)
-            assert self._aconn is not None
+            if self._aconn is None:
+                raise RuntimeError("the connection is not open")
             return await self._aconn.execute(stmt, params)
 
     async def batches(self, stmt: Executable, size: int) -> AsyncIterator[list[Any]]:
@@ -86,7 +87,8 @@ class _Conn:
                 while rows := result.fetchmany(size):
                     yield list(rows)
                 return
-            assert self._aconn is not None
+            if self._aconn is None:
+                raise RuntimeError("the connection is not open")
             stream = await self._aconn.stream(stmt)  # server-side cursor: memory stays flat
             async for part in stream.partitions(size):
                 yield list(part)

@@ -376,7 +376,8 @@ class Database:
 
     def _writer_raw(self) -> sqlite3.Connection:
         raw = self._sqlite_conn("w").connection.driver_connection
-        assert isinstance(raw, sqlite3.Connection)
+        if not isinstance(raw, sqlite3.Connection):
+            raise TypeError("the SQLite writer is not a sqlite3 connection")
         return raw
 
     async def _begin(self, raw: sqlite3.Connection) -> None:

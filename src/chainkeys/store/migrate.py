@@ -25,7 +25,8 @@ def alembic_config(connection: Any = None) -> Config:
 
 def head_revision() -> str:
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None
+    if head is None:
+        raise StartupError("the migrations have no head revision")
     return head
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import functools
 import re
 import sys
 import time
@@ -58,7 +57,6 @@ def pg_dsn(url: str) -> str:
     return url
 
 
-@functools.lru_cache(maxsize=512)
 class PgDriverError(Exception):
     """An asyncpg error as `orig` of SQLAlchemy's: its kind and message, never its
     DETAIL (which quotes the row: `Key (token_hash)=(…) already exists`)."""
@@ -333,7 +331,8 @@ class PgSession:
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: Any) -> bool:  # fmt: skip
         tx = self._tx
-        assert tx is not None
+        if tx is None:
+            raise RuntimeError("the transaction was not entered")
         conn, xact = tx.conn, self._xact
         self._tx = self._xact = None
         ended: BaseException | None = None

@@ -7,6 +7,7 @@ reads records by column name and index, as SQLAlchemy's rows do.
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -29,6 +30,7 @@ DIALECT = PGDialect_asyncpg(dbapi=PGDialect_asyncpg.import_dbapi())  # type: ign
 _ROW_KEYWORDS = ("SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN", "FETCH")
 
 
+@functools.lru_cache(maxsize=512)
 def row_class(names: tuple[str, ...]) -> Any:
     """A namedtuple over these column names (invalid or repeated ones renamed).
 
@@ -74,7 +76,8 @@ class Plan:
             # Callers read inserted_primary_key: the generated id must come back.
             # (Named here, not read back: SQLAlchemy 2.1's returning() copies the
             # statement's memoised, empty, list of returned columns.)
-            assert isinstance(stmt, Insert)
+            if not isinstance(stmt, Insert):
+                raise TypeError("only an INSERT lacks a primary key to return")
             added = list(stmt.table.primary_key)
             stmt = stmt.returning(*added)
             compiled = stmt.compile(dialect=DIALECT, column_keys=column_keys)

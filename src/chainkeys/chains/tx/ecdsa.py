@@ -30,21 +30,39 @@ def sign_compact(secret: bytes, digest32: bytes) -> bytes:
         r and s, 32 bytes each, big-endian; s <= n/2.
     """
     sig = PrivateKey(secret).sign_recoverable(digest32, hasher=None)
-    rs = sig[:64]
-    assert low_s(rs), "libsecp256k1 returned a high-S signature"
-    return rs
+    return checked(sig[:64])
 
 
 def sign_recoverable(secret: bytes, digest32: bytes) -> tuple[bytes, int]:
     """64-byte r‖s (low-S) and the recovery id 0..3, over a 32-byte digest."""
     sig = PrivateKey(secret).sign_recoverable(digest32, hasher=None)
-    assert low_s(sig[:64]), "libsecp256k1 returned a high-S signature"
-    return sig[:64], sig[64]
+    return checked(sig[:64]), sig[64]
 
 
 def sign_der(secret: bytes, digest32: bytes) -> bytes:
     """DER-encoded low-S signature over a 32-byte digest (Bitcoin-style scripts)."""
-    return PrivateKey(secret).sign(digest32, hasher=None)
+    der = PrivateKey(secret).sign(digest32, hasher=None)
+    checked(der_rs(der))
+    return der
+
+
+class HighS(RuntimeError):
+    """libsecp256k1 returned a high-S signature: never handed out (a node refuses it)."""
+
+
+def checked(rs: bytes) -> bytes:
+    """`rs` when s <= n/2; HighS otherwise (checked at run time, never an assert)."""
+    if not low_s(rs):
+        raise HighS("libsecp256k1 returned a high-S signature")
+    return rs
+
+
+def der_rs(der: bytes) -> bytes:
+    """r‖s (32 bytes each) of a DER signature."""
+    r_len = der[3]
+    r = der[4 : 4 + r_len]
+    s = der[6 + r_len : 6 + r_len + der[5 + r_len]]
+    return r.lstrip(b"\0").rjust(32, b"\0") + s.lstrip(b"\0").rjust(32, b"\0")
 
 
 def low_s(rs: bytes) -> bool:
@@ -58,8 +76,8 @@ def sign_recoverable_with_entropy(
     """As `sign_recoverable`, with 32 bytes of extra data in the RFC 6979 nonce
     (libsecp256k1's `ndata`): deterministic for the same `extra`, another signature
     for another one (how a signer retries until a signature is canonical)."""
-    assert len(extra) == 32
+    if len(extra) != 32:
+        raise ValueError("extra nonce data is 32 bytes")
     nonce = (ffi.NULL, ffi.new("unsigned char [32]", extra))
     sig = PrivateKey(secret).sign_recoverable(digest32, hasher=None, custom_nonce=nonce)
-    assert low_s(sig[:64]), "libsecp256k1 returned a high-S signature"
-    return sig[:64], sig[64]
+    return checked(sig[:64]), sig[64]
