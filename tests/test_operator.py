@@ -108,3 +108,31 @@ def test_version_names_the_commit_and_lists_have_json(tmp_path: Path) -> None:
     audit = chainkeys("audit", "--json", "--action", "token.create", cwd=tmp_path, env=env)
     events = [json.loads(line) for line in audit.stdout.splitlines()]
     assert events and all(e["action"] == "token.create" for e in events)
+
+
+def test_metrics_can_need_a_token_or_move_to_their_own_listener(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.conftest import free_port
+
+    env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "d"), "CHAINKEYS_METRICS_TOKEN": "m-secret"}
+    proc = start(env, tmp_path / "m.log")
+    try:
+        assert httpx.get(f"{proc.base_url}/metrics").status_code == 401
+        wrong = httpx.get(f"{proc.base_url}/metrics", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        ok = httpx.get(f"{proc.base_url}/metrics", headers={"Authorization": "Bearer m-secret"})
+        assert ok.status_code == 200 and "chainkeys_requests" in ok.text
+    finally:
+        proc.stop()
+    port = free_port()
+    env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "d"), "CHAINKEYS_METRICS_PORT": str(port)}
+    proc = start(env, tmp_path / "m2.log", "--workers", "2")
+    try:
+        assert httpx.get(f"{proc.base_url}/metrics").status_code == 404
+        for _ in range(3):
+            httpx.get(f"{proc.base_url}/livez")
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        assert 'chainkeys_requests_total{method="GET",route="/livez",status="200"}' in text
+    finally:
+        proc.stop()

@@ -24,7 +24,7 @@ PREFIX = "CHAINKEYS_"
 # Secrets that may come from a file named by CHAINKEYS_<NAME>_FILE (Docker/systemd
 # credentials). The master key's file form is CHAINKEYS_MASTER_KEY_FILE (the key file),
 # the PIN's is the pkcs11_pin_file setting.
-SECRET_FILES = ("database_url", "previous_master_keys", "redis_url")
+SECRET_FILES = ("database_url", "metrics_token", "previous_master_keys", "redis_url")
 
 
 class Settings(BaseSettings):
@@ -81,6 +81,12 @@ class Settings(BaseSettings):
     rate_limit_per_second: float = Field(default=0.0, ge=0)
     rate_limit_burst: int | None = Field(default=None, ge=1)
     redis_url: SecretStr | None = None
+    # /metrics: unauthenticated on the API port unless a token is set (then it needs
+    # `Authorization: Bearer <token>`); with metrics_port it moves to its own listener
+    # (bind metrics_host to an internal address) and the API port no longer serves it.
+    metrics_token: SecretStr | None = None
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_host: str = "127.0.0.1"
 
     # FULL: an acknowledged write survives power loss, not only a process crash.
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"

@@ -109,6 +109,23 @@ def claim_port(host: str, port: int) -> IO[bytes]:
     return lock
 
 
+def serve_metrics(host: str, port: int) -> None:
+    """/metrics on its own listener (a thread of the supervising process), merging every
+    worker's files: for an internal address the API's clients cannot reach."""
+    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import multiprocess as mp
+
+    registry = CollectorRegistry()
+    mp.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    try:
+        start_http_server(port, host, registry=registry)
+    except OSError as exc:
+        raise StartupError(
+            f"the metrics listener {host}:{port} cannot be bound ({exc.strerror}); "
+            "choose another CHAINKEYS_METRICS_PORT"
+        ) from None
+
+
 def serve(settings: Settings, workers: int) -> None:
     """Run the API in `workers` processes until SIGINT/SIGTERM (the caller claimed the
     port: `claim_port`).
@@ -120,9 +137,11 @@ def serve(settings: Settings, workers: int) -> None:
     """
     from granian import Granian
 
-    if workers > 1:
+    if workers > 1 or settings.metrics_port is not None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="chainkeys-metrics-")
         multiprocessing.set_start_method("spawn", force=True)
+    if settings.metrics_port is not None:
+        serve_metrics(settings.metrics_host, settings.metrics_port)
 
     Granian(
         "chainkeys.api.app:app_factory",

@@ -88,7 +88,11 @@ def serve(
     first = run(settings, lambda svc: svc.tokens.issue_first(), create=True)
     if first is not None:
         hand_over_first_token(first, settings.data_dir)
-    serve_api(settings, workers)
+    try:
+        serve_api(settings, workers)
+    except ChainkeysError as exc:
+        typer.echo(f"chainkeys: {exc.message}", err=True)
+        raise typer.Exit(2) from None
     lock.close()
 
 

@@ -3,6 +3,7 @@ its own token."""
 
 from __future__ import annotations
 
+import hmac
 import platform
 
 import msgspec
@@ -16,11 +17,12 @@ from chainkeys.api import schemas as s
 from chainkeys.api.auth import AUTHENTICATED, services_of
 from chainkeys.api.body import query, query_int
 from chainkeys.api.doc import Doc
+from chainkeys.api.errors import NO_SUCH_ENDPOINT
 from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, ok, resource
 from chainkeys.api.routes.common import limit_param as limit
 from chainkeys.audit.repository import AuditQuery
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.errors import BadRequest, StorageUnavailable
+from chainkeys.errors import BadRequest, NotFound, StorageUnavailable, Unauthorized
 from chainkeys.tokens import Principal
 from chainkeys.version import commit
 
@@ -91,6 +93,16 @@ async def version(request: Request) -> Response:
 
 
 async def metrics_text(request: Request) -> Response:
+    """Prometheus text; with CHAINKEYS_METRICS_TOKEN only for that bearer token, with
+    CHAINKEYS_METRICS_PORT not here at all (its own listener serves it)."""
+    settings = services_of(request).settings
+    if settings.metrics_port is not None:
+        raise NotFound(NO_SUCH_ENDPOINT)
+    if settings.metrics_token is not None:
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        want = settings.metrics_token.get_secret_value()
+        if not hmac.compare_digest(given.encode(), want.encode()):
+            raise Unauthorized("send the metrics token (CHAINKEYS_METRICS_TOKEN) as a bearer token")
     body, content_type = metrics.exposition()
     return Response(body, media_type=content_type)
 
