@@ -18,17 +18,14 @@ class CreateRequest:
     mnemonic: str | None = field(default=None, repr=False)
     passphrase: str | None = field(default=None, repr=False)
     account_index: int | None = None
-    address_type: str | None = None
-    name: str | None = None
+    # The family's own create options as sent (Litecoin `address_type`, EOS `name`, …):
+    # their names come from the family's `option_specs`, and the family turns them into
+    # its own options type, so a new option needs no change here.
+    options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def imports(self) -> bool:
         return self.private_key is not None or self.mnemonic is not None
-
-    def options(self) -> dict[str, str]:
-        """The create options that were sent; the family turns them into its own type."""
-        sent = {"address_type": self.address_type, "name": self.name}
-        return {name: value for name, value in sent.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,7 +69,7 @@ class AccountService:
             raise BadRequest("send private_key or mnemonic, not both", code="invalid_input")
         if req.mnemonic is None and (req.passphrase is not None or req.account_index is not None):
             raise BadRequest("passphrase and account_index go with mnemonic", code="invalid_input")
-        given = req.options()
+        given = req.options
         if req.mnemonic is not None:
             options = fam.options(given, None)  # the address type picks the derivation path
             key = fam.key_from_mnemonic(

@@ -32,6 +32,17 @@ from chainkeys.api.routes.shapes import SHAPES, Shape
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.tokens import Principal
 
+
+def create_request(parsed: Any, option_names: frozenset[str]) -> CreateRequest:
+    """The decoded body as the service's request: the common fields, and the family's
+    options (the Struct's other fields, built from its `option_specs`) as a mapping."""
+    fields = {f: getattr(parsed, f) for f in parsed.__struct_fields__}
+    options = {n: fields.pop(n) for n in option_names if fields.get(n) is not None}
+    for name in option_names:
+        fields.pop(name, None)
+    return CreateRequest(**fields, options=options)
+
+
 IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
     "in": "header",
@@ -64,11 +75,11 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
         )
         return ok(shape.listed(page))
 
+    option_names = frozenset(spec.name for spec in FAMILIES[family].option_specs)
+
     async def create_account(request: Request, principal: Principal) -> Response:
         parsed = await json_body(request, create_type)
-        req = CreateRequest() if parsed is None else CreateRequest(
-            **{f: getattr(parsed, f) for f in parsed.__struct_fields__}
-        )  # fmt: skip
+        req = CreateRequest() if parsed is None else create_request(parsed, option_names)
         idem_key = request.headers.get("idempotency-key")
         created = await services_of(request).accounts.create(principal, family, req, idem_key)
         headers = {"Idempotent-Replayed": "true"} if created.replayed else None
