@@ -1,18 +1,15 @@
 """Every private API of asyncpg and SQLAlchemy that the PostgreSQL backend uses.
 
-Nothing else in chainkeys reaches into a library's internals. These were
-written against the versions in WRITTEN_FOR; tests/store/test_private_apis.py
-fails as soon as another version is installed, so an upgrade means re-reading
-this module against the new library's source first.
+Each is listed, with the version it was read against, in chainkeys/private_apis.py;
+tests/store/test_private_apis.py fails as soon as another version is installed, so
+an upgrade means re-reading this module against the new library's source first.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from sqlalchemy.sql.crud import REQUIRED
-
-WRITTEN_FOR: Final = {"asyncpg": "0.32.0", "sqlalchemy": "2.1.9"}
 
 
 def is_required(value: Any) -> bool:

@@ -10,11 +10,9 @@ from __future__ import annotations
 from typing import Final
 
 from coincurve import PrivateKey
-from coincurve._libsecp256k1 import ffi  # type: ignore[import-not-found]  # private: pinned
+from coincurve._libsecp256k1 import ffi  # type: ignore[import-not-found]  # private_apis.py
 
 from chainkeys.chains.keys import CURVE_ORDER
-
-WRITTEN_FOR: Final = {"coincurve": "21.0.0"}  # the private ffi import above was read for it
 
 HALF_ORDER: Final = CURVE_ORDER // 2
 
