@@ -74,7 +74,7 @@ async def measure(
     from chainkeys.config import Settings
 
     names = ds.names_file.read_text().split()
-    settings = Settings(data_dir=data_dir, sqlite_synchronous=sync, log_level=log_level)  # type: ignore[arg-type]
+    settings = Settings(data_dir=data_dir, sqlite_synchronous=sync, log_level=log_level)
     apps = {"chainkeys": create_app(settings), "baseline": Baseline(data_dir, sync)}
     cases: list[tuple[str, str, Callable[[], str], int]] = [
         ("get", "GET", lambda: "/cosmos/" + random.choice(names), n),

@@ -156,7 +156,7 @@ def sqlite_dataset(
 
 
 async def _pg(url: str, sql: str, *args: Any) -> Any:
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
 
     conn = await asyncpg.connect(url, timeout=5)
     try:

@@ -45,7 +45,7 @@ def free_port() -> int:
 
 
 async def _pg_admin(sql: str) -> None:
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
 
     conn = await asyncpg.connect(PG_ADMIN_URL.replace("+asyncpg", ""), timeout=3)
     try:

@@ -198,7 +198,10 @@ async def open_every_row(env: dict[str, str]) -> dict[tuple[str, str], bytes]:
                 )
                 fam = FAMILIES[row.family]
                 key = key_from_secret(secret, compressed=bool(row.details.get("compressed", True)))
-                given = {"address_type": row.details.get("address_type"), "name": row.name}
+                given: dict[str, str] = {
+                    "address_type": row.details.get("address_type") or "",
+                    "name": row.name,
+                }
                 options = fam.options(
                     {s.name: given[s.name] for s in fam.option_specs if given[s.name]}, key
                 )

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from chainkeys.policies.document import PolicyError, parse
-from tests.api.test_policies import SEND, Tenant, send
+from tests.api.tenants import Tenant
+from tests.api.test_policies import SEND, send
 from tests.api.test_sign_cosmos import OTHER, PRIVATE
 from tests.conftest import Server, chainkeys_cli
 from tests.test_rotation import env_of

@@ -100,7 +100,7 @@ def test_eos_message_data_shaped_as_a_transaction_is_refused(tenant: Tenant) -> 
 
 
 def _sign_doc_bytes(doc: dict[str, Any]) -> bytes:
-    from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2  # type: ignore[import-untyped]
+    from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 
     return bytes(
         tx_pb2.SignDoc(
@@ -238,7 +238,7 @@ def _transfer_doc(memo: str = "", receiver: str = OSMO, extra: bytes = b"") -> d
 
 def _with_message_extra(body_b64: str, extra: bytes) -> str:
     """The TxBody with `extra` appended to its first message's bytes (inside the Any)."""
-    from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2  # type: ignore[import-untyped]
+    from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 
     body = tx_pb2.TxBody.FromString(base64.b64decode(body_b64))
     body.messages[0].value = body.messages[0].value + extra
@@ -279,8 +279,9 @@ def test_unknown_protobuf_fields_at_any_depth_are_refused(cosmos_tenant: Tenant)
     # extension options, critical or not
     for field in (1023, 2047):
         anything = proto_field(1, b"/cosmos.anything") + proto_field(2, b"\x08\x01")
-        body = base64.b64encode(base64.b64decode(doc["bodyBytes"]) + proto_field(field, anything))
-        refused(t, path, {"signDoc": {**doc, "bodyBytes": body.decode()}}, "invalid_sign_request",
+        extended = base64.b64decode(doc["bodyBytes"]) + proto_field(field, anything)
+        body = base64.b64encode(extended).decode()
+        refused(t, path, {"signDoc": {**doc, "bodyBytes": body}}, "invalid_sign_request",
                 "extension options")  # fmt: skip
     # the same document without the extra bytes signs, and cosmjs verifies it
     sig = t.allowed(path, {"signDoc": doc})["signature"]["signature"]
@@ -290,7 +291,7 @@ def test_unknown_protobuf_fields_at_any_depth_are_refused(cosmos_tenant: Tenant)
 
 
 def _replace_message(body_b64: str, value: bytes) -> str:
-    from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2  # type: ignore[import-untyped]
+    from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 
     body = tx_pb2.TxBody.FromString(base64.b64decode(body_b64))
     body.messages[0].value = value
@@ -360,7 +361,7 @@ def test_malformed_sign_bodies_are_400_and_audited(cosmos_tenant: Tenant) -> Non
     made = t.client.post("/litecoin", json={"private_key": KEY["private_key_hex"]})
     ltc = made.json()["address"]
     amino = _amino_transfer("")["signDoc"]
-    send = {"type": "cosmos-sdk/MsgSend", "value": {
+    send: dict[str, Any] = {"type": "cosmos-sdk/MsgSend", "value": {
         "from_address": ADDRESS, "to_address": OTHER,
         "amount": [{"denom": "uatom", "amount": "1"}]}}  # fmt: skip
     deep = Raw(b"[" * 900 + b'"x"' + b"]" * 900)  # a memo nested 900 deep

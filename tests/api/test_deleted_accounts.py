@@ -86,7 +86,7 @@ def test_retained_rows_are_purged_after_the_period(
             await svc.accounts.delete(tenant, "dogecoin", made.view.name)
             await svc.accounts.purge_expired()
             assert len(await svc.accounts.deleted("purge")) == 1  # within the period
-            real_now = service.now_ms
+            real_now = service.now_ms  # type: ignore[attr-defined]
             monkeypatch.setattr(service, "now_ms", lambda: real_now() + 31 * 86_400_000)
             await svc.accounts.purge_expired()
             assert await svc.accounts.deleted("purge") == []

@@ -26,7 +26,7 @@ def get(path: str, token: str = "", extra: str = "", version: str = "1.1") -> by
 
 def read_responses(sock: socket.socket, count: int) -> list[tuple[int, dict[str, str], bytes]]:
     """`count` responses from one connection, however the bytes are split between reads."""
-    buf, out = b"", []
+    buf, out = b"", list[tuple[int, dict[str, str], bytes]]()
     while len(out) < count:
         head, sep, rest = buf.partition(b"\r\n\r\n")
         if sep:

@@ -36,8 +36,10 @@ def transfer(
 
 
 def build(*actions: dict[str, Any], cfa: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return run_node("eos.mjs", {"action": "build_tx", "chainId": CHAIN, "actions": list(actions),
-                                "context_free_actions": cfa or []})  # fmt: skip
+    built: dict[str, Any] = run_node("eos.mjs", {
+        "action": "build_tx", "chainId": CHAIN, "actions": list(actions),
+        "context_free_actions": cfa or []})  # fmt: skip
+    return built
 
 
 def test_sign_transaction_verifies_with_wharfkit(signer: tuple[httpx.Client, str]) -> None:

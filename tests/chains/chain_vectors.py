@@ -37,7 +37,8 @@ NO_NAME = eos.EosOptions()  # EOS: the name derived from the key
 
 def ltc_options(vector_type: str, key: Key | None = None) -> AddressOptions:
     """vectors say p2sh_p2wpkh, the API says p2sh-p2wpkh."""
-    return LITECOIN.options({"address_type": vector_type.replace("_", "-")}, key)
+    options: AddressOptions = LITECOIN.options({"address_type": vector_type.replace("_", "-")}, key)
+    return options
 
 
 def lookup(entry: Any, dotted: str) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chain_vectors import (
+from tests.chains.chain_vectors import (
     COSMOS,
     DOGECOIN,
     EOS,
@@ -373,7 +373,7 @@ INVALID_NAMES = [
 @pytest.mark.parametrize(
     ("fam", "name", "canonical"), VALID_NAMES, ids=[f"{f.name}-{n[:16]}" for f, n, _ in VALID_NAMES]
 )
-def test_valid_names(fam: Family, name: str, canonical: str) -> None:
+def test_valid_names(fam: Family[Any], name: str, canonical: str) -> None:
     assert fam.check_name(name) == canonical
 
 
@@ -382,7 +382,7 @@ def test_valid_names(fam: Family, name: str, canonical: str) -> None:
     INVALID_NAMES,
     ids=[f"{f.name}-{n[:16]}" for f, n, _ in INVALID_NAMES],
 )
-def test_invalid_names(fam: Family, name: str, message: str) -> None:
+def test_invalid_names(fam: Family[Any], name: str, message: str) -> None:
     with pytest.raises(ChainError) as caught:
         fam.check_name(name)
     assert caught.value.code == "invalid_account_name"
@@ -416,7 +416,7 @@ ADDRESSES = [
     ADDRESSES,
     ids=[f"{f.name}-{n}-{'ok' if v else 'bad'}-{t[:12]}" for f, n, t, v in ADDRESSES],
 )
-def test_check_address(fam: Family, network: str, text: str, valid: bool) -> None:
+def test_check_address(fam: Family[Any], network: str, text: str, valid: bool) -> None:
     if valid:
         assert fam.check_address(text, fam.network(network)) == text
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chain_vectors import (
+from tests.chains.chain_vectors import (
     COSMOS,
     COSMOS_NETWORK_BY_HRP,
     EOS,

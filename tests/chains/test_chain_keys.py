@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 import pytest
 from bip_utils import Ripemd160  # type: ignore[import-untyped]
-from chain_vectors import DOGECOIN, LITECOIN, assert_no_echo
 from coincurve import PublicKey
+from tests.chains.chain_vectors import DOGECOIN, LITECOIN, assert_no_echo
 
 from chainkeys.chains import (
     ChainError,
@@ -175,7 +176,7 @@ WRONG_NETWORK = [
 
 @pytest.mark.parametrize(("family", "written_for", "imported_on", "message"), WRONG_NETWORK)
 def test_wif_network_comes_from_its_version_byte(
-    family: Family, written_for: str, imported_on: str, message: str
+    family: Family[Any], written_for: str, imported_on: str, message: str
 ) -> None:
     key = generate_key()
     wif = family.export_private_key(key, family.network(written_for))

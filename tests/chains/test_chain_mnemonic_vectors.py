@@ -12,7 +12,7 @@ from bip_utils import Bip39Languages  # type: ignore[import-untyped]
 from bip_utils.bip.bip39.bip39_mnemonic_utils import (  # type: ignore[import-untyped]
     Bip39WordsListGetter,
 )
-from chain_vectors import (
+from tests.chains.chain_vectors import (
     COSMOS,
     DOGECOIN,
     MNEMONICS,

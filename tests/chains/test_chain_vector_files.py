@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from chain_vectors import VECTORS_DIR
+from tests.chains.chain_vectors import VECTORS_DIR
 
 PUBLISHED = {
     "vectors.json": "166da43c3c5a51737fcda0235351155a32c59772791eb3cca0584c5268bb9b51",

@@ -9,6 +9,7 @@ install command (CI sets CHAINKEYS_TEST_REQUIRE_SOFTHSM=1: they must run there).
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -82,17 +84,38 @@ def hsm(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Hsm]:
 
 
 def refused_start(env: dict[str, str], log: Path) -> str:
-    """`chainkeys serve` must exit at once with one line on stderr."""
+    """`chainkeys serve` must exit at once with one line on stderr. The run's stdout and
+    stderr go to `log`, a new file (a second run into the same log fails here), which
+    must name the refusal and hold no PIN: the test's own nor the one in the PIN file."""
     done = subprocess.run(
         [sys.executable, "-m", "chainkeys.cli", "serve", "--port", "1"],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
-    log.write_text(done.stdout + done.stderr)
+    with log.open("x") as out:  # "x": never another run's log overwritten
+        out.write(f"--- stdout\n{done.stdout}--- stderr\n{done.stderr}")
     assert done.returncode != 0, done.stdout
     assert "Traceback" not in done.stderr and "Listening" not in done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("chainkeys: ")]
     assert len(lines) == 1 and " ERROR " not in done.stderr, done.stderr
+    assert_refusal_log(log, lines[0], pins(env))
     return lines[0]
+
+
+def pins(env: dict[str, str]) -> set[str]:
+    """The PINs a run could leak: the test's, and whatever its PIN file holds."""
+    pin_file = Path(env.get("CHAINKEYS_PKCS11_PIN_FILE", "/nonexistent"))
+    found = {PIN}
+    if pin_file.exists():
+        found.add(pin_file.read_text().strip())
+    return {p for p in found if p}
+
+
+def assert_refusal_log(log: Path, says: str, secrets: set[str]) -> None:
+    """`log` is this refusal's own: not empty, naming `says`, and holding no PIN."""
+    text = log.read_text()
+    assert text.strip() and says in text, f"{log} is not the log of the run that said {says!r}"
+    for secret in secrets:
+        assert secret not in text, f"a PIN is in {log}"
 
 
 UNWRAP = """
@@ -126,22 +149,29 @@ def master_key_forms(hsm: Hsm) -> list[bytes]:
 
 
 def stored_blob(hsm: Hsm) -> bytes:
+    rows = store_rows(hsm, "SELECT value FROM meta WHERE key = 'master_key_wrapped'")
+    assert len(rows) == 1, rows
+    return bytes(rows[0][0])
+
+
+def store_rows(hsm: Hsm, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of `sql`, read from this process (not the one that wrote them), on either
+    backend."""
     url = hsm.env.get("CHAINKEYS_DATABASE_URL")
     if url is None:
-        with sqlite3.connect(Path(hsm.env["CHAINKEYS_DATA_DIR"]) / "chainkeys.db") as db:
-            row = db.execute("SELECT value FROM meta WHERE key = 'master_key_wrapped'").fetchone()
-        return bytes(row[0])
+        path = Path(hsm.env["CHAINKEYS_DATA_DIR"]) / "chainkeys.db"
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            return [tuple(row) for row in db.execute(sql).fetchall()]
     import asyncio
 
     import asyncpg  # type: ignore[import-untyped]
 
-    async def read() -> bytes:
+    async def read() -> list[tuple[Any, ...]]:
         conn = await asyncpg.connect(url)
         try:
-            value = await conn.fetchval("SELECT value FROM meta WHERE key = 'master_key_wrapped'")
+            return [tuple(row) for row in await conn.fetch(sql)]
         finally:
             await conn.close()
-        return bytes(value)
 
     return asyncio.run(read())
 

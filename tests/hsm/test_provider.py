@@ -8,6 +8,7 @@ master key is never in the database or the logs.
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -16,11 +17,15 @@ from tests.hsm.conftest import (
     ATTRIBUTES,
     PIN,
     Hsm,
+    assert_refusal_log,
     in_subprocess,
     master_key_forms,
     refused_start,
     serve_and_check,
+    stored_blob,
 )
+
+WRONG_PIN = "999999"
 
 
 @pytest.mark.parametrize("hsm", ["sqlite"], indirect=True)  # the token's business only
@@ -38,45 +43,66 @@ def test_first_start_restart_and_the_key_never_in_the_store_or_logs(hsm: Hsm) ->
     token = serve_and_check(hsm.env, hsm.tmp / "first.log")
     serve_and_check(hsm.env, hsm.tmp / "second.log", token)  # unwrapped again on restart
     forms = master_key_forms(hsm)
-    logs = b"".join(p.read_bytes() for p in hsm.tmp.glob("*.log*"))
-    data = b""
-    if "CHAINKEYS_DATABASE_URL" not in hsm.env:
-        data = b"".join(p.read_bytes() for p in (hsm.tmp / "data").iterdir() if p.is_file())
-        assert not (hsm.tmp / "data" / "master.key").exists()
-    else:
+    # stderr (*.log, never empty: the start-up lines) and stdout (*.out) of both runs
+    stderr, stdout = sorted(hsm.tmp.glob("*.log")), sorted(hsm.tmp.glob("*.out"))
+    assert len(stderr) == len(stdout) == 2 and all(p.stat().st_size for p in stderr)
+    logs = [p.read_bytes() for p in (*stderr, *stdout)]
+    # Every file in the data directory, read back after the servers stopped: on SQLite
+    # the database file and its WAL, byte for byte (freed pages included).
+    data_dir = hsm.tmp / "data"
+    data = b"".join(p.read_bytes() for p in data_dir.iterdir() if p.is_file())
+    assert not (data_dir / "master.key").exists()
+    blob = stored_blob(hsm)
+    if "CHAINKEYS_DATABASE_URL" in hsm.env:
         dump = subprocess.run(["pg_dump", "--data-only", hsm.env["CHAINKEYS_DATABASE_URL"]],
                               capture_output=True, check=True)  # fmt: skip
-        data = dump.stdout
-    assert b"master_key_wrapped" in data or "CHAINKEYS_DATABASE_URL" not in hsm.env
+        data += dump.stdout
+        seen = blob.hex().encode()  # pg_dump writes bytea as hex
+    else:
+        assert (data_dir / "chainkeys.db").exists()
+        seen = blob
+    # What is searched does hold the store's rows, on both backends: the wrapped blob
+    # (so the unwrapped key would be found there too, were it written beside it).
+    assert b"master_key_wrapped" in data and seen in data
     for form in forms:
-        assert form not in logs and form not in data
+        assert form not in data, "the unwrapped master key is in the store"
+        assert all(form not in log for log in logs), "the unwrapped master key is in a log"
 
 
 @pytest.mark.parametrize("hsm", ["sqlite"], indirect=True)  # the store's part: next test
 def test_each_refusal_is_one_line_and_nothing_starts(hsm: Hsm) -> None:
-    log = hsm.tmp / "refused.log"
-    says = refused_start({**hsm.env, "CHAINKEYS_PKCS11_MODULE": "/nowhere/libpkcs11.so"}, log)
+    refusals: list[tuple[Path, str]] = []  # each run's own log, and what it said
+
+    def refused(name: str, env: dict[str, str]) -> str:
+        log = hsm.tmp / f"refused-{name}.log"
+        says = refused_start(env, log)
+        refusals.append((log, says))
+        return says
+
+    says = refused("module", {**hsm.env, "CHAINKEYS_PKCS11_MODULE": "/nowhere/libpkcs11.so"})
     assert "CHAINKEYS_PKCS11_MODULE /nowhere/libpkcs11.so: cannot load it" in says
-    says = refused_start({**hsm.env, "CHAINKEYS_PKCS11_TOKEN_LABEL": "vault-9"}, log)
+    says = refused("token", {**hsm.env, "CHAINKEYS_PKCS11_TOKEN_LABEL": "vault-9"})
     assert "no PKCS#11 token labelled 'vault-9'" in says and "chainkeys-a" in says
-    says = refused_start({**hsm.env, "CHAINKEYS_PKCS11_KEY_LABEL": "absent"}, log)
+    says = refused("key", {**hsm.env, "CHAINKEYS_PKCS11_KEY_LABEL": "absent"})
     assert "holds no AES key labelled 'absent'" in says and "chainkeys hsm init" in says
     wrong = hsm.tmp / "wrong-pin"
-    wrong.write_text("999999")
-    says = refused_start({**hsm.env, "CHAINKEYS_PKCS11_PIN_FILE": str(wrong)}, log)
+    wrong.write_text(WRONG_PIN)
+    says = refused("pin", {**hsm.env, "CHAINKEYS_PKCS11_PIN_FILE": str(wrong)})
     assert says == "chainkeys: the PIN was refused by PKCS#11 token 'chainkeys-a'"
     assert hsm.cli("hsm", "init").returncode == 0
     token = serve_and_check(hsm.env, hsm.tmp / "ok.log")
     # Another token's key with the same label is not the key that wrapped this store.
     other = {**hsm.env, "CHAINKEYS_PKCS11_TOKEN_LABEL": "chainkeys-b"}
     assert chainkeys_cli("hsm", "init", env=other).returncode == 0
-    says = refused_start(other, log)
+    says = refused("other-token", other)
     assert "is not the HSM key that wrapped this store's master key" in says
-    says = refused_start({**hsm.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"}, log)
+    says = refused("file-provider", {**hsm.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"})
     assert "master key is wrapped by HSM key 'chainkeys-master' in token 'chainkeys-a'" in says
     serve_and_check(hsm.env, hsm.tmp / "still.log", token)
-    for line in (hsm.tmp / "refused.log").read_text().splitlines():
-        assert PIN not in line and "999999" not in line
+    # Read back at the end: each log is still its own run's, and no PIN is in any.
+    assert len({log for log, _ in refusals}) == len(refusals) == 6
+    for log, says in refusals:
+        assert_refusal_log(log, says, {PIN, WRONG_PIN})
 
 
 def test_a_file_key_store_refuses_the_hsm_until_moved(hsm: Hsm) -> None:

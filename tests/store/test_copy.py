@@ -63,6 +63,7 @@ async def populate(url: str, tmp: Path) -> Snapshot:
                     await svc.accounts.create(tenant, family, CreateRequest())
                 await svc.accounts.create(tenant, family, CreateRequest(private_key=IMPORTED_HEX))
         beta = tenant
+        assert beta is not None
         doomed = await svc.accounts.create(beta, "cosmos", CreateRequest())
         await svc.accounts.delete(beta, "cosmos", doomed.view.name)
         return await snapshot(svc, tokens)
@@ -127,8 +128,8 @@ def test_sqlite_to_postgresql_and_back(tmp_path: Path, pg_url: str) -> None:
     for key, secret in before.secrets.items():
         assert again.secrets[key] == secret
     # list order (keyset by id) survives both moves
-    for key, names in before.names.items():
-        assert again.names[key][: len(names)] == names
+    for where, names in before.names.items():
+        assert again.names[where][: len(names)] == names
 
 
 def test_sqlite_to_sqlite_without_postgresql(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from chainkeys.bootstrap import open_services
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
 from chainkeys.store import db as db_module
-from chainkeys.store.db import MAX_BATCH, Database
+from chainkeys.store.db import Database
+from chainkeys.store.sqlite_batch import MAX_BATCH
 
 SCHEMA = (
     "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
@@ -35,7 +36,7 @@ def make_settings(tmp_path: Path, sync: str = "FULL", busy_ms: int = 5000) -> Se
     return Settings(
         data_dir=tmp_path,
         master_key=TEST_MASTER_KEY,
-        sqlite_synchronous=sync,  # type: ignore[arg-type]
+        sqlite_synchronous=sync,
         sqlite_busy_timeout_ms=busy_ms,
     )
 
@@ -109,6 +110,8 @@ def test_normal_groups_writes_too(tmp_path: Path) -> None:
 
 
 def test_a_failing_body_leaves_no_rows_and_spares_its_batch(tmp_path: Path) -> None:
+    db: Any = None
+
     async def failing() -> None:
         async with db.write() as tx:
             await tx.execute(INSERT, {"v": "bad-1"})
@@ -135,7 +138,6 @@ def test_a_failing_body_leaves_no_rows_and_spares_its_batch(tmp_path: Path) -> N
         finally:
             await db.close()
 
-    db: Any = None
     ok1, err, ok2, cancel, ok3 = asyncio.run(main())
     assert (ok1, ok2, ok3) == (None, None, None)
     assert isinstance(err, ValueError)
@@ -173,6 +175,7 @@ def test_a_failed_commit_fails_every_body_of_its_batch(tmp_path: Path) -> None:
     """COMMIT itself fails (a deferred foreign key is checked only then): the whole
     batch rolls back, each of its callers gets 503 (the duplicate too: the row it
     met is gone), and the next batch commits."""
+    db: Any = None
 
     async def orphan() -> None:
         async with db.write() as tx:
@@ -189,7 +192,6 @@ def test_a_failed_commit_fails_every_body_of_its_batch(tmp_path: Path) -> None:
         finally:
             await db.close()
 
-    db: Any = None
     results = asyncio.run(main())
     assert all(isinstance(r, StorageUnavailable) for r in results), results
     assert stored(tmp_path) == {"after"}

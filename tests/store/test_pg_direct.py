@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 import orjson
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, insert, select, text
@@ -178,7 +178,7 @@ def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
         assert engine_written.secret == via.secret and engine_written.details == via.details
         assert missing is None
         # Rows read by name and by index, like SQLAlchemy's, and hold the same values.
-        assert [(p.id, p.name) for p in page] == [(p[0], p[1]) for p in page]
+        assert [(p.id, p.name) for p in page] == [(p[0], p[1]) for p in page]  # type: ignore[index]
         assert tuple(engine_rows["direct"]) == tuple(await _get_all_columns(db, tenant, "direct"))
 
     run_with_db(pg_url, main)
