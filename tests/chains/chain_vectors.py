@@ -23,6 +23,7 @@ from bip_utils import (  # type: ignore[import-untyped]
 
 from chainkeys.chains import FAMILIES, Key, codecs, eos, key_from_secret, parse_hex_key
 from chainkeys.chains.base58 import AddressOptions
+from chainkeys.chains.hd import key_from_mnemonic
 from chainkeys.chains.mnemonic import normalise_mnemonic, seed_from_mnemonic
 
 VECTORS_DIR = Path(__file__).resolve().parent / "vectors"
@@ -138,7 +139,9 @@ def _derived(key: Key) -> dict[str, Any]:
 def _dogecoin(phrase: str, passphrase: str, index: int, network: Any) -> dict[str, Any]:
     # The network row carries the coin type, so the alternative convention is
     # the testnet row with another coin type.
-    key = DOGECOIN.key_from_mnemonic(phrase, passphrase, index, network, DOGECOIN.options({}, None))
+    key = key_from_mnemonic(
+        DOGECOIN, phrase, passphrase, index, network, DOGECOIN.options({}, None)
+    )
     return _derived(key) | {
         "p2pkh": DOGECOIN.account(key, network, DOGECOIN.options({}, key)).address,
         "wif": DOGECOIN.export_private_key(key, network),
@@ -149,7 +152,7 @@ def _litecoin(phrase: str, passphrase: str, index: int, network: Any) -> dict[st
     group = {}
     for vector_type in ("p2pkh", "p2sh_p2wpkh", "p2wpkh"):
         options = ltc_options(vector_type)
-        key = LITECOIN.key_from_mnemonic(phrase, passphrase, index, network, options)
+        key = key_from_mnemonic(LITECOIN, phrase, passphrase, index, network, options)
         group[vector_type] = _derived(key) | {
             "address": LITECOIN.account(key, network, options).address,
             "wif": LITECOIN.export_private_key(key, network),
@@ -159,15 +162,15 @@ def _litecoin(phrase: str, passphrase: str, index: int, network: Any) -> dict[st
 
 def _account(phrase: str, passphrase: str, index: int) -> dict[str, Any]:
     cosmos_keys = {
-        hrp: COSMOS.key_from_mnemonic(
-            phrase, passphrase, index, COSMOS.network(net), COSMOS.options({}, None)
+        hrp: key_from_mnemonic(
+            COSMOS, phrase, passphrase, index, COSMOS.network(net), COSMOS.options({}, None)
         )
         for hrp, net in (("cosmos", "cosmoshub"), ("osmo", "osmosis"))
     }
     assert cosmos_keys["cosmos"] == cosmos_keys["osmo"]
     doge_test, ltc_test = DOGECOIN.network("testnet"), LITECOIN.network("testnet")
-    eos_key = EOS.key_from_mnemonic(
-        phrase, passphrase, index, EOS.network(None), EOS.options({}, None)
+    eos_key = key_from_mnemonic(
+        EOS, phrase, passphrase, index, EOS.network(None), EOS.options({}, None)
     )
     eos_account = EOS.account(eos_key, EOS.network(None), EOS.options({}, eos_key))
     return {

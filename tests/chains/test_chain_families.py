@@ -27,6 +27,7 @@ from chainkeys.chains import (
     parse_hex_key,
 )
 from chainkeys.chains.base58 import P2PKH, P2WPKH, AddressOptions
+from chainkeys.chains.hd import key_from_mnemonic
 from chainkeys.chains.spec import Network
 
 ONE = key_by_id("scalar-one")
@@ -214,8 +215,8 @@ def test_litecoin_uncompressed_key_defaults_to_p2pkh() -> None:
 def test_litecoin_mnemonic_path_follows_address_type(kind: str | None, path: str) -> None:
     phrase = " ".join(["abandon"] * 11 + ["about"])
     given = {} if kind is None else {"address_type": kind}
-    key = LITECOIN.key_from_mnemonic(
-        phrase, "", 5, LITECOIN.network(None), LITECOIN.options(given, None)
+    key = key_from_mnemonic(
+        LITECOIN, phrase, "", 5, LITECOIN.network(None), LITECOIN.options(given, None)
     )
     assert key.path == path
 
@@ -226,13 +227,13 @@ def test_litecoin_mnemonic_path_follows_address_type(kind: str | None, path: str
 def test_account_index_range(index: object) -> None:
     phrase = " ".join(["abandon"] * 11 + ["about"])
     with pytest.raises(ChainError) as caught:
-        COSMOS.key_from_mnemonic(phrase, "", index, COSMOS.network(None), NoOptions())  # type: ignore[arg-type]
+        key_from_mnemonic(COSMOS, phrase, "", index, COSMOS.network(None), NoOptions())  # type: ignore[arg-type]
     assert caught.value.code == "invalid_account_index"
 
 
 def test_largest_account_index() -> None:
     phrase = " ".join(["abandon"] * 11 + ["about"])
-    key = EOS.key_from_mnemonic(phrase, "", 2**31 - 1, EOS.network(None), NO_NAME)
+    key = key_from_mnemonic(EOS, phrase, "", 2**31 - 1, EOS.network(None), NO_NAME)
     assert key.path == "m/44'/194'/0'/0/2147483647"
 
 

@@ -23,7 +23,8 @@ from tests.chains.chain_vectors import (
 )
 
 from chainkeys.chains import ChainError, Key, codecs
-from chainkeys.chains.mnemonic import derive, seed_from_mnemonic
+from chainkeys.chains.hd import Seed, key_from_mnemonic
+from chainkeys.chains.mnemonic import seed_from_mnemonic
 
 ABANDON_ABOUT = mnemonic_by_id("bip39-abandon-about")
 
@@ -75,8 +76,13 @@ def test_vector_groups_are_all_compared(vector: dict[str, Any]) -> None:
 
 def test_testnets_use_coin_type_1() -> None:
     account = ABANDON_ABOUT["accounts"][0]
-    key = DOGECOIN.key_from_mnemonic(
-        ABANDON_ABOUT["mnemonic"], "", 0, DOGECOIN.network("testnet"), DOGECOIN.options({}, None)
+    key = key_from_mnemonic(
+        DOGECOIN,
+        ABANDON_ABOUT["mnemonic"],
+        "",
+        0,
+        DOGECOIN.network("testnet"),
+        DOGECOIN.options({}, None),
     )
     assert key.path == "m/44'/1'/0'/0/0" == account["dogecoin"]["testnet"]["path"]
     assert key.secret.hex() != account["dogecoin"]["testnet_coin_type_3"]["private_key_hex"]
@@ -94,8 +100,13 @@ def _is_normalisation(entry: dict[str, Any]) -> bool:
 )
 def test_invalid_mnemonics_are_refused_before_deriving(entry: dict[str, Any]) -> None:
     with pytest.raises(ChainError) as caught:
-        COSMOS.key_from_mnemonic(
-            entry["input"], entry["passphrase"], 0, COSMOS.network(None), COSMOS.options({}, None)
+        key_from_mnemonic(
+            COSMOS,
+            entry["input"],
+            entry["passphrase"],
+            0,
+            COSMOS.network(None),
+            COSMOS.options({}, None),
         )
     assert caught.value.code == "invalid_mnemonic"
     message = caught.value.message
@@ -147,7 +158,7 @@ def _edge(case_id: str) -> dict[str, Any]:
 
 def _cosmos_address(mnemonic: str, passphrase: str) -> str:
     network = COSMOS.network(None)
-    key = COSMOS.key_from_mnemonic(mnemonic, passphrase, 0, network, COSMOS.options({}, None))
+    key = key_from_mnemonic(COSMOS, mnemonic, passphrase, 0, network, COSMOS.options({}, None))
     return COSMOS.account(key, network, COSMOS.options({}, key)).address
 
 
@@ -262,7 +273,7 @@ def test_field_anchors(anchor: dict[str, Any]) -> None:
 )
 def test_path_anchors(anchor: dict[str, Any]) -> None:
     vector = mnemonic_by_id(anchor["mnemonic_id"])
-    key = derive(seed_from_mnemonic(vector["mnemonic"], vector["passphrase"]), anchor["path"])
+    key = Seed(seed_from_mnemonic(vector["mnemonic"], vector["passphrase"])).key(anchor["path"])
     assert PATH_ANCHORS[anchor["what"]](key) == anchor["expected"]
 
 

@@ -16,6 +16,7 @@ from chainkeys.accounts.models import AccountView, Created, CreateRequest, Page
 from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts, DeletedRow
 from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.audit.service import audit_event
+from chainkeys.chains.hd import key_from_mnemonic
 from chainkeys.chains.keys import generate_key, key_from_secret
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family, Key, Network
@@ -72,8 +73,8 @@ class AccountService:
         given = req.options
         if req.mnemonic is not None:
             options = fam.options(given, None)  # the address type picks the derivation path
-            key = fam.key_from_mnemonic(
-                req.mnemonic, req.passphrase or "", req.account_index or 0, network, options
+            key = key_from_mnemonic(
+                fam, req.mnemonic, req.passphrase or "", req.account_index or 0, network, options
             )
             return key, options, "mnemonic"
         if req.private_key is not None:

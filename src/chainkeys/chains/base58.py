@@ -26,7 +26,6 @@ from chainkeys.chains.codecs import (
     select_network,
 )
 from chainkeys.chains.keys import parse_hex_key
-from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
 from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
 
 
@@ -150,19 +149,8 @@ class Base58Family:
             return parse_hex_key(text)
         return decode_wif(text, network, self.networks, self.name)
 
-    def key_from_mnemonic(
-        self,
-        mnemonic: str,
-        passphrase: str,
-        account_index: int,
-        network: Network,
-        options: AddressOptions,
-    ) -> Key:
-        """Derive at m/purpose'/coin'/0'/0/account_index, purpose from the address type."""
-        purpose = options.address_type.purpose
-        return key_from_mnemonic(
-            mnemonic, passphrase, bip44_path(purpose, network.coin_type, account_index)
-        )
+    def purpose(self, options: AddressOptions) -> int:
+        return options.address_type.purpose
 
     def account(self, key: Key, network: Network, options: AddressOptions) -> Account:
         """Address of the requested type; public key as hex SEC (65 bytes if uncompressed).

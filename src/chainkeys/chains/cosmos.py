@@ -9,7 +9,6 @@ from typing import Any, Final
 
 from chainkeys.chains import codecs
 from chainkeys.chains.keys import parse_hex_key
-from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
 from chainkeys.chains.spec import Account, ChainError, Key, Network, NoOptions, OptionSpec
 
 NETWORKS: Final = codecs.network_table(
@@ -60,18 +59,8 @@ class CosmosFamily:
             raise ChainError("private key text is too long", codecs.INVALID_KEY)
         return parse_hex_key(text)
 
-    def key_from_mnemonic(
-        self,
-        mnemonic: str,
-        passphrase: str,
-        account_index: int,
-        network: Network,
-        options: NoOptions,
-    ) -> Key:
-        """Derive at m/44'/118'/0'/0/account_index (coin type from the network row)."""
-        return key_from_mnemonic(
-            mnemonic, passphrase, bip44_path(44, network.coin_type, account_index)
-        )
+    def purpose(self, options: NoOptions) -> int:
+        return 44
 
     def account(self, key: Key, network: Network, options: NoOptions) -> Account:
         """Address bech32(hrp, hash160(key)); public key base64; keyring JSON in extra."""

@@ -24,7 +24,6 @@ from coincurve import PublicKey
 
 from chainkeys.chains import codecs
 from chainkeys.chains.keys import key_from_secret, parse_hex_key
-from chainkeys.chains.mnemonic import bip44_path, key_from_mnemonic
 from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
 
 # Chain ids as published by each chain (wharfkit/common Chains, Anchor).
@@ -280,18 +279,8 @@ class EosFamily:
         """Legacy WIF, PVT_K1_ or hex; the same on every network."""
         return parse_private_key(text)
 
-    def key_from_mnemonic(
-        self,
-        mnemonic: str,
-        passphrase: str,
-        account_index: int,
-        network: Network,
-        options: EosOptions,
-    ) -> Key:
-        """Derive at m/44'/194'/0'/0/account_index."""
-        return key_from_mnemonic(
-            mnemonic, passphrase, bip44_path(44, network.coin_type, account_index)
-        )
+    def purpose(self, options: EosOptions) -> int:
+        return 44
 
     def account(self, key: Key, network: Network, options: EosOptions) -> Account:
         """Name (caller's, checked by `options`, or derived); legacy public key; PUB_K1_

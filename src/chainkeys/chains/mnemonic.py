@@ -13,8 +13,6 @@ from functools import cache
 from typing import Final
 
 from bip_utils import (  # type: ignore[import-untyped]
-    Bip32KeyError,
-    Bip32Slip10Secp256k1,
     Bip39Languages,
     Bip39SeedGenerator,
     MnemonicChecksumError,
@@ -23,8 +21,7 @@ from bip_utils.bip.bip39.bip39_mnemonic_utils import (  # type: ignore[import-un
     Bip39WordsListGetter,
 )
 
-from chainkeys.chains.keys import key_from_secret
-from chainkeys.chains.spec import ChainError, Key
+from chainkeys.chains.spec import ChainError
 
 WORD_COUNTS: Final = (12, 15, 18, 21, 24)
 HARDENED: Final = 2**31
@@ -98,46 +95,3 @@ def seed_from_mnemonic(mnemonic: str, passphrase: str = "") -> bytes:
     except ValueError:
         raise ChainError("mnemonic is not a valid BIP-39 phrase", _INVALID) from None
     return bytes(generator.Generate(unicodedata.normalize("NFKD", passphrase)))
-
-
-def bip44_path(purpose: int, coin_type: int, account_index: int) -> str:
-    """m/purpose'/coin_type'/0'/0/account_index: account' and change stay 0.
-
-    Raises:
-        ChainError: code "invalid_account_index" unless 0 <= index < 2**31.
-    """
-    if (
-        isinstance(account_index, bool)
-        or not isinstance(account_index, int)
-        or not 0 <= account_index < HARDENED
-    ):
-        raise ChainError(
-            "account_index must be an integer from 0 to 2147483647", "invalid_account_index"
-        )
-    return f"m/{purpose}'/{coin_type}'/0'/0/{account_index}"
-
-
-def derive(seed: bytes, path: str) -> Key:
-    """BIP32 private derivation on secp256k1.
-
-    Args:
-        seed: The BIP39 seed (16 to 64 bytes).
-        path: A BIP32 path such as m/44'/118'/0'/0/0.
-
-    Returns:
-        The compressed key at `path`, with `path` recorded on it.
-
-    Raises:
-        ChainError: code "invalid_mnemonic" in the (2**-127) case that the
-            path yields no valid key.
-    """
-    try:
-        node = Bip32Slip10Secp256k1.FromSeed(seed).DerivePath(path)
-    except Bip32KeyError:
-        raise ChainError("this path yields no valid key; use another index", _INVALID) from None
-    return key_from_secret(bytes(node.PrivateKey().Raw().ToBytes()), compressed=True, path=path)
-
-
-def key_from_mnemonic(mnemonic: str, passphrase: str, path: str) -> Key:
-    """Validate the phrase, then derive the key at `path` (see `seed_from_mnemonic`)."""
-    return derive(seed_from_mnemonic(mnemonic, passphrase), path)

@@ -107,15 +107,9 @@ class KeyForms(Protocol[OptionsIn]):
         """Decode an imported private key in any of the family's forms."""
         ...
 
-    def key_from_mnemonic(
-        self,
-        mnemonic: str,
-        passphrase: str,
-        account_index: int,
-        network: Network,
-        options: OptionsIn,
-    ) -> Key:
-        """Derive the key at the family's standard BIP32 path."""
+    def purpose(self, options: OptionsIn) -> int:
+        """The BIP43 purpose its keys derive under: 44, or 49/84 for segwit address types
+        (chains/hd.py builds every path from it)."""
         ...
 
     def export_private_key(self, key: Key, network: Network) -> str:
