@@ -28,6 +28,7 @@ from chainkeys.store.db import Database
 from chainkeys.tokens.service import TokenService
 from chainkeys.vault import Vault
 from chainkeys.vault.derive import Cursors
+from chainkeys.wallets.service import WalletService
 
 log = logging.getLogger("chainkeys")
 
@@ -45,6 +46,7 @@ class Services:
     keys: KeyService
     policies: PolicyService
     signing: SigningService
+    wallets: WalletService
 
     @property
     def vault(self) -> Vault:
@@ -209,4 +211,5 @@ async def open_services(settings: Settings, create: bool = True) -> Services:
         KeyService(db, settings),
         policies,
         SigningService(db, accounts, policies),
+        WalletService(db, ring, settings, cursors, accounts),
     )

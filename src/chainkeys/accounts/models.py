@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from chainkeys.accounts.repository import ListedAccount
-from chainkeys.chains.spec import Account
+from chainkeys.chains.spec import Account, Key
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +40,57 @@ class AccountView:
     public_key: str
     extra: Mapping[str, str]
     created_ms: int | None = None
+    origin: Origin | None = None  # derived from a wallet of the tenant
+    address_type: str | None = None
 
     @classmethod
-    def of(cls, family: str, network: str, account: Account, created_ms: int) -> AccountView:
+    def of(
+        cls,
+        family: str,
+        network: str,
+        account: Account,
+        created_ms: int | None,
+        origin: Origin | None = None,
+    ) -> AccountView:
         return cls(
             family, network, account.name, account.address, account.public_key,
-            dict(account.extra), created_ms,
+            dict(account.extra), created_ms, origin, account.address_type,
         )  # fmt: skip
+
+    @classmethod
+    def of_details(
+        cls,
+        family: str,
+        network: str,
+        name: str,
+        address: str,
+        public_key: str,
+        details: Mapping[str, Any],
+        created_ms: int | None,
+    ) -> AccountView:
+        """From a stored row's columns and its details JSON."""
+        wallet = details.get("wallet")
+        origin = Origin(wallet, details["path"], int(details["index"])) if wallet else None
+        return cls(family, network, name, address, public_key, details.get("extra", {}),
+                   created_ms, origin, details.get("address_type"))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a derived account's key comes from: a wallet, a BIP32 path, its index."""
+
+    wallet: str
+    path: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Derivation:
+    """One key derived from a wallet, ready to be stored as an account."""
+
+    key: Key
+    account: Account
+    origin: Origin
 
 
 @dataclass(frozen=True, slots=True)

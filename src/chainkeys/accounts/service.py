@@ -8,11 +8,11 @@ import re
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-import orjson
+import msgspec
 
 from chainkeys.accounts import idempotency as idem
 from chainkeys.accounts.idempotency_store import Idempotency
-from chainkeys.accounts.models import AccountView, Created, CreateRequest, Page
+from chainkeys.accounts.models import AccountView, Created, CreateRequest, Derivation, Page
 from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts, DeletedRow
 from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.audit.service import audit_event
@@ -22,7 +22,14 @@ from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family, Key, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, NotFound
+from chainkeys.errors import (
+    AccountExists,
+    AccountNotFound,
+    BadRequest,
+    ChainkeysError,
+    Conflict,
+    NotFound,
+)
 from chainkeys.keys.ring import KeyRing
 from chainkeys.store.db import Database
 from chainkeys.tokens.repository import Tenants
@@ -189,10 +196,63 @@ class AccountService:
 
     async def get(self, who: Principal, family: str, name: str) -> AccountView:
         row = await self._find(who, family, name, Accounts.view)
-        extra = orjson.loads(row.details).get("extra", {})
-        return AccountView(
-            row.family, row.network, row.name, row.address, row.public_key, extra, row.created_ms
-        )
+        return AccountView.of_details(row.family, row.network, row.name, row.address,
+                                      row.public_key, msgspec.json.decode(row.details),
+                                      row.created_ms)  # fmt: skip
+
+    @staticmethod
+    def view_of(row: AccountRow) -> AccountView:
+        return AccountView.of_details(row.family, row.network, row.name, row.address,
+                                      row.public_key, row.details, row.created_ms)  # fmt: skip
+
+    async def store_derived(
+        self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation]
+    ) -> list[AccountView]:
+        """Seal and store keys derived from a wallet, as ordinary accounts (audited as
+        `derive`). A path derived before answers its account again; an account of the
+        same name that is not that path of that wallet is a 409."""
+        for _ in range(3):  # two replicas deriving one path at once: the loser reads it back
+            try:
+                return await self._store_derived(who, fam, network, derived)
+            except AccountExists:
+                continue
+        return await self._store_derived(who, fam, network, derived)
+
+    async def _store_derived(
+        self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation]
+    ) -> list[AccountView]:
+        views: list[AccountView] = []
+        async with self.db.write() as tx:
+            for d in derived:
+                existing = await Accounts.get(tx, who.tenant_id, fam.name, d.account.name)
+                if existing is not None:
+                    found = self.view_of(existing)
+                    if found.origin != d.origin or found.network != network.name:
+                        raise Conflict(
+                            f"a {fam.name} account {d.account.name} exists in your tenant and "
+                            f"is not {d.origin.path} of this wallet", code="account_exists",
+                        )  # fmt: skip
+                    views.append(found)
+                    continue
+                row = AccountRow(
+                    tenant_id=who.tenant_id, family=fam.name, name=d.account.name,
+                    network=network.name, address=d.account.address,
+                    public_key=d.account.public_key,
+                    details={"extra": dict(d.account.extra),
+                             "address_type": d.account.address_type, "compressed": True,
+                             "source": "derived", "path": d.origin.path,
+                             "wallet": d.origin.wallet, "index": d.origin.index},
+                    secret=self.vault.seal(d.key.secret,
+                                           Context(who.tenant_id, fam.name, d.account.name)),
+                    key_id=self.vault.key_id, created_ms=now_ms(),
+                )  # fmt: skip
+                await Accounts.insert(tx, row)
+                details = {"wallet": d.origin.wallet, "path": d.origin.path}
+                event = audit_event(who, "derive", "ok", family=fam.name,
+                                    account_name=row.name, details=details)  # fmt: skip
+                await Audit.insert(tx, event)
+                views.append(self.view_of(row))
+        return views
 
     async def row(self, who: Principal, family: str, name: str) -> AccountRow:
         """The stored account, sealed key included (for signing and export)."""
@@ -215,11 +275,12 @@ class AccountService:
             await Audit.insert(tx, event)
         log.warning("private key exported: %s account %s by token %s",
                     row.family, row.name, who.token_id)  # fmt: skip
-        extra = row.details.get("extra", {})
-        view = AccountView(
-            row.family, row.network, row.name, row.address, row.public_key, extra, row.created_ms
+        return (
+            self.view_of(row),
+            exported,
+            row.details.get("path"),
+            dict(fam.export_other_forms(key)),
         )
-        return view, exported, row.details.get("path"), dict(fam.export_other_forms(key))
 
     async def open_secret(self, who: Principal, family: str, name: str) -> bytes:
         """The private key of a stored account (for checks and exports; never listed)."""
@@ -304,10 +365,7 @@ class AccountService:
             operator = Principal(tenant_id, tenant_name, "")
             event = audit_event(operator, "restore", "ok", family=fam.name, account_name=name)
             await Audit.insert(tx, event)
-        extra = row.details.get("extra", {})
-        return AccountView(
-            row.family, row.network, row.name, row.address, row.public_key, extra, row.created_ms
-        )
+        return self.view_of(row)
 
     async def deleted(self, tenant_name: str | None, limit: int = 1000) -> Sequence[DeletedRow]:
         async with self.db.read() as tx:

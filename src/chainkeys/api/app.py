@@ -28,6 +28,7 @@ from chainkeys.api.ratelimit import build_limiter
 from chainkeys.api.routes.accounts import account_routes
 from chainkeys.api.routes.service import service_routes
 from chainkeys.api.routes.signing import signing_routes
+from chainkeys.api.routes.wallets import wallet_routes
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
 from chainkeys.bootstrap import Services, open_services
@@ -44,6 +45,7 @@ async def purge_expired(svc: Services, every: float = 600.0) -> None:
     while True:
         try:
             await svc.accounts.purge_expired()
+            await svc.wallets.purge_expired()
         except ChainkeysError:
             log.warning("purge of expired records failed; will retry")
         await asyncio.sleep(every)
@@ -55,6 +57,7 @@ def api_routes(settings: Settings) -> list[Route]:
         *service_routes(settings.list_max_limit),
         *account_routes(settings.list_max_limit),
         *signing_routes(),
+        *wallet_routes(settings.list_max_limit),
     ]
 
 

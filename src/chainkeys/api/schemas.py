@@ -46,8 +46,17 @@ class CosmosAccount(Struct, kw_only=True, omit_defaults=True):
         | UnsetType
     ) = UNSET
     path: (
-        Annotated[str, Meta(description="export: the BIP32 path of a mnemonic import")] | UnsetType
+        Annotated[
+            str,
+            Meta(
+                description="the BIP32 path: of a derived account, and in an export of a "
+                "mnemonic import"
+            ),
+        ]
+        | UnsetType
     ) = UNSET
+    wallet: Annotated[str, Meta(description="the wallet it was derived from")] | UnsetType = UNSET
+    index: Annotated[int, Meta(description="its index in the wallet's chain")] | UnsetType = UNSET
     pubkey: (
         Annotated[str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}, as list gives')]
         | UnsetType
@@ -109,8 +118,17 @@ class AccountFields(Struct, kw_only=True, omit_defaults=True):
         Annotated[str, Meta(description="EOS export only: the PVT_K1_… form")] | UnsetType
     ) = UNSET
     path: (
-        Annotated[str, Meta(description="export: the BIP32 path of a mnemonic import")] | UnsetType
+        Annotated[
+            str,
+            Meta(
+                description="the BIP32 path: of a derived account, and in an export of a "
+                "mnemonic import"
+            ),
+        ]
+        | UnsetType
     ) = UNSET
+    wallet: Annotated[str, Meta(description="the wallet it was derived from")] | UnsetType = UNSET
+    index: Annotated[int, Meta(description="its index in the wallet's chain")] | UnsetType = UNSET
     network: Annotated[str, Meta(description="the account's network")] | UnsetType = UNSET
     created_at: (
         Annotated[str, Meta(description="when it was created or imported (UTC, ISO 8601)")]
@@ -294,3 +312,114 @@ def _create_struct(family: str) -> type[Struct]:
 
 
 CREATE_REQUESTS: dict[str, type[Struct]] = {name: _create_struct(name) for name in FAMILIES}
+
+
+# ---- HD wallets --------------------------------------------------------------------
+
+
+class WalletCreate(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Generate (`words`) or import (`mnemonic`, `passphrase`) a wallet."""
+
+    name: Annotated[str, Meta(max_length=64, description="default: the wallet's id")] | None = None
+    words: Annotated[int, Meta(description="12, 15, 18, 21 or 24 (default 24)")] | None = None
+    mnemonic: (
+        Annotated[str, Meta(max_length=MAX_SECRET, description="import this BIP39 phrase")] | None
+    ) = None
+    passphrase: (
+        Annotated[str, Meta(max_length=MAX_SECRET, description="BIP39 passphrase")] | None
+    ) = None
+
+
+class Wallet(Struct, kw_only=True):
+    id: str
+    name: str
+    fingerprint: Annotated[str, Meta(description="the master key's BIP32 fingerprint (hex)")]
+    created_at: str
+    exported: bool
+
+
+class WalletResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: Wallet
+
+
+class WalletList(Struct, kw_only=True, omit_defaults=True):
+    wallets: list[Wallet]
+    next_cursor: str | UnsetType = UNSET
+
+
+class WalletListResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: WalletList
+
+
+class DeriveBody(Struct, kw_only=True, forbid_unknown_fields=True):
+    family: Annotated[str, Meta(extra_json_schema={"enum": sorted(FAMILIES)})]
+    network: str | None = None
+    address_type: (
+        Annotated[str, Meta(description="Litecoin: p2wpkh (default), p2sh-p2wpkh, p2pkh")] | None
+    ) = None
+    account: Annotated[int, Meta(ge=0, lt=2**31, description="BIP44 account (hardened)")] = 0
+    change: Annotated[int, Meta(ge=0, le=1, description="0 receive, 1 change")] = 0
+    index: Annotated[int, Meta(ge=0, lt=2**31, description="default: the next index")] | None = None
+    count: Annotated[int, Meta(ge=1, le=100)] = 1
+    name: Annotated[str, Meta(max_length=12, description="EOS: the account name")] | None = None
+    preview: Annotated[bool, Meta(description="derive only: store nothing")] = False
+
+
+class DerivedAccount(Struct, kw_only=True, omit_defaults=True):
+    family: str
+    network: str
+    name: str
+    address: str
+    public_key: str
+    public_key_k1: str | UnsetType = UNSET
+    pubkey: Annotated[str, Meta(description="Cosmos: the keyring pubkey JSON")] | UnsetType = UNSET
+    address_type: str | UnsetType = UNSET
+    wallet: str
+    path: str
+    index: int
+    created_at: Annotated[str, Meta(description="absent in a preview")] | UnsetType = UNSET
+
+
+class DerivedAccounts(Struct, kw_only=True):
+    accounts: list[DerivedAccount]
+
+
+class DeriveResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: DerivedAccounts
+
+
+class Xpub(Struct, kw_only=True, omit_defaults=True):
+    xpub: str
+    format: str
+    path: str
+    fingerprint: str
+    descriptor: (
+        Annotated[str, Meta(description="UTXO: BIP380, receive chain, with checksum")] | UnsetType
+    ) = UNSET
+    change_descriptor: Annotated[str, Meta(description="UTXO: the change chain")] | UnsetType = (
+        UNSET
+    )
+
+
+class XpubResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: Xpub
+
+
+class WalletSecret(Struct, kw_only=True, omit_defaults=True):
+    mnemonic: str
+    passphrase: str | UnsetType = UNSET
+    wallet: Wallet
+
+
+class WalletExportResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: WalletSecret

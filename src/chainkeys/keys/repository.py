@@ -25,6 +25,7 @@ from chainkeys.store.tables import (
     key_ring,
     key_users,
     meta,
+    wallets,
 )
 from chainkeys.vault import Context
 
@@ -44,6 +45,7 @@ _KEY_IDS = union(
     select(deleted_accounts.c.key_id).distinct(),
     select(meta.c.key_id).where(meta.c.key_id.is_not(None)).distinct(),
     select(idempotency.c.key_id).distinct(),
+    select(wallets.c.key_id).distinct(),
 )
 _GET_META = Prepared(select(meta.c.value, meta.c.key_id).where(meta.c.key == bindparam("key")))
 _INSERT_META = Prepared(insert(meta), ("key", "value", "key_id"))

@@ -34,6 +34,7 @@ from chainkeys.keys.repository import (
 from chainkeys.keys.ring import KeyRing, live_since, wrap
 from chainkeys.store.db import Database
 from chainkeys.vault import Context, Vault, provider_from_settings
+from chainkeys.wallets.repository import Wallets, wallet_context
 
 RESEAL_PASSES = 5  # a process that sealed just before it switched leaves a row behind
 
@@ -173,7 +174,7 @@ class KeyService:
         return done
 
     async def _reseal_records(self, vault: Vault) -> int:
-        done = 0
+        done = await self._reseal_wallets(vault)
         async with self.db.write() as tx:
             for key, value, key_id in await Meta.all(tx):
                 if key_id and key_id != vault.key_id:
@@ -192,6 +193,21 @@ class KeyService:
                     done += await Idempotency.reseal(
                         tx, tenant_id, key, key_id, sealed, vault.key_id
                     )
+
+    async def _reseal_wallets(self, vault: Vault) -> int:
+        """Wallet phrases, a batch per transaction (bound to tenant and wallet id)."""
+        done, after = 0, 0
+        while True:
+            async with self.db.read() as tx:
+                rows = await Wallets.not_sealed_by(tx, vault.key_id, after, self.BATCH)
+            if not rows:
+                return done
+            async with self.db.write() as tx:
+                for row in rows:
+                    context = wallet_context(row.tenant_id, row.id)
+                    sealed = vault.seal(vault.open(row.secret, row.key_id, context), context)
+                    done += await Wallets.reseal(tx, row.seq, row.key_id, sealed, vault.key_id)
+            after = rows[-1].seq
 
     async def move(self, to: str, key_label: str | None, token_label: str | None) -> hsm.Moved:
         """Move the master key to another provider (`chainkeys key move`), audited."""

@@ -206,3 +206,39 @@ key_users = Table(
     Column("seen_ms", BigInteger, nullable=False),
     info={"copy": False},  # a heartbeat of this database's processes, not data
 )
+
+# HD wallets: one sealed BIP39 phrase (and passphrase) per wallet. A deleted wallet
+# keeps its row (deleted_ms set) for the retention period, restorable; the accounts
+# derived from it are ordinary accounts and stay usable either way.
+wallets = Table(
+    "wallets",
+    metadata,
+    Column("seq", Id, primary_key=True, autoincrement=True),  # keyset pages, rotation batches
+    Column("id", String(32), nullable=False, unique=True),  # public: random, not guessable
+    Column("tenant_id", String(32), ForeignKey("tenants.id"), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("fingerprint", String(8), nullable=False),  # the master key's (public)
+    Column("secret", LargeBinary, nullable=False),  # sealed {"mnemonic", "passphrase"}
+    Column("key_id", String(16), nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("exported", Integer, nullable=False),  # 1 once exported, for good
+    Column("deleted_ms", BigInteger, nullable=True),
+    UniqueConstraint("tenant_id", "name"),
+    Index("ix_wallets_tenant_id_seq", "tenant_id", "seq"),
+    Index("ix_wallets_tenant_id_fingerprint", "tenant_id", "fingerprint"),
+    Index("ix_wallets_key_id", "key_id"),
+)
+
+# The next index of each (wallet, family, network, address type, account, change): the
+# one after the highest derived so far, taken atomically (compare-and-set on this row).
+wallet_counters = Table(
+    "wallet_counters",
+    metadata,
+    Column("wallet_id", String(32), primary_key=True),
+    Column("family", String(16), primary_key=True),
+    Column("network", String(32), primary_key=True),
+    Column("address_type", String(16), primary_key=True),  # "" where the family has one
+    Column("account", Integer, primary_key=True),
+    Column("change", Integer, primary_key=True),
+    Column("next_index", BigInteger, nullable=False),
+)

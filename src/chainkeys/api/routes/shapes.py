@@ -31,10 +31,13 @@ class Shape:
 def _cosmos_account(
     view: AccountView, message: str, private_key: str | None, path: str | None = None
 ) -> Any:
+    origin = view.origin
     account = s.CosmosAccount(
         address=view.address,
         private_key=private_key or UNSET,
-        path=path or UNSET,
+        path=path or (origin.path if origin else UNSET),
+        wallet=origin.wallet if origin else UNSET,
+        index=origin.index if origin else UNSET,
         pubkey=keyring_pubkey(view.public_key),
         network=view.network,
         created_at=iso(view.created_ms),
@@ -68,7 +71,9 @@ def _fields(
         "private_key": private_key or UNSET,
         "public_key_k1": view.extra.get("public_key_k1", UNSET),
         "private_key_k1": other.get("private_key_k1", UNSET),
-        "path": path or UNSET,
+        "path": path or (view.origin.path if view.origin else UNSET),
+        "wallet": view.origin.wallet if view.origin else UNSET,
+        "index": view.origin.index if view.origin else UNSET,
         "network": view.network,
         "created_at": iso(view.created_ms),
     }

@@ -1,0 +1,182 @@
+"""Wallet routes: `/wallets` (create, list), `/wallets/{wallet}` (get, delete), and a
+wallet's derived accounts, extended public key and export. Thin: decode, call the
+wallet service, shape the envelope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import UNSET
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from chainkeys.accounts.models import AccountView
+from chainkeys.api import schemas as s
+from chainkeys.api.auth import services_of
+from chainkeys.api.body import json_body, query, query_int, required_body
+from chainkeys.api.doc import Doc
+from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, limit_param, ok, resource
+from chainkeys.api.routes.shapes import iso
+from chainkeys.chains.cosmos import keyring_pubkey
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.tokens import Principal
+from chainkeys.wallets.service import DeriveRequest, WalletView
+
+TAG = "Wallets"
+NO_STORE = {"Cache-Control": "no-store"}
+WALLET = {
+    "name": "wallet", "in": "path", "required": True, "description": "the wallet's id or name",
+    "schema": {"type": "string", "maxLength": 64},
+}  # fmt: skip
+DELETED = s.MessageResponse(success=True, message="wallet deleted")
+
+
+def _q(name: str, text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "description": text, "schema": schema}
+
+
+XPUB_PARAMS = (
+    {**_q("family", "the family", {"type": "string", "enum": sorted(FAMILIES)}), "required": True},
+    _q("network", "default: the family's", {"type": "string"}),
+    _q("address_type", "Litecoin: p2wpkh (default), p2sh-p2wpkh, p2pkh", {"type": "string"}),
+    _q("account", "BIP44 account (default 0)", {"type": "integer", "minimum": 0}),
+    _q("format", "xpub, Ltub, ypub, zpub, Mtub (Litecoin), dgub (Dogecoin), tpub (testnets)",
+       {"type": "string"}),
+)  # fmt: skip
+
+
+def wallet_data(view: WalletView) -> s.Wallet:
+    return s.Wallet(id=view.id, name=view.name, fingerprint=view.fingerprint,
+                    created_at=iso(view.created_ms), exported=view.exported)  # fmt: skip
+
+
+def derived(view: AccountView) -> s.DerivedAccount:
+    origin = view.origin
+    if origin is None:  # never: every account the wallet service answers was derived
+        raise ValueError("not a derived account")
+    return s.DerivedAccount(
+        family=view.family, network=view.network, name=view.name, address=view.address,
+        public_key=view.public_key,
+        public_key_k1=view.extra.get("public_key_k1", UNSET),
+        pubkey=keyring_pubkey(view.public_key) if view.family == "cosmos" else UNSET,
+        address_type=view.address_type or UNSET if view.family == "litecoin" else UNSET,
+        wallet=origin.wallet, path=origin.path, index=origin.index,
+        created_at=iso(view.created_ms),
+    )  # fmt: skip
+
+
+def wallet_ref(request: Request) -> str:
+    ref: str = request.path_params["wallet"]
+    return ref
+
+
+async def create_wallet(request: Request, principal: Principal) -> Response:
+    body = await json_body(request, s.WalletCreate) or s.WalletCreate()
+    view = await services_of(request).wallets.create(
+        principal, body.name, body.words, body.mnemonic, body.passphrase
+    )
+    message = "wallet imported" if body.mnemonic is not None else "wallet created"
+    return ok(s.WalletResponse(success=True, message=message, data=wallet_data(view)))
+
+
+async def list_wallets(request: Request, principal: Principal) -> Response:
+    q = query(request)
+    views, cursor = await services_of(request).wallets.page(
+        principal, query_int(q, "limit"), q.get("cursor")
+    )
+    data = s.WalletList(wallets=[wallet_data(v) for v in views], next_cursor=cursor or UNSET)
+    return ok(s.WalletListResponse(success=True, message="wallets listed", data=data))
+
+
+async def get_wallet(request: Request, principal: Principal) -> Response:
+    view = await services_of(request).wallets.get(principal, wallet_ref(request))
+    return ok(s.WalletResponse(success=True, message="wallet found", data=wallet_data(view)))
+
+
+async def delete_wallet(request: Request, principal: Principal) -> Response:
+    await services_of(request).wallets.delete(principal, wallet_ref(request))
+    return ok(DELETED)
+
+
+async def derive_accounts(request: Request, principal: Principal) -> Response:
+    b = await required_body(request, s.DeriveBody)
+    req = DeriveRequest(b.family, b.network, b.address_type, b.account, b.change, b.index,
+                        b.count, b.name, b.preview)  # fmt: skip
+    views = await services_of(request).wallets.derive(principal, wallet_ref(request), req)
+    data = s.DerivedAccounts(accounts=[derived(v) for v in views])
+    message = "accounts previewed" if b.preview else "accounts derived"
+    return ok(s.DeriveResponse(success=True, message=message, data=data))
+
+
+async def wallet_xpub(request: Request, principal: Principal) -> Response:
+    q = query(request)
+    answer = await services_of(request).wallets.xpub(
+        principal, wallet_ref(request), q.get("family", ""), q.get("network"),
+        q.get("address_type"), query_int(q, "account") or 0, q.get("format"),
+    )  # fmt: skip
+    k = answer.key
+    data = s.Xpub(xpub=k.xpub, format=k.format, path=k.path, fingerprint=k.fingerprint,
+                  descriptor=answer.descriptor or UNSET,
+                  change_descriptor=answer.change_descriptor or UNSET)  # fmt: skip
+    return ok(s.XpubResponse(success=True, message="extended public key", data=data))
+
+
+async def export_wallet(request: Request, principal: Principal) -> Response:
+    view, mnemonic, passphrase = await services_of(request).wallets.export(
+        principal, wallet_ref(request)
+    )
+    data = s.WalletSecret(mnemonic=mnemonic, passphrase=passphrase or UNSET,
+                          wallet=wallet_data(view))  # fmt: skip
+    return ok(s.WalletExportResponse(success=True, message="wallet exported", data=data), NO_STORE)
+
+
+def wallet_routes(list_max_limit: int) -> list[Route]:
+    item = (WALLET,)
+    docs = {
+        "create": Doc("createWallet", "Create (generate) or import an HD wallet", TAG,
+                      s.WalletResponse, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
+                      request=s.WalletCreate, request_required=False,
+                      description="The phrase is never in the answer: export it (where "
+                      "allowed) or import your own.",
+                      examples={"generate": {"name": "deposits", "words": 24},
+                                "import": {"mnemonic": "abandon abandon … about",
+                                           "passphrase": "optional"}}),
+        "list": Doc("listWallets", "List the tenant's wallets", TAG, s.WalletListResponse,
+                    ("400", *ERRORS_AUTH), parameters=(limit_param(list_max_limit), CURSOR)),
+        "get": Doc("getWallet", "One wallet, by id or name", TAG, s.WalletResponse,
+                   ("404", *ERRORS_AUTH), parameters=item),
+        "delete": Doc("deleteWallet", "Delete a wallet's seed (restorable while retained; "
+                      "derived accounts stay)", TAG, s.MessageResponse, ("404", *ERRORS_AUTH),
+                      parameters=item),
+        "derive": Doc("deriveAccounts", "Derive accounts (by index, or the next ones)", TAG,
+                      s.DeriveResponse, ("400", "403", "404", "409", *ERRORS_AUTH),
+                      request=s.DeriveBody, parameters=item,
+                      description="Paths m/purpose'/coin'/account'/change/index (docs/"
+                      "wallets.md). Without index, the next indices are taken atomically; the "
+                      "same path again answers the same account; preview stores nothing.",
+                      examples={"next": {"family": "litecoin", "count": 10},
+                                "index": {"family": "cosmos", "index": 7},
+                                "eos": {"family": "eos", "name": "deposit12345"}}),
+        "xpub": Doc("walletXpub", "The account-level extended public key", TAG,
+                    s.XpubResponse, ("400", "403", "404", *ERRORS_AUTH),
+                    parameters=(*item, *XPUB_PARAMS),
+                    description="Deriving change/index from it gives exactly the service's "
+                    "addresses; UTXO families add BIP380 descriptors."),
+        "export": Doc("exportWallet", "Export a wallet's phrase", TAG, s.WalletExportResponse,
+                      ("403", "404", *ERRORS_AUTH), parameters=item,
+                      description="Only with CHAINKEYS_EXPORT_ENABLED and the `export` scope; "
+                      "audited; the wallet is marked exported for good; Cache-Control: "
+                      "no-store."),
+    }  # fmt: skip
+    return [
+        resource("/wallets", {"GET": Op(list_wallets, "read", docs["list"]),
+                              "POST": Op(create_wallet, "create", docs["create"])}),
+        resource("/wallets/{wallet}", {"GET": Op(get_wallet, "read", docs["get"]),
+                                       "DELETE": Op(delete_wallet, "delete", docs["delete"])}),
+        resource("/wallets/{wallet}/accounts",
+                 {"POST": Op(derive_accounts, "create", docs["derive"])}),
+        resource("/wallets/{wallet}/xpub", {"GET": Op(wallet_xpub, "read", docs["xpub"])}),
+        resource("/wallets/{wallet}/export",
+                 {"POST": Op(export_wallet, "export", docs["export"])}),
+    ]  # fmt: skip

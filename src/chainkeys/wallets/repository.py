@@ -1,0 +1,200 @@
+"""Wallet SQL: the sealed phrases, and the counters behind next-index derivation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, delete, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from chainkeys.errors import Conflict
+from chainkeys.store.sql import Prepared, Tx, is_unique_violation
+from chainkeys.store.tables import wallet_counters, wallets
+from chainkeys.vault import Context
+
+
+@dataclass(frozen=True, slots=True)
+class WalletRow:
+    id: str
+    tenant_id: str
+    name: str
+    fingerprint: str
+    secret: bytes  # sealed {"mnemonic", "passphrase"}
+    key_id: str
+    created_ms: int
+    exported: bool = False
+    deleted_ms: int | None = None
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """What a next index counts within: one derivation chain of one wallet."""
+
+    wallet_id: str
+    family: str
+    network: str
+    address_type: str  # "" where the family has a single address type
+    account: int
+    change: int
+
+    def params(self) -> dict[str, Any]:
+        return {"wallet_id": self.wallet_id, "family": self.family, "network": self.network,
+                "address_type": self.address_type, "account": self.account,
+                "change": self.change}  # fmt: skip
+
+
+def wallet_context(tenant_id: str, wallet_id: str) -> Context:
+    """What a wallet's sealed phrase is bound to (the AES-GCM associated data)."""
+    return Context(tenant_id, "wallet", wallet_id, purpose="wallet")
+
+
+_w, _c = wallets.c, wallet_counters.c
+_COLUMNS = (
+    _w.id, _w.tenant_id, _w.name, _w.fingerprint, _w.secret, _w.key_id, _w.created_ms,
+    _w.exported, _w.deleted_ms, _w.seq,
+)  # fmt: skip
+_INSERT = Prepared(
+    insert(wallets),
+    ("id", "tenant_id", "name", "fingerprint", "secret", "key_id", "created_ms", "exported"),
+)
+_GET = Prepared(
+    select(*_COLUMNS).where(
+        _w.tenant_id == bindparam("tenant_id"),
+        or_(_w.id == bindparam("ref"), _w.name == bindparam("ref")),
+    )
+)
+_BY_FINGERPRINT = Prepared(
+    select(*_COLUMNS).where(
+        _w.tenant_id == bindparam("tenant_id"), _w.fingerprint == bindparam("fingerprint")
+    )
+)
+_PAGE = Prepared(
+    select(*_COLUMNS)
+    .where(
+        _w.tenant_id == bindparam("tenant_id"),
+        _w.seq > bindparam("after"),
+        _w.deleted_ms.is_(None),
+    )
+    .order_by(_w.seq)
+    .limit(bindparam("limit"))
+)
+_SET_DELETED = Prepared(
+    update(wallets).where(_w.seq == bindparam("seq")).values(deleted_ms=bindparam("deleted_ms"))
+)
+_PURGE = Prepared(delete(wallets).where(_w.deleted_ms < bindparam("cutoff")))
+_SET_EXPORTED = Prepared(update(wallets).where(_w.seq == bindparam("seq")).values(exported=1))
+_NOT_SEALED_BY = Prepared(
+    select(*_COLUMNS)
+    .where(_w.seq > bindparam("after"), _w.key_id != bindparam("current"))
+    .order_by(_w.seq)
+    .limit(bindparam("limit"))
+)
+_RESEAL = Prepared(
+    update(wallets)
+    .where(_w.seq == bindparam("seq"), _w.key_id == bindparam("old_key_id"))
+    .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
+)
+_CHAIN = (
+    (_c.wallet_id == bindparam("wallet_id")) & (_c.family == bindparam("family"))
+    & (_c.network == bindparam("network")) & (_c.address_type == bindparam("address_type"))
+    & (_c.account == bindparam("account")) & (_c.change == bindparam("change"))
+)  # fmt: skip
+_NEXT = Prepared(select(_c.next_index).where(_CHAIN))
+_INSERT_NEXT = Prepared(
+    insert(wallet_counters),
+    ("wallet_id", "family", "network", "address_type", "account", "change", "next_index"),
+)
+_SET_NEXT = Prepared(
+    update(wallet_counters)
+    .where(_CHAIN, _c.next_index == bindparam("old"))
+    .values(next_index=bindparam("new"))
+)
+
+
+def _row(r: Any) -> WalletRow:
+    return WalletRow(r[0], r[1], r[2], r[3], bytes(r[4]), r[5], int(r[6]), bool(r[7]),
+                     None if r[8] is None else int(r[8]), int(r[9]))  # fmt: skip
+
+
+class Wallets:
+    @staticmethod
+    async def insert(tx: Tx, row: WalletRow) -> None:
+        params = {"id": row.id, "tenant_id": row.tenant_id, "name": row.name,
+                  "fingerprint": row.fingerprint, "secret": row.secret, "key_id": row.key_id,
+                  "created_ms": row.created_ms, "exported": 0}  # fmt: skip
+        try:
+            await tx.execute(_INSERT, params)
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                raise Conflict(f"a wallet named {row.name!r} already exists in your tenant "
+                               "(a deleted one keeps its name until it is purged)",
+                               code="wallet_exists") from None  # fmt: skip
+            raise
+
+    @staticmethod
+    async def get(tx: Tx, tenant_id: str, ref: str) -> WalletRow | None:
+        """By id or by name, deleted ones included (the caller decides)."""
+        found = (await tx.execute(_GET, {"tenant_id": tenant_id, "ref": ref})).first()
+        return None if found is None else _row(found)
+
+    @staticmethod
+    async def with_fingerprint(tx: Tx, tenant_id: str, fingerprint: str) -> list[WalletRow]:
+        params = {"tenant_id": tenant_id, "fingerprint": fingerprint}
+        return [_row(r) for r in (await tx.execute(_BY_FINGERPRINT, params)).all()]
+
+    @staticmethod
+    async def page(tx: Tx, tenant_id: str, after: int, limit: int) -> list[WalletRow]:
+        params = {"tenant_id": tenant_id, "after": after, "limit": limit}
+        return [_row(r) for r in (await tx.execute(_PAGE, params)).all()]
+
+    @staticmethod
+    async def set_deleted(tx: Tx, seq: int, deleted_ms: int | None) -> None:
+        await tx.execute(_SET_DELETED, {"seq": seq, "deleted_ms": deleted_ms})
+
+    @staticmethod
+    async def purge(tx: Tx, cutoff_ms: int) -> int:
+        """Forget wallets deleted before `cutoff_ms` (their counters stay: harmless)."""
+        return int((await tx.execute(_PURGE, {"cutoff": cutoff_ms})).rowcount or 0)
+
+    @staticmethod
+    async def set_exported(tx: Tx, seq: int) -> None:
+        await tx.execute(_SET_EXPORTED, {"seq": seq})
+
+    @staticmethod
+    async def not_sealed_by(tx: Tx, current: str, after: int, limit: int) -> list[WalletRow]:
+        params = {"current": current, "after": after, "limit": limit}
+        return [_row(r) for r in (await tx.execute(_NOT_SEALED_BY, params)).all()]
+
+    @staticmethod
+    async def reseal(tx: Tx, seq: int, old_key_id: str, secret: bytes, key_id: str) -> bool:
+        params = {"seq": seq, "old_key_id": old_key_id, "new_secret": secret,
+                  "new_key_id": key_id}  # fmt: skip
+        return bool((await tx.execute(_RESEAL, params)).rowcount)
+
+
+class Counters:
+    """Next indices, moved by compare-and-set: two transactions that read the same value
+    cannot both move it (the second's UPDATE matches no row and it tries again)."""
+
+    @staticmethod
+    async def next(tx: Tx, chain: Chain) -> int | None:
+        found = (await tx.execute(_NEXT, chain.params())).first()
+        return None if found is None else int(found[0])
+
+    @staticmethod
+    async def start(tx: Tx, chain: Chain, next_index: int) -> bool:
+        """Create the counter; False when another transaction created it first."""
+        try:
+            await tx.execute(_INSERT_NEXT, {**chain.params(), "next_index": next_index})
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                return False
+            raise
+        return True
+
+    @staticmethod
+    async def move(tx: Tx, chain: Chain, old: int, new: int) -> bool:
+        result = await tx.execute(_SET_NEXT, {**chain.params(), "old": old, "new": new})
+        return bool(result.rowcount)

@@ -1,0 +1,368 @@
+"""HD wallets: one sealed BIP39 phrase per wallet, accounts derived from it by path.
+
+A wallet holds its phrase and passphrase sealed under the master key, bound to
+its tenant and id (`Context(tenant, "wallet", id, "wallet")`); they are opened
+only to derive, to show an extended public key and to export (under the same
+rules as a key export). A derived account is an ordinary account: its key is
+derived once, sealed like any other, and signs at the same cost. Next indices
+come from a counter moved by compare-and-set, so concurrent derivations on any
+number of replicas never share an index.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+
+from chainkeys.accounts.models import AccountView, Derivation, Origin
+from chainkeys.accounts.service import AccountService, chain_errors, family_of
+from chainkeys.audit.repository import Audit
+from chainkeys.audit.service import audit_event
+from chainkeys.chains import hd
+from chainkeys.chains.mnemonic import normalise_mnemonic, seed_from_mnemonic
+from chainkeys.chains.spec import Family, Network
+from chainkeys.clock import now_ms
+from chainkeys.config import Settings
+from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, NotFound
+from chainkeys.keys.ring import KeyRing
+from chainkeys.store.db import Database
+from chainkeys.tokens.service import Principal
+from chainkeys.vault.derive import Cursors
+from chainkeys.wallets.repository import Chain, Counters, WalletRow, Wallets, wallet_context
+
+log = logging.getLogger("chainkeys.wallets")
+MAX_COUNT: Final = 100
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+ID_PREFIX: Final = "wal_"
+MAX_PASSPHRASE: Final = 1024
+
+
+class WalletNotFound(NotFound):
+    code, message = "wallet_not_found", "no such wallet"
+
+
+@dataclass(frozen=True, slots=True)
+class WalletView:
+    id: str
+    name: str
+    fingerprint: str
+    created_ms: int
+    exported: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DeriveRequest:
+    family: str
+    network: str | None = None
+    address_type: str | None = None
+    account: int = 0
+    change: int = 0
+    index: int | None = None
+    count: int = 1
+    name: str | None = None  # EOS: the account name (one account only)
+    preview: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class XpubAnswer:
+    key: hd.ExtendedKey
+    descriptor: str | None
+    change_descriptor: str | None
+
+
+class _Phrase(msgspec.Struct):
+    mnemonic: str
+    passphrase: str
+
+
+class _Busy(Exception):
+    """Another derivation moved the counter first: read it again."""
+
+
+def _type_of(options: Any) -> str | None:
+    """The address type of a UTXO family's options (None for Cosmos and EOS)."""
+    kind = getattr(options, "address_type", None)
+    return None if kind is None else str(kind.name)
+
+
+def _given(fam: Family[Any], req: DeriveRequest, options: Any) -> dict[str, str]:
+    """The option fields the family takes, as a create request would send them."""
+    takes = {spec.name for spec in fam.option_specs}
+    given = {}
+    if "address_type" in takes and _type_of(options):
+        given["address_type"] = str(_type_of(options))
+    if "name" in takes and req.name is not None:
+        given["name"] = req.name
+    return given
+
+
+def _view(row: WalletRow) -> WalletView:
+    return WalletView(row.id, row.name, row.fingerprint, row.created_ms, row.exported)
+
+
+class WalletService:
+    def __init__(
+        self, db: Database, ring: KeyRing, settings: Settings, cursors: Cursors,
+        accounts: AccountService,
+    ) -> None:  # fmt: skip
+        self.db = db
+        self.ring = ring
+        self.settings = settings
+        self.cursors = cursors
+        self.accounts = accounts
+
+    # -- wallets -----------------------------------------------------------------------
+
+    async def create(
+        self, who: Principal, name: str | None = None, words: int | None = None,
+        mnemonic: str | None = None, passphrase: str | None = None,
+    ) -> WalletView:  # fmt: skip
+        """Generate a phrase (`words`, default 24) or import one (with an optional BIP39
+        passphrase); the phrase never leaves in the answer. Importing a seed the tenant
+        already holds is a 409."""
+        imported = mnemonic is not None
+        action = "wallet.import" if imported else "wallet.create"
+        try:
+            return await self._create(who, name, words, mnemonic, passphrase)
+        except ChainkeysError as exc:
+            await self._audit(who, action, exc.code, {})
+            raise
+
+    async def _create(
+        self, who: Principal, name: str | None, words: int | None, mnemonic: str | None,
+        passphrase: str | None,
+    ) -> WalletView:  # fmt: skip
+        if mnemonic is None:
+            if passphrase is not None:
+                raise BadRequest("a passphrase goes with an imported mnemonic",
+                                 code="invalid_input")  # fmt: skip
+            with chain_errors():
+                phrase = hd.generate_mnemonic(24 if words is None else words)
+        else:
+            if words is not None:
+                raise BadRequest("send words (to generate) or mnemonic (to import), not both",
+                                 code="invalid_input")  # fmt: skip
+            with chain_errors():
+                phrase = normalise_mnemonic(mnemonic)
+        if passphrase is not None and len(passphrase) > MAX_PASSPHRASE:
+            raise BadRequest("passphrase is too long", code="invalid_input")
+        with chain_errors():
+            seed = hd.Seed(seed_from_mnemonic(phrase, passphrase or ""))
+        wallet_id = ID_PREFIX + secrets.token_hex(12)
+        name = self._name(name, wallet_id)
+        secret = msgspec.json.encode(_Phrase(phrase, passphrase or ""))
+        row = WalletRow(wallet_id, who.tenant_id, name, seed.fingerprint,
+                        self.ring.vault.seal(secret, wallet_context(who.tenant_id, wallet_id)),
+                        self.ring.vault.key_id, now_ms())  # fmt: skip
+        imported = mnemonic is not None
+        async with self.db.write() as tx:
+            if imported:
+                await self._refuse_duplicate(tx, who, row.fingerprint, secret)
+            await Wallets.insert(tx, row)
+            action = "wallet.import" if imported else "wallet.create"
+            await Audit.insert(tx, audit_event(who, action, "ok", account_name=wallet_id,
+                                               details={"name": name}))  # fmt: skip
+        return _view(row)
+
+    @staticmethod
+    def _name(name: str | None, wallet_id: str) -> str:
+        if name is None:
+            return wallet_id
+        if not NAME.fullmatch(name) or name.startswith(ID_PREFIX):
+            raise BadRequest(
+                "a wallet name is 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or "
+                f"digit, not with {ID_PREFIX}",
+                code="invalid_name",
+            )
+        return name
+
+    async def _refuse_duplicate(self, tx: Any, who: Principal, fingerprint: str,
+                                secret: bytes) -> None:  # fmt: skip
+        """The same phrase and passphrase already held: the fingerprint narrows it down,
+        the phrases themselves decide (a fingerprint is 32 bits)."""
+        for other in await Wallets.with_fingerprint(tx, who.tenant_id, fingerprint):
+            await self.ring.ensure(other.key_id)
+            held = self.ring.vault.open(other.secret, other.key_id,
+                                        wallet_context(other.tenant_id, other.id))  # fmt: skip
+            if held == secret:
+                state = " (deleted: restore it)" if other.deleted_ms else ""
+                raise Conflict(f"this tenant already holds this seed as wallet {other.id}"
+                               f"{state}", code="wallet_exists")  # fmt: skip
+
+    async def page(
+        self, who: Principal, limit: int | None, cursor: str | None
+    ) -> tuple[list[WalletView], str | None]:
+        limit = self.settings.list_default_limit if limit is None else limit
+        if not 1 <= limit <= self.settings.list_max_limit:
+            raise BadRequest(f"limit must be between 1 and {self.settings.list_max_limit}",
+                             code="invalid_limit")  # fmt: skip
+        scope = f"wallets/{who.tenant_id}"
+        after = 0
+        if cursor:
+            found = self.cursors.open(cursor, scope)
+            if found is None:
+                raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
+            after = found
+        async with self.db.read() as tx:
+            rows = await Wallets.page(tx, who.tenant_id, after, limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return [_view(r) for r in rows], (self.cursors.make(rows[-1].seq, scope) if more else None)
+
+    async def _row(self, who: Principal, ref: str) -> WalletRow:
+        async with self.db.read() as tx:
+            row = await Wallets.get(tx, who.tenant_id, ref[:64])
+        if row is None or row.deleted_ms is not None:
+            raise WalletNotFound("no wallet by that id or name")
+        return row
+
+    async def get(self, who: Principal, ref: str) -> WalletView:
+        return _view(await self._row(who, ref))
+
+    async def delete(self, who: Principal, ref: str) -> None:
+        """Delete the seed (kept sealed for the retention period, restorable by the
+        operator); accounts derived from it stay."""
+        row = await self._row(who, ref)
+        async with self.db.write() as tx:
+            await Wallets.set_deleted(tx, row.seq, now_ms())
+            await Audit.insert(tx, audit_event(who, "wallet.delete", "ok", account_name=row.id))
+
+    async def restore(self, tenant_id: str, ref: str, operator: Principal) -> WalletView:
+        async with self.db.write() as tx:
+            row = await Wallets.get(tx, tenant_id, ref[:64])
+            if row is None or row.deleted_ms is None:
+                raise WalletNotFound("no deleted wallet by that id or name")
+            await Wallets.set_deleted(tx, row.seq, None)
+            await Audit.insert(tx, audit_event(operator, "wallet.restore", "ok",
+                                               account_name=row.id))  # fmt: skip
+        return _view(row)
+
+    async def export(self, who: Principal, ref: str) -> tuple[WalletView, str, str]:
+        """The phrase and passphrase (the caller checked the setting and the scope);
+        audited, logged without them, and the wallet is marked exported for good."""
+        row = await self._row(who, ref)
+        phrase = await self._phrase(row)
+        async with self.db.write() as tx:
+            await Wallets.set_exported(tx, row.seq)
+            await Audit.insert(tx, audit_event(who, "wallet.export", "ok", account_name=row.id))
+        log.warning("wallet phrase exported: wallet %s by token %s", row.id, who.token_id)
+        view = WalletView(row.id, row.name, row.fingerprint, row.created_ms, True)
+        return view, phrase.mnemonic, phrase.passphrase
+
+    async def _phrase(self, row: WalletRow) -> _Phrase:
+        await self.ring.ensure(row.key_id)
+        plain = self.ring.vault.open(row.secret, row.key_id, wallet_context(row.tenant_id, row.id))
+        return msgspec.json.decode(plain, type=_Phrase)
+
+    async def _seed(self, row: WalletRow) -> hd.Seed:
+        phrase = await self._phrase(row)
+        return hd.Seed(seed_from_mnemonic(phrase.mnemonic, phrase.passphrase))
+
+    async def _audit(self, who: Principal, action: str, outcome: str, details: dict[str, Any]
+                     ) -> None:  # fmt: skip
+        try:
+            async with self.db.write() as tx:
+                await Audit.insert(tx, audit_event(who, action, outcome, details=details))
+        except ChainkeysError:
+            log.error("the audit row of a refused %s could not be written", action)
+
+    # -- derivation --------------------------------------------------------------------
+
+    def _target(
+        self, who: Principal, family: str, network: str | None, address_type: str | None,
+        name: str | None = None,
+    ) -> tuple[Family[Any], Network, Any]:  # fmt: skip
+        fam = family_of(family)
+        if not who.may_use(fam.name):
+            raise Forbidden(f"this token may not use {fam.name} accounts")
+        given = {k: v for k, v in (("address_type", address_type), ("name", name)) if v}
+        with chain_errors():
+            return fam, fam.network(network), fam.options(given, None)
+
+    async def derive(self, who: Principal, ref: str, req: DeriveRequest) -> list[AccountView]:
+        """Derive (and, unless `preview`, store) `count` accounts from index `index`, or
+        from the chain's next index."""
+        fam, network, options = self._target(who, req.family, req.network, req.address_type,
+                                             req.name)  # fmt: skip
+        if isinstance(req.count, bool) or not 1 <= req.count <= MAX_COUNT:
+            raise BadRequest(f"count must be from 1 to {MAX_COUNT}", code="invalid_count")
+        if req.name is not None and req.count != 1:
+            raise BadRequest("name names one EOS account: send count 1", code="invalid_input")
+        with chain_errors():  # the path's parts checked before anything moves
+            hd.hd_path(fam.purpose(options), network.coin_type, req.account, req.change,
+                       req.index or 0)  # fmt: skip
+            if req.index is not None:
+                hd.hd_path(44, 0, 0, 0, req.index + req.count - 1)
+        row = await self._row(who, ref)
+        seed = await self._seed(row)
+        chain = Chain(row.id, fam.name, network.name, _type_of(options) or "", req.account,
+                      req.change)  # fmt: skip
+        if req.preview:
+            first = req.index if req.index is not None else await self._peek(chain)
+        else:
+            first = await self._reserve(chain, req.index, req.count)
+        derived = []
+        for index in range(first, first + req.count):
+            with chain_errors():
+                path = hd.hd_path(fam.purpose(options), network.coin_type, req.account,
+                                  req.change, index)  # fmt: skip
+                key = seed.key(path)
+                account = fam.account(key, network, fam.options(_given(fam, req, options), key))
+            derived.append(Derivation(key, account, Origin(row.id, path, index)))
+        if req.preview:
+            return [AccountView.of(fam.name, network.name, d.account, None, d.origin)
+                    for d in derived]  # fmt: skip
+        return await self.accounts.store_derived(who, fam, network, derived)
+
+    async def _peek(self, chain: Chain) -> int:
+        async with self.db.read() as tx:
+            return await Counters.next(tx, chain) or 0
+
+    async def _reserve(self, chain: Chain, index: int | None, count: int) -> int:
+        """The first of `count` indices: `index` (the counter moves past it when it is
+        beyond), or the next ones (the counter moves by `count`), by compare-and-set."""
+        for _ in range(200):
+            try:
+                async with self.db.write() as tx:
+                    current = await Counters.next(tx, chain)
+                    first = index if index is not None else (current or 0)
+                    after = max(current or 0, first + count)
+                    if current is None:
+                        if not await Counters.start(tx, chain, after):
+                            raise _Busy
+                    elif after != current and not await Counters.move(tx, chain, current, after):
+                        raise _Busy
+                    return first
+            except _Busy:
+                continue
+        raise Conflict("too many derivations at once on this chain; try again",
+                       code="busy")  # fmt: skip
+
+    async def xpub(
+        self, who: Principal, ref: str, family: str, network: str | None,
+        address_type: str | None, account: int, fmt: str | None,
+    ) -> XpubAnswer:  # fmt: skip
+        fam, net, options = self._target(who, family, network, address_type)
+        kind = _type_of(options)
+        with chain_errors():
+            chosen = hd.check_format(fam.name, net, kind, fmt)
+            path = hd.account_path(fam, net, options, account)
+        seed = await self._seed(await self._row(who, ref))
+        key = seed.xpub(path, chosen)
+        descriptors: Sequence[str | None] = (None, None)
+        if kind is not None:
+            descriptors = tuple(hd.descriptor(seed, path, net, kind, c) for c in (0, 1))
+        return XpubAnswer(key, descriptors[0], descriptors[1])
+
+    async def purge_expired(self) -> int:
+        """Forget deleted wallets once their retention period is over; accounts derived
+        from them stay."""
+        cutoff = now_ms() - self.settings.deleted_retention_days * 86_400_000
+        async with self.db.write() as tx:
+            return await Wallets.purge(tx, cutoff)
