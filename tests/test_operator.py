@@ -136,3 +136,40 @@ def test_metrics_can_need_a_token_or_move_to_their_own_listener(tmp_path: Path) 
         assert 'chainkeys_requests_total{method="GET",route="/livez",status="200"}' in text
     finally:
         proc.stop()
+
+
+def test_the_wallet_cli_lists_derives_and_exports_nothing(tmp_path: Path) -> None:
+    env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "d")}
+    assert chainkeys("init", cwd=tmp_path, env=env).returncode == 0
+    made = chainkeys("token", "create", "--tenant", "acme", cwd=tmp_path, env=env)
+    token = made.stdout.strip().splitlines()[-1]
+    proc = start(env, tmp_path / "w.log")
+    try:
+        import httpx
+
+        phrase = "abandon " * 11 + "about"
+        r = httpx.post(f"{proc.base_url}/wallets", json={"mnemonic": phrase, "name": "main"},
+                       headers={"Authorization": token})  # fmt: skip
+        assert r.status_code == 200, r.text
+    finally:
+        proc.stop()
+    listed = chainkeys("wallet", "list", "acme", "--json", cwd=tmp_path, env=env)
+    [row] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert row["name"] == "main" and row["fingerprint"] == "73c5da0a"
+    derived = chainkeys("wallet", "derive", "acme", "main", "--family", "litecoin", "--count",
+                        "2", cwd=tmp_path, env=env)  # fmt: skip
+    assert derived.returncode == 0, derived.stderr
+    lines = derived.stdout.splitlines()
+    assert "ltc1qjmxnz78nmc8nq77wuxh25n2es7rzm5c2rkk4wh" in lines[0]  # BIP84-style, coin 2
+    xpub = chainkeys(
+        "wallet", "xpub", "acme", "main", "--family", "litecoin", cwd=tmp_path, env=env
+    )
+    assert (
+        xpub.stdout.startswith("xpub  m/84'/2'/0'  xpub")
+        and "wpkh([73c5da0a/84'/2'/0']" in xpub.stdout
+    )
+    assert phrase not in listed.stdout + derived.stdout + xpub.stdout
+    assert (
+        "export"
+        not in chainkeys("wallet", "--help", cwd=tmp_path, env=env).stdout.split("Commands")[-1]
+    )

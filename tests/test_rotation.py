@@ -51,12 +51,18 @@ async def populate(svc: Services, n: int) -> list[tuple[Any, str, str]]:
         made.append((tenant, family, created.view.name))
     for tenant, family, name in made[-4:]:  # retained deletes are re-sealed too
         await svc.accounts.delete(tenant, family, name)
-    return made[:-4]
+    wallets = [(await svc.wallets.create(tenant, words=12)).id for _ in range(3)]
+    await svc.wallets.delete(tenant, wallets[-1])  # a deleted wallet's seed too
+    return made[:-4] + [(tenant, "wallet", w) for w in wallets[:-1]]
 
 
 async def all_open(svc: Services, made: list[tuple[Any, str, str]]) -> None:
     for tenant, family, name in made:
-        assert len(await svc.accounts.open_secret(tenant, family, name)) == 32
+        if family == "wallet":  # its sealed phrase opens: an extended key comes out
+            key = await svc.wallets.xpub(tenant, name, "cosmos", None, None, 0, None)
+            assert key.key.xpub.startswith("xpub")
+        else:
+            assert len(await svc.accounts.open_secret(tenant, family, name)) == 32
 
 
 async def key_ids(svc: Services) -> set[str]:

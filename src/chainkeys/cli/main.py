@@ -23,6 +23,7 @@ from chainkeys.bootstrap import (
 from chainkeys.cli.common import DataDir, fail, finish, run, run_admin, settings_for, when
 from chainkeys.cli.keys import hsm_app, key_app
 from chainkeys.cli.policy import policy_app
+from chainkeys.cli.wallet import wallet_app
 from chainkeys.errors import ChainkeysError
 from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
 
@@ -55,6 +56,7 @@ app.add_typer(key_app, name="key")
 app.add_typer(hsm_app, name="hsm")
 app.add_typer(account_app, name="account")
 app.add_typer(policy_app, name="policy")
+app.add_typer(wallet_app, name="wallet")
 
 
 @app.command()
