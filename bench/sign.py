@@ -30,7 +30,8 @@ from chainkeys.chains import codecs
 
 KEY = "11" * 32  # the baseline signs with the same key
 TO = "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv"
-TARGET_BASELINE, TARGET_POLICY, TARGET_HSM = 0.7, 0.8, 0.95
+TARGET_BASELINE, TARGET_POLICY, TARGET_HSM, TARGET_DERIVED = 0.7, 0.8, 0.95, 0.95
+PHRASE = "abandon " * 11 + "about"  # public test phrase: never fund it
 SOFTHSM = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so")
 
 
@@ -96,12 +97,21 @@ def accounts(url: str, token: str) -> dict[str, tuple[str, dict[str, Any]]]:
             for f in ("cosmos", "dogecoin", "eos", "litecoin")}  # fmt: skip
     cosmos = made["cosmos"]["data"]["data"]["address"]
     message = {"message": "bench SEQ"}
+    wallet = post(url, token, "/wallets", {"mnemonic": PHRASE})["data"]["id"]
+    [derived] = post(url, token, f"/wallets/{wallet}/accounts", {"family": "dogecoin"})[
+        "data"]["accounts"]  # fmt: skip
     return {
+        "derived-message": (f"/dogecoin/{derived['address']}/sign-message", message),
+        "derive-next": (f"/wallets/{wallet}/accounts", {"family": "litecoin"}),
+        "create-litecoin": ("/litecoin", {}),
         "cosmos-transfer": (f"/cosmos/{cosmos}/sign-transfer", transfer(cosmos)),
         "eos-message": ("/eos/benchsigner1/sign-message", message),
         "dogecoin-message": (f"/dogecoin/{made['dogecoin']['address']}/sign-message", message),
         "litecoin-message": (f"/litecoin/{made['litecoin']['address']}/sign-message", message),
     }
+
+
+BASELINED = ("cosmos-transfer", "eos-message", "dogecoin-message", "litecoin-message")
 
 
 def load(wrk_bin: str, url: str, token: str, path: str, body: dict[str, Any], tmp: Path,
@@ -166,7 +176,8 @@ def main() -> None:
         for _ in range(args.rounds):
             for scenario, (path, body) in plain_scenarios.items():
                 measure(f"{scenario}/chainkeys", server.url, plain, path, body)
-                measure(f"{scenario}/baseline", baseline.url, "-", path, body)
+                if scenario in BASELINED:
+                    measure(f"{scenario}/baseline", baseline.url, "-", path, body)
             path, body = plain_scenarios["cosmos-transfer"]
             measure("cosmos-transfer/no-policy", server.url, plain, path, body)
             path, body = governed_scenarios["cosmos-transfer"]
@@ -192,6 +203,10 @@ def report(runs: dict[str, list[float]], out: Path) -> None:
     for scenario in ("cosmos-transfer", "eos-message", "dogecoin-message", "litecoin-message"):
         ck, base = median[f"{scenario}/chainkeys"], median[f"{scenario}/baseline"]
         rows.append((f"sign {scenario}", ck, base, ck / base, TARGET_BASELINE))
+    derived, stored = median["derived-message/chainkeys"], median["dogecoin-message/chainkeys"]
+    rows.append(("sign derived vs stored key", derived, stored, derived / stored, TARGET_DERIVED))
+    derive, create = median["derive-next/chainkeys"], median["create-litecoin/chainkeys"]
+    rows.append(("derive next index vs create", derive, create, derive / create, 0.0))
     with_policy, without = median["cosmos-transfer/policy"], median["cosmos-transfer/no-policy"]
     rows.append(("cosmos-transfer policy vs none", with_policy, without, with_policy / without,
                  TARGET_POLICY))  # fmt: skip
