@@ -47,7 +47,7 @@ def derive_body(family: str, network: str, kind: str | None, **kw: Any) -> dict[
 
 
 def identity(account: dict[str, Any]) -> str:
-    return account["public_key"] if account["family"] == "eos" else account["address"]
+    return str(account["public_key"] if account["family"] == "eos" else account["address"])
 
 
 @pytest.fixture
