@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chainkeys.accounts.service import AccountService
+from chainkeys.approvals.service import ApprovalService
 from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError, StorageUnavailable
@@ -210,6 +211,6 @@ async def open_services(settings: Settings, create: bool = True) -> Services:
         AuditService(db, settings, cursors),
         KeyService(db, settings),
         policies,
-        SigningService(db, accounts, policies),
+        SigningService(db, accounts, policies, ApprovalService(db, settings, cursors)),
         WalletService(db, ring, settings, cursors, accounts),
     )

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -24,7 +24,9 @@ PREFIX = "CHAINKEYS_"
 # Secrets that may come from a file named by CHAINKEYS_<NAME>_FILE (Docker/systemd
 # credentials). The master key's file form is CHAINKEYS_MASTER_KEY_FILE (the key file),
 # the PIN's is the pkcs11_pin_file setting.
-SECRET_FILES = ("database_url", "metrics_token", "previous_master_keys", "redis_url")
+SECRET_FILES = (
+    "database_url", "metrics_token", "previous_master_keys", "redis_url", "webhook_secret",
+)  # fmt: skip
 
 
 class Settings(BaseSettings):
@@ -87,6 +89,9 @@ class Settings(BaseSettings):
     metrics_token: SecretStr | None = None
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     metrics_host: str = "127.0.0.1"
+    # Approval state changes are POSTed here (docs/approvals.md), signed with the secret.
+    webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
 
     # FULL: an acknowledged write survives power loss, not only a process crash.
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
@@ -100,6 +105,22 @@ class Settings(BaseSettings):
     log_json: bool = False
     # One line per request (~7 µs each); off where the load balancer logs requests.
     access_log: bool = True
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _webhook_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            return None
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("the webhook URL is http:// or https://")
+        return value
+
+    @model_validator(mode="after")
+    def _webhook_needs_a_secret(self) -> Settings:
+        if self.webhook_url is not None and self.webhook_secret is None:
+            raise ValueError("CHAINKEYS_WEBHOOK_URL needs CHAINKEYS_WEBHOOK_SECRET (receivers "
+                             "check every event's signature with it)")  # fmt: skip
+        return self
 
     @field_validator("database_url")
     @classmethod

@@ -26,17 +26,40 @@ from chainkeys.api.errors import HANDLERS
 from chainkeys.api.openapi import build_openapi
 from chainkeys.api.ratelimit import build_limiter
 from chainkeys.api.routes.accounts import account_routes
+from chainkeys.api.routes.approvals import approval_routes
 from chainkeys.api.routes.service import service_routes
 from chainkeys.api.routes.signing import signing_routes
 from chainkeys.api.routes.wallets import wallet_routes
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
+from chainkeys.approvals.webhook import Webhook
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.chains import FAMILIES
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
 
 log = logging.getLogger("chainkeys.api")
+
+
+async def sweep_approvals(svc: Services, every: float = 2.0) -> None:
+    """Expire pending approvals past their ttl; sign approved ones a process left."""
+    while True:
+        try:
+            await svc.signing.sweep()
+        except ChainkeysError:
+            log.warning("the approvals sweep failed; will retry")
+        await asyncio.sleep(every)
+
+
+def background(svc: Services) -> list[asyncio.Task[None]]:
+    """What every server process runs beside its requests."""
+    tasks = [asyncio.create_task(svc.ring.run()),  # key rotations reach us online
+             asyncio.create_task(sweep_approvals(svc))]  # fmt: skip
+    settings = svc.settings
+    if settings.webhook_url is not None and settings.webhook_secret is not None:
+        secret = settings.webhook_secret.get_secret_value().encode()
+        tasks.append(asyncio.create_task(Webhook(svc.db, settings.webhook_url, secret).run()))
+    return tasks
 
 
 async def purge_expired(svc: Services, every: float = 600.0) -> None:
@@ -58,6 +81,7 @@ def api_routes(settings: Settings) -> list[Route]:
         *account_routes(settings.list_max_limit),
         *signing_routes(),
         *wallet_routes(settings.list_max_limit),
+        *approval_routes(settings.list_max_limit),
     ]
 
 
@@ -85,7 +109,8 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         limiter = build_limiter(settings)
         app.state.rate_limiter = limiter
         opened = svc
-        purger = ring = None
+        purger = None
+        tasks: list[asyncio.Task[None]] = []
         try:
             if opened is None:
                 opened = await open_services(settings)
@@ -94,14 +119,15 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
                 gc.collect()
                 gc.freeze()
                 purger = asyncio.create_task(purge_expired(opened))
-            ring = asyncio.create_task(opened.ring.run())  # key rotations reach us online
+            tasks = background(opened)
             app.state.services = opened
             yield
         finally:
             if purger is not None:
                 purger.cancel()
-            if ring is not None and opened is not None:
-                ring.cancel()
+            for task in tasks:
+                task.cancel()
+            if tasks and opened is not None:
                 await opened.ring.leave()
             if opened is not None and svc is None:
                 await opened.close()

@@ -15,17 +15,18 @@ import msgspec
 from starlette.routing import Route
 
 from chainkeys import __version__
+from chainkeys.api.auth import AUTHENTICATED
 from chainkeys.api.doc import Doc
-from chainkeys.api.schemas import ErrorBody
+from chainkeys.api.schemas import ApprovalResponse, ErrorBody
 
 REF = "#/components/schemas/{name}"
 ERRORS = {
     "400": "bad input: malformed JSON, unknown field or network, invalid key, name or request",
     "401": "missing, unknown, expired or revoked token",
     "403": "the token lacks the scope this route needs, or a policy refused the request",
-    "404": "no such account in the caller's tenant",
+    "404": "not found in the caller's tenant (another tenant's is a 404 too)",
     "408": "the request body did not arrive in time",
-    "409": "an account with this name already exists in the caller's tenant",
+    "409": "conflict: the name is taken in the caller's tenant, or the state does not allow it",
     "413": "request body too large",
     "415": "request body is not JSON",
     "429": "rate limited",
@@ -54,6 +55,11 @@ def _content(t: type, examples: dict[str, Any] | None = None) -> dict[str, Any]:
 def _errors(codes: Iterable[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for code in codes:
+        if code == "202":
+            out[code] = {"description": "the tenant's policy asks people to approve this "
+                         "first: nothing is signed yet; the approval request",
+                         "content": _content(ApprovalResponse)}  # fmt: skip
+            continue
         out[code] = {"description": ERRORS[code], "content": _content(ErrorBody)}
         if code == "429":
             out[code]["headers"] = RETRY_AFTER
@@ -62,7 +68,9 @@ def _errors(codes: Iterable[str]) -> dict[str, Any]:
 
 def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
     description = doc.description
-    if scope is not None:
+    if scope == AUTHENTICATED:
+        description = f"Any live token. {description}".strip()
+    elif scope is not None:
         description = f"Needs a token with the `{scope}` scope. {description}".strip()
     op: dict[str, Any] = {
         "operationId": doc.operation_id,
@@ -89,7 +97,7 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
 
 def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
-    types: set[type] = {ErrorBody}
+    types: set[type] = {ErrorBody, ApprovalResponse}
     for route in routes:
         for method, op in getattr(route.endpoint, "ops", {}).items():
             doc = op.doc

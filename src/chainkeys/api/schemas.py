@@ -423,3 +423,72 @@ class WalletExportResponse(Struct, kw_only=True):
     success: bool
     message: str
     data: WalletSecret
+
+
+# ---- approvals -------------------------------------------------------------------
+
+
+class ApprovalVote(Struct, kw_only=True, omit_defaults=True):
+    label: Annotated[str, Meta(description="the approver (a person)")]
+    decision: Annotated[str, Meta(description="approve or reject")]
+    time: str
+    reason: str | UnsetType = UNSET
+
+
+class Approval(Struct, kw_only=True, omit_defaults=True):
+    id: str
+    state: Annotated[
+        str,
+        Meta(
+            extra_json_schema={
+                "enum": [
+                    "pending",
+                    "approved",
+                    "signed",
+                    "failed",
+                    "rejected",
+                    "expired",
+                    "cancelled",
+                ]
+            }
+        ),
+    ]
+    family: str
+    account: str
+    kind: Annotated[str, Meta(description="the sign endpoint: sign-psbt, sign-transfer, …")]
+    summary: Annotated[dict[str, Any], Meta(description="what it signs, decoded")]
+    digest: Annotated[str, Meta(description="vote on this: the sha256 of what is signed")]
+    required: Annotated[int, Meta(description="approvals needed (the quorum)")]
+    group: str
+    votes: list[ApprovalVote]
+    created_at: str
+    expires_at: str
+    reason: Annotated[str, Meta(description="why it was rejected or failed")] | UnsetType = UNSET
+    result: Annotated[Any, Meta(description="signed: the sign endpoint's own data")] | UnsetType = (
+        UNSET
+    )
+
+
+class ApprovalResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: Approval
+
+
+class ApprovalList(Struct, kw_only=True, omit_defaults=True):
+    approvals: list[Approval]
+    next_cursor: str | UnsetType = UNSET
+
+
+class ApprovalListResponse(Struct, kw_only=True):
+    success: bool
+    message: str
+    data: ApprovalList
+
+
+class ApproveBody(Struct, kw_only=True, forbid_unknown_fields=True):
+    digest: Annotated[str, Meta(max_length=64, description="the digest you looked at")]
+
+
+class RejectBody(Struct, kw_only=True, forbid_unknown_fields=True):
+    reason: Annotated[str, Meta(max_length=500)] | None = None

@@ -123,13 +123,19 @@ def token_create(
     label: Annotated[str, typer.Option(help="a note to recognise the token by")] = "",
     scope: Annotated[
         str | None,
-        typer.Option(help="comma list of read,create,delete,sign,export (default: all but export)"),
+        typer.Option(
+            help="comma list of read,create,delete,sign,export,approve (default: all but "
+            "export and approve)"
+        ),
     ] = None,
     expires: Annotated[
         str | None, typer.Option(help="lifetime, e.g. 30d, 12h, 90m (default: never)")
     ] = None,
     family: Annotated[
         str | None, typer.Option(help="only these families' accounts, e.g. cosmos,eos")
+    ] = None,
+    group: Annotated[
+        str | None, typer.Option(help="approve tokens: the approver group (docs/approvals.md)")
     ] = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -142,7 +148,7 @@ def token_create(
         fail(exc.message)
     row, token = run_admin(
         settings_for(data_dir),
-        lambda admin: admin.tokens.create(tenant, label, scopes, lifetime, families),
+        lambda admin: admin.tokens.create(tenant, label, scopes, lifetime, families, group),
     )
     typer.echo(
         f"token id {row.id} for tenant {row.tenant}, scopes {row.scopes}"

@@ -19,6 +19,7 @@ from chainkeys.chains import codecs
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
+from chainkeys.tokens.service import GROUP, parse_duration
 
 UTXO = ("dogecoin", "litecoin")
 # What `messages` / `actions` allow when a rule leaves them out: transfers only.
@@ -29,6 +30,12 @@ MAX_AMOUNT = 2**256  # Cosmos amounts are sdk.Int (256 bits); no cap is larger
 
 class PolicyError(BadRequest):
     code = "invalid_policy"
+
+
+class ApprovalFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    quorum: int
+    group: str
+    ttl: str = "24h"
 
 
 class RuleFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -42,10 +49,21 @@ class RuleFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     actions: list[str] | None = None
     raw_messages: bool = False
     ibc_memo: bool = False
+    approval: ApprovalFile | None = None
+    above: dict[str, Any] | None = None  # values checked by _caps, like the caps
 
 
 class PolicyFile(msgspec.Struct, forbid_unknown_fields=True):
     rules: list[RuleFile]
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """People who must approve what a rule allows: `quorum` of `group`, within `ttl_ms`."""
+
+    quorum: int
+    group: str
+    ttl_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +81,8 @@ class Rule:
     listed: bool  # `messages`/`actions` given explicitly
     raw_messages: bool
     ibc_memo: bool = False  # IBC memos that may instruct the receiving chain are allowed
+    approval: Approval | None = None
+    above: Mapping[str, int] | None = None  # approval only above these, or for other denoms
 
     @property
     def label(self) -> str:
@@ -141,6 +161,8 @@ def _rule(index: int, raw: RuleFile, at: str) -> Rule:
         raise PolicyError(f"{at}.actions: only eos rules list actions")
     if raw.ibc_memo and raw.family != "cosmos":
         raise PolicyError(f"{at}.ibc_memo: only cosmos rules carry IBC transfers")
+    if raw.above is not None and raw.approval is None:
+        raise PolicyError(f"{at}.above: says when approval is needed; add approval")
     listed = raw.messages if raw.family == "cosmos" else raw.actions
     default = DEFAULT_MESSAGES if raw.family == "cosmos" else DEFAULT_ACTIONS
     for j, item in enumerate(listed or ()):
@@ -157,8 +179,30 @@ def _rule(index: int, raw: RuleFile, at: str) -> Rule:
         index, raw.family, raw.network, raw.name, recipients,
         _caps(raw.max_per_tx, f"{at}.max_per_tx"), _caps(raw.max_per_day, f"{at}.max_per_day"),
         frozenset(listed if listed is not None else default), listed is not None,
-        raw.raw_messages, raw.ibc_memo,
+        raw.raw_messages, raw.ibc_memo, _approval(raw.approval, f"{at}.approval"),
+        _caps(raw.above, f"{at}.above"),
     )  # fmt: skip
+
+
+MAX_QUORUM = 20
+MAX_TTL_MS = 30 * 86_400_000
+
+
+def _approval(raw: ApprovalFile | None, at: str) -> Approval | None:
+    if raw is None:
+        return None
+    if not 1 <= raw.quorum <= MAX_QUORUM:
+        raise PolicyError(f"{at}.quorum: from 1 to {MAX_QUORUM} people")
+    if not GROUP.fullmatch(raw.group):
+        raise PolicyError(f"{at}.group: 1 to 64 of A-Z a-z 0-9 . _ -")
+    try:
+        ttl_ms = parse_duration(raw.ttl)
+    except BadRequest:
+        raise PolicyError(f"{at}.ttl: {raw.ttl!r} is not a duration such as 30s, 15m, 24h, "
+                          "7d") from None  # fmt: skip
+    if not 1000 <= ttl_ms <= MAX_TTL_MS:
+        raise PolicyError(f"{at}.ttl: from 1s to 30d")
+    return Approval(raw.quorum, raw.group, ttl_ms)
 
 
 def _caps(raw: dict[str, Any] | None, at: str) -> Mapping[str, int] | None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from chainkeys.chains.tx.base import Item, Summary
-from chainkeys.policies.document import UTXO, Policy, Rule
+from chainkeys.policies.document import UTXO, Approval, Policy, Rule
 
 
 class Refusal(Exception):
@@ -41,11 +41,12 @@ class Refusal(Exception):
 @dataclass(frozen=True, slots=True)
 class Decision:
     """Allowed so far; `daily` maps each denom this request spends to its 24 h cap
-    (empty: nothing left to count)."""
+    (empty: nothing left to count); `approval`, when set, is who must approve it first."""
 
     rule: Rule
     spent: Mapping[str, int]
     daily: Mapping[str, int]
+    approval: Approval | None = None
 
 
 def decide(policy: Policy, summary: Summary) -> Decision:
@@ -71,7 +72,19 @@ def decide(policy: Policy, summary: Summary) -> Decision:
             _within(rule, rule.max_per_tx, "max_per_tx", "per-transaction", denom, amount)
         if rule.max_per_day is not None:
             daily[denom] = _within(rule, rule.max_per_day, "max_per_day", "24 h", denom, amount)
-    return Decision(rule, spent, daily)
+    return Decision(rule, spent, daily, _approval_needed(rule, spent))
+
+
+def _approval_needed(rule: Rule, spent: Mapping[str, int]) -> Approval | None:
+    """The rule's approval, unless it applies only `above` amounts and this request
+    stays within every listed denom and moves no other one."""
+    if rule.approval is None or rule.above is None:
+        return rule.approval
+    for denom, amount in spent.items():
+        limit = rule.above.get(denom)
+        if limit is None or amount > limit:
+            return rule.approval
+    return None
 
 
 def _within(

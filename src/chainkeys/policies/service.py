@@ -67,9 +67,11 @@ class PolicyService:
 
     @staticmethod
     async def count(tx: Tx, tenant_id: str, family: str, network: str, decision: Decision,
-                    digest: str) -> None:  # fmt: skip
+                    digest: str, record: bool = True) -> None:  # fmt: skip
         """Check the 24 h caps and count this request's spend, in the caller's
-        transaction (Refusal rolls it back). A digest counted in the window is free."""
+        transaction (Refusal rolls it back). A digest counted in the window is free.
+        Without `record`, only check (a request that waits for approval: its spend is
+        counted when it is signed)."""
         if not decision.spent:
             return
         spends = Spends(tx, tenant_id, family, network)
@@ -87,7 +89,8 @@ class PolicyService:
                     f"{decision.spent[denom]} {denom} would bring the last 24 h to {total}, "
                     f"over the cap of {cap}",
                 )
-        await spends.add(digest, dict(decision.spent), totals, at)
+        if record:
+            await spends.add(digest, dict(decision.spent), totals, at)
 
     # -- operator ----------------------------------------------------------------
 

@@ -17,15 +17,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import msgspec
+
 from chainkeys import metrics
 from chainkeys.accounts.repository import AccountRow
 from chainkeys.accounts.service import AccountService, family_of
+from chainkeys.approvals.repository import ApprovalRow
+from chainkeys.approvals.service import ApprovalService, ApprovalView
+from chainkeys.approvals.service import Request as ApprovalRequest
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.keys import key_from_secret
+from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError
 from chainkeys.chains.tx.base import BAD as BAD_REQUEST
-from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary, summary_record
+from chainkeys.chains.tx.base import Owner, Prepared, Signed, SignKind, Summary, summary_record
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
 from chainkeys.policies.engine import Decision, Refusal, decide
 from chainkeys.policies.service import PolicyService
@@ -47,11 +53,22 @@ def owner_of(row: AccountRow) -> Owner:
     )
 
 
+def kind_of(family: str, path: str) -> SignKind:
+    for kind in FAMILIES[family].signers:
+        if kind.path == path:
+            return kind  # type: ignore[no-any-return]
+    raise BadRequest(f"{family} has no {path}")
+
+
 class SigningService:
-    def __init__(self, db: Database, accounts: AccountService, policies: PolicyService) -> None:
+    def __init__(
+        self, db: Database, accounts: AccountService, policies: PolicyService,
+        approvals: ApprovalService,
+    ) -> None:  # fmt: skip
         self.db = db
         self.accounts = accounts
         self.policies = policies
+        self.approvals = approvals
 
     async def refuse_unread(
         self, who: Principal, family: str, name: str, kind: SignKind, exc: ChainkeysError
@@ -63,36 +80,56 @@ class SigningService:
 
     async def sign(
         self, who: Principal, family: str, name: str, kind: SignKind, request: Any
-    ) -> Signed:
+    ) -> Signed | ApprovalView:
+        """Sign, or, when the tenant's policy asks people to approve it first, open (or
+        answer again) the approval request and sign nothing yet."""
         try:
             row = await self.accounts.row(who, family, name)
         except AccountNotFound as exc:
             await self.refuse_unread(who, family, name, kind, exc)
             raise
         owner = owner_of(row)
-        try:
-            prepared = kind.prepare(request, owner)
-        except ChainError as exc:
-            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
-            raise BadRequest(exc.message, code=exc.code) from None
-        except Exception as exc:  # a decoder that fails has not understood the request
-            log.error("the %s %s decoder failed (%s); the request is refused",
-                      family, kind.path, type(exc).__name__)  # fmt: skip
-            reason = "the request could not be decoded; nothing was signed"
-            await self._refused(who, row, BAD_REQUEST, {"kind": kind.path, "reason": reason})
-            raise BadRequest(reason, code=BAD_REQUEST) from None
+        prepared = await self._prepare(who, row, owner, kind, request)
         summary = prepared.summary
         policy = await self.policies.current(who.tenant_id)
         decision: Decision | None = None
         try:
             if policy is not None:
                 decision = decide(policy, summary)
+            if decision is not None and decision.approval is not None:
+                return await self._hold(who, row, owner, kind, request, summary, decision)
+        except Refusal as refusal:
+            await self._policy_refused(who, row, kind, summary, decision, refusal)
+            raise PolicyDenied(refusal.message) from None
+        return await self._sign(who, row, owner, kind, prepared, decision)
+
+    async def _prepare(
+        self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any
+    ) -> Prepared:
+        try:
+            return kind.prepare(request, owner)
+        except ChainError as exc:
+            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            raise BadRequest(exc.message, code=exc.code) from None
+        except Exception as exc:  # a decoder that fails has not understood the request
+            log.error("the %s %s decoder failed (%s); the request is refused",
+                      row.family, kind.path, type(exc).__name__)  # fmt: skip
+            reason = "the request could not be decoded; nothing was signed"
+            await self._refused(who, row, BAD_REQUEST, {"kind": kind.path, "reason": reason})
+            raise BadRequest(reason, code=BAD_REQUEST) from None
+
+    async def _sign(
+        self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, prepared: Prepared,
+        decision: Decision | None, approval: str | None = None,
+    ) -> Signed:  # fmt: skip
+        """Count the caps, open the key, sign and audit, in one transaction."""
+        summary = prepared.summary
+        try:
             await self.accounts.ring.ensure(row.key_id)  # a rotation newer than the last refresh
             async with self.db.write() as tx:
                 if decision is not None:
-                    await PolicyService.count(
-                        tx, who.tenant_id, family, owner.network.name, decision, summary.digest
-                    )
+                    await PolicyService.count(tx, who.tenant_id, row.family, owner.network.name,
+                                              decision, summary.digest)  # fmt: skip
                 key = key_from_secret(self.accounts.open_key(row), len(owner.public_key) == 33)
                 if key.public != owner.public_key:  # decoded and checked against this key
                     log.error("refused to sign: the %s account %s opened a key that is not "
@@ -101,6 +138,8 @@ class SigningService:
                 signed = prepared.sign(key)
                 details = self._details(kind, summary, decision)
                 details["tx_id"] = signed.tx_id
+                if approval is not None:
+                    details["approval"] = approval
                 event = audit_event(who, "sign", "ok", family=row.family,
                                     account_name=row.name, details=details)  # fmt: skip
                 await Audit.insert(tx, event)
@@ -108,13 +147,95 @@ class SigningService:
             await self._refused(who, row, KeyMismatch.code, {"kind": kind.path})
             raise
         except Refusal as refusal:
-            details = self._details(kind, summary, decision)
-            details.update(rule=refusal.rule.index if refusal.rule else None,
-                           reason=refusal.reason)  # fmt: skip
-            await self._refused(who, row, PolicyDenied.code, details)
+            await self._policy_refused(who, row, kind, summary, decision, refusal)
             raise PolicyDenied(refusal.message) from None
-        metrics.SIGNATURES.labels(family, kind.path).inc()
+        metrics.SIGNATURES.labels(row.family, kind.path).inc()
         return signed
+
+    async def _policy_refused(
+        self, who: Principal, row: AccountRow, kind: SignKind, summary: Summary,
+        decision: Decision | None, refusal: Refusal,
+    ) -> None:  # fmt: skip
+        details = self._details(kind, summary, decision)
+        details.update(rule=refusal.rule.index if refusal.rule else None, reason=refusal.reason)
+        await self._refused(who, row, PolicyDenied.code, details)
+
+    # -- approvals -----------------------------------------------------------------------
+
+    async def _hold(
+        self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any,
+        summary: Summary, decision: Decision,
+    ) -> ApprovalView:  # fmt: skip
+        """A request the policy allows only with approval: the caps are checked now (an
+        approval never overrides a refusal), nothing is counted or signed, no key is
+        opened; the approval request waits for people."""
+        approval = decision.approval
+        if approval is None:  # never: the caller checked
+            raise RuntimeError("no approval to wait for")
+        async with self.db.write() as tx:
+            await PolicyService.count(tx, who.tenant_id, row.family, owner.network.name,
+                                      decision, summary.digest, record=False)  # fmt: skip
+        held = ApprovalRequest(
+            row.family, row.name, kind.path, msgspec.json.encode(request).decode(),
+            summary.digest, summary_record(summary), decision.rule.index, approval.group,
+            approval.quorum, approval.ttl_ms,
+        )  # fmt: skip
+        return await self.approvals.open(who, held)
+
+    async def vote(
+        self, who: Principal, approval_id: str, approve: bool, digest: str | None,
+        reason: str | None,
+    ) -> ApprovalView:  # fmt: skip
+        """A person's vote; the vote that reaches the quorum signs (once, whichever
+        replica it lands on)."""
+        view, won = await self.approvals.vote(who, approval_id, approve, digest, reason)
+        if won:
+            await self.complete(view.row)
+            view = await self.approvals.get(who, approval_id)
+        return view
+
+    async def complete(self, approval: ApprovalRow) -> None:
+        """Sign an approved request: decoded again (it must still be the digest the
+        people approved), the current policy and caps checked again, then signed as the
+        requester; the sign endpoint's answer is kept for the requester."""
+        requester = Principal(approval.tenant_id, "", approval.requester_token_id)
+        try:
+            kind = kind_of(approval.family, approval.kind)
+            request = msgspec.json.decode(approval.request, type=kind.request)
+            row = await self.accounts.row(requester, approval.family, approval.account_name)
+            owner = owner_of(row)
+            prepared = await self._prepare(requester, row, owner, kind, request)
+            if prepared.summary.digest != approval.digest:
+                raise BadRequest("the request no longer decodes to the approved digest")
+            policy = await self.policies.current(approval.tenant_id)
+            decision = None
+            if policy is not None:
+                try:
+                    decision = decide(policy, prepared.summary)
+                except Refusal as refusal:
+                    await self._policy_refused(requester, row, kind, prepared.summary, None,
+                                               refusal)  # fmt: skip
+                    raise PolicyDenied(refusal.message) from None
+                wanted = decision.approval
+                if wanted is not None and (wanted.group != approval.approver_group
+                                           or wanted.quorum > approval.quorum):  # fmt: skip
+                    raise PolicyDenied(
+                        "the policy changed: this request now needs the approval of "
+                        f"{wanted.quorum} of {wanted.group}"
+                    )
+            signed = await self._sign(requester, row, owner, kind, prepared, decision,
+                                      approval=approval.id)  # fmt: skip
+        except ChainkeysError as exc:
+            await self.approvals.finish(approval.id, None, exc.message)
+            return
+        await self.approvals.finish(approval.id, msgspec.json.encode(signed.data).decode(), None)
+
+    async def sweep(self) -> None:
+        """Expire pending requests past their ttl; sign approved ones a process did not
+        finish (a crash between the quorum and the signature)."""
+        await self.approvals.expire_due()
+        for approval in await self.approvals.stuck():
+            await self.complete(approval)
 
     @staticmethod
     def _details(kind: SignKind, summary: Summary, decision: Decision | None) -> dict[str, Any]:

@@ -50,6 +50,7 @@ tokens = Table(
     Column("scopes", String(64), nullable=False, server_default="create,delete,read,sign"),
     Column("expires_ms", BigInteger, nullable=True),  # None: never expires
     Column("families", String(64), nullable=True),  # comma-separated; None: every family
+    Column("approver_group", String(64), nullable=True),  # `approve` tokens: their group
 )
 
 accounts = Table(
@@ -241,4 +242,66 @@ wallet_counters = Table(
     Column("account", Integer, primary_key=True),
     Column("change", Integer, primary_key=True),
     Column("next_index", BigInteger, nullable=False),
+)
+
+# Sign requests waiting for people (docs/approvals.md). `request` is the sign
+# endpoint's body as decoded (it holds no secret), signed again at the quorum;
+# `pending_key` is set only while pending, so the same request (token, bytes) cannot
+# open two at once; `result` is the sign endpoint's own answer once signed.
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("seq", Id, primary_key=True, autoincrement=True),
+    Column("id", String(32), nullable=False, unique=True),
+    Column("tenant_id", String(32), ForeignKey("tenants.id"), nullable=False),
+    Column("requester_token_id", String(32), nullable=False),
+    Column("requester_label", String(128), nullable=False),
+    Column("family", String(16), nullable=False),
+    Column("account_name", String(100), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("request", Text, nullable=False),
+    Column("pending_key", String(128), nullable=True, unique=True),
+    Column("digest", String(64), nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("rule_index", Integer, nullable=False),
+    Column("approver_group", String(64), nullable=False),
+    Column("quorum", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("expires_ms", BigInteger, nullable=False),
+    Column("decided_ms", BigInteger, nullable=True),
+    Column("result", Text, nullable=True),
+    Index("ix_approvals_tenant_id_seq", "tenant_id", "seq"),
+    Index("ix_approvals_state_expires_ms", "state", "expires_ms"),
+)
+
+# One vote per person (label) per approval, on the digest they saw.
+approval_votes = Table(
+    "approval_votes",
+    metadata,
+    Column("approval_id", String(32), primary_key=True),
+    Column("voter_label", String(128), primary_key=True),
+    Column("voter_token_id", String(32), nullable=False),
+    Column("decision", String(8), nullable=False),  # approve, reject
+    Column("digest", String(64), nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("created_ms", BigInteger, nullable=False),
+)
+
+# Webhook events, written in the transaction of the change they announce and sent
+# (with retries) by any process: a restart loses none.
+webhook_outbox = Table(
+    "webhook_outbox",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("event_id", String(32), nullable=False, unique=True),
+    Column("body", Text, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_ms", BigInteger, nullable=False),
+    Column("claimed_until", BigInteger, nullable=True),
+    Column("delivered_ms", BigInteger, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Index("ix_webhook_outbox_delivered_ms_next_ms", "delivered_ms", "next_ms"),
 )

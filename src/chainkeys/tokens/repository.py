@@ -30,6 +30,7 @@ class TokenRow:
     scopes: str = "create,delete,read,sign"
     expires_ms: int | None = None
     families: str | None = None
+    group: str | None = None  # the approver group of an `approve` token
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +41,22 @@ class LiveToken:
     scopes: str
     expires_ms: int | None
     families: str | None
+    label: str = ""
+    group: str | None = None
 
 
 _t, _k = tenants.c, tokens.c
 _TENANT_BY_TOKEN = Prepared(
-    select(_k.tenant_id, _t.name, _k.id, _k.scopes, _k.expires_ms, _k.families)
+    select(
+        _k.tenant_id,
+        _t.name,
+        _k.id,
+        _k.scopes,
+        _k.expires_ms,
+        _k.families,
+        _k.label,
+        _k.approver_group,
+    )
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
 )
@@ -53,7 +65,17 @@ _TENANT_BY_NAME = Prepared(select(_t.id).where(_t.name == bindparam("name")))
 _INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms"))
 _INSERT_TOKEN = Prepared(
     insert(tokens),
-    ("id", "tenant_id", "label", "token_hash", "created_ms", "scopes", "expires_ms", "families"),
+    (
+        "id",
+        "tenant_id",
+        "label",
+        "token_hash",
+        "created_ms",
+        "scopes",
+        "expires_ms",
+        "families",
+        "approver_group",
+    ),
 )
 _LIST_TOKENS = (
     select(
@@ -66,6 +88,7 @@ _LIST_TOKENS = (
         _k.scopes,
         _k.expires_ms,
         _k.families,
+        _k.approver_group,
     )
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .order_by(_k.created_ms, _k.id)
@@ -110,6 +133,7 @@ class Tenants:
                 "scopes": row.scopes,
                 "expires_ms": row.expires_ms,
                 "families": row.families,
+                "approver_group": row.group,
             },
         )
 

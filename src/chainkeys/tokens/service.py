@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import secrets
 import time
 import uuid
@@ -18,8 +19,9 @@ from chainkeys.store.db import Database
 from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
 
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
-SCOPES = ("read", "create", "delete", "sign", "export")
-DEFAULT_SCOPES = frozenset(SCOPES) - {"export"}
+SCOPES = ("read", "create", "delete", "sign", "export", "approve")
+DEFAULT_SCOPES = frozenset(SCOPES) - {"export", "approve"}
+GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +34,15 @@ class Principal:
     scopes: frozenset[str] = DEFAULT_SCOPES
     families: frozenset[str] | None = None  # None: every family
     expires_ms: int | None = None
+    label: str = ""  # a person, for `approve` tokens (two tokens, one label: one person)
+    group: str | None = None  # the approver group of an `approve` token
 
     @classmethod
     def of(cls, live: LiveToken) -> Principal:
         families = frozenset(live.families.split(",")) if live.families else None
         scopes = frozenset(s for s in live.scopes.split(",") if s)
-        return cls(live.tenant_id, live.tenant, live.token_id, scopes, families, live.expires_ms)
+        return cls(live.tenant_id, live.tenant, live.token_id, scopes, families, live.expires_ms,
+                   live.label, live.group)  # fmt: skip
 
     def may_use(self, family: str) -> bool:
         return self.families is None or family in self.families
@@ -139,11 +144,19 @@ class TokenService:
         scopes: frozenset[str] = DEFAULT_SCOPES,
         expires_in_ms: int | None = None,
         families: frozenset[str] | None = None,
+        group: str | None = None,
     ) -> tuple[TokenRow, str]:
-        """Issue a token (creating the tenant if new); returns the row and the token."""
+        """Issue a token (creating the tenant if new); returns the row and the token. An
+        `approve` token is a person's: it needs a label and an approver group."""
         tenant = tenant.strip()
         if not tenant or len(tenant) > 64:
             raise BadRequest("a tenant name is 1 to 64 characters", code="invalid_tenant")
+        if "approve" in scopes:
+            if not label.strip() or group is None or not GROUP.fullmatch(group):
+                raise BadRequest("an approve token needs --label (the person) and --group (1 to "
+                                 "64 of A-Z a-z 0-9 . _ -)", code="invalid_scope")  # fmt: skip
+        elif group is not None:
+            raise BadRequest("--group goes with the approve scope", code="invalid_scope")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token_id, ts = uuid.uuid4().hex, now_ms()
         async with self.db.write() as tx:
@@ -155,12 +168,14 @@ class TokenService:
                 token_id, tenant_id, tenant, label, ts, None,
                 scopes=",".join(sorted(scopes)),
                 expires_ms=ts + expires_in_ms if expires_in_ms else None,
-                families=",".join(sorted(families)) if families else None,
+                families=",".join(sorted(families)) if families else None, group=group,
             )  # fmt: skip
             await Tenants.insert_token(tx, row, hash_token(token))
             owner = Principal(tenant_id, tenant, token_id)
-            details = {"scopes": sorted(scopes), "expires_ms": row.expires_ms,
-                       "families": sorted(families) if families else None}  # fmt: skip
+            details = {
+                "scopes": sorted(scopes), "expires_ms": row.expires_ms,
+                "families": sorted(families) if families else None, "group": group,
+            }  # fmt: skip
             await Audit.insert(tx, audit_event(owner, "token.create", "ok",
                                                account_name=token_id, details=details))  # fmt: skip
         return row, token

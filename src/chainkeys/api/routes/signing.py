@@ -18,7 +18,9 @@ from starlette.routing import Route
 from chainkeys.api.auth import services_of
 from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
+from chainkeys.api.routes.approvals import answer
 from chainkeys.api.routes.common import ERRORS_AUTH, NAME, Op, ok, path_name, resource
+from chainkeys.approvals.service import ApprovalView
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import SignKind
 from chainkeys.errors import ChainkeysError
@@ -48,13 +50,15 @@ def kind_route(family: str, kind: SignKind) -> Route:
             await signing.refuse_unread(principal, family, path_name(request), kind, exc)
             raise
         signed = await signing.sign(principal, family, path_name(request), kind, body)
+        if isinstance(signed, ApprovalView):  # the policy asks people first: 202
+            return answer(signed, "approval required: nothing is signed yet", 202)
         return ok(response_type(success=True, message="signed", data=signed.data))
 
     title = family.capitalize()
     words = "".join(part.capitalize() for part in kind.path.split("-"))
     doc = Doc(
         f"{family}{words}", f"{title}: {kind.summary}", f"{title} signing", response_type,
-        ("400", "404", "408", "413", "415", *ERRORS_AUTH), request=kind.request,
+        ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH), request=kind.request,
         parameters=(NAME,), description=kind.description, examples=kind.examples,
     )  # fmt: skip
     path = f"/{family}/{{accountName}}/{kind.path}"

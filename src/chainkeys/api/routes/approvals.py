@@ -1,0 +1,109 @@
+"""Approval routes: list and read what the caller may see, vote (approvers), cancel
+(the requester). Thin: decode, call the services, shape the envelope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from chainkeys.api import schemas as s
+from chainkeys.api.auth import AUTHENTICATED, services_of
+from chainkeys.api.body import json_body, query, query_int, required_body
+from chainkeys.api.doc import Doc
+from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, limit_param, ok, resource
+from chainkeys.approvals.service import ApprovalView
+from chainkeys.tokens import Principal
+
+TAG = "Approvals"
+ID = {"name": "id", "in": "path", "required": True, "description": "the approval request's id",
+      "schema": {"type": "string", "maxLength": 40}}  # fmt: skip
+STATE = {"name": "state", "in": "query", "required": False,
+         "schema": {"type": "string", "enum": ["pending", "approved", "signed", "failed",
+                                               "rejected", "expired", "cancelled"]}}  # fmt: skip
+
+
+def approval(view: ApprovalView) -> s.Approval:
+    record: dict[str, Any] = view.record()
+    return msgspec.convert(record, s.Approval)
+
+
+def answer(view: ApprovalView, message: str, status: int = 200) -> Response:
+    response = ok(s.ApprovalResponse(success=True, message=message, data=approval(view)))
+    response.status_code = status
+    return response
+
+
+def approval_id(request: Request) -> str:
+    value: str = request.path_params["id"]
+    return value
+
+
+async def list_approvals(request: Request, principal: Principal) -> Response:
+    q = query(request)
+    views, cursor = await services_of(request).signing.approvals.page(
+        principal, q.get("state") or None, query_int(q, "limit"), q.get("cursor")
+    )
+    data = s.ApprovalList(approvals=[approval(v) for v in views], next_cursor=cursor or UNSET)
+    return ok(s.ApprovalListResponse(success=True, message="approvals listed", data=data))
+
+
+async def get_approval(request: Request, principal: Principal) -> Response:
+    view = await services_of(request).signing.approvals.get(principal, approval_id(request))
+    return answer(view, f"approval {view.row.state}")
+
+
+async def approve(request: Request, principal: Principal) -> Response:
+    body = await required_body(request, s.ApproveBody)
+    view = await services_of(request).signing.vote(
+        principal, approval_id(request), True, body.digest, None
+    )
+    return answer(view, f"approval {view.row.state}")
+
+
+async def reject(request: Request, principal: Principal) -> Response:
+    body = await json_body(request, s.RejectBody) or s.RejectBody()
+    view = await services_of(request).signing.vote(
+        principal, approval_id(request), False, None, body.reason
+    )
+    return answer(view, f"approval {view.row.state}")
+
+
+async def cancel(request: Request, principal: Principal) -> Response:
+    view = await services_of(request).signing.approvals.cancel(principal, approval_id(request))
+    return answer(view, "approval cancelled")
+
+
+def approval_routes(list_max_limit: int) -> list[Route]:
+    item = (ID,)
+    errors = ("400", "403", "404", "409", *ERRORS_AUTH)
+    docs = {
+        "list": Doc("listApprovals", "Approval requests the caller may see", TAG,
+                    s.ApprovalListResponse, ("400", *ERRORS_AUTH),
+                    parameters=(STATE, limit_param(list_max_limit), CURSOR),
+                    description="The requests the caller's token made, and, for an approver "
+                    "(`approve` scope), those of its group."),
+        "get": Doc("getApproval", "One approval request (with the signed result once signed)",
+                   TAG, s.ApprovalResponse, ("404", *ERRORS_AUTH), parameters=item),
+        "approve": Doc("approveApproval", "Approve, on the digest you looked at", TAG,
+                       s.ApprovalResponse, errors, request=s.ApproveBody, parameters=item,
+                       description="Approvers of the request's group only; never the requester "
+                       "or a token with its label; one vote per person. The vote that reaches "
+                       "the quorum signs (the policy and caps are checked again)."),
+        "reject": Doc("rejectApproval", "Reject (one rejection ends the request)", TAG,
+                      s.ApprovalResponse, errors, request=s.RejectBody,
+                      request_required=False, parameters=item),
+        "cancel": Doc("cancelApproval", "Cancel your own pending request", TAG,
+                      s.ApprovalResponse, errors, parameters=item),
+    }  # fmt: skip
+    return [
+        resource("/approvals", {"GET": Op(list_approvals, AUTHENTICATED, docs["list"])}),
+        resource("/approvals/{id}", {"GET": Op(get_approval, AUTHENTICATED, docs["get"])}),
+        resource("/approvals/{id}/approve", {"POST": Op(approve, "approve", docs["approve"])}),
+        resource("/approvals/{id}/reject", {"POST": Op(reject, "approve", docs["reject"])}),
+        resource("/approvals/{id}/cancel", {"POST": Op(cancel, AUTHENTICATED, docs["cancel"])}),
+    ]

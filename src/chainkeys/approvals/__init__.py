@@ -1,0 +1,2 @@
+"""Approvals: sign requests that wait for a quorum of people (service.py, repository.py),
+and the webhook that announces their state changes (webhook.py)."""

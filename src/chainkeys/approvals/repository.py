@@ -1,0 +1,237 @@
+"""Approval SQL: requests, votes and state changes (compare-and-set on `state`), and the
+webhook outbox."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from chainkeys.store.sql import Prepared, Tx, is_unique_violation
+from chainkeys.store.tables import approval_votes, approvals, webhook_outbox
+
+PENDING, APPROVED, SIGNED, FAILED = "pending", "approved", "signed", "failed"
+REJECTED, EXPIRED, CANCELLED = "rejected", "expired", "cancelled"
+STATES = (PENDING, APPROVED, SIGNED, FAILED, REJECTED, EXPIRED, CANCELLED)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRow:
+    id: str
+    tenant_id: str
+    requester_token_id: str
+    requester_label: str
+    family: str
+    account_name: str
+    kind: str
+    request: str  # the sign endpoint's body, JSON
+    pending_key: str | None
+    digest: str
+    summary: str  # JSON
+    rule_index: int
+    approver_group: str
+    quorum: int
+    state: str
+    reason: str | None
+    created_ms: int
+    expires_ms: int
+    decided_ms: int | None = None
+    result: str | None = None  # the sign endpoint's `data`, JSON
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    approval_id: str
+    voter_label: str
+    voter_token_id: str
+    decision: str  # approve, reject
+    digest: str
+    reason: str | None
+    created_ms: int
+
+
+_a, _v, _o = approvals.c, approval_votes.c, webhook_outbox.c
+_ROW_COLUMNS = [f.name for f in fields(ApprovalRow)]
+_SELECT = select(*(_a[name] for name in _ROW_COLUMNS))
+_INSERT = Prepared(insert(approvals), [n for n in _ROW_COLUMNS if n != "seq"])
+_BY_ID = Prepared(_SELECT.where(_a.id == bindparam("id")))
+_BY_PENDING_KEY = Prepared(_SELECT.where(_a.pending_key == bindparam("pending_key")))
+_MOVE = Prepared(
+    update(approvals)
+    .where(_a.id == bindparam("id"), _a.state == bindparam("old"))
+    .values(
+        state=bindparam("new"),
+        pending_key=None,
+        decided_ms=bindparam("at"),
+        reason=bindparam("reason"),
+        result=bindparam("result"),
+    )
+)
+_DUE = Prepared(
+    select(_a.id).where(_a.state == PENDING, _a.expires_ms < bindparam("now")).limit(100)
+)
+_STUCK = Prepared(
+    select(_a.id).where(_a.state == APPROVED, _a.decided_ms < bindparam("before")).limit(100)
+)
+_VOTE_INSERT = Prepared(
+    insert(approval_votes),
+    ("approval_id", "voter_label", "voter_token_id", "decision", "digest", "reason", "created_ms"),
+)
+_VOTES = Prepared(
+    select(_v.approval_id, _v.voter_label, _v.voter_token_id, _v.decision, _v.digest, _v.reason,
+           _v.created_ms)
+    .where(_v.approval_id == bindparam("id"))
+    .order_by(_v.created_ms, _v.voter_label)
+)  # fmt: skip
+_APPROVE_COUNT = Prepared(
+    select(func.count())
+    .select_from(approval_votes)
+    .where(_v.approval_id == bindparam("id"), _v.decision == "approve")
+)
+_OUTBOX_INSERT = Prepared(
+    insert(webhook_outbox), ("event_id", "body", "created_ms", "attempts", "next_ms")
+)
+_OUTBOX_DUE = Prepared(
+    select(_o.id, _o.body, _o.attempts)
+    .where(
+        _o.delivered_ms.is_(None),
+        _o.next_ms <= bindparam("now"),
+        or_(_o.claimed_until.is_(None), _o.claimed_until < bindparam("now")),
+    )
+    .order_by(_o.id)
+    .limit(bindparam("limit"))
+)
+_OUTBOX_CLAIM = Prepared(
+    update(webhook_outbox)
+    .where(
+        _o.id == bindparam("id"),
+        _o.delivered_ms.is_(None),
+        or_(_o.claimed_until.is_(None), _o.claimed_until < bindparam("now")),
+    )
+    .values(claimed_until=bindparam("until"))
+)
+_OUTBOX_DONE = Prepared(
+    update(webhook_outbox).where(_o.id == bindparam("id")).values(delivered_ms=bindparam("at"))
+)
+_OUTBOX_RETRY = Prepared(
+    update(webhook_outbox)
+    .where(_o.id == bindparam("id"))
+    .values(
+        attempts=bindparam("attempts"),
+        next_ms=bindparam("next_ms"),
+        claimed_until=None,
+        last_error=bindparam("error"),
+    )
+)
+
+
+def _row(r: Any) -> ApprovalRow:
+    return ApprovalRow(**dict(zip(_ROW_COLUMNS, r, strict=True)))
+
+
+class Approvals:
+    @staticmethod
+    async def insert(tx: Tx, row: ApprovalRow) -> bool:
+        """False when the same request is already pending (its pending key is taken)."""
+        params = {n: getattr(row, n) for n in _ROW_COLUMNS if n != "seq"}
+        try:
+            await tx.execute(_INSERT, params)
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                return False
+            raise
+        return True
+
+    @staticmethod
+    async def get(tx: Tx, approval_id: str) -> ApprovalRow | None:
+        found = (await tx.execute(_BY_ID, {"id": approval_id})).first()
+        return None if found is None else _row(found)
+
+    @staticmethod
+    async def pending(tx: Tx, pending_key: str) -> ApprovalRow | None:
+        found = (await tx.execute(_BY_PENDING_KEY, {"pending_key": pending_key})).first()
+        return None if found is None else _row(found)
+
+    @staticmethod
+    async def page(
+        tx: Tx, tenant_id: str, state: str | None, token_id: str, group: str | None,
+        after: int, limit: int,
+    ) -> list[ApprovalRow]:  # fmt: skip
+        """What a caller may see: the requests its token made, and, for an approver,
+        its group's."""
+        seen = _a.requester_token_id == token_id
+        if group is not None:
+            seen = or_(seen, _a.approver_group == group)
+        stmt = _SELECT.where(_a.tenant_id == tenant_id, _a.seq > after, seen)
+        if state is not None:
+            stmt = stmt.where(_a.state == state)
+        rows = (await tx.execute(stmt.order_by(_a.seq).limit(limit))).all()
+        return [_row(r) for r in rows]
+
+    @staticmethod
+    async def move(tx: Tx, approval_id: str, old: str, new: str, at: int,
+                   reason: str | None = None, result: str | None = None) -> bool:  # fmt: skip
+        """Change the state if it is still `old` (exactly one of racing movers wins)."""
+        params = {"id": approval_id, "old": old, "new": new, "at": at, "reason": reason,
+                  "result": result}  # fmt: skip
+        return bool((await tx.execute(_MOVE, params)).rowcount)
+
+    @staticmethod
+    async def due(tx: Tx, now: int) -> list[str]:
+        return [r[0] for r in (await tx.execute(_DUE, {"now": now})).all()]
+
+    @staticmethod
+    async def stuck(tx: Tx, before: int) -> list[str]:
+        return [r[0] for r in (await tx.execute(_STUCK, {"before": before})).all()]
+
+
+class Votes:
+    @staticmethod
+    async def insert(tx: Tx, vote: Vote) -> bool:
+        """False when this person (label) has voted already."""
+        params = {f.name: getattr(vote, f.name) for f in fields(Vote)}
+        try:
+            await tx.execute(_VOTE_INSERT, params)
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                return False
+            raise
+        return True
+
+    @staticmethod
+    async def of(tx: Tx, approval_id: str) -> list[Vote]:
+        return [Vote(*r) for r in (await tx.execute(_VOTES, {"id": approval_id})).all()]
+
+    @staticmethod
+    async def approvals(tx: Tx, approval_id: str) -> int:
+        return int((await tx.execute(_APPROVE_COUNT, {"id": approval_id})).scalar_one())
+
+
+class Outbox:
+    @staticmethod
+    async def add(tx: Tx, event_id: str, body: str, at: int) -> None:
+        params = {"event_id": event_id, "body": body, "created_ms": at, "attempts": 0,
+                  "next_ms": at}  # fmt: skip
+        await tx.execute(_OUTBOX_INSERT, params)
+
+    @staticmethod
+    async def due(tx: Tx, now: int, limit: int) -> list[tuple[int, str, int]]:
+        rows = (await tx.execute(_OUTBOX_DUE, {"now": now, "limit": limit})).all()
+        return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    @staticmethod
+    async def claim(tx: Tx, event: int, now: int, until: int) -> bool:
+        params = {"id": event, "now": now, "until": until}
+        return bool((await tx.execute(_OUTBOX_CLAIM, params)).rowcount)
+
+    @staticmethod
+    async def delivered(tx: Tx, event: int, at: int) -> None:
+        await tx.execute(_OUTBOX_DONE, {"id": event, "at": at})
+
+    @staticmethod
+    async def retry(tx: Tx, event: int, attempts: int, next_ms: int, error: str) -> None:
+        params = {"id": event, "attempts": attempts, "next_ms": next_ms, "error": error[:500]}
+        await tx.execute(_OUTBOX_RETRY, params)

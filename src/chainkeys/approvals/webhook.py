@@ -1,0 +1,98 @@
+"""The approvals webhook: every state change, POSTed from the durable outbox.
+
+Events are written to `webhook_outbox` in the transaction of the change they
+announce, so a restart loses none. Any process sends them: a row is claimed for
+30 s by compare-and-set (a crashed sender's claim runs out), POSTed, and marked
+delivered on a 2xx; otherwise it is retried with exponential backoff (1 s, 2 s,
+4 s, … at most 5 min) until it is. Sending never blocks a request. Each POST
+carries `Chainkeys-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret,
+"<t>.<raw body>")>` (Stripe's scheme: a receiver recomputes it and rejects an
+old `t`, which stops replays).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import time
+import urllib.error
+import urllib.request
+from typing import Final
+
+from chainkeys.approvals.repository import Outbox
+from chainkeys.clock import now_ms
+from chainkeys.errors import ChainkeysError
+from chainkeys.store.db import Database
+
+log = logging.getLogger("chainkeys.webhook")
+CLAIM_MS: Final = 30_000
+TIMEOUT_SECONDS: Final = 10
+MAX_BACKOFF_MS: Final = 300_000
+HEADER: Final = "Chainkeys-Signature"
+
+
+def signature(secret: bytes, body: bytes, at: int) -> str:
+    """The header value for `body` sent at unix second `at`."""
+    mac = hmac.new(secret, str(at).encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"t={at},v1={mac}"
+
+
+def backoff_ms(attempts: int) -> int:
+    return int(min(MAX_BACKOFF_MS, 1000 * 2 ** min(attempts, 20)))
+
+
+class Webhook:
+    def __init__(self, db: Database, url: str, secret: bytes, every: float = 1.0) -> None:
+        self.db = db
+        self.url = url
+        self.secret = secret
+        self.every = every
+
+    async def run(self) -> None:
+        """Send what is due, then wait `every` seconds; until cancelled."""
+        while True:
+            try:
+                await self.send_due()
+            except ChainkeysError:
+                log.warning("the webhook outbox could not be read; retrying")
+            await asyncio.sleep(self.every)
+
+    async def send_due(self) -> int:
+        """Send every due event this process can claim; how many were delivered."""
+        now = now_ms()
+        async with self.db.read() as tx:
+            due = await Outbox.due(tx, now, 50)
+        delivered = 0
+        for event, body, attempts in due:
+            async with self.db.write() as tx:
+                claimed = await Outbox.claim(tx, event, now, now + CLAIM_MS)
+            if not claimed:
+                continue  # another process has it
+            error = await asyncio.to_thread(self._post, body.encode())
+            async with self.db.write() as tx:
+                if error is None:
+                    await Outbox.delivered(tx, event, now_ms())
+                    delivered += 1
+                else:
+                    next_ms = now_ms() + backoff_ms(attempts)
+                    await Outbox.retry(tx, event, attempts + 1, next_ms, error)
+        return delivered
+
+    def _post(self, body: bytes) -> str | None:
+        """POST one event; None on a 2xx, else what went wrong (for the outbox row)."""
+        sent = signature(self.secret, body, int(time.time()))
+        request = urllib.request.Request(  # noqa: S310 - http(s) only (settings check it)
+            self.url, data=body, method="POST",
+            headers={"Content-Type": "application/json", HEADER: sent,
+                     "User-Agent": "chainkeys-webhook"},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
+                status = response.status
+        except urllib.error.HTTPError as exc:
+            return f"HTTP {exc.code}"
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            return f"{type(exc).__name__}"
+        return None if 200 <= status < 300 else f"HTTP {status}"
