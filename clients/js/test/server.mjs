@@ -30,7 +30,9 @@ function freePort() {
 
 export async function startChainkeys() {
   const dir = mkdtempSync(join(tmpdir(), "chainkeys-js-"));
-  const env = { ...process.env, CHAINKEYS_MASTER_KEY: MASTER_KEY, CHAINKEYS_DATA_DIR: dir };
+  // The caller's own CHAINKEYS_* (e.g. CHAINKEYS_BIN) are not server settings.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("CHAINKEYS_")));
+  const env = { ...inherited, CHAINKEYS_MASTER_KEY: MASTER_KEY, CHAINKEYS_DATA_DIR: dir };
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc = spawn(CHAINKEYS_BIN, ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dir],

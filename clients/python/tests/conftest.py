@@ -27,9 +27,7 @@ REPO = Path(__file__).resolve().parents[3]
 CHAINKEYS_BIN = os.environ.get("CHAINKEYS_BIN", str(REPO / ".venv/bin/chainkeys"))
 MASTER_KEY = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="  # 32 bytes, tests only
 ALL_SCOPES = "read,create,delete,sign,export"
-VECTORS_DIR = Path(os.environ.get("CHAINKEYS_VECTORS", "/work/shared/vectors"))
-if not (VECTORS_DIR / "vectors.json").exists():
-    VECTORS_DIR = REPO / "tests/chains/vectors"
+VECTORS_DIR = REPO / "tests/chains/vectors"  # the repository's pinned copy
 SIGNING_VECTORS = REPO / "tests/chains/vectors"
 
 
@@ -70,8 +68,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         )
     data_dir = tmp_path_factory.mktemp("chainkeys-data")
     port = free_port()
-    env = {
-        **os.environ,
+    env = {  # the caller's own CHAINKEYS_* (e.g. CHAINKEYS_BIN) are not server settings
+        **{k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")},
         "CHAINKEYS_MASTER_KEY": MASTER_KEY,
         "CHAINKEYS_DATA_DIR": str(data_dir),
         "CHAINKEYS_EXPORT_ENABLED": "true",

@@ -46,11 +46,13 @@ class PolicyService:
 
     # -- serving -----------------------------------------------------------------
 
-    async def current(self, tenant_id: str) -> Policy | None:
-        """The tenant's policy in force (None: no policy, sign as scopes allow)."""
+    async def current(self, tenant_id: str, fresh: bool = False) -> Policy | None:
+        """The tenant's policy in force (None: no policy, sign as scopes allow).
+        `fresh` reads the store past the cache: a signature at an approval's quorum
+        may come long after the request, and must follow the policy of that moment."""
         hit = self._cache.get(tenant_id)
         now = time.monotonic()
-        if hit is not None and now < hit[0]:
+        if hit is not None and now < hit[0] and not fresh:
             return hit[1]
         async with self.db.read() as tx:
             latest = await Policies.latest(tx, tenant_id)

@@ -207,7 +207,7 @@ class SigningService:
             prepared = await self._prepare(requester, row, owner, kind, request)
             if prepared.summary.digest != approval.digest:
                 raise BadRequest("the request no longer decodes to the approved digest")
-            policy = await self.policies.current(approval.tenant_id)
+            policy = await self.policies.current(approval.tenant_id, fresh=True)
             decision = None
             if policy is not None:
                 try:

@@ -1,0 +1,181 @@
+"""Approvals through real HTTP on both backends: every state and move, who may vote,
+what a vote names, caps and policy changes at the quorum, and the signed answer checked
+by cosmjs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from tests.api.tenants import Tenant
+from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, PUBKEY, TRANSFER
+from tests.conftest import Server
+from tests.node import require_node, run_node
+
+SEND = f"/cosmos/{ADDRESS}/sign-transfer"
+RULE = {"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "100000"},
+        "approval": {"quorum": 2, "group": "treasury", "ttl": "1h"}, "above": {"uatom": "1000"}}  # fmt: skip
+
+
+def send(amount: int, sequence: int = 1, fee: int = 0) -> dict[str, Any]:
+    return {**TRANSFER, "amount": str(amount), "sequence": sequence, "feeAmount": str(fee)}
+
+
+@dataclass
+class Team:
+    tenant: Tenant
+    alice: httpx.Client
+    bob: httpx.Client
+    alice_again: httpx.Client  # a second token of alice: one person, one vote
+    outsider: httpx.Client  # an approver of another group
+    reader: httpx.Client  # the tenant, no approve scope
+
+
+@pytest.fixture
+def team(server: Server, tenant: Tenant) -> Iterator[Team]:
+    assert server.services is not None
+    assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    tenant.policy(RULE)
+
+    def token(label: str, scopes: set[str], group: str | None = None) -> httpx.Client:
+        assert server.services is not None
+        _, t = server.call(server.services.tokens.create(tenant.name, label, frozenset(scopes),
+                                                         None, None, group))  # fmt: skip
+        return server.client(t)
+
+    clients = [token("alice", {"approve"}, "treasury"), token("bob", {"approve"}, "treasury"),
+               token("alice", {"approve", "read"}, "treasury"),
+               token("carol", {"approve"}, "audit"), token("viewer", {"read"})]  # fmt: skip
+    yield Team(tenant, *clients)
+    for c in clients:
+        c.close()
+
+
+def pending(t: Tenant, body: dict[str, Any]) -> dict[str, Any]:
+    r = t.sign(SEND, body)
+    assert r.status_code == 202, r.text
+    data: dict[str, Any] = r.json()["data"]
+    assert data["state"] == "pending" and data["required"] == 2 and r.json()["success"] is True
+    return data
+
+
+def vote(c: httpx.Client, approval: dict[str, Any], digest: str | None = None) -> httpx.Response:
+    return c.post(f"/approvals/{approval['id']}/approve",
+                  json={"digest": digest or approval["digest"]})  # fmt: skip
+
+
+def test_small_signs_large_waits_and_two_people_sign_it(team: Team) -> None:
+    require_node()
+    t = team.tenant
+    t.allowed(SEND, send(1000))  # within `above`: signed at once
+    waiting = pending(t, send(50_000, sequence=2))
+    assert waiting["summary"]["items"][0]["recipient"] == OTHER
+    assert pending(t, send(50_000, sequence=2))["id"] == waiting["id"]  # a retry: the same one
+    assert [e["outcome"] for e in t.sign_events()] == ["ok"]  # nothing more was signed
+    first = vote(team.bob, waiting)
+    assert first.status_code == 200 and first.json()["data"]["state"] == "pending"
+    again = vote(team.bob, waiting)
+    assert again.status_code == 409 and again.json()["code"] == "already_voted"
+    done = vote(team.alice, waiting)
+    assert done.status_code == 200 and done.json()["data"]["state"] == "signed", done.text
+    late = vote(team.alice_again, waiting)  # alice through her other token: closed
+    assert late.status_code == 409
+    final = t.client.get(f"/approvals/{waiting['id']}").json()["data"]
+    assert final["state"] == "signed", final
+    assert sorted(v["label"] for v in final["votes"]) == ["alice", "bob"]
+    signed_tx = final["result"]["signedTx"]
+    check = run_node("cosmos.mjs", {"action": "verify_tx", "signedTx": signed_tx,
+                                    "chainId": "cosmoshub-4", "accountNumber": "12345",
+                                    "pubkey": PUBKEY})  # fmt: skip
+    assert check["verdict"]["valid"] is True
+    signs = t.sign_events()
+    assert [e["outcome"] for e in signs] == ["ok", "ok"]
+    assert signs[-1]["details"]["approval"] == waiting["id"]
+
+
+def test_who_may_vote_and_on_what(team: Team, server: Server) -> None:
+    t = team.tenant
+    waiting = pending(t, send(5000))
+    assert vote(team.bob, waiting, digest="00" * 32).json()["code"] == "digest_mismatch"
+    assert vote(team.outsider, waiting).status_code == 404  # another group: not even seen
+    assert vote(team.reader, waiting).status_code == 403  # no approve scope
+    assert team.reader.get(f"/approvals/{waiting['id']}").status_code == 404
+    assert team.outsider.get(f"/approvals/{waiting['id']}").status_code == 404
+    assert t.client.post(f"/approvals/{waiting['id']}/approve",
+                         json={"digest": waiting["digest"]}).status_code == 403  # fmt: skip
+    assert vote(team.alice, waiting).status_code == 200
+    again = vote(team.alice_again, waiting)  # the same person through another token
+    assert again.status_code == 409 and again.json()["code"] == "already_voted"
+    # a requester that is also an approver never approves its own request
+    assert server.services is not None
+    _, both = server.call(server.services.tokens.create(
+        t.name, "dave", frozenset({"sign", "approve"}), None, None, "treasury"))  # fmt: skip
+    with server.client(both) as dave:
+        own = dave.post(SEND, json=send(6000, sequence=9)).json()["data"]
+        r = vote(dave, own)
+        assert r.status_code == 403 and r.json()["code"] == "self_approval"
+    listed = team.bob.get("/approvals", params={"state": "pending"}).json()["data"]["approvals"]
+    assert {a["id"] for a in listed} >= {waiting["id"], own["id"]}
+    mine = t.client.get("/approvals").json()["data"]["approvals"]
+    assert [a["id"] for a in mine] == [waiting["id"]]  # the requester sees its own
+    assert team.reader.get("/approvals").json()["data"]["approvals"] == []
+
+
+def test_reject_cancel_and_expiry(team: Team) -> None:
+    t = team.tenant
+    rejected = pending(t, send(5000, sequence=3))
+    r = team.bob.post(f"/approvals/{rejected['id']}/reject", json={"reason": "unknown payee"})
+    assert r.json()["data"]["state"] == "rejected" and r.json()["data"]["reason"] == "unknown payee"
+    late = vote(team.alice, rejected)
+    assert late.status_code == 409 and late.json()["code"] == "approval_closed"
+    cancelled = pending(t, send(5000, sequence=4))
+    assert team.bob.post(f"/approvals/{cancelled['id']}/cancel").status_code == 403
+    assert t.client.post(f"/approvals/{cancelled['id']}/cancel").json()["data"]["state"] == (
+        "cancelled"
+    )
+    assert vote(team.alice, cancelled).status_code == 409
+    t.policy({**RULE, "approval": {**RULE["approval"], "ttl": "1s"}})  # type: ignore[dict-item]
+    expiring = pending(t, send(5000, sequence=5))
+    time.sleep(1.3)
+    assert t.client.get(f"/approvals/{expiring['id']}").json()["data"]["state"] == "expired"
+    assert vote(team.alice, expiring).status_code == 409
+    states = {e["action"] for e in t.client.get("/audit").json()["data"]["events"]}
+    assert {"approval.pending", "approval.rejected", "approval.cancelled",
+            "approval.expired"} <= states  # fmt: skip
+    assert [e["outcome"] for e in t.sign_events()] == []  # nothing was signed
+
+
+def test_the_policy_and_caps_are_checked_again_at_the_quorum(team: Team) -> None:
+    t = team.tenant
+    changed = pending(t, send(5000, sequence=6))
+    t.policy({**RULE, "recipients": [ADDRESS]})  # OTHER is no longer allowed
+    vote(team.alice, changed)
+    final = vote(team.bob, changed).json()["data"]
+    assert final["state"] == "failed" and "allow-list" in final["reason"]
+    assert [e["outcome"] for e in t.sign_events()] == ["policy_denied"]
+    # caps: an approval never overrides one, and an approved spend is counted once
+    t.policy({**RULE, "max_per_day": {"uatom": "60000"}})
+    refused = t.sign(SEND, send(70_000, sequence=7))
+    assert refused.status_code == 403 and "over the per-transaction" not in refused.text
+    big = pending(t, send(50_000, sequence=8))
+    vote(team.alice, big)
+    assert vote(team.bob, big).json()["data"]["state"] == "signed"
+    t.denied(SEND, send(20_000, sequence=9), "over the cap")  # 50,000 + 20,000 > 60,000
+    t.allowed(SEND, send(1000, sequence=10))
+
+
+def test_policy_files_validate_approval_rules(team: Team) -> None:
+    t = team.tenant
+    for bad, words in [
+        ({**RULE, "approval": {"quorum": 0, "group": "treasury"}}, "quorum"),
+        ({**RULE, "approval": {"quorum": 2, "group": "tre asury"}}, "group"),
+        ({**RULE, "approval": {"quorum": 2, "group": "t", "ttl": "soon"}}, "ttl"),
+        ({**RULE, "approval": {"quorum": 2, "group": "t", "ttl": "0s"}}, "ttl"),
+        ({"family": "cosmos", "above": {"uatom": "1"}}, "above"),
+    ]:
+        with pytest.raises(Exception, match=words):
+            t.policy(bad)
