@@ -118,6 +118,12 @@ def test_who_may_vote_and_on_what(team: Team, server: Server) -> None:
         own = dave.post(SEND, json=send(6000, sequence=9)).json()["data"]
         r = vote(dave, own)
         assert r.status_code == 403 and r.json()["code"] == "self_approval"
+    # nor does any token with the requester's label (the tenant's token is labelled "test")
+    _, namesake = server.call(server.services.tokens.create(
+        t.name, "test", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    with server.client(namesake) as twin:
+        r = vote(twin, waiting)
+        assert r.status_code == 403 and r.json()["code"] == "self_approval"
     listed = team.bob.get("/approvals", params={"state": "pending"}).json()["data"]["approvals"]
     assert {a["id"] for a in listed} >= {waiting["id"], own["id"]}
     mine = t.client.get("/approvals").json()["data"]["approvals"]

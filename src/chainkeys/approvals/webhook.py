@@ -61,11 +61,11 @@ class Webhook:
 
     async def send_due(self) -> int:
         """Send every due event this process can claim; how many were delivered."""
-        now = now_ms()
         async with self.db.read() as tx:
-            due = await Outbox.due(tx, now, 50)
+            due = await Outbox.due(tx, now_ms(), 50)
         delivered = 0
         for event, body, attempts in due:
+            now = now_ms()  # a slow receiver must not shorten the next row's claim
             async with self.db.write() as tx:
                 claimed = await Outbox.claim(tx, event, now, now + CLAIM_MS)
             if not claimed:
