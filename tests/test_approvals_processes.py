@@ -29,18 +29,18 @@ AMOUNT = 5000
 COUNT = 12
 
 
-def policy(tmp_path: Path, env: dict[str, str], tenant: str, cap: int) -> None:
+def policy(tmp_path: Path, environ: dict[str, str], tenant: str, cap: int) -> None:
     rule = {"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": str(cap)},
             "approval": {"quorum": 2, "group": "treasury"}, "above": {"uatom": "1000"}}  # fmt: skip
     path = tmp_path / "policy.json"
     path.write_text(json.dumps({"rules": [rule]}))
-    done = chainkeys_cli("policy", "set", tenant, str(path), env=env)
+    done = chainkeys_cli("policy", "set", tenant, str(path), env=environ)
     assert done.returncode == 0, done.stderr
 
 
-def token(env: dict[str, str], tenant: str, label: str, scope: str, group: str = "") -> str:
+def token(environ: dict[str, str], tenant: str, label: str, scope: str, group: str = "") -> str:
     args = ["token", "create", "--tenant", tenant, "--label", label, "--scope", scope]
-    made = chainkeys_cli(*args, *(["--group", group] if group else []), env=env)
+    made = chainkeys_cli(*args, *(["--group", group] if group else []), env=environ)
     assert made.returncode == 0, made.stderr
     return made.stdout.strip().splitlines()[-1]
 
@@ -49,13 +49,13 @@ def send(sequence: int) -> dict[str, Any]:
     return {**TRANSFER, "amount": str(AMOUNT), "sequence": sequence, "feeAmount": "0"}
 
 
-def setup(env: dict[str, str], tmp_path: Path, proc: Proc, cap: int) -> dict[str, httpx.Client]:
+def setup(environ: dict[str, str], tmp_path: Path, proc: Proc, cap: int) -> dict[str, httpx.Client]:
     """A tenant with the key, the policy, a requester and three approvers."""
     clients = {
-        "requester": token(env, "acme", "bot", "read,create,sign"),
-        **{who: token(env, "acme", who, "approve", "treasury") for who in ("alice", "bob", "carol")},
+        "requester": token(environ, "acme", "bot", "read,create,sign"),
+        **{who: token(environ, "acme", who, "approve", "treasury") for who in ("alice", "bob", "carol")},
     }  # fmt: skip
-    policy(tmp_path, env, "acme", cap)
+    policy(tmp_path, environ, "acme", cap)
     out = {k: httpx.Client(base_url=proc.base_url, headers={"Authorization": v}, timeout=60)
            for k, v in clients.items()}  # fmt: skip
     assert out["requester"].post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
@@ -129,7 +129,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 header = self.headers.get("Chainkeys-Signature", "")
                 code = receiver.receive(header, body)
