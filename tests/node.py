@@ -56,3 +56,19 @@ def run_node(script: str, payload: Any, timeout: float = 60) -> Any:
     if proc.returncode != 0:
         raise AssertionError(f"{script} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return json.loads(proc.stdout)
+
+
+REQUIRE_BROWSER = bool(os.environ.get("CHAINKEYS_TEST_REQUIRE_BROWSER"))
+
+
+def chromium() -> str:
+    """The Chromium the page tests drive (Debian's `chromium`; CHAINKEYS_TEST_CHROMIUM
+    names another). Missing: skip, or fail where CI requires the browser."""
+    require_node()
+    found = os.environ.get("CHAINKEYS_TEST_CHROMIUM") or shutil.which("chromium")
+    if found is None:
+        why = "chromium is not installed (apt-get install chromium)"
+        if REQUIRE_BROWSER:
+            pytest.fail(why)
+        pytest.skip(why)
+    return found

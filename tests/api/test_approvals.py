@@ -4,9 +4,11 @@ by cosmjs."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,7 +16,7 @@ import pytest
 from tests.api.tenants import Tenant
 from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, PUBKEY, TRANSFER
 from tests.conftest import Server
-from tests.node import require_node, run_node
+from tests.node import chromium, require_node, run_node
 
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
 RULE = {"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "100000"},
@@ -185,3 +187,47 @@ def test_policy_files_validate_approval_rules(team: Team) -> None:
     ]:
         with pytest.raises(Exception, match=words):
             t.policy(bad)
+
+
+ARTIFACTS = Path(os.environ.get("CHAINKEYS_TEST_ARTIFACTS", "build/test-artifacts"))
+INJECTED = '<b class="injected">x</b><img src=x onerror="window.pwned=1">'
+
+
+def test_the_page_in_a_real_browser_approves_and_sees_it_signed(
+    team: Team, server: Server, request: pytest.FixtureRequest
+) -> None:
+    browser = chromium()
+    t = team.tenant
+    # a memo is the payer's text: the page must show it as text, never run it
+    waiting = pending(t, {**send(50_000, sequence=11), "memo": INJECTED})
+    assert vote(team.bob, waiting).json()["data"]["state"] == "pending"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"approvals-page-{request.node.callspec.id}.png"
+    assert server.services is not None
+    _, token = server.call(server.services.tokens.create(
+        t.name, "alice", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    seen = run_node("ui.mjs", {"url": server.base_url, "token": token, "chromium": browser,
+                               "approval": waiting["id"], "screenshot": str(shot.resolve())},
+                    timeout=120)  # fmt: skip
+    assert seen["errors"] == [] and seen["foreign"] == []
+    assert "script-src 'self'" in seen["csp"] and "frame-ancestors 'none'" in seen["csp"]
+    assert seen["who"].startswith("alice of tenant") and "treasury" in seen["who"]
+    assert seen["tokenFieldHidden"] is True
+    for shown in (
+        OTHER,
+        "50000 uatom",
+        INJECTED,
+        waiting["digest"],
+        "bob approved",
+        "2 of treasury",
+    ):
+        assert shown in seen["card"], (shown, seen["card"])
+    assert seen["pwned"] is False
+    assert "approved by you; now signed" in seen["message"] and seen["stillListed"] == 0
+    assert seen["state"] == "signed" and seen["signedHasButtons"] is False
+    assert shot.stat().st_size > 10_000  # a real rendering was kept
+    assert seen["session"] == ["chainkeys.token"] and seen["local"] == 0 and seen["cookies"] == 0
+    assert seen["keptOnReload"] and seen["freshTabBoardHidden"] and seen["afterForget"] == 0
+    final = t.client.get(f"/approvals/{waiting['id']}").json()["data"]
+    assert final["state"] == "signed" and final["result"]["signedTx"]
+    assert sorted(v["label"] for v in final["votes"]) == ["alice", "bob"]

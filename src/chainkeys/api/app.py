@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from chainkeys import logs
 from chainkeys.api.docs_ui import docs_routes
+from chainkeys.api.ui import ui_routes
 from chainkeys.api.errors import HANDLERS
 from chainkeys.api.openapi import build_openapi
 from chainkeys.api.ratelimit import build_limiter
@@ -136,7 +137,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
             logs.flush()
 
     app = Starlette(
-        routes=[*by_traffic(routes), *docs_routes(openapi)],
+        routes=[*by_traffic(routes), *docs_routes(openapi), *ui_routes()],
         exception_handlers=HANDLERS,
         lifespan=lifespan,
     )

@@ -178,6 +178,7 @@ class TokenSelf(Struct, kw_only=True, omit_defaults=True):
     label: str
     scopes: list[str]
     families: Annotated[list[str] | None, Meta(description="absent: every family")] = None
+    group: Annotated[str | None, Meta(description="an approve token's approver group")] = None
     created_ms: int
     expires_ms: Annotated[int | None, Meta(description="absent: never expires")] = None
 

@@ -112,7 +112,7 @@ async def token_self(request: Request, principal: Principal) -> Response:
     data = s.TokenSelf(
         id=row.id, tenant=row.tenant, label=row.label, scopes=sorted(principal.scopes),
         families=sorted(principal.families) if principal.families is not None else None,
-        created_ms=row.created_ms, expires_ms=row.expires_ms,
+        group=row.group, created_ms=row.created_ms, expires_ms=row.expires_ms,
     )  # fmt: skip
     return ok(s.TokenSelfResponse(success=True, message="this token", data=data))
 
