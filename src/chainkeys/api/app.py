@@ -22,7 +22,6 @@ from starlette.routing import Route
 
 from chainkeys import logs
 from chainkeys.api.docs_ui import docs_routes
-from chainkeys.api.ui import ui_routes
 from chainkeys.api.errors import HANDLERS
 from chainkeys.api.openapi import build_openapi
 from chainkeys.api.ratelimit import build_limiter
@@ -33,6 +32,7 @@ from chainkeys.api.routes.signing import signing_routes
 from chainkeys.api.routes.wallets import wallet_routes
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
+from chainkeys.api.ui import ui_routes
 from chainkeys.approvals.webhook import Webhook
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.chains import FAMILIES
