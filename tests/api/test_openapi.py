@@ -66,3 +66,20 @@ def test_request_schemas_refuse_unknown_fields(spec: dict[str, Any]) -> None:
         ]
         schema = spec["components"]["schemas"][ref["$ref"].rsplit("/", 1)[1]]
         assert schema.get("additionalProperties") is False
+
+
+def test_every_example_validates_against_its_schema(spec: dict[str, Any]) -> None:
+    """A client generated from the document, or a person copying an example, gets
+    something the service accepts (requests) or really answers (responses)."""
+    seen = 0
+    for path, methods in spec["paths"].items():
+        for method, op in methods.items():
+            bodies = [op.get("requestBody", {}), *op["responses"].values()]
+            for body in bodies:
+                media = body.get("content", {}).get("application/json", {})
+                for name, example in media.get("examples", {}).items():
+                    schema = {**media["schema"], "components": spec["components"]}
+                    validator = jsonschema_rs.validator_for(schema)
+                    assert validator.is_valid(example["value"]), (path, method, name)
+                    seen += 1
+    assert seen >= 8  # wallets, approvals (request, answer and the 202 on every sign route)

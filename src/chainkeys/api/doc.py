@@ -23,4 +23,5 @@ class Doc:
     request_required: bool = True
     parameters: tuple[dict[str, Any], ...] = ()
     description: str = ""
-    examples: dict[str, Any] = field(default_factory=dict)
+    examples: dict[str, Any] = field(default_factory=dict)  # of the request body
+    response_examples: dict[str, Any] = field(default_factory=dict)

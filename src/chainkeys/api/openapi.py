@@ -9,7 +9,7 @@ msgspec. Nothing here is written beside the routes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from starlette.routing import Route
@@ -17,7 +17,7 @@ from starlette.routing import Route
 from chainkeys import __version__
 from chainkeys.api.auth import AUTHENTICATED
 from chainkeys.api.doc import Doc
-from chainkeys.api.schemas import ApprovalResponse, ErrorBody
+from chainkeys.api.schemas import APPROVAL_EXAMPLE, ApprovalResponse, ErrorBody
 
 REF = "#/components/schemas/{name}"
 ERRORS = {
@@ -58,7 +58,8 @@ def _errors(codes: Iterable[str]) -> dict[str, Any]:
         if code == "202":
             out[code] = {"description": "the tenant's policy asks people to approve this "
                          "first: nothing is signed yet; the approval request",
-                         "content": _content(ApprovalResponse)}  # fmt: skip
+                         "content": _content(ApprovalResponse,
+                                             {"pending": APPROVAL_EXAMPLE})}  # fmt: skip
             continue
         out[code] = {"description": ERRORS[code], "content": _content(ErrorBody)}
         if code == "429":
@@ -77,7 +78,8 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
         "summary": doc.summary,
         "tags": [doc.tag],
         "responses": {
-            "200": {"description": doc.summary, "content": _content(doc.response)},
+            "200": {"description": doc.summary,
+                    "content": _content(doc.response, doc.response_examples)},
             **_errors(doc.errors),
         },
     }
@@ -95,6 +97,23 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
     return op
 
 
+DECIMAL: Final = {"type": "string", "format": "decimal"}
+
+
+def _decimals_as_read(node: Any) -> Any:
+    """msgspec describes a Decimal as a string (what it writes) and ignores a Meta's
+    schema on one, but it reads a JSON number too, exactly (Core's amounts are
+    numbers): say so, or a client generated from the document refuses Core's own
+    request shape."""
+    if node == DECIMAL:
+        return {"anyOf": [{"type": "number"}, DECIMAL]}
+    if isinstance(node, dict):
+        return {k: _decimals_as_read(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_decimals_as_read(v) for v in node]
+    return node
+
+
 def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     types: set[type] = {ErrorBody, ApprovalResponse}
@@ -110,6 +129,7 @@ def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     _, components = msgspec.json.schema_components(
         sorted(types, key=lambda t: t.__name__), ref_template=REF
     )
+    components = _decimals_as_read(components)
     return {
         "openapi": "3.1.0",
         "info": {

@@ -88,15 +88,18 @@ def approval_routes(list_max_limit: int) -> list[Route]:
                     description="The requests the caller's token made, and, for an approver "
                     "(`approve` scope), those of its group."),
         "get": Doc("getApproval", "One approval request (with the signed result once signed)",
-                   TAG, s.ApprovalResponse, ("404", *ERRORS_AUTH), parameters=item),
+                   TAG, s.ApprovalResponse, ("404", *ERRORS_AUTH), parameters=item,
+                   response_examples={"pending": s.APPROVAL_EXAMPLE}),
         "approve": Doc("approveApproval", "Approve, on the digest you looked at", TAG,
                        s.ApprovalResponse, errors, request=s.ApproveBody, parameters=item,
+                       examples={"approve": {"digest": s.APPROVAL_EXAMPLE["data"]["digest"]}},
                        description="Approvers of the request's group only; never the requester "
                        "or a token with its label; one vote per person. The vote that reaches "
                        "the quorum signs (the policy and caps are checked again)."),
         "reject": Doc("rejectApproval", "Reject (one rejection ends the request)", TAG,
                       s.ApprovalResponse, errors, request=s.RejectBody,
-                      request_required=False, parameters=item),
+                      request_required=False, parameters=item,
+                      examples={"reject": {"reason": "unknown payee"}}),
         "cancel": Doc("cancelApproval", "Cancel your own pending request", TAG,
                       s.ApprovalResponse, errors, parameters=item),
     }  # fmt: skip

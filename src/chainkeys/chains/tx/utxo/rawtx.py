@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal, DecimalException
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 from embit.transaction import Transaction
@@ -37,15 +37,13 @@ from chainkeys.chains.tx.utxo.transaction import (
     unlock,
 )
 
-NUMBER_OR_STRING: dict[str, Any] = {"type": ["number", "string"]}
-
 
 class PrevTx(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     txid: str
     vout: int
     scriptPubKey: str
     # Core sends a JSON number; a string is read the same. Exact either way.
-    amount: Annotated[Decimal, msgspec.Meta(extra_json_schema=NUMBER_OR_STRING)] | None = None
+    amount: Decimal | None = None
     redeemScript: str | None = None
     witnessScript: str | None = None
     hex: str | None = None  # the full previous transaction (required for legacy inputs)
