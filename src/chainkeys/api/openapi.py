@@ -78,8 +78,10 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
         "summary": doc.summary,
         "tags": [doc.tag],
         "responses": {
-            "200": {"description": doc.summary,
-                    "content": _content(doc.response, doc.response_examples)},
+            "200": {
+                "description": doc.summary,
+                "content": _content(doc.response, doc.response_examples),
+            },
             **_errors(doc.errors),
         },
     }
