@@ -212,6 +212,11 @@ def test_an_unknown_fee_is_refused_under_a_cap(tenant: Tenant) -> None:
                                   "scriptPubKey": built["scriptPubKey"], "value": 0})  # fmt: skip
     assert check["valid"] is True and check["lowS"] is True
     assert sign_events(tenant)[-1]["details"]["summary"]["fee"] is None
+    # under an approval threshold an unknown total is never "below" it: people look
+    tenant.policy({"family": "dogecoin", "approval": {"quorum": 1, "group": "ops"},
+                   "above": {"DOGE": str(1000 * doge)}})  # fmt: skip
+    held = tenant.sign(f"/dogecoin/{address}/sign-raw-transaction", raw)
+    assert held.status_code == 202 and held.json()["data"]["summary"]["fee"] is None
 
 
 # ---- 4. Cosmos bytes the decoder does not read are refused -------------------------

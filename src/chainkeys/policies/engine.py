@@ -72,13 +72,17 @@ def decide(policy: Policy, summary: Summary) -> Decision:
             _within(rule, rule.max_per_tx, "max_per_tx", "per-transaction", denom, amount)
         if rule.max_per_day is not None:
             daily[denom] = _within(rule, rule.max_per_day, "max_per_day", "24 h", denom, amount)
-    return Decision(rule, spent, daily, _approval_needed(rule, spent))
+    return Decision(rule, spent, daily, _approval_needed(rule, summary, spent))
 
 
-def _approval_needed(rule: Rule, spent: Mapping[str, int]) -> Approval | None:
+def _approval_needed(rule: Rule, summary: Summary, spent: Mapping[str, int]) -> Approval | None:
     """The rule's approval, unless it applies only `above` amounts and this request
-    stays within every listed denom and moves no other one."""
+    stays within every listed denom and moves no other one. A request whose total is
+    not known (an unknown fee, a message not decoded) is never "within": people look."""
     if rule.approval is None or rule.above is None:
+        return rule.approval
+    unread = summary.family not in UTXO and any(not item.decoded for item in summary.items)
+    if summary.fee is None or unread:
         return rule.approval
     for denom, amount in spent.items():
         limit = rule.above.get(denom)
