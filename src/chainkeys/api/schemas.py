@@ -478,7 +478,7 @@ class ApprovalResponse(Struct, kw_only=True):
 
 APPROVAL_EXAMPLE: dict[str, Any] = {  # the OpenAPI document's example of one
     "success": True,
-    "message": "this request needs 2 approvals of treasury",
+    "message": "approval required: nothing is signed yet",
     "data": {
         "id": "apr_5c1f0e9a7b3d2c4e6f801a2b", "state": "pending", "family": "cosmos",
         "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c", "kind": "sign-transfer",
