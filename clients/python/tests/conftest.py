@@ -43,21 +43,39 @@ class Server:
     data_dir: Path
     env: dict[str, str]
     process: subprocess.Popen[bytes]
-    tokens: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    tokens: dict[tuple[str, str, str, str | None], str] = field(default_factory=dict)
 
-    def token(self, tenant: str = "t1", scopes: str = ALL_SCOPES, label: str = "py") -> str:
+    def token(
+        self, tenant: str = "t1", scopes: str = ALL_SCOPES, label: str = "py",
+        group: str | None = None,
+    ) -> str:  # fmt: skip
         """Issue a token (`chainkeys token create`; the token is the last stdout line),
-        once per (tenant, scopes, label) in the session."""
-        if (tenant, scopes, label) in self.tokens:
-            return self.tokens[tenant, scopes, label]
-        out = subprocess.run(
-            [CHAINKEYS_BIN, "token", "create", "--tenant", tenant, "--label", label,
-             "--scope", scopes, "--data-dir", str(self.data_dir)],
-            env=self.env, capture_output=True, text=True, timeout=60, check=True,
-        )  # fmt: skip
-        token = out.stdout.strip().splitlines()[-1].strip()
-        self.tokens[tenant, scopes, label] = token
+        once per (tenant, scopes, label, group) in the session. An approve token needs
+        a group (the approver group) and a label (the person)."""
+        if (tenant, scopes, label, group) in self.tokens:
+            return self.tokens[tenant, scopes, label, group]
+        out = self.cli("token", "create", "--tenant", tenant, "--label", label,
+                       "--scope", scopes, *(("--group", group) if group else ()))  # fmt: skip
+        token = out.strip().splitlines()[-1].strip()
+        self.tokens[tenant, scopes, label, group] = token
         return token
+
+    def policy(self, tenant: str, *rules: dict[str, Any]) -> None:
+        """Make `rules` the tenant's signing policy (`chainkeys policy set`; the tenant
+        exists once a token was issued for it), before the tenant's first sign request (a running server re-reads a policy only after
+        its refresh interval)."""
+        path = self.data_dir / f"policy-{tenant}.json"
+        path.write_text(json.dumps({"rules": list(rules)}))
+        self.cli("policy", "set", tenant, str(path))
+
+    def cli(self, *args: str) -> str:
+        out = subprocess.run(
+            [CHAINKEYS_BIN, *args, "--data-dir", str(self.data_dir)],
+            env=self.env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        if out.returncode != 0:
+            raise AssertionError(f"chainkeys {args[:2]} failed: {out.stderr[-2000:]}")
+        return out.stdout
 
 
 @pytest.fixture(scope="session")

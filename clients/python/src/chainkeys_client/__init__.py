@@ -6,8 +6,9 @@ Depends only on httpx and msgspec; never imports the server package.
 from chainkeys_client._client import AsyncClient, Client
 from chainkeys_client._core import RetryPolicy
 from chainkeys_client._errors import (
-    Approval,
+    ApprovalFailed,
     ApprovalPending,
+    ApprovalTimeout,
     BadRequest,
     ChainkeysError,
     Conflict,
@@ -23,6 +24,9 @@ from chainkeys_client._errors import (
 from chainkeys_client._models import (
     Account,
     AccountPage,
+    Approval,
+    ApprovalPage,
+    ApprovalVote,
     AuditEvent,
     AuditPage,
     CosmosAminoSigned,
@@ -32,6 +36,7 @@ from chainkeys_client._models import (
     CosmosSignDoc,
     CosmosTransfer,
     CosmosTx,
+    DerivedAccount,
     EosTransactionSigned,
     FamilyNetworks,
     ListedKey,
@@ -44,6 +49,11 @@ from chainkeys_client._models import (
     RawInputError,
     RawTransactionSigned,
     StdSignature,
+    TokenInfo,
+    Wallet,
+    WalletPage,
+    WalletSecret,
+    Xpub,
 )
 
 __version__ = "0.1.0"
@@ -52,7 +62,11 @@ __all__ = [
     "Account",
     "AccountPage",
     "Approval",
+    "ApprovalFailed",
+    "ApprovalPage",
     "ApprovalPending",
+    "ApprovalTimeout",
+    "ApprovalVote",
     "AsyncClient",
     "AuditEvent",
     "AuditPage",
@@ -67,6 +81,7 @@ __all__ = [
     "CosmosSignDoc",
     "CosmosTransfer",
     "CosmosTx",
+    "DerivedAccount",
     "EosTransactionSigned",
     "FamilyNetworks",
     "Forbidden",
@@ -86,7 +101,12 @@ __all__ = [
     "ServerError",
     "ServiceUnavailable",
     "StdSignature",
+    "TokenInfo",
     "TransportError",
     "Unauthorized",
+    "Wallet",
+    "WalletPage",
+    "WalletSecret",
+    "Xpub",
     "__version__",
 ]

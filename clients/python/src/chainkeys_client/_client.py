@@ -1,9 +1,9 @@
 """`Client` (sync, httpx.Client) and `AsyncClient` (httpx.AsyncClient).
 
 Each endpoint group lives in its own module as call builders plus a sync and
-an async face (`_accounts.py`, `_signing.py`); a client only attaches the
-faces. A new group (wallets, approvals, tokens) is one new module of the same
-form and one attribute in each client's `__init__` below.
+an async face (`_accounts.py`, `_signing.py`, `_wallets.py`, `_approvals.py`,
+`_tokens.py`); a client only attaches the faces. A new group is one new module
+of the same form and one attribute in each client's `__init__` below.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from chainkeys_client._accounts import Accounts, AsyncAccounts
+from chainkeys_client._approvals import Approvals, AsyncApprovals
 from chainkeys_client._core import (
     DEFAULT_TIMEOUT,
     AsyncRunner,
@@ -25,6 +26,8 @@ from chainkeys_client._core import (
 )
 from chainkeys_client._models import AuditEvent, AuditPage, Networks
 from chainkeys_client._signing import AsyncSigning, Signing
+from chainkeys_client._tokens import AsyncTokens, Tokens
+from chainkeys_client._wallets import AsyncWallets, Wallets
 
 USER_AGENT = "chainkeys-client-python/0.1.0"
 
@@ -77,8 +80,9 @@ class Client:
         self._run = run
         self.accounts = Accounts(run)
         self.signing = Signing(run)
-        # Later, one line each: self.wallets = Wallets(run); self.approvals = Approvals(run);
-        # self.tokens = Tokens(run)
+        self.wallets = Wallets(run)
+        self.approvals = Approvals(run)
+        self.tokens = Tokens(run)
 
     def __repr__(self) -> str:
         return f"Client(url={self.url!r})"
@@ -137,7 +141,9 @@ class AsyncClient:
         self._run = run
         self.accounts = AsyncAccounts(run)
         self.signing = AsyncSigning(run)
-        # Later: self.wallets = AsyncWallets(run); self.approvals = AsyncApprovals(run); …
+        self.wallets = AsyncWallets(run)
+        self.approvals = AsyncApprovals(run)
+        self.tokens = AsyncTokens(run)
 
     def __repr__(self) -> str:
         return f"AsyncClient(url={self.url!r})"

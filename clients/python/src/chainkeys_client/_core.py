@@ -22,7 +22,6 @@ import httpx
 import msgspec
 
 from chainkeys_client._errors import (
-    Approval,
     ApprovalPending,
     ChainkeysError,
     RateLimited,
@@ -30,6 +29,7 @@ from chainkeys_client._errors import (
     TransportError,
     error_class,
 )
+from chainkeys_client._models import Approval
 
 T = TypeVar("T")
 
@@ -49,10 +49,10 @@ class _Envelope(msgspec.Struct):
     data: Any = None
 
 
-def segment(value: str) -> str:
+def segment(value: str, what: str = "an account name") -> str:
     """One path segment, escaped: a name can never reach another path."""
     if not isinstance(value, str) or not value or value in (".", ".."):
-        raise ValueError("an account name is a non-empty string, not . or ..")
+        raise ValueError(f"{what} is a non-empty string, not . or ..")
     return quote(value, safe="")
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
+from chainkeys_client._models import Approval
 
 __all__ = [
+    "ApprovalFailed",
     "ApprovalPending",
+    "ApprovalTimeout",
     "BadRequest",
     "ChainkeysError",
     "Conflict",
@@ -111,28 +113,14 @@ class TransportError(ChainkeysError):
     """No answer: connection refused or reset, timeout. `status` is None."""
 
 
-class Approval(msgspec.Struct, kw_only=True):
-    """An approval request (`GET /approvals/{id}`): the 202 answer of a sign request
-    that needs people to approve it. Every field but `id` may be absent."""
-
-    id: str
-    state: str | None = None
-    family: str | None = None
-    account: str | None = None
-    kind: str | None = None
-    summary: dict[str, Any] | None = None
-    digest: str | None = None
-    required: int | None = None
-    votes: list[Any] | None = None
-    expires_at: str | None = None
-    result: dict[str, Any] | None = None
-
-
 class ApprovalPending(Exception):  # noqa: N818 - a state, not a failure
     """A sign request needs approval (HTTP 202): nothing is signed yet.
 
     Not a `ChainkeysError`: the request was accepted. `id` names the approval
-    request; `approval` is the whole object the server answered with.
+    request; `approval` is the whole object the server answered with. Wait for
+    the signature with `client.approvals.wait(pending)` (it returns the signed
+    approval; `approval.result_as(CosmosTx)` is the sign endpoint's answer).
+    Sending the same request again answers the same approval request.
     """
 
     def __init__(self, approval: Approval, message: str = "approval required") -> None:
@@ -143,6 +131,39 @@ class ApprovalPending(Exception):  # noqa: N818 - a state, not a failure
 
     def __str__(self) -> str:
         return f"approval required: request {self.id} ({self.approval.state or 'pending'})"
+
+
+class ApprovalFailed(ChainkeysError):
+    """An approval request ended without a signature: `approval.state` is rejected,
+    expired, cancelled or failed (`approval.reason` says why, when known).
+
+    Raised by `approvals.wait`; `code` is `approval_<state>`, `status` None (the
+    answers were successful; the request was not).
+    """
+
+    def __init__(self, approval: Approval) -> None:
+        state = approval.state or "unknown"
+        why = f": {approval.reason}" if approval.reason else ""
+        super().__init__(None, f"approval_{state}", f"approval {approval.id} {state}{why}",
+                         method="GET", path=f"/approvals/{approval.id}")  # fmt: skip
+        self.approval = approval
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ApprovalTimeout(ChainkeysError):
+    """`approvals.wait` ran out of time; `approval` is the last state seen (still open)."""
+
+    def __init__(self, approval: Approval, timeout: float) -> None:
+        super().__init__(None, "approval_timeout",
+                         f"approval {approval.id} still {approval.state} after {timeout:g} s",
+                         method="GET", path=f"/approvals/{approval.id}")  # fmt: skip
+        self.approval = approval
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return self.message
 
 
 _BY_STATUS: dict[int, type[ChainkeysError]] = {

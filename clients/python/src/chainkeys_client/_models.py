@@ -10,10 +10,12 @@ ignored, so a newer server does not break an older client.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import Struct
+
+T = TypeVar("T")
 
 # ---- accounts -------------------------------------------------------------------------
 
@@ -70,6 +72,149 @@ class AccountPage(Struct, kw_only=True):
     @property
     def names(self) -> list[str]:
         return [k.name for k in self.keys]
+
+
+# ---- wallets --------------------------------------------------------------------------
+
+
+class Wallet(Struct, kw_only=True):
+    """An HD wallet. Its phrase is never in an answer (but in an export)."""
+
+    id: str
+    name: str
+    fingerprint: str  # the master key's BIP32 fingerprint (hex)
+    created_at: str | None = None
+    exported: bool = False
+
+
+class WalletPage(Struct, kw_only=True):
+    """One page of the tenant's wallets; pass `next_cursor` back for the next one."""
+
+    wallets: list[Wallet]
+    next_cursor: str | None = None
+
+
+class DerivedAccount(Struct, kw_only=True):
+    """An account derived from a wallet: `name` is what the account and signing methods
+    take; `path` is its BIP32 path. `public_key` is as in `Account`: compressed SEC hex
+    (Cosmos: decoded from `pubkey`), EOS the legacy `EOS…` form. `created_at` is absent
+    in a preview."""
+
+    family: str
+    network: str
+    name: str
+    address: str
+    public_key: str
+    wallet: str
+    path: str
+    index: int
+    public_key_k1: str | None = None  # EOS: PUB_K1_…
+    pubkey: str | None = None  # Cosmos: the keyring pubkey JSON
+    address_type: str | None = None  # Litecoin
+    created_at: str | None = None
+
+
+class Xpub(Struct, kw_only=True):
+    """The account-level extended public key; UTXO families add BIP380 descriptors."""
+
+    xpub: str
+    format: str
+    path: str
+    fingerprint: str
+    descriptor: str | None = None
+    change_descriptor: str | None = None
+
+
+class WalletSecret(Struct, kw_only=True):
+    """A wallet export: its phrase and BIP39 passphrase. `repr` never shows them."""
+
+    mnemonic: str
+    wallet: Wallet
+    passphrase: str | None = None
+
+    def __repr__(self) -> str:
+        hidden = ", passphrase=<hidden>" if self.passphrase else ""
+        return f"WalletSecret(wallet={self.wallet!r}, mnemonic=<hidden>{hidden})"
+
+    __str__ = __repr__
+
+    def __rich_repr__(self) -> list[tuple[str, Any]]:  # rich would list the fields
+        return [("wallet", self.wallet), ("mnemonic", "<hidden>")]
+
+
+# ---- approvals ------------------------------------------------------------------------
+
+TERMINAL_STATES = frozenset({"signed", "failed", "rejected", "expired", "cancelled"})
+
+
+class ApprovalVote(Struct, kw_only=True):
+    label: str  # the approver (a person)
+    decision: str  # approve or reject
+    time: str | None = None
+    reason: str | None = None
+
+
+class Approval(Struct, kw_only=True):
+    """An approval request (`GET /approvals/{id}`, and the 202 answer of a sign request
+    that needs people to approve it). Every field but `id` may be absent.
+
+    `state`: pending, approved (the quorum is reached, being signed), signed, failed,
+    rejected, expired, cancelled. `digest` is what an approver votes on. `result`, once
+    signed, is the sign endpoint's own answer (`result_as(CosmosTx)` reads it).
+    """
+
+    id: str
+    state: str | None = None
+    family: str | None = None
+    account: str | None = None
+    kind: str | None = None
+    summary: dict[str, Any] | None = None
+    digest: str | None = None
+    required: int | None = None
+    group: str | None = None
+    votes: list[ApprovalVote] = msgspec.field(default_factory=list)
+    created_at: str | None = None
+    expires_at: str | None = None
+    reason: str | None = None
+    result: Any = None
+
+    @property
+    def terminal(self) -> bool:
+        """True once nothing more will happen to it (signed, failed, rejected, …)."""
+        return self.state in TERMINAL_STATES
+
+    def result_as(self, type_: type[T]) -> T:
+        """The signed answer as `type_` (e.g. `CosmosTx`); ValueError before it is signed."""
+        if self.result is None:
+            raise ValueError(f"approval {self.id} has no result (state {self.state})")
+        return msgspec.convert(self.result, type_, strict=False)
+
+
+class ApprovalPage(Struct, kw_only=True):
+    """One page of approval requests, newest first."""
+
+    approvals: list[Approval]
+    next_cursor: str | None = None
+
+
+# ---- tokens ---------------------------------------------------------------------------
+
+
+class TokenInfo(Struct, kw_only=True):
+    """The caller's own token (`GET /tokens/self`), never the token itself.
+
+    `families` None: every family; `group`: an approve token's approver group;
+    `expires_ms` None: never expires.
+    """
+
+    id: str
+    tenant: str
+    label: str
+    scopes: list[str]
+    created_ms: int
+    families: list[str] | None = None
+    group: str | None = None
+    expires_ms: int | None = None
 
 
 # ---- service --------------------------------------------------------------------------

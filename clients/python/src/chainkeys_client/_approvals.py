@@ -1,0 +1,198 @@
+"""Approvals: `/approvals` and `/approvals/{id}` (docs/approvals.md).
+
+A sign request that needs people raises `ApprovalPending`; `approvals.wait`
+polls `GET /approvals/{id}` until the request ends: the signed approval, or
+`ApprovalFailed` (rejected, expired, cancelled, failed), or `ApprovalTimeout`.
+Votes and cancels are never retried automatically (a repeat is a 409).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from chainkeys_client._core import AsyncRunner, Call, SyncRunner, data_as, segment
+from chainkeys_client._errors import ApprovalFailed, ApprovalPending, ApprovalTimeout
+from chainkeys_client._models import Approval, ApprovalPage
+
+ApprovalRef = str | Approval | ApprovalPending
+DEFAULT_WAIT = 300.0
+DEFAULT_INTERVAL = 2.0
+
+
+def _ref(approval: ApprovalRef) -> str:
+    value = approval if isinstance(approval, str) else approval.id
+    return segment(value, "an approval id")
+
+
+# ---- the calls ------------------------------------------------------------------------
+
+
+def list_call(
+    state: str | None = None, limit: int | None = None, cursor: str | None = None
+) -> Call[ApprovalPage]:
+    params: dict[str, Any] = {"state": state, "limit": limit, "cursor": cursor}
+    return Call("GET", "/approvals", data_as(ApprovalPage), params=params, retry=True)
+
+
+def get_call(approval: ApprovalRef) -> Call[Approval]:
+    return Call("GET", f"/approvals/{_ref(approval)}", data_as(Approval), retry=True)
+
+
+def approve_call(approval: ApprovalRef, digest: str) -> Call[Approval]:
+    if not isinstance(digest, str) or not digest:
+        raise ValueError("digest is the approval's digest you looked at (hex)")
+    return Call("POST", f"/approvals/{_ref(approval)}/approve", data_as(Approval),
+                body={"digest": digest})  # fmt: skip
+
+
+def reject_call(approval: ApprovalRef, reason: str | None = None) -> Call[Approval]:
+    body = {} if reason is None else {"reason": reason}
+    return Call("POST", f"/approvals/{_ref(approval)}/reject", data_as(Approval), body=body)
+
+
+def cancel_call(approval: ApprovalRef) -> Call[Approval]:
+    return Call("POST", f"/approvals/{_ref(approval)}/cancel", data_as(Approval))
+
+
+# ---- waiting (the decision is shared; only the sleep differs) --------------------------
+
+
+def settled(approval: Approval, deadline: float, timeout: float) -> Approval | None:
+    """The approval once signed; None while it may still be; else the exception."""
+    if approval.state == "signed":
+        return approval
+    if approval.terminal:
+        raise ApprovalFailed(approval)
+    if time.monotonic() >= deadline:
+        raise ApprovalTimeout(approval, timeout)
+    return None
+
+
+def pause(deadline: float, interval: float) -> float:
+    return max(0.0, min(interval, deadline - time.monotonic()))
+
+
+def _checked(timeout: float, interval: float) -> float:
+    if timeout < 0 or interval <= 0:
+        raise ValueError("timeout is >= 0 and interval > 0 (seconds)")
+    return time.monotonic() + timeout
+
+
+# ---- sync and async faces --------------------------------------------------------------
+
+
+class Approvals:
+    """`client.approvals`: list, get, approve, reject, cancel, wait.
+
+    An approver (a token with the `approve` scope and a group) sees and votes on its
+    group's requests; the requester sees and cancels its own.
+    """
+
+    def __init__(self, run: SyncRunner) -> None:
+        self._run = run
+
+    def list(
+        self, state: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> ApprovalPage:
+        """One page, newest first; `state`: pending, approved, signed, failed, rejected,
+        expired, cancelled."""
+        return self._run(list_call(state, limit, cursor))
+
+    def iter(self, state: str | None = None, *, page_size: int | None = None) -> Iterator[Approval]:
+        cursor: str | None = None
+        while True:
+            page = self.list(state, page_size, cursor)
+            yield from page.approvals
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def get(self, approval: ApprovalRef) -> Approval:
+        """One approval request (an id, an `Approval` or an `ApprovalPending`)."""
+        return self._run(get_call(approval))
+
+    def approve(self, approval: ApprovalRef, digest: str) -> Approval:
+        """Vote for it, naming the `digest` you looked at (another: `digest_mismatch`).
+        The vote that reaches the quorum signs: the answer's state is then `signed`."""
+        return self._run(approve_call(approval, digest))
+
+    def reject(self, approval: ApprovalRef, reason: str | None = None) -> Approval:
+        """One rejection ends the request."""
+        return self._run(reject_call(approval, reason))
+
+    def cancel(self, approval: ApprovalRef) -> Approval:
+        """The requester withdraws its own pending request."""
+        return self._run(cancel_call(approval))
+
+    def wait(
+        self,
+        approval: ApprovalRef,
+        *,
+        timeout: float = DEFAULT_WAIT,
+        interval: float = DEFAULT_INTERVAL,
+    ) -> Approval:
+        """Poll every `interval` s until it ends: the signed approval (`result_as(...)`
+        reads the signature), else `ApprovalFailed`, or `ApprovalTimeout` after `timeout` s.
+        """
+        deadline = _checked(timeout, interval)
+        while True:
+            done = settled(self.get(approval), deadline, timeout)
+            if done is not None:
+                return done
+            time.sleep(pause(deadline, interval))
+
+
+class AsyncApprovals:
+    """`client.approvals` of the AsyncClient: the same methods, awaited."""
+
+    def __init__(self, run: AsyncRunner) -> None:
+        self._run = run
+
+    async def list(
+        self, state: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> ApprovalPage:
+        return await self._run(list_call(state, limit, cursor))
+
+    async def iter(
+        self, state: str | None = None, *, page_size: int | None = None
+    ) -> AsyncIterator[Approval]:
+        cursor: str | None = None
+        while True:
+            page = await self.list(state, page_size, cursor)
+            for approval in page.approvals:
+                yield approval
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def get(self, approval: ApprovalRef) -> Approval:
+        return await self._run(get_call(approval))
+
+    async def approve(self, approval: ApprovalRef, digest: str) -> Approval:
+        return await self._run(approve_call(approval, digest))
+
+    async def reject(self, approval: ApprovalRef, reason: str | None = None) -> Approval:
+        return await self._run(reject_call(approval, reason))
+
+    async def cancel(self, approval: ApprovalRef) -> Approval:
+        return await self._run(cancel_call(approval))
+
+    async def wait(
+        self,
+        approval: ApprovalRef,
+        *,
+        timeout: float = DEFAULT_WAIT,
+        interval: float = DEFAULT_INTERVAL,
+    ) -> Approval:
+        deadline = _checked(timeout, interval)
+        while True:
+            done = settled(await self.get(approval), deadline, timeout)
+            if done is not None:
+                return done
+            await asyncio.sleep(pause(deadline, interval))
+
+
+__all__ = ["ApprovalRef", "Approvals", "AsyncApprovals"]
