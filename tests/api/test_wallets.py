@@ -54,7 +54,7 @@ def identity(account: dict[str, Any]) -> str:
 def wallet_client(server: Server) -> Iterator[httpx.Client]:
     assert server.services is not None
     _, token = server.call(server.services.tokens.create(
-        f"w-{uuid.uuid4().hex[:8]}", "ops", frozenset(SCOPES)))  # fmt: skip
+        f"w-{uuid.uuid4().hex[:8]}", "ops", frozenset(SCOPES) - {"approve"}))  # fmt: skip
     with server.client(token) as c:
         yield c
 
@@ -275,7 +275,7 @@ def test_generated_wallets_export_once_enabled(tmp_path: Any, backend: str) -> N
     srv.start()
     try:
         assert srv.services is not None
-        _, token = srv.call(srv.services.tokens.create("exp", "ops", frozenset(SCOPES)))
+        _, token = srv.call(srv.services.tokens.create("exp", "ops", frozenset(SCOPES) - {"approve"}))
         with srv.client(token) as c:
             made = c.post("/wallets", json={"name": "treasury", "words": 12}).json()["data"]
             assert made["name"] == "treasury" and made["exported"] is False

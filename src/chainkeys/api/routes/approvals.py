@@ -46,7 +46,7 @@ def approval_id(request: Request) -> str:
 async def list_approvals(request: Request, principal: Principal) -> Response:
     q = query(request)
     views, cursor = await services_of(request).signing.approvals.page(
-        principal, q.get("state") or None, query_int(q, "limit"), q.get("cursor")
+        principal, q.get("state"), query_int(q, "limit"), q.get("cursor")
     )
     data = s.ApprovalList(approvals=[approval(v) for v in views], next_cursor=cursor or UNSET)
     return ok(s.ApprovalListResponse(success=True, message="approvals listed", data=data))
