@@ -275,7 +275,9 @@ def test_generated_wallets_export_once_enabled(tmp_path: Any, backend: str) -> N
     srv.start()
     try:
         assert srv.services is not None
-        _, token = srv.call(srv.services.tokens.create("exp", "ops", frozenset(SCOPES) - {"approve"}))
+        _, token = srv.call(
+            srv.services.tokens.create("exp", "ops", frozenset(SCOPES) - {"approve"})
+        )
         with srv.client(token) as c:
             made = c.post("/wallets", json={"name": "treasury", "words": 12}).json()["data"]
             assert made["name"] == "treasury" and made["exported"] is False
