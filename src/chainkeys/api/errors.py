@@ -1,8 +1,8 @@
 """The one table from domain error to HTTP status, and the envelope every error wears.
 
 Handlers never build error responses: they raise domain errors (`errors.py`);
-the route wrapper (`api/routes/common.py`) and the router's own errors
-(unknown path, wrong method) all end here, so every error body is
+the route wrapper (`api/routes/common.py`) and the router's own refusals
+(`api/router.py`: unknown path, wrong method) all end here, so every error body is
 `{"success": false, "message", "code"}`.
 """
 
@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import logging
 import traceback
-from typing import Any
 
 import msgspec
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
 from starlette.responses import Response
 
 from chainkeys import errors as e
@@ -79,20 +76,3 @@ def internal_error(exc: BaseException) -> Response:
     frames = "".join(traceback.format_tb(exc.__traceback__))
     log.error("unhandled %s\n%s", type(exc).__name__, frames)
     return error_response(e.ChainkeysError())
-
-
-async def http_error(request: Request, exc: Exception) -> Response:
-    """The router's own refusals: no such path (404), wrong method (405)."""
-    if not isinstance(exc, HTTPException):
-        return internal_error(exc)
-    if exc.status_code == 404:
-        return error_response(e.NotFound(NO_SUCH_ENDPOINT))
-    if exc.status_code == 405:
-        allow = (exc.headers or {}).get("Allow", "")
-        methods = sorted((m for m in allow.split(", ") if m in ORDER), key=ORDER.index)
-        message = f"{request.method[:20]} is not allowed on {request.url.path[:100]}"
-        return error_response(e.MethodNotAllowed(message, allow=", ".join(methods)))
-    return error_response(e.BadRequest("bad request"))
-
-
-HANDLERS: dict[Any, Any] = {HTTPException: http_error}

@@ -1,0 +1,104 @@
+"""Routing without the framework's wrappers: a request is resolved once, then handled.
+
+`Starlette(...)` puts two error middlewares, a router, the route and a
+request/response adapter around every handler, each wrapping `send` again; a
+sampled profile of a `get` under load spent about a fifth of its time in them.
+None of it is needed here: every chainkeys handler already turns every error into
+the envelope (`routes/common.py`), and the transport (`transport.py`) does the
+rest. So this router keeps what costs little and is public API of Starlette, its
+`Route` (the path compiler and `matches`), `Request`, `Response`, `State` and, for
+the one-off lifespan, its `Router`, and drops the layers:
+
+- a path without parameters is found with one dict lookup; the others are tried
+  in the order given (the account and signing paths first, `app.by_traffic`);
+- a chainkeys route's endpoint is called directly with the `Request`; anything
+  else (the docs' static files) is handed to the route as Starlette would;
+- no such path is the envelope's 404 and a path without the method a 405 with
+  `Allow`, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from starlette.datastructures import State
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Match, Route
+from starlette.routing import Router as LifespanRouter
+
+from chainkeys import errors as e
+from chainkeys.api.errors import NO_SUCH_ENDPOINT, ORDER, error_response, internal_error
+from chainkeys.api.transport import Receive, Scope, Send
+
+Lifespan = Callable[["Router"], contextlib.AbstractAsyncContextManager[None]]
+
+
+class Router:
+    """The ASGI app under the transport: `state` is `request.app.state`."""
+
+    def __init__(self, routes: Sequence[BaseRoute], lifespan: Lifespan) -> None:
+        self.routes = list(routes)
+        self.state = State()
+        self.exact: dict[str, Route] = {}
+        self.patterns: list[BaseRoute] = []
+        for route in self.routes:
+            if isinstance(route, Route) and "{" not in route.path:
+                self.exact[route.path] = route
+            else:
+                self.patterns.append(route)
+
+        @contextlib.asynccontextmanager
+        async def context(app: Any) -> AsyncIterator[None]:
+            async with lifespan(self):
+                yield
+
+        self._lifespan = LifespanRouter(lifespan=context)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["app"] = self
+        if scope["type"] != "http":
+            await self._lifespan(scope, receive, send)
+            return
+        route = self.exact.get(scope["path"])
+        if route is not None:
+            scope["path_params"] = {}
+            if route.methods is not None and scope["method"] not in route.methods:
+                await self._not_allowed(scope, receive, send, route)
+                return
+        else:
+            partial: BaseRoute | None = None
+            for candidate in self.patterns:
+                match, child = candidate.matches(scope)
+                if match is Match.FULL:
+                    scope.update(child)
+                    route = candidate  # type: ignore[assignment]
+                    break
+                if match is Match.PARTIAL and partial is None:
+                    partial = candidate
+            if route is None:
+                if partial is not None:
+                    await self._not_allowed(scope, receive, send, partial)
+                else:
+                    await error_response(e.NotFound(NO_SUCH_ENDPOINT))(scope, receive, send)
+                return
+        scope["route"] = route  # the metrics' label (transport.py)
+        endpoint = getattr(route, "endpoint", None)
+        if endpoint is None or not hasattr(endpoint, "ops"):
+            await route.handle(scope, receive, send)  # a Mount: the docs' static files
+            return
+        try:
+            response = await endpoint(Request(scope, receive, send))
+        except Exception as exc:  # the endpoint answers every error itself; never a 5xx page
+            response = internal_error(exc)
+        await response(scope, receive, send)
+
+    @staticmethod
+    async def _not_allowed(scope: Scope, receive: Receive, send: Send, route: BaseRoute) -> None:
+        scope["route"] = route
+        methods = sorted((m for m in getattr(route, "methods", ()) if m in ORDER),
+                         key=ORDER.index)  # fmt: skip
+        message = f"{scope['method'][:20]} is not allowed on {scope['path'][:100]}"
+        refusal = e.MethodNotAllowed(message, allow=", ".join(methods))
+        await error_response(refusal)(scope, receive, send)
