@@ -12,10 +12,17 @@ chainkeys does:
   import: the same from a 64-hex private key;
 - get: the same columns by (tenant, family, name), details parsed;
 - list: the same keyset page (limit + 1 rows, details parsed per row);
+- sign (every family and kind): the account row, the request decoded and signed
+  by chainkeys' own chain layer (the same decoder and the same libraries:
+  protobuf, embit, coincurve; the ratio prices what is around them), the key
+  opened with AES-256-GCM, and an audit row with the summary inserted and
+  committed before the answer, as chainkeys does; create and import commit
+  their audit row with the account, as chainkeys does;
 - the same JSON bodies, byte for byte.
 
 What it leaves out is what the benchmark prices: routing, middleware, request
-ids, access logging, validation of names and options, error envelopes.
+ids, access logging, validation of names and options, the signing policy
+lookup, error envelopes, SQLAlchemy.
 
 Run: python -m bench.baseline --port P --data-dir D [--workers N]
 (CHAINKEYS_SQLITE_SYNCHRONOUS as for chainkeys; default FULL).
@@ -33,14 +40,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 from coincurve import PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench import lean
+from chainkeys.chains.keys import key_from_secret
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.tx.base import Owner, SignKind, summary_record
 from chainkeys.vault import MasterKey, Vault
 from chainkeys.vault.derive import Cursors
 
+AUDIT_SQL = (
+    "INSERT INTO audit (tenant_id, action, family, account_name, request_id, outcome,"
+    " created_ms, actor_token_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+KINDS: dict[tuple[str, str], SignKind] = {
+    (family, kind.path): kind for family, fam in FAMILIES.items() for kind in fam.signers
+}
 AUTH_SQL = (
     "SELECT tokens.tenant_id, tenants.name, tokens.id FROM tokens JOIN tenants"
     " ON tokens.tenant_id = tenants.id WHERE tokens.token_hash = ? AND tokens.revoked_ms IS NULL"
@@ -147,6 +165,7 @@ class Baseline:
         self.synchronous = synchronous
         self.reader: sqlite3.Connection | None = None
         self.writer: sqlite3.Connection | None = None
+        self.requests = 0
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
@@ -183,7 +202,8 @@ class Baseline:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _tenant(self, scope: dict[str, Any]) -> str | None:
+    def _caller(self, scope: dict[str, Any]) -> tuple[str, str] | None:
+        """(tenant id, token id) of the request's token."""
         for key, value in scope["headers"]:
             if key == b"authorization":
                 header = value.decode("latin-1").strip()
@@ -192,8 +212,17 @@ class Baseline:
                 digest = hashlib.sha256(token.encode()).hexdigest()
                 assert self.reader is not None
                 row = self.reader.execute(AUTH_SQL, (digest,)).fetchone()
-                return None if row is None else str(row[0])
+                return None if row is None else (str(row[0]), str(row[2]))
         return None
+
+    @staticmethod
+    async def _body(receive: Any) -> bytes:
+        body = b""
+        while True:
+            message = await receive()
+            body += bytes(message.get("body", b""))
+            if not message.get("more_body"):
+                return body
 
     async def _handle(self, scope: dict[str, Any], receive: Any) -> tuple[int, bytes]:
         path: str = scope["path"]
@@ -201,27 +230,63 @@ class Baseline:
             return 200, b'{"success":true,"message":"ok"}'
         parts = path.strip("/").split("/")
         family = parts[0]
-        if family not in DEFAULT_NETWORK or len(parts) > 2:
+        if family not in DEFAULT_NETWORK or len(parts) > 3:
             return 404, b'{"success":false,"message":"no such endpoint","code":"not_found"}'
-        tenant = self._tenant(scope)
-        if tenant is None:
+        caller = self._caller(scope)
+        if caller is None:
             return 401, b'{"success":false,"message":"unauthorized","code":"unauthorized"}'
         method = scope["method"]
+        if len(parts) == 3 and method == "POST" and (family, parts[2]) in KINDS:
+            body = await self._body(receive)
+            return self._sign(caller, family, parts[1], KINDS[(family, parts[2])], body)
         if len(parts) == 2 and method == "GET":
-            return self._get(tenant, family, parts[1])
+            return self._get(caller[0], family, parts[1])
         if len(parts) == 1 and method == "POST":
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
-            return self._create(tenant, family, orjson.loads(body) if body.strip() else {})
+            body = await self._body(receive)
+            return self._create(caller, family, orjson.loads(body) if body.strip() else {})
         if len(parts) == 1 and method == "GET":
-            return self._list(tenant, family, scope["query_string"])
+            return self._list(caller[0], family, scope["query_string"])
         return 405, b'{"success":false,"message":"method not allowed","code":"method_not_allowed"}'
 
-    def _create(self, tenant: str, family: str, req: dict[str, Any]) -> tuple[int, bytes]:
+    def _audit(
+        self, caller: tuple[str, str], action: str, family: str, name: str,
+        details: dict[str, Any] | None, now: int,
+    ) -> None:  # fmt: skip
+        """The audit row chainkeys commits with the work (request id: a counter)."""
+        self.requests += 1
+        assert self.writer is not None
+        self.writer.execute(AUDIT_SQL, (caller[0], action, family, name, f"b{self.requests:016x}",
+                                        "ok", now, caller[1],
+                                        None if details is None else orjson.dumps(details).decode()))  # fmt: skip
+
+    def _sign(
+        self, caller: tuple[str, str], family: str, name: str, kind: SignKind, body: bytes
+    ) -> tuple[int, bytes]:
+        assert self.reader is not None and self.writer is not None
+        row = self.reader.execute(GET_SQL, (caller[0], family, name)).fetchone()
+        if row is None:
+            return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
+        fam = FAMILIES[family]
+        details = orjson.loads(row[7])
+        owner = Owner(family, row[3], row[5], fam.public_key_bytes(row[6]), fam.network(row[4]),
+                      details.get("address_type"))  # fmt: skip
+        prepared = kind.prepare(msgspec.json.decode(body, type=kind.request), owner)
+        aad = "\x00".join(("chainkeys/v1", "account", caller[0], family, name)).encode()
+        sealed: bytes = row[8]
+        secret = self.aes.decrypt(sealed[1:13], sealed[13:], aad)
+        signed = prepared.sign(key_from_secret(secret, len(owner.public_key) == 33))
+        summary = prepared.summary
+        record = {"kind": kind.path, "digest": summary.digest, "summary": summary_record(summary),
+                  "tx_id": signed.tx_id}  # fmt: skip
+        self.writer.execute("BEGIN IMMEDIATE")
+        self._audit(caller, "sign", family, name, record, int(time.time() * 1000))
+        self.writer.execute("COMMIT")
+        return 200, msgspec.json.encode({"success": True, "message": "signed", "data": signed.data})
+
+    def _create(
+        self, caller: tuple[str, str], family: str, req: dict[str, Any]
+    ) -> tuple[int, bytes]:
+        tenant = caller[0]
         given = req.get("private_key")
         secret = bytes.fromhex(given) if given else os.urandom(32)
         name, public_key, extra, private = account_of(family, secret)
@@ -245,6 +310,7 @@ class Baseline:
         except sqlite3.IntegrityError:
             self.writer.execute("ROLLBACK")
             return 409, b'{"success":false,"message":"exists","code":"account_exists"}'
+        self._audit(caller, "import" if given else "create", family, name, None, now)
         self.writer.execute("COMMIT")
         message = "account imported" if given else "account created"
         body = account_body(family, message, name, public_key, extra,

@@ -92,14 +92,18 @@ class Server:
                 self.popen.wait(10)
 
 
-def start(name: str, args: list[str], env: dict[str, str], log: Path, workers: int) -> Server:
-    """Start `python <args>`, wait for GET /healthz = 200 and for all workers to be up."""
+def start(
+    name: str, args: list[str], env: dict[str, str], log: Path, workers: int,
+    python: str = sys.executable,
+) -> Server:  # fmt: skip
+    """Start `python <args>`, wait for GET /healthz = 200 and for all workers to be up.
+    `python`: another interpreter (a git ref's own venv, bench/refs.py)."""
     port = free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("CHAINKEYS_", "BENCH_"))}
     full_env = {**clean, "PYTHONPATH": str(REPO), **env}
     with log.open("ab") as out:
         popen = subprocess.Popen(
-            [sys.executable, *args, "--port", str(port)],
+            [python, *args, "--port", str(port)],
             env=full_env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
         )  # fmt: skip
     server = Server(name, popen, port, log)
