@@ -6,7 +6,7 @@ sampled profile of a `get` under load spent about a fifth of its time in them.
 None of it is needed here: every chainkeys handler already turns every error into
 the envelope (`routes/common.py`), and the transport (`transport.py`) does the
 rest. So this router keeps what costs little and is public API of Starlette, its
-`Route` (the path compiler and `matches`), `Request`, `Response`, `State` and, for
+`Route` (the path compiler and `matches`), `Request`, `Response` and, for
 the one-off lifespan, its `Router`, and drops the layers:
 
 - a path without parameters is found with one dict lookup; the others are tried
@@ -23,7 +23,6 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from starlette.datastructures import State
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Match, Route
 from starlette.routing import Router as LifespanRouter
@@ -35,12 +34,23 @@ from chainkeys.api.transport import Receive, Scope, Send
 Lifespan = Callable[["Router"], contextlib.AbstractAsyncContextManager[None]]
 
 
+class AppState:
+    """`request.app.state`: plain attributes (Starlette's `State` answers each read
+    through `__getattr__`, three times a request)."""
+
+    __slots__ = ("rate_limiter", "services")
+
+    def __init__(self) -> None:
+        self.services: Any = None
+        self.rate_limiter: Any = None
+
+
 class Router:
     """The ASGI app under the transport: `state` is `request.app.state`."""
 
     def __init__(self, routes: Sequence[BaseRoute], lifespan: Lifespan) -> None:
         self.routes = list(routes)
-        self.state = State()
+        self.state = AppState()
         self.exact: dict[str, Route] = {}
         self.patterns: list[BaseRoute] = []
         for route in self.routes:

@@ -200,10 +200,13 @@ class Database:
         """SQLite: a number that changes whenever another connection or process has
         committed (`PRAGMA data_version` on the reader; this process's own writer
         counts as another connection)."""
-        with storage_errors():
+        try:  # (no context manager: this runs for nearly every request)
             cursor = self._sqlite_read.tx().raw.execute("PRAGMA data_version")
-            version: int = cursor.fetchone()[0]
-            cursor.close()
+            row = cursor.fetchone()
+            cursor.close()  # the statement is finished: no read snapshot stays open
+        except sqlite3.Error as exc:
+            raise StorageUnavailable() from exc
+        version: int = row[0]
         return version
 
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
