@@ -14,7 +14,7 @@ from starlette.requests import Request
 
 from chainkeys import metrics
 from chainkeys.api.ratelimit import enforce
-from chainkeys.api.transport import ARRIVED, TOKEN_ID
+from chainkeys.api.transport import ARRIVED, AUTHORIZATION, TOKEN_ID
 from chainkeys.audit import audit_event
 from chainkeys.bootstrap import Services
 from chainkeys.errors import ChainkeysError, Forbidden, RateLimited, Unauthorized
@@ -55,7 +55,9 @@ def refusal(principal: Principal, scope: str, family: str | None, export_on: boo
 async def authorize(request: Request, scope: str, family: str | None = None) -> Principal:
     """The caller, if its token is live, may do `scope` on `family` and is within its
     rate limit. A refusal is 403 naming what is missing, audited as denied."""
-    token = bearer(request.headers.get("authorization"))
+    raw = request.scope.get(AUTHORIZATION)  # read once by the transport (no Headers object)
+    header = raw.decode("latin-1") if raw is not None else request.headers.get("authorization")
+    token = bearer(header)
     svc = services_of(request)
     principal = await svc.tokens.authenticate(token, request.scope.get(ARRIVED))
     if principal is None:

@@ -48,6 +48,7 @@ CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # Scope keys the wrapper sets for the app (read by api/auth.py and the access line).
 ARRIVED = "chainkeys.arrived"
 TOKEN_ID = "chainkeys.token_id"  # noqa: S105 - a scope key, not a secret
+AUTHORIZATION = "chainkeys.authorization"  # the one Authorization header's value (bytes)
 # The body limit when the declared body is over it (else 0): the first read raises 413
 # before any byte is read. Left to the app, so that a refused sign request is audited.
 OVERSIZE = "chainkeys.oversize"
@@ -146,6 +147,7 @@ class Transport:
         for name, value in scope["headers"]:
             if name == b"authorization":
                 auth_headers += 1
+                scope[AUTHORIZATION] = value
             elif name == b"content-length":
                 declared = int(value) if value.isdigit() else -1
             elif name == b"transfer-encoding":
