@@ -61,7 +61,8 @@ def test_quick_benchmark_runs(tmp_path: Path) -> None:
     assert {"chainkeys", "baseline"} <= {r["impl"] for r in results}
     ran = {r["scenario"] for r in results if r["impl"] == "chainkeys"}
     assert {"get", "list-first", "list-deep", "mixed", "import", "create-cosmos", "create-dogecoin",
-            "create-eos", "create-litecoin"} <= ran  # fmt: skip
+            "create-eos", "create-litecoin", "sign-cosmos-transfer", "sign-cosmos-message",
+            "sign-dogecoin-message", "sign-eos-message", "sign-litecoin-message"} <= ran  # fmt: skip
     for r in results:
         where = f"{r['impl']} {r['config']} {r['scenario']}"
         assert r["requests"] > 0, where
@@ -69,11 +70,14 @@ def test_quick_benchmark_runs(tmp_path: Path) -> None:
         assert r["rss_peak_mb"] > 0, where
         if r["impl"] == "chainkeys" and r["backend"] == "sqlite":
             assert r["ratio"]["rps"] > 0, where
-    # The baseline answers exactly as chainkeys does, or its ratios mean nothing.
+    # The baseline answers exactly as chainkeys does (signatures included), or its ratios
+    # mean nothing.
     assert doc["parity"], "no parity check ran"
+    assert "sign-cosmos-transfer" in doc["parity"]["sqlite-200-w1-FULL"]
     for config, checks in doc["parity"].items():
         assert all(checks.values()), f"baseline and chainkeys differ in {config}: {checks}"
     names = {t["name"] for t in doc["targets"]}
-    assert any(n.startswith("get >= 0.7") for n in names) and any("RSS" in n for n in names)
+    assert any(n.startswith("get >= 0.9") for n in names) and any("RSS" in n for n in names)
+    assert any(n.startswith("sign >= 0.7") for n in names)
     table = (out / "results.md").read_text()
     assert "| sqlite-200-w1-FULL | get |" in table
