@@ -1,8 +1,9 @@
 """The baseline: the leanest app that does chainkeys' create, import, get and list work.
 
 A bare ASGI callable (no framework), orjson, coincurve, AES-GCM and the
-standard sqlite3 module, served by uvicorn with uvloop and httptools exactly
-as `chainkeys serve` is. It opens a copy of a chainkeys data directory (same
+standard sqlite3 module, served by uvicorn with uvloop and httptools (one
+thread: `chainkeys serve` runs Granian, whose I/O threads make each release of
+the GIL, as sqlite3 does on every statement, cost more; bench/README.md). It opens a copy of a chainkeys data directory (same
 schema, same rows, same master key, same pragmas), and per request does what
 chainkeys does:
 

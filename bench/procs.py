@@ -78,10 +78,6 @@ class Server:
         """RSS summed over the server's processes (supervisor and workers)."""
         return sum(rss_kb(p) for p in self.pids)
 
-    def worker_pids(self) -> list[int]:
-        """The processes that serve requests (the supervisor only forwards signals)."""
-        return self.pids[1:] or self.pids
-
     def stop(self) -> None:
         if self.popen.poll() is None:
             self.popen.send_signal(signal.SIGTERM)

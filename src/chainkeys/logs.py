@@ -3,7 +3,6 @@ handlers log method, path, status and request id, never headers or bodies."""
 
 from __future__ import annotations
 
-import json
 import logging
 import logging.config
 import os
@@ -14,6 +13,8 @@ import time
 from contextvars import ContextVar
 from typing import Any, TextIO
 from urllib.parse import quote
+
+import msgspec
 
 # Set by the API for each request; read by the audit log and log lines. The
 # request id is always the server's own; a client's X-Request-ID is kept apart.
@@ -38,7 +39,7 @@ class JSONFormatter(logging.Formatter):
             rid = request_id.get()
             if rid:
                 entry["request_id"] = rid
-        return json.dumps(entry)
+        return msgspec.json.encode(entry).decode()
 
 
 class BufferedStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -155,7 +156,7 @@ def access(
     if _Direct.json_lines:
         entry = {"time": f"{_Direct._stamp}.{msecs:03d}Z", "level": "info",
                  "logger": "chainkeys.access", "message": "request", **fields}  # fmt: skip
-        line = json.dumps(entry)
+        line = msgspec.json.encode(entry).decode()
     else:
         line = f"{_Direct._stamp},{msecs:03d} INFO chainkeys.access {_plain_access(fields)}"
     with handler.lock:  # type: ignore[union-attr]

@@ -1,86 +1,40 @@
 """Size and shape limits: the request head (line + headers), account names, paging.
 
-uvicorn's httptools protocol enforces no limit on the request head and no
-deadline to send it; `BoundedHttpTools` adds both. The head tests run a server
-with that protocol (what `chainkeys serve` runs); the name tests use the
-shared `client` fixture.
+The request head's size and deadline are Granian's, as `chainkeys serve` configures
+it (`api/serve.py`); the body's are the transport's. The head tests run the suite's
+server with short deadlines; the name tests use the shared `client` fixture.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from granian.server.embed import Server as Granian
-from tests.conftest import backend_settings, free_port
+from tests.conftest import Server, backend_settings
 
 from chainkeys.accounts import repository as repositories
-from chainkeys.api import serve
-from chainkeys.api.app import create_app
 from chainkeys.api.serve import MAX_HEAD_BYTES
 
 HEAD_TIMEOUT = 0.5
 BODY_TIMEOUT = 1.0
 
 
-class HeadServer:
-    """create_app served by Granian as `chainkeys serve` configures it, in a thread
-    (SQLite), with short head and body deadlines."""
+class HeadServer(Server):
+    """The suite's one test server (`conftest.Server`: Granian as `chainkeys serve`
+    configures it) with short head and body deadlines, and raw socket access."""
 
-    def __init__(self, data_dir: Path) -> None:
-        self.settings, _ = backend_settings(
-            "sqlite", data_dir, head_timeout_seconds=HEAD_TIMEOUT, body_timeout_seconds=BODY_TIMEOUT
-        )
-        self.port = free_port()
-        self.loop = asyncio.new_event_loop()
-        self.server = Granian(
-            create_app(self.settings),
-            address="127.0.0.1",
-            port=self.port,
-            log_enabled=False,
-            **serve.options(self.settings),
-        )
-        self.thread = threading.Thread(
-            target=lambda: self.loop.run_until_complete(self.server.serve()), daemon=True
-        )
-
-    def __enter__(self) -> HeadServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.05)
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
 
     def token(self) -> str:
-        """A token for a new tenant, issued through the CLI's own service path."""
-        from chainkeys.bootstrap import open_services
-
-        async def issue() -> str:
-            svc = await open_services(self.settings)
-            try:
-                return (await svc.tokens.create(f"t{time.monotonic_ns()}", "test"))[1]
-            finally:
-                await svc.close()
-
-        return asyncio.run(issue())
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.server.stop)
-        self.thread.join(30)
+        return self.new_token()
 
     def raw(self, data: bytes, wait: float = 10.0) -> tuple[int, dict[str, str], bytes, bool]:
         """Send bytes; (status, headers, body, whether the server closed the connection)."""
@@ -120,8 +74,13 @@ def read_response(
 
 @pytest.fixture(scope="module")
 def head_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeadServer]:
-    with HeadServer(tmp_path_factory.mktemp("head")) as srv:
-        yield srv
+    settings, _ = backend_settings("sqlite", tmp_path_factory.mktemp("head"),
+                                   head_timeout_seconds=HEAD_TIMEOUT,
+                                   body_timeout_seconds=BODY_TIMEOUT)  # fmt: skip
+    srv = HeadServer(settings, "sqlite")
+    srv.start()
+    yield srv
+    srv.stop()
 
 
 def envelope(body: bytes, code: str) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
+import msgspec
 from sqlalchemy import (
     BigInteger,
     and_,
@@ -180,7 +180,7 @@ def _row_to_account(row: Any) -> AccountRow:
         network=row.network,
         address=row.address,
         public_key=row.public_key,
-        details=orjson.loads(row.details),
+        details=msgspec.json.decode(row.details),
         secret=bytes(row.secret),
         key_id=row.key_id,
         created_ms=row.created_ms,
@@ -280,7 +280,7 @@ def _account_params(row: AccountRow) -> dict[str, Any]:
         "network": row.network,
         "address": row.address,
         "public_key": row.public_key,
-        "details": orjson.dumps(row.details).decode(),
+        "details": msgspec.json.encode(row.details).decode(),
         "secret": row.secret,
         "key_id": row.key_id,
         "created_ms": row.created_ms,

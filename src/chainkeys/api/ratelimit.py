@@ -11,13 +11,11 @@ request, keeps a custody API available when only the limiter's store is down.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -174,26 +172,6 @@ def build_limiter(settings: Settings) -> Limiter | None:
     if settings.redis_url is not None:
         return RedisBuckets.from_url(settings.redis_url.get_secret_value(), rate, burst)
     return LocalBuckets(rate, burst)
-
-
-def with_rate_limiter(
-    lifespan: Callable[[Any], AbstractAsyncContextManager[None]], settings: Settings
-) -> Callable[[Any], AbstractAsyncContextManager[None]]:
-    """Wrap an app lifespan: the limiter lives (and its Redis client closes) with the app."""
-
-    @contextlib.asynccontextmanager
-    async def wrapped(app: Any) -> AsyncIterator[None]:
-        limiter = build_limiter(settings)
-        app.rate_limiter = limiter
-        try:
-            async with lifespan(app):
-                yield
-        finally:
-            app.rate_limiter = None
-            if limiter is not None:
-                await limiter.aclose()
-
-    return wrapped
 
 
 async def enforce(limiter: Limiter | None, key: str) -> None:

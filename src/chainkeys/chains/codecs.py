@@ -6,8 +6,8 @@ network, length caps, which error to report) so no family carries its own
 copy. Error messages say which rule failed and never repeat the input.
 
 Also here: the two helpers every family uses to resolve a network and to
-refuse options it does not take, and `Base58Family`, the one implementation
-Dogecoin and Litecoin share.
+refuse options it does not take (`Base58Family`, the one implementation
+Dogecoin and Litecoin share, is in `base58.py`).
 """
 
 from __future__ import annotations

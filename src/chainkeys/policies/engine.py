@@ -16,7 +16,7 @@ IBC memo that the receiving chain could act on (JSON: packet-forward
 
 from __future__ import annotations
 
-import json
+import json  # the standard library's on purpose: its lenient parser (NaN, duplicates)
 from collections.abc import Mapping
 from dataclasses import dataclass
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
+import msgspec
 
 from chainkeys.errors import StartupError
 from chainkeys.vault.providers import KEY_BYTES, MasterKey
@@ -158,7 +158,7 @@ def wrap(hsm: Hsm, key: MasterKey) -> bytes:
         iv = secrets.token_bytes(12)
         params = GCMParams(iv, AAD + key_id.encode(), 128)
         sealed = hsm_key.encrypt(key.material, mechanism=Mechanism.AES_GCM, mechanism_param=params)
-    return orjson.dumps({
+    return msgspec.json.encode({
         "v": 1, "mechanism": MECHANISM, "token_label": hsm.token_label,
         "key_label": hsm.key_label, "hsm_key_id": key_id, "master_key_id": key.id,
         "iv": base64.b64encode(iv).decode(), "wrapped": base64.b64encode(sealed).decode(),
@@ -167,7 +167,7 @@ def wrap(hsm: Hsm, key: MasterKey) -> bytes:
 
 def describe(blob: bytes) -> dict[str, Any]:
     """The public fields of a wrapped blob (labels and ids, never key material)."""
-    fields: dict[str, Any] = orjson.loads(blob)
+    fields: dict[str, Any] = msgspec.json.decode(blob)
     return {k: v for k, v in fields.items() if k not in ("iv", "wrapped")}
 
 
@@ -177,7 +177,7 @@ def unwrap(hsm: Hsm, blob: bytes) -> MasterKey:
     from pkcs11 import exceptions as e
     from pkcs11.mechanisms import GCMParams
 
-    fields = orjson.loads(blob)
+    fields = msgspec.json.decode(blob)
     with _session(hsm) as session:
         hsm_key = _key(session, hsm)
         key_id = _key_id(hsm_key)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
+import json  # the standard library's on purpose: JSON.stringify's escapes; a lenient read
 import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
