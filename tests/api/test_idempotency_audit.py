@@ -153,10 +153,14 @@ def test_audit_needs_a_token(server: Any) -> None:
 
 
 def test_idempotency_keys_are_stored_hashed(server: Any, client: httpx.Client) -> None:
-    if server.backend != "sqlite":
-        pytest.skip("reads the SQLite file")
     marker = f"marker-{uuid.uuid4().hex}"
     assert client.post("/cosmos", json={}, headers={"Idempotency-Key": marker}).status_code == 200
+    if server.backend == "postgresql":  # every row of the database, as pg_dump writes them
+        url = server.settings.database_url.get_secret_value().replace("+asyncpg", "")
+        dump = subprocess.run(["pg_dump", "--data-only", url], capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
+        assert "idempotency" in dump and marker not in dump
+        return
     # Read in another process: closing a file descriptor of the database in this one
     # (where the test server runs) would drop the server's POSIX locks on it, and the
     # next process to open it would find a "disk I/O error".
