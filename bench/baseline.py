@@ -47,8 +47,8 @@ from coincurve import PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench import lean
-from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.chains.tx.base import Owner, SignKind, summary_record
 from chainkeys.vault import MasterKey, Vault
 from chainkeys.vault.derive import Cursors

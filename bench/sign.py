@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import procs, wrk
-from chainkeys.chains import codecs
+from chainkeys.chains import encoding
 
 KEY = "11" * 32  # the baseline signs with the same key
 TO = "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv"
@@ -48,7 +48,7 @@ def policy(recipients: int) -> dict[str, Any]:
     """One cosmos rule with `recipients` allow-listed addresses (TO among them) and caps
     that are active (every transfer is counted) but never reached in a run."""
     allowed = [TO] + [
-        codecs.bech32_encode("cosmos", i.to_bytes(20, "big")) for i in range(1, recipients)
+        encoding.bech32_encode("cosmos", i.to_bytes(20, "big")) for i in range(1, recipients)
     ]
     big = str(10**30)
     return {"rules": [

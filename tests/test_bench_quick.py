@@ -19,8 +19,8 @@ import pytest
 from bench import lean, wrk
 from bench.baseline import account_of
 
-from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.secp256k1 import key_from_secret
 from tests.conftest import REQUIRE_PG
 
 REPO = Path(__file__).resolve().parent.parent

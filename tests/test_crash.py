@@ -21,10 +21,10 @@ import httpx
 import pytest
 
 from chainkeys.bootstrap import open_services
-from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.config import Settings
-from chainkeys.keys.repository import SEALED_TABLES
+from chainkeys.masterkey.repository import SEALED_TABLES
 from chainkeys.vault import Context
 from tests.conftest import BACKENDS, drop_pg_database, make_pg_database
 from tests.test_process import first_token, start

@@ -15,9 +15,9 @@ from chainkeys.accounts import CreateRequest
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
-from chainkeys.keys import KeyService
-from chainkeys.keys import repository as repositories
-from chainkeys.keys.repository import Meta
+from chainkeys.masterkey import KeyService
+from chainkeys.masterkey import repository as repositories
+from chainkeys.masterkey.repository import Meta
 from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_database
 
 

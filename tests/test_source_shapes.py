@@ -55,3 +55,71 @@ def test_no_assert_in_the_source() -> None:
         if isinstance(node, ast.Assert)
     ]
     assert found == []
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, module: str, known: set[str]) -> set[str]:
+    """What `module` imports when it is loaded: module-level imports (not those under
+    `if TYPE_CHECKING:` nor inside functions), `from pkg import sub` naming `pkg.sub`."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for stmt in node.body if isinstance(node, ast.Try) else [node]:
+            if isinstance(stmt, ast.Import):
+                found.update(alias.name for alias in stmt.names)
+            elif isinstance(stmt, ast.ImportFrom):
+                base = stmt.module or ""
+                if stmt.level:
+                    up = package.split(".")[: len(package.split(".")) - stmt.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                subs = {f"{base}.{a.name}" for a in stmt.names} & known
+                found.update(subs or {base})
+    return (found & known) - {module}
+
+
+def test_no_import_cycles() -> None:
+    """A module graph without cycles: each module can be read (and loaded) after the
+    ones it uses. The cycle once here ran registry -> cosmos -> cosmos_transfer -> registry."""
+    paths = {_module_of(p): p for p in SRC.rglob("*.py")}
+    graph = {m: _imports(p, m, set(paths)) for m, p in paths.items()}
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+    cycles: list[list[str]] = []
+
+    def walk(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for used in sorted(graph[module]):
+            if state.get(used) == 1:
+                cycles.append([*path[path.index(used) :], used])
+            elif used not in state:
+                walk(used, [*path, used])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module, [module])
+    assert cycles == []
+
+
+def test_modules_are_small_enough_to_read_in_one_sitting() -> None:
+    sizes = {p.relative_to(SRC): len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > 550} == {}
+
+
+def test_no_engine_test_outside_the_store() -> None:
+    """Domain code asks the store for capabilities (`Tx.serialize`,
+    `Tx.writes_in_one_statement`, `Database.has_change_counter`), never for its engine."""
+    engine = ("is_sqlite", ".dialect", '"sqlite"', '"postgresql"')
+    found = [
+        f"{path.relative_to(SRC)}: {line.strip()}"
+        for path in SRC.rglob("*.py")
+        if path.relative_to(SRC).parts[0] not in ("store", "config.py")
+        for line in path.read_text().splitlines()
+        if any(word in line for word in engine)
+    ]
+    assert found == []

@@ -17,15 +17,15 @@ from chainkeys.approvals.service import ApprovalService
 from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError, StorageUnavailable
-from chainkeys.keys.repository import Meta
-from chainkeys.keys.ring import KeyRing
-from chainkeys.keys.service import KeyService
-from chainkeys.keys.vault import open_vault
+from chainkeys.masterkey.opening import open_vault
+from chainkeys.masterkey.repository import Meta
+from chainkeys.masterkey.ring import KeyRing
+from chainkeys.masterkey.service import KeyService
 from chainkeys.policies.service import PolicyService
 from chainkeys.signing.service import SigningService
 from chainkeys.store import migrate
-from chainkeys.store.copy import CopyReport, copy_database, display_url
 from chainkeys.store.db import Database
+from chainkeys.store.dbcopy import CopyReport, copy_database, display_url
 from chainkeys.tokens.service import TokenService
 from chainkeys.vault import Vault
 from chainkeys.vault.derive import Cursors

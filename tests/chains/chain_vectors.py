@@ -21,7 +21,7 @@ from bip_utils import (  # type: ignore[import-untyped]
     Bip39MnemonicDecoder,
 )
 
-from chainkeys.chains import FAMILIES, Key, codecs, eos, key_from_secret, parse_hex_key
+from chainkeys.chains import FAMILIES, Key, encoding, eos, key_from_secret, parse_hex_key
 from chainkeys.chains.base58 import AddressOptions
 from chainkeys.chains.hd import key_from_mnemonic
 from chainkeys.chains.mnemonic import normalise_mnemonic, seed_from_mnemonic
@@ -94,7 +94,7 @@ def key_entry(private_key_hex: str) -> dict[str, Any]:
         group = _base58_group(LITECOIN, key, network, ["p2pkh", "p2sh_p2wpkh", "p2wpkh"])
         group["p2sh_p2wpkh_deprecated_version"] = {
             "version_byte": old_version,
-            "address": codecs.p2sh_p2wpkh_address(key.public, bytes.fromhex(old_version[2:])),
+            "address": encoding.p2sh_p2wpkh_address(key.public, bytes.fromhex(old_version[2:])),
         }
         litecoin[network] = group
     account = EOS.account(key, EOS.network(None), EOS.options({}, key))
@@ -102,9 +102,9 @@ def key_entry(private_key_hex: str) -> dict[str, Any]:
         "private_key_hex": key.secret.hex(),
         "public_key_compressed_hex": key.public.hex(),
         "public_key_uncompressed_hex": key_from_secret(key.secret, compressed=False).public.hex(),
-        "hash160_hex": codecs.hash160(key.public).hex(),
+        "hash160_hex": encoding.hash160(key.public).hex(),
         "cosmos": {
-            "hash160_hex": codecs.hash160(key.public).hex(),
+            "hash160_hex": encoding.hash160(key.public).hex(),
             "pubkey_base64": hub.public_key,
             "pubkey_amino_json": {"type": "tendermint/PubKeySecp256k1", "value": hub.public_key},
             "pubkey_keyring_json": json.loads(hub.extra["pubkey"]),

@@ -1,4 +1,4 @@
-"""keys.py and codecs.py: key validation, hex parsing, WIF rules, hashes."""
+"""secp256k1.py and encoding.py: key validation, hex parsing, WIF rules, hashes."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from chainkeys.chains import (
     ChainError,
     Family,
     Key,
-    codecs,
+    encoding,
     generate_key,
     key_from_secret,
     parse_hex_key,
 )
-from chainkeys.chains.keys import CURVE_ORDER
+from chainkeys.chains.secp256k1 import CURVE_ORDER
 
 WIKI_HEX = "0c28fca386c7a227600b2fe50b7cae11ec86d3bf1fbe471be89827e19d72aa1d"
 
@@ -206,13 +206,13 @@ HASH_INPUTS = [b"", b"abc", bytes(range(256)), b"K1" * 100]
 @pytest.mark.parametrize("data", HASH_INPUTS, ids=["empty", "abc", "bytes", "long"])
 def test_ripemd160_implementations_agree(data: bytes) -> None:
     expected = bytes(Ripemd160.QuickDigest(data))
-    assert codecs.ripemd160(data) == expected
-    assert codecs._ripemd160_bip_utils(data) == expected
+    assert encoding.ripemd160(data) == expected
+    assert encoding._ripemd160_bip_utils(data) == expected
 
 
 def test_ripemd160_known_answer() -> None:
     # RIPEMD-160 test vector from the algorithm's authors: "abc".
-    assert codecs.ripemd160(b"abc").hex() == "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc"
+    assert encoding.ripemd160(b"abc").hex() == "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc"
 
 
 def test_ripemd160_falls_back_to_bip_utils_without_openssl_support(
@@ -222,4 +222,4 @@ def test_ripemd160_falls_back_to_bip_utils_without_openssl_support(
         raise ValueError(f"unsupported hash type {name}")
 
     monkeypatch.setattr(hashlib, "new", no_ripemd)
-    assert codecs._pick_ripemd160() is codecs._ripemd160_bip_utils
+    assert encoding._pick_ripemd160() is encoding._ripemd160_bip_utils

@@ -22,7 +22,7 @@ from tests.chains.chain_vectors import (
     without,
 )
 
-from chainkeys.chains import ChainError, Key, codecs
+from chainkeys.chains import ChainError, Key, encoding
 from chainkeys.chains.hd import Seed, key_from_mnemonic
 from chainkeys.chains.mnemonic import seed_from_mnemonic
 
@@ -212,16 +212,16 @@ def test_edge_cases_are_all_handled() -> None:
 FIELD_ANCHORS = [a for a in MNEMONICS["anchors"] if a.get("field")]
 # Anchors at other paths that a key, address or WIF can be checked against.
 PATH_ANCHORS: dict[str, Callable[[Key], str]] = {
-    "bitcoin p2wpkh": lambda key: codecs.p2wpkh_address(key.public, "bc"),
+    "bitcoin p2wpkh": lambda key: encoding.p2wpkh_address(key.public, "bc"),
     "public key": lambda key: key.public.hex(),
-    "private key (compressed WIF, 0x80)": lambda key: codecs.encode_wif(key, b"\x80"),
+    "private key (compressed WIF, 0x80)": lambda key: encoding.encode_wif(key, b"\x80"),
     "dogecoin testnet wif": lambda key: DOGECOIN.export_private_key(
         key, DOGECOIN.network("testnet")
     ),
     "dogecoin testnet p2pkh": lambda key: (
         DOGECOIN.account(key, DOGECOIN.network("testnet"), DOGECOIN.options({}, key)).address
     ),
-    "litecoin p2sh-p2wpkh with the deprecated 0x05 version": lambda key: codecs.p2sh_p2wpkh_address(
+    "litecoin p2sh-p2wpkh with the deprecated 0x05 version": lambda key: encoding.p2sh_p2wpkh_address(
         key.public, b"\x05"
     ),
 }
@@ -242,15 +242,15 @@ def _compared(anchor: dict[str, Any], ours: str) -> str:
     if how.startswith("identical string"):
         return ours
     if "base58 payload" in how:
-        payload = codecs.base58check_decode(ours, what="address", code="test")
+        payload = encoding.base58check_decode(ours, what="address", code="test")
         return payload[1:].hex()
     if how.startswith("witness program"):
-        return codecs.decode_segwit_v0(ours, {"tltc"}, what="address", code="test")[1].hex()
+        return encoding.decode_segwit_v0(ours, {"tltc"}, what="address", code="test")[1].hex()
     if how.startswith("base64 of the compressed key"):
         return base64.b64encode(bytes.fromhex(ours)).decode()
     if how == 'same 20 bytes with hrp "wasm"':
-        data = codecs.decode_bech32(ours, {"cosmos"}, what="address", code="test")[1]
-        return codecs.bech32_encode("wasm", data)
+        data = encoding.decode_bech32(ours, {"cosmos"}, what="address", code="test")[1]
+        return encoding.bech32_encode("wasm", data)
     raise AssertionError(f"unhandled anchor comparison: {how}")
 
 

@@ -28,10 +28,10 @@ def test_extra_entropy_is_deterministic_low_s_and_recoverable(secret: bytes) -> 
 
 @pytest.mark.parametrize("secret", SECRETS)
 def test_eos_signatures_are_canonical(secret: bytes) -> None:
-    from chainkeys.chains import codecs
+    from chainkeys.chains import encoding
 
     sig = signature_k1(secret, hashlib.sha256(secret).digest())
-    raw = codecs.base58_decode(sig.removeprefix("SIG_K1_"), what="sig", code="x")[:65]
+    raw = encoding.base58_decode(sig.removeprefix("SIG_K1_"), what="sig", code="x")[:65]
     r, s = raw[1:33], raw[33:65]
     assert r[0] < 0x80 and s[0] < 0x80
     assert (r[0] or r[1] >= 0x80) and (s[0] or s[1] >= 0x80)

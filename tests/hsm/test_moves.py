@@ -4,7 +4,7 @@ again. Its own file so that, being the slowest, it runs beside the others.
 
 A move's database step is one statement, over in well under a millisecond: a kill
 after a fixed sleep lands before the move began or after it ended, and proves
-nothing. So each kill lands at a named point inside `chainkeys.keys.hsm.move`: the
+nothing. So each kill lands at a named point inside `chainkeys.masterkey.hsm.move`: the
 real `chainkeys key move` runs with one of its functions wrapped so that, once that
 function has returned, the process says so and sleeps (nothing else changes). The
 test then reads the store and the key file from outside, asserts the state there is
@@ -37,7 +37,7 @@ from tests.hsm.conftest import Hsm, serve_and_check, store_rows
 #               nor reported it.
 PAUSED_MOVE = """
 import runpy, sys, time
-from chainkeys.keys import hsm
+from chainkeys.masterkey import hsm
 
 point, marker = sys.argv[1], sys.argv[2]
 

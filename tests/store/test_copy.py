@@ -15,9 +15,9 @@ from tests.conftest import TEST_MASTER_KEY, chainkeys_cli, drop_pg_database, mak
 from chainkeys.accounts import CreateRequest
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
-from chainkeys.keys import open_vault
-from chainkeys.store.copy import CopyError, copy_database, display_url
+from chainkeys.masterkey import open_vault
 from chainkeys.store.db import Database
+from chainkeys.store.dbcopy import CopyError, copy_database, display_url
 
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
 IMPORTED_HEX = "a" * 63 + "1"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
-import orjson
+import msgspec
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, insert, select, text
 from sqlalchemy.exc import IntegrityError
@@ -23,7 +23,7 @@ from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts
 from chainkeys.audit.repository import Audit, AuditEvent, AuditQuery
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
-from chainkeys.keys.repository import Meta
+from chainkeys.masterkey.repository import Meta
 from chainkeys.store import migrate
 from chainkeys.store.db import Database
 from chainkeys.store.pg import pg_dsn
@@ -145,7 +145,7 @@ def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
             params = {
                 **{k: getattr(via, k) for k in ("tenant_id", "family", "name", "network")},
                 **{k: getattr(via, k) for k in ("address", "public_key", "secret", "key_id")},
-                "details": orjson.dumps(via.details).decode(),
+                "details": msgspec.json.encode(via.details).decode(),
                 "created_ms": via.created_ms,
             }
             await aconn.execute(insert(accounts), params)
@@ -165,7 +165,7 @@ def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
         for col in ("details", "secret", "created_ms", "public_key", "key_id", "network"):
             assert a[col] == b[col], col
         assert type(a["secret"]) is bytes and a["secret"] == row.secret
-        assert orjson.loads(a["details"]) == row.details
+        assert msgspec.json.decode(a["details"]) == row.details
         assert a["id"] == new_id
 
         async with db.read() as tx:

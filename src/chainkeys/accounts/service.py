@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from chainkeys import paging
 from chainkeys.accounts import idempotency as idem
 from chainkeys.accounts.idempotency_store import Idempotency
 from chainkeys.accounts.models import AccountView, Created, CreateRequest, Derivation, Page
@@ -17,8 +18,8 @@ from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts,
 from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.hd import key_from_mnemonic
-from chainkeys.chains.keys import generate_key, key_from_secret
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.secp256k1 import generate_key, key_from_secret
 from chainkeys.chains.spec import ChainError, Family, Key, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
@@ -30,7 +31,7 @@ from chainkeys.errors import (
     Conflict,
     NotFound,
 )
-from chainkeys.keys.ring import KeyRing
+from chainkeys.masterkey.ring import KeyRing
 from chainkeys.store.db import Database
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
@@ -305,25 +306,11 @@ class AccountService:
         if network is not None:
             with chain_errors():
                 network = fam.network(network).name  # 400 listing the accepted ones
-        s = self.settings
-        if limit is None:
-            limit = s.list_default_limit
-        if not 1 <= limit <= s.list_max_limit:
-            raise BadRequest(
-                f"limit must be between 1 and {s.list_max_limit}", code="invalid_limit"
-            )
         scope = f"accounts/{who.tenant_id}/{fam.name}/{network or '*'}"
-        after = 0
-        if cursor:
-            found = self.cursors.open(cursor, scope)
-            if found is None:
-                raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
-            after = found
+        w = paging.window(self.settings, self.cursors, scope, limit, cursor)
         async with self.db.read() as tx:
-            rows = await Accounts.page(tx, who.tenant_id, fam.name, after, limit + 1, network)
-        if len(rows) > limit:
-            return Page(rows[:limit], self.cursors.make(rows[limit - 1].id, scope))
-        return Page(rows, None)
+            rows = await Accounts.page(tx, who.tenant_id, fam.name, w.after or 0, w.fetch, network)
+        return Page(*w.page(rows, lambda r: r.id))
 
     async def delete(self, who: Principal, family: str, name: str) -> None:
         """Delete (retained, sealed, for the retention period; 0: erased at once). Every

@@ -8,6 +8,7 @@ msgspec. Nothing here is written beside the routes.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -41,8 +42,17 @@ RETRY_AFTER = {
 }
 
 
-def _ref(t: type) -> dict[str, str]:
-    return {"$ref": REF.format(name=t.__name__)}
+def _name(t: Any) -> str:
+    """A component's name, as msgspec's schema_components names it: a generic Struct
+    with its arguments (`Envelope[Wallet]` is `Envelope_Wallet_`)."""
+    args = typing.get_args(t)
+    if args:
+        return f"{typing.get_origin(t).__name__}_{'_'.join(_name(a) for a in args)}_"
+    return str(t.__name__)
+
+
+def _ref(t: Any) -> dict[str, str]:
+    return {"$ref": REF.format(name=_name(t))}
 
 
 def _content(t: type, examples: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -118,7 +128,7 @@ def _decimals_as_read(node: Any) -> Any:
 
 def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
-    types: set[type] = {ErrorBody, ApprovalResponse}
+    types: set[Any] = {ErrorBody, ApprovalResponse}
     for route in routes:
         for method, op in getattr(route.endpoint, "ops", {}).items():
             doc = op.doc
@@ -128,9 +138,7 @@ def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
             if doc.request is not None:
                 types.add(doc.request)
             paths.setdefault(route.path, {})[method.lower()] = _operation(doc, op.scope)
-    _, components = msgspec.json.schema_components(
-        sorted(types, key=lambda t: t.__name__), ref_template=REF
-    )
+    _, components = msgspec.json.schema_components(sorted(types, key=_name), ref_template=REF)
     components = _decimals_as_read(components)
     return {
         "openapi": "3.1.0",

@@ -8,7 +8,7 @@ option appears in validation and in the document at once.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Generic, TypeVar
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -16,6 +16,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import OptionSpec
 
+T = TypeVar("T")
 MAX_SECRET = 1024  # a 24-word mnemonic is < 250 chars; anything far longer is not a key
 
 
@@ -30,6 +31,18 @@ class ErrorBody(Struct, kw_only=True):
 class MessageResponse(Struct, kw_only=True):
     success: bool
     message: str
+
+
+class Envelope(Struct, Generic[T], kw_only=True):
+    """Every answer with a payload: `success`, a message for a person, and `data`.
+
+    The `…Response` names below are this envelope around each payload (one type,
+    documented once per payload); `AccountResponse` alone adds a field (`address`).
+    """
+
+    success: bool
+    message: str
+    data: T
 
 
 # Cosmos: payload nested twice, `data.data`.
@@ -72,10 +85,7 @@ class CosmosAccountData(Struct, kw_only=True):
     data: CosmosAccount
 
 
-class CosmosAccountResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: CosmosAccountData
+CosmosAccountResponse = Envelope[CosmosAccountData]
 
 
 class CosmosKey(Struct, kw_only=True):
@@ -94,10 +104,7 @@ class CosmosKeysData(Struct, kw_only=True):
     data: CosmosKeys
 
 
-class CosmosListResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: CosmosKeysData
+CosmosListResponse = Envelope[CosmosKeysData]
 
 
 # Dogecoin, EOS and Litecoin share one shape.
@@ -158,10 +165,7 @@ class KeyNamesData(KeyNames, kw_only=True):
     data: KeyNames
 
 
-class ListResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: KeyNamesData
+ListResponse = Envelope[KeyNamesData]
 
 
 class VersionData(Struct, kw_only=True, omit_defaults=True):
@@ -183,16 +187,10 @@ class TokenSelf(Struct, kw_only=True, omit_defaults=True):
     expires_ms: Annotated[int | None, Meta(description="absent: never expires")] = None
 
 
-class TokenSelfResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: TokenSelf
+TokenSelfResponse = Envelope[TokenSelf]
 
 
-class VersionResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: VersionData
+VersionResponse = Envelope[VersionData]
 
 
 class NetworkInfo(Struct, kw_only=True, omit_defaults=True):
@@ -212,10 +210,7 @@ class NetworksData(Struct, kw_only=True):
     families: dict[str, FamilyNetworks]
 
 
-class NetworksResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: NetworksData
+NetworksResponse = Envelope[NetworksData]
 
 
 class AuditItem(Struct, kw_only=True, omit_defaults=True):
@@ -239,10 +234,7 @@ class AuditData(Struct, kw_only=True, omit_defaults=True):
     next_cursor: str | UnsetType = UNSET
 
 
-class AuditResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: AuditData
+AuditResponse = Envelope[AuditData]
 
 
 def option_field(spec: OptionSpec) -> tuple[str, Any, Any]:
@@ -339,10 +331,7 @@ class Wallet(Struct, kw_only=True):
     exported: bool
 
 
-class WalletResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: Wallet
+WalletResponse = Envelope[Wallet]
 
 
 class WalletList(Struct, kw_only=True, omit_defaults=True):
@@ -350,10 +339,7 @@ class WalletList(Struct, kw_only=True, omit_defaults=True):
     next_cursor: str | UnsetType = UNSET
 
 
-class WalletListResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: WalletList
+WalletListResponse = Envelope[WalletList]
 
 
 class DeriveBody(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -389,10 +375,7 @@ class DerivedAccounts(Struct, kw_only=True):
     accounts: list[DerivedAccount]
 
 
-class DeriveResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: DerivedAccounts
+DeriveResponse = Envelope[DerivedAccounts]
 
 
 class Xpub(Struct, kw_only=True, omit_defaults=True):
@@ -408,10 +391,7 @@ class Xpub(Struct, kw_only=True, omit_defaults=True):
     )
 
 
-class XpubResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: Xpub
+XpubResponse = Envelope[Xpub]
 
 
 class WalletSecret(Struct, kw_only=True, omit_defaults=True):
@@ -420,10 +400,7 @@ class WalletSecret(Struct, kw_only=True, omit_defaults=True):
     wallet: Wallet
 
 
-class WalletExportResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: WalletSecret
+WalletExportResponse = Envelope[WalletSecret]
 
 
 # ---- approvals -------------------------------------------------------------------
@@ -470,10 +447,7 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
     )
 
 
-class ApprovalResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: Approval
+ApprovalResponse = Envelope[Approval]
 
 
 APPROVAL_EXAMPLE: dict[str, Any] = {  # the OpenAPI document's example of one
@@ -504,10 +478,7 @@ class ApprovalList(Struct, kw_only=True, omit_defaults=True):
     next_cursor: str | UnsetType = UNSET
 
 
-class ApprovalListResponse(Struct, kw_only=True):
-    success: bool
-    message: str
-    data: ApprovalList
+ApprovalListResponse = Envelope[ApprovalList]
 
 
 class ApproveBody(Struct, kw_only=True, forbid_unknown_fields=True):

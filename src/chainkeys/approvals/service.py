@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import msgspec
 
+from chainkeys import paging
 from chainkeys.approvals.repository import (
     APPROVED,
     CANCELLED,
@@ -144,26 +145,16 @@ class ApprovalService:
     ) -> tuple[list[ApprovalView], str | None]:
         if state is not None and state not in STATES:
             raise BadRequest(f"state is one of {', '.join(STATES)}", code="invalid_state")
-        limit = self.settings.list_default_limit if limit is None else limit
-        if not 1 <= limit <= self.settings.list_max_limit:
-            raise BadRequest(f"limit must be between 1 and {self.settings.list_max_limit}",
-                             code="invalid_limit")  # fmt: skip
         scope = f"approvals/{who.tenant_id}/{who.token_id}/{state}"
-        after = 0
-        if cursor:
-            found = self.cursors.open(cursor, scope)
-            if found is None:
-                raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
-            after = found
+        w = paging.window(self.settings, self.cursors, scope, limit, cursor)
         await self.expire_due()
         group = who.group if "approve" in who.scopes else None
         async with self.db.read() as tx:
-            rows = await Approvals.page(tx, who.tenant_id, state, who.token_id, group, after,
-                                        limit + 1)  # fmt: skip
-            more = len(rows) > limit
-            rows = rows[:limit]
-            views = [ApprovalView(r, await Votes.of(tx, r.id)) for r in rows]
-        return views, (self.cursors.make(rows[-1].seq, scope) if more else None)
+            rows = await Approvals.page(tx, who.tenant_id, state, who.token_id, group,
+                                        w.after or 0, w.fetch)  # fmt: skip
+            shown, next_cursor = w.page(rows, lambda r: r.seq)
+            views = [ApprovalView(r, await Votes.of(tx, r.id)) for r in shown]
+        return views, next_cursor
 
     async def _visible(self, who: Principal, approval_id: str) -> ApprovalRow:
         """The approval if the caller may see it: its own request, or its group's (an

@@ -6,11 +6,10 @@ from typing import Any, Protocol
 
 import msgspec
 
-from chainkeys import logs
+from chainkeys import logs, paging
 from chainkeys.audit.repository import Audit, AuditEvent, AuditQuery
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import BadRequest
 from chainkeys.store.db import Database
 from chainkeys.vault.derive import Cursors
 
@@ -68,21 +67,7 @@ class AuditService:
         self, q: AuditQuery, limit: int | None, cursor: str | None
     ) -> tuple[list[AuditEvent], str | None]:
         """A page of events, newest first; the cursor is bound to the query's tenant."""
-        limit = self.settings.list_default_limit if limit is None else limit
-        if not 1 <= limit <= self.settings.list_max_limit:
-            raise BadRequest(
-                f"limit must be between 1 and {self.settings.list_max_limit}", code="invalid_limit"
-            )
-        if self.cursors is None:
-            raise RuntimeError("API pages need cursors (the master key)")
-        scope = f"audit/{q.tenant_id or '*'}"
-        before = None
-        if cursor:
-            before = self.cursors.open(cursor, scope)
-            if before is None:
-                raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
-        async with self.db.read() as tx:
-            events = await Audit.newest(tx, q, before, limit + 1)
-        more = len(events) > limit
-        events = events[:limit]
-        return events, (self.cursors.make(events[-1].id or 0, scope) if more else None)
+        w = paging.window(self.settings, self.cursors, f"audit/{q.tenant_id or '*'}", limit, cursor)
+        async with self.db.read() as tx:  # newest first: a page starts before its cursor's row
+            events = await Audit.newest(tx, q, w.after, w.fetch)
+        return w.page(events, lambda e: e.id or 0)

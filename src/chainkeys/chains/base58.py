@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from chainkeys.chains.codecs import (
+from chainkeys.chains.encoding import (
     INVALID_ADDRESS,
     INVALID_KEY,
     INVALID_NAME,
@@ -25,7 +25,7 @@ from chainkeys.chains.codecs import (
     reject_foreign_options,
     select_network,
 )
-from chainkeys.chains.keys import parse_hex_key
+from chainkeys.chains.secp256k1 import parse_hex_key
 from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
 
 

@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from chainkeys.chains import codecs
-from chainkeys.chains.keys import parse_hex_key
+from chainkeys.chains import encoding
+from chainkeys.chains.secp256k1 import parse_hex_key
 from chainkeys.chains.spec import Account, ChainError, Key, Network, NoOptions, OptionSpec
 
-NETWORKS: Final = codecs.network_table(
+NETWORKS: Final = encoding.network_table(
     Network("cosmoshub", 118, chain_id="cosmoshub-4", hrp="cosmos"),
     # The Cosmos Hub public testnet is the ICS provider testnet, chain id
     # "provider"; theta-testnet-001 was sunset on 2024-12-01.
@@ -46,17 +46,17 @@ class CosmosFamily:
 
     def network(self, name: str | None) -> Network:
         """The named network (None: cosmoshub); ChainError listing accepted names."""
-        return codecs.select_network(self.name, self.networks, self.default_network, name)
+        return encoding.select_network(self.name, self.networks, self.default_network, name)
 
     def options(self, given: Mapping[str, str], key: Key | None) -> NoOptions:
         """Cosmos takes no create options."""
-        codecs.reject_foreign_options(self.name, given, self.option_specs)
+        encoding.reject_foreign_options(self.name, given, self.option_specs)
         return NoOptions()
 
     def parse_private_key(self, text: str, network: Network) -> Key:
         """64 hex digits (`keys export --unarmored-hex`), optional 0x."""
-        if len(text) > codecs.MAX_KEY_CHARS:
-            raise ChainError("private key text is too long", codecs.INVALID_KEY)
+        if len(text) > encoding.MAX_KEY_CHARS:
+            raise ChainError("private key text is too long", encoding.INVALID_KEY)
         return parse_hex_key(text)
 
     def purpose(self, options: NoOptions) -> int:
@@ -65,9 +65,10 @@ class CosmosFamily:
     def account(self, key: Key, network: Network, options: NoOptions) -> Account:
         """Address bech32(hrp, hash160(key)); public key base64; keyring JSON in extra."""
         if not key.compressed:
-            raise ChainError("cosmos addresses need a compressed key", codecs.INVALID_KEY)
-        address = codecs.bech32_encode(
-            codecs.network_param(network.hrp, network, "bech32 prefix"), codecs.hash160(key.public)
+            raise ChainError("cosmos addresses need a compressed key", encoding.INVALID_KEY)
+        address = encoding.bech32_encode(
+            encoding.network_param(network.hrp, network, "bech32 prefix"),
+            encoding.hash160(key.public),
         )
         encoded = base64.b64encode(key.public).decode("ascii")
         return Account(
@@ -87,7 +88,7 @@ class CosmosFamily:
         Raises:
             ChainError: code "invalid_account_name".
         """
-        return self._check(name, self.networks.values(), codecs.INVALID_NAME)
+        return self._check(name, self.networks.values(), encoding.INVALID_NAME)
 
     def export_other_forms(self, key: Key) -> Mapping[str, str]:
         return {}
@@ -101,11 +102,11 @@ class CosmosFamily:
         Raises:
             ChainError: code "invalid_address".
         """
-        return self._check(text, (network,), codecs.INVALID_ADDRESS)
+        return self._check(text, (network,), encoding.INVALID_ADDRESS)
 
     def _check(self, text: str, networks: Iterable[Network], code: str) -> str:
         hrps = {n.hrp for n in networks if n.hrp}
-        _, data = codecs.decode_bech32(text, hrps, what="cosmos address", code=code)
+        _, data = encoding.decode_bech32(text, hrps, what="cosmos address", code=code)
         if len(data) != 20:
             raise ChainError(f"cosmos address holds {len(data)} bytes, not 20", code)
         return text.lower()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from chainkeys.chains.base58 import P2PKH, Base58Family
-from chainkeys.chains.codecs import network_table
+from chainkeys.chains.encoding import network_table
 from chainkeys.chains.spec import Network
 
 NETWORKS: Final = network_table(

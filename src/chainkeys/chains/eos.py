@@ -22,12 +22,12 @@ from typing import Any, Final
 
 from coincurve import PublicKey
 
-from chainkeys.chains import codecs
-from chainkeys.chains.keys import key_from_secret, parse_hex_key
+from chainkeys.chains import encoding
+from chainkeys.chains.secp256k1 import key_from_secret, parse_hex_key
 from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
 
 # Chain ids as published by each chain (wharfkit/common Chains, Anchor).
-NETWORKS: Final = codecs.network_table(
+NETWORKS: Final = encoding.network_table(
     Network(
         "eos", 194, chain_id="aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906"
     ),
@@ -67,27 +67,27 @@ _NAME_RULE: Final = (
 
 
 def _check4(data: bytes, suffix: bytes = b"") -> bytes:
-    return codecs.ripemd160(data + suffix)[:4]
+    return encoding.ripemd160(data + suffix)[:4]
 
 
 def public_key_legacy(pub33: bytes) -> str:
     """The legacy "EOS…" form of a compressed public key."""
-    return LEGACY_PUBLIC_PREFIX + codecs.base58_encode(pub33 + _check4(pub33))
+    return LEGACY_PUBLIC_PREFIX + encoding.base58_encode(pub33 + _check4(pub33))
 
 
 def public_key_k1(pub33: bytes) -> str:
     """The "PUB_K1_…" form of a compressed public key."""
-    return K1_PUBLIC_PREFIX + codecs.base58_encode(pub33 + _check4(pub33, _K1))
+    return K1_PUBLIC_PREFIX + encoding.base58_encode(pub33 + _check4(pub33, _K1))
 
 
 def private_key_wif(secret: bytes) -> str:
     """The legacy WIF every EOS wallet imports: version 0x80, no compression flag."""
-    return codecs.base58check_encode(_WIF_VERSION + secret)
+    return encoding.base58check_encode(_WIF_VERSION + secret)
 
 
 def private_key_k1(secret: bytes) -> str:
     """The "PVT_K1_…" form of a private key."""
-    return K1_PRIVATE_PREFIX + codecs.base58_encode(secret + _check4(secret, _K1))
+    return K1_PRIVATE_PREFIX + encoding.base58_encode(secret + _check4(secret, _K1))
 
 
 def derive_account_name(chain_id: bytes, pub33: bytes) -> str:
@@ -139,7 +139,7 @@ def parse_public_key(text: str) -> bytes:
             bad base58, wrong length, checksum does not verify (including the
             other form's checksum under this prefix), or not a curve point.
     """
-    if len(text) > codecs.MAX_KEY_CHARS:
+    if len(text) > encoding.MAX_KEY_CHARS:
         raise ChainError("public key text is too long", _INVALID_PUBLIC)
     if text.startswith(K1_PUBLIC_PREFIX):
         body, suffix = text[len(K1_PUBLIC_PREFIX) :], _K1
@@ -149,7 +149,7 @@ def parse_public_key(text: str) -> bytes:
         body, suffix = text[len(LEGACY_PUBLIC_PREFIX) :], b""
     else:
         raise ChainError("public key must start with EOS or PUB_K1_", _INVALID_PUBLIC)
-    raw = codecs.base58_decode(body, what="public key", code=_INVALID_PUBLIC)
+    raw = encoding.base58_decode(body, what="public key", code=_INVALID_PUBLIC)
     if len(raw) != 37:
         raise ChainError(f"public key holds {len(raw)} bytes, not 37", _INVALID_PUBLIC)
     pub33, checksum = raw[:33], raw[33:]
@@ -163,37 +163,37 @@ def parse_public_key(text: str) -> bytes:
 
 
 def _parse_k1_private(body: str) -> Key:
-    raw = codecs.base58_decode(body, what="PVT_K1_ key", code=codecs.INVALID_KEY)
+    raw = encoding.base58_decode(body, what="PVT_K1_ key", code=encoding.INVALID_KEY)
     if len(raw) != 36:
-        raise ChainError(f"PVT_K1_ key holds {len(raw)} bytes, not 36", codecs.INVALID_KEY)
+        raise ChainError(f"PVT_K1_ key holds {len(raw)} bytes, not 36", encoding.INVALID_KEY)
     secret, checksum = raw[:32], raw[32:]
     if checksum != _check4(secret, _K1):
-        raise ChainError("PVT_K1_ key checksum does not verify", codecs.INVALID_KEY)
+        raise ChainError("PVT_K1_ key checksum does not verify", encoding.INVALID_KEY)
     return key_from_secret(secret)
 
 
 def _parse_legacy_wif(text: str) -> Key:
-    raw = codecs.base58_decode(text, what="EOS private key", code=codecs.INVALID_KEY)
+    raw = encoding.base58_decode(text, what="EOS private key", code=encoding.INVALID_KEY)
     payload, checksum = raw[:-4], raw[-4:]
-    if len(raw) < 5 or checksum != codecs.double_sha256(payload)[:4]:
-        if len(raw) >= 5 and checksum == codecs.sha256(payload)[:4]:
+    if len(raw) < 5 or checksum != encoding.double_sha256(payload)[:4]:
+        if len(raw) >= 5 and checksum == encoding.sha256(payload)[:4]:
             # nodeos takes this form; no wallet writes it, wharfkit refuses it.
             raise ChainError(
                 "EOS private key checksum is single SHA-256; wallets use double SHA-256",
-                codecs.INVALID_KEY,
+                encoding.INVALID_KEY,
             )
-        raise ChainError("EOS private key checksum does not verify", codecs.INVALID_KEY)
+        raise ChainError("EOS private key checksum does not verify", encoding.INVALID_KEY)
     if len(payload) == 34 and payload[33:] == b"\x01":
         raise ChainError(
             "EOS private keys carry no compression flag (this is a compressed-key WIF)",
-            codecs.INVALID_KEY,
+            encoding.INVALID_KEY,
         )
     if len(payload) != 33:
         raise ChainError(
-            f"payload is {len(payload)} bytes; an EOS legacy key carries 33", codecs.INVALID_KEY
+            f"payload is {len(payload)} bytes; an EOS legacy key carries 33", encoding.INVALID_KEY
         )
     if payload[:1] != _WIF_VERSION:
-        raise ChainError("wrong version byte; EOS legacy keys use 0x80", codecs.INVALID_KEY)
+        raise ChainError("wrong version byte; EOS legacy keys use 0x80", encoding.INVALID_KEY)
     return key_from_secret(payload[1:])
 
 
@@ -203,14 +203,14 @@ def parse_private_key(text: str) -> Key:
     Raises:
         ChainError: code "invalid_private_key", saying which rule failed.
     """
-    if len(text) > codecs.MAX_KEY_CHARS:
-        raise ChainError("private key text is too long", codecs.INVALID_KEY)
+    if len(text) > encoding.MAX_KEY_CHARS:
+        raise ChainError("private key text is too long", encoding.INVALID_KEY)
     if text.startswith(K1_PRIVATE_PREFIX):
         return _parse_k1_private(text[len(K1_PRIVATE_PREFIX) :])
     if text.startswith("PVT_"):
-        raise _unsupported_type(text[4:6], "private key", codecs.INVALID_KEY)
+        raise _unsupported_type(text[4:6], "private key", encoding.INVALID_KEY)
     if text[:4].upper() == "PVT_":
-        raise ChainError("the PVT_K1_ prefix is case-sensitive", codecs.INVALID_KEY)
+        raise ChainError("the PVT_K1_ prefix is case-sensitive", encoding.INVALID_KEY)
     if not text or text.startswith("0x") or len(text) >= 60:
         return parse_hex_key(text)
     return _parse_legacy_wif(text)
@@ -226,12 +226,12 @@ def check_name(name: str) -> str:
         ChainError: code "invalid_account_name".
     """
     if len(name) > 12 or not _NAME.fullmatch(name):
-        raise ChainError(_NAME_RULE, codecs.INVALID_NAME)
+        raise ChainError(_NAME_RULE, encoding.INVALID_NAME)
     return name
 
 
 def _chain_id_bytes(network: Network) -> bytes:
-    chain_id = codecs.network_param(network.chain_id, network, "chain id")
+    chain_id = encoding.network_param(network.chain_id, network, "chain id")
     cached = _CHAIN_ID_BYTES.get(chain_id)
     return cached if cached is not None else bytes.fromhex(chain_id)
 
@@ -267,11 +267,11 @@ class EosFamily:
 
     def network(self, name: str | None) -> Network:
         """The named network (None: eos); ChainError listing accepted names."""
-        return codecs.select_network(self.name, self.networks, self.default_network, name)
+        return encoding.select_network(self.name, self.networks, self.default_network, name)
 
     def options(self, given: Mapping[str, str], key: Key | None) -> EosOptions:
         """Only `name` is accepted, and it must be a valid account name."""
-        codecs.reject_foreign_options(self.name, given, self.option_specs)
+        encoding.reject_foreign_options(self.name, given, self.option_specs)
         name = given.get("name")
         return EosOptions(None if name is None else check_name(name))
 

@@ -23,9 +23,9 @@ from bip_utils import (  # type: ignore[import-untyped]
 )
 from embit.descriptor.checksum import add_checksum  # type: ignore[import-untyped]
 
-from chainkeys.chains import codecs
-from chainkeys.chains.keys import key_from_secret
+from chainkeys.chains import encoding
 from chainkeys.chains.mnemonic import WORD_COUNTS, normalise_mnemonic, seed_from_mnemonic
+from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.chains.spec import ChainError, Family, Key, Network
 
 HARDENED: Final = 2**31
@@ -117,7 +117,7 @@ class Seed:
     @property
     def fingerprint(self) -> str:
         """The master public key's hash160, first 4 bytes, hex (BIP32 key origin)."""
-        return codecs.hash160(bytes(self._root.PublicKey().RawCompressed().ToBytes()))[:4].hex()
+        return encoding.hash160(bytes(self._root.PublicKey().RawCompressed().ToBytes()))[:4].hex()
 
     def _node(self, path: str) -> Any:
         try:
@@ -137,7 +137,7 @@ class Seed:
         parts = path.split("/")[1:]
         parent = self._node("/".join(["m", *parts[:-1]])) if parts else None
         parent_fp = (
-            codecs.hash160(bytes(parent.PublicKey().RawCompressed().ToBytes()))[:4]
+            encoding.hash160(bytes(parent.PublicKey().RawCompressed().ToBytes()))[:4]
             if parent is not None else bytes(4)
         )  # fmt: skip
         last = parts[-1] if parts else "0"
@@ -150,7 +150,7 @@ class Seed:
             + bytes(node.ChainCode().ToBytes())
             + bytes(node.PublicKey().RawCompressed().ToBytes())
         )
-        return ExtendedKey(codecs.base58check_encode(payload), fmt, path, self.fingerprint)
+        return ExtendedKey(encoding.base58check_encode(payload), fmt, path, self.fingerprint)
 
 
 def formats(family: str, network: Network, address_type: str | None) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from chainkeys.chains.base58 import P2PKH, P2SH_P2WPKH, P2WPKH, Base58Family
-from chainkeys.chains.codecs import network_table
+from chainkeys.chains.encoding import network_table
 from chainkeys.chains.spec import Network
 
 NETWORKS: Final = network_table(

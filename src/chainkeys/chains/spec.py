@@ -1,7 +1,8 @@
 """Data shapes shared by every chain family.
 
 Pure: no I/O, no settings, no logging. A family is parameters (`Network` rows)
-plus calls into the shared codecs; nothing here knows about HTTP or storage.
+plus calls into the shared encoders (`chains/encoding.py`); nothing here knows
+about HTTP or storage.
 """
 
 from __future__ import annotations

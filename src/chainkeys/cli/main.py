@@ -21,7 +21,7 @@ from chainkeys.bootstrap import (
     upgrade_schema,
 )
 from chainkeys.cli.common import DataDir, fail, finish, run, run_admin, settings_for, when
-from chainkeys.cli.keys import hsm_app, key_app
+from chainkeys.cli.masterkey import hsm_app, key_app
 from chainkeys.cli.policy import policy_app
 from chainkeys.cli.wallet import wallet_app
 from chainkeys.errors import ChainkeysError
@@ -329,7 +329,7 @@ def db_copy(
     URLs look like sqlite:////abs/path/chainkeys.db or postgresql://user@host/db.
     The master key (CHAINKEYS_MASTER_KEY or the key file) must open the source.
     """
-    from chainkeys.store.copy import display_url
+    from chainkeys.store.dbcopy import display_url
 
     try:
         report = asyncio.run(copy_between(settings_for(data_dir), source, target))

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from chainkeys.chains import codecs
+from chainkeys.chains import encoding
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
@@ -266,4 +266,4 @@ def _bech32_any(text: str) -> None:
     hrp = text.rpartition("1")[0]
     if not hrp:
         raise ChainError("not a bech32 address")
-    codecs.decode_bech32(text, {hrp}, what="address", code="invalid_address")
+    encoding.decode_bech32(text, {hrp}, what="address", code="invalid_address")

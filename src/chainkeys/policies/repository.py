@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 
 from chainkeys.store.sql import Prepared, Tx
 from chainkeys.store.tables import policy_spends, policy_totals, policy_versions
@@ -33,7 +32,6 @@ _HISTORY = Prepared(
 _INSERT_VERSION = Prepared(
     insert(policy_versions), ("tenant_id", "version", "document", "created_ms")
 )
-_LOCK = Prepared(select(func.pg_advisory_xact_lock(bindparam("k", type_=BigInteger))))
 _SCOPE = (
     (_s.tenant_id == bindparam("tenant_id"))
     & (_s.family == bindparam("family"))
@@ -110,10 +108,7 @@ class Spends:
         self.scope = {"tenant_id": tenant_id, "family": family, "network": network}
 
     async def lock(self) -> None:
-        if self.tx.dialect == "postgresql":
-            name = "policy/" + "/".join(self.scope.values())
-            key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
-            await self.tx.execute(_LOCK, {"k": key})
+        await self.tx.serialize("policy/" + "/".join(self.scope.values()))
 
     async def seen(self, digest: str, cutoff_ms: int) -> bool:
         """Whether these exact bytes were counted in the window already."""

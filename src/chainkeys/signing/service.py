@@ -27,11 +27,11 @@ from chainkeys.approvals.service import ApprovalService, ApprovalView
 from chainkeys.approvals.service import Request as ApprovalRequest
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
-from chainkeys.chains.keys import key_from_secret
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.chains.spec import ChainError
 from chainkeys.chains.tx.base import BAD as BAD_REQUEST
-from chainkeys.chains.tx.base import Owner, Prepared, Signed, SignKind, Summary, summary_record
+from chainkeys.chains.tx.base import Decoded, Owner, Signed, SignKind, Summary, summary_record
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
 from chainkeys.policies.engine import Decision, Refusal, decide
 from chainkeys.policies.service import PolicyService
@@ -105,7 +105,7 @@ class SigningService:
 
     async def _prepare(
         self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any
-    ) -> Prepared:
+    ) -> Decoded:
         try:
             return kind.prepare(request, owner)
         except ChainError as exc:
@@ -119,7 +119,7 @@ class SigningService:
             raise BadRequest(reason, code=BAD_REQUEST) from None
 
     async def _sign(
-        self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, prepared: Prepared,
+        self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, prepared: Decoded,
         decision: Decision | None, approval: str | None = None,
     ) -> Signed:  # fmt: skip
         """Count the caps, open the key, sign and audit, in one transaction."""

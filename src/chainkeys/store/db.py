@@ -77,6 +77,7 @@ class Database:
         self.url = url
         self.settings = settings
         self.is_sqlite = is_sqlite_url(url)
+        self.has_change_counter = self.is_sqlite  # see change_counter
         self._sync_engine: Engine | None = None
         self._async_engine: AsyncEngine | None = None  # start-up lock, migrations, copy
         self._pg = None if self.is_sqlite else PgPool(url, settings)  # serving
@@ -196,10 +197,15 @@ class Database:
             return self._pg.session(write=False)
         return self._sqlite_read
 
-    def data_version(self) -> int:
-        """SQLite: a number that changes whenever another connection or process has
-        committed (`PRAGMA data_version` on the reader; this process's own writer
-        counts as another connection)."""
+    def change_counter(self) -> int:
+        """A number that changes whenever another connection or process has committed,
+        where the engine has one cheap enough to read per request (`has_change_counter`).
+
+        SQLite: `PRAGMA data_version` on the reader (this process's own writer counts as
+        another connection). PostgreSQL has none: callers do not cache.
+        """
+        if not self.has_change_counter:
+            raise RuntimeError("this store has no change counter")
         try:  # (no context manager: this runs for nearly every request)
             cursor = self._sqlite_read.tx().raw.execute("PRAGMA data_version")
             row = cursor.fetchone()

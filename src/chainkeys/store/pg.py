@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import Executable
+from sqlalchemy import BigInteger, Executable, bindparam, func, select
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
@@ -42,7 +42,7 @@ from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
 from chainkeys.store.pg_plan import PgRows, Plan
 from chainkeys.store.pg_private import release_inline
-from chainkeys.store.sql import Params, Prepared, is_storage_error
+from chainkeys.store.sql import Params, Prepared, is_storage_error, lock_key
 
 _DRIVER_SUFFIX = re.compile(r"^(postgres|postgresql)\+\w+://")
 # asyncpg's "invalid input for query argument $1: <the value> (expected …)"
@@ -97,11 +97,14 @@ def is_sound(exc: BaseException) -> bool:
     )
 
 
+_ADVISORY_LOCK = Prepared(select(func.pg_advisory_xact_lock(bindparam("k", type_=BigInteger))))
+
+
 class PgTx:
     """`Tx` on one pooled asyncpg connection."""
 
     __slots__ = ("_left", "broken", "conn")
-    dialect = "postgresql"
+    writes_in_one_statement = True
 
     def __init__(self, conn: Any, statements: int = 0) -> None:
         self.conn = conn
@@ -130,6 +133,9 @@ class PgTx:
             if isinstance(exc, asyncpg.PostgresError):
                 raise error from None  # its DETAIL may quote bound values
             raise error from exc
+
+    async def serialize(self, scope: str) -> None:
+        await self.execute(_ADVISORY_LOCK, {"k": lock_key(scope)})
 
 
 class FairGate:

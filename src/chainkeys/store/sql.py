@@ -8,6 +8,7 @@ the other's internals through it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sqlite3
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
@@ -104,11 +105,28 @@ def _one_arg(name: str) -> Callable[[Mapping[str, Any]], tuple[Any]]:
 
 
 class Tx(Protocol):
-    """One transaction (or autocommit reader); the only way repositories reach SQL."""
+    """One transaction (or autocommit reader); the only way repositories reach SQL.
 
-    dialect: str  # "sqlite" or "postgresql", for the rare statement written per dialect
+    Where the engines differ, a repository asks for a capability, never for the
+    engine's name: the engine-specific half lives here in `store/`.
+    """
+
+    # Whether one statement may write to several tables (PostgreSQL's data-modifying
+    # WITH); SQLite takes one statement per table.
+    writes_in_one_statement: bool
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
+
+    async def serialize(self, scope: str) -> None:
+        """Hold `scope` until this transaction ends: every other transaction that asks
+        for the same scope, on any replica, waits (PostgreSQL: a transaction-scoped
+        advisory lock; SQLite has one writer at a time already, so nothing to do)."""
+        ...
+
+
+def lock_key(scope: str) -> int:
+    """A scope's advisory-lock key: 64 bits of its SHA-256, as a signed bigint."""
+    return int.from_bytes(hashlib.sha256(scope.encode()).digest()[:8], "big", signed=True)
 
 
 def is_unique_violation(exc: IntegrityError) -> bool:

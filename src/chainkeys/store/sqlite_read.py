@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Executable
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError, MultipleResultsFound, NoResultFound, OperationalError
 
 from chainkeys.errors import StorageUnavailable
 from chainkeys.store.sql import (
@@ -57,16 +57,19 @@ class _FastRows:
         return [make(r) for r in rows] if make else []
 
     def scalar_one(self) -> Any:
-        row = self._cursor.fetchone()
+        """As SQLAlchemy's and `PgRows.scalar_one`: the same exceptions on every engine."""
+        rows = self._cursor.fetchmany(2)
         self._cursor.close()
-        if row is None:
-            raise LookupError("no row")
-        return row[0]
+        if not rows:
+            raise NoResultFound("No row was found when one was required")
+        if len(rows) > 1:
+            raise MultipleResultsFound("Multiple rows were found when exactly one was required")
+        return rows[0][0]
 
 
 class _SyncTx:
     __slots__ = ("_conn", "raw")
-    dialect = "sqlite"
+    writes_in_one_statement = False
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -85,6 +88,9 @@ class _SyncTx:
         except sqlite3.Error as exc:
             raise OperationalError(sql, args, exc) from None
         return _FastRows(cursor, stmt)
+
+    async def serialize(self, scope: str) -> None:
+        """SQLite writes one transaction at a time already."""
 
 
 class _SqliteRead:

@@ -102,20 +102,20 @@ class TokenService:
     async def authenticate(self, token: str, arrived: float | None = None) -> Principal | None:
         """The caller of a live token, or None.
 
-        On SQLite a live token's caller is remembered until the next commit by
-        any other connection or process (`PRAGMA data_version`): a revocation is
-        such a commit. The version is read again for every request that arrived
-        (`arrived`, a `time.perf_counter()`) after it was last read, so a
-        revocation counts for every request that arrives after it commits;
-        requests that arrived together share one read. Unknown tokens are never
-        remembered.
+        Where the store has a change counter (SQLite's `PRAGMA data_version`), a
+        live token's caller is remembered until the next commit by any other
+        connection or process: a revocation is such a commit. The counter is read
+        again for every request that arrived (`arrived`, a `time.perf_counter()`)
+        after it was last read, so a revocation counts for every request that
+        arrives after it commits; requests that arrived together share one read.
+        Unknown tokens are never remembered.
         """
         digest = hash_token(token)
         version = -1
-        if self.db.is_sqlite:
+        if self.db.has_change_counter:
             if arrived is None or arrived >= self._checked:
                 checked = time.perf_counter()
-                version = self.db.data_version()
+                version = self.db.change_counter()
                 self._checked = checked
                 if version != self._version:
                     self._seen.clear()

@@ -219,7 +219,7 @@ def _fsync_dir(path: Path) -> None:
 
 def provider_from_settings(settings: Settings) -> KeyProvider:
     """The file or environment provider (pkcs11 keeps its wrapped key in the store:
-    keys/hsm.py)."""
+    masterkey/hsm.py)."""
     if settings.key_provider == "env":
         if settings.master_key is None:
             raise StartupError("CHAINKEYS_MASTER_KEY_PROVIDER=env needs CHAINKEYS_MASTER_KEY")

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
+from chainkeys import paging
 from chainkeys.accounts.models import AccountView, Derivation, Origin
 from chainkeys.accounts.service import AccountService, chain_errors, family_of
 from chainkeys.audit.repository import Audit
@@ -30,7 +31,7 @@ from chainkeys.chains.spec import Family, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, NotFound
-from chainkeys.keys.ring import KeyRing
+from chainkeys.masterkey.ring import KeyRing
 from chainkeys.store.db import Database
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
@@ -198,22 +199,11 @@ class WalletService:
     async def page(
         self, who: Principal, limit: int | None, cursor: str | None
     ) -> tuple[list[WalletView], str | None]:
-        limit = self.settings.list_default_limit if limit is None else limit
-        if not 1 <= limit <= self.settings.list_max_limit:
-            raise BadRequest(f"limit must be between 1 and {self.settings.list_max_limit}",
-                             code="invalid_limit")  # fmt: skip
-        scope = f"wallets/{who.tenant_id}"
-        after = 0
-        if cursor:
-            found = self.cursors.open(cursor, scope)
-            if found is None:
-                raise BadRequest("cursor is not one this service returned", code="invalid_cursor")
-            after = found
+        w = paging.window(self.settings, self.cursors, f"wallets/{who.tenant_id}", limit, cursor)
         async with self.db.read() as tx:
-            rows = await Wallets.page(tx, who.tenant_id, after, limit + 1)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        return [_view(r) for r in rows], (self.cursors.make(rows[-1].seq, scope) if more else None)
+            rows = await Wallets.page(tx, who.tenant_id, w.after or 0, w.fetch)
+        shown, next_cursor = w.page(rows, lambda r: r.seq)
+        return [_view(r) for r in shown], next_cursor
 
     async def _row(self, who: Principal, ref: str) -> WalletRow:
         async with self.db.read() as tx:

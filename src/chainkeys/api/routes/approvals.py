@@ -33,7 +33,7 @@ def approval(view: ApprovalView) -> s.Approval:
 
 
 def answer(view: ApprovalView, message: str, status: int = 200) -> Response:
-    response = ok(s.ApprovalResponse(success=True, message=message, data=approval(view)))
+    response = ok(s.Envelope(success=True, message=message, data=approval(view)))
     response.status_code = status
     return response
 
@@ -49,7 +49,7 @@ async def list_approvals(request: Request, principal: Principal) -> Response:
         principal, q.get("state"), query_int(q, "limit"), q.get("cursor")
     )
     data = s.ApprovalList(approvals=[approval(v) for v in views], next_cursor=cursor or UNSET)
-    return ok(s.ApprovalListResponse(success=True, message="approvals listed", data=data))
+    return ok(s.Envelope(success=True, message="approvals listed", data=data))
 
 
 async def get_approval(request: Request, principal: Principal) -> Response:

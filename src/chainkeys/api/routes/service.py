@@ -29,7 +29,7 @@ from chainkeys.version import commit
 HEALTHY = s.MessageResponse(success=True, message="ok")
 ALIVE = s.MessageResponse(success=True, message="alive")
 READY = s.MessageResponse(success=True, message="ready")
-VERSION = s.VersionResponse(
+VERSION = s.Envelope(
     success=True,
     message="version",
     data=s.VersionData(version=__version__, python=platform.python_version(), commit=commit()),
@@ -65,7 +65,7 @@ def networks_body() -> s.NetworksResponse:
         )
         for name, fam in FAMILIES.items()
     }
-    return s.NetworksResponse(
+    return s.Envelope(
         success=True, message="networks listed", data=s.NetworksData(families=families)
     )
 
@@ -114,7 +114,7 @@ async def token_self(request: Request, principal: Principal) -> Response:
         families=sorted(principal.families) if principal.families is not None else None,
         group=row.group, created_ms=row.created_ms, expires_ms=row.expires_ms,
     )  # fmt: skip
-    return ok(s.TokenSelfResponse(success=True, message="this token", data=data))
+    return ok(s.Envelope(success=True, message="this token", data=data))
 
 
 async def list_audit(request: Request, principal: Principal) -> Response:
@@ -153,7 +153,7 @@ async def list_audit(request: Request, principal: Principal) -> Response:
         for e in events
     ]
     data = s.AuditData(events=items, next_cursor=cursor or UNSET)
-    return ok(s.AuditResponse(success=True, message="audit events listed", data=data))
+    return ok(s.Envelope(success=True, message="audit events listed", data=data))
 
 
 def service_routes(list_max_limit: int) -> list[Route]:

@@ -42,9 +42,7 @@ def _cosmos_account(
         network=view.network,
         created_at=iso(view.created_ms),
     )
-    return s.CosmosAccountResponse(
-        success=True, message=message, data=s.CosmosAccountData(data=account)
-    )
+    return s.Envelope(success=True, message=message, data=s.CosmosAccountData(data=account))
 
 
 def iso(ms: int | None) -> Any:
@@ -57,9 +55,7 @@ def iso(ms: int | None) -> Any:
 def _cosmos_list(page: Page) -> Any:
     keys = [s.CosmosKey(address=r.address, pubkey=keyring_pubkey(r.public_key)) for r in page.items]
     inner = s.CosmosKeys(keys=keys, next_cursor=page.next_cursor or UNSET)
-    return s.CosmosListResponse(
-        success=True, message="accounts listed", data=s.CosmosKeysData(data=inner)
-    )
+    return s.Envelope(success=True, message="accounts listed", data=s.CosmosKeysData(data=inner))
 
 
 def _fields(
@@ -97,7 +93,7 @@ def _names(page: Page) -> Any:
     data = s.KeyNamesData(
         keys=names, next_cursor=cursor, data=s.KeyNames(keys=names, next_cursor=cursor)
     )
-    return s.ListResponse(success=True, message="accounts listed", data=data)
+    return s.Envelope(success=True, message="accounts listed", data=data)
 
 
 def created_message(created: Created) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chainkeys.api import schemas as s
 from chainkeys.api.auth import services_of
 from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
@@ -25,18 +25,11 @@ from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import SignKind
 from chainkeys.errors import ChainkeysError
 
-_ENVELOPES: dict[str, type[msgspec.Struct]] = {}
 
-
-def envelope_type(response: type) -> type[msgspec.Struct]:
-    """`{"success", "message", "data": <response>}` as its own Struct (one per response
-    type: kinds that answer alike share it, and the document names it once)."""
-    name = f"{response.__name__}Envelope"
-    if name not in _ENVELOPES:
-        _ENVELOPES[name] = msgspec.defstruct(
-            name, [("success", bool), ("message", str), ("data", response)], kw_only=True
-        )
-    return _ENVELOPES[name]
+def envelope_type(response: type) -> Any:
+    """`{"success", "message", "data": <response>}`: the one generic envelope around a
+    kind's answer (kinds that answer alike share it, and the document names it once)."""
+    return s.Envelope[response]  # type: ignore[valid-type]
 
 
 def kind_route(family: str, kind: SignKind) -> Route:
@@ -52,7 +45,7 @@ def kind_route(family: str, kind: SignKind) -> Route:
         signed = await signing.sign(principal, family, path_name(request), kind, body)
         if isinstance(signed, ApprovalView):  # the policy asks people first: 202
             return answer(signed, "approval required: nothing is signed yet", 202)
-        return ok(response_type(success=True, message="signed", data=signed.data))
+        return ok(s.Envelope(success=True, message="signed", data=signed.data))
 
     title = family.capitalize()
     words = "".join(part.capitalize() for part in kind.path.split("-"))

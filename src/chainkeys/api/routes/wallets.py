@@ -77,7 +77,7 @@ async def create_wallet(request: Request, principal: Principal) -> Response:
         principal, body.name, body.words, body.mnemonic, body.passphrase
     )
     message = "wallet imported" if body.mnemonic is not None else "wallet created"
-    return ok(s.WalletResponse(success=True, message=message, data=wallet_data(view)))
+    return ok(s.Envelope(success=True, message=message, data=wallet_data(view)))
 
 
 async def list_wallets(request: Request, principal: Principal) -> Response:
@@ -86,12 +86,12 @@ async def list_wallets(request: Request, principal: Principal) -> Response:
         principal, query_int(q, "limit"), q.get("cursor")
     )
     data = s.WalletList(wallets=[wallet_data(v) for v in views], next_cursor=cursor or UNSET)
-    return ok(s.WalletListResponse(success=True, message="wallets listed", data=data))
+    return ok(s.Envelope(success=True, message="wallets listed", data=data))
 
 
 async def get_wallet(request: Request, principal: Principal) -> Response:
     view = await services_of(request).wallets.get(principal, wallet_ref(request))
-    return ok(s.WalletResponse(success=True, message="wallet found", data=wallet_data(view)))
+    return ok(s.Envelope(success=True, message="wallet found", data=wallet_data(view)))
 
 
 async def delete_wallet(request: Request, principal: Principal) -> Response:
@@ -106,7 +106,7 @@ async def derive_accounts(request: Request, principal: Principal) -> Response:
     views = await services_of(request).wallets.derive(principal, wallet_ref(request), req)
     data = s.DerivedAccounts(accounts=[derived(v) for v in views])
     message = "accounts previewed" if b.preview else "accounts derived"
-    return ok(s.DeriveResponse(success=True, message=message, data=data))
+    return ok(s.Envelope(success=True, message=message, data=data))
 
 
 async def wallet_xpub(request: Request, principal: Principal) -> Response:
@@ -119,7 +119,7 @@ async def wallet_xpub(request: Request, principal: Principal) -> Response:
     data = s.Xpub(xpub=k.xpub, format=k.format, path=k.path, fingerprint=k.fingerprint,
                   descriptor=answer.descriptor or UNSET,
                   change_descriptor=answer.change_descriptor or UNSET)  # fmt: skip
-    return ok(s.XpubResponse(success=True, message="extended public key", data=data))
+    return ok(s.Envelope(success=True, message="extended public key", data=data))
 
 
 async def export_wallet(request: Request, principal: Principal) -> Response:
@@ -128,7 +128,7 @@ async def export_wallet(request: Request, principal: Principal) -> Response:
     )
     data = s.WalletSecret(mnemonic=mnemonic, passphrase=passphrase or UNSET,
                           wallet=wallet_data(view))  # fmt: skip
-    return ok(s.WalletExportResponse(success=True, message="wallet exported", data=data), NO_STORE)
+    return ok(s.Envelope(success=True, message="wallet exported", data=data), NO_STORE)
 
 
 def wallet_routes(list_max_limit: int) -> list[Route]:

@@ -165,7 +165,7 @@ class Signed:
     tx_id: str | None = None
 
 
-class Prepared(Protocol):
+class Decoded(Protocol):
     """A decoded, checked request, ready to be signed with the owner's key."""
 
     @property
@@ -190,7 +190,7 @@ class SignKind:
     families: tuple[str, ...]
     request: type[Any]
     response: type[Any]
-    prepare: Callable[[Any, Owner], Prepared]
+    prepare: Callable[[Any, Owner], Decoded]
     summary: str  # one line for the OpenAPI document
     description: str = ""
     examples: dict[str, Any] = field(default_factory=dict)  # name -> request example

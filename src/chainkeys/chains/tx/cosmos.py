@@ -236,7 +236,7 @@ def signer_keys(auth: Any) -> list[bytes]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class _CosmosDoc:
     summary: Summary
     message: bytes  # the exact bytes signed (their sha256 is the ECDSA digest)
     respond: Any  # (signature) -> Signed
@@ -246,7 +246,7 @@ class _Prepared:
         return result
 
 
-def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> _Prepared:
+def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> _CosmosDoc:
     doc = req.signDoc
     body_bytes = unb64(doc.get("bodyBytes", "body_bytes"), "signDoc.bodyBytes")
     auth_bytes = unb64(doc.get("authInfoBytes", "auth_info_bytes"), "signDoc.authInfoBytes")
@@ -276,7 +276,7 @@ def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> _Prepared:
     def respond(sig: bytes) -> Signed:
         return Signed(CosmosDirectResponse(signed=signed, signature=std_signature(owner, sig)))
 
-    return _Prepared(summary, sign_doc, respond)
+    return _CosmosDoc(summary, sign_doc, respond)
 
 
 # ---- sign-amino and sign-message (ADR-036) -------------------------------------------
@@ -398,7 +398,7 @@ def amino_items(msgs: Any, owner: Owner) -> tuple[Item, ...]:
     return tuple(items)
 
 
-def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> _Prepared:
+def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> _CosmosDoc:
     doc = req.signDoc
     check_shape(doc)
     fields(doc, "signDoc", {"account_number", "chain_id", "fee", "memo", "msgs", "sequence"},
@@ -422,7 +422,7 @@ def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> _Prepared:
         "cosmos", owner.network.name, "sign-amino", chain_id, items, fee_coins,
         hashlib.sha256(message).hexdigest(), memo=memo,
     )  # fmt: skip
-    return _Prepared(
+    return _CosmosDoc(
         summary, message,
         lambda sig: Signed(CosmosAminoResponse(signed=doc, signature=std_signature(owner, sig))),
     )  # fmt: skip
@@ -453,7 +453,7 @@ def adr036_doc(signer: str, data: bytes) -> dict[str, Any]:
     }
 
 
-def prepare_message(req: CosmosMessageRequest, owner: Owner) -> _Prepared:
+def prepare_message(req: CosmosMessageRequest, owner: Owner) -> _CosmosDoc:
     if (req.message is None) == (req.data is None):
         raise refuse('send "message" (text) or "data" (base64), one of them')
     data = req.message.encode() if req.message is not None else unb64(req.data or "", "data")
@@ -469,7 +469,7 @@ def prepare_message(req: CosmosMessageRequest, owner: Owner) -> _Prepared:
             signedMessage=b64(sig), signature=std_signature(owner, sig), signed=doc
         ))  # fmt: skip
 
-    return _Prepared(summary, message, respond)
+    return _CosmosDoc(summary, message, respond)
 
 
 KINDS: tuple[SignKind, ...] = (

@@ -83,7 +83,7 @@ def _any(type_url: str, msg: object) -> any_pb2.Any:
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class _TransferDoc:
     summary: Summary
     body: bytes
     auth: bytes
@@ -102,7 +102,7 @@ class _Prepared:
         )
 
 
-def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _Prepared:
+def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
     check_chain(req.chainId, owner)
     _counts(req)
     if req.fromAddress != owner.address:
@@ -154,14 +154,14 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _Prepared:
         "cosmos", owner.network.name, kind, req.chainId, (item,), (Amount(req.feeDenom, fee),),
         hashlib.sha256(sign_doc).hexdigest(), memo=req.memo,
     )  # fmt: skip
-    return _Prepared(summary, body_bytes, auth_bytes, sign_doc)
+    return _TransferDoc(summary, body_bytes, auth_bytes, sign_doc)
 
 
-def prepare_transfer(req: CosmosTransferInput, owner: Owner) -> _Prepared:
+def prepare_transfer(req: CosmosTransferInput, owner: Owner) -> _TransferDoc:
     return _prepare(req, owner, "sign-transfer")
 
 
-def prepare_ibc_transfer(req: CosmosIBCTransferInput, owner: Owner) -> _Prepared:
+def prepare_ibc_transfer(req: CosmosIBCTransferInput, owner: Owner) -> _TransferDoc:
     return _prepare(req, owner, "sign-ibc-transfer")
 
 

@@ -12,7 +12,7 @@ from typing import Final
 from coincurve import PrivateKey
 from coincurve._libsecp256k1 import ffi  # type: ignore[import-not-found]  # private_apis.py
 
-from chainkeys.chains.keys import CURVE_ORDER
+from chainkeys.chains.secp256k1 import CURVE_ORDER
 
 HALF_ORDER: Final = CURVE_ORDER // 2
 

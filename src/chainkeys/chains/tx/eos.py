@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from chainkeys.chains import codecs
+from chainkeys.chains import encoding
 from chainkeys.chains.eos import parse_public_key
 from chainkeys.chains.spec import ChainError, Key
 from chainkeys.chains.tx.base import (
@@ -198,7 +198,7 @@ def signature_k1(secret: bytes, digest: bytes) -> str:
             and (rs[32] or rs[33] >= 0x80)
         ):
             data = bytes((27 + 4 + recid,)) + rs
-            return "SIG_K1_" + codecs.base58_encode(data + codecs.ripemd160(data + b"K1")[:4])
+            return "SIG_K1_" + encoding.base58_encode(data + encoding.ripemd160(data + b"K1")[:4])
     raise RuntimeError("no canonical signature in 255 attempts")  # p ~ 2**-500
 
 
@@ -222,7 +222,7 @@ class EosTransactionResponse(msgspec.Struct, kw_only=True):
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class _EosDigest:
     summary: Summary
     digest: bytes
     respond: Any  # (SIG_K1_ string) -> Signed
@@ -232,7 +232,7 @@ class _Prepared:
         return result
 
 
-def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _Prepared:
+def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _EosDigest:
     chain_id = unhex(req.chainId, "chainId")
     if len(chain_id) != 32 or req.chainId.lower() != owner.network.chain_id:
         raise refuse(
@@ -276,7 +276,7 @@ def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _Prepared:
         )  # fmt: skip
         return Signed(data, tx_id)
 
-    return _Prepared(summary, digest, respond)
+    return _EosDigest(summary, digest, respond)
 
 
 class EosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -313,7 +313,7 @@ def not_a_transaction(data: bytes) -> None:
                      "transaction", "message_is_transaction")  # fmt: skip
 
 
-def prepare_message(req: EosMessageRequest, owner: Owner) -> _Prepared:
+def prepare_message(req: EosMessageRequest, owner: Owner) -> _EosDigest:
     if (req.message is None) == (req.data is None):
         raise refuse('send "message" (text) or "data" (hex), one of them')
     raw = req.message.encode() if req.message is not None else unhex(req.data or "", "data")
@@ -321,7 +321,7 @@ def prepare_message(req: EosMessageRequest, owner: Owner) -> _Prepared:
     digest = hashlib.sha256(raw).digest()
     summary = Summary("eos", owner.network.name, "sign-message", None, (), (), digest.hex(),
                       raw=True)  # fmt: skip
-    return _Prepared(summary, digest, lambda sig: Signed(EosMessageResponse(signature=sig)))
+    return _EosDigest(summary, digest, lambda sig: Signed(EosMessageResponse(signature=sig)))
 
 
 KINDS: tuple[SignKind, ...] = (

@@ -43,7 +43,7 @@ class UtxoMessageResponse(msgspec.Struct, kw_only=True):
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class _MessageDigest:
     summary: Summary
     digest: bytes
     header_base: int
@@ -54,7 +54,7 @@ class _Prepared:
         return Signed(UtxoMessageResponse(signature=base64.b64encode(signature).decode()))
 
 
-def prepare_message(req: UtxoMessageRequest, owner: Owner) -> _Prepared:
+def prepare_message(req: UtxoMessageRequest, owner: Owner) -> _MessageDigest:
     if len(req.message) > 65_536:
         raise ChainError("message is too long to sign (64 KiB at most)", "invalid_sign_request")
     params = PARAMS[owner.family]
@@ -63,7 +63,7 @@ def prepare_message(req: UtxoMessageRequest, owner: Owner) -> _Prepared:
     header = HEADER_BASE[owner.address_type or "p2pkh"] if compressed else 27
     summary = Summary(owner.family, owner.network.name, "sign-message", None, (), (),
                       digest.hex(), raw=True)  # fmt: skip
-    return _Prepared(summary, digest, header)
+    return _MessageDigest(summary, digest, header)
 
 
 KIND = SignKind(

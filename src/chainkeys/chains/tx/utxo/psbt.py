@@ -53,7 +53,7 @@ class UtxoPsbtResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class _PsbtInputs:
     summary: Summary
     psbt: Any
     mine: tuple[Mine, ...]
@@ -141,7 +141,7 @@ def parse_psbt(text: str) -> Any:
         raise refuse("psbt is not a valid base64 BIP174 PSBT") from None
 
 
-def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _Prepared:
+def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _PsbtInputs:
     params = PARAMS[owner.family]
     psbt = parse_psbt(req.psbt)
     if psbt.version not in (None, 0):
@@ -172,7 +172,7 @@ def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _Prepared:
     except Exception:  # embit: a transaction it cannot hash
         raise refuse("psbt holds a transaction that cannot be signed") from None
     summary = summarize(owner, "sign-psbt", psbt.tx, values, digests)
-    return _Prepared(summary, psbt, tuple(mine), digests, owner, req.finalize)
+    return _PsbtInputs(summary, psbt, tuple(mine), digests, owner, req.finalize)
 
 
 KIND = SignKind(

@@ -95,7 +95,7 @@ def parse_tx(text: str, what: str) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class _RawTxInputs:
     summary: Summary
     tx: Any
     mine: tuple[Mine, ...]
@@ -141,7 +141,7 @@ def _scripts_match(prev: PrevTx, mine: bool, owner: Owner) -> None:
             raise refuse("redeemScript is not this account's P2SH-P2WPKH redeem script")
 
 
-def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _Prepared:
+def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _RawTxInputs:
     if req.sighashtype != "ALL":
         raise refuse("only sighashtype ALL is signed", "sighash_not_allowed")
     params = PARAMS[owner.family]
@@ -184,7 +184,7 @@ def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _Prepared:
         raise refuse("no input of this transaction spends from this account", "not_owner")
     digests = sighashes(tx, mine, owner)
     summary = summarize(owner, "sign-raw-transaction", tx, values, digests)
-    return _Prepared(summary, tx, tuple(mine), digests, owner)
+    return _RawTxInputs(summary, tx, tuple(mine), digests, owner)
 
 
 KIND = SignKind(

@@ -21,7 +21,7 @@ from typing import Any
 from bip_utils import SegwitBech32Encoder
 from embit.script import Script, Witness
 
-from chainkeys.chains import codecs
+from chainkeys.chains import encoding
 from chainkeys.chains.tx.base import INVALID_AMOUNT, Amount, Item, Owner, Summary, refuse
 from chainkeys.chains.tx.utxo.params import PARAMS
 
@@ -37,17 +37,17 @@ def push(data: bytes) -> bytes:
 
 def p2wpkh_program(public_key: bytes) -> bytes:
     """OP_0 <hash160(key)>: P2WPKH's output script, P2SH-P2WPKH's redeem script."""
-    return b"\x00\x14" + codecs.hash160(public_key)
+    return b"\x00\x14" + encoding.hash160(public_key)
 
 
 def own_scripts(owner: Owner) -> tuple[bytes, bytes]:
     """(the script this account is paid to, its BIP143 script code)."""
-    p2pkh = b"\x76\xa9\x14" + codecs.hash160(owner.public_key) + b"\x88\xac"
+    p2pkh = b"\x76\xa9\x14" + encoding.hash160(owner.public_key) + b"\x88\xac"
     kind = owner.address_type or "p2pkh"
     if kind == "p2wpkh":
         return p2wpkh_program(owner.public_key), p2pkh
     if kind == "p2sh-p2wpkh":
-        return b"\xa9\x14" + codecs.hash160(p2wpkh_program(owner.public_key)) + b"\x87", p2pkh
+        return b"\xa9\x14" + encoding.hash160(p2wpkh_program(owner.public_key)) + b"\x87", p2pkh
     return p2pkh, p2pkh
 
 
@@ -74,9 +74,9 @@ def address_of(script: bytes, owner: Owner) -> str | None:
     """
     net = owner.network
     if len(script) == 25 and script[:3] == b"\x76\xa9\x14" and script[23:] == b"\x88\xac":
-        return codecs.base58check_encode((net.p2pkh or b"") + script[3:23])
+        return encoding.base58check_encode((net.p2pkh or b"") + script[3:23])
     if len(script) == 23 and script[:2] == b"\xa9\x14" and script[22:] == b"\x87":
-        return codecs.base58check_encode((net.p2sh or b"") + script[2:22])
+        return encoding.base58check_encode((net.p2sh or b"") + script[2:22])
     if net.hrp and is_witness(script):
         version = 0 if script[0] == 0 else script[0] - 0x50
         if version == 0 and len(script) not in (22, 34):

@@ -28,7 +28,7 @@ from bip_utils import (  # type: ignore[import-untyped]
     SegwitBech32Encoder,
 )
 
-from chainkeys.chains.keys import key_from_secret
+from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.chains.spec import ChainError, Key, Network, OptionSpec
 
 INVALID_KEY: Final = "invalid_private_key"

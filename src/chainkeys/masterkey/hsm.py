@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from chainkeys.config import Settings
 from chainkeys.errors import Conflict, StartupError
-from chainkeys.keys.repository import CHECK_CONTEXT, CHECK_KEY, Meta
+from chainkeys.masterkey.repository import CHECK_CONTEXT, CHECK_KEY, Meta
 from chainkeys.store.db import Database
 from chainkeys.vault import SealError, Vault
 from chainkeys.vault.pkcs11 import Hsm, describe, hsm_from_settings, unwrap, wrap

@@ -1,6 +1,6 @@
 """The master key: opening the vault at start, rotation and retirement."""
 
-from chainkeys.keys.service import KeyService, RotationReport
-from chainkeys.keys.vault import open_vault
+from chainkeys.masterkey.opening import open_vault
+from chainkeys.masterkey.service import KeyService, RotationReport
 
 __all__ = ["KeyService", "RotationReport", "open_vault"]

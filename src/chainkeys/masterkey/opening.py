@@ -9,9 +9,9 @@ from __future__ import annotations
 from chainkeys.accounts.repository import Accounts
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
-from chainkeys.keys import hsm
-from chainkeys.keys.repository import CHECK_CONTEXT, CHECK_KEY, Meta, Ring
-from chainkeys.keys.ring import KeyRing
+from chainkeys.masterkey import hsm
+from chainkeys.masterkey.repository import CHECK_CONTEXT, CHECK_KEY, Meta, Ring
+from chainkeys.masterkey.ring import KeyRing
 from chainkeys.store.db import Database
 from chainkeys.vault import SealError, Vault, provider_from_settings
 

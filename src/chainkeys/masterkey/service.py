@@ -21,8 +21,8 @@ from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import Conflict
-from chainkeys.keys import hsm
-from chainkeys.keys.repository import (
+from chainkeys.masterkey import hsm
+from chainkeys.masterkey.repository import (
     CHECK_CONTEXT,
     CHECK_KEY,
     SEALED_TABLES,
@@ -31,7 +31,7 @@ from chainkeys.keys.repository import (
     Meta,
     Ring,
 )
-from chainkeys.keys.ring import KeyRing, live_since, wrap
+from chainkeys.masterkey.ring import KeyRing, live_since, wrap
 from chainkeys.store.db import Database
 from chainkeys.vault import Context, Vault, provider_from_settings
 from chainkeys.wallets.repository import Wallets, wallet_context

@@ -20,11 +20,11 @@ import uuid
 
 from chainkeys.clock import now_ms
 from chainkeys.errors import ChainkeysError
-from chainkeys.keys.repository import KeyUser, KeyUsers, Ring, RingEntry
+from chainkeys.masterkey.repository import KeyUser, KeyUsers, Ring, RingEntry
 from chainkeys.store.db import Database
 from chainkeys.vault import Context, MasterKey, SealError, Vault
 
-log = logging.getLogger("chainkeys.keys")
+log = logging.getLogger("chainkeys.masterkey")
 
 
 def ring_context(key_id: str) -> Context:
