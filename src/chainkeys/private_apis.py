@@ -17,7 +17,7 @@ from typing import Final
 
 @dataclass(frozen=True, slots=True)
 class PrivateUse:
-    package: str  # the distribution, as importlib.metadata names it
+    package: str  # the distribution, as importlib.metadata names it ("sqlite": the C library)
     version: str  # the version the use was read against
     module: str  # where chainkeys uses it, relative to src/chainkeys
     names: tuple[str, ...]  # the private module paths or attribute names used
@@ -39,4 +39,8 @@ USES: Final = (
                 "escaped_bind_names", "effective_returning", "post_compile_params",
                 "literal_execute_params"),
                "a compiled statement's binds and result shape, read once per statement"),
+    # The SQLite library itself (sqlite3.sqlite_version), not a Python distribution.
+    PrivateUse("sqlite", "3.40.1", "store/sqlite_counter.py", ("WAL_INDEX_VERSION", "mxFrame"),
+               "the WAL-index header (rewritten by every commit), read from the -shm mapping "
+               "instead of a PRAGMA data_version statement per request (checked against it)"),
 )  # fmt: skip

@@ -75,3 +75,35 @@ def test_requests_that_arrived_together_share_one_check_later_ones_see_a_revocat
     assert server.call(tokens.authenticate(token, time.perf_counter())) is None
     assert server.call(tokens.authenticate(token, arrived_early)) is None  # and stays refused
     assert server.call(tokens.authenticate(token)) is None
+
+
+def test_an_account_deleted_elsewhere_is_gone_on_the_next_get(server: Any) -> None:
+    """A get's view may be remembered while nothing commits; a delete by another process
+    (its own connections, as a second worker or the CLI) is a commit."""
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    _, token = in_another_process_stack(server, lambda svc: svc.tokens.create(tenant, "cli"))
+    with server.client(token) as c:
+        name = c.post("/dogecoin", json={}).json()["address"]
+        for _ in range(3):
+            found = c.get(f"/dogecoin/{name}")
+            assert found.status_code == 200 and found.json()["address"] == name
+        principal = server.call(server.services.tokens.authenticate(token))
+        in_another_process_stack(
+            server, lambda svc: svc.accounts.delete(principal, "dogecoin", name)
+        )
+        gone = c.get(f"/dogecoin/{name}")
+        assert gone.status_code == 404, gone.text
+        in_another_process_stack(server, lambda svc: svc.accounts.restore(tenant, "dogecoin", name))
+        assert c.get(f"/dogecoin/{name}").status_code == 200
+
+
+def test_remembered_views_stay_within_their_tenant(server: Any) -> None:
+    """The same account name asked by another tenant's token is that tenant's 404."""
+    first, second = (f"t-{uuid.uuid4().hex[:10]}" for _ in range(2))
+    _, token_a = in_another_process_stack(server, lambda svc: svc.tokens.create(first, "a"))
+    _, token_b = in_another_process_stack(server, lambda svc: svc.tokens.create(second, "b"))
+    with server.client(token_a) as a, server.client(token_b) as b:
+        name = a.post("/eos", json={}).json()["address"]
+        assert a.get(f"/eos/{name}").status_code == 200
+        assert a.get(f"/eos/{name}").status_code == 200
+        assert b.get(f"/eos/{name}").status_code == 404

@@ -10,6 +10,7 @@ table must still be used; each pinned version must be the installed one.
 from __future__ import annotations
 
 import ast
+import sqlite3
 from importlib.metadata import version
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def test_every_listed_use_exists_and_its_version_is_installed(use: object) -> No
     text = (SRC / use.module).read_text()
     for name in use.names:
         assert name in text, f"{use.module} no longer uses {name}: drop it from the table"
-    installed = version(use.package)
+    installed = sqlite3.sqlite_version if use.package == "sqlite" else version(use.package)
     assert installed == use.version, (
         f"{use.package} {installed} is installed but {use.module}'s use of {use.names} was "
         f"read against {use.version}: re-read it against {installed}'s source, then update "

@@ -63,12 +63,17 @@ def family_of(name: str) -> Family[Any]:
 class AccountService:
     """Create, import, look up, list and delete accounts within one tenant."""
 
+    VIEWS_MAX = 4096  # account views remembered while the store is unchanged
+
     def __init__(self, db: Database, ring: KeyRing, settings: Settings, cursors: Cursors) -> None:
         self.db = db
         self.ring = ring
         self.vault = ring.vault
         self.settings = settings
         self.cursors = cursors
+        # (tenant id, family, name as asked) -> the view `get` answered, for _views_at only
+        self._views: dict[tuple[str, str, str], AccountView] = {}
+        self._views_at = -1  # the store's change counter when _views was filled
 
     def _key_for(
         self, fam: Family[Any], req: CreateRequest, network: Network
@@ -196,10 +201,25 @@ class AccountService:
         return row
 
     async def get(self, who: Principal, family: str, name: str) -> AccountView:
+        """The account's view (no key). Where the store has a change counter, a view is
+        remembered until the next commit by any connection or process (a delete, a
+        restore, a rotation are such commits), so a repeated get reads nothing while
+        nothing changed; a miss (404) is never remembered."""
+        key, at = (who.tenant_id, family, name), -1
+        if self.db.has_change_counter:
+            at = self.db.change_counter()
+            if at != self._views_at:
+                self._views.clear()
+                self._views_at = at
+            elif (seen := self._views.get(key)) is not None:
+                return seen
         row = await self._find(who, family, name, Accounts.view)
-        return AccountView.of_details(row.family, row.network, row.name, row.address,
+        view = AccountView.of_details(row.family, row.network, row.name, row.address,
                                       row.public_key, msgspec.json.decode(row.details),
                                       row.created_ms)  # fmt: skip
+        if at >= 0 and at == self._views_at and len(self._views) < self.VIEWS_MAX:
+            self._views[key] = view
+        return view
 
     @staticmethod
     def view_of(row: AccountRow) -> AccountView:

@@ -25,6 +25,7 @@ import fcntl
 import sqlite3
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -48,6 +49,7 @@ from chainkeys.store.sqlite_batch import (
     _is_busy,
     _wait_thread,
 )
+from chainkeys.store.sqlite_counter import ChangeCounter
 from chainkeys.store.sqlite_read import _SqliteRead, _SyncTx
 
 STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-up
@@ -93,6 +95,7 @@ class Database:
         self._thread: ThreadPoolExecutor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._sqlite_read = _SqliteRead(self)
+        self._counter: ChangeCounter | None = None  # see change_counter
         self._bell: _Doorbell | None = None  # rings _batch_due once the loop has run its ready work
 
     def sync_engine(self) -> Engine:
@@ -136,6 +139,9 @@ class Database:
             if conn is not None:
                 conn.close()
         self._reader = self._writer = None
+        if self._counter is not None:
+            self._counter.close()
+            self._counter = None
         if self._sync_engine is not None:
             self._sync_engine.dispose()
             self._sync_engine = None
@@ -201,12 +207,20 @@ class Database:
         """A number that changes whenever another connection or process has committed,
         where the engine has one cheap enough to read per request (`has_change_counter`).
 
-        SQLite: `PRAGMA data_version` on the reader (this process's own writer counts as
-        another connection). PostgreSQL has none: callers do not cache.
+        SQLite: the WAL-index header's commit counter, read from shared memory, with
+        `PRAGMA data_version` on the reader behind it (`store/sqlite_counter.py`; this
+        process's own writer counts as another connection). PostgreSQL has none:
+        callers do not cache.
         """
-        if not self.has_change_counter:
-            raise RuntimeError("this store has no change counter")
-        try:  # (no context manager: this runs for nearly every request)
+        counter = self._counter
+        if counter is None:
+            if not self.has_change_counter:
+                raise RuntimeError("this store has no change counter")
+            counter = self._counter = ChangeCounter(self._data_version, self._shm_path())
+        return counter.read()
+
+    def _data_version(self) -> int:
+        try:  # (no context manager: the backstop of change_counter)
             cursor = self._sqlite_read.tx().raw.execute("PRAGMA data_version")
             row = cursor.fetchone()
             cursor.close()  # the statement is finished: no read snapshot stays open
@@ -214,6 +228,17 @@ class Database:
             raise StorageUnavailable() from exc
         version: int = row[0]
         return version
+
+    def _shm_path(self) -> Path | None:
+        """The `-shm` file of the main database (None: in memory)."""
+        try:
+            cursor = self._sqlite_read.tx().raw.execute("PRAGMA database_list")
+            rows = cursor.fetchall()
+            cursor.close()
+        except sqlite3.Error as exc:
+            raise StorageUnavailable() from exc
+        main = next((r[2] for r in rows if r[1] == "main"), "")
+        return Path(main + "-shm") if main else None
 
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
         """One atomic transaction: all of it commits or none of it does.

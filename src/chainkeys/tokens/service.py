@@ -102,7 +102,7 @@ class TokenService:
     async def authenticate(self, token: str, arrived: float | None = None) -> Principal | None:
         """The caller of a live token, or None.
 
-        Where the store has a change counter (SQLite's `PRAGMA data_version`), a
+        Where the store has a change counter (SQLite: `store/sqlite_counter.py`), a
         live token's caller is remembered until the next commit by any other
         connection or process: a revocation is such a commit. The counter is read
         again for every request that arrived (`arrived`, a `time.perf_counter()`)

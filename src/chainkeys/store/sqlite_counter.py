@@ -1,0 +1,117 @@
+"""SQLite's change counter read without a statement: the WAL-index header.
+
+Why: the token cache and the account-view cache ask "has anything committed since I
+last looked?" on every request. `PRAGMA data_version` answers it, but it is a
+statement, and under Granian every statement releases the GIL to a server thread
+that holds it for a while: ~20-25 µs of the event loop per statement, a fifth of a
+get (bench/README.md). SQLite keeps the answer in shared memory: the WAL-index
+header at the start of the database's `-shm` file, which every commit of every
+connection and process rewrites (https://www.sqlite.org/walformat.html, "The
+WAL-Index Header": `mxFrame`, the last frame, grows with each commit; `aSalt` changes
+when the WAL restarts; `aFrameCksum`/`aCksum` chain over every frame). Its `iChange`
+field is not enough: it did not move for a commit by another process (SQLite 3.40.1),
+so the whole header is compared. Read from a read-only mapping, it is a memory access.
+
+The header is SQLite's internal format, so it is used defensively, in this module
+only (chainkeys/private_apis.py pins the SQLite version it was read against):
+- the header's version field must be the WAL-index format this was written for
+  (3007000), or the mapping is not used;
+- the header is written twice (second copy, then first); a read whose two copies
+  differ is a writer mid-update, and `PRAGMA data_version` answers instead;
+- `PRAGMA data_version` is still read at least every `BACKSTOP` seconds: if it moved
+  while the mapped counter did not (a `-shm` file replaced under the mapping), the
+  mapping is reopened and the change reported. Without a `-shm` file (no WAL) every
+  read is the PRAGMA, as before.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+WAL_INDEX_VERSION = 3007000  # WALINDEX_MAX_VERSION in SQLite's wal.c
+HEADER = 48  # sizeof(WalIndexHdr); the header is stored twice, back to back
+BACKSTOP = 0.05  # seconds between two PRAGMA reads at most
+
+
+class ChangeCounter:
+    """A number that changes whenever any connection or process has committed.
+
+    `pragma` reads `PRAGMA data_version` on the caller's reader connection; `shm` is
+    the database's `-shm` file (None: in-memory or not WAL).
+    """
+
+    __slots__ = ("_backstop", "_map", "_pragma", "_pragma_at", "_retry_at", "_seen", "_shm",
+                 "_version")  # fmt: skip
+
+    def __init__(
+        self, pragma: Callable[[], int], shm: Path | None, backstop: float = BACKSTOP
+    ) -> None:
+        self._backstop = backstop
+        self._pragma = pragma
+        self._shm = shm
+        self._map: mmap.mmap | None = None
+        self._retry_at = -math.inf  # when to try mapping the file again
+        self._pragma_at = -math.inf  # when the PRAGMA was last read
+        self._seen: tuple[bytes | None, int] | None = None  # (mapped header, PRAGMA) last read
+        self._version = 0
+
+    def read(self) -> int:
+        now = time.perf_counter()
+        mapped = self._mapped(now)
+        seen = self._seen
+        unchanged = mapped is not None and seen is not None and mapped == seen[0]
+        if unchanged and now - self._pragma_at < self._backstop:
+            return self._version  # nothing committed: no statement run
+        pragma = self._pragma()
+        self._pragma_at = now
+        if seen is None or (mapped, pragma) != seen:
+            if seen is not None and pragma != seen[1] and mapped is not None and mapped == seen[0]:
+                self.close()  # the PRAGMA moved and the mapping did not: a stale mapping
+                mapped = None
+            self._seen = (mapped, pragma)
+            self._version += 1
+        return self._version
+
+    def _mapped(self, now: float) -> bytes | None:
+        m = self._map
+        if m is None:
+            if self._shm is None or now < self._retry_at:
+                return None
+            m = self._open()
+            if m is None:
+                self._retry_at = now + 1.0
+                return None
+        head = m[: 2 * HEADER]
+        if head[:HEADER] != head[HEADER:]:
+            return None  # a writer is between its two copies
+        if int.from_bytes(head[0:4], sys.byteorder) != WAL_INDEX_VERSION or not head[12]:
+            return None  # another format, or not initialised yet
+        return head[:HEADER]
+
+    def _open(self) -> mmap.mmap | None:
+        if self._shm is None or not hasattr(mmap, "PROT_READ"):
+            return None
+        try:
+            fd = os.open(self._shm, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            if os.fstat(fd).st_size < 2 * HEADER:
+                return None
+            self._map = mmap.mmap(fd, 2 * HEADER, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+        except (OSError, ValueError):
+            return None
+        finally:
+            os.close(fd)  # the mapping keeps the file
+        return self._map
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
