@@ -118,7 +118,7 @@ def test_no_engine_test_outside_the_store() -> None:
     found = [
         f"{path.relative_to(SRC)}: {line.strip()}"
         for path in SRC.rglob("*.py")
-        if path.relative_to(SRC).parts[0] not in ("store", "config.py")
+        if path.relative_to(SRC).parts[0] not in ("store", "config.py", "private_apis.py")
         for line in path.read_text().splitlines()
         if any(word in line for word in engine)
     ]

@@ -7,6 +7,7 @@ commits, reading the counter runs no statement.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -102,3 +103,38 @@ def test_an_unreadable_header_falls_back_to_the_pragma(db: Path, tmp_path: Path,
     assert counter.read() == before and reader.calls == calls + 1  # every read asks SQLite
     commit_elsewhere(db)
     assert counter.read() != before
+
+
+def _my_locks_on(path: Path) -> list[str]:
+    """This process's POSIX locks on `path`, as the kernel lists them (/proc/locks)."""
+    inode = path.stat().st_ino
+    mine = str(os.getpid())
+    return sorted(
+        " ".join(f[1:4] + f[5:])
+        for f in (line.split() for line in Path("/proc/locks").read_text().splitlines())
+        if f[1] == "POSIX" and f[4] == mine and f[5].rsplit(":", 1)[-1] == str(inode)
+    )
+
+
+def test_reading_never_drops_sqlites_locks_on_the_shm_file(db: Path, tmp_path: Path) -> None:
+    """Closing any descriptor of a file drops all of the process's POSIX locks on it: had
+    the counter closed one, another process could truncate the -shm under SQLite's
+    mapping (SIGBUS). Mapping, reading, a stale mapping and a failed open keep them."""
+    reader = Reader(db)
+    shm = Path(f"{db}-shm")
+    reader.data_version()  # the connection now holds its shared lock on the -shm file
+    held = _my_locks_on(shm)
+    assert held, "SQLite holds a lock on the -shm file while a connection is open"
+    counter = ChangeCounter(reader.data_version, shm)
+    for _ in range(3):
+        counter.read()
+        commit_elsewhere(db)
+    assert _my_locks_on(shm) == held
+    stale = ChangeCounter(reader.data_version, shm, backstop=0)
+    stale.read()
+    stale._seen = (stale._mapped(time.perf_counter()), -1)  # as if the PRAGMA moved alone
+    stale.read()  # gives the mapping up
+    assert _my_locks_on(shm) == held
+    counter.close()
+    stale.close()
+    reader.conn.close()

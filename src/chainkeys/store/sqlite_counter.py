@@ -22,6 +22,12 @@ only (chainkeys/private_apis.py pins the SQLite version it was read against):
   while the mapped counter did not (a `-shm` file replaced under the mapping), the
   mapping is reopened and the change reported. Without a `-shm` file (no WAL) every
   read is the PRAGMA, as before.
+
+A file descriptor of the `-shm` file is never closed while the store's connections
+are open: closing any descriptor of a file drops every POSIX lock the process holds
+on it, SQLite's included, and another process would then take itself for the first
+user of the WAL-index, truncate the file, and every process with it mapped would die
+of SIGBUS (seen under a key rotation). `close()` runs after the connections closed.
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ class ChangeCounter:
     the database's `-shm` file (None: in-memory or not WAL).
     """
 
-    __slots__ = ("_backstop", "_map", "_pragma", "_pragma_at", "_retry_at", "_seen", "_shm",
-                 "_version")  # fmt: skip
+    __slots__ = ("_backstop", "_held", "_map", "_pragma", "_pragma_at", "_retry_at", "_seen",
+                 "_shm", "_version")  # fmt: skip
 
     def __init__(
         self, pragma: Callable[[], int], shm: Path | None, backstop: float = BACKSTOP
@@ -56,6 +62,7 @@ class ChangeCounter:
         self._pragma = pragma
         self._shm = shm
         self._map: mmap.mmap | None = None
+        self._held: list[int | mmap.mmap] = []  # every descriptor and mapping, kept until close()
         self._retry_at = -math.inf  # when to try mapping the file again
         self._pragma_at = -math.inf  # when the PRAGMA was last read
         self._seen: tuple[bytes | None, int] | None = None  # (mapped header, PRAGMA) last read
@@ -72,8 +79,9 @@ class ChangeCounter:
         self._pragma_at = now
         if seen is None or (mapped, pragma) != seen:
             if seen is not None and pragma != seen[1] and mapped is not None and mapped == seen[0]:
-                self.close()  # the PRAGMA moved and the mapping did not: a stale mapping
-                mapped = None
+                # The PRAGMA moved and the mapping did not: a stale mapping. It is not
+                # used again in this process (and not closed: see the module's note).
+                self._map, self._shm, mapped = None, None, None
             self._seen = (mapped, pragma)
             self._version += 1
         return self._version
@@ -95,23 +103,29 @@ class ChangeCounter:
         return head[:HEADER]
 
     def _open(self) -> mmap.mmap | None:
-        if self._shm is None or not hasattr(mmap, "PROT_READ"):
+        if self._shm is None or not hasattr(mmap, "PROT_READ") or len(self._held) > 16:
             return None
         try:
             fd = os.open(self._shm, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError:
             return None
+        self._held.append(fd)  # never closed before close(): see the module's note
         try:
             if os.fstat(fd).st_size < 2 * HEADER:
                 return None
-            self._map = mmap.mmap(fd, 2 * HEADER, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+            mapped = mmap.mmap(fd, 2 * HEADER, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
         except (OSError, ValueError):
             return None
-        finally:
-            os.close(fd)  # the mapping keeps the file
-        return self._map
+        self._held.append(mapped)  # (it holds a descriptor of its own)
+        self._map = mapped
+        return mapped
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        """Only once the store's SQLite connections are closed (their locks go with it)."""
+        self._map = None
+        for held in reversed(self._held):
+            if isinstance(held, int):
+                os.close(held)
+            else:
+                held.close()
+        self._held.clear()
