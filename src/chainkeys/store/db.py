@@ -25,7 +25,6 @@ import fcntl
 import sqlite3
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -49,7 +48,7 @@ from chainkeys.store.sqlite_batch import (
     _is_busy,
     _wait_thread,
 )
-from chainkeys.store.sqlite_counter import ChangeCounter
+from chainkeys.store.sqlite_counter import ChangeCounter, reader_counter
 from chainkeys.store.sqlite_read import _SqliteRead, _SyncTx
 
 STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-up
@@ -216,29 +215,8 @@ class Database:
         if counter is None:
             if not self.has_change_counter:
                 raise RuntimeError("this store has no change counter")
-            counter = self._counter = ChangeCounter(self._data_version, self._shm_path())
+            counter = self._counter = reader_counter(lambda: self._sqlite_read.tx().raw)
         return counter.read()
-
-    def _data_version(self) -> int:
-        try:  # (no context manager: the backstop of change_counter)
-            cursor = self._sqlite_read.tx().raw.execute("PRAGMA data_version")
-            row = cursor.fetchone()
-            cursor.close()  # the statement is finished: no read snapshot stays open
-        except sqlite3.Error as exc:
-            raise StorageUnavailable() from exc
-        version: int = row[0]
-        return version
-
-    def _shm_path(self) -> Path | None:
-        """The `-shm` file of the main database (None: in memory)."""
-        try:
-            cursor = self._sqlite_read.tx().raw.execute("PRAGMA database_list")
-            rows = cursor.fetchall()
-            cursor.close()
-        except sqlite3.Error as exc:
-            raise StorageUnavailable() from exc
-        main = next((r[2] for r in rows if r[1] == "main"), "")
-        return Path(main + "-shm") if main else None
 
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
         """One atomic transaction: all of it commits or none of it does.

@@ -35,10 +35,14 @@ from __future__ import annotations
 import math
 import mmap
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from chainkeys.errors import StorageUnavailable
 
 WAL_INDEX_VERSION = 3007000  # WALINDEX_MAX_VERSION in SQLite's wal.c
 HEADER = 48  # sizeof(WalIndexHdr); the header is stored twice, back to back
@@ -129,3 +133,24 @@ class ChangeCounter:
             else:
                 held.close()
         self._held.clear()
+
+
+def reader_counter(reader: Callable[[], sqlite3.Connection]) -> ChangeCounter:
+    """The counter of the database `reader()` (the store's reader connection) has open:
+    its `PRAGMA data_version`, and the `-shm` file of its main database (none in memory)."""
+
+    def query(sql: str) -> list[Any]:
+        try:  # (no context manager: the backstop runs on a request's path)
+            cursor = reader().execute(sql)
+            rows = cursor.fetchall()
+            cursor.close()  # the statement is finished: no read snapshot stays open
+        except sqlite3.Error as exc:
+            raise StorageUnavailable() from exc
+        return rows
+
+    def data_version() -> int:
+        version: int = query("PRAGMA data_version")[0][0]
+        return version
+
+    main = next((str(r[2]) for r in query("PRAGMA database_list") if r[1] == "main"), "")
+    return ChangeCounter(data_version, Path(main + "-shm") if main else None)
