@@ -39,8 +39,8 @@ def test_every_class_statement_defines_a_class(module: str) -> None:
 
 
 def test_the_driver_error_is_a_class_and_row_classes_are_cached() -> None:
-    from chainkeys.store.pg import PgDriverError
-    from chainkeys.store.pg_plan import row_class
+    from chainkeys.store.postgres.plan import row_class
+    from chainkeys.store.postgres.pool import PgDriverError
 
     error = PgDriverError(ValueError("boom: query argument $1: secret-value"))
     assert isinstance(error, PgDriverError) and "secret-value" not in str(error)
@@ -113,8 +113,9 @@ def test_modules_are_small_enough_to_read_in_one_sitting() -> None:
 
 def test_no_engine_test_outside_the_store() -> None:
     """Domain code asks the store for capabilities (`Tx.serialize`,
-    `Tx.writes_in_one_statement`, `Database.has_change_counter`), never for its engine."""
-    engine = ("is_sqlite", ".dialect", '"sqlite"', '"postgresql"')
+    `Tx.writes_in_one_statement`, `Backend.has_change_counter`), never for its engine."""
+    engine = ("is_sqlite", ".dialect", '"sqlite"', '"postgresql"', "SqliteBackend",
+              "PostgresBackend")  # fmt: skip
     found = [
         f"{path.relative_to(SRC)}: {line.strip()}"
         for path in SRC.rglob("*.py")
@@ -123,3 +124,29 @@ def test_no_engine_test_outside_the_store() -> None:
         if any(word in line for word in engine)
     ]
     assert found == []
+
+
+def test_one_backend_class_per_engine() -> None:
+    """Each engine is one class in its own folder, reached through `open_backend`; both
+    answer every method of the `Backend` protocol."""
+    from chainkeys.config import Settings
+    from chainkeys.store.backend import Backend, open_backend
+    from chainkeys.store.postgres.backend import PostgresBackend
+    from chainkeys.store.sqlite.backend import SqliteBackend
+
+    settings = Settings()
+    assert type(open_backend("sqlite:////tmp/x.db", settings)) is SqliteBackend
+    assert type(open_backend("postgresql://u@h/d", settings)) is PostgresBackend
+    wanted = {n for n in dir(Backend) if not n.startswith("_")} | set(Backend.__annotations__)
+    for cls in (SqliteBackend, PostgresBackend):
+        missing = {
+            n for n in wanted if not hasattr(cls, n) and n not in cls.__init__.__code__.co_names
+        }
+        assert missing == set(), cls
+    classes = {
+        path.relative_to(SRC / "store").parts[0]
+        for path in (SRC / "store").rglob("*.py")
+        for line in path.read_text().splitlines()
+        if line.startswith("class ") and line.split("(")[0].split(":")[0].endswith("Backend")
+    }
+    assert classes == {"backend.py", "sqlite", "postgres"}

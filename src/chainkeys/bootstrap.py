@@ -24,7 +24,7 @@ from chainkeys.masterkey.service import KeyService
 from chainkeys.policies.service import PolicyService
 from chainkeys.signing.service import SigningService
 from chainkeys.store import migrate
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend, open_backend
 from chainkeys.store.dbcopy import CopyReport, copy_database, display_url
 from chainkeys.tokens.service import TokenService
 from chainkeys.vault import Vault
@@ -39,7 +39,7 @@ class Services:
     """Everything a running chainkeys holds; built once per process."""
 
     settings: Settings
-    db: Database
+    db: Backend
     ring: KeyRing  # the vault, kept current by the key ring while the process runs
     accounts: AccountService
     tokens: TokenService
@@ -90,7 +90,7 @@ def _sqlite_companions(db: Path) -> tuple[Path, Path]:
 class Admin:
     """What token, tenant and audit administration needs: no master key, no vault."""
 
-    db: Database
+    db: Backend
     tokens: TokenService
     audit: AuditService
     policies: PolicyService
@@ -114,7 +114,7 @@ def where_to_point() -> str:
 
 async def _open_store(
     settings: Settings, unseal: bool, create: bool = False
-) -> tuple[Database, Vault | None]:
+) -> tuple[Backend, Vault | None]:
     """The database with its schema settled (once, under the start-up lock) and, when
     `unseal`, the vault opened against it; nothing is left open on failure. Without
     `create`, a place with no store is refused (NoStore) and nothing is made there:
@@ -125,7 +125,7 @@ async def _open_store(
             raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()} (looked for "
                           f"{looked}); {where_to_point()}")  # fmt: skip
         prepare_data_dir(settings)
-    db = Database(settings.db_url, settings)
+    db = open_backend(settings.db_url, settings)
     try:
         async with db.startup_lock():
             if not create and await migrate.current_revision(db) is None:
@@ -170,7 +170,7 @@ async def upgrade_schema(settings: Settings) -> str:
             raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()}; "
                           f"{where_to_point()}")  # fmt: skip
         prepare_data_dir(settings)
-    db = Database(settings.db_url, settings)
+    db = open_backend(settings.db_url, settings)
     try:
         async with db.startup_lock():
             if await migrate.current_revision(db) is None:
@@ -185,7 +185,7 @@ async def upgrade_schema(settings: Settings) -> str:
 
 async def copy_between(settings: Settings, source: str, target: str) -> CopyReport:
     """Copy every row between two databases, verified (`chainkeys db copy`)."""
-    src, dst = Database(source, settings), Database(target, settings)
+    src, dst = open_backend(source, settings), open_backend(target, settings)
     try:
         return await copy_database(src, dst, lambda db: open_vault(db, settings))
     finally:

@@ -30,17 +30,17 @@ USES: Final = (
     PrivateUse("bip_utils", "2.12.3", "chains/mnemonic.py",
                ("bip_utils.bip.bip39.bip39_mnemonic_utils",),
                "the English word list, to name an unknown word in a refused mnemonic"),
-    PrivateUse("asyncpg", "0.32.0", "store/pg_private.py", ("_con", "_on_release", "_holder"),
+    PrivateUse("asyncpg", "0.32.0", "store/postgres/private.py", ("_con", "_on_release", "_holder"),
                "giving a pool connection back without Pool.release()'s shielded task"),
-    PrivateUse("sqlalchemy", "2.1.9", "store/pg_private.py", ("sqlalchemy.sql.crud",),
+    PrivateUse("sqlalchemy", "2.1.9", "store/postgres/private.py", ("sqlalchemy.sql.crud",),
                "the REQUIRED marker of an INSERT parameter without a default"),
-    PrivateUse("sqlalchemy", "2.1.9", "store/pg_plan.py",
+    PrivateUse("sqlalchemy", "2.1.9", "store/postgres/plan.py",
                ("insert_prefetch", "construct_expanded_state", "positiontup",
                 "escaped_bind_names", "effective_returning", "post_compile_params",
                 "literal_execute_params"),
                "a compiled statement's binds and result shape, read once per statement"),
     # The SQLite library itself (sqlite3.sqlite_version), not a Python distribution.
-    PrivateUse("sqlite", "3.40.1", "store/sqlite_counter.py", ("WAL_INDEX_VERSION", "mxFrame"),
+    PrivateUse("sqlite", "3.40.1", "store/sqlite/counter.py", ("WAL_INDEX_VERSION", "mxFrame"),
                "the WAL-index header (rewritten by every commit), read from the -shm mapping "
                "instead of a PRAGMA data_version statement per request (checked against it)"),
 )  # fmt: skip

@@ -16,7 +16,7 @@ from chainkeys.accounts import CreateRequest
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
 from chainkeys.masterkey import open_vault
-from chainkeys.store.db import Database
+from chainkeys.store.backend import open_backend
 from chainkeys.store.dbcopy import CopyError, copy_database, display_url
 
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
@@ -173,7 +173,7 @@ def test_an_account_that_does_not_open_rolls_the_copy_back(tmp_path: Path) -> No
 
     async def run() -> None:
         s = settings(sqlite_url(source), tmp_path)
-        src, dst = Database(sqlite_url(source), s), Database(sqlite_url(target), s)
+        src, dst = open_backend(sqlite_url(source), s), open_backend(sqlite_url(target), s)
         try:
             with pytest.raises(CopyError, match="1 of 32 accounts do not open"):
                 await copy_database(src, dst, lambda db: open_vault(db, s), batch=7)
@@ -212,7 +212,7 @@ def test_batches_preserve_ids(tmp_path: Path) -> None:
 
     async def run() -> None:
         s = settings(sqlite_url(source), tmp_path)
-        src, dst = Database(sqlite_url(source), s), Database(sqlite_url(target), s)
+        src, dst = open_backend(sqlite_url(source), s), open_backend(sqlite_url(target), s)
         try:
             report = await copy_database(src, dst, lambda db: open_vault(db, s), batch=5)
             assert report.counts["accounts"] == 32 and report.opened == 32

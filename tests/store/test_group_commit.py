@@ -20,9 +20,9 @@ from chainkeys.accounts import CreateRequest
 from chainkeys.bootstrap import open_services
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
-from chainkeys.store import db as db_module
-from chainkeys.store.db import Database
-from chainkeys.store.sqlite_batch import MAX_BATCH
+from chainkeys.store.sqlite import backend as sqlite_backend
+from chainkeys.store.sqlite.backend import SqliteBackend
+from chainkeys.store.sqlite.batch import MAX_BATCH
 
 SCHEMA = (
     "CREATE TABLE parent (id INTEGER PRIMARY KEY)",
@@ -41,9 +41,9 @@ def make_settings(tmp_path: Path, sync: str = "FULL", busy_ms: int = 5000) -> Se
     )
 
 
-async def open_db(tmp_path: Path, sync: str = "FULL", busy_ms: int = 5000) -> Database:
+async def open_db(tmp_path: Path, sync: str = "FULL", busy_ms: int = 5000) -> SqliteBackend:
     settings = make_settings(tmp_path, sync, busy_ms)
-    db = Database(settings.db_url, settings)
+    db = SqliteBackend(settings.db_url, settings)
     async with db.write() as tx:
         for ddl in SCHEMA:
             await tx.execute(text(ddl))
@@ -59,7 +59,7 @@ def stored(tmp_path: Path) -> set[str]:
         conn.close()
 
 
-async def insert(db: Database, v: str) -> None:
+async def insert(db: SqliteBackend, v: str) -> None:
     async with db.write() as tx:
         await tx.execute(INSERT, {"v": v})
 
@@ -76,7 +76,6 @@ def test_concurrent_writes_share_commits_and_all_survive_reopening(
 
     async def main() -> int:
         db = await open_db(tmp_path, sync)
-        assert db.group_commit
         before = db.commits
         try:
             results = await settle(*(insert(db, f"v{i}") for i in range(n)))
@@ -96,7 +95,6 @@ def test_normal_groups_writes_too(tmp_path: Path) -> None:
 
     async def main() -> int:
         db = await open_db(tmp_path, "NORMAL")
-        assert db.group_commit
         before = db.commits
         try:
             await settle(*(insert(db, f"v{i}") for i in range(20)))
@@ -145,7 +143,7 @@ def test_a_failing_body_leaves_no_rows_and_spares_its_batch(tmp_path: Path) -> N
     assert stored(tmp_path) == {"a", "b", "c"}
 
 
-async def duplicate_of_a(db: Database) -> int:
+async def duplicate_of_a(db: SqliteBackend) -> int:
     """A body meeting "a" (inserted by an earlier body of its batch): the rows it saw
     are committed by the time its IntegrityError is raised."""
     try:
@@ -219,7 +217,7 @@ def hold_write_lock(tmp_path: Path) -> sqlite3.Connection:
     return other
 
 
-async def count_rows(db: Database) -> int:
+async def count_rows(db: SqliteBackend) -> int:
     async with db.read() as tx:
         return int((await tx.execute(text("SELECT count(*) FROM item"))).scalar_one())
 
@@ -296,6 +294,7 @@ def test_services_under_group_commit(tmp_path: Path) -> None:
                 for _ in range(5)
             ]
             results = await settle(*issued, *imports)
+            assert isinstance(svc.db, SqliteBackend)
             assert svc.db.commits < 55
             return results
         finally:
@@ -323,7 +322,7 @@ def test_services_under_group_commit(tmp_path: Path) -> None:
     assert asyncio.run(reopen()) == (51, 51, 1)
 
 
-def commits_seen_by_thread(db: Database) -> list[str]:
+def commits_seen_by_thread(db: SqliteBackend) -> list[str]:
     """The names of the threads that ran each COMMIT of `db`'s writer, as they run."""
     names: list[str] = []
     raw = db._sqlite_conn("w").connection.driver_connection
@@ -344,7 +343,7 @@ def test_commits_run_on_the_loop_while_quick_and_in_the_writer_thread_once_slow(
     """A quick COMMIT stays on the loop (no thread hop for every create of the batch);
     once one is slower than SLOW_COMMIT the next go to the writer thread, where the
     loop keeps serving. Either way every write is committed."""
-    monkeypatch.setattr(db_module, "SLOW_COMMIT", 0.0 if slow else 3600.0)
+    monkeypatch.setattr(sqlite_backend, "SLOW_COMMIT", 0.0 if slow else 3600.0)
 
     async def main() -> list[str]:
         db = await open_db(tmp_path)
@@ -389,7 +388,7 @@ def test_writers_queued_behind_the_writer_all_get_in_within_a_few_loop_iteration
     writes queue; when it frees up they all join the next batch at once, not one
     per loop iteration (which, under load, cost each create tens of ms)."""
     # COMMITs on the loop: one in the writer thread would let the loop spin meanwhile
-    monkeypatch.setattr(db_module, "SLOW_COMMIT", 3600.0)
+    monkeypatch.setattr(sqlite_backend, "SLOW_COMMIT", 3600.0)
     n = 200
 
     async def main() -> tuple[int, int]:
@@ -420,7 +419,7 @@ def test_on_uvloop_a_batch_commits_in_the_iteration_its_bodies_ran(
     """The COMMIT is rung for once the loop has run every ready body: uvloop polls
     for I/O after its ready callbacks, so it comes in the same iteration (asyncio's
     loop sees the bell one iteration later, as it would a call_soon)."""
-    monkeypatch.setattr(db_module, "SLOW_COMMIT", 3600.0)  # COMMITs on the loop (see above)
+    monkeypatch.setattr(sqlite_backend, "SLOW_COMMIT", 3600.0)  # COMMITs on the loop (see above)
 
     async def iterations_for_writes(prefix: str) -> int:
         db = await open_db(tmp_path / prefix)

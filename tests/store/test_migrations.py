@@ -26,7 +26,7 @@ from tests.conftest import (
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
 from chainkeys.store import migrate
-from chainkeys.store.db import Database
+from chainkeys.store.backend import open_backend
 from chainkeys.store.tables import metadata
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
@@ -55,13 +55,9 @@ def on_connection(url: str, fn: Any) -> Any:
     """Run fn(sync connection) inside one transaction on either backend."""
 
     async def main() -> Any:
-        db = Database(url, Settings())
+        db = open_backend(url, Settings())
         try:
-            if db.is_sqlite:
-                with db.sync_engine().begin() as conn:
-                    return fn(conn)
-            async with db.async_engine().begin() as aconn:
-                return await aconn.run_sync(fn)
+            return await db.run_sync(fn, transaction=True)
         finally:
             await db.close()
 
@@ -202,7 +198,7 @@ def test_an_upgrade_to_newer_code(
     monkeypatch.setattr(migrate, "MIGRATIONS", migrations)
 
     async def check() -> None:
-        db = Database(db_url, Settings())
+        db = open_backend(db_url, Settings())
         try:
             await migrate.ensure_schema(db)
         finally:

@@ -1,4 +1,4 @@
-"""PostgreSQL statements on asyncpg directly (store/pg.py): the same rows, counts and
+"""PostgreSQL statements on asyncpg directly (store/postgres/): the same rows, counts and
 errors as SQLAlchemy's engine gave, and a 503 rather than a hang when the database
 or the pool cannot answer."""
 
@@ -25,9 +25,9 @@ from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
 from chainkeys.masterkey.repository import Meta
 from chainkeys.store import migrate
-from chainkeys.store.db import Database
-from chainkeys.store.pg import pg_dsn
-from chainkeys.store.pg_plan import Plan
+from chainkeys.store.postgres.backend import PostgresBackend
+from chainkeys.store.postgres.plan import Plan
+from chainkeys.store.postgres.pool import pg_dsn
 from chainkeys.store.sql import is_unique_violation
 from chainkeys.store.tables import accounts, metadata
 from chainkeys.tokens.repository import _INSERT_TOKEN, Tenants, TokenRow
@@ -41,7 +41,7 @@ def pg_url() -> Iterator[str]:
     url = make_pg_database()
 
     async def setup() -> None:
-        db = Database(url, Settings(master_key=TEST_MASTER_KEY))
+        db = PostgresBackend(url, Settings(master_key=TEST_MASTER_KEY))
         try:
             await migrate.upgrade(db)
         finally:
@@ -52,9 +52,9 @@ def pg_url() -> Iterator[str]:
     drop_pg_database(url)
 
 
-def run_with_db(url: str, fn: Callable[[Database], Awaitable[T]], **settings: Any) -> T:
+def run_with_db(url: str, fn: Callable[[PostgresBackend], Awaitable[T]], **settings: Any) -> T:
     async def main() -> T:
-        db = Database(url, Settings(master_key=TEST_MASTER_KEY, **settings))
+        db = PostgresBackend(url, Settings(master_key=TEST_MASTER_KEY, **settings))
         try:
             return await fn(db)
         finally:
@@ -74,7 +74,7 @@ async def raw_fetch(url: str, sql: str, *args: Any) -> list[Any]:
 _n = iter(range(1_000_000))
 
 
-async def new_tenant(db: Database) -> str:
+async def new_tenant(db: PostgresBackend) -> str:
     tenant_id = f"t{next(_n):08d}{int(time.time() * 1000) % 10**8:08d}"
     async with db.write() as tx:
         await Tenants.insert(tx, tenant_id, f"name-{tenant_id}", 1)
@@ -133,7 +133,7 @@ def test_an_insert_without_implicit_returning_still_returns_its_id() -> None:
 
 
 def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         tenant = await new_tenant(db)
         row = account(tenant, "direct")
         async with db.write() as tx:
@@ -141,7 +141,7 @@ def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
         assert isinstance(new_id, int) and new_id > 0
         # The same row through SQLAlchemy's engine, as before this change.
         via = account(tenant, "engine")
-        async with db.async_engine().begin() as aconn:
+        async with db.engine().begin() as aconn:
             params = {
                 **{k: getattr(via, k) for k in ("tenant_id", "family", "name", "network")},
                 **{k: getattr(via, k) for k in ("address", "public_key", "secret", "key_id")},
@@ -184,14 +184,14 @@ def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
     run_with_db(pg_url, main)
 
 
-async def _get_all_columns(db: Database, tenant: str, name: str) -> Any:
+async def _get_all_columns(db: PostgresBackend, tenant: str, name: str) -> Any:
     async with db.read() as tx:
         stmt = select(accounts).where(accounts.c.tenant_id == tenant, accounts.c.name == name)
         return (await tx.execute(stmt)).first()
 
 
 def test_rowcount_of_delete_and_update(pg_url: str) -> None:
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         tenant = await new_tenant(db)
         record = IdempotencyRecord("f" * 64, b"\x01sealed", "k1", 5)
         async with db.write() as tx:
@@ -218,7 +218,7 @@ def test_rowcount_of_delete_and_update(pg_url: str) -> None:
 
 
 def test_unique_violation_is_an_integrity_error_that_quotes_no_value(pg_url: str) -> None:
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         tenant = await new_tenant(db)
         secret_hash = "feedface" * 8
         token = {"id": "tok-a", "tenant_id": tenant, "label": "", "created_ms": 1,
@@ -246,7 +246,7 @@ def test_unique_violation_is_an_integrity_error_that_quotes_no_value(pg_url: str
 
 
 def test_a_transaction_that_raises_leaves_nothing(pg_url: str) -> None:
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         tenant = await new_tenant(db)
         with pytest.raises(RuntimeError):
             async with db.write() as tx:
@@ -270,7 +270,7 @@ def test_an_account_and_its_audit_row_go_in_as_one_statement(pg_url: str) -> Non
     BEGIN/COMMIT): both rows or, for a taken name, neither; a second statement in a
     one-statement write is refused."""
 
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         tenant = await new_tenant(db)
         event = AuditEvent(tenant, "create", "ok", 7, "cosmos", "solo", "rid-1")
         async with db.write(one_statement=True) as tx:
@@ -296,7 +296,7 @@ def test_an_account_and_its_audit_row_go_in_as_one_statement(pg_url: str) -> Non
 def test_rarer_statements_compiled_per_call(pg_url: str) -> None:
     """Token listing, audit pages, key ids, text(): not Prepared, same answers."""
 
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         tenant = await new_tenant(db)
         async with db.write() as tx:
             row = TokenRow("tok-x", tenant, f"name-{tenant}", "lbl", 5, None)
@@ -339,7 +339,7 @@ def test_rarer_statements_compiled_per_call(pg_url: str) -> None:
 
 
 def test_concurrent_writes_share_the_pool(pg_url: str) -> None:
-    async def main(db: Database) -> int:
+    async def main(db: PostgresBackend) -> int:
         tenant = await new_tenant(db)
 
         async def one(i: int) -> None:
@@ -354,7 +354,7 @@ def test_concurrent_writes_share_the_pool(pg_url: str) -> None:
 
 
 def test_connections_are_reused_after_reads_writes_and_errors(pg_url: str) -> None:
-    async def main(db: Database) -> set[int]:
+    async def main(db: PostgresBackend) -> set[int]:
         pids = set()
         backend_pid = text("SELECT pg_backend_pid()")
         for _ in range(3):
@@ -372,7 +372,7 @@ def test_connections_are_reused_after_reads_writes_and_errors(pg_url: str) -> No
 
 
 def test_pool_exhausted_gives_storage_unavailable_then_serves(pg_url: str) -> None:
-    async def main(db: Database) -> float:
+    async def main(db: PostgresBackend) -> float:
         async with db.read() as tx:  # the only connection, held
             await Meta.ping(tx)
             started = time.monotonic()
@@ -389,7 +389,7 @@ def test_pool_exhausted_gives_storage_unavailable_then_serves(pg_url: str) -> No
 
 
 def test_statement_timeout_gives_storage_unavailable_then_serves(pg_url: str) -> None:
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         with pytest.raises(StorageUnavailable):
             async with db.read() as tx:
                 await tx.execute(text("SELECT pg_sleep(3)"))
@@ -405,7 +405,7 @@ def test_statement_timeout_gives_storage_unavailable_then_serves(pg_url: str) ->
 
 
 def test_a_killed_connection_is_dropped_and_replaced(pg_url: str) -> None:
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         async with db.read() as tx:
             pid = (await tx.execute(text("SELECT pg_backend_pid()"))).scalar_one()
         await raw_fetch(pg_url, "SELECT pg_terminate_backend($1)", pid)
@@ -424,7 +424,7 @@ def test_a_killed_connection_is_dropped_and_replaced(pg_url: str) -> None:
 
 
 def test_a_cancelled_statement_drops_its_connection(pg_url: str) -> None:
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         async def slow() -> None:
             async with db.write() as tx:
                 await tx.execute(text("SELECT pg_sleep(5)"))
@@ -445,7 +445,7 @@ def test_a_cancelled_statement_drops_its_connection(pg_url: str) -> None:
 def test_an_unreachable_database_gives_storage_unavailable(tmp_path: Path) -> None:
     url = f"postgresql://postgres@127.0.0.1:{free_port()}/nothing"
 
-    async def main(db: Database) -> None:
+    async def main(db: PostgresBackend) -> None:
         for _ in range(2):
             with pytest.raises(StorageUnavailable):
                 async with db.read() as tx:

@@ -1,4 +1,4 @@
-"""SQLite's change counter from the WAL-index header (store/sqlite_counter.py).
+"""SQLite's change counter from the WAL-index header (store/sqlite/counter.py).
 
 A real WAL database; commits from another process (a `python -c` with the standard
 sqlite3 module). The PRAGMA the counter falls back to is counted: while nothing
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from chainkeys.store.sqlite_counter import BACKSTOP, HEADER, ChangeCounter
+from chainkeys.store.sqlite.counter import BACKSTOP, HEADER, ChangeCounter
 
 
 class Reader:

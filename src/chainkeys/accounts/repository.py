@@ -201,7 +201,7 @@ class Accounts:
     @staticmethod
     async def insert_audited(tx: Tx, row: AccountRow, event: AuditEvent) -> None:
         """Insert an account and the audit event of its creation, together: one
-        statement where the engine can (see Database.write's one_statement), two elsewhere.
+        statement where the engine can (see Backend.write's one_statement), two elsewhere.
         AccountExists when (tenant, family, name) is taken."""
         if not tx.writes_in_one_statement:
             await Accounts.insert(tx, row)

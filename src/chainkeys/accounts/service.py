@@ -32,7 +32,7 @@ from chainkeys.errors import (
     NotFound,
 )
 from chainkeys.masterkey.ring import KeyRing
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
 from chainkeys.vault import Context
@@ -65,7 +65,7 @@ class AccountService:
 
     VIEWS_MAX = 4096  # account views remembered while the store is unchanged
 
-    def __init__(self, db: Database, ring: KeyRing, settings: Settings, cursors: Cursors) -> None:
+    def __init__(self, db: Backend, ring: KeyRing, settings: Settings, cursors: Cursors) -> None:
         self.db = db
         self.ring = ring
         self.vault = ring.vault

@@ -40,7 +40,7 @@ from chainkeys.audit.service import audit_event
 from chainkeys.clock import iso, now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
@@ -96,7 +96,7 @@ class Request:
 
 
 class ApprovalService:
-    def __init__(self, db: Database, settings: Settings, cursors: Cursors) -> None:
+    def __init__(self, db: Backend, settings: Settings, cursors: Cursors) -> None:
         self.db = db
         self.settings = settings
         self.cursors = cursors

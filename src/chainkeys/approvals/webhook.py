@@ -24,7 +24,7 @@ from typing import Final
 from chainkeys.approvals.repository import Outbox
 from chainkeys.clock import now_ms
 from chainkeys.errors import ChainkeysError
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 
 log = logging.getLogger("chainkeys.webhook")
 CLAIM_MS: Final = 30_000
@@ -44,7 +44,7 @@ def backoff_ms(attempts: int) -> int:
 
 
 class Webhook:
-    def __init__(self, db: Database, url: str, secret: bytes, every: float = 1.0) -> None:
+    def __init__(self, db: Backend, url: str, secret: bytes, every: float = 1.0) -> None:
         self.db = db
         self.url = url
         self.secret = secret

@@ -10,7 +10,7 @@ from chainkeys import logs, paging
 from chainkeys.audit.repository import Audit, AuditEvent, AuditQuery
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.vault.derive import Cursors
 
 
@@ -48,7 +48,7 @@ def audit_event(
 class AuditService:
     """Reads the audit log (the API gives a tenant only its own events)."""
 
-    def __init__(self, db: Database, settings: Settings, cursors: Cursors | None) -> None:
+    def __init__(self, db: Backend, settings: Settings, cursors: Cursors | None) -> None:
         self.db = db
         self.settings = settings
         self.cursors = cursors

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from chainkeys.config import Settings
 from chainkeys.errors import Conflict, StartupError
 from chainkeys.masterkey.repository import CHECK_CONTEXT, CHECK_KEY, Meta
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.vault import SealError, Vault
 from chainkeys.vault.pkcs11 import Hsm, describe, hsm_from_settings, unwrap, wrap
 from chainkeys.vault.providers import KEY_BYTES, FileKeyProvider, MasterKey, provider_from_settings
@@ -33,7 +33,7 @@ class HsmKeys:
     description: str
 
 
-async def wrapped_blobs(db: Database) -> tuple[bytes | None, bytes | None]:
+async def wrapped_blobs(db: Backend) -> tuple[bytes | None, bytes | None]:
     async with db.read() as tx:
         current, following = await Meta.get(tx, WRAPPED), await Meta.get(tx, WRAPPED_NEXT)
     return (current[0] if current else None), (following[0] if following else None)
@@ -49,7 +49,7 @@ def refuse_other_provider(blob: bytes) -> None:
     )
 
 
-async def load(db: Database, settings: Settings, sealed: bool) -> HsmKeys:
+async def load(db: Backend, settings: Settings, sealed: bool) -> HsmKeys:
     """Unwrap the master key (and a rotation's next key); on a first start, make one
     and store it wrapped. Called under the start-up lock."""
     hsm = hsm_from_settings(settings)
@@ -68,7 +68,7 @@ async def load(db: Database, settings: Settings, sealed: bool) -> HsmKeys:
     return HsmKeys(unwrap(hsm, blob), others, hsm.description)
 
 
-async def begin_rotation(db: Database, settings: Settings) -> tuple[MasterKey, MasterKey]:
+async def begin_rotation(db: Backend, settings: Settings) -> tuple[MasterKey, MasterKey]:
     """(old, new): the next key is made and stored wrapped before anything is re-sealed
     with it (re-used when a rotation resumes)."""
     hsm = hsm_from_settings(settings)
@@ -84,7 +84,7 @@ async def begin_rotation(db: Database, settings: Settings) -> tuple[MasterKey, M
     return old, new
 
 
-async def finish_rotation(db: Database) -> None:
+async def finish_rotation(db: Backend) -> None:
     async with db.write() as tx:
         following = await Meta.get(tx, WRAPPED_NEXT)
         if following is not None:
@@ -99,7 +99,7 @@ class Moved:
     already: bool  # the key was there already (a re-run)
 
 
-async def move(db: Database, settings: Settings, to: str, key_label: str | None = None,
+async def move(db: Backend, settings: Settings, to: str, key_label: str | None = None,
                token_label: str | None = None) -> Moved:  # fmt: skip
     """Move the master key from the configured provider to `to` ("file" or "pkcs11").
 
@@ -133,7 +133,7 @@ async def move(db: Database, settings: Settings, to: str, key_label: str | None 
     return Moved(key.id, f"key file {path}", already=already)
 
 
-async def _already_moved(db: Database, settings: Settings, blob: bytes | None,
+async def _already_moved(db: Backend, settings: Settings, blob: bytes | None,
                          target: Hsm | None) -> Moved | None:  # fmt: skip
     """The key is where it should go already (a re-run of a finished move)."""
     if target is not None and blob is not None:
@@ -151,7 +151,7 @@ async def _already_moved(db: Database, settings: Settings, blob: bytes | None,
     return None
 
 
-async def _source_key(db: Database, settings: Settings, blob: bytes | None) -> MasterKey:
+async def _source_key(db: Backend, settings: Settings, blob: bytes | None) -> MasterKey:
     """The master key from the configured provider, proven to open the store."""
     if settings.key_provider == "pkcs11":
         if blob is None:
@@ -165,7 +165,7 @@ async def _source_key(db: Database, settings: Settings, blob: bytes | None) -> M
     return key
 
 
-async def _check_opens(db: Database, key: MasterKey) -> None:
+async def _check_opens(db: Backend, key: MasterKey) -> None:
     async with db.read() as tx:
         check = await Meta.get(tx, CHECK_KEY)
     if check is None:

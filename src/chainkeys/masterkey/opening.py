@@ -12,11 +12,11 @@ from chainkeys.errors import StartupError
 from chainkeys.masterkey import hsm
 from chainkeys.masterkey.repository import CHECK_CONTEXT, CHECK_KEY, Meta, Ring
 from chainkeys.masterkey.ring import KeyRing
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.vault import SealError, Vault, provider_from_settings
 
 
-async def open_vault(db: Database, settings: Settings) -> Vault:
+async def open_vault(db: Backend, settings: Settings) -> Vault:
     """Load the master key(s) and prove they open what the store holds.
 
     A store with sealed data and a missing or different key stops the start:

@@ -21,7 +21,7 @@ import uuid
 from chainkeys.clock import now_ms
 from chainkeys.errors import ChainkeysError
 from chainkeys.masterkey.repository import KeyUser, KeyUsers, Ring, RingEntry
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.vault import Context, MasterKey, SealError, Vault
 
 log = logging.getLogger("chainkeys.masterkey")
@@ -46,7 +46,7 @@ def live_since(refresh_seconds: float) -> int:
 class KeyRing:
     """One process's view of the ring: what its vault learned, and its heartbeat."""
 
-    def __init__(self, db: Database, vault: Vault, refresh_seconds: float = 2.0) -> None:
+    def __init__(self, db: Backend, vault: Vault, refresh_seconds: float = 2.0) -> None:
         self.db = db
         self.vault = vault
         self.refresh_seconds = refresh_seconds

@@ -32,7 +32,7 @@ from chainkeys.masterkey.repository import (
     Ring,
 )
 from chainkeys.masterkey.ring import KeyRing, live_since, wrap
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.vault import Context, Vault, provider_from_settings
 from chainkeys.wallets.repository import Wallets, wallet_context
 
@@ -68,7 +68,7 @@ class KeyService:
 
     BATCH = 500
 
-    def __init__(self, db: Database, settings: Settings) -> None:
+    def __init__(self, db: Backend, settings: Settings) -> None:
         self.db = db
         self.settings = settings
 

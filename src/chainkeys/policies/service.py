@@ -22,7 +22,7 @@ from chainkeys.errors import NotFound
 from chainkeys.policies.document import Policy, PolicyError, parse
 from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.repository import Policies, Spends, Version
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
@@ -39,7 +39,7 @@ class Shown:
 
 
 class PolicyService:
-    def __init__(self, db: Database, refresh_seconds: float = 5.0) -> None:
+    def __init__(self, db: Backend, refresh_seconds: float = 5.0) -> None:
         self.db = db
         self.refresh = refresh_seconds
         self._cache: dict[str, tuple[float, Policy | None]] = {}

@@ -35,7 +35,7 @@ from chainkeys.chains.tx.base import Decoded, Owner, Signed, SignKind, Summary, 
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
 from chainkeys.policies.engine import Decision, Refusal, decide
 from chainkeys.policies.service import PolicyService
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal
 
 log = logging.getLogger("chainkeys.signing")
@@ -62,7 +62,7 @@ def kind_of(family: str, path: str) -> SignKind:
 
 class SigningService:
     def __init__(
-        self, db: Database, accounts: AccountService, policies: PolicyService,
+        self, db: Backend, accounts: AccountService, policies: PolicyService,
         approvals: ApprovalService,
     ) -> None:  # fmt: skip
         self.db = db

@@ -1,3 +1,3 @@
-"""Storage: the engines (`db.py`: SQLite with group commit, PostgreSQL through asyncpg),
-the tables, migrations and `chainkeys db copy`. Each domain package keeps its own SQL
-in its `repository.py`; this package holds what they share."""
+"""Storage: one `Backend` per engine (`backend.py`; `sqlite/`, `postgres/`), the tables,
+migrations and `chainkeys db copy`. Each domain package keeps its own SQL in its
+`repository.py`; this package holds what they share."""

@@ -13,19 +13,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from alembic.util import CommandError
-from sqlalchemy import Connection, Executable, Integer, Table, func, insert, select, text
+from sqlalchemy import Executable, Table, func, insert, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import StatementError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from chainkeys.errors import ChainkeysError, StorageUnavailable
 from chainkeys.store import migrate
-from chainkeys.store.db import Database
-from chainkeys.store.sql import storage_errors
+from chainkeys.store.backend import Backend
+from chainkeys.store.sql import CopySession, storage_errors
 from chainkeys.store.tables import accounts, metadata
 from chainkeys.vault import Context, SealError, Vault
 
@@ -59,64 +57,33 @@ def display_url(url: str) -> str:
 
 
 class _Conn:
-    """One transaction on either backend: execute and stream in batches.
+    """One copy transaction (`Backend.copy_session`): driver failures come out as
+    CopyError naming the side (source or target)."""
 
-    Driver failures come out as CopyError naming the side (source or target).
-    """
-
-    def __init__(
-        self, side: str, url: str, sync: Connection | None = None,
-        aconn: AsyncConnection | None = None,
-    ) -> None:  # fmt: skip
+    def __init__(self, side: str, url: str, session: CopySession) -> None:
         self.side, self.url = side, url
-        self._sync = sync
-        self._aconn = aconn
+        self._session = session
 
     async def execute(self, stmt: Executable, params: Any = None) -> Any:
         with _side(self.side, self.url):
-            if self._sync is not None:
-                return self._sync.execute(stmt, params)
-            if self._aconn is None:
-                raise RuntimeError("the connection is not open")
-            return await self._aconn.execute(stmt, params)
+            return await self._session.execute(stmt, params)
 
     async def batches(self, stmt: Executable, size: int) -> AsyncIterator[list[Any]]:
         with _side(self.side, self.url):
-            if self._sync is not None:
-                result = self._sync.execute(stmt)
-                while rows := result.fetchmany(size):
-                    yield list(rows)
-                return
-            if self._aconn is None:
-                raise RuntimeError("the connection is not open")
-            stream = await self._aconn.stream(stmt)  # server-side cursor: memory stays flat
-            async for part in stream.partitions(size):
-                yield list(part)
+            async for rows in self._session.batches(stmt, size):
+                yield rows
+
+    async def after_insert(self, table: Table) -> None:
+        with _side(self.side, self.url):
+            await self._session.after_insert(table)
 
 
 @contextlib.asynccontextmanager
-async def _transaction(db: Database, side: str, *, snapshot: bool) -> AsyncIterator[_Conn]:
+async def _transaction(db: Backend, side: str, *, snapshot: bool) -> AsyncIterator[_Conn]:
     """A read snapshot (source) or the one write transaction (target)."""
     with _side(side, db.url):
-        if db.is_sqlite:
-            with db.sync_engine().connect() as raw:
-                conn = raw.execution_options(isolation_level="AUTOCOMMIT")
-                # WAL: a deferred BEGIN reads one snapshot; IMMEDIATE holds the write lock.
-                conn.exec_driver_sql("BEGIN" if snapshot else "BEGIN IMMEDIATE")
-                try:
-                    yield _Conn(side, db.url, sync=conn)
-                except BaseException:
-                    conn.exec_driver_sql("ROLLBACK")
-                    raise
-                conn.exec_driver_sql("ROLLBACK" if snapshot else "COMMIT")
-            return
-        async with db.async_engine().connect() as aconn:
-            if snapshot:
-                await aconn.execution_options(
-                    isolation_level="REPEATABLE READ", postgresql_readonly=True
-                )
-            async with aconn.begin():
-                yield _Conn(side, db.url, aconn=aconn)
+        async with db.copy_session(snapshot) as session:
+            yield _Conn(side, db.url, session)
 
 
 @contextlib.contextmanager
@@ -142,11 +109,6 @@ def _count(table: Table) -> Executable:
     return select(func.count()).select_from(table)
 
 
-def _serial_columns(table: Table) -> list[str]:
-    col = table.autoincrement_column
-    return [col.name] if col is not None and isinstance(col.type, Integer) else []
-
-
 async def _counts(conn: _Conn) -> dict[str, int]:
     return {t.name: int((await conn.execute(_count(t))).scalar_one()) for t in COPIED}
 
@@ -157,7 +119,7 @@ async def _holds_sealed(conn: _Conn) -> bool:
     )
 
 
-async def check_source(source: Database) -> None:
+async def check_source(source: Backend) -> None:
     """The source must be a chainkeys database at this code's schema."""
     with _side("source", source.url):
         current = await migrate.current_revision(source)
@@ -171,12 +133,9 @@ async def check_source(source: Database) -> None:
         )
 
 
-async def prepare_target(target: Database) -> None:
+async def prepare_target(target: Backend) -> None:
     """Create (or bring up to date) the target's schema, then insist it is empty."""
-    if target.is_sqlite:
-        path = make_url(target.url).database
-        if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    target.prepare_location()
     try:
         with _side("target", target.url):
             await migrate.upgrade(target)
@@ -194,9 +153,9 @@ async def prepare_target(target: Database) -> None:
 
 
 async def copy_database(
-    source: Database,
-    target: Database,
-    load_vault: Callable[[Database], Awaitable[Vault]],
+    source: Backend,
+    target: Backend,
+    load_vault: Callable[[Backend], Awaitable[Vault]],
     *,
     batch: int = BATCH,
 ) -> CopyReport:
@@ -239,26 +198,13 @@ async def copy_database(
                 raise CopyError(
                     f"{table.name}: read {copied} rows, the source counted {expected[table.name]}"
                 )
-            if not target.is_sqlite:
-                await _advance_sequences(dst, table)
+            await dst.after_insert(table)
         report.counts = await _counts(dst)
         if report.counts != expected:
             raise CopyError(f"row counts differ after the copy: {expected} → {report.counts}")
         if vault is not None:
             report.opened, report.key_ids = await _open_all(dst, vault, batch)
     return report
-
-
-async def _advance_sequences(dst: _Conn, table: Table) -> None:
-    """Rows came with their ids, so move each serial past them for the next insert."""
-    for col in _serial_columns(table):
-        # Identifiers come from our own table metadata, not from input.
-        await dst.execute(
-            text(
-                f"SELECT setval(pg_get_serial_sequence('{table.name}', '{col}'), "  # noqa: S608
-                f'COALESCE(MAX("{col}"), 0) + 1, false) FROM "{table.name}"'
-            )
-        )
 
 
 async def _open_all(dst: _Conn, vault: Vault, batch: int) -> tuple[int, set[str]]:

@@ -11,7 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from chainkeys.errors import StartupError
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -38,25 +38,16 @@ def _upgrade(connection: Any) -> None:
     command.upgrade(alembic_config(connection), "head")
 
 
-async def current_revision(db: Database) -> str | None:
-    if db.is_sqlite:
-        with db.sync_engine().connect() as conn:
-            return _current(conn)
-    async with db.async_engine().connect() as aconn:
-        return await aconn.run_sync(_current)
+async def current_revision(db: Backend) -> str | None:
+    return await db.run_sync(_current, transaction=False)
 
 
-async def upgrade(db: Database) -> None:
-    """Apply every pending migration."""
-    if db.is_sqlite:
-        with db.sync_engine().begin() as conn:
-            _upgrade(conn)
-        return
-    async with db.async_engine().begin() as aconn:
-        await aconn.run_sync(_upgrade)
+async def upgrade(db: Backend) -> None:
+    """Apply every pending migration (in one transaction)."""
+    await db.run_sync(_upgrade, transaction=True)
 
 
-async def ensure_schema(db: Database) -> None:
+async def ensure_schema(db: Backend) -> None:
     """Create the schema on an empty database; refuse to serve an older one."""
     current = await current_revision(db)
     head = head_revision()

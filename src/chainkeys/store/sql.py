@@ -1,7 +1,7 @@
-"""What both backends share: compiled statements, the transaction protocol, errors.
+"""What both backends share: compiled statements, the transaction and copy protocols, errors.
 
-`store/db.py` (SQLite, and the engine for start-up and migrations) and
-`store/pg.py` (the asyncpg pool) both build on this module; neither imports
+`store/sqlite/` (the embedded engine) and `store/postgres/` (asyncpg, with
+SQLAlchemy for the rare paths) both build on this module; neither imports
 the other's internals through it.
 """
 
@@ -11,11 +11,11 @@ import contextlib
 import hashlib
 import sqlite3
 from collections import namedtuple
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Protocol
 
-from sqlalchemy import Executable
+from sqlalchemy import Executable, Table
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -59,7 +59,7 @@ class Prepared:
         self._defaults: dict[str, Any] = {}
         self._get: Callable[[Mapping[str, Any]], Any] = _no_args
         self._row: Any = None
-        self._pg: Any = None  # the PostgreSQL plan, made and kept by store/pg.py
+        self._pg: Any = None  # the PostgreSQL plan, made and kept by store/postgres/pool.py
 
     def for_sqlite(self, dialect: Dialect) -> tuple[str, list[str]]:
         if self._sql is None:
@@ -164,3 +164,18 @@ def storage_errors() -> Any:
         raise
     except _STORAGE_ERRORS as exc:
         raise StorageUnavailable() from exc
+
+
+class CopySession(Protocol):
+    """One transaction of `chainkeys db copy` on either engine (`Backend.copy_session`)."""
+
+    async def execute(self, stmt: Executable, params: Any = None) -> Any: ...
+
+    def batches(self, stmt: Executable, size: int) -> AsyncIterator[list[Any]]:
+        """The statement's rows, `size` at a time (memory stays flat)."""
+        ...
+
+    async def after_insert(self, table: Table) -> None:
+        """After rows were inserted with their own ids: what the engine needs so the
+        next generated id follows them (PostgreSQL: advance the serial)."""
+        ...

@@ -15,7 +15,7 @@ from chainkeys.audit.service import audit_event
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, NotFound, Unauthorized
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
 
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
@@ -93,7 +93,7 @@ class TokenService:
 
     SEEN_MAX = 4096  # live tokens remembered while the SQLite file is unchanged
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Backend) -> None:
         self.db = db
         self._seen: dict[str, Principal] = {}  # token hash -> caller, for self._version only
         self._version = -1
@@ -102,7 +102,7 @@ class TokenService:
     async def authenticate(self, token: str, arrived: float | None = None) -> Principal | None:
         """The caller of a live token, or None.
 
-        Where the store has a change counter (SQLite: `store/sqlite_counter.py`), a
+        Where the store has a change counter (SQLite: `store/sqlite/counter.py`), a
         live token's caller is remembered until the next commit by any other
         connection or process: a revocation is such a commit. The counter is read
         again for every request that arrived (`arrived`, a `time.perf_counter()`)

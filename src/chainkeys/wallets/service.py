@@ -32,7 +32,7 @@ from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, NotFound
 from chainkeys.masterkey.ring import KeyRing
-from chainkeys.store.db import Database
+from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
 from chainkeys.wallets.repository import Chain, Counters, WalletRow, Wallets, wallet_context
@@ -109,7 +109,7 @@ def _view(row: WalletRow) -> WalletView:
 
 class WalletService:
     def __init__(
-        self, db: Database, ring: KeyRing, settings: Settings, cursors: Cursors,
+        self, db: Backend, ring: KeyRing, settings: Settings, cursors: Cursors,
         accounts: AccountService,
     ) -> None:  # fmt: skip
         self.db = db

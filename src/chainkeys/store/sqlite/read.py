@@ -1,5 +1,5 @@
 """SQLite's read path: rows straight off the sqlite3 cursor, a transaction wrapper for
-the engine's connections, and the reusable read context `Database.read()` hands out.
+the engine's connections, and the reusable read context `SqliteBackend.read()` hands out.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from chainkeys.store.sql import (
     storage_errors,
 )
 
-if TYPE_CHECKING:  # annotations only: db.py builds these
-    from chainkeys.store.db import Database
+if TYPE_CHECKING:  # annotations only: backend.py builds these
+    from chainkeys.store.sqlite.backend import SqliteBackend
 
 
 class _FastRows:
@@ -94,7 +94,7 @@ class _SyncTx:
 
 
 class _SqliteRead:
-    """`Database.read()` on SQLite: one reusable context over the reader connection.
+    """`SqliteBackend.read()`: one reusable context over the reader connection.
 
     Reads run inline and hold nothing between statements, so every read can
     share it; a generator-based context manager per read costs more than the
@@ -103,14 +103,14 @@ class _SqliteRead:
 
     __slots__ = ("_conn", "_db", "_tx")
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqliteBackend) -> None:
         self._db = db
         self._conn: Connection | None = None
         self._tx: _SyncTx | None = None
 
     def tx(self) -> _SyncTx:
         tx = self._tx
-        if tx is not None and self._db._reader is self._conn:  # Database.close() unsets it
+        if tx is not None and self._db._reader is self._conn:  # SqliteBackend.close() unsets it
             return tx
         with storage_errors():
             conn = self._db._sqlite_conn("r")

@@ -20,7 +20,7 @@ from sqlalchemy.exc import (
     NoResultFound,
 )
 
-from chainkeys.store.pg_private import is_required
+from chainkeys.store.postgres.private import is_required
 from chainkeys.store.sql import Params
 
 # The dialect of `create_async_engine("postgresql+asyncpg://…")`: the same SQL,

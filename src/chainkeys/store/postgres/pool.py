@@ -40,8 +40,8 @@ from sqlalchemy.exc import (
 from chainkeys import metrics
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
-from chainkeys.store.pg_plan import PgRows, Plan
-from chainkeys.store.pg_private import release_inline
+from chainkeys.store.postgres.plan import PgRows, Plan
+from chainkeys.store.postgres.private import release_inline
 from chainkeys.store.sql import Params, Prepared, is_storage_error, lock_key
 
 _DRIVER_SUFFIX = re.compile(r"^(postgres|postgresql)\+\w+://")
@@ -189,7 +189,7 @@ def _expire(fut: asyncio.Future[None]) -> None:
 
 
 class PgPool:
-    """The asyncpg pool of one Database, made on first use in the running loop,
+    """The asyncpg pool of one PostgresBackend, made on first use in the running loop,
     behind a FairGate of the same size."""
 
     def __init__(self, url: str, settings: Settings) -> None:
@@ -308,7 +308,7 @@ def terminate(conn: Any) -> None:
 
 
 class PgSession:
-    """`Database.read()` (autocommit) or `.write()` (one transaction) on PostgreSQL."""
+    """`PostgresBackend.read()` (autocommit) or `.write()` (one transaction)."""
 
     __slots__ = ("_pool", "_statements", "_tx", "_write", "_xact")
 

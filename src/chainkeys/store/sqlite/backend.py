@@ -1,20 +1,16 @@
-"""Engines and transactions for SQLite (embedded) and PostgreSQL.
+"""SQLite, the embedded engine: reads inline on the event loop, writes by group commit.
 
-Repositories are written once against `Tx.execute`. SQLite statements run
-inline on the event loop: a point query costs microseconds, far less than the
-~85 µs a thread hand-off would add, and one process never interleaves two
-SQLite transactions (a lock serialises them). Writes are grouped: bodies that
-arrive together share one transaction and one COMMIT (group commit). A COMMIT
-runs inline while COMMITs are quick and in one writer thread when they are
-slow (a slow disk); a BEGIN that meets another process's write lock waits in
-that thread too. PostgreSQL statements run on an asyncpg pool
-directly (store/pg.py); start-up lock, migrations and copies keep SQLAlchemy's
-async engine.
+SQLite statements run inline on the event loop: a point query costs
+microseconds, far less than the ~85 µs a thread hand-off would add, and one
+process never interleaves two SQLite transactions (a lock serialises them).
+Writes are grouped: bodies that arrive together share one transaction and one
+COMMIT (group commit). A COMMIT runs inline while COMMITs are quick and in one
+writer thread when they are slow (a slow disk); a BEGIN that meets another
+process's write lock waits in that thread too.
 
-Hot statements are `Prepared`: compiled once per dialect, and executed on the
-sqlite3 cursor or the asyncpg connection itself, skipping SQLAlchemy's
-execution and result machinery per call. The SQL text is SQLAlchemy's own
-compilation of the same statement.
+Hot statements are `Prepared`: compiled once, and executed on the sqlite3
+cursor itself, skipping SQLAlchemy's execution and result machinery per call.
+The SQL text is SQLAlchemy's own compilation of the same statement.
 """
 
 from __future__ import annotations
@@ -23,22 +19,17 @@ import asyncio
 import contextlib
 import fcntl
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy import Connection, Engine, Executable, Table, create_engine, event
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
-from chainkeys.store.pg import PgPool
-from chainkeys.store.sql import (
-    Tx,
-    storage_errors,
-)
-from chainkeys.store.sqlite_batch import (
+from chainkeys.store.sql import CopySession, Tx, storage_errors
+from chainkeys.store.sqlite.batch import (
     MAX_BATCH,
     _Batch,
     _begin_waiting,
@@ -48,48 +39,29 @@ from chainkeys.store.sqlite_batch import (
     _is_busy,
     _wait_thread,
 )
-from chainkeys.store.sqlite_counter import ChangeCounter, reader_counter
-from chainkeys.store.sqlite_read import _SqliteRead, _SyncTx
+from chainkeys.store.sqlite.counter import ChangeCounter, reader_counter
+from chainkeys.store.sqlite.read import _SqliteRead, _SyncTx
 
-STARTUP_LOCK = 0x636B6579  # "ckey": the PostgreSQL advisory lock id for start-up
-STARTUP_WAIT_SECONDS = 300.0
-_TRY_LOCK = text("SELECT pg_try_advisory_lock(:k)")
-_UNLOCK = text("SELECT pg_advisory_unlock(:k)")
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
 SLOW_COMMIT = 0.002  # seconds: slower COMMITs move to the writer thread (see _end_batch)
+T = TypeVar("T")
 
 
-def async_url(url: str) -> str:
-    """postgresql://… → postgresql+asyncpg://…; other URLs unchanged."""
-    for prefix in ("postgresql://", "postgres://", "postgresql+psycopg://"):
-        if url.startswith(prefix):
-            return "postgresql+asyncpg://" + url[len(prefix) :]
-    return url
+class SqliteBackend:
+    """The `Backend` on one SQLite file (WAL); maps driver failures to StorageUnavailable."""
 
-
-def is_sqlite_url(url: str) -> bool:
-    return url.startswith("sqlite")
-
-
-class Database:
-    """Opens transactions; maps driver failures to StorageUnavailable (503)."""
+    has_change_counter = True  # see change_counter
 
     def __init__(self, url: str, settings: Settings) -> None:
         self.url = url
         self.settings = settings
-        self.is_sqlite = is_sqlite_url(url)
-        self.has_change_counter = self.is_sqlite  # see change_counter
-        self._sync_engine: Engine | None = None
-        self._async_engine: AsyncEngine | None = None  # start-up lock, migrations, copy
-        self._pg = None if self.is_sqlite else PgPool(url, settings)  # serving
+        self.path = Path(url.removeprefix("sqlite:///"))
+        self._engine: Engine | None = None
         self._reader: Connection | None = None
         self._writer: Connection | None = None
         self._write_lock = _CohortLock()
-        # Every SQLite mode: at FULL one fsync serves a batch; at NORMAL a batch
-        # still writes each touched page to the WAL once (~75 -> ~27 µs a create).
-        self.group_commit = self.is_sqlite
         self._commit_inline = True  # see _end_batch
-        self.commits = 0  # SQLite COMMITs of write(): fewer than writes under group commit
+        self.commits = 0  # COMMITs of write(): fewer than writes under group commit
         self._batch: _Batch | None = None  # the open group-commit transaction
         self._thread: ThreadPoolExecutor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -97,31 +69,12 @@ class Database:
         self._counter: ChangeCounter | None = None  # see change_counter
         self._bell: _Doorbell | None = None  # rings _batch_due once the loop has run its ready work
 
-    def sync_engine(self) -> Engine:
-        """The synchronous SQLite engine (serving and migrations)."""
-        if self._sync_engine is None:
-            self._sync_engine = make_sync_engine(self.url, self.settings)
-        return self._sync_engine
-
-    def async_engine(self) -> AsyncEngine:
-        """SQLAlchemy's engine on PostgreSQL: start-up lock, migrations, copies.
-
-        Requests run on the asyncpg pool (`read`, `write`); this engine keeps no
-        connection open between its rare uses.
-        """
-        if self._async_engine is None:
-            s = self.settings
-            self._async_engine = create_async_engine(
-                async_url(self.url),
-                hide_parameters=True,  # bound values (hashes, sealed blobs) stay out of errors
-                poolclass=NullPool,
-                connect_args={
-                    "timeout": s.db_connect_timeout,
-                    "command_timeout": s.db_statement_timeout_ms / 1000 or None,
-                    "server_settings": {"statement_timeout": str(s.db_statement_timeout_ms)},
-                },
-            )
-        return self._async_engine
+    def engine(self) -> Engine:
+        """SQLAlchemy's engine over the file: the connections for serving, migrations
+        and copies (each with the WAL, synchronous and busy-timeout pragmas)."""
+        if self._engine is None:
+            self._engine = make_engine(self.url, self.settings)
+        return self._engine
 
     async def close(self) -> None:
         if self._batch is not None:  # writers still waiting for their commit
@@ -141,19 +94,41 @@ class Database:
         if self._counter is not None:
             self._counter.close()
             self._counter = None
-        if self._sync_engine is not None:
-            self._sync_engine.dispose()
-            self._sync_engine = None
-        if self._pg is not None:
-            await self._pg.close()
-        if self._async_engine is not None:
-            await self._async_engine.dispose()
-            self._async_engine = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def prepare_location(self) -> None:
+        """The file's directory (0700 when made here), before a schema is made there."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    async def run_sync(self, work: Callable[[Connection], T], *, transaction: bool) -> T:
+        """`work` on a connection of its own (migrations): in one transaction, or autocommit."""
+        with storage_errors():
+            if transaction:
+                with self.engine().begin() as conn:
+                    return work(conn)
+            with self.engine().connect() as conn:
+                return work(conn)
+
+    @contextlib.asynccontextmanager
+    async def copy_session(self, snapshot: bool) -> AsyncIterator[CopySession]:
+        """One transaction for `chainkeys db copy`: a read snapshot (a deferred BEGIN
+        under WAL) or the one write transaction (BEGIN IMMEDIATE holds the write lock)."""
+        with self.engine().connect() as raw:
+            conn = raw.execution_options(isolation_level="AUTOCOMMIT")
+            conn.exec_driver_sql("BEGIN" if snapshot else "BEGIN IMMEDIATE")
+            try:
+                yield _CopySession(conn)
+            except BaseException:
+                conn.exec_driver_sql("ROLLBACK")
+                raise
+            conn.exec_driver_sql("ROLLBACK" if snapshot else "COMMIT")
 
     def _sqlite_conn(self, which: str) -> Connection:
         conn = self._reader if which == "r" else self._writer
         if conn is None or conn.closed:
-            conn = self.sync_engine().connect().execution_options(isolation_level="AUTOCOMMIT")
+            conn = self.engine().connect().execution_options(isolation_level="AUTOCOMMIT")
             if which == "r":
                 self._reader = conn
             else:
@@ -164,69 +139,40 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def startup_lock(self) -> AsyncIterator[None]:
-        """One process at a time through start-up (schema, key check, first token).
-
-        Replicas started together on an empty database would otherwise race
-        to create the schema and each issue a "first" token.
+        """One process at a time through start-up (schema, key check, first token): an
+        flock on a file beside the database. Replicas started together on an empty
+        store would otherwise race to create the schema and each issue a "first" token.
         """
-        with storage_errors():
-            if self.is_sqlite:
-                path = self.url.removeprefix("sqlite:///") + ".lock"
-                with open(path, "a") as lock:
-                    fcntl.flock(lock, fcntl.LOCK_EX)
-                    try:
-                        yield
-                    finally:
-                        fcntl.flock(lock, fcntl.LOCK_UN)
-                return
-            async with self.async_engine().connect() as conn:
-                await conn.execution_options(isolation_level="AUTOCOMMIT")
-                # Polled: a blocking pg_advisory_lock would meet the statement timeout
-                # while another replica runs a long migration.
-                deadline = asyncio.get_running_loop().time() + STARTUP_WAIT_SECONDS
-                while not (await conn.execute(_TRY_LOCK, {"k": STARTUP_LOCK})).scalar_one():
-                    if asyncio.get_running_loop().time() > deadline:
-                        raise StorageUnavailable(
-                            f"waited {STARTUP_WAIT_SECONDS:.0f}s for another replica's start-up"
-                        )
-                    await asyncio.sleep(0.1)
-                try:
-                    yield
-                finally:
-                    await conn.execute(_UNLOCK, {"k": STARTUP_LOCK})
+        with storage_errors(), open(str(self.path) + ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def read(self) -> contextlib.AbstractAsyncContextManager[Tx]:
         """Autocommit reads: each statement sees a consistent snapshot."""
-        if self._pg is not None:
-            # No BEGIN/ROLLBACK around a read: two round trips saved per lookup.
-            return self._pg.session(write=False)
         return self._sqlite_read
 
     def change_counter(self) -> int:
         """A number that changes whenever another connection or process has committed,
         where the engine has one cheap enough to read per request (`has_change_counter`).
 
-        SQLite: the WAL-index header's commit counter, read from shared memory, with
-        `PRAGMA data_version` on the reader behind it (`store/sqlite_counter.py`; this
-        process's own writer counts as another connection). PostgreSQL has none:
-        callers do not cache.
+        The WAL-index header's commit counter, read from shared memory, with
+        `PRAGMA data_version` on the reader behind it (`store/sqlite/counter.py`; this
+        process's own writer counts as another connection).
         """
         counter = self._counter
         if counter is None:
-            if not self.has_change_counter:
-                raise RuntimeError("this store has no change counter")
             counter = self._counter = reader_counter(lambda: self._sqlite_read.tx().raw)
         return counter.read()
 
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
         """One atomic transaction: all of it commits or none of it does.
 
-        `one_statement`: the body runs a single statement on PostgreSQL, which
-        then runs without BEGIN and COMMIT (a statement is atomic on its own: two
-        round trips fewer); a second statement is refused. SQLite ignores it.
+        `one_statement` is a hint for engines with round trips; here every write
+        joins a group-commit batch (`_grouped`).
         """
-        if self._pg is not None:
-            return self._pg.session(write=not one_statement, statements=1 if one_statement else 0)
         return self._sqlite_write()
 
     @contextlib.asynccontextmanager
@@ -421,20 +367,36 @@ class Database:
         return self._thread
 
 
-def make_sync_engine(url: str, settings: Settings) -> Engine:
-    if is_sqlite_url(url):
-        engine = create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
-        sync_mode = settings.sqlite_synchronous
-        busy = settings.sqlite_busy_timeout_ms
+def make_engine(url: str, settings: Settings) -> Engine:
+    engine = create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
+    sync_mode = settings.sqlite_synchronous
+    busy = settings.sqlite_busy_timeout_ms
 
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute(f"PRAGMA synchronous={sync_mode}")
-            cur.execute(f"PRAGMA busy_timeout={int(busy)}")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.close()
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA synchronous={sync_mode}")
+        cur.execute(f"PRAGMA busy_timeout={int(busy)}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
 
-        return engine
-    raise ValueError("a synchronous engine is only made for SQLite; PostgreSQL runs on asyncpg")
+    return engine
+
+
+class _CopySession:
+    """`CopySession` on a SQLite connection inside an explicit transaction."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, stmt: Executable, params: Any = None) -> Any:
+        return self._conn.execute(stmt, params)
+
+    async def batches(self, stmt: Executable, size: int) -> AsyncIterator[list[Any]]:
+        result = self._conn.execute(stmt)
+        while rows := result.fetchmany(size):
+            yield list(rows)
+
+    async def after_insert(self, table: Table) -> None:
+        """Nothing: SQLite's next rowid follows the largest one inserted."""

@@ -1,0 +1,80 @@
+"""The one interface between chainkeys and a storage engine, and the factory that picks it.
+
+Each engine is one class in its own folder: `store/sqlite/` (embedded, the
+default: group commit, inline reads, a change counter from shared memory) and
+`store/postgres/` (asyncpg for requests, SQLAlchemy for the rare paths).
+Everything outside `store/` holds a `Backend` and asks it for transactions and
+capabilities; nothing outside names an engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from sqlalchemy import Connection
+
+from chainkeys.config import Settings
+from chainkeys.store.sql import CopySession, Tx
+
+T = TypeVar("T")
+
+
+class Backend(Protocol):
+    """A chainkeys store on one engine."""
+
+    url: str
+    # Whether change_counter() is cheap enough to read per request (caches rely on it).
+    has_change_counter: bool
+
+    def read(self) -> contextlib.AbstractAsyncContextManager[Tx]:
+        """Autocommit reads: each statement sees a consistent snapshot."""
+        ...
+
+    def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
+        """One atomic transaction: all of it commits or none of it does. `one_statement`
+        promises a single statement (an engine may then skip BEGIN and COMMIT)."""
+        ...
+
+    def change_counter(self) -> int:
+        """A number that changes whenever another connection or process has committed
+        (only where `has_change_counter`)."""
+        ...
+
+    def startup_lock(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """One process at a time through start-up (schema, key check, first token)."""
+        ...
+
+    async def run_sync(self, work: Callable[[Connection], T], *, transaction: bool) -> T:
+        """`work` on a synchronous SQLAlchemy connection of its own (Alembic's migrations)."""
+        ...
+
+    def copy_session(self, snapshot: bool) -> contextlib.AbstractAsyncContextManager[CopySession]:
+        """A read snapshot (`snapshot`) or one write transaction, for `chainkeys db copy`."""
+        ...
+
+    def prepare_location(self) -> None:
+        """Make what the store's location needs before a schema is created there."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def is_sqlite_url(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def open_backend(url: str, settings: Settings) -> Backend:
+    """The backend for a database URL (sqlite:///… or postgresql://…); nothing connects yet.
+
+    Each engine's module is imported only when its URL is used: a SQLite server never
+    loads asyncpg.
+    """
+    if is_sqlite_url(url):
+        from chainkeys.store.sqlite.backend import SqliteBackend
+
+        return SqliteBackend(url, settings)
+    from chainkeys.store.postgres.backend import PostgresBackend
+
+    return PostgresBackend(url, settings)

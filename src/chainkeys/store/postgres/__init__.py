@@ -1,0 +1,1 @@
+"""PostgreSQL: `backend.py` (PostgresBackend), the asyncpg pool and statement plans."""

@@ -1,0 +1,1 @@
+"""SQLite, the embedded default engine: `backend.py` (SqliteBackend) and its parts."""
