@@ -39,8 +39,8 @@ def test_every_class_statement_defines_a_class(module: str) -> None:
 
 
 def test_the_driver_error_is_a_class_and_row_classes_are_cached() -> None:
-    from chainkeys.store.postgres.plan import row_class
     from chainkeys.store.postgres.pool import PgDriverError
+    from chainkeys.store.sql import row_class
 
     error = PgDriverError(ValueError("boom: query argument $1: secret-value"))
     assert isinstance(error, PgDriverError) and "secret-value" not in str(error)

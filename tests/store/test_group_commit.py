@@ -325,7 +325,7 @@ def test_services_under_group_commit(tmp_path: Path) -> None:
 def commits_seen_by_thread(db: SqliteBackend) -> list[str]:
     """The names of the threads that ran each COMMIT of `db`'s writer, as they run."""
     names: list[str] = []
-    raw = db._sqlite_conn("w").connection.driver_connection
+    raw = db.connection("w").connection.driver_connection
     assert isinstance(raw, sqlite3.Connection)
 
     def trace(sql: str) -> None:

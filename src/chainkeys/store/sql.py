@@ -8,6 +8,7 @@ the other's internals through it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import sqlite3
 from collections import namedtuple
@@ -17,7 +18,13 @@ from typing import Any, Protocol
 
 from sqlalchemy import Executable, Table
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import (
+    DBAPIError,
+    IntegrityError,
+    MultipleResultsFound,
+    NoResultFound,
+    OperationalError,
+)
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from chainkeys.errors import StorageUnavailable
@@ -84,10 +91,48 @@ class Prepared:
             return [given[n] if n in given else self._defaults[n] for n in self._names]
 
     def row_type(self, description: Any) -> Any:
-        """A namedtuple per statement: rows read by name and by index, like SQLAlchemy's."""
+        """The statement's `row_class`, from a DB-API cursor description."""
         if self._row is None:
-            self._row = namedtuple("Row", [d[0] for d in description], rename=True)  # type: ignore[misc]
+            self._row = row_class(tuple(d[0] for d in description))
         return self._row
+
+
+@functools.lru_cache(maxsize=512)
+def row_class(names: tuple[str, ...]) -> Any:
+    """The one row type of every engine: a namedtuple over these column names (invalid
+    or repeated ones renamed), read by name and by index; `_mapping` gives the columns
+    by their own names, as SQLAlchemy's Row does."""
+    base = namedtuple("Row", names, rename=True)  # type: ignore[misc]
+
+    def _mapping(self: tuple[Any, ...]) -> dict[str, Any]:
+        return dict(zip(names, self, strict=True))
+
+    return type("Row", (base,), {"__slots__": (), "_mapping": property(_mapping)})
+
+
+class ListRows:
+    """`Rows` over rows already read (a statement SQLAlchemy's engine ran), in `row_class`."""
+
+    __slots__ = ("_rows", "inserted_primary_key", "rowcount")
+
+    def __init__(self, rows: list[Any], rowcount: int, inserted_primary_key: Any) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+        self.inserted_primary_key = inserted_primary_key
+
+    def first(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    def all(self) -> Sequence[Any]:
+        return self._rows
+
+    def scalar_one(self) -> Any:
+        """As every engine's: SQLAlchemy's exceptions for no row and for several."""
+        if not self._rows:
+            raise NoResultFound("No row was found when one was required")
+        if len(self._rows) > 1:
+            raise MultipleResultsFound("Multiple rows were found when exactly one was required")
+        return self._rows[0][0]
 
 
 _EMPTY: Mapping[str, Any] = {}

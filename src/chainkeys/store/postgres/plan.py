@@ -2,13 +2,11 @@
 
 `Plan` holds the SQL text and parameter order SQLAlchemy's own asyncpg dialect
 compiles for a statement, and the result processing it would apply; `PgRows`
-reads records by column name and index, as SQLAlchemy's rows do.
+reads records into the one row type of every engine (`sql.row_class`).
 """
 
 from __future__ import annotations
 
-import functools
-from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,27 +19,13 @@ from sqlalchemy.exc import (
 )
 
 from chainkeys.store.postgres.private import is_required
-from chainkeys.store.sql import Params
+from chainkeys.store.sql import Params, row_class
 
 # The dialect of `create_async_engine("postgresql+asyncpg://…")`: the same SQL,
 # placeholders ($1…), bind casts and type processing as the engine had.
 DIALECT = PGDialect_asyncpg(dbapi=PGDialect_asyncpg.import_dbapi())  # type: ignore[no-untyped-call]
 # A text() statement whose SQL starts with one of these returns rows.
 _ROW_KEYWORDS = ("SELECT", "WITH", "VALUES", "TABLE", "SHOW", "EXPLAIN", "FETCH")
-
-
-@functools.lru_cache(maxsize=512)
-def row_class(names: tuple[str, ...]) -> Any:
-    """A namedtuple over these column names (invalid or repeated ones renamed).
-
-    `_mapping` gives the columns by their own names, as SQLAlchemy's Row does.
-    """
-    base = namedtuple("Row", names, rename=True)  # type: ignore[misc]
-
-    def _mapping(self: tuple[Any, ...]) -> dict[str, Any]:
-        return dict(zip(names, self, strict=True))
-
-    return type("Row", (base,), {"__slots__": (), "_mapping": property(_mapping)})
 
 
 class Plan:

@@ -31,16 +31,16 @@ from chainkeys.errors import StorageUnavailable
 from chainkeys.store.sql import CopySession, Tx, storage_errors
 from chainkeys.store.sqlite.batch import (
     MAX_BATCH,
-    _Batch,
-    _begin_waiting,
-    _CohortLock,
-    _commit,
-    _Doorbell,
-    _is_busy,
-    _wait_thread,
+    Batch,
+    CohortLock,
+    Doorbell,
+    begin_waiting,
+    commit,
+    is_busy,
+    wait_thread,
 )
 from chainkeys.store.sqlite.counter import ChangeCounter, reader_counter
-from chainkeys.store.sqlite.read import _SqliteRead, _SyncTx
+from chainkeys.store.sqlite.read import SqliteRead, SyncTx
 
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
 SLOW_COMMIT = 0.002  # seconds: slower COMMITs move to the writer thread (see _end_batch)
@@ -59,15 +59,15 @@ class SqliteBackend:
         self._engine: Engine | None = None
         self._reader: Connection | None = None
         self._writer: Connection | None = None
-        self._write_lock = _CohortLock()
+        self._write_lock = CohortLock()
         self._commit_inline = True  # see _end_batch
         self.commits = 0  # COMMITs of write(): fewer than writes under group commit
-        self._batch: _Batch | None = None  # the open group-commit transaction
+        self._batch: Batch | None = None  # the open group-commit transaction
         self._thread: ThreadPoolExecutor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._sqlite_read = _SqliteRead(self)
+        self._sqlite_read = SqliteRead(self)
         self._counter: ChangeCounter | None = None  # see change_counter
-        self._bell: _Doorbell | None = None  # rings _batch_due once the loop has run its ready work
+        self._bell: Doorbell | None = None  # rings _batch_due once the loop has run its ready work
 
     def engine(self) -> Engine:
         """SQLAlchemy's engine over the file: the connections for serving, migrations
@@ -125,7 +125,13 @@ class SqliteBackend:
                 raise
             conn.exec_driver_sql("ROLLBACK" if snapshot else "COMMIT")
 
-    def _sqlite_conn(self, which: str) -> Connection:
+    @property
+    def reader(self) -> Connection | None:
+        """The reader connection while it is open (`read()` reuses its transaction)."""
+        return self._reader
+
+    def connection(self, which: str) -> Connection:
+        """The reader ("r") or the writer ("w") connection, opened on first use."""
         conn = self._reader if which == "r" else self._writer
         if conn is None or conn.closed:
             conn = self.engine().connect().execution_options(isolation_level="AUTOCOMMIT")
@@ -196,7 +202,7 @@ class SqliteBackend:
         loop = asyncio.get_running_loop()
         failed: Exception | None = None
         async with self._write_lock:
-            tx = _SyncTx(self._sqlite_conn("w"))
+            tx = SyncTx(self.connection("w"))
             raw = tx.raw
             batch = self._batch
             if batch is not None and batch.bodies >= MAX_BATCH:
@@ -206,7 +212,7 @@ class SqliteBackend:
                 if raw.in_transaction:  # left by a failed batch whose ROLLBACK failed too
                     raw.execute("ROLLBACK")
                 await self._begin(raw)
-                batch = self._batch = _Batch()
+                batch = self._batch = Batch()
             batch.bodies += 1
             try:
                 try:
@@ -236,7 +242,7 @@ class SqliteBackend:
         if failed is not None:
             raise failed
 
-    def _undo_body(self, raw: sqlite3.Connection, batch: _Batch) -> None:
+    def _undo_body(self, raw: sqlite3.Connection, batch: Batch) -> None:
         """Roll back one body; if SQLite already rolled back the whole transaction
         (some I/O and disk-full errors do), the batch fails."""
         if raw.in_transaction:
@@ -251,18 +257,18 @@ class SqliteBackend:
                 return
         self._fail_batch(batch, sqlite3.OperationalError("transaction rolled back by SQLite"))
 
-    def _fail_batch(self, batch: _Batch, exc: BaseException) -> None:
+    def _fail_batch(self, batch: Batch, exc: BaseException) -> None:
         if self._batch is batch:
             self._batch = None
         if not batch.finished:
             batch.finish(exc)
 
-    def _doorbell(self, loop: asyncio.AbstractEventLoop) -> _Doorbell:
+    def _doorbell(self, loop: asyncio.AbstractEventLoop) -> Doorbell:
         bell = self._bell
         if bell is None or bell.loop is not loop:
             if bell is not None:
                 bell.close()
-            bell = self._bell = _Doorbell(loop, self._batch_due)
+            bell = self._bell = Doorbell(loop, self._batch_due)
         return bell
 
     def _batch_due(self) -> None:
@@ -281,12 +287,12 @@ class SqliteBackend:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _commit_later(self, batch: _Batch) -> None:
+    async def _commit_later(self, batch: Batch) -> None:
         # Queued on the lock behind the bodies already waiting: they join the batch first.
         async with self._write_lock:
             await self._end_batch(batch)
 
-    async def _end_batch(self, batch: _Batch) -> None:
+    async def _end_batch(self, batch: Batch) -> None:
         """COMMIT the batch (the caller holds the lock).
 
         Inline while COMMITs are quick: a writer-thread hop costs every create of
@@ -303,27 +309,27 @@ class SqliteBackend:
             return
         self._batch = None
         raw = self._writer_raw()
-        fut = asyncio.get_running_loop().run_in_executor(self._writer_thread(), _commit, raw)
-        cancelled = await _wait_thread(fut)
+        fut = asyncio.get_running_loop().run_in_executor(self._writer_thread(), commit, raw)
+        cancelled = await wait_thread(fut)
         error = fut.exception()
         self._commit_inline = error is None and fut.result() < SLOW_COMMIT
         self._committed(batch, raw, error)
         if cancelled:
             raise asyncio.CancelledError
 
-    def _commit_now(self, batch: _Batch) -> None:
+    def _commit_now(self, batch: Batch) -> None:
         """COMMIT on the loop (nobody else is using the writer connection)."""
         self._batch = None
         raw = self._writer_raw()
         error: BaseException | None = None
         try:
-            self._commit_inline = _commit(raw) < SLOW_COMMIT
+            self._commit_inline = commit(raw) < SLOW_COMMIT
         except sqlite3.Error as exc:
             error = exc
         self._committed(batch, raw, error)
 
     def _committed(
-        self, batch: _Batch, raw: sqlite3.Connection, error: BaseException | None
+        self, batch: Batch, raw: sqlite3.Connection, error: BaseException | None
     ) -> None:
         if error is None:
             self.commits += 1
@@ -333,7 +339,7 @@ class SqliteBackend:
         batch.finish(error)
 
     def _writer_raw(self) -> sqlite3.Connection:
-        raw = self._sqlite_conn("w").connection.driver_connection
+        raw = self.connection("w").connection.driver_connection
         if not isinstance(raw, sqlite3.Connection):
             raise TypeError("the SQLite writer is not a sqlite3 connection")
         return raw
@@ -349,13 +355,13 @@ class SqliteBackend:
             raw.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc):
+            if not is_busy(exc):
                 raise
         busy_ms = int(self.settings.sqlite_busy_timeout_ms)
         fut = asyncio.get_running_loop().run_in_executor(
-            self._writer_thread(), _begin_waiting, raw, busy_ms
+            self._writer_thread(), begin_waiting, raw, busy_ms
         )
-        if await _wait_thread(fut):
+        if await wait_thread(fut):
             if fut.exception() is None:
                 raw.execute("ROLLBACK")
             raise asyncio.CancelledError

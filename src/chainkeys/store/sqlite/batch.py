@@ -18,7 +18,7 @@ from chainkeys import metrics
 MAX_BATCH = 512  # bodies per group commit: bounds the latency of its first
 
 
-class _Doorbell:
+class Doorbell:
     """Calls `callback` once the event loop has run the callbacks that were ready
     when `ring` was called.
 
@@ -56,7 +56,7 @@ class _Doorbell:
         os.close(self._write)
 
 
-class _CohortLock:
+class CohortLock:
     """The writer's lock. A release wakes every waiter at once, not one.
 
     Write bodies run without suspending, so the waiters woken together all take
@@ -88,7 +88,7 @@ class _CohortLock:
             released.set_result(None)
 
 
-class _Batch:
+class Batch:
     """Write bodies sharing one SQLite transaction and its COMMIT."""
 
     __slots__ = ("_waiters", "bodies", "error", "finished", "scheduled")
@@ -115,7 +115,7 @@ class _Batch:
                 fut.set_result(None)
 
 
-def _commit(raw: sqlite3.Connection) -> float:
+def commit(raw: sqlite3.Connection) -> float:
     """COMMIT; the seconds it took."""
     started = time.perf_counter()
     raw.execute("COMMIT")
@@ -124,7 +124,7 @@ def _commit(raw: sqlite3.Connection) -> float:
     return elapsed
 
 
-def _begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
+def begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
     """BEGIN IMMEDIATE, retried every millisecond up to the busy timeout.
 
     Not SQLite's busy handler: it backs off to 100 ms sleeps, while a busy
@@ -137,16 +137,16 @@ def _begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
             raw.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() >= deadline:
+            if not is_busy(exc) or time.monotonic() >= deadline:
                 raise
         time.sleep(0.001)
 
 
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
+def is_busy(exc: sqlite3.OperationalError) -> bool:
     return exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
 
 
-async def _wait_thread(fut: asyncio.Future[Any]) -> bool:
+async def wait_thread(fut: asyncio.Future[Any]) -> bool:
     """Wait for the writer thread even through cancellation: it is using the
     connection, so the write lock is not given up before it finishes.
     True when cancelled meanwhile."""

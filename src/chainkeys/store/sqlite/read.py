@@ -13,11 +13,13 @@ from sqlalchemy.exc import IntegrityError, MultipleResultsFound, NoResultFound, 
 
 from chainkeys.errors import StorageUnavailable
 from chainkeys.store.sql import (
+    ListRows,
     Params,
     Prepared,
     Rows,
     Tx,
     is_storage_error,
+    row_class,
     storage_errors,
 )
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: backend.py builds these
     from chainkeys.store.sqlite.backend import SqliteBackend
 
 
-class _FastRows:
+class FastRows:
     """The `Rows` subset over a sqlite3 cursor."""
 
     __slots__ = ("_cursor", "_prepared")
@@ -67,7 +69,7 @@ class _FastRows:
         return rows[0][0]
 
 
-class _SyncTx:
+class SyncTx:
     __slots__ = ("_conn", "raw")
     writes_in_one_statement = False
 
@@ -76,8 +78,14 @@ class _SyncTx:
         self.raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
-        if stmt.__class__ is not Prepared:
-            return self._conn.execute(stmt, params)  # type: ignore[arg-type]
+        if stmt.__class__ is not Prepared:  # a rarer statement: SQLAlchemy runs it
+            result = self._conn.execute(stmt, params)  # type: ignore[arg-type]
+            rows = []
+            if result.returns_rows:
+                make = row_class(tuple(result.keys()))._make
+                rows = [make(r) for r in result]
+            pk = result.inserted_primary_key if result.is_insert else None
+            return ListRows(rows, result.rowcount, pk)
         stmt = cast(Prepared, stmt)  # (an exact type test: isinstance costs more here)
         sql = stmt._sql or stmt.for_sqlite(self._conn.dialect)[0]
         args = stmt.args(params)
@@ -87,13 +95,13 @@ class _SyncTx:
             raise IntegrityError(sql, args, exc) from None
         except sqlite3.Error as exc:
             raise OperationalError(sql, args, exc) from None
-        return _FastRows(cursor, stmt)
+        return FastRows(cursor, stmt)
 
     async def serialize(self, scope: str) -> None:
         """SQLite writes one transaction at a time already."""
 
 
-class _SqliteRead:
+class SqliteRead:
     """`SqliteBackend.read()`: one reusable context over the reader connection.
 
     Reads run inline and hold nothing between statements, so every read can
@@ -106,15 +114,15 @@ class _SqliteRead:
     def __init__(self, db: SqliteBackend) -> None:
         self._db = db
         self._conn: Connection | None = None
-        self._tx: _SyncTx | None = None
+        self._tx: SyncTx | None = None
 
-    def tx(self) -> _SyncTx:
+    def tx(self) -> SyncTx:
         tx = self._tx
-        if tx is not None and self._db._reader is self._conn:  # SqliteBackend.close() unsets it
+        if tx is not None and self._db.reader is self._conn:  # SqliteBackend.close() unsets it
             return tx
         with storage_errors():
-            conn = self._db._sqlite_conn("r")
-        self._conn, self._tx = conn, _SyncTx(conn)
+            conn = self._db.connection("r")
+        self._conn, self._tx = conn, SyncTx(conn)
         return self._tx
 
     async def __aenter__(self) -> Tx:
