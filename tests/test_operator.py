@@ -171,3 +171,31 @@ def test_the_wallet_cli_lists_derives_and_exports_nothing(tmp_path: Path) -> Non
     assert phrase not in listed.stdout + derived.stdout + xpub.stdout
     commands = chainkeys("wallet", "export", "acme", "main", cwd=tmp_path, env=env)
     assert commands.returncode == 2 and "No such command" in commands.stderr
+
+
+CRASH = """
+import sys
+from chainkeys.cli.main import app
+from chainkeys.tokens import service
+
+async def crash(self, *args, **kwargs):
+    issued = "ck_secret_kept_in_a_local_variable"
+    raise RuntimeError("an unexpected failure")
+
+service.TokenService.create = crash
+sys.argv = ["chainkeys", "token", "create", "--tenant", "acme", "--data-dir", sys.argv[1]]
+app()
+"""
+
+
+def test_a_crash_shows_no_local_variables(tmp_path: Path) -> None:
+    """An unexpected error's traceback names it, but never prints the frames' locals (a
+    token being issued, a key file's bytes, a database URL with its password)."""
+    assert chainkeys("init", "--data-dir", str(tmp_path / "d"), cwd=tmp_path).returncode == 0
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
+    done = subprocess.run([sys.executable, "-c", CRASH, str(tmp_path / "d")], cwd=tmp_path,
+                          env={**clean, "COLUMNS": "200"}, capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert done.returncode != 0
+    assert "an unexpected failure" in done.stderr
+    assert "ck_secret_kept_in_a_local_variable" not in done.stderr + done.stdout

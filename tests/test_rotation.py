@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from chainkeys.accounts import CreateRequest
+from chainkeys.accounts.models import CreateRequest
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
-from chainkeys.masterkey import KeyService
 from chainkeys.masterkey import repository as repositories
 from chainkeys.masterkey.repository import Meta
+from chainkeys.masterkey.service import KeyService
 from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_database
 
 

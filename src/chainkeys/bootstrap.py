@@ -6,14 +6,14 @@ tokens, audit, keys) → store/vault → chains.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from chainkeys.accounts.service import AccountService
-from chainkeys.approvals.service import ApprovalService
 from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError, StorageUnavailable
@@ -21,15 +21,17 @@ from chainkeys.masterkey.opening import open_vault
 from chainkeys.masterkey.repository import Meta
 from chainkeys.masterkey.ring import KeyRing
 from chainkeys.masterkey.service import KeyService
-from chainkeys.policies.service import PolicyService
-from chainkeys.signing.service import SigningService
 from chainkeys.store import migrate
 from chainkeys.store.backend import Backend, open_backend
 from chainkeys.store.dbcopy import CopyReport, copy_database, display_url
 from chainkeys.tokens.service import TokenService
 from chainkeys.vault import Vault
-from chainkeys.vault.derive import Cursors
-from chainkeys.wallets.service import WalletService
+
+if TYPE_CHECKING:  # imported by open_services: token, audit and policy commands skip them
+    from chainkeys.accounts.service import AccountService
+    from chainkeys.policies.service import PolicyService
+    from chainkeys.signing.service import SigningService
+    from chainkeys.wallets.service import WalletService
 
 log = logging.getLogger("chainkeys")
 
@@ -93,8 +95,15 @@ class Admin:
     db: Backend
     tokens: TokenService
     audit: AuditService
-    policies: PolicyService
     keys: KeyService  # moves between providers open the key themselves
+
+    @functools.cached_property
+    def policies(self) -> PolicyService:
+        """Made when asked: policies load the chain code (addresses in documents), which
+        token and audit commands never need."""
+        from chainkeys.policies.service import PolicyService
+
+        return PolicyService(self.db)
 
     async def close(self) -> None:
         await self.db.close()
@@ -156,10 +165,7 @@ async def open_admin(settings: Settings, create: bool = False) -> Admin:
     """The store only, without loading the master key: issuing, listing and revoking
     tokens and reading the audit log need no secret."""
     db, _ = await _open_store(settings, unseal=False, create=create)
-    return Admin(
-        db, TokenService(db), AuditService(db, settings, None), PolicyService(db),
-        KeyService(db, settings),
-    )  # fmt: skip
+    return Admin(db, TokenService(db), AuditService(db, settings, None), KeyService(db, settings))
 
 
 async def upgrade_schema(settings: Settings) -> str:
@@ -195,6 +201,13 @@ async def copy_between(settings: Settings, source: str, target: str) -> CopyRepo
 
 async def open_services(settings: Settings, create: bool = True) -> Services:
     """Open the store (creating it on a server's first start) and the vault."""
+    from chainkeys.accounts.service import AccountService
+    from chainkeys.approvals.service import ApprovalService
+    from chainkeys.policies.service import PolicyService
+    from chainkeys.signing.service import SigningService
+    from chainkeys.vault.derive import Cursors
+    from chainkeys.wallets.service import WalletService
+
     db, vault = await _open_store(settings, unseal=True, create=create)
     if vault is None:
         raise StartupError("the vault did not open")  # never: unseal=True opens it

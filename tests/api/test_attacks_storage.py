@@ -17,7 +17,7 @@ import msgspec
 import pytest
 from tests.conftest import BACKENDS, Server, backend_settings, drop_pg_database
 
-from chainkeys.accounts import CreateRequest
+from chainkeys.accounts.models import CreateRequest
 
 MNEMONIC = "abandon " * 11 + "about"
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from tests.conftest import TEST_MASTER_KEY, chainkeys_cli
 
-from chainkeys.accounts import CreateRequest, service
+from chainkeys.accounts import service
+from chainkeys.accounts.models import CreateRequest
 from chainkeys.bootstrap import open_services
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, AccountNotFound

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from tests.conftest import BACKENDS, Server, backend_settings, drop_pg_database
 
-from chainkeys.tokens import SCOPES
+from chainkeys.tokens.service import SCOPES
 
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
 KEY_HEX = "0c28fca386c7a227600b2fe50b7cae11ec86d3bf1fbe471be89827e19d72aa1d"

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import Server, backend_settings, drop_pg_database
 from tests.node import require_node, run_node
 
-from chainkeys.tokens import SCOPES
+from chainkeys.tokens.service import SCOPES
 
 ABOUT = "abandon " * 11 + "about"
 LEGAL = "legal winner thank year wave sausage worth useful legal winner thank yellow"

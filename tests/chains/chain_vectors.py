@@ -21,10 +21,13 @@ from bip_utils import (  # type: ignore[import-untyped]
     Bip39MnemonicDecoder,
 )
 
-from chainkeys.chains import FAMILIES, Key, encoding, eos, key_from_secret, parse_hex_key
+from chainkeys.chains import encoding, eos
 from chainkeys.chains.base58 import AddressOptions
 from chainkeys.chains.hd import key_from_mnemonic
 from chainkeys.chains.mnemonic import normalise_mnemonic, seed_from_mnemonic
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.secp256k1 import key_from_secret, parse_hex_key
+from chainkeys.chains.spec import Key
 
 VECTORS_DIR = Path(__file__).resolve().parent / "vectors"
 KEYS: dict[str, Any] = json.loads((VECTORS_DIR / "vectors.json").read_text("utf-8"))

@@ -16,19 +16,12 @@ from tests.chains.chain_vectors import (
     key_by_id,
 )
 
-from chainkeys.chains import (
-    FAMILIES,
-    ChainError,
-    Family,
-    NoOptions,
-    eos,
-    family,
-    generate_key,
-    parse_hex_key,
-)
+from chainkeys.chains import eos
 from chainkeys.chains.base58 import P2PKH, P2WPKH, AddressOptions
 from chainkeys.chains.hd import key_from_mnemonic
-from chainkeys.chains.spec import Network
+from chainkeys.chains.registry import FAMILIES, family
+from chainkeys.chains.secp256k1 import generate_key, parse_hex_key
+from chainkeys.chains.spec import ChainError, Family, Network, NoOptions
 
 ONE = key_by_id("scalar-one")
 WIKI = key_by_id("bitcoin-wiki-wif-example")

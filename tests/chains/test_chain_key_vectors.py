@@ -19,7 +19,9 @@ from tests.chains.chain_vectors import (
     without,
 )
 
-from chainkeys.chains import FAMILIES, ChainError, eos
+from chainkeys.chains import eos
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.spec import ChainError
 
 # ---------------------------------------------------------------- keys[]: key -> every form
 

@@ -11,16 +11,9 @@ from bip_utils import Ripemd160  # type: ignore[import-untyped]
 from coincurve import PublicKey
 from tests.chains.chain_vectors import DOGECOIN, LITECOIN, assert_no_echo
 
-from chainkeys.chains import (
-    ChainError,
-    Family,
-    Key,
-    encoding,
-    generate_key,
-    key_from_secret,
-    parse_hex_key,
-)
-from chainkeys.chains.secp256k1 import CURVE_ORDER
+from chainkeys.chains import encoding
+from chainkeys.chains.secp256k1 import CURVE_ORDER, generate_key, key_from_secret, parse_hex_key
+from chainkeys.chains.spec import ChainError, Family, Key
 
 WIKI_HEX = "0c28fca386c7a227600b2fe50b7cae11ec86d3bf1fbe471be89827e19d72aa1d"
 

@@ -22,9 +22,10 @@ from tests.chains.chain_vectors import (
     without,
 )
 
-from chainkeys.chains import ChainError, Key, encoding
+from chainkeys.chains import encoding
 from chainkeys.chains.hd import Seed, key_from_mnemonic
 from chainkeys.chains.mnemonic import seed_from_mnemonic
+from chainkeys.chains.spec import ChainError, Key
 
 ABANDON_ABOUT = mnemonic_by_id("bip39-abandon-about")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from tests.conftest import TEST_MASTER_KEY, chainkeys_cli, drop_pg_database, make_pg_database
 
-from chainkeys.accounts import CreateRequest
+from chainkeys.accounts.models import CreateRequest
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
-from chainkeys.masterkey import open_vault
+from chainkeys.masterkey.opening import open_vault
 from chainkeys.store.backend import open_backend
 from chainkeys.store.dbcopy import CopyError, copy_database, display_url
 

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from tests.conftest import TEST_MASTER_KEY
 
-from chainkeys.accounts import CreateRequest
+from chainkeys.accounts.models import CreateRequest
 from chainkeys.bootstrap import open_services
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable

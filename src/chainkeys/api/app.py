@@ -36,7 +36,7 @@ from chainkeys.api.transport import Transport
 from chainkeys.api.ui import ui_routes
 from chainkeys.approvals.webhook import Webhook
 from chainkeys.bootstrap import Services, open_services
-from chainkeys.chains import FAMILIES
+from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
 

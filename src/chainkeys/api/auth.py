@@ -15,10 +15,10 @@ from starlette.requests import Request
 from chainkeys import metrics
 from chainkeys.api.ratelimit import enforce
 from chainkeys.api.transport import ARRIVED, AUTHORIZATION, TOKEN_ID
-from chainkeys.audit import audit_event
+from chainkeys.audit.service import audit_event
 from chainkeys.bootstrap import Services
 from chainkeys.errors import ChainkeysError, Forbidden, RateLimited, Unauthorized
-from chainkeys.tokens import Principal
+from chainkeys.tokens.service import Principal
 
 # A route any live token may call, whatever its scopes (`GET /tokens/self`).
 AUTHENTICATED = "authenticated"

@@ -28,7 +28,13 @@ from chainkeys.errors import ChainkeysError
 from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
 
 FIRST_TOKEN_FILE = "first-token"  # noqa: S105 - a file name, not a secret
-app = typer.Typer(no_args_is_help=True, help="chainkeys: multi-chain key custody service.")
+# A crash's traceback never shows local variables: they can hold a token being issued,
+# a key file's bytes or a database URL with its password.
+app = typer.Typer(
+    no_args_is_help=True,
+    help="chainkeys: multi-chain key custody service.",
+    pretty_exceptions_show_locals=False,
+)
 token_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke API tokens.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema and data.")
 account_app = typer.Typer(no_args_is_help=True, help="Operator recovery of deleted accounts.")

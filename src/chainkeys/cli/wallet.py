@@ -4,15 +4,17 @@ setting and scope as a key export, and audited."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 import typer
 
-from chainkeys.bootstrap import Services
 from chainkeys.cli.common import DataDir, run, settings_for, when
 from chainkeys.tokens.service import DEFAULT_SCOPES, Principal
-from chainkeys.wallets.service import DeriveRequest, WalletView
+
+if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
+    from chainkeys.bootstrap import Services
+    from chainkeys.wallets.service import WalletView
 
 wallet_app = typer.Typer(no_args_is_help=True, help="HD wallets of a tenant (operator).")
 Tenant = Annotated[str, typer.Argument(help="tenant name")]
@@ -85,6 +87,8 @@ def wallet_derive(
     data_dir: DataDir = None,
 ) -> None:  # fmt: skip
     """Derive accounts (stored as the tenant's, unless --preview): one line each."""
+
+    from chainkeys.wallets.service import DeriveRequest
 
     async def work(svc: Services) -> None:
         req = DeriveRequest(family, network, address_type, account, change, index, count,

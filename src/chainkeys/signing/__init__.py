@@ -1,5 +1,1 @@
 """Signing with stored keys: decode, check, then sign; every signature audited."""
-
-from chainkeys.signing.service import SigningService
-
-__all__ = ["SigningService"]

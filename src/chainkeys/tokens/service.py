@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
-from chainkeys.chains.registry import FAMILIES
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, NotFound, Unauthorized
 from chainkeys.store.backend import Backend
@@ -62,6 +61,9 @@ def parse_scopes(text: str | None) -> frozenset[str]:
 def parse_families(text: str | None) -> frozenset[str] | None:
     if text is None:
         return None
+    # (here, not at import: token and audit commands need no chain code loaded)
+    from chainkeys.chains.registry import FAMILIES
+
     families = frozenset(f.strip() for f in text.split(",") if f.strip())
     unknown = sorted(families - set(FAMILIES))
     if unknown or not families:

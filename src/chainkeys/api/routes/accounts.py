@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chainkeys import metrics
-from chainkeys.accounts import CreateRequest
+from chainkeys.accounts.models import CreateRequest
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import services_of
 from chainkeys.api.body import json_body, query, query_int
@@ -30,7 +30,7 @@ from chainkeys.api.routes.common import (
 )
 from chainkeys.api.routes.shapes import SHAPES, Shape
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.tokens import Principal
+from chainkeys.tokens.service import Principal
 
 
 def create_request(parsed: Any, option_names: frozenset[str]) -> CreateRequest:

@@ -17,7 +17,7 @@ from chainkeys.api.body import json_body, query, query_int, required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, limit_param, ok, resource
 from chainkeys.approvals.service import ApprovalView
-from chainkeys.tokens import Principal
+from chainkeys.tokens.service import Principal
 
 TAG = "Approvals"
 ID = {"name": "id", "in": "path", "required": True, "description": "the approval request's id",

@@ -19,7 +19,7 @@ from chainkeys.api.doc import Doc
 from chainkeys.api.errors import error_response, internal_error
 from chainkeys.api.transport import OVERSIZE
 from chainkeys.errors import ChainkeysError, PayloadTooLarge
-from chainkeys.tokens import SCOPES
+from chainkeys.tokens.service import SCOPES
 
 _encoder = msgspec.json.Encoder()
 JSON = "application/json"

@@ -23,7 +23,7 @@ from chainkeys.api.routes.common import limit_param as limit
 from chainkeys.audit.repository import AuditQuery
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest, NotFound, StorageUnavailable, Unauthorized
-from chainkeys.tokens import Principal
+from chainkeys.tokens.service import Principal
 from chainkeys.version import commit
 
 HEALTHY = s.MessageResponse(success=True, message="ok")

@@ -13,7 +13,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from chainkeys.accounts import AccountView, Created, Page
+from chainkeys.accounts.models import AccountView, Created, Page
 from chainkeys.api import schemas as s
 from chainkeys.chains.cosmos import keyring_pubkey
 

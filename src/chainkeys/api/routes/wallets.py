@@ -20,7 +20,7 @@ from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, limit_param, ok
 from chainkeys.api.routes.shapes import iso
 from chainkeys.chains.cosmos import keyring_pubkey
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.tokens import Principal
+from chainkeys.tokens.service import Principal
 from chainkeys.wallets.service import DeriveRequest, WalletView
 
 TAG = "Wallets"
