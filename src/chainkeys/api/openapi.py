@@ -16,9 +16,10 @@ import msgspec
 from starlette.routing import Route
 
 from chainkeys import __version__
+from chainkeys.api.approval_schemas import APPROVAL_EXAMPLE, ApprovalResponse
 from chainkeys.api.auth import AUTHENTICATED
 from chainkeys.api.doc import Doc
-from chainkeys.api.schemas import APPROVAL_EXAMPLE, ApprovalResponse, ErrorBody
+from chainkeys.api.schemas import ErrorBody
 
 REF = "#/components/schemas/{name}"
 ERRORS = {

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from chainkeys.api import approval_schemas as aps
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import AUTHENTICATED, services_of
 from chainkeys.api.body import json_body, query, query_int, required_body
@@ -27,9 +28,9 @@ STATE = {"name": "state", "in": "query", "required": False,
                                                "rejected", "expired", "cancelled"]}}  # fmt: skip
 
 
-def approval(view: ApprovalView) -> s.Approval:
+def approval(view: ApprovalView) -> aps.Approval:
     record: dict[str, Any] = view.record()
-    return msgspec.convert(record, s.Approval)
+    return msgspec.convert(record, aps.Approval)
 
 
 def answer(view: ApprovalView, message: str, status: int = 200) -> Response:
@@ -48,7 +49,7 @@ async def list_approvals(request: Request, principal: Principal) -> Response:
     views, cursor = await services_of(request).signing.approvals.page(
         principal, q.get("state"), query_int(q, "limit"), q.get("cursor")
     )
-    data = s.ApprovalList(approvals=[approval(v) for v in views], next_cursor=cursor or UNSET)
+    data = aps.ApprovalList(approvals=[approval(v) for v in views], next_cursor=cursor or UNSET)
     return ok(s.Envelope(success=True, message="approvals listed", data=data))
 
 
@@ -58,7 +59,7 @@ async def get_approval(request: Request, principal: Principal) -> Response:
 
 
 async def approve(request: Request, principal: Principal) -> Response:
-    body = await required_body(request, s.ApproveBody)
+    body = await required_body(request, aps.ApproveBody)
     view = await services_of(request).signing.vote(
         principal, approval_id(request), True, body.digest, None
     )
@@ -66,7 +67,7 @@ async def approve(request: Request, principal: Principal) -> Response:
 
 
 async def reject(request: Request, principal: Principal) -> Response:
-    body = await json_body(request, s.RejectBody) or s.RejectBody()
+    body = await json_body(request, aps.RejectBody) or aps.RejectBody()
     view = await services_of(request).signing.vote(
         principal, approval_id(request), False, None, body.reason
     )
@@ -83,25 +84,25 @@ def approval_routes(list_max_limit: int) -> list[Route]:
     errors = ("400", "403", "404", "409", *ERRORS_AUTH)
     docs = {
         "list": Doc("listApprovals", "Approval requests the caller may see", TAG,
-                    s.ApprovalListResponse, ("400", *ERRORS_AUTH),
+                    aps.ApprovalListResponse, ("400", *ERRORS_AUTH),
                     parameters=(STATE, limit_param(list_max_limit), CURSOR),
                     description="The requests the caller's token made, and, for an approver "
                     "(`approve` scope), those of its group."),
         "get": Doc("getApproval", "One approval request (with the signed result once signed)",
-                   TAG, s.ApprovalResponse, ("404", *ERRORS_AUTH), parameters=item,
-                   response_examples={"pending": s.APPROVAL_EXAMPLE}),
+                   TAG, aps.ApprovalResponse, ("404", *ERRORS_AUTH), parameters=item,
+                   response_examples={"pending": aps.APPROVAL_EXAMPLE}),
         "approve": Doc("approveApproval", "Approve, on the digest you looked at", TAG,
-                       s.ApprovalResponse, errors, request=s.ApproveBody, parameters=item,
-                       examples={"approve": {"digest": s.APPROVAL_EXAMPLE["data"]["digest"]}},
+                       aps.ApprovalResponse, errors, request=aps.ApproveBody, parameters=item,
+                       examples={"approve": {"digest": aps.APPROVAL_EXAMPLE["data"]["digest"]}},
                        description="Approvers of the request's group only; never the requester "
                        "or a token with its label; one vote per person. The vote that reaches "
                        "the quorum signs (the policy and caps are checked again)."),
         "reject": Doc("rejectApproval", "Reject (one rejection ends the request)", TAG,
-                      s.ApprovalResponse, errors, request=s.RejectBody,
+                      aps.ApprovalResponse, errors, request=aps.RejectBody,
                       request_required=False, parameters=item,
                       examples={"reject": {"reason": "unknown payee"}}),
         "cancel": Doc("cancelApproval", "Cancel your own pending request", TAG,
-                      s.ApprovalResponse, errors, parameters=item),
+                      aps.ApprovalResponse, errors, parameters=item),
     }  # fmt: skip
     return [
         resource("/approvals", {"GET": Op(list_approvals, AUTHENTICATED, docs["list"])}),

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from chainkeys.accounts.models import AccountView
 from chainkeys.api import schemas as s
+from chainkeys.api import wallet_schemas as ws
 from chainkeys.api.auth import services_of
 from chainkeys.api.body import json_body, query, query_int, required_body
 from chainkeys.api.doc import Doc
@@ -46,16 +47,16 @@ XPUB_PARAMS = (
 )  # fmt: skip
 
 
-def wallet_data(view: WalletView) -> s.Wallet:
-    return s.Wallet(id=view.id, name=view.name, fingerprint=view.fingerprint,
+def wallet_data(view: WalletView) -> ws.Wallet:
+    return ws.Wallet(id=view.id, name=view.name, fingerprint=view.fingerprint,
                     created_at=iso(view.created_ms), exported=view.exported)  # fmt: skip
 
 
-def derived(view: AccountView) -> s.DerivedAccount:
+def derived(view: AccountView) -> ws.DerivedAccount:
     origin = view.origin
     if origin is None:  # never: every account the wallet service answers was derived
         raise ValueError("not a derived account")
-    return s.DerivedAccount(
+    return ws.DerivedAccount(
         family=view.family, network=view.network, name=view.name, address=view.address,
         public_key=view.public_key,
         public_key_k1=view.extra.get("public_key_k1", UNSET),
@@ -72,7 +73,7 @@ def wallet_ref(request: Request) -> str:
 
 
 async def create_wallet(request: Request, principal: Principal) -> Response:
-    body = await json_body(request, s.WalletCreate) or s.WalletCreate()
+    body = await json_body(request, ws.WalletCreate) or ws.WalletCreate()
     view = await services_of(request).wallets.create(
         principal, body.name, body.words, body.mnemonic, body.passphrase
     )
@@ -85,7 +86,7 @@ async def list_wallets(request: Request, principal: Principal) -> Response:
     views, cursor = await services_of(request).wallets.page(
         principal, query_int(q, "limit"), q.get("cursor")
     )
-    data = s.WalletList(wallets=[wallet_data(v) for v in views], next_cursor=cursor or UNSET)
+    data = ws.WalletList(wallets=[wallet_data(v) for v in views], next_cursor=cursor or UNSET)
     return ok(s.Envelope(success=True, message="wallets listed", data=data))
 
 
@@ -100,11 +101,11 @@ async def delete_wallet(request: Request, principal: Principal) -> Response:
 
 
 async def derive_accounts(request: Request, principal: Principal) -> Response:
-    b = await required_body(request, s.DeriveBody)
+    b = await required_body(request, ws.DeriveBody)
     req = DeriveRequest(b.family, b.network, b.address_type, b.account, b.change, b.index,
                         b.count, b.name, b.preview)  # fmt: skip
     views = await services_of(request).wallets.derive(principal, wallet_ref(request), req)
-    data = s.DerivedAccounts(accounts=[derived(v) for v in views])
+    data = ws.DerivedAccounts(accounts=[derived(v) for v in views])
     message = "accounts previewed" if b.preview else "accounts derived"
     return ok(s.Envelope(success=True, message=message, data=data))
 
@@ -116,7 +117,7 @@ async def wallet_xpub(request: Request, principal: Principal) -> Response:
         q.get("address_type"), query_int(q, "account") or 0, q.get("format"),
     )  # fmt: skip
     k = answer.key
-    data = s.Xpub(xpub=k.xpub, format=k.format, path=k.path, fingerprint=k.fingerprint,
+    data = ws.Xpub(xpub=k.xpub, format=k.format, path=k.path, fingerprint=k.fingerprint,
                   descriptor=answer.descriptor or UNSET,
                   change_descriptor=answer.change_descriptor or UNSET)  # fmt: skip
     return ok(s.Envelope(success=True, message="extended public key", data=data))
@@ -126,7 +127,7 @@ async def export_wallet(request: Request, principal: Principal) -> Response:
     view, mnemonic, passphrase = await services_of(request).wallets.export(
         principal, wallet_ref(request)
     )
-    data = s.WalletSecret(mnemonic=mnemonic, passphrase=passphrase or UNSET,
+    data = ws.WalletSecret(mnemonic=mnemonic, passphrase=passphrase or UNSET,
                           wallet=wallet_data(view))  # fmt: skip
     return ok(s.Envelope(success=True, message="wallet exported", data=data), NO_STORE)
 
@@ -135,23 +136,23 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
     item = (WALLET,)
     docs = {
         "create": Doc("createWallet", "Create (generate) or import an HD wallet", TAG,
-                      s.WalletResponse, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
-                      request=s.WalletCreate, request_required=False,
+                      ws.WalletResponse, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
+                      request=ws.WalletCreate, request_required=False,
                       description="The phrase is never in the answer: export it (where "
                       "allowed) or import your own.",
                       examples={"generate": {"name": "deposits", "words": 24},
                                 "import": {"mnemonic": "abandon abandon … about",
                                            "passphrase": "optional"}}),
-        "list": Doc("listWallets", "List the tenant's wallets", TAG, s.WalletListResponse,
+        "list": Doc("listWallets", "List the tenant's wallets", TAG, ws.WalletListResponse,
                     ("400", *ERRORS_AUTH), parameters=(limit_param(list_max_limit), CURSOR)),
-        "get": Doc("getWallet", "One wallet, by id or name", TAG, s.WalletResponse,
+        "get": Doc("getWallet", "One wallet, by id or name", TAG, ws.WalletResponse,
                    ("404", *ERRORS_AUTH), parameters=item),
         "delete": Doc("deleteWallet", "Delete a wallet's seed (restorable while retained; "
                       "derived accounts stay)", TAG, s.MessageResponse, ("404", *ERRORS_AUTH),
                       parameters=item),
         "derive": Doc("deriveAccounts", "Derive accounts (by index, or the next ones)", TAG,
-                      s.DeriveResponse, ("400", "403", "404", "409", *ERRORS_AUTH),
-                      request=s.DeriveBody, parameters=item,
+                      ws.DeriveResponse, ("400", "403", "404", "409", *ERRORS_AUTH),
+                      request=ws.DeriveBody, parameters=item,
                       description="Paths m/purpose'/coin'/account'/change/index (docs/"
                       "wallets.md). Without index, the next indices are taken atomically; the "
                       "same path again answers the same account; preview stores nothing.",
@@ -159,11 +160,11 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                                 "index": {"family": "cosmos", "index": 7},
                                 "eos": {"family": "eos", "name": "deposit12345"}}),
         "xpub": Doc("walletXpub", "The account-level extended public key", TAG,
-                    s.XpubResponse, ("400", "403", "404", *ERRORS_AUTH),
+                    ws.XpubResponse, ("400", "403", "404", *ERRORS_AUTH),
                     parameters=(*item, *XPUB_PARAMS),
                     description="Deriving change/index from it gives exactly the service's "
                     "addresses; UTXO families add BIP380 descriptors."),
-        "export": Doc("exportWallet", "Export a wallet's phrase", TAG, s.WalletExportResponse,
+        "export": Doc("exportWallet", "Export a wallet's phrase", TAG, ws.WalletExportResponse,
                       ("403", "404", *ERRORS_AUTH), parameters=item,
                       description="Only with CHAINKEYS_EXPORT_ENABLED and the `export` scope; "
                       "audited; the wallet is marked exported for good; Cache-Control: "

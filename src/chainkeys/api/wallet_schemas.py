@@ -1,0 +1,105 @@
+"""Request and response bodies of the HD-wallet endpoints (msgspec Structs; see schemas.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from chainkeys.api.schemas import MAX_SECRET, Envelope
+from chainkeys.chains.registry import FAMILIES
+
+# ---- HD wallets --------------------------------------------------------------------
+
+
+class WalletCreate(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Generate (`words`) or import (`mnemonic`, `passphrase`) a wallet."""
+
+    name: Annotated[str, Meta(max_length=64, description="default: the wallet's id")] | None = None
+    words: Annotated[int, Meta(description="12, 15, 18, 21 or 24 (default 24)")] | None = None
+    mnemonic: (
+        Annotated[str, Meta(max_length=MAX_SECRET, description="import this BIP39 phrase")] | None
+    ) = None
+    passphrase: (
+        Annotated[str, Meta(max_length=MAX_SECRET, description="BIP39 passphrase")] | None
+    ) = None
+
+
+class Wallet(Struct, kw_only=True):
+    id: str
+    name: str
+    fingerprint: Annotated[str, Meta(description="the master key's BIP32 fingerprint (hex)")]
+    created_at: str
+    exported: bool
+
+
+WalletResponse = Envelope[Wallet]
+
+
+class WalletList(Struct, kw_only=True, omit_defaults=True):
+    wallets: list[Wallet]
+    next_cursor: str | UnsetType = UNSET
+
+
+WalletListResponse = Envelope[WalletList]
+
+
+class DeriveBody(Struct, kw_only=True, forbid_unknown_fields=True):
+    family: Annotated[str, Meta(extra_json_schema={"enum": sorted(FAMILIES)})]
+    network: str | None = None
+    address_type: (
+        Annotated[str, Meta(description="Litecoin: p2wpkh (default), p2sh-p2wpkh, p2pkh")] | None
+    ) = None
+    account: Annotated[int, Meta(ge=0, lt=2**31, description="BIP44 account (hardened)")] = 0
+    change: Annotated[int, Meta(ge=0, le=1, description="0 receive, 1 change")] = 0
+    index: Annotated[int, Meta(ge=0, lt=2**31, description="default: the next index")] | None = None
+    count: Annotated[int, Meta(ge=1, le=100)] = 1
+    name: Annotated[str, Meta(max_length=12, description="EOS: the account name")] | None = None
+    preview: Annotated[bool, Meta(description="derive only: store nothing")] = False
+
+
+class DerivedAccount(Struct, kw_only=True, omit_defaults=True):
+    family: str
+    network: str
+    name: str
+    address: str
+    public_key: str
+    public_key_k1: str | UnsetType = UNSET
+    pubkey: Annotated[str, Meta(description="Cosmos: the keyring pubkey JSON")] | UnsetType = UNSET
+    address_type: str | UnsetType = UNSET
+    wallet: str
+    path: str
+    index: int
+    created_at: Annotated[str, Meta(description="absent in a preview")] | UnsetType = UNSET
+
+
+class DerivedAccounts(Struct, kw_only=True):
+    accounts: list[DerivedAccount]
+
+
+DeriveResponse = Envelope[DerivedAccounts]
+
+
+class Xpub(Struct, kw_only=True, omit_defaults=True):
+    xpub: str
+    format: str
+    path: str
+    fingerprint: str
+    descriptor: (
+        Annotated[str, Meta(description="UTXO: BIP380, receive chain, with checksum")] | UnsetType
+    ) = UNSET
+    change_descriptor: Annotated[str, Meta(description="UTXO: the change chain")] | UnsetType = (
+        UNSET
+    )
+
+
+XpubResponse = Envelope[Xpub]
+
+
+class WalletSecret(Struct, kw_only=True, omit_defaults=True):
+    mnemonic: str
+    passphrase: str | UnsetType = UNSET
+    wallet: Wallet
+
+
+WalletExportResponse = Envelope[WalletSecret]
