@@ -15,14 +15,14 @@ from typing import Any, Final
 from chainkeys.chains import cosmos, dogecoin, eos, litecoin
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.chains.tx import cosmos as cosmos_signers
-from chainkeys.chains.tx import cosmos_transfer, utxo
 from chainkeys.chains.tx import eos as eos_signers
+from chainkeys.chains.tx import utxo
 
 _UTXO: Final = (utxo.psbt.KIND, utxo.rawtx.KIND, utxo.message.KIND)
 
 FAMILIES: Final[Mapping[str, Family[Any]]] = MappingProxyType(
     {
-        "cosmos": replace(cosmos.FAMILY, signers=(*cosmos_signers.KINDS, *cosmos_transfer.KINDS)),
+        "cosmos": replace(cosmos.FAMILY, signers=cosmos_signers.KINDS),
         "dogecoin": replace(dogecoin.FAMILY, signers=_UTXO),
         "eos": replace(eos.FAMILY, signers=eos_signers.KINDS),
         "litecoin": replace(litecoin.FAMILY, signers=_UTXO),

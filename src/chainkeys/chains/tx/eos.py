@@ -39,7 +39,7 @@ from chainkeys.chains.tx.base import (
     refuse,
     unhex,
 )
-from chainkeys.chains.tx.cosmos import cosmos_sign_bytes
+from chainkeys.chains.tx.cosmos.common import cosmos_sign_bytes
 from chainkeys.chains.tx.ecdsa import sign_recoverable_with_entropy
 
 _CHARMAP = ".12345abcdefghijklmnopqrstuvwxyz"

@@ -34,7 +34,7 @@ from chainkeys.chains.tx.base import (
     Summary,
     refuse,
 )
-from chainkeys.chains.tx.cosmos import (
+from chainkeys.chains.tx.cosmos.common import (
     IBC,
     PUBKEY,
     SEND,

@@ -1,0 +1,158 @@
+# mypy: disable-error-code="import-untyped"
+"""sign-direct: a cosmjs `SignDoc` (OfflineDirectSigner.signDirect), body and auth info
+decoded strictly before anything is signed."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+from cosmospy_protobuf.cosmos.bank.v1beta1 import tx_pb2 as bank
+from cosmospy_protobuf.cosmos.crypto.secp256k1 import keys_pb2
+from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
+from cosmospy_protobuf.ibc.applications.transfer.v1 import tx_pb2 as ibc
+
+from chainkeys.chains.tx.base import (
+    Item,
+    Owner,
+    Signed,
+    SignKind,
+    Summary,
+    refuse,
+)
+from chainkeys.chains.tx.cosmos.common import (
+    IBC,
+    PUBKEY,
+    SEND,
+    U64,
+    CosmosDoc,
+    b64,
+    check_chain,
+    coin,
+    coins,
+    integer,
+    own,
+    parse,
+    std_signature,
+    unb64,
+)
+
+
+class CosmosDirectDoc(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """cosmjs `SignDoc` in proto3 JSON: bytes as base64, accountNumber a decimal string."""
+
+    bodyBytes: str | None = None
+    authInfoBytes: str | None = None
+    chainId: str | None = None
+    accountNumber: str | None = None
+    body_bytes: str | None = None
+    auth_info_bytes: str | None = None
+    chain_id: str | None = None
+    account_number: str | None = None
+
+    def get(self, camel: str, snake: str) -> str:
+        """The field in either casing; both at once is a refusal (one would go unread)."""
+        first, second = getattr(self, camel), getattr(self, snake)
+        if first is not None and second is not None:
+            raise refuse(f"signDoc has both {camel} and {snake}: send one")
+        value = first if first is not None else second
+        if value is None:
+            raise refuse(f"signDoc.{camel} is missing")
+        return str(value)
+
+
+class CosmosDirectRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    signDoc: CosmosDirectDoc
+
+
+class CosmosSignedDirectDoc(msgspec.Struct, kw_only=True):
+    bodyBytes: str
+    authInfoBytes: str
+    chainId: str
+    accountNumber: str
+
+
+class CosmosDirectResponse(msgspec.Struct, kw_only=True):
+    signed: CosmosSignedDirectDoc
+    signature: dict[str, Any]
+
+
+def body_items(body: Any, owner: Owner) -> tuple[Item, ...]:
+    """Each message of a TxBody, decoded strictly when this signer knows its type."""
+    if len(body.extension_options) or len(body.non_critical_extension_options):
+        raise refuse("signDoc.bodyBytes carries extension options, which this signer "
+                     "does not read")  # fmt: skip
+    items = []
+    for n, any_msg in enumerate(body.messages):
+        what = f"message {n} ({any_msg.type_url[:100]})"
+        if any_msg.type_url == SEND:
+            m = parse(bank.MsgSend, any_msg.value, what)
+            own(m.from_address, owner, f"{what}: from_address")
+            items.append(Item(SEND, m.to_address, coins(list(m.amount), f"{what}.amount")))
+        elif any_msg.type_url == IBC:
+            m = parse(ibc.MsgTransfer, any_msg.value, what)
+            own(m.sender, owner, f"{what}: sender")
+            items.append(Item(IBC, m.receiver, (coin(m.token, f"{what}.token"),), memo=m.memo))
+        else:
+            items.append(Item(any_msg.type_url, decoded=False))
+    return tuple(items)
+
+
+def signer_keys(auth: Any) -> list[bytes]:
+    """The secp256k1 keys of every signer info; another key type is refused unread."""
+    keys = []
+    for n, info in enumerate(auth.signer_infos):
+        type_url = info.public_key.type_url
+        if type_url == PUBKEY:
+            keys.append(parse(keys_pb2.PubKey, info.public_key.value, f"signer {n}'s key").key)
+        elif type_url or info.public_key.value:
+            raise refuse(f"signer {n}'s public key is a {type_url[:100]}, which this signer "
+                         "does not read")  # fmt: skip
+    return keys
+
+
+def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> CosmosDoc:
+    doc = req.signDoc
+    body_bytes = unb64(doc.get("bodyBytes", "body_bytes"), "signDoc.bodyBytes")
+    auth_bytes = unb64(doc.get("authInfoBytes", "auth_info_bytes"), "signDoc.authInfoBytes")
+    chain_id = doc.get("chainId", "chain_id")
+    account_number = integer(doc.get("accountNumber", "account_number"), "accountNumber", U64)
+    check_chain(chain_id, owner)
+    body = parse(tx_pb2.TxBody, body_bytes, "signDoc.bodyBytes")
+    auth = parse(tx_pb2.AuthInfo, auth_bytes, "signDoc.authInfoBytes")
+    if owner.public_key not in signer_keys(auth):
+        raise refuse("no signer info carries this account's public key", "not_owner")
+    sign_doc = tx_pb2.SignDoc(
+        body_bytes=body_bytes,
+        auth_info_bytes=auth_bytes,
+        chain_id=chain_id,
+        account_number=account_number,
+    ).SerializeToString(deterministic=True)
+    summary = Summary(
+        "cosmos", owner.network.name, "sign-direct", chain_id, body_items(body, owner),
+        coins(list(auth.fee.amount), "fee.amount"), hashlib.sha256(sign_doc).hexdigest(),
+        memo=body.memo,
+    )  # fmt: skip
+    signed = CosmosSignedDirectDoc(
+        bodyBytes=b64(body_bytes), authInfoBytes=b64(auth_bytes), chainId=chain_id,
+        accountNumber=str(account_number),
+    )  # fmt: skip
+
+    def respond(sig: bytes) -> Signed:
+        return Signed(CosmosDirectResponse(signed=signed, signature=std_signature(owner, sig)))
+
+    return CosmosDoc(summary, sign_doc, respond)
+
+
+KIND = (
+    SignKind(
+        "sign-direct", ("cosmos",), CosmosDirectRequest, CosmosDirectResponse, prepare_direct,
+        "sign a SignDoc (cosmjs OfflineDirectSigner.signDirect)",
+        "The body and auth info are decoded first: the chain id must be the account's "
+        "network's, a signer info must carry this account's public key.",
+        {"cosmjs": {"signDoc": {"bodyBytes": "CpABCo0BChwvY29zbW9zLmJhbmsu…",
+                                "authInfoBytes": "ClAKRgofL2Nvc21vcy5jcnlwdG8u…",
+                                "chainId": "cosmoshub-4", "accountNumber": "12345"}}},
+    )
+)  # fmt: skip
