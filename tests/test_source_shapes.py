@@ -150,3 +150,11 @@ def test_one_backend_class_per_engine() -> None:
         if line.startswith("class ") and line.split("(")[0].split(":")[0].endswith("Backend")
     }
     assert classes == {"backend.py", "sqlite", "postgres"}
+
+
+def test_head_is_the_newest_migration() -> None:
+    """The code compares the schema with `HEAD` without loading Alembic: it must be the
+    head Alembic finds in migrations/versions/ (a new migration moves both)."""
+    from chainkeys.store import migrate
+
+    assert migrate.head_revision() == migrate.HEAD

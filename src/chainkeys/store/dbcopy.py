@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from alembic.util import CommandError
 from sqlalchemy import Executable, Table, func, insert, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import StatementError
@@ -123,7 +122,7 @@ async def check_source(source: Backend) -> None:
     """The source must be a chainkeys database at this code's schema."""
     with _side("source", source.url):
         current = await migrate.current_revision(source)
-    head = migrate.head_revision()
+    head = migrate.HEAD
     if current is None:
         raise CopyError(f"the source {display_url(source.url)} holds no chainkeys schema")
     if current != head:
@@ -136,6 +135,8 @@ async def check_source(source: Backend) -> None:
 async def prepare_target(target: Backend) -> None:
     """Create (or bring up to date) the target's schema, then insist it is empty."""
     target.prepare_location()
+    from alembic.util import CommandError  # (Alembic loads only when migrating)
+
     try:
         with _side("target", target.url):
             await migrate.upgrade(target)
