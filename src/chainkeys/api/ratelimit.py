@@ -15,15 +15,13 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Protocol
-
-from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from typing import TYPE_CHECKING, Protocol
 
 from chainkeys.config import Settings
 from chainkeys.errors import RateLimited
+
+if TYPE_CHECKING:  # redis is imported only when CHAINKEYS_REDIS_URL is set (~0.1 s)
+    from redis.asyncio import Redis
 
 log = logging.getLogger("chainkeys.ratelimit")
 
@@ -114,6 +112,9 @@ class RedisBuckets:
     """Token buckets in Redis, shared by every replica; local buckets while it is down."""
 
     def __init__(self, redis: Redis, rate: float, burst: int, fallback: LocalBuckets) -> None:
+        from redis.exceptions import RedisError
+
+        self._errors = (RedisError, OSError)  # Redis is down or unreachable
         self.redis = redis
         self.rate = rate
         self.burst = burst
@@ -124,6 +125,10 @@ class RedisBuckets:
 
     @classmethod
     def from_url(cls, url: str, rate: float, burst: int) -> RedisBuckets:
+        from redis.asyncio import Redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
         client = Redis.from_url(
             url,
             socket_timeout=REDIS_TIMEOUT_SECONDS,
@@ -139,7 +144,7 @@ class RedisBuckets:
             allowed, wait_ms = await self._script(
                 keys=[REDIS_PREFIX + key], args=[self.rate, self.burst]
             )
-        except (RedisError, OSError) as exc:
+        except self._errors as exc:
             self._went_down(exc)
             return self.fallback.take(key)
         if self._down:
