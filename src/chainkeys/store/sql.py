@@ -127,12 +127,17 @@ class ListRows:
         return self._rows
 
     def scalar_one(self) -> Any:
-        """As every engine's: SQLAlchemy's exceptions for no row and for several."""
-        if not self._rows:
-            raise NoResultFound("No row was found when one was required")
-        if len(self._rows) > 1:
-            raise MultipleResultsFound("Multiple rows were found when exactly one was required")
-        return self._rows[0][0]
+        return only_row(self._rows)[0]
+
+
+def only_row(rows: Sequence[Any]) -> Any:
+    """The one row of `scalar_one`, on every engine: SQLAlchemy's own exceptions when
+    there is none or more than one."""
+    if not rows:
+        raise NoResultFound("No row was found when one was required")
+    if len(rows) > 1:
+        raise MultipleResultsFound("Multiple rows were found when exactly one was required")
+    return rows[0]
 
 
 _EMPTY: Mapping[str, Any] = {}

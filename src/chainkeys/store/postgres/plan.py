@@ -14,12 +14,10 @@ from sqlalchemy import Executable, Insert
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.exc import (
     InvalidRequestError,
-    MultipleResultsFound,
-    NoResultFound,
 )
 
 from chainkeys.store.postgres.private import is_required
-from chainkeys.store.sql import Params, row_class
+from chainkeys.store.sql import Params, only_row, row_class
 
 # The dialect of `create_async_engine("postgresql+asyncpg://…")`: the same SQL,
 # placeholders ($1…), bind casts and type processing as the engine had.
@@ -246,9 +244,4 @@ class PgRows:
         return [make(r) for r in records]
 
     def scalar_one(self) -> Any:
-        records = self._records
-        if not records:
-            raise NoResultFound("No row was found when one was required")
-        if len(records) > 1:
-            raise MultipleResultsFound("Multiple rows were found when exactly one was required")
-        return self._make(records[0])[0]
+        return self._make(only_row(self._records))[0]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Executable
-from sqlalchemy.exc import IntegrityError, MultipleResultsFound, NoResultFound, OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from chainkeys.errors import StorageUnavailable
 from chainkeys.store.sql import (
@@ -19,6 +19,7 @@ from chainkeys.store.sql import (
     Rows,
     Tx,
     is_storage_error,
+    only_row,
     row_class,
     storage_errors,
 )
@@ -59,14 +60,9 @@ class FastRows:
         return [make(r) for r in rows] if make else []
 
     def scalar_one(self) -> Any:
-        """As SQLAlchemy's and `PgRows.scalar_one`: the same exceptions on every engine."""
         rows = self._cursor.fetchmany(2)
         self._cursor.close()
-        if not rows:
-            raise NoResultFound("No row was found when one was required")
-        if len(rows) > 1:
-            raise MultipleResultsFound("Multiple rows were found when exactly one was required")
-        return rows[0][0]
+        return only_row(rows)[0]
 
 
 class SyncTx:
