@@ -120,7 +120,7 @@ def test_kill_9_mid_stream_loses_no_acknowledged_write_and_leaves_no_partial_row
     crash_env: dict[str, str], tmp_path: Path
 ) -> None:
     proc = start(crash_env, tmp_path / "first.log")
-    token = first_token(proc.stdout)
+    token = first_token(proc)
     seeds: list[str] = []
     with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}, timeout=30) as c:
         for _ in range(SEEDED):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_process import first_token, start
+from tests.test_process import announced, first_token, start
 
 pytestmark = pytest.mark.slow
 
@@ -74,11 +74,16 @@ def test_the_first_token_goes_to_a_0600_file_not_to_the_log(tmp_path: Path) -> N
     data = tmp_path / "data"
     proc = start({"CHAINKEYS_DATA_DIR": str(data)}, tmp_path / "s.log")
     try:
-        output = proc.stdout
+        output = announced(proc)
         path = data / "first-token"
         assert oct(path.stat().st_mode & 0o777) == "0o600"
         token = first_token(output)
         assert token.startswith("ck_") and token not in output
+        # a quiet start: one schema line, no library set-up; the token block comes last
+        log = proc.log_path.read_text()
+        assert "alembic" not in log and "Running upgrade" not in log
+        assert "chainkeys.store schema created at revision" in log
+        assert output.strip().splitlines()[-1].startswith("chainkeys: first start:")
         assert token not in proc.log_path.read_text()
         assert not path.exists()  # read once and deleted, as the message asks
     finally:

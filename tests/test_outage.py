@@ -175,7 +175,7 @@ def proxied(pg_url: str, tmp_path: Path) -> Iterator[tuple[Proxy, Proc, str]]:
     }
     proc = start(env, tmp_path / "server.log")
     try:
-        yield proxy, proc, first_token(proc.stdout)
+        yield proxy, proc, first_token(proc)
     finally:
         proxy.up()
         proc.stop()

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,8 +52,10 @@ class Proc:
         return self.log_path.read_text()
 
 
-def start(env: dict[str, str], log_path: Path, *args: str, wait: bool = True) -> Proc:
-    port = free_port()
+def start(
+    env: dict[str, str], log_path: Path, *args: str, wait: bool = True, port: int | None = None
+) -> Proc:
+    port = port or free_port()
     with log_path.with_suffix(".out").open("a") as out, log_path.open("a") as err:
         popen = subprocess.Popen(
             [sys.executable, "-m", "chainkeys.cli", "serve", "--port", str(port), *args],
@@ -92,9 +95,21 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, st
         drop_pg_database(pg_url)
 
 
-def first_token(log: str) -> str:
+def announced(proc: Proc) -> str:
+    """The server's stdout once the first-token block is out: it is printed when the
+    server first answers, just after `start` saw it answer (waits for the state)."""
+    deadline = time.monotonic() + 60
+    while "first start" not in proc.stdout and time.monotonic() < deadline:
+        if proc.popen.poll() is not None:
+            break
+        time.sleep(0.05)
+    return proc.stdout
+
+
+def first_token(source: Proc | str) -> str:
     """The token of a first start: written to a 0600 file when stdout is no terminal
     (as here), the file named on the line that says so."""
+    log = announced(source) if isinstance(source, Proc) else source
     lines = log.splitlines()
     line = next(line for line in lines if "first start" in line)
     found = re.search(r"It is in (\S+) \(mode 0600\)", line)
@@ -109,7 +124,7 @@ def first_token(log: str) -> str:
 def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     proc = start(env, log)
-    output = proc.stdout
+    output = announced(proc)
     token = first_token(output)
     assert token.startswith("ck_")
 
@@ -162,6 +177,39 @@ def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path
             assert hashlib_sha256(secret).encode() not in logs.encode()
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_restart_right_after_a_stop_with_clients_connected(
+    env: dict[str, str], tmp_path: Path, workers: str
+) -> None:
+    """What every systemd Restart=, docker restart and rolling deploy does: stop with
+    keep-alive clients connected (their connections are left in TIME_WAIT on the
+    server's side), then start on the same port at once; then the same after kill -9."""
+    proc = start(env, tmp_path / "a.log", "--workers", workers)
+    port = int(proc.base_url.rsplit(":", 1)[1])
+    pids = []
+    token = first_token(proc)
+    clients = [httpx.Client(base_url=proc.base_url, headers={"Authorization": token})
+               for _ in range(4)]  # fmt: skip
+    try:
+        for c in clients:
+            assert c.get("/cosmos").status_code == 200  # each holds a kept-alive connection
+        for n, how in enumerate((signal.SIGTERM, signal.SIGKILL, signal.SIGTERM)):
+            pids.append(proc.popen.pid)
+            proc.stop(how)
+            proc = start(env, tmp_path / f"{n}.log", "--workers", workers, port=port)
+            for c in clients:  # the old connections are gone; each client reconnects
+                assert c.get("/cosmos").status_code == 200
+    finally:
+        for c in clients:
+            c.close()
+        pids.append(proc.popen.pid)
+        proc.stop()
+    tmp = Path(tempfile.gettempdir())
+    assert not list(tmp.glob(f"chainkeys-*-{port}.lock"))
+    # metrics directories (--workers 2): removed at a stop, and a killed one's at the next start
+    assert [p for pid in pids for p in tmp.glob(f"chainkeys-metrics-{pid}-*")] == []
+
+
 def hashlib_sha256(text: str) -> str:
     import hashlib
 
@@ -173,7 +221,7 @@ def test_key_file_is_private_and_a_missing_or_wrong_key_stops_the_start(
 ) -> None:
     log = tmp_path / "server.log"
     proc = start(env, log)
-    token = first_token(proc.stdout)
+    token = first_token(proc)
     with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
         c.post("/cosmos", json={}).raise_for_status()
     proc.stop()
@@ -258,7 +306,7 @@ def test_concurrent_creates_are_distinct_and_all_listed(server: Any) -> None:
 def test_json_logs_carry_request_ids_and_no_secrets(env: dict[str, str], tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     proc = start({**env, "CHAINKEYS_LOG_JSON": "true"}, log)
-    token = first_token(proc.stdout)
+    token = first_token(proc)
     bad_wif = "QNcdLVw8fHkixm6NNyN6nVwxKek4u7qrioRbQmjxac5TVoTtZuoX"  # checksum broken
     mnemonic = MNEMONICS["mnemonics"][2]["mnemonic"]
     with httpx.Client(base_url=proc.base_url, headers={"Authorization": f"Bearer {token}"}) as c:
@@ -312,10 +360,10 @@ def test_sigterm_does_not_wait_past_the_shutdown_deadline(
     import socket
 
     proc = start(
-        {**env, "CHAINKEYS_SHUTDOWN_TIMEOUT": "2", "CHAINKEYS_BODY_TIMEOUT_SECONDS": "60"},
+        {**env, "CHAINKEYS_SHUTDOWN_TIMEOUT": "2", "CHAINKEYS_BODY_TIMEOUT_SECONDS": "600"},
         tmp_path / "server.log",
     )
-    token = first_token(proc.stdout)
+    token = first_token(proc)
     port = int(proc.base_url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(
@@ -323,10 +371,10 @@ def test_sigterm_does_not_wait_past_the_shutdown_deadline(
             + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
         )  # fmt: skip
         time.sleep(0.5)
-        started = time.monotonic()
         proc.popen.send_signal(signal.SIGTERM)
-        proc.popen.wait(30)
-        assert time.monotonic() - started < 2 + 3
+        # Ended by its 2 s shutdown deadline, not by the client's body deadline (600 s):
+        # the bound tells the two apart however busy the machine is.
+        proc.popen.wait(300)
     log = proc.log_path.read_text()
     assert "Traceback" not in log
     assert "shutdown completed" in log.splitlines()[-1]  # the last line is not lost in a buffer

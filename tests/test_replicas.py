@@ -191,7 +191,7 @@ def replicas(tmp_path: Path) -> Iterator[Deployment]:
     procs: list[Proc] = []
     try:
         procs = start_replicas(tmp_path, url, 2)
-        yield Deployment(procs, first_token(procs[0].stdout))
+        yield Deployment(procs, first_token(procs[0]))
     finally:
         for proc in procs:
             proc.stop()
@@ -279,7 +279,7 @@ def test_serve_with_two_workers(backend: str, tmp_path: Path) -> None:
     procs: list[Proc] = []
     try:
         procs = start_replicas(tmp_path, url, 1, "--workers", "2")
-        exercise(procs, first_token(procs[0].stdout), seed=2)
+        exercise(procs, first_token(procs[0]), seed=2)
         # /metrics merges both workers' counters (prometheus_client multiprocess mode)
         text = httpx.get(f"{procs[0].base_url}/metrics", timeout=10).text
         served = sum(
@@ -323,7 +323,7 @@ def test_replicas_started_together_on_an_empty_database(tmp_path: Path) -> None:
                 time.sleep(0.1)
         issued = [p for p in procs if "first start" in p.stdout]
         assert len(issued) == 1, "exactly one replica issues the first token"
-        token = first_token(issued[0].stdout)
+        token = first_token(issued[0])
         for proc in procs:
             with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
                 assert c.get("/cosmos").status_code == 200

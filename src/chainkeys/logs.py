@@ -191,6 +191,13 @@ def dict_config(level: str = "INFO", json_lines: bool = False) -> dict[str, Any]
         "root": {"handlers": ["chainkeys"], "level": level.upper()},
         "loggers": {
             "_granian": {"handlers": [], "level": "INFO", "propagate": True},
+            # Alembic's plugin set-up and each migration are details (DEBUG shows them);
+            # chainkeys.store logs one summary line at INFO.
+            "alembic": {
+                "handlers": [],
+                "propagate": True,
+                "level": "DEBUG" if level.upper() == "DEBUG" else "WARNING",
+            },
             # The server's own access log would repeat ours.
             "granian.access": {"handlers": [], "level": "CRITICAL", "propagate": False},
         },

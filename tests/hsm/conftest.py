@@ -180,7 +180,7 @@ def serve_and_check(env: dict[str, str], log: Path, token: str | None = None) ->
     """Start, create (first time) or read back the account, sign with it, stop."""
     proc = start(env, log)
     try:
-        token = token or first_token(proc.stdout)
+        token = token or first_token(proc)
         with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
             made = c.post("/cosmos", json={"private_key": PRIVATE})
             assert made.status_code in (200, 409), made.text

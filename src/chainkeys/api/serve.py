@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
+import http.client
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sys
 import tempfile
-from typing import IO, Any
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from granian.constants import HTTPModes, Interfaces, Loops
 from granian.http import HTTP1Settings
@@ -66,29 +70,34 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def claim_port(host: str, port: int) -> IO[bytes]:
+def claim_port(host: str, port: int) -> socket.socket:
     """Make sure no other server answers on (host, port); return a lock to hold while
-    serving.
+    serving (closing it, or the process ending however it ends, releases it).
 
     Granian binds every worker with SO_REUSEPORT, so a second `chainkeys serve` on
     a port in use would silently share it (each answering a share of the
-    requests, with another store behind it). Two checks: a per-port lock file
-    (two chainkeys servers on one host, no race), then a bind without
-    SO_REUSEPORT, which fails if anything at all listens there.
+    requests, with another store behind it). Two checks:
+    - a lock per (host, port): a Unix socket bound in Linux's abstract namespace,
+      which no other process can bind while this one lives, which leaves no file
+      behind and which the kernel releases on any exit, kill -9 included (it is
+      per network namespace, as the port is);
+    - a bind with SO_REUSEADDR (never SO_REUSEPORT), which fails if anything at
+      all listens there but not for the connections a stopped server left in
+      TIME_WAIT: a restart right after a stop must work.
 
     Raises:
         StartupError: the port is in use or cannot be bound, in one line.
     """
-    lock_path = os.path.join(tempfile.gettempdir(), f"chainkeys-{host}-{port}.lock")
-    lock = open(lock_path, "a+b")  # noqa: SIM115 - held for the server's whole life
+    lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.bind(f"\0chainkeys-port-{host}-{port}")
     except OSError:
         lock.close()
         raise StartupError(f"port {port} on {host} is in use by another chainkeys server; "
                            "choose another with --port or CHAINKEYS_PORT") from None  # fmt: skip
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     probe = socket.socket(family, socket.SOCK_STREAM)
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         probe.bind((host, port))
     except OSError as exc:
@@ -109,6 +118,49 @@ def claim_port(host: str, port: int) -> IO[bytes]:
     return lock
 
 
+class WhenServing:
+    """Runs `then` once, when the server first answers `/livez` (its start-up lines
+    are out by then), or when serving ends without it: the first token's block is
+    the last thing a start prints, never lost among the server's lines."""
+
+    POLL_SECONDS = 0.1
+    SETTLE_SECONDS = logs.BufferedStderrHandler.FLUSH_SECONDS + 0.1
+
+    def __init__(self, host: str, port: int, then: Callable[[], None]) -> None:
+        wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104 - to reach it
+        self.host = wildcard.get(host, host)
+        self.port, self.then = port, then
+        self._lock, self._done = threading.Lock(), False
+        self._stop = threading.Event()
+        threading.Thread(target=self._watch, name="when-serving", daemon=True).start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.POLL_SECONDS):
+            if self._answers():
+                self._stop.wait(self.SETTLE_SECONDS)  # the workers' buffered lines
+                self.fire()
+                return
+
+    def _answers(self) -> bool:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=1)
+        try:
+            conn.request("GET", "/livez")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        self._stop.set()
+        logs.flush()
+        self.then()
+
+
 def serve_metrics(host: str, port: int) -> None:
     """/metrics on its own listener (a thread of the supervising process), merging every
     worker's files: for an internal address the API's clients cannot reach."""
@@ -126,6 +178,24 @@ def serve_metrics(host: str, port: int) -> None:
         ) from None
 
 
+METRICS_PREFIX = "chainkeys-metrics-"
+
+
+def sweep_metrics_dirs() -> None:
+    """Remove the metrics directories of servers that ended without running code (kill
+    -9, a power cut): each is named after its server's process id."""
+    for path in Path(tempfile.gettempdir()).glob(f"{METRICS_PREFIX}*-*"):
+        pid = path.name.removeprefix(METRICS_PREFIX).partition("-")[0]
+        try:
+            if not pid.isdigit() or path.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue  # alive under another user, or gone meanwhile
+
+
 def serve(settings: Settings, workers: int) -> None:
     """Run the API in `workers` processes until SIGINT/SIGTERM (the caller claimed the
     port: `claim_port`).
@@ -135,13 +205,24 @@ def serve(settings: Settings, workers: int) -> None:
     prometheus_client afresh with that directory set (it picks its value store
     at import).
     """
-    from granian import Granian
-
+    shared: str | None = None
     if workers > 1 or settings.metrics_port is not None:
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="chainkeys-metrics-")
+        sweep_metrics_dirs()
+        shared = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")  # 0700, ours
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = shared
         multiprocessing.set_start_method("spawn", force=True)
-    if settings.metrics_port is not None:
-        serve_metrics(settings.metrics_host, settings.metrics_port)
+    try:
+        if settings.metrics_port is not None:
+            serve_metrics(settings.metrics_host, settings.metrics_port)
+        run_granian(settings, workers)
+    finally:
+        if shared is not None:  # every exit that runs code: a clean stop, an error
+            shutil.rmtree(shared, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+
+
+def run_granian(settings: Settings, workers: int) -> None:
+    from granian import Granian
 
     Granian(
         "chainkeys.api.app:app_factory",

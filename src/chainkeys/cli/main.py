@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +21,7 @@ from chainkeys.bootstrap import (
     copy_between,
     upgrade_schema,
 )
-from chainkeys.cli.common import DataDir, fail, finish, run, run_admin, settings_for, when
+from chainkeys.cli.common import DataDir, fail, finish, group, run, run_admin, settings_for, when
 from chainkeys.cli.masterkey import hsm_app, key_app
 from chainkeys.cli.policy import policy_app
 from chainkeys.cli.wallet import wallet_app
@@ -34,10 +35,12 @@ app = typer.Typer(
     no_args_is_help=True,
     help="chainkeys: multi-chain key custody service.",
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    add_completion=False,
 )
-token_app = typer.Typer(no_args_is_help=True, help="Issue, list and revoke API tokens.")
-db_app = typer.Typer(no_args_is_help=True, help="Database schema and data.")
-account_app = typer.Typer(no_args_is_help=True, help="Operator recovery of deleted accounts.")
+token_app = group("Issue, list and revoke API tokens.")
+db_app = group("Database schema and data.")
+account_app = group("Operator recovery of deleted accounts.")
 app.add_typer(token_app, name="token")
 
 
@@ -72,15 +75,18 @@ def serve(
     data_dir: DataDir = None,
     workers: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
 ) -> None:
-    """Start the HTTP API (SQLite in the data directory unless CHAINKEYS_DATABASE_URL is set).
+    """Start the HTTP API.
 
-    The first start creates the store and issues a token for tenant "default": shown
+    The store is SQLite in the data directory unless CHAINKEYS_DATABASE_URL is set. The
+    first start creates the store and issues a token for tenant "default": shown
     on a terminal, otherwise written once to DATA_DIR/first-token (mode 0600) so it
     never lands in `docker logs` or the journal.
     """
-    from chainkeys.api.serve import claim_port
+    from chainkeys.api.serve import WhenServing, claim_port
     from chainkeys.api.serve import serve as serve_api
 
+    if port is not None and not 1 <= port <= 65535:
+        fail(f"--port {port}: out of range: from 1 to 65535")
     if host is not None:
         os.environ["CHAINKEYS_HOST"] = host
     if port is not None:
@@ -94,23 +100,28 @@ def serve(
         raise typer.Exit(2) from None
     # Schema, master key and the first token are settled once, before any worker starts.
     first = run(settings, lambda svc: svc.tokens.issue_first(), create=True)
+    announce = None
     if first is not None:
-        hand_over_first_token(first, settings.data_dir)
+        show = hand_over_first_token(first, settings.data_dir)
+        announce = WhenServing(settings.host, settings.port, show)
     try:
         serve_api(settings, workers)
     except ChainkeysError as exc:
         typer.echo(f"chainkeys: {exc.message}", err=True)
         raise typer.Exit(2) from None
-    lock.close()
+    finally:
+        if announce is not None:
+            announce.fire()  # a start that failed still hands the token over
+        lock.close()
 
 
-def hand_over_first_token(token: str, data_dir: Path) -> None:
-    """Show the first token on a terminal; anywhere else (a container's log, the
-    journal) write it to a 0600 file and say where, never the token itself."""
+def hand_over_first_token(token: str, data_dir: Path) -> Callable[[], None]:
+    """The first token: anywhere but a terminal (a container's log, the journal) it
+    is written now to a 0600 file, never to the log. Returns what to print once the
+    server is up, as a block of its own: the token on a terminal, else the file."""
     intro = 'chainkeys: first start: issued an API token for tenant "default".'
     if sys.stdout.isatty():
-        typer.echo(f"{intro} It is shown only this once; keep it:")
-        typer.echo(token)
+        lines = [f"{intro} It is shown only this once; keep it:", token]
     else:
         data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = data_dir / FIRST_TOKEN_FILE
@@ -118,9 +129,14 @@ def hand_over_first_token(token: str, data_dir: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
-        typer.echo(f"{intro} It is in {path} (mode 0600): read it once, keep it, "
-                   "then delete the file.")  # fmt: skip
-    sys.stdout.flush()
+        lines = [f"{intro} It is in {path} (mode 0600): read it once, keep it, "
+                 "then delete the file."]  # fmt: skip
+
+    def show() -> None:
+        typer.echo("\n" + "\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+    return show
 
 
 @token_app.command("create")
@@ -218,8 +234,10 @@ def audit(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Print the audit log, oldest first: who created, imported, deleted, signed or was
-    refused what (with the reason), and token and policy events."""
+    """Print the audit log, oldest first.
+
+    Who created, imported, deleted, signed or was refused what (with the reason), and
+    token and policy events."""
     since_ms = 0
     if since is not None:
         try:
@@ -302,17 +320,20 @@ def account_restore(
 
 @db_app.command("upgrade")
 def db_upgrade(data_dir: DataDir = None) -> None:
-    """Apply pending schema migrations to an existing store."""
+    """Apply pending schema migrations: to an existing store, or to an empty PostgreSQL
+    database (the migration step of a deploy, before its replicas start)."""
     settings = settings_for(data_dir)
-    revision = finish(lambda: upgrade_schema(settings))
-    typer.echo(f"schema at revision {revision}")
+    revision, created = finish(lambda: upgrade_schema(settings))
+    typer.echo(f"schema created at revision {revision}" if created
+               else f"schema at revision {revision}")  # fmt: skip
 
 
 @app.command()
 def init(data_dir: DataDir = None) -> None:
-    """Create an empty store (schema and master key) without starting the service, so
-    that tokens and policies can be set up first. `serve` does the same on its first
-    start."""
+    """Create an empty store without starting the service.
+
+    The schema and the master key, so that tokens and policies can be set up first.
+    `serve` does the same on its first start."""
     settings = settings_for(data_dir)
     logs.configure(settings.log_level, settings.log_json)
 

@@ -7,6 +7,7 @@ SELECT. tests/store/test_migrations.py checks `HEAD` is Alembic's head.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from chainkeys.store.backend import Backend
 if TYPE_CHECKING:
     from alembic.config import Config
 
+log = logging.getLogger("chainkeys.store")
 MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD = "0009"  # the newest revision in migrations/versions/ (a new migration moves it)
 
@@ -52,10 +54,12 @@ def _current(connection: Any) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
-def _upgrade(connection: Any) -> None:
+def _upgrade(connection: Any) -> tuple[str | None, str | None]:
     from alembic import command
 
+    before = _current(connection)
     command.upgrade(alembic_config(connection), "head")
+    return before, _current(connection)
 
 
 async def current_revision(db: Backend) -> str | None:
@@ -63,8 +67,13 @@ async def current_revision(db: Backend) -> str | None:
 
 
 async def upgrade(db: Backend) -> None:
-    """Apply every pending migration (in one transaction)."""
-    await db.run_sync(_upgrade, transaction=True)
+    """Apply every pending migration (in one transaction); one summary line at INFO
+    (each migration's own line is Alembic's, at DEBUG)."""
+    before, after = await db.run_sync(_upgrade, transaction=True)
+    if before is None:
+        log.info("schema created at revision %s", after)
+    elif before != after:
+        log.info("schema upgraded from revision %s to %s", before, after)
 
 
 async def ensure_schema(db: Backend) -> None:
