@@ -168,23 +168,30 @@ async def open_admin(settings: Settings, create: bool = False) -> Admin:
     return Admin(db, TokenService(db), AuditService(db, settings, None), KeyService(db, settings))
 
 
-async def upgrade_schema(settings: Settings) -> str:
-    """Apply pending migrations and settle the master key (`chainkeys db upgrade`: a
-    store ready for `chainkeys serve`); the revision reached."""
-    if settings.database_url is None:
-        if not settings.sqlite_path.exists():
-            raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()}; "
-                          f"{where_to_point()}")  # fmt: skip
-        prepare_data_dir(settings)
+async def upgrade_schema(settings: Settings) -> tuple[str, bool]:
+    """Apply pending migrations (`chainkeys db upgrade`, the migration step before
+    the replicas start); the revision reached, and whether the schema was created.
+
+    Schema only: no master key and no token are needed (the first replica to start
+    settles both under the start-up lock). An empty database that exists (a
+    PostgreSQL database made on purpose by whoever deploys) gets the schema; a
+    database that does not exist (a SQLite file nobody made: more likely the wrong
+    directory) is refused and nothing is made. Idempotent, and safe to run from
+    several places at once (the start-up lock)."""
+    if settings.database_url is None and not settings.sqlite_path.exists():
+        raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()}; "
+                      f"{where_to_point()}")  # fmt: skip
     db = open_backend(settings.db_url, settings)
     try:
+        if not db.database_exists():
+            raise NoStore(f"the database {display_url(settings.db_url)} does not exist; "
+                          f"{where_to_point()}")  # fmt: skip
+        if settings.database_url is None:
+            prepare_data_dir(settings)
         async with db.startup_lock():
-            if await migrate.current_revision(db) is None:
-                raise NoStore(f"the database {display_url(settings.db_url)} holds no chainkeys "
-                              f"store; {where_to_point()}")  # fmt: skip
+            empty = await migrate.current_revision(db) is None
             await migrate.upgrade(db)
-            await open_vault(db, settings)
-        return str(await migrate.current_revision(db))
+        return str(await migrate.current_revision(db)), empty
     finally:
         await db.close()
 

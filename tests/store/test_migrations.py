@@ -82,20 +82,31 @@ def upgrade_to_head(conn: Any) -> None:
     command.upgrade(migrate.alembic_config(conn), "head")
 
 
-def test_upgrade_from_empty_matches_the_tables(db_url: str, tmp_path: Path) -> None:
+def test_upgrade_creates_the_schema_in_an_empty_database_that_exists(
+    db_url: str, backend: str, tmp_path: Path
+) -> None:
+    """The migration step of a deploy (an init container, a Helm hook) runs before the
+    replicas start, on the first deploy too: no master key, no token needed."""
+    env = cli_env(db_url, tmp_path)
+    del env["CHAINKEYS_MASTER_KEY"]  # schema only: the migration job holds no key
+    if backend == "sqlite":  # a file nobody made: the wrong place, not a store to make
+        refused = chainkeys_cli("db", "upgrade", env=env)
+        assert refused.returncode == 2 and "does not exist" in refused.stderr
+        assert not (tmp_path / "chainkeys.db").exists()  # nothing was made there
+        (tmp_path / "chainkeys.db").touch()  # an empty file someone made on purpose
     assert on_connection(db_url, table_names) == set()
-    refused = chainkeys_cli("db", "upgrade", env=cli_env(db_url, tmp_path))
-    assert refused.returncode == 2 and "holds no chainkeys store" in refused.stderr
-    assert on_connection(db_url, table_names) == set()  # nothing was made there
-    made = chainkeys_cli("init", env=cli_env(db_url, tmp_path))
-    assert made.returncode == 0, made.stderr
-    done = chainkeys_cli("db", "upgrade", env=cli_env(db_url, tmp_path))
+    done = chainkeys_cli("db", "upgrade", env=env)
     assert done.returncode == 0, done.stderr
-    assert f"schema at revision {migrate.head_revision()}" in done.stdout
+    assert done.stdout.strip() == f"schema created at revision {migrate.head_revision()}"
     assert on_connection(db_url, schema_diff) == []
-    # running it again is harmless
-    again = chainkeys_cli("db", "upgrade", env=cli_env(db_url, tmp_path))
+    again = chainkeys_cli("db", "upgrade", env=env)  # running it again is harmless
     assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"schema at revision {migrate.head_revision()}"
+    assert not (tmp_path / "data").exists()  # no key file made by a migration
+    made = chainkeys_cli("init", env=cli_env(db_url, tmp_path))  # then the replicas start
+    assert made.returncode == 0, made.stderr
+    listed = chainkeys_cli("token", "create", "--tenant", "t", env=cli_env(db_url, tmp_path))
+    assert listed.returncode == 0, listed.stderr
 
 
 def test_downgrade_to_base_and_up_again(db_url: str) -> None:

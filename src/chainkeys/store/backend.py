@@ -58,6 +58,12 @@ class Backend(Protocol):
         """Make what the store's location needs before a schema is created there."""
         ...
 
+    def database_exists(self) -> bool:
+        """Whether the database itself was made by someone (a PostgreSQL database we
+        can name always was; a SQLite file only once it is on disk): `db upgrade`
+        creates a schema in an existing database, never the database."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -83,6 +83,9 @@ class PostgresBackend:
     def change_counter(self) -> int:
         raise RuntimeError("PostgreSQL has no change counter (has_change_counter is False)")
 
+    def database_exists(self) -> bool:
+        return True  # a database is made by whoever deploys; connecting proves it
+
     def prepare_location(self) -> None:
         """Nothing: the database exists already (chainkeys never creates one)."""
 

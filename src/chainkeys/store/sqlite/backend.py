@@ -98,6 +98,9 @@ class SqliteBackend:
             self._engine.dispose()
             self._engine = None
 
+    def database_exists(self) -> bool:
+        return self.path.exists()
+
     def prepare_location(self) -> None:
         """The file's directory (0700 when made here), before a schema is made there."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
