@@ -25,7 +25,11 @@ def one_line(stderr: str) -> str:
     ({"CHAINKEYS_SQLITE_SYNCHRONOUS": "OFF"},
      "chainkeys: CHAINKEYS_SQLITE_SYNCHRONOUS='OFF': input should be 'NORMAL', 'FULL' or 'EXTRA'"),
     ({"CHAINKEYS_MAX_BODY_BYTES": "10"},
-     "chainkeys: CHAINKEYS_MAX_BODY_BYTES='10': input should be greater than or equal to 1024"),
+     "chainkeys: CHAINKEYS_MAX_BODY_BYTES='10': out of range: from 1024 to 67108864"),
+    ({"CHAINKEYS_PORT": "99999"}, "chainkeys: CHAINKEYS_PORT='99999': out of range: from 1 to 65535"),
+    ({"CHAINKEYS_PORT": "-5"}, "chainkeys: CHAINKEYS_PORT='-5': out of range: from 1 to 65535"),
+    ({"CHAINKEYS_HEAD_TIMEOUT_SECONDS": "0"},
+     "chainkeys: CHAINKEYS_HEAD_TIMEOUT_SECONDS='0': out of range: above 0, at most 3600"),
     ({"CHAINKEYS_DATABASE_URL": "mysql://root:hunter2@db/chainkeys"},
      "chainkeys: CHAINKEYS_DATABASE_URL=(hidden): the scheme 'mysql' is not supported: use "
      "postgresql://user@host/db (or sqlite:////absolute/path.db; unset: SQLite in the data "
@@ -41,21 +45,29 @@ def test_a_bad_setting_is_one_line_and_exit_2(
         assert "hunter2" not in done.stderr
 
 
+def test_a_port_flag_out_of_range_is_one_line(tmp_path: Path) -> None:
+    for port in ("99999", "-5", "0"):
+        done = chainkeys_cli("serve", f"--port={port}", env={"CHAINKEYS_DATA_DIR": str(tmp_path)})
+        assert done.returncode != 0
+        assert one_line(done.stderr) == f"chainkeys: --port {port}: out of range: from 1 to 65535"
+    assert not tmp_path.joinpath("chainkeys.db").exists()
+
+
 def test_misspelled_variables_are_an_error_with_a_suggestion(tmp_path: Path) -> None:
     env = {"CHAINKEYS_DATA_DIR": str(tmp_path), "CHAINKEYS_PROT": "9000", "CHAINKEYS_XYZZY": "1"}
     assert chainkeys_cli("init", env={"CHAINKEYS_DATA_DIR": str(tmp_path)}).returncode == 0
     done = chainkeys_cli("token", "list", env=env)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "chainkeys: CHAINKEYS_PROT is not a chainkeys setting; did you mean CHAINKEYS_PORT? "
+        "chainkeys: CHAINKEYS_PROT is not a chainkeys setting (did you mean CHAINKEYS_PORT?) "
         "(and 1 more); fix it, or set CHAINKEYS_ALLOW_UNKNOWN_SETTINGS=1 to start with it "
         "ignored",
     ]
     allowed = chainkeys_cli("token", "list", env={**env, "CHAINKEYS_ALLOW_UNKNOWN_SETTINGS": "1"})
     assert allowed.returncode == 0, allowed.stderr
     assert allowed.stderr.splitlines() == [
-        "chainkeys: warning: CHAINKEYS_PROT is not a chainkeys setting; did you mean "
-        "CHAINKEYS_PORT?; ignored (CHAINKEYS_ALLOW_UNKNOWN_SETTINGS=1)",
+        "chainkeys: warning: CHAINKEYS_PROT is not a chainkeys setting (did you mean "
+        "CHAINKEYS_PORT?); ignored (CHAINKEYS_ALLOW_UNKNOWN_SETTINGS=1)",
         "chainkeys: warning: CHAINKEYS_XYZZY is not a chainkeys setting; ignored "
         "(CHAINKEYS_ALLOW_UNKNOWN_SETTINGS=1)",
     ]
@@ -67,7 +79,7 @@ def test_a_toml_file_and_secret_files(tmp_path: Path) -> None:
     config.write_text(f'data_dir = "{data}"\nport = 8123\nlog_levl = "DEBUG"\n')
     typo = chainkeys_cli("init", env={"CHAINKEYS_CONFIG": str(config)})
     assert typo.returncode == 2
-    assert f"{config}: log_levl is not a chainkeys setting; did you mean log_level?" in typo.stderr
+    assert f"{config}: log_levl is not a chainkeys setting (did you mean log_level?)" in typo.stderr
     config.write_text(f'data_dir = "{data}"\nport = 8123\nlog_level = "DEBUG"\n')
     assert chainkeys_cli("init", env={"CHAINKEYS_CONFIG": str(config)}).returncode == 0
     made = chainkeys_cli("token", "create", "--tenant", "t", env={"CHAINKEYS_CONFIG": str(config)})

@@ -51,37 +51,37 @@ class Settings(BaseSettings):
     pkcs11_pin: SecretStr | None = None
     pkcs11_pin_file: Path | None = None
     # Deleted accounts stay sealed (restorable by an operator) this long; 0 erases at once.
-    deleted_retention_days: int = Field(default=30, ge=0)
+    deleted_retention_days: int = Field(default=30, ge=0, le=36_500)
     # How long a POST with an Idempotency-Key replays its first response.
-    idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=60)
+    idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
 
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(default=8000, ge=1, le=65535)
 
     # A generated private key is returned once in the create response.
     reveal_generated_keys: bool = True
     # POST /{family}/{name}/export answers only when this is on and the token has `export`.
     export_enabled: bool = False
 
-    max_body_bytes: int = Field(default=16 * 1024, ge=1024)
+    max_body_bytes: int = Field(default=16 * 1024, ge=1024, le=64 * 1024 * 1024)
     # Deadlines (not idle timers): the request head, then the whole body.
-    head_timeout_seconds: float = Field(default=10.0, gt=0)
-    body_timeout_seconds: float = Field(default=10.0, gt=0)
+    head_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    body_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
     # After SIGTERM: in-flight requests finishing within this are answered, then the
     # workers are stopped whatever they hold.
-    shutdown_timeout: float = Field(default=10.0, gt=0)
+    shutdown_timeout: float = Field(default=10.0, gt=0, le=3600)
     # How often a server re-reads a tenant's signing policy: changes apply within it.
     policy_refresh_seconds: float = Field(default=5.0, gt=0, le=10)
     # How often a server reads the master-key ring and writes its heartbeat: a key
     # rotation reaches every process within it (masterkey/ring.py).
     key_refresh_seconds: float = Field(default=2.0, gt=0, le=10)
-    list_default_limit: int = Field(default=100, ge=1)
-    list_max_limit: int = Field(default=1000, ge=1)
+    list_default_limit: int = Field(default=100, ge=1, le=100_000)
+    list_max_limit: int = Field(default=1000, ge=1, le=100_000)
 
     # Per-token token bucket: refill per second (0 = off) and bucket size
     # (None: one second's worth, at least 1). Shared across replicas via redis_url.
-    rate_limit_per_second: float = Field(default=0.0, ge=0)
-    rate_limit_burst: int | None = Field(default=None, ge=1)
+    rate_limit_per_second: float = Field(default=0.0, ge=0, le=1_000_000)
+    rate_limit_burst: int | None = Field(default=None, ge=1, le=1_000_000)
     redis_url: SecretStr | None = None
     # /metrics: unauthenticated on the API port unless a token is set (then it needs
     # `Authorization: Bearer <token>`); with metrics_port it moves to its own listener
@@ -95,11 +95,11 @@ class Settings(BaseSettings):
 
     # FULL: an acknowledged write survives power loss, not only a process crash.
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
-    sqlite_busy_timeout_ms: int = Field(default=5000, ge=0)
-    db_pool_size: int = Field(default=10, ge=1)
-    db_pool_timeout: float = Field(default=5.0, gt=0)
-    db_connect_timeout: float = Field(default=5.0, gt=0)
-    db_statement_timeout_ms: int = Field(default=10_000, ge=0)
+    sqlite_busy_timeout_ms: int = Field(default=5000, ge=0, le=3_600_000)
+    db_pool_size: int = Field(default=10, ge=1, le=1000)
+    db_pool_timeout: float = Field(default=5.0, gt=0, le=3600)
+    db_connect_timeout: float = Field(default=5.0, gt=0, le=3600)
+    db_statement_timeout_ms: int = Field(default=10_000, ge=0, le=3_600_000)
 
     log_level: str = "INFO"
     log_json: bool = False
@@ -220,7 +220,7 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     for name in sorted(environ):
         if name.startswith(PREFIX) and name not in known and not name.startswith(f"{PREFIX}TEST_"):
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
-            hint = f"; did you mean {close[0]}?" if close else ""
+            hint = f" (did you mean {close[0]}?)" if close else ""
             out.append(f"{name} is not a chainkeys setting{hint}")
     return out
 
@@ -237,7 +237,7 @@ def _config_file_problems(path: str) -> list[str]:
     for key in sorted(data):
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=1, cutoff=0.75)
-            hint = f"; did you mean {close[0]}?" if close else ""
+            hint = f" (did you mean {close[0]}?)" if close else ""
             out.append(f"{path}: {key} is not a chainkeys setting{hint}")
     return out
 
@@ -271,4 +271,29 @@ def describe(exc: ValidationError) -> str:
     got = "(hidden)" if secret else repr(error.get("input"))
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     msg = str(error["msg"]).removeprefix("Value error, ")
+    if field is not None and error["type"] in RANGE_ERRORS:
+        msg = f"out of range: {accepted_range(field)}"
     return f"{PREFIX}{name.upper()}={got}: {msg[:1].lower()}{msg[1:]}{more}"
+
+
+RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
+                "int_from_float", "finite_number"}  # fmt: skip
+
+
+def accepted_range(field: FieldInfo) -> str:
+    """A field's bounds for a person: "from 1 to 65535", "above 0, at most 3600"."""
+    low = high = ""
+    for m in field.metadata:
+        if getattr(m, "ge", None) is not None:
+            low = f"from {m.ge}"
+        elif getattr(m, "gt", None) is not None:
+            low = f"above {m.gt}"
+        if getattr(m, "le", None) is not None:
+            high = f"{m.le}"
+        elif getattr(m, "lt", None) is not None:
+            high = f"below {m.lt}"
+    if low.startswith("from") and high and not high.startswith("below"):
+        return f"{low} to {high}"
+    if high and not high.startswith("below"):
+        high = f"at most {high}"
+    return ", ".join(p for p in (low, high) if p)

@@ -37,6 +37,13 @@ def settings_for(data_dir: Path | None) -> Settings:
     return settings
 
 
+def group(help: str) -> typer.Typer:
+    """A command group. Help is click's plain text, rewrapped to the terminal (Typer's
+    rich panels kept the docstrings' line breaks mid-sentence and showed a `<bool>`
+    beside every flag)."""
+    return typer.Typer(no_args_is_help=True, help=help, rich_markup_mode=None)
+
+
 def fail(message: str) -> NoReturn:
     typer.echo(f"chainkeys: {message}", err=True)
     raise typer.Exit(1)

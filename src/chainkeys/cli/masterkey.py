@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from chainkeys.cli.common import DataDir, fail, run, run_admin, settings_for
+from chainkeys.cli.common import DataDir, fail, group, run, run_admin, settings_for
 from chainkeys.errors import ChainkeysError
 
-key_app = typer.Typer(no_args_is_help=True, help="Master-key rotation and where the key lives.")
-hsm_app = typer.Typer(no_args_is_help=True, help="The HSM (PKCS#11) key that wraps the master key.")
+key_app = group("Master-key rotation and where the key lives.")
+hsm_app = group("The HSM (PKCS#11) key that wraps the master key.")
 
 
 @key_app.command("rotate")

@@ -13,9 +13,9 @@ from typing import Annotated
 import msgspec
 import typer
 
-from chainkeys.cli.common import DataDir, fail, run_admin, settings_for, when
+from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
 
-policy_app = typer.Typer(no_args_is_help=True, help="Signing policies per tenant.")
+policy_app = group("Signing policies per tenant.")
 
 Tenant = Annotated[str, typer.Argument(help="tenant name")]
 

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 import msgspec
 import typer
 
-from chainkeys.cli.common import DataDir, run, settings_for, when
+from chainkeys.cli.common import DataDir, group, run, settings_for, when
 from chainkeys.tokens.service import DEFAULT_SCOPES, Principal
 
 if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
     from chainkeys.bootstrap import Services
     from chainkeys.wallets.service import WalletView
 
-wallet_app = typer.Typer(no_args_is_help=True, help="HD wallets of a tenant (operator).")
+wallet_app = group("HD wallets of a tenant (operator).")
 Tenant = Annotated[str, typer.Argument(help="tenant name")]
 Wallet = Annotated[str, typer.Argument(help="the wallet's id or name")]
 Family = Annotated[str, typer.Option(help="cosmos, dogecoin, eos or litecoin")]
