@@ -203,6 +203,54 @@ def test_a_derived_account_is_an_ordinary_account(wallet_client: httpx.Client) -
     assert c.delete(f"/dogecoin/{address}").status_code == 200
 
 
+def test_a_plain_account_with_the_paths_key_says_what_it_is_and_what_to_do(
+    wallet_client: httpx.Client,
+) -> None:
+    """The phrase imported as a plain account first, then as a wallet: deriving that
+    path meets the plain account, which is that path's key but not the wallet's."""
+    c = wallet_client
+    plain = c.post("/dogecoin", json={"mnemonic": LEGAL}).json()["address"]
+    wallet = imported(c, LEGAL)
+    r = c.post(f"/wallets/{wallet}/accounts", json={"family": "dogecoin"})
+    assert r.status_code == 409 and r.json()["code"] == "account_exists"
+    message = r.json()["message"]
+    assert plain in message and "m/44'/3'/0'/0/0" in message
+    assert "imported as a plain account" in message and "delete it" in message
+    assert LEGAL not in message
+    assert c.delete(f"/dogecoin/{plain}").status_code == 200  # as it says: then it derives
+    again = c.post(f"/wallets/{wallet}/accounts", json={"family": "dogecoin"})
+    assert again.status_code == 200 and again.json()["data"]["accounts"][0]["address"] == plain
+
+
+def test_the_next_index_moves_only_on_success_and_never_breaks(
+    wallet_client: httpx.Client,
+) -> None:
+    c = wallet_client
+    wallet = imported(c, ABOUT, "counter")
+    top = 2**31 - 1
+
+    def derive(**kw: Any) -> httpx.Response:
+        return c.post(f"/wallets/{wallet}/accounts", json={"family": "cosmos", **kw})
+
+    assert derive(index=top).json()["data"]["accounts"][0]["index"] == top  # the last index
+    first = derive().json()["data"]["accounts"][0]  # derive-next is not broken by it
+    assert first["index"] == 0
+    assert derive(preview=True).json()["data"]["accounts"][0]["index"] == 1
+    assert derive(index=top, count=2).status_code == 400  # past the last index: refused
+    # a derivation that fails stores nothing and leaves the counter where it was
+    taken = c.post("/eos", json={"mnemonic": ABOUT, "passphrase": "counter",
+                                 "name": "taken1234512"})  # fmt: skip
+    assert taken.status_code == 200
+    clash = c.post(f"/wallets/{wallet}/accounts",
+                   json={"family": "eos", "name": "taken1234512"})  # fmt: skip
+    assert clash.status_code == 409
+    for _ in range(3):
+        assert derive(count=100, index=top).status_code == 400  # count past the end
+    assert derive().json()["data"]["accounts"][0]["index"] == 1
+    eos = c.post(f"/wallets/{wallet}/accounts", json={"family": "eos"}).json()["data"]
+    assert eos["accounts"][0]["index"] == 0  # the failed EOS derivation moved nothing
+
+
 def test_bad_input_is_a_400_that_says_which_and_changes_nothing(
     wallet_client: httpx.Client,
 ) -> None:

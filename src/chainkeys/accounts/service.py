@@ -33,6 +33,7 @@ from chainkeys.errors import (
 )
 from chainkeys.masterkey.ring import KeyRing
 from chainkeys.store.backend import Backend
+from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
 from chainkeys.vault import Context
@@ -227,32 +228,55 @@ class AccountService:
                                       row.public_key, row.details, row.created_ms)  # fmt: skip
 
     async def store_derived(
-        self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation]
-    ) -> list[AccountView]:
+        self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation],
+        before: Callable[[Tx], Awaitable[None]] | None = None,
+    ) -> list[AccountView]:  # fmt: skip
         """Seal and store keys derived from a wallet, as ordinary accounts (audited as
-        `derive`). A path derived before answers its account again; an account of the
-        same name that is not that path of that wallet is a 409."""
+        `derive`), after `before` in the same transaction (the wallet's index counter).
+        A path derived before answers its account again; an account of the same name
+        that is not that path of that wallet is a 409."""
         for _ in range(3):  # two replicas deriving one path at once: the loser reads it back
             try:
-                return await self._store_derived(who, fam, network, derived)
+                return await self._store_derived(who, fam, network, derived, before)
             except AccountExists:
                 continue
-        return await self._store_derived(who, fam, network, derived)
+        return await self._store_derived(who, fam, network, derived, before)
+
+    @staticmethod
+    def _not_this_path(found: AccountView, d: Derivation, network: Network) -> str:
+        """Why an account of the derived name is not this wallet's, and what to do."""
+        where = f"a {found.family} account {found.name} exists in your tenant"
+        if found.public_key == d.account.public_key and found.network == network.name:
+            if found.origin is None:
+                return (
+                    f"{where} with the key of {d.origin.path} of this wallet, imported "
+                    "as a plain account (not owned by a wallet); delete it (it stays "
+                    "restorable) and derive again, or keep using it as it is"
+                )
+            return (
+                f"{where} with this key, derived as {found.origin.path} of wallet "
+                f"{found.origin.wallet}; use that account"
+            )
+        return (
+            f"{where} and is not {d.origin.path} of this wallet (another key or "
+            "network holds this name); delete it or derive another index"
+        )
 
     async def _store_derived(
-        self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation]
-    ) -> list[AccountView]:
+        self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation],
+        before: Callable[[Tx], Awaitable[None]] | None,
+    ) -> list[AccountView]:  # fmt: skip
         views: list[AccountView] = []
         async with self.db.write() as tx:
+            if before is not None:
+                await before(tx)
             for d in derived:
                 existing = await Accounts.get(tx, who.tenant_id, fam.name, d.account.name)
                 if existing is not None:
                     found = self.view_of(existing)
                     if found.origin != d.origin or found.network != network.name:
-                        raise Conflict(
-                            f"a {fam.name} account {d.account.name} exists in your tenant and "
-                            f"is not {d.origin.path} of this wallet", code="account_exists",
-                        )  # fmt: skip
+                        raise Conflict(self._not_this_path(found, d, network),
+                                       code="account_exists")  # fmt: skip
                     views.append(found)
                     continue
                 row = AccountRow(

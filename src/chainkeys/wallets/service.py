@@ -11,6 +11,7 @@ number of replicas never share an index.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import secrets
@@ -33,6 +34,7 @@ from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, NotFound
 from chainkeys.masterkey.ring import KeyRing
 from chainkeys.store.backend import Backend
+from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
 from chainkeys.wallets.repository import Chain, Counters, WalletRow, Wallets, wallet_context
@@ -80,6 +82,21 @@ class XpubAnswer:
 class _Phrase(msgspec.Struct):
     mnemonic: str
     passphrase: str
+
+
+async def _advance(chain: Chain, current: int | None, after: int, explicit: bool, tx: Tx) -> None:
+    """Move the chain's counter from `current` to `after` inside the storing
+    transaction: derive-next always; an explicit index only when it lies beyond the
+    counter and below the last index (a derivation at the top of the range must never
+    leave derive-next with no valid index). `_Busy` (the transaction rolls back) when
+    another derivation moved the counter first."""
+    if explicit and (after > hd.HARDENED - 1 or (current is not None and after <= current)):
+        return
+    if current is None:
+        if not await Counters.start(tx, chain, after):
+            raise _Busy
+    elif not await Counters.move(tx, chain, current, after):
+        raise _Busy
 
 
 class _Busy(Exception):
@@ -293,46 +310,54 @@ class WalletService:
         seed = await self._seed(row)
         chain = Chain(row.id, fam.name, network.name, _type_of(options) or "", req.account,
                       req.change)  # fmt: skip
+
+        def derive_from(first: int) -> list[Derivation]:
+            derived = []
+            for index in range(first, first + req.count):
+                with chain_errors():
+                    path = hd.hd_path(fam.purpose(options), network.coin_type, req.account,
+                                      req.change, index)  # fmt: skip
+                    key = seed.key(path)
+                    account = fam.account(key, network,
+                                          fam.options(_given(fam, req, options), key))  # fmt: skip
+                derived.append(Derivation(key, account, Origin(row.id, path, index)))
+            return derived
+
         if req.preview:
-            first = req.index if req.index is not None else await self._peek(chain)
-        else:
-            first = await self._reserve(chain, req.index, req.count)
-        derived = []
-        for index in range(first, first + req.count):
-            with chain_errors():
-                path = hd.hd_path(fam.purpose(options), network.coin_type, req.account,
-                                  req.change, index)  # fmt: skip
-                key = seed.key(path)
-                account = fam.account(key, network, fam.options(_given(fam, req, options), key))
-            derived.append(Derivation(key, account, Origin(row.id, path, index)))
-        if req.preview:
+            shown = req.index if req.index is not None else await self._next_free(chain, 1)
             return [AccountView.of(fam.name, network.name, d.account, None, d.origin)
-                    for d in derived]  # fmt: skip
-        return await self.accounts.store_derived(who, fam, network, derived)
-
-    async def _peek(self, chain: Chain) -> int:
-        async with self.db.read() as tx:
-            return await Counters.next(tx, chain) or 0
-
-    async def _reserve(self, chain: Chain, index: int | None, count: int) -> int:
-        """The first of `count` indices: `index` (the counter moves past it when it is
-        beyond), or the next ones (the counter moves by `count`), by compare-and-set."""
+                    for d in derive_from(shown)]  # fmt: skip
+        # The counter moves in the transaction that stores the accounts, by compare-and-set:
+        # only a derivation that succeeds moves it, and two at once never share an index.
         for _ in range(200):
+            async with self.db.read() as tx:
+                current = await Counters.next(tx, chain)
+            first = req.index
+            if first is None:
+                first = await self._next_free(chain, req.count, current)
+            reserve = functools.partial(
+                _advance, chain, current, first + req.count, req.index is not None
+            )
             try:
-                async with self.db.write() as tx:
-                    current = await Counters.next(tx, chain)
-                    first = index if index is not None else (current or 0)
-                    after = max(current or 0, first + count)
-                    if current is None:
-                        if not await Counters.start(tx, chain, after):
-                            raise _Busy
-                    elif after != current and not await Counters.move(tx, chain, current, after):
-                        raise _Busy
-                    return first
+                return await self.accounts.store_derived(who, fam, network, derive_from(first),
+                                                         before=reserve)  # fmt: skip
             except _Busy:
                 continue
         raise Conflict("too many derivations at once on this chain; try again",
                        code="busy")  # fmt: skip
+
+    async def _next_free(self, chain: Chain, count: int, current: int | None = None) -> int:
+        """The chain's next index for `count` accounts; a chain that has used every index
+        below 2^31 is a 409 (its counter never passes the last index)."""
+        if current is None:
+            async with self.db.read() as tx:
+                current = await Counters.next(tx, chain)
+        first = current or 0
+        if first + count > hd.HARDENED:
+            raise Conflict(f"this chain has {hd.HARDENED - first} unused indices below 2^31 "
+                           f"({count} asked); derive under another account number",
+                           code="chain_full")  # fmt: skip
+        return first
 
     async def xpub(
         self, who: Principal, ref: str, family: str, network: str | None,
