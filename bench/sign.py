@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -183,6 +184,7 @@ def main() -> None:
         server.stop()
         if hsm_server is not None:
             hsm_server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # a store and a token file: nothing left behind
     report(runs, args.out)
 
 

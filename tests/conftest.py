@@ -63,8 +63,16 @@ def pg_available() -> str | None:
     return None
 
 
+# One name prefix per run (the controller sets it before xdist starts its workers, which
+# inherit it), so the end of the run can find what any of its processes left behind.
+RUN_ID = os.environ.setdefault("CHAINKEYS_TEST_RUN", uuid.uuid4().hex[:8])
+PG_PREFIX = f"chainkeys_test_{RUN_ID}_"
+_made_databases: set[str] = set()
+
+
 def make_pg_database() -> str:
-    """A fresh, empty database; returns its URL."""
+    """A fresh, empty database; returns its URL. Dropped by `drop_pg_database`, and at
+    the latest when this test process ends (a failed test's too)."""
     why = pg_available()
     if why is not None:
         msg = (
@@ -74,7 +82,8 @@ def make_pg_database() -> str:
         if REQUIRE_PG:
             pytest.fail(msg)
         pytest.skip(msg)
-    name = f"chainkeys_test_{uuid.uuid4().hex[:12]}"
+    name = f"{PG_PREFIX}{uuid.uuid4().hex[:12]}"
+    _made_databases.add(name)
     asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
     base = PG_ADMIN_URL.rsplit("/", 1)[0]
     return f"{base}/{name}"
@@ -83,6 +92,37 @@ def make_pg_database() -> str:
 def drop_pg_database(url: str) -> None:
     name = url.rsplit("/", 1)[1]
     asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    _made_databases.discard(name)
+
+
+async def _run_databases() -> list[str]:
+    import asyncpg
+
+    conn = await asyncpg.connect(PG_ADMIN_URL.replace("+asyncpg", ""), timeout=3)
+    try:
+        rows = await conn.fetch("SELECT datname FROM pg_database WHERE starts_with(datname, $1)",
+                                PG_PREFIX)  # fmt: skip
+    finally:
+        await conn.close()
+    return sorted(str(r["datname"]) for r in rows)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Nothing left behind: each process drops the databases it made and a failed test
+    left; then the controller (the only process when xdist is off) checks that no
+    database of this run remains, and fails the run if one does."""
+    for name in sorted(_made_databases):
+        drop_pg_database(f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}")
+    if hasattr(session.config, "workerinput") or pg_available() is not None:
+        return
+    left = asyncio.run(_run_databases())
+    if left:
+        for name in left:
+            drop_pg_database(f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}")
+        session.config.get_terminal_writer().line(
+            f"tests left PostgreSQL databases behind: {', '.join(left)}", red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @dataclass

@@ -5,7 +5,6 @@ by cosmjs."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,8 @@ from tests.api.tenants import Tenant
 from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, PUBKEY, TRANSFER
 from tests.conftest import Server
 from tests.node import chromium, require_node, run_node
+
+from chainkeys import clock
 
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
 RULE = {"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "100000"},
@@ -146,11 +147,13 @@ def test_reject_cancel_and_expiry(team: Team) -> None:
         "cancelled"
     )
     assert vote(team.alice, cancelled).status_code == 409
-    t.policy({**RULE, "approval": {**RULE["approval"], "ttl": "1s"}})  # type: ignore[dict-item]
+    t.policy({**RULE, "approval": {**RULE["approval"], "ttl": "1m"}})  # type: ignore[dict-item]
     expiring = pending(t, send(5000, sequence=5))
-    time.sleep(1.3)
-    assert t.client.get(f"/approvals/{expiring['id']}").json()["data"]["state"] == "expired"
-    assert vote(team.alice, expiring).status_code == 409
+    with clock.shift(59_000):  # the server runs in this process: move its clock
+        assert t.client.get(f"/approvals/{expiring['id']}").json()["data"]["state"] == "pending"
+    with clock.shift(60_000):
+        assert t.client.get(f"/approvals/{expiring['id']}").json()["data"]["state"] == "expired"
+        assert vote(team.alice, expiring).status_code == 409
     states = {e["action"] for e in t.client.get("/audit").json()["data"]["events"]}
     assert {"approval.pending", "approval.rejected", "approval.cancelled",
             "approval.expired"} <= states  # fmt: skip

@@ -117,11 +117,9 @@ def request(
     ids=["one-huge-header", "many-headers", "huge-url", "huge-authorization"],
 )
 def test_an_oversized_head_is_431_at_once(head_server: HeadServer, data: bytes) -> None:
-    started = time.monotonic()
     status, _, _, closed = head_server.raw(data)
-    assert status == 431
+    assert status == 431  # answered as it arrived (a head left to time out is never a 431)
     assert closed
-    assert time.monotonic() - started < 5
 
 
 def test_a_head_just_under_the_cap_and_a_body_in_the_same_packet_pass(
@@ -162,72 +160,92 @@ def test_a_malformed_request_is_400_and_closed(head_server: HeadServer) -> None:
     assert closed
 
 
+# Deadlines are asserted by state, never by elapsed time (a busy machine is slow): a
+# connection is closed while the client is still sending, or the answer is a 408. Socket
+# timeouts are only bounds for a server that never acts.
+PATIENCE = 60.0
+
+
 def test_a_head_that_never_finishes_is_cut_off_and_an_idle_connection_closes(
     head_server: HeadServer,
 ) -> None:
     started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=PATIENCE) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # and then nothing
         assert sock.recv(1) == b""
-    assert time.monotonic() - started < HEAD_TIMEOUT + 1.5
-    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
+    assert time.monotonic() - started >= HEAD_TIMEOUT * 0.9  # not before its deadline
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=PATIENCE) as sock:
         assert sock.recv(1) == b""  # connected, sent nothing: closed without a word
 
 
+def drip_until_closed(sock: socket.socket, data: bytes, every: float, most: int) -> int:
+    """Send `data` every `every` seconds until the server answers or closes the
+    connection; the number of sends that went through (`most` when it never did)."""
+    for sent in range(most):
+        time.sleep(every)
+        try:
+            sock.sendall(data)
+        except OSError:
+            return sent
+        sock.setblocking(False)
+        try:
+            sock.recv(1, socket.MSG_PEEK)  # an answer (a 408), or b"": closed
+            return sent
+        except BlockingIOError:
+            pass  # nothing yet: the server still waits
+        except OSError:
+            return sent
+        finally:
+            sock.setblocking(True)
+    return most
+
+
 def test_a_head_dripping_bytes_is_cut_off_at_its_deadline(head_server: HeadServer) -> None:
-    """A deadline, not an idle timer: a byte every so often does not keep it alive."""
-    started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
+    """A deadline, not an idle timer: a byte every so often does not keep it alive (the
+    server closes the connection while the bytes still arrive)."""
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=PATIENCE) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        most = 400  # 100 deadlines' worth of drips
+        assert drip_until_closed(sock, b"X: y\r\n", HEAD_TIMEOUT / 4, most) < most
         with contextlib.suppress(OSError):
-            for _ in range(20):
-                time.sleep(HEAD_TIMEOUT / 4)
-                sock.sendall(b"X: y\r\n")
-        assert sock.recv(1) == b""
-    assert time.monotonic() - started < HEAD_TIMEOUT + 1.5
+            assert sock.recv(1) == b""
 
 
 def test_a_slow_head_after_a_kept_alive_request_is_cut_off(head_server: HeadServer) -> None:
-    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
-        for _ in range(3):  # answered requests on one connection, each well within the deadline
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=PATIENCE) as sock:
+        for _ in range(3):  # answered requests on one connection
             sock.sendall(request(keep_alive=True))
             assert read_response(sock, then_closed=False)[0] == 200
-            time.sleep(HEAD_TIMEOUT / 3)
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # then nothing
-        started = time.monotonic()
-        assert sock.recv(1) == b""
-    assert time.monotonic() - started < HEAD_TIMEOUT + 1.5
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # then dripping, never done
+        most = 400
+        assert drip_until_closed(sock, b"X: y\r\n", HEAD_TIMEOUT / 4, most) < most
 
 
 def test_a_slow_handler_is_not_cut_off_by_the_head_deadline(head_server: HeadServer) -> None:
-    with socket.create_connection(("127.0.0.1", head_server.port), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=PATIENCE) as sock:
         sock.sendall(request(method="POST", path="/cosmos", body=b"{}")[:-2])  # head, not body
-        time.sleep(HEAD_TIMEOUT + 0.2)  # past the head deadline, within the body's
+        time.sleep(HEAD_TIMEOUT * 1.5)  # past the head deadline (at least: sleeps run long)
         sock.sendall(b"{}")
-        status, _, _, _ = read_response(sock)
-    assert status == 401  # answered by the app, not cut off
+        status, _, body, _ = read_response(sock)
+    # answered by the app (401: no token; on a machine so busy that the body's deadline
+    # passed too, its 408): a head deadline would have closed the connection unanswered
+    assert status == 401 or (status == 408 and json.loads(body)["code"] == "request_timeout")
 
 
 def test_a_body_dripping_bytes_is_cut_off_at_its_deadline(head_server: HeadServer) -> None:
     """A deadline for the whole body, not an idle timer: one byte now and then does not
     keep the request (or its connection) alive past BODY_TIMEOUT."""
     token = head_server.token()
-    started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", head_server.port), timeout=10) as sock:
+    with socket.create_connection(("127.0.0.1", head_server.port), timeout=PATIENCE) as sock:
         sock.sendall(
             b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: " + token.encode()
             + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
         )  # fmt: skip
-        with contextlib.suppress(OSError):
-            for _ in range(int(BODY_TIMEOUT * 8)):
-                time.sleep(BODY_TIMEOUT / 4)
-                sock.sendall(b" ")
-                if time.monotonic() - started > BODY_TIMEOUT * 3:
-                    break
+        # 98 drips would finish the body: the answer must come before they run out
+        assert drip_until_closed(sock, b" ", BODY_TIMEOUT / 4, 98) < 98
         status, headers, body, closed = read_response(sock)
     assert status == 408 and json.loads(body)["code"] == "request_timeout"
     assert headers["connection"] == "close" and closed
-    assert time.monotonic() - started < BODY_TIMEOUT + 2
 
 
 # ---- account names and paging (before any storage work) --------------------------------------

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from tests.conftest import BACKENDS, Server, backend_settings, drop_pg_database
 
+from chainkeys import clock
 from chainkeys.tokens.service import SCOPES
 
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
@@ -166,11 +167,14 @@ def test_an_export_reimports_to_the_same_address(
 
 
 def test_an_expired_token_is_401(server: Server) -> None:
-    short = token(server, f"e-{time.monotonic_ns()}", None, expires_in_ms=300)
+    """Time moved through the clock seam (the server runs in this process)."""
+    short = token(server, f"e-{time.monotonic_ns()}", None, expires_in_ms=60_000)
     with server.client(short) as c:
-        assert c.get("/cosmos").status_code == 200
-        time.sleep(0.5)
-        r = c.get("/cosmos")
+        assert c.get("/cosmos").status_code == 200  # cached from here on
+        with clock.shift(59_000):
+            assert c.get("/cosmos").status_code == 200  # not yet
+        with clock.shift(60_000):
+            r = c.get("/cosmos")
     assert r.status_code == 401 and r.json()["code"] == "unauthorized"
 
 

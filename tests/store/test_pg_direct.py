@@ -385,23 +385,22 @@ def test_pool_exhausted_gives_storage_unavailable_then_serves(pg_url: str) -> No
         return waited
 
     waited = run_with_db(pg_url, main, db_pool_size=1, db_pool_timeout=0.3)
-    assert 0.25 <= waited < 2
+    assert waited >= 0.25  # it waited for its pool timeout (a lower bound: load only adds)
 
 
 def test_statement_timeout_gives_storage_unavailable_then_serves(pg_url: str) -> None:
     async def main(db: PostgresBackend) -> None:
         with pytest.raises(StorageUnavailable):
             async with db.read() as tx:
-                await tx.execute(text("SELECT pg_sleep(3)"))
+                await tx.execute(text("SELECT pg_sleep(600)"))
         with pytest.raises(StorageUnavailable):
             async with db.write() as tx:
-                await tx.execute(text("SELECT pg_sleep(3)"))
+                await tx.execute(text("SELECT pg_sleep(600)"))
         async with db.read() as tx:
             await Meta.ping(tx)
 
-    started = time.monotonic()
+    # cut by the 200 ms statement timeout, not by the sleeps' end (a test timeout would be)
     run_with_db(pg_url, main, db_pool_size=1, db_statement_timeout_ms=200)
-    assert time.monotonic() - started < 2.5
 
 
 def test_a_killed_connection_is_dropped_and_replaced(pg_url: str) -> None:
@@ -427,17 +426,15 @@ def test_a_cancelled_statement_drops_its_connection(pg_url: str) -> None:
     async def main(db: PostgresBackend) -> None:
         async def slow() -> None:
             async with db.write() as tx:
-                await tx.execute(text("SELECT pg_sleep(5)"))
+                await tx.execute(text("SELECT pg_sleep(600)"))
 
         task = asyncio.create_task(slow())
         await asyncio.sleep(0.3)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        started = time.monotonic()
-        async with db.read() as tx:  # the pool's one connection is usable at once
-            await Meta.ping(tx)
-        assert time.monotonic() - started < 1
+        async with db.read() as tx:  # the pool's one connection serves, the sleep not waited
+            await Meta.ping(tx)  # for (else the test's own timeout ends it)
 
     run_with_db(pg_url, main, db_pool_size=1)
 

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, "..", "..", "..");
 export const CHAINKEYS_BIN = process.env.CHAINKEYS_BIN || join(repoRoot, ".venv", "bin", "chainkeys");
+const READY_BOUND_MS = 180_000;
 const MASTER_KEY = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
 import { KEYS } from "./keys.mjs";
@@ -41,15 +42,23 @@ export async function startChainkeys() {
   proc.stdout.on("data", (c) => { log += c; });
   proc.stderr.on("data", (c) => { log += c; });
   const exited = new Promise((r) => proc.once("exit", (code) => r(code)));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`chainkeys exited (${proc.exitCode}):\n${log}`);
-    try {
-      const r = await fetch(`${url}/readyz`);
-      if (r.status === 200) break;
-    } catch { /* not listening yet */ }
-    if (Date.now() > deadline) { proc.kill(); throw new Error(`chainkeys not ready in 30 s:\n${log}`); }
-    await new Promise((r) => setTimeout(r, 100));
+  // Wait for the state, not for a time: ready, or the process ended. The bound is only
+  // for a server that hangs (a busy machine starts one in seconds, not minutes).
+  const deadline = Date.now() + READY_BOUND_MS;
+  try {
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`chainkeys exited (${proc.exitCode}):\n${log}`);
+      try {
+        const r = await fetch(`${url}/readyz`);
+        if (r.status === 200) break;
+      } catch { /* not listening yet */ }
+      if (Date.now() > deadline) throw new Error(`chainkeys not ready in ${READY_BOUND_MS / 1000} s:\n${log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } catch (err) {
+    if (proc.exitCode === null) { proc.kill("SIGKILL"); await exited; }
+    rmSync(dir, { recursive: true, force: true });  // nothing left behind, a failed start included
+    throw err;
   }
   const token = (scope) => execFileSync(CHAINKEYS_BIN,
     ["token", "create", "--tenant", "t1", "--label", "js", "--scope", scope, "--data-dir", dir],
@@ -70,7 +79,7 @@ export async function startChainkeys() {
     url, token: main, dir, api, makeToken: token,
     log: () => log,
     async stop() {
-      if (proc.exitCode === null) { proc.kill("SIGTERM"); await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]); }
+      if (proc.exitCode === null) { proc.kill("SIGTERM"); await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]); }
       if (proc.exitCode === null) { proc.kill("SIGKILL"); await exited; }
       rmSync(dir, { recursive: true, force: true });
     },

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from chainkeys.clock import monotonic
 from chainkeys.config import Settings
 from chainkeys.errors import RateLimited
 
@@ -69,9 +70,7 @@ class Limiter(Protocol):
 class LocalBuckets:
     """In-process token buckets: a dict lookup and a little arithmetic (~1 µs)."""
 
-    def __init__(
-        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = monotonic) -> None:
         self.rate = rate
         self.burst = float(burst)
         self.clock = clock

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
-from chainkeys.clock import now_ms
+from chainkeys.clock import monotonic, now_ms
 from chainkeys.errors import NotFound
 from chainkeys.policies.document import Policy, PolicyError, parse
 from chainkeys.policies.engine import Decision, Refusal
@@ -51,7 +50,7 @@ class PolicyService:
         `fresh` reads the store past the cache: a signature at an approval's quorum
         may come long after the request, and must follow the policy of that moment."""
         hit = self._cache.get(tenant_id)
-        now = time.monotonic()
+        now = monotonic()
         if hit is not None and now < hit[0] and not fresh:
             return hit[1]
         async with self.db.read() as tx:
