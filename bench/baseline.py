@@ -50,8 +50,9 @@ from bench import lean
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.chains.tx.base import Owner, SignKind, summary_record
-from chainkeys.vault import MasterKey, Vault
 from chainkeys.vault.derive import Cursors
+from chainkeys.vault.providers import MasterKey
+from chainkeys.vault.seal import Vault
 
 AUDIT_SQL = (
     "INSERT INTO audit (tenant_id, action, family, account_name, request_id, outcome,"

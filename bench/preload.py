@@ -50,7 +50,8 @@ class Dataset:
 
 def _rows(args: tuple[str, int, bytes, int]) -> tuple[list[tuple[Any, ...]], list[str]]:
     """`count` Cosmos accounts for one tenant (runs in a worker process)."""
-    from chainkeys.vault import Context, MasterKey, Vault
+    from chainkeys.vault.providers import MasterKey
+    from chainkeys.vault.seal import Context, Vault
 
     tenant_id, count, material, sample_every = args
     vault = Vault(MasterKey(material))
@@ -110,8 +111,9 @@ def master_material(data_dir: Path) -> bytes:
 
 def encode_cursor(data_dir: Path, tenant_id: str, last_id: int) -> str:
     """The list cursor chainkeys itself would hand out (opaque, under the store's key)."""
-    from chainkeys.vault import MasterKey, Vault
     from chainkeys.vault.derive import Cursors
+    from chainkeys.vault.providers import MasterKey
+    from chainkeys.vault.seal import Vault
 
     cursors = Cursors(Vault(MasterKey(master_material(data_dir))))
     return cursors.make(last_id, f"accounts/{tenant_id}/{FAMILY}/*")

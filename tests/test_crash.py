@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,13 +20,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from chainkeys.bootstrap import open_services
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.config import Settings
-from chainkeys.masterkey.repository import SEALED_TABLES
-from chainkeys.vault import Context
+from chainkeys.store.tables import accounts
+from chainkeys.vault.seal import Context
 from tests.conftest import BACKENDS, drop_pg_database, make_pg_database
 from tests.test_process import first_token, start
 
@@ -185,21 +187,20 @@ async def open_every_row(env: dict[str, str]) -> dict[tuple[str, str], bytes]:
         after = 0
         while True:
             async with svc.db.read() as tx:
-                live = SEALED_TABLES[0]  # the accounts table
-                rows = await live.not_sealed_by(
-                    tx, "", after, 500
-                )  # key ids are never "": all rows
+                page = select(accounts).where(accounts.c.id > after).order_by(accounts.c.id)
+                rows = (await tx.execute(page.limit(500))).all()
             if not rows:
                 break
             for row in rows:
                 assert row.secret, row.name
-                secret = svc.vault.open(
-                    row.secret, row.key_id, Context(row.tenant_id, row.family, row.name)
+                secret = svc.barrier.open(
+                    bytes(row.secret), row.key_id, Context(row.tenant_id, row.family, row.name)
                 )
+                details = json.loads(row.details)
                 fam = FAMILIES[row.family]
-                key = key_from_secret(secret, compressed=bool(row.details.get("compressed", True)))
+                key = key_from_secret(secret, compressed=bool(details.get("compressed", True)))
                 given: dict[str, str] = {
-                    "address_type": row.details.get("address_type") or "",
+                    "address_type": details.get("address_type") or "",
                     "name": row.name,
                 }
                 options = fam.options(

@@ -23,8 +23,8 @@ import asyncpg  # type: ignore[import-untyped]
 import httpx
 import pytest
 
-from chainkeys.vault import Context, Vault
 from chainkeys.vault.providers import decode_key
+from chainkeys.vault.seal import Context, Vault
 from tests.conftest import (
     PG_ADMIN_URL,
     TEST_MASTER_KEY,

@@ -321,9 +321,13 @@ def test_replicas_started_together_on_an_empty_database(tmp_path: Path) -> None:
                         break
                 assert time.monotonic() < deadline, "a replica did not start"
                 time.sleep(0.1)
-        issued = [p for p in procs if "first start" in p.stdout]
+        # the token file is written before a replica serves (its message comes once it answers)
+        issued = [
+            p for i, p in enumerate(procs) if (tmp_path / f"data{i}" / "first-token").exists()
+        ]
         assert len(issued) == 1, "exactly one replica issues the first token"
         token = first_token(issued[0])
+        assert ["first start" in p.stdout for p in procs].count(True) == 1
         for proc in procs:
             with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
                 assert c.get("/cosmos").status_code == 200

@@ -15,9 +15,8 @@ from chainkeys.accounts.models import CreateRequest
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
-from chainkeys.masterkey import repository as repositories
-from chainkeys.masterkey.repository import Meta
 from chainkeys.masterkey.service import KeyService
+from chainkeys.store.sealed import SealedColumns
 from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_database
 
 
@@ -67,7 +66,7 @@ async def all_open(svc: Services, made: list[tuple[Any, str, str]]) -> None:
 
 async def key_ids(svc: Services) -> set[str]:
     async with svc.db.read() as tx:
-        return await Meta.key_ids(tx)
+        return await SealedColumns.key_ids(tx)
 
 
 def test_rotate_interrupted_resumed_and_retired(
@@ -78,7 +77,7 @@ def test_rotate_interrupted_resumed_and_retired(
     async def setup() -> tuple[list[Any], str]:
         svc = await open_services(settings)
         try:
-            return await populate(svc, 40), svc.vault.key_id
+            return await populate(svc, 40), svc.barrier.key_id
         finally:
             await svc.close()
 
@@ -87,16 +86,16 @@ def test_rotate_interrupted_resumed_and_retired(
 
     # A crash part-way: the third batch's transaction dies after some re-seals.
     calls = {"n": 0}
-    real_reseal = repositories.SealedRows.reseal
+    real_reseal = SealedColumns.reseal
 
-    async def dying_reseal(self: Any, *args: Any) -> bool:
+    async def dying_reseal(*args: Any) -> bool:
         calls["n"] += 1
         if calls["n"] == 25:
             raise KeyboardInterrupt("simulated crash")
-        return await real_reseal(self, *args)
+        return await real_reseal(*args)
 
     monkeypatch.setattr(KeyService, "BATCH", 10)
-    monkeypatch.setattr(repositories.SealedRows, "reseal", dying_reseal)
+    monkeypatch.setattr(SealedColumns, "reseal", staticmethod(dying_reseal))
 
     async def interrupted() -> None:
         svc = await open_services(settings)
@@ -107,7 +106,7 @@ def test_rotate_interrupted_resumed_and_retired(
 
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(interrupted())
-    monkeypatch.setattr(repositories.SealedRows, "reseal", real_reseal)
+    monkeypatch.setattr(SealedColumns, "reseal", staticmethod(real_reseal))
     assert key_file.read_text() == old_key  # not promoted
     next_file = key_file.with_name("master.key.next")
     assert next_file.stat().st_mode & 0o777 == 0o600
@@ -139,7 +138,7 @@ def test_rotate_interrupted_resumed_and_retired(
     async def after() -> None:
         svc = await open_services(settings)  # the new key alone opens everything
         try:
-            assert await key_ids(svc) == {svc.vault.key_id} != {old_id}
+            assert await key_ids(svc) == {svc.barrier.key_id} != {old_id}
             await all_open(svc, made)
             tenant = made[0][0]
             replay = await svc.accounts.create(tenant, "cosmos", CreateRequest(), "idem-0")

@@ -1,7 +1,8 @@
 """Builds the services from settings: the one place the API and the CLI get them from.
 
 Dependencies point one way: api/cli → bootstrap → domain packages (accounts,
-tokens, audit, keys) → store/vault → chains.
+wallets, tokens, signing, policies, approvals, audit, masterkey) → chains, vault
+(the barrier) → store.
 """
 
 from __future__ import annotations
@@ -17,18 +18,20 @@ from typing import TYPE_CHECKING
 from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError, StorageUnavailable
-from chainkeys.masterkey.opening import open_vault
-from chainkeys.masterkey.repository import Meta
-from chainkeys.masterkey.ring import KeyRing
 from chainkeys.masterkey.service import KeyService
 from chainkeys.store import migrate
 from chainkeys.store.backend import Backend, open_backend
-from chainkeys.store.dbcopy import CopyReport, copy_database, display_url
+from chainkeys.store.dbcopy import CopyReport, Opener, copy_database, display_url
+from chainkeys.store.sealed import SealedRow
 from chainkeys.tokens.service import TokenService
-from chainkeys.vault import Vault
+from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.opening import open_barrier
+from chainkeys.vault.repository import Meta
+from chainkeys.vault.seal import Context, SealError
 
 if TYPE_CHECKING:  # imported by open_services: token, audit and policy commands skip them
     from chainkeys.accounts.service import AccountService
+    from chainkeys.approvals.service import ApprovalService
     from chainkeys.policies.service import PolicyService
     from chainkeys.signing.service import SigningService
     from chainkeys.wallets.service import WalletService
@@ -42,7 +45,7 @@ class Services:
 
     settings: Settings
     db: Backend
-    ring: KeyRing  # the vault, kept current by the key ring while the process runs
+    barrier: Barrier  # the one holder of master keys (refreshed while the process runs)
     accounts: AccountService
     tokens: TokenService
     audit: AuditService
@@ -50,10 +53,7 @@ class Services:
     policies: PolicyService
     signing: SigningService
     wallets: WalletService
-
-    @property
-    def vault(self) -> Vault:
-        return self.ring.vault
+    approvals: ApprovalService
 
     async def close(self) -> None:
         await self.db.close()
@@ -123,7 +123,7 @@ def where_to_point() -> str:
 
 async def _open_store(
     settings: Settings, unseal: bool, create: bool = False
-) -> tuple[Backend, Vault | None]:
+) -> tuple[Backend, Barrier | None]:
     """The database with its schema settled (once, under the start-up lock) and, when
     `unseal`, the vault opened against it; nothing is left open on failure. Without
     `create`, a place with no store is refused (NoStore) and nothing is made there:
@@ -141,7 +141,7 @@ async def _open_store(
                 raise NoStore(f"the database {display_url(settings.db_url)} holds no chainkeys "
                               f"store; {where_to_point()}")  # fmt: skip
             await migrate.ensure_schema(db)
-            vault = await open_vault(db, settings) if unseal else None
+            barrier = await open_barrier(db, settings) if unseal else None
     except StorageUnavailable as exc:
         await db.close()
         raise StartupError(f"cannot open the database {display_url(settings.db_url)}: "
@@ -149,7 +149,7 @@ async def _open_store(
     except BaseException:
         await db.close()
         raise
-    return db, vault
+    return db, barrier
 
 
 def storage_cause(exc: BaseException) -> str:
@@ -196,11 +196,26 @@ async def upgrade_schema(settings: Settings) -> tuple[str, bool]:
         await db.close()
 
 
+async def sealed_opener(db: Backend, settings: Settings) -> Opener:
+    """What opens a sealed value with this install's keys (proven on `db` first)."""
+    barrier = await open_barrier(db, settings)
+
+    def opens(row: SealedRow) -> bool:
+        purpose, tenant, family, name = row.aad
+        try:
+            barrier.open(row.blob, row.key_id, Context(tenant, family, name, purpose=purpose))
+        except SealError:
+            return False
+        return True
+
+    return opens
+
+
 async def copy_between(settings: Settings, source: str, target: str) -> CopyReport:
     """Copy every row between two databases, verified (`chainkeys db copy`)."""
     src, dst = open_backend(source, settings), open_backend(target, settings)
     try:
-        return await copy_database(src, dst, lambda db: open_vault(db, settings))
+        return await copy_database(src, dst, lambda db: sealed_opener(db, settings))
     finally:
         await src.close()
         await dst.close()
@@ -215,22 +230,23 @@ async def open_services(settings: Settings, create: bool = True) -> Services:
     from chainkeys.vault.derive import Cursors
     from chainkeys.wallets.service import WalletService
 
-    db, vault = await _open_store(settings, unseal=True, create=create)
-    if vault is None:
-        raise StartupError("the vault did not open")  # never: unseal=True opens it
-    ring = KeyRing(db, vault, settings.key_refresh_seconds)
-    cursors = Cursors(vault)
-    accounts = AccountService(db, ring, settings, cursors)
+    db, barrier = await _open_store(settings, unseal=True, create=create)
+    if barrier is None:
+        raise StartupError("the barrier did not open")  # never: unseal=True opens it
+    cursors = Cursors(barrier.vault)
+    accounts = AccountService(db, barrier, settings, cursors)
     policies = PolicyService(db, settings.policy_refresh_seconds)
+    approvals = ApprovalService(db, settings, cursors)
     return Services(
         settings,
         db,
-        ring,
+        barrier,
         accounts,
         TokenService(db),
         AuditService(db, settings, cursors),
         KeyService(db, settings),
         policies,
-        SigningService(db, accounts, policies, ApprovalService(db, settings, cursors)),
-        WalletService(db, ring, settings, cursors, accounts),
+        SigningService(db, barrier, accounts, policies, approvals),
+        WalletService(db, barrier, settings, cursors, accounts),
+        approvals,
     )

@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     # Approval state changes are POSTed here (docs/approvals.md), signed with the secret.
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
+    # Delivered webhook events are forgotten after this many days.
+    webhook_retention_days: int = Field(default=7, ge=1, le=3650)
 
     # FULL: an acknowledged write survives power loss, not only a process crash.
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"

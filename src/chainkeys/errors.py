@@ -106,6 +106,25 @@ class StorageUnavailable(ChainkeysError):
     code, message = "storage_unavailable", "storage is unavailable; try again"
 
 
+class Unavailable(ChainkeysError):
+    """This server cannot do it now; another replica (or this one, restarted) can."""
+
+    code, message = "unavailable", "this server cannot do this now; try again"
+
+
+class SealFenced(Unavailable):
+    """The barrier may not seal: its view of the key ring is stale and cannot be read,
+    or its key was retired and it cannot learn the current one (vault/barrier.py)."""
+
+    code = "seal_fenced"
+
+
+class KeyUnavailable(Unavailable):
+    """A value is sealed with a master key this process does not hold."""
+
+    code = "key_unavailable"
+
+
 class StartupError(ChainkeysError):
     """The service must not start (wrong master key, old schema, …)."""
 

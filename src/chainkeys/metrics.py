@@ -44,6 +44,12 @@ DB_POOL_SIZE = Gauge("chainkeys_db_pool_size", "PostgreSQL pool size", multiproc
 COMMIT_SECONDS = Histogram(
     "chainkeys_db_commit_seconds", "Write transaction commit latency", buckets=LATENCY
 )
+SEAL_REFUSALS = Counter(
+    "chainkeys_seal_refusals", "Seals and opens the barrier refused, by reason", ["reason"]
+)
+BACKGROUND_ERRORS = Counter(
+    "chainkeys_background_errors", "Errors that ended a round of a background task", ["task"]
+)
 BUILD_INFO = Gauge(
     "chainkeys_build_info", "The running build", ["version"], multiprocess_mode="max"
 )

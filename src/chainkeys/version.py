@@ -21,6 +21,10 @@ def commit() -> str | None:
         git = parent / ".git"
         if git.is_dir():
             return _head(git)
+        if git.is_file():  # a worktree: "gitdir: <its directory in the main .git>"
+            text = git.read_text().strip()
+            if text.startswith("gitdir: "):
+                return _head(Path(text[8:]))
     return None
 
 

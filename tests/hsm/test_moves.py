@@ -4,7 +4,7 @@ again. Its own file so that, being the slowest, it runs beside the others.
 
 A move's database step is one statement, over in well under a millisecond: a kill
 after a fixed sleep lands before the move began or after it ended, and proves
-nothing. So each kill lands at a named point inside `chainkeys.masterkey.hsm.move`: the
+nothing. So each kill lands at a named point inside `chainkeys.masterkey.moves.move`: the
 real `chainkeys key move` runs with one of its functions wrapped so that, once that
 function has returned, the process says so and sleeps (nothing else changes). The
 test then reads the store and the key file from outside, asserts the state there is
@@ -37,7 +37,9 @@ from tests.hsm.conftest import Hsm, serve_and_check, store_rows
 #               nor reported it.
 PAUSED_MOVE = """
 import runpy, sys, time
-from chainkeys.masterkey import hsm
+from chainkeys.masterkey import moves
+from chainkeys.vault import pkcs11
+from chainkeys.vault.providers import FileKeyProvider
 
 point, marker = sys.argv[1], sys.argv[2]
 
@@ -65,11 +67,11 @@ def after_async(function):
 
 
 if point == "wrapped":
-    hsm.wrap = after(hsm.wrap)
+    pkcs11.wrap = after(pkcs11.wrap)
 elif point == "key file":
-    hsm._write_key_file = after(hsm._write_key_file)
+    FileKeyProvider.adopt = after_async(FileKeyProvider.adopt)
 elif point == "stored":
-    hsm.move = after_async(hsm.move)
+    moves.move = after_async(moves.move)
 else:
     sys.exit(f"no such point {point!r}")
 sys.argv = ["chainkeys", *sys.argv[3:]]

@@ -13,9 +13,8 @@ import pytest
 from tests.conftest import TEST_MASTER_KEY, chainkeys_cli, drop_pg_database, make_pg_database
 
 from chainkeys.accounts.models import CreateRequest
-from chainkeys.bootstrap import Services, open_services
+from chainkeys.bootstrap import Services, open_services, sealed_opener
 from chainkeys.config import Settings
-from chainkeys.masterkey.opening import open_vault
 from chainkeys.store.backend import open_backend
 from chainkeys.store.dbcopy import CopyError, copy_database, display_url
 
@@ -116,7 +115,8 @@ def test_sqlite_to_postgresql_and_back(tmp_path: Path, pg_url: str) -> None:
     code, out, err = copy_cli(source, pg_url)
     assert code == 0, err
     assert "tenants      2" in out and "tokens       4" in out and "accounts     32" in out
-    assert "32 accounts open" in out
+    # 32 accounts, 1 retained after its delete and the master-key check record
+    assert "34 sealed values open" in out
     assert asyncio.run(read_back(pg_url, tmp_path, before.tokens)) == before
 
     back = sqlite_url(tmp_path / "back" / "chainkeys.db")  # the directory is made
@@ -175,8 +175,11 @@ def test_an_account_that_does_not_open_rolls_the_copy_back(tmp_path: Path) -> No
         s = settings(sqlite_url(source), tmp_path)
         src, dst = open_backend(sqlite_url(source), s), open_backend(sqlite_url(target), s)
         try:
-            with pytest.raises(CopyError, match="1 of 32 accounts do not open"):
-                await copy_database(src, dst, lambda db: open_vault(db, s), batch=7)
+            with pytest.raises(
+                CopyError,
+                match=r"1 sealed values do not open with the master key \(1 in accounts.secret\)",
+            ):
+                await copy_database(src, dst, lambda db: sealed_opener(db, s), batch=7)
         finally:
             await src.close()
             await dst.close()
@@ -214,8 +217,8 @@ def test_batches_preserve_ids(tmp_path: Path) -> None:
         s = settings(sqlite_url(source), tmp_path)
         src, dst = open_backend(sqlite_url(source), s), open_backend(sqlite_url(target), s)
         try:
-            report = await copy_database(src, dst, lambda db: open_vault(db, s), batch=5)
-            assert report.counts["accounts"] == 32 and report.opened == 32
+            report = await copy_database(src, dst, lambda db: sealed_opener(db, s), batch=5)
+            assert report.counts["accounts"] == 32 and report.opened == 34
         finally:
             await src.close()
             await dst.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 from pathlib import Path
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from chainkeys.errors import StartupError
-from chainkeys.vault import Context, EnvKeyProvider, FileKeyProvider, MasterKey, SealError, Vault
+from chainkeys.vault.providers import EnvKeyProvider, FileKeyProvider, MasterKey
+from chainkeys.vault.seal import Context, SealError, Vault
 
 SECRET = bytes(range(32))
 CTX = Context("tenant-a", "cosmos", "cosmos1abc")
@@ -64,16 +66,29 @@ def test_key_reprs_never_show_material() -> None:
         assert "\\x01" not in text and base64.b64encode(b"\x01" * 32).decode() not in text
 
 
+class NoBlobs:
+    """`providers.Blobs` of a store that keeps no wrapped key."""
+
+    async def get(self, name: str) -> bytes | None:
+        return None
+
+    async def put(self, name: str, blob: bytes) -> None:
+        raise AssertionError("nothing is stored here")
+
+    async def delete(self, name: str) -> None:
+        raise AssertionError("nothing is stored here")
+
+
 def test_key_file_is_created_0600_once(tmp_path: Path) -> None:
-    provider = FileKeyProvider(tmp_path / "d" / "master.key")
+    provider = FileKeyProvider(tmp_path / "d" / "master.key", NoBlobs())
     with pytest.raises(StartupError, match="missing"):
-        provider.load(create=False)
-    key = provider.load(create=True)
+        asyncio.run(provider.load(create=False))
+    key = asyncio.run(provider.load(create=True))
     assert provider.path.stat().st_mode & 0o777 == 0o600
-    assert provider.load(create=True) == key  # an existing file is never replaced
+    assert asyncio.run(provider.load(create=True)) == key  # an existing file is never replaced
     provider.path.chmod(0o644)
     with pytest.raises(StartupError, match="chmod 600"):
-        provider.load(create=False)
+        asyncio.run(provider.load(create=False))
 
 
 @pytest.mark.parametrize(
@@ -82,5 +97,5 @@ def test_key_file_is_created_0600_once(tmp_path: Path) -> None:
 )
 def test_bad_environment_keys_say_why_without_echo(value: str, needle: str) -> None:
     with pytest.raises(StartupError, match=needle) as info:
-        EnvKeyProvider(value).load(create=False)
+        asyncio.run(EnvKeyProvider(value, "", NoBlobs()).load(create=False))
     assert value not in str(info.value)

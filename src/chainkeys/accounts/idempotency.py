@@ -20,7 +20,8 @@ from chainkeys.accounts.repository import Accounts
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, Conflict
 from chainkeys.store.sql import Tx
-from chainkeys.vault import Context, Vault
+from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.seal import Context
 
 KEY_MAX = 255
 SEALED = "sealed"  # the fingerprint column of records whose fingerprint is sealed inside
@@ -63,12 +64,12 @@ def _context(tenant_id: str, key: str) -> Context:
     return Context(tenant_id, "-", key, purpose="idempotency")
 
 
-async def replay(tx: Tx, vault: Vault, tenant_id: str, key: str, fp: str) -> Created | None:
+async def replay(tx: Tx, barrier: Barrier, tenant_id: str, key: str, fp: str) -> Created | None:
     """The first response of this key, or None (no record, expired, or its account is gone)."""
     record = await Idempotency.get(tx, tenant_id, key)
     if record is None or record.expires_ms <= now_ms():
         return None
-    plain = vault.open(record.response, record.key_id, _context(tenant_id, key))
+    plain = await barrier.open_async(record.response, record.key_id, _context(tenant_id, key))
     if record.fingerprint == SEALED:
         stored = msgspec.json.decode(plain, type=_Stored)
         first, created = stored.fingerprint, stored.created
@@ -82,9 +83,18 @@ async def replay(tx: Tx, vault: Vault, tenant_id: str, key: str, fp: str) -> Cre
     return Created(view, created.imported, created.private_key, replayed=True)
 
 
-async def remember(
-    tx: Any, vault: Vault, tenant_id: str, key: str, fp: str, created: Created, ttl_ms: int
-) -> None:
+async def record(
+    barrier: Barrier, tenant_id: str, key: str, fp: str, created: Created, ttl_ms: int
+) -> IdempotencyRecord:
+    """The sealed first response (sealed before the transaction that stores it)."""
+    payload = msgspec.json.encode(_Stored(fp, created))
+    sealed = await barrier.seal(payload, _context(tenant_id, key))
+    view = created.view
+    return IdempotencyRecord(SEALED, sealed.blob, sealed.key_id, now_ms() + ttl_ms, view.family,
+                             view.name)  # fmt: skip
+
+
+async def remember(tx: Any, tenant_id: str, key: str, record: IdempotencyRecord) -> None:
     """Store the first response; IdempotencyRace if another request stored one first."""
     # An expired record of the same key is replaced, not replayed; so is one whose
     # account was deleted (records written before they named their account).
@@ -92,11 +102,5 @@ async def remember(
     old = await Idempotency.get(tx, tenant_id, key)
     if old is not None and old.fingerprint != SEALED:
         await Idempotency.forget(tx, tenant_id, key)
-    payload = msgspec.json.encode(_Stored(fp, created))
-    sealed = vault.seal(payload, _context(tenant_id, key))
-    view = created.view
-    record = IdempotencyRecord(
-        SEALED, sealed, vault.key_id, now_ms() + ttl_ms, view.family, view.name
-    )
     if not await Idempotency.insert(tx, tenant_id, key, record):
         raise IdempotencyRace()

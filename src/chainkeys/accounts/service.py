@@ -31,13 +31,13 @@ from chainkeys.errors import (
     Conflict,
     NotFound,
 )
-from chainkeys.masterkey.ring import KeyRing
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
-from chainkeys.vault import Context
+from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
+from chainkeys.vault.seal import Context
 
 log = logging.getLogger("chainkeys.accounts")
 # Every family's names are ASCII letters and digits with inner dots (EOS), at most 100.
@@ -66,10 +66,9 @@ class AccountService:
 
     VIEWS_MAX = 4096  # account views remembered while the store is unchanged
 
-    def __init__(self, db: Backend, ring: KeyRing, settings: Settings, cursors: Cursors) -> None:
+    def __init__(self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors) -> None:
         self.db = db
-        self.ring = ring
-        self.vault = ring.vault
+        self.barrier = barrier
         self.settings = settings
         self.cursors = cursors
         # (tenant id, family, name as asked) -> the view `get` answered, for _views_at only
@@ -121,13 +120,14 @@ class AccountService:
             idem_key = idem.hashed_key(idem_key)
             fp = idem.fingerprint(fam.name, req)
             async with self.db.read() as tx:
-                replay = await idem.replay(tx, self.vault, who.tenant_id, idem_key, fp)
+                replay = await idem.replay(tx, self.barrier, who.tenant_id, idem_key, fp)
             if replay is not None:
                 return replay
         with chain_errors():
             network = fam.network(req.network)
             key, options, source = self._key_for(fam, req, network)
             account = fam.account(key, network, options)
+        sealed = await self.barrier.seal(key.secret, Context(who.tenant_id, fam.name, account.name))
         row = AccountRow(
             tenant_id=who.tenant_id,
             family=fam.name,
@@ -142,8 +142,8 @@ class AccountService:
                 "source": source,
                 "path": key.path,
             },
-            secret=self.vault.seal(key.secret, Context(who.tenant_id, fam.name, account.name)),
-            key_id=self.vault.key_id,
+            secret=sealed.blob,
+            key_id=sealed.key_id,
             created_ms=now_ms(),
         )
         reveal = source == "generated" and self.settings.reveal_generated_keys
@@ -155,16 +155,17 @@ class AccountService:
         event = audit_event(who, "import" if created.imported else "create", "ok",
                             family=fam.name, account_name=account.name)  # fmt: skip
         ttl_ms = self.settings.idempotency_ttl_seconds * 1000
+        record = None
+        if idem_key is not None:
+            record = await idem.record(self.barrier, who.tenant_id, idem_key, fp, created, ttl_ms)
         try:
-            async with self.db.write(one_statement=idem_key is None) as tx:
-                if idem_key is not None:
-                    await idem.remember(
-                        tx, self.vault, who.tenant_id, idem_key, fp, created, ttl_ms
-                    )
+            async with self.db.write(one_statement=record is None) as tx:
+                if record is not None:
+                    await idem.remember(tx, who.tenant_id, idem_key or "", record)
                 await Accounts.insert_audited(tx, row, event)
         except idem.IdempotencyRace:
             async with self.db.read() as tx:
-                replay = await idem.replay(tx, self.vault, who.tenant_id, idem_key or "", fp)
+                replay = await idem.replay(tx, self.barrier, who.tenant_id, idem_key or "", fp)
             if replay is None:  # the other request's record expired in between
                 raise idem.IdempotencyConflict("retry the request") from None
             return replay
@@ -267,10 +268,13 @@ class AccountService:
         before: Callable[[Tx], Awaitable[None]] | None,
     ) -> list[AccountView]:  # fmt: skip
         views: list[AccountView] = []
+        sealed = [await self.barrier.seal(d.key.secret,
+                                          Context(who.tenant_id, fam.name, d.account.name))
+                  for d in derived]  # fmt: skip
         async with self.db.write() as tx:
             if before is not None:
                 await before(tx)
-            for d in derived:
+            for d, s in zip(derived, sealed, strict=True):
                 existing = await Accounts.get(tx, who.tenant_id, fam.name, d.account.name)
                 if existing is not None:
                     found = self.view_of(existing)
@@ -287,9 +291,7 @@ class AccountService:
                              "address_type": d.account.address_type, "compressed": True,
                              "source": "derived", "path": d.origin.path,
                              "wallet": d.origin.wallet, "index": d.origin.index},
-                    secret=self.vault.seal(d.key.secret,
-                                           Context(who.tenant_id, fam.name, d.account.name)),
-                    key_id=self.vault.key_id, created_ms=now_ms(),
+                    secret=s.blob, key_id=s.key_id, created_ms=now_ms(),
                 )  # fmt: skip
                 await Accounts.insert(tx, row)
                 details = {"wallet": d.origin.wallet, "path": d.origin.path}
@@ -312,7 +314,7 @@ class AccountService:
         row = await self.row(who, family, name)
         fam = family_of(row.family)
         network = fam.network(row.network)
-        await self.ring.ensure(row.key_id)
+        await self.barrier.ensure(row.key_id)
         key = key_from_secret(self.open_key(row), compressed=row.details.get("compressed", True))
         exported = fam.export_private_key(key, network)
         event = audit_event(who, "export", "ok", family=row.family, account_name=row.name)
@@ -330,13 +332,14 @@ class AccountService:
     async def open_secret(self, who: Principal, family: str, name: str) -> bytes:
         """The private key of a stored account (for checks and exports; never listed)."""
         row = await self.row(who, family, name)
-        await self.ring.ensure(row.key_id)
+        await self.barrier.ensure(row.key_id)
         return self.open_key(row)
 
     def open_key(self, row: AccountRow) -> bytes:
         """The private key of a stored account (only after every check has passed; the
-        caller made sure the vault holds its key: `ring.ensure`)."""
-        return self.vault.open(row.secret, row.key_id, Context(row.tenant_id, row.family, row.name))
+        caller made sure the barrier holds its key: `barrier.ensure`)."""
+        context = Context(row.tenant_id, row.family, row.name)
+        return self.barrier.open(row.secret, row.key_id, context)
 
     async def list(
         self,

@@ -22,6 +22,7 @@ import msgspec
 from starlette.routing import Route
 
 from chainkeys import logs
+from chainkeys.api import background
 from chainkeys.api.docs_ui import docs_routes
 from chainkeys.api.openapi import build_openapi
 from chainkeys.api.ratelimit import build_limiter
@@ -34,46 +35,11 @@ from chainkeys.api.routes.wallets import wallet_routes
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
 from chainkeys.api.ui import ui_routes
-from chainkeys.approvals.webhook import Webhook
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
-from chainkeys.errors import ChainkeysError
 
 log = logging.getLogger("chainkeys.api")
-
-
-async def sweep_approvals(svc: Services, every: float = 2.0) -> None:
-    """Expire pending approvals past their ttl; sign approved ones a process left."""
-    while True:
-        try:
-            await svc.signing.sweep()
-        except ChainkeysError:
-            log.warning("the approvals sweep failed; will retry")
-        await asyncio.sleep(every)
-
-
-def background(svc: Services) -> list[asyncio.Task[None]]:
-    """What every server process runs beside its requests."""
-    tasks = [asyncio.create_task(svc.ring.run()),  # key rotations reach us online
-             asyncio.create_task(sweep_approvals(svc))]  # fmt: skip
-    settings = svc.settings
-    if settings.webhook_url is not None and settings.webhook_secret is not None:
-        secret = settings.webhook_secret.get_secret_value().encode()
-        tasks.append(asyncio.create_task(Webhook(svc.db, settings.webhook_url, secret).run()))
-    return tasks
-
-
-async def purge_expired(svc: Services, every: float = 600.0) -> None:
-    """Expired idempotency records hold sealed one-time keys: drop them promptly
-    (and deleted accounts once their retention period is over)."""
-    while True:
-        try:
-            await svc.accounts.purge_expired()
-            await svc.wallets.purge_expired()
-        except ChainkeysError:
-            log.warning("purge of expired records failed; will retry")
-        await asyncio.sleep(every)
 
 
 def api_routes(settings: Settings) -> list[Route]:
@@ -111,7 +77,6 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         limiter = build_limiter(settings)
         app.state.rate_limiter = limiter
         opened = svc
-        purger = None
         tasks: list[asyncio.Task[None]] = []
         try:
             if opened is None:
@@ -120,17 +85,14 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
                 # collector's reach, a full collection walks only what requests allocate.
                 gc.collect()
                 gc.freeze()
-                purger = asyncio.create_task(purge_expired(opened))
-            tasks = background(opened)
+            tasks = background.start(opened, purge=svc is None)
             app.state.services = opened
             yield
         finally:
-            if purger is not None:
-                purger.cancel()
             for task in tasks:
                 task.cancel()
             if tasks and opened is not None:
-                await opened.ring.leave()
+                await opened.barrier.leave()
             if opened is not None and svc is None:
                 await opened.close()
             if limiter is not None:

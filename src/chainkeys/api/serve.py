@@ -21,6 +21,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -217,8 +218,18 @@ def serve(settings: Settings, workers: int) -> None:
         run_granian(settings, workers)
     finally:
         if shared is not None:  # every exit that runs code: a clean stop, an error
-            shutil.rmtree(shared, ignore_errors=True)
+            remove_dir(Path(shared))
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+
+
+def remove_dir(path: Path, tries: int = 50) -> None:
+    """Remove a directory that a worker still ending may write one last file into (then
+    the removal finds it not empty, and tries again)."""
+    for _ in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.1)
 
 
 def run_granian(settings: Settings, workers: int) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy import bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from chainkeys.store.sql import Prepared, Tx, is_unique_violation
@@ -230,6 +230,12 @@ class Outbox:
     @staticmethod
     async def delivered(tx: Tx, event: int, at: int) -> None:
         await tx.execute(_OUTBOX_DONE, {"id": event, "at": at})
+
+    @staticmethod
+    async def purge_delivered(tx: Tx, before_ms: int) -> int:
+        """Forget events delivered before `before_ms` (their retention is over)."""
+        stmt = delete(webhook_outbox).where(webhook_outbox.c.delivered_ms < before_ms)
+        return int((await tx.execute(stmt)).rowcount or 0)
 
     @staticmethod
     async def retry(tx: Tx, event: int, attempts: int, next_ms: int, error: str) -> None:

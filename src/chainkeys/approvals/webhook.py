@@ -4,7 +4,10 @@ Events are written to `webhook_outbox` in the transaction of the change they
 announce, so a restart loses none. Any process sends them: a row is claimed for
 30 s by compare-and-set (a crashed sender's claim runs out), POSTed, and marked
 delivered on a 2xx; otherwise it is retried with exponential backoff (1 s, 2 s,
-4 s, … at most 5 min) until it is. Sending never blocks a request. Each POST
+4 s, … at most 5 min) until it is; a redirect is a failed delivery (following it
+would send the event as a GET, without its body, somewhere else), and so is any
+answer that is not HTTP at all. Delivered events are forgotten after
+CHAINKEYS_WEBHOOK_RETENTION_DAYS. Sending never blocks a request. Each POST
 carries `Chainkeys-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret,
 "<t>.<raw body>")>` (Stripe's scheme: a receiver recomputes it and rejects an
 old `t`, which stops replays).
@@ -19,11 +22,10 @@ import logging
 import time
 import urllib.error
 import urllib.request
-from typing import Final
+from typing import Any, Final
 
 from chainkeys.approvals.repository import Outbox
 from chainkeys.clock import now_ms
-from chainkeys.errors import ChainkeysError
 from chainkeys.store.backend import Backend
 
 log = logging.getLogger("chainkeys.webhook")
@@ -43,21 +45,29 @@ def backoff_ms(attempts: int) -> int:
     return int(min(MAX_BACKOFF_MS, 1000 * 2 ** min(attempts, 20)))
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx is an answer, not an instruction: the receiver gets the POST or nothing."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
 class Webhook:
-    def __init__(self, db: Backend, url: str, secret: bytes, every: float = 1.0) -> None:
+    def __init__(self, db: Backend, url: str, secret: bytes, retention_days: int = 7) -> None:
         self.db = db
         self.url = url
         self.secret = secret
-        self.every = every
+        self.retention_days = retention_days
 
-    async def run(self) -> None:
-        """Send what is due, then wait `every` seconds; until cancelled."""
-        while True:
-            try:
-                await self.send_due()
-            except ChainkeysError:
-                log.warning("the webhook outbox could not be read; retrying")
-            await asyncio.sleep(self.every)
+    async def purge_delivered(self) -> int:
+        """Forget delivered events older than the retention period (a round of the
+        supervised purge task)."""
+        before = now_ms() - self.retention_days * 86_400_000
+        async with self.db.write() as tx:
+            return await Outbox.purge_delivered(tx, before)
 
     async def send_due(self) -> int:
         """Send every due event this process can claim; how many were delivered."""
@@ -89,10 +99,10 @@ class Webhook:
                      "User-Agent": "chainkeys-webhook"},
         )  # fmt: skip
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
+            with _opener.open(request, timeout=TIMEOUT_SECONDS) as response:
                 status = response.status
-        except urllib.error.HTTPError as exc:
+        except urllib.error.HTTPError as exc:  # 3xx (not followed), 4xx, 5xx
             return f"HTTP {exc.code}"
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        except Exception as exc:  # refused, timed out, or not HTTP (a malformed status line)
             return f"{type(exc).__name__}"
         return None if 200 <= status < 300 else f"HTTP {status}"

@@ -338,7 +338,7 @@ def init(data_dir: DataDir = None) -> None:
     logs.configure(settings.log_level, settings.log_json)
 
     async def work(svc: Services) -> str:
-        return svc.vault.key_id
+        return svc.barrier.key_id
 
     key_id = run(settings, work, create=True)
     where = settings.data_dir.resolve() if settings.database_url is None else "the database"
@@ -367,7 +367,7 @@ def db_copy(
     for table, count in report.counts.items():
         typer.echo(f"  {table:12} {count}")
     keys = ", ".join(sorted(report.key_ids)) or "-"
-    typer.echo(f"verified: row counts match; {report.opened} accounts open (key ids {keys})")
+    typer.echo(f"verified: row counts match; {report.opened} sealed values open (key ids {keys})")
 
 
 if __name__ == "__main__":

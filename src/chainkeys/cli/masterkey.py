@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from chainkeys.cli.common import DataDir, fail, group, run, run_admin, settings_for
+from chainkeys.cli.common import DataDir, fail, group, run, run_admin, settings_for, when
 from chainkeys.errors import ChainkeysError
 
 key_app = group("Master-key rotation and where the key lives.")
@@ -33,32 +33,74 @@ def key_rotate(
     """
     say = lambda text: typer.echo(text, err=True)  # noqa: E731
     report = run(settings_for(data_dir), lambda svc: svc.keys.rotate(wait, say))
-    typer.echo(
-        f"re-sealed {report.accounts} accounts and {report.records} other records "
-        f"under master key {report.new_key_id}"
-    )
+    done = ", ".join(f"{n} in {col}" for col, n in report.resealed.items() if n) or "nothing"
+    typer.echo(f"re-sealed {done} under master key {report.new_key_id}")
     if report.retired_key_file:
-        typer.echo(f"old key kept at {report.retired_key_file}; `chainkeys key retire` removes it")
+        typer.echo(f"old key kept at {report.retired_key_file} until `chainkeys key retire` "
+                   "(the store's key ring holds it too)")  # fmt: skip
 
 
 @key_app.command("retire")
 def key_retire(data_dir: DataDir = None) -> None:
-    """Forget older master keys once no secret and no running server uses one: retired
-    key files are removed and the key ring is cleared (refused, saying what it waits
-    for, while something still needs an older key)."""
+    """Stop older master keys from sealing, once no secret and no running server uses
+    one.
+
+    They stay in the store's key ring under the current key (whatever a late
+    process sealed with one still opens) and unwrap nothing; retired key files are
+    removed. Refused, saying what it waits for, while something still needs an older
+    key. `chainkeys key destroy` forgets a retired key for good.
+    """
     report = run(settings_for(data_dir), lambda svc: svc.keys.retire())
     for path in report.removed:
         typer.echo(f"removed {path}")
-    if not report.removed:
-        typer.echo("no retired key files")
-    typer.echo(f"the current master key is {report.current_key_id}; "
-               f"{report.ring_entries} key ring entries cleared")  # fmt: skip
+    retired = ", ".join(report.retired) or "none"
+    typer.echo(f"the current master key is {report.current_key_id}; retired now: {retired}")
     for user in report.rooted:
         typer.echo(
             f"note: {user.host} pid {user.pid} started from retired key {user.root_key_id}: it "
             "keeps running, but needs the current key (file or variable) to start again",
             err=True,
         )
+
+
+@key_app.command("destroy")
+def key_destroy(
+    key_id: Annotated[str, typer.Argument(help="a retired master key id (`chainkeys key list`)")],
+    gone: Annotated[
+        list[str] | None,
+        typer.Option(help="a process (id from `chainkeys key list`) known to have ended"),
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Forget a retired master key for good.
+
+    Refused while any secret is sealed with it, and while any process that used it
+    has a heartbeat, however old (a stopped process may resume holding a value sealed
+    with it); restart those, or name one you know has ended with --gone.
+    """
+    names = frozenset(gone or ())
+    removed = run(settings_for(data_dir), lambda svc: svc.keys.destroy(key_id, names))
+    typer.echo(f"destroyed master key {key_id} ({removed} key ring entries removed)")
+
+
+@key_app.command("list")
+def key_list(data_dir: DataDir = None) -> None:
+    """The store's master keys (ids and dates, never a key) and the server processes
+    that seal, with the keys they use."""
+    state = run_admin(settings_for(data_dir), lambda admin: admin.keys.state())
+    typer.echo(f"{'KEY ID':16}  {'STATE':8}  {'CREATED':20}  {'RETIRED':20}  DESTROYED")
+    for t in state.terms:
+        label = ("destroyed" if t.destroyed_ms else "retired" if t.retired_ms
+                 else "current" if t.key_id == state.current else "older")  # fmt: skip
+        typer.echo(f"{t.key_id:16}  {label:8}  {when(t.created_ms):20}  {when(t.retired_ms):20}  "
+                   f"{when(t.destroyed_ms)}")  # fmt: skip
+    typer.echo("")
+    typer.echo(f"{'PROCESS':32}  {'HOST':20}  {'PID':>7}  {'SEALS WITH':16}  {'LAST SEEN':20}  "
+               "USED KEYS")  # fmt: skip
+    for u in state.processes:
+        seen = when(u.seen_ms) + ("" if u.seen_ms >= state.live_since_ms else " (stale)")
+        typer.echo(f"{u.process:32}  {u.host[:20]:20}  {u.pid:>7}  {u.sealing_key_id:16}  "
+                   f"{seen:20}  {u.used_key_ids}")  # fmt: skip
 
 
 @key_app.command("move")

@@ -1,12 +1,17 @@
-"""Master-key rotation: re-seal every secret under the new key, resumably, online.
+"""The operator's master-key workflows on top of the barrier: rotate, retire, destroy.
 
-A rotation (1) makes the next key, (2) stores it in the key ring sealed under the
-store's current key, (3) waits until every live server process seals with it
-(each learns it from the ring within `key_refresh_seconds`), (4) re-seals every
-secret, again until none is left under an older key, and (5) promotes the key
-file. Interrupted at any step, every secret still opens with the keys held, and
-running it again finishes the job. Retirement then refuses while any secret or
-any live process still uses an older key.
+A rotation (1) makes the next key, (2) publishes it in one transaction: a new term,
+the new key under the current one (so every running process learns it within
+`key_refresh_seconds`) and every past key under the new one (so the new key alone
+opens everything, whatever happens next), (3) waits until every live server process
+seals with it, (4) re-seals every registered sealed column (store/sealed.py) until
+nothing is left under an older key, and (5) promotes the key in its provider.
+Interrupted at any step, every secret still opens and running it again finishes.
+
+Retire stops older keys from sealing and from unwrapping anything (the ring keeps
+them under the current key); destroying one is a separate, explicit step, refused
+while any value or any process that ever used it (a stale heartbeat is unknown, not
+gone) may still need it.
 """
 
 from __future__ import annotations
@@ -15,26 +20,18 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from chainkeys.accounts.idempotency_store import Idempotency
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import Conflict
-from chainkeys.masterkey import hsm
-from chainkeys.masterkey.repository import (
-    CHECK_CONTEXT,
-    CHECK_KEY,
-    SEALED_TABLES,
-    KeyUser,
-    KeyUsers,
-    Meta,
-    Ring,
-)
-from chainkeys.masterkey.ring import KeyRing, live_since, wrap
+from chainkeys.errors import Conflict, NotFound
+from chainkeys.masterkey import moves
 from chainkeys.store.backend import Backend
-from chainkeys.vault import Context, Vault, provider_from_settings
-from chainkeys.wallets.repository import Wallets, wallet_context
+from chainkeys.store.sealed import REGISTRY, SealedColumn, SealedColumns
+from chainkeys.vault.barrier import current_term, learn_keys, live_since, wrap
+from chainkeys.vault.providers import KeyProvider, provider_for
+from chainkeys.vault.repository import KeyUser, KeyUsers, MetaBlobs, Ring, Term, Terms
+from chainkeys.vault.seal import Context, SealError, Vault
 
 RESEAL_PASSES = 5  # a process that sealed just before it switched leaves a row behind
 
@@ -42,29 +39,38 @@ RESEAL_PASSES = 5  # a process that sealed just before it switched leaves a row 
 @dataclass(frozen=True, slots=True)
 class RotationReport:
     new_key_id: str
-    accounts: int
-    records: int
+    resealed: dict[str, int]  # sealed column -> values re-sealed
     retired_key_file: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class RetireReport:
     current_key_id: str
-    removed: list[str]  # retired key files removed
-    ring_entries: int  # ring entries cleared
-    rooted: list[KeyUser] = field(default_factory=list)  # live processes started from an old key
+    retired: list[str]  # key ids that stopped sealing now
+    removed: list[str]  # the provider's copies of older keys removed (the ring keeps them)
+    rooted: list[KeyUser] = field(default_factory=list)  # live processes started from one
+
+
+@dataclass(frozen=True, slots=True)
+class KeyState:
+    """What `chainkeys key list` shows: the terms and the processes that seal."""
+
+    terms: list[Term]
+    current: str | None
+    processes: list[KeyUser]
+    live_since_ms: int
 
 
 def describe(users: list[KeyUser], now: int) -> str:
     return ", ".join(
-        f"{u.host} pid {u.pid} (seals with {u.sealing_key_id}, seen {(now - u.seen_ms) / 1000:.0f}"
-        " s ago)"
+        f"{u.host} pid {u.pid} (process {u.process}, seals with {u.sealing_key_id}, seen "
+        f"{(now - u.seen_ms) / 1000:.0f} s ago)"
         for u in users[:5]
     ) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
 
 
 class KeyService:
-    """Master-key rotation: re-seal every secret under the new key, resumably."""
+    """Master-key rotation, retirement and destruction, online and resumable."""
 
     BATCH = 500
 
@@ -72,66 +78,86 @@ class KeyService:
         self.db = db
         self.settings = settings
 
+    def _provider(self) -> KeyProvider:
+        return provider_for(self.settings, MetaBlobs(self.db))
+
+    async def _keys(self, provider: KeyProvider) -> tuple[Vault, list[Term]]:
+        """Every key the provider and the ring give, and the store's terms."""
+        vault = Vault(await provider.load(create=False), await provider.others())
+        async with self.db.read() as tx:
+            learn_keys(vault, await Ring.entries(tx))
+            terms = await Terms.all(tx)
+        current = current_term(terms)
+        if current is not None and vault.holds(current.key_id):
+            vault.use(current.key_id)
+        return vault, terms
+
+    async def state(self) -> KeyState:
+        async with self.db.read() as tx:
+            terms, users = await Terms.all(tx), await KeyUsers.all(tx)
+        current = current_term(terms)
+        return KeyState(terms, current.key_id if current else None, users,
+                        live_since(self.settings.key_refresh_seconds))  # fmt: skip
+
+    # -- rotate ----------------------------------------------------------------------------
+
     async def rotate(
         self, wait_seconds: float = 60.0, say: Callable[[str], None] | None = None
     ) -> RotationReport:
         """Rotate online (the module docstring); each re-seal batch commits on its own.
 
-        With the key file, a `.next` key is made (or reused, when resuming) and
-        promoted once nothing is sealed by the old key. With CHAINKEYS_MASTER_KEY,
-        the new key is that variable and the old ones are in
-        CHAINKEYS_PREVIOUS_MASTER_KEYS; with an HSM, the next key waits wrapped
-        beside the current one.
+        With the key file, a `.next` key is made (or reused, when resuming) and promoted
+        once nothing is sealed by the old key. With CHAINKEYS_MASTER_KEY, the new key is
+        that variable and the old ones are in CHAINKEYS_PREVIOUS_MASTER_KEYS; with an
+        HSM, the next key waits wrapped beside the current one.
         """
-        in_hsm = self.settings.key_provider == "pkcs11"
-        if in_hsm:
-            old, new = await hsm.begin_rotation(self.db, self.settings)
-            vault = Vault(new, [old])
-        else:
-            provider = provider_from_settings(self.settings)
-            old = provider.load(create=False)
-            new = provider.begin_rotation(old)
-            vault = Vault(new, [old, *provider.others()])
-        async with self.db.read() as tx:
-            KeyRing(self.db, vault).absorb(await Ring.entries(tx))
+        provider = self._provider()
+        vault, terms = await self._keys(provider)
+        root = vault.root  # the provider's key; the store's current one may be newer
+        new = await provider.begin_rotation(root)
+        vault.add(new)
+        await self._publish(vault, vault.current.id, new.id, terms)
         vault.use(new.id)
-        await self._publish(vault)
-        await self._wait_for_processes(vault.key_id, wait_seconds, say)
-        accounts = records = 0
+        await self._wait_for_processes(new.id, wait_seconds, say)
+        resealed: dict[str, int] = {c.name: 0 for c in REGISTRY}
+        left: set[str] = set()
         for _ in range(RESEAL_PASSES):
-            accounts += await self._reseal_accounts(vault)
-            records += await self._reseal_records(vault)
+            for col in REGISTRY:
+                resealed[col.name] += await self._reseal(vault, col)
             async with self.db.read() as tx:
-                left = (await Meta.key_ids(tx)) - {vault.key_id}
+                left = (await SealedColumns.key_ids(tx)) - {new.id}
             if not left:
                 break
         if left:
             raise Conflict(f"secrets sealed with key id {', '.join(sorted(left))} remain after "
                            f"{RESEAL_PASSES} passes; run `chainkeys key rotate` again")  # fmt: skip
-        retired = None
-        if in_hsm:
-            await hsm.finish_rotation(self.db)
-        elif old.id != new.id:
-            retired = provider.finish_rotation(old, new)
+        kept = await provider.finish_rotation(root, new) if root.id != new.id else None
         async with self.db.write() as tx:
-            await Audit.insert(tx, audit_event(None, "key.rotate", "ok", account_name=vault.key_id))
-        return RotationReport(vault.key_id, accounts, records, retired)
+            await Audit.insert(tx, audit_event(None, "key.rotate", "ok", account_name=new.id))
+        return RotationReport(new.id, resealed, kept)
 
-    async def _publish(self, vault: Vault) -> None:
-        """Put the new key in the ring, sealed under the key that sealed the store's check
-        record: every running process opened the store with that one."""
+    async def _publish(self, vault: Vault, old: str, new: str, terms: list[Term]) -> None:
+        """One transaction: the new term; the new key under the key that seals now (every
+        running process holds that one); every past key not destroyed under the new one.
+        From its commit, the new key alone opens everything."""
+        destroyed = {t.key_id for t in terms if t.destroyed_ms is not None}
         async with self.db.write() as tx:
-            check = await Meta.get(tx, CHECK_KEY)
-            store_key = check[1] if check is not None else None
-            ring = {e.key_id for e in await Ring.entries(tx)}
-            if store_key and store_key != vault.key_id and vault.key_id not in ring:
-                await Ring.insert(tx, wrap(vault.current, vault, store_key))
+            await Terms.add(tx, new, now_ms(), await Terms.all(tx))
+            have = {(e.key_id, e.wrapped_by) for e in await Ring.entries(tx)}
+            wanted = [(new, old)] if old != new else []
+            wanted += [(k.id, new) for k in vault.held() if k.id != new and k.id not in destroyed]
+            for key_id, under in wanted:
+                if (key_id, under) not in have:
+                    await Ring.insert(tx, wrap(vault.key(key_id), vault.key(under)))
 
     async def _wait_for_processes(
         self, key_id: str, wait_seconds: float, say: Callable[[str], None] | None
     ) -> None:
         """Until every live server process seals with `key_id` (Conflict after
-        `wait_seconds`, naming the processes it waits for)."""
+        `wait_seconds`, naming the processes it waits for). A silent process is not
+        waited for past the liveness window: its barrier re-reads the ring before it
+        seals again (the fence), and the ring keeps every older key, so nothing it
+        seals late is lost."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         told = False
@@ -154,86 +180,41 @@ class KeyService:
                 )
             await asyncio.sleep(0.25)
 
-    async def _reseal_accounts(self, vault: Vault) -> int:
-        """Live and retained-after-delete accounts, a batch per transaction."""
+    async def _reseal(self, vault: Vault, col: SealedColumn) -> int:
+        """One registered column, a batch per transaction, until nothing in it is sealed
+        by another key (rows re-sealed leave the batch's query)."""
         done = 0
-        for table in SEALED_TABLES:
-            after = 0
-            while True:
-                async with self.db.read() as tx:
-                    rows = await table.not_sealed_by(tx, vault.key_id, after, self.BATCH)
-                if not rows:
-                    break
-                async with self.db.write() as tx:
-                    for row in rows:
-                        context = Context(row.tenant_id, row.family, row.name)
-                        sealed = vault.seal(vault.open(row.secret, row.key_id, context), context)
-                        done += await table.reseal(tx, row.id or 0, row.key_id, sealed,
-                                                   vault.key_id)  # fmt: skip
-                after = rows[-1].id or after
-        return done
-
-    async def _reseal_records(self, vault: Vault) -> int:
-        done = await self._reseal_wallets(vault)
-        async with self.db.write() as tx:
-            for key, value, key_id in await Meta.all(tx):
-                if key_id and key_id != vault.key_id:
-                    context = CHECK_CONTEXT if key == CHECK_KEY else Context("-", "-", key, "meta")
-                    sealed = vault.seal(vault.open(value, key_id, context), context)
-                    done += await Meta.reseal(tx, key, key_id, sealed, vault.key_id)
         while True:
             async with self.db.read() as tx:
-                rows = await Idempotency.not_sealed_by(tx, vault.key_id, self.BATCH)
-            if not rows:
-                return done
-            async with self.db.write() as tx:
-                for tenant_id, key, blob, key_id in rows:
-                    context = Context(tenant_id, "-", key, purpose="idempotency")
-                    sealed = vault.seal(vault.open(blob, key_id, context), context)
-                    done += await Idempotency.reseal(
-                        tx, tenant_id, key, key_id, sealed, vault.key_id
-                    )
-
-    async def _reseal_wallets(self, vault: Vault) -> int:
-        """Wallet phrases, a batch per transaction (bound to tenant and wallet id)."""
-        done, after = 0, 0
-        while True:
-            async with self.db.read() as tx:
-                rows = await Wallets.not_sealed_by(tx, vault.key_id, after, self.BATCH)
+                rows = await SealedColumns.not_sealed_by(tx, col, vault.key_id, self.BATCH)
             if not rows:
                 return done
             async with self.db.write() as tx:
                 for row in rows:
-                    context = wallet_context(row.tenant_id, row.id)
-                    sealed = vault.seal(vault.open(row.secret, row.key_id, context), context)
-                    done += await Wallets.reseal(tx, row.seq, row.key_id, sealed, vault.key_id)
-            after = rows[-1].seq
+                    context = Context(row.aad[1], row.aad[2], row.aad[3], purpose=row.aad[0])
+                    try:
+                        plain = vault.open(row.blob, row.key_id, context)
+                    except SealError:
+                        raise Conflict(f"a value in {col.name} (sealed with key {row.key_id}) "
+                                       "does not open with the keys held; nothing more was "
+                                       "re-sealed") from None  # fmt: skip
+                    if await SealedColumns.reseal(tx, row, vault.seal(plain, context),
+                                                  vault.key_id):  # fmt: skip
+                        done += 1
 
-    async def move(self, to: str, key_label: str | None, token_label: str | None) -> hsm.Moved:
-        """Move the master key to another provider (`chainkeys key move`), audited."""
-        moved = await hsm.move(self.db, self.settings, to, key_label, token_label)
-        async with self.db.write() as tx:
-            details = {"to": moved.to, "already": moved.already}
-            await Audit.insert(tx, audit_event(None, "key.move", "ok", account_name=moved.key_id,
-                                               details=details))  # fmt: skip
-        return moved
+    # -- retire and destroy ----------------------------------------------------------------
 
     async def retire(self) -> RetireReport:
-        """Forget every key but the current one, once nothing needs an older key: no
-        secret sealed by one, and no live process sealing with one. The ring is
-        cleared (a retired key must unwrap nothing) and retired key files removed."""
-        in_hsm = self.settings.key_provider == "pkcs11"
-        if in_hsm:
-            keys = await hsm.load(self.db, self.settings, sealed=True)
-            vault = Vault(keys.current, keys.others)
-        else:
-            provider = provider_from_settings(self.settings)
-            vault = Vault(provider.load(create=False), provider.others())
-        async with self.db.read() as tx:
-            KeyRing(self.db, vault).absorb(await Ring.entries(tx))
-            used = await Meta.key_ids(tx)
-            live = await KeyUsers.live(tx, live_since(self.settings.key_refresh_seconds))
+        """Every key but the current one stops sealing and unwrapping anything, once no
+        secret and no live process uses one. The ring keeps each under the current key
+        (so whatever a late process sealed still opens); the provider's own copies of
+        older keys go (their files, `key.retired-*`)."""
+        provider = self._provider()
+        vault, terms = await self._keys(provider)
         current = vault.key_id
+        async with self.db.read() as tx:
+            used = await SealedColumns.key_ids(tx)
+            live = await KeyUsers.live(tx, live_since(self.settings.key_refresh_seconds))
         if used - {current}:
             raise Conflict(
                 f"secrets are still sealed by key id {', '.join(sorted(used - {current}))}: "
@@ -246,11 +227,71 @@ class KeyService:
                 f"{describe(sealing, now_ms())}; each switches within "
                 f"{self.settings.key_refresh_seconds:g} s of a rotation (or stop it)"
             )
+        older = [t.key_id for t in terms if t.key_id != current and t.destroyed_ms is None]
+        lost = [k for k in older if not vault.holds(k)]
+        if lost:  # never drop a wrapping of a key the ring could not keep under the current
+            raise Conflict(f"key id {', '.join(lost)} is not held (neither the provider nor "
+                           "the ring gives it): nothing was retired")  # fmt: skip
         async with self.db.write() as tx:
-            cleared = await Ring.clear(tx)
-            details = {"ring_entries": cleared}
+            have = {(e.key_id, e.wrapped_by) for e in await Ring.entries(tx)}
+            for key_id in older:
+                if (key_id, current) not in have:
+                    await Ring.insert(tx, wrap(vault.key(key_id), vault.current))
+            retired = [t.key_id for t in terms if t.key_id != current and t.retired_ms is None
+                       and t.destroyed_ms is None]  # fmt: skip
+            await Terms.retire_all_but(tx, current, now_ms())
+            for key_id in older:
+                await Ring.drop_wrapped_by(tx, key_id)
+            details = {"retired": retired}
             await Audit.insert(tx, audit_event(None, "key.retire", "ok", account_name=current,
                                                details=details))  # fmt: skip
-        removed = [] if in_hsm else provider.retire()
+        removed = await provider.retire()
         rooted = [u for u in live if u.root_key_id != current]
-        return RetireReport(current, removed, cleared, rooted)
+        return RetireReport(current, retired, removed, rooted)
+
+    async def destroy(self, key_id: str, gone: frozenset[str] = frozenset()) -> int:
+        """Forget a retired key for good: secrets sealed with it would never open again,
+        so it is refused while any is left, and while any process that used it may still
+        hold one it has not committed (its heartbeat, however old: a stopped process may
+        resume). `gone` names processes the operator knows have ended; their heartbeats
+        go with it. Returns the ring entries removed."""
+        async with self.db.read() as tx:
+            terms, users = await Terms.all(tx), await KeyUsers.all(tx)
+            sealed = await SealedColumns.count_by(tx, key_id)
+        term = next((t for t in terms if t.key_id == key_id), None)
+        if term is None:
+            raise NotFound(f"no master key {key_id} in this store (`chainkeys key list`)")
+        if term.destroyed_ms is not None:
+            return 0
+        if term.retired_ms is None:
+            raise Conflict(f"master key {key_id} is not retired: rotate away from it and run "
+                           "`chainkeys key retire` first")  # fmt: skip
+        if sealed:
+            counts = ", ".join(f"{n} in {col}" for col, n in sealed.items())
+            raise Conflict(f"secrets are still sealed with key {key_id} ({counts}): run "
+                           "`chainkeys key rotate`, then try again")  # fmt: skip
+        naming = [u for u in users if u.names(key_id) and u.process not in gone]
+        if naming:
+            raise Conflict(
+                f"{len(naming)} process(es) used key {key_id} and may still hold a value "
+                f"sealed with it: {describe(naming, now_ms())}. Restart them (a clean stop "
+                "removes a heartbeat), or if you know one has ended, name it with --gone "
+                "PROCESS; nothing was destroyed"
+            )
+        async with self.db.write() as tx:
+            for process in sorted(gone):
+                await KeyUsers.remove(tx, process)
+            removed = await Ring.drop_key(tx, key_id)
+            await Terms.destroyed(tx, key_id, now_ms())
+            await Audit.insert(tx, audit_event(None, "key.destroy", "ok", account_name=key_id,
+                                               details={"gone": sorted(gone)}))  # fmt: skip
+        return removed
+
+    async def move(self, to: str, key_label: str | None, token_label: str | None) -> moves.Moved:
+        """Move the master key to another provider (`chainkeys key move`), audited."""
+        moved = await moves.move(self.db, self.settings, to, key_label, token_label)
+        async with self.db.write() as tx:
+            details = {"to": moved.to, "already": moved.already}
+            await Audit.insert(tx, audit_event(None, "key.move", "ok", account_name=moved.key_id,
+                                               details=details))  # fmt: skip
+        return moved

@@ -37,6 +37,7 @@ from chainkeys.policies.engine import Decision, Refusal, decide
 from chainkeys.policies.service import PolicyService
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.barrier import Barrier
 
 log = logging.getLogger("chainkeys.signing")
 
@@ -62,10 +63,11 @@ def kind_of(family: str, path: str) -> SignKind:
 
 class SigningService:
     def __init__(
-        self, db: Backend, accounts: AccountService, policies: PolicyService,
+        self, db: Backend, barrier: Barrier, accounts: AccountService, policies: PolicyService,
         approvals: ApprovalService,
     ) -> None:  # fmt: skip
         self.db = db
+        self.barrier = barrier
         self.accounts = accounts
         self.policies = policies
         self.approvals = approvals
@@ -125,7 +127,7 @@ class SigningService:
         """Count the caps, open the key, sign and audit, in one transaction."""
         summary = prepared.summary
         try:
-            await self.accounts.ring.ensure(row.key_id)  # a rotation newer than the last refresh
+            await self.barrier.ensure(row.key_id)  # a rotation newer than the last refresh
             async with self.db.write() as tx:
                 if decision is not None:
                     await PolicyService.count(tx, who.tenant_id, row.family, owner.network.name,

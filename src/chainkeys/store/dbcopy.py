@@ -22,9 +22,12 @@ from sqlalchemy.exc import StatementError
 from chainkeys.errors import ChainkeysError, StorageUnavailable
 from chainkeys.store import migrate
 from chainkeys.store.backend import Backend
+from chainkeys.store.sealed import REGISTRY, SealedRow, row_of, select_sealed
 from chainkeys.store.sql import CopySession, storage_errors
-from chainkeys.store.tables import accounts, metadata
-from chainkeys.vault import Context, SealError, Vault
+from chainkeys.store.tables import metadata
+
+# What the caller's master key does with one sealed value: True when it opens.
+Opener = Callable[[SealedRow], bool]
 
 # Every table but those whose rows describe this database's own processes.
 COPIED = [t for t in metadata.sorted_tables if t.info.get("copy", True)]
@@ -113,9 +116,11 @@ async def _counts(conn: _Conn) -> dict[str, int]:
 
 
 async def _holds_sealed(conn: _Conn) -> bool:
-    return bool((await conn.execute(_count(accounts))).scalar_one()) or bool(
-        (await conn.execute(_count(metadata.tables["meta"]))).scalar_one()
-    )
+    for col in REGISTRY:
+        stmt = select(func.count()).select_from(col.table).where(col.sealed_rows())
+        if (await conn.execute(stmt)).scalar_one():
+            return True
+    return False
 
 
 async def check_source(source: Backend) -> None:
@@ -156,21 +161,22 @@ async def prepare_target(target: Backend) -> None:
 async def copy_database(
     source: Backend,
     target: Backend,
-    load_vault: Callable[[Backend], Awaitable[Vault]],
+    load_opener: Callable[[Backend], Awaitable[Opener]],
     *,
     batch: int = BATCH,
 ) -> CopyReport:
-    """Copy every table, preserving ids; verify counts and open every sealed account.
+    """Copy every table, preserving ids; verify counts and open every sealed value (every
+    column of the registry, store/sealed.py).
 
     Args:
         source: a chainkeys database at the current schema.
         target: an empty database (created and migrated here).
-        load_vault: proves the master key opens the source (called only when it
-            holds sealed data) and returns the vault to open accounts with.
+        load_opener: proves the master key opens the source (called only when it
+            holds sealed data) and returns what opens a sealed value with it.
         batch: rows read and inserted per round trip.
 
     Returns:
-        Rows per table and how many sealed accounts were opened.
+        Rows per table and how many sealed values were opened.
 
     Raises:
         CopyError: refused or not verified; the target is left without the copied rows.
@@ -181,7 +187,7 @@ async def copy_database(
     async with _transaction(source, "source", snapshot=True) as src:
         sealed = await _holds_sealed(src)
     with _side("source", source.url):
-        vault = await load_vault(source) if sealed else None
+        opener = await load_opener(source) if sealed else None
     await prepare_target(target)
 
     report = CopyReport()
@@ -203,28 +209,28 @@ async def copy_database(
         report.counts = await _counts(dst)
         if report.counts != expected:
             raise CopyError(f"row counts differ after the copy: {expected} → {report.counts}")
-        if vault is not None:
-            report.opened, report.key_ids = await _open_all(dst, vault, batch)
+        if opener is not None:
+            report.opened, report.key_ids = await _open_all(dst, opener, batch)
     return report
 
 
-async def _open_all(dst: _Conn, vault: Vault, batch: int) -> tuple[int, set[str]]:
-    """Open every account as the target now holds it; any failure fails the copy."""
-    a = accounts.c
-    stmt = select(a.id, a.tenant_id, a.family, a.name, a.secret, a.key_id).order_by(a.id)
-    opened, failed, key_ids = 0, 0, set()
-    async for rows in dst.batches(stmt, batch):
-        for r in rows:
-            try:
-                vault.open(bytes(r.secret), r.key_id, Context(r.tenant_id, r.family, r.name))
-            except SealError:
-                failed += 1
-                continue
-            opened += 1
-            key_ids.add(r.key_id)
+async def _open_all(dst: _Conn, opens: Opener, batch: int) -> tuple[int, set[str]]:
+    """Open every sealed value as the target now holds it; any failure fails the copy."""
+    opened, key_ids = 0, set()
+    failed: dict[str, int] = {}
+    for col in REGISTRY:
+        async for rows in dst.batches(select_sealed(col), batch):
+            for r in rows:
+                row = row_of(col, r._mapping)
+                if not opens(row):
+                    failed[col.name] = failed.get(col.name, 0) + 1
+                    continue
+                opened += 1
+                key_ids.add(row.key_id)
     if failed:
+        where = ", ".join(f"{n} in {name}" for name, n in failed.items())
         raise CopyError(
-            f"{failed} of {opened + failed} accounts do not open with the master key "
-            f"(current key id {vault.key_id}); nothing was copied"
+            f"{sum(failed.values())} sealed values do not open with the master key ({where}); "
+            "nothing was copied"
         )
     return opened, key_ids

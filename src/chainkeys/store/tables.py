@@ -180,22 +180,38 @@ policy_totals = Table(
     Column("total", Text, nullable=False),
 )
 
-# Master keys a rotation introduced, each sealed under the key that was current
-# before it (`wrapped_by`): a running process that holds the older key learns the
-# newer one from here within seconds, wherever its key file or variable is.
-# Retiring the older key deletes the entry, so a retired key unlocks nothing.
+# The store's master keys, as Vault's keyring keeps its terms: every key that ever
+# sealed here, when it came, when it stopped sealing (retired) and when it was
+# destroyed (explicitly, once nothing could need it). The newest key not retired
+# is the one that seals.
+master_keys = Table(
+    "master_keys",
+    metadata,
+    Column("key_id", String(16), primary_key=True),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("retired_ms", BigInteger, nullable=True),
+    Column("destroyed_ms", BigInteger, nullable=True),
+)
+
+# Master keys sealed under other master keys (`wrapped_by`). Backward: every past key
+# under the newest, so the newest alone opens every secret sealed under any of them.
+# Forward: a rotation's new key under the key current before it, so a running process
+# that holds the older key learns the newer one within seconds; retiring the older key
+# deletes what it wraps, so a retired key unlocks nothing.
 key_ring = Table(
     "key_ring",
     metadata,
     Column("key_id", String(16), primary_key=True),
+    Column("wrapped_by", String(16), primary_key=True),
     Column("wrapped", LargeBinary, nullable=False),
-    Column("wrapped_by", String(16), nullable=False),
     Column("created_ms", BigInteger, nullable=False),
 )
 
-# One row per running server process, refreshed every few seconds: the key it
-# seals with and the key it started from. Rotation waits for every live process
-# to seal with the new key; retirement refuses while one still seals with the old.
+# One row per running server process, refreshed every few seconds: the key it seals
+# with, the key it started from and every key it has sealed with since it started.
+# Rotation waits for every live process to seal with the new key; retirement refuses
+# while a live one still seals with the old; destroying a key refuses while any row
+# (live or stale: a stopped process is unknown, not gone) names it.
 key_users = Table(
     "key_users",
     metadata,
@@ -205,6 +221,7 @@ key_users = Table(
     Column("sealing_key_id", String(16), nullable=False),
     Column("root_key_id", String(16), nullable=False),
     Column("seen_ms", BigInteger, nullable=False),
+    Column("used_key_ids", String(1024), nullable=False, server_default=""),
     info={"copy": False},  # a heartbeat of this database's processes, not data
 )
 

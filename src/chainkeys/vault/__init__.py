@@ -1,21 +1,3 @@
-"""Envelope encryption of secrets at rest and the master-key providers."""
-
-from chainkeys.vault.providers import (
-    EnvKeyProvider,
-    FileKeyProvider,
-    KeyProvider,
-    MasterKey,
-    provider_from_settings,
-)
-from chainkeys.vault.seal import Context, SealError, Vault
-
-__all__ = [
-    "Context",
-    "EnvKeyProvider",
-    "FileKeyProvider",
-    "KeyProvider",
-    "MasterKey",
-    "SealError",
-    "Vault",
-    "provider_from_settings",
-]
+"""The barrier (vault/barrier.py) and what it stands on: AES-GCM sealing (seal.py), the
+master-key providers (providers.py, pkcs11.py), the ring's storage (repository.py),
+opening at start (opening.py) and keys derived for other purposes (derive.py)."""

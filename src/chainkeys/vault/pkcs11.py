@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from chainkeys.errors import StartupError
-from chainkeys.vault.providers import KEY_BYTES, MasterKey
+from chainkeys.vault.providers import KEY_BYTES, WRAPPED, WRAPPED_NEXT, Blobs, MasterKey
 
 if TYPE_CHECKING:
     from chainkeys.config import Settings
@@ -171,6 +171,11 @@ def describe(blob: bytes) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if k not in ("iv", "wrapped")}
 
 
+def _labels(blob: bytes) -> tuple[str, str]:
+    info = describe(blob)
+    return str(info["key_label"]), str(info["token_label"])
+
+
 def unwrap(hsm: Hsm, blob: bytes) -> MasterKey:
     """The master key from its blob; StartupError naming what does not match."""
     from pkcs11 import Mechanism
@@ -204,3 +209,69 @@ def unwrap(hsm: Hsm, blob: bytes) -> MasterKey:
     if key.id != fields["master_key_id"]:
         raise StartupError("the unwrapped master key is not the one this store recorded")
     return key
+
+
+class Pkcs11KeyProvider:
+    """The master key wrapped by an HSM key, its blob kept beside the data (`Blobs`);
+    a rotation's next key waits wrapped beside it, as the file provider's `.next` does."""
+
+    def __init__(self, hsm: Hsm, blobs: Blobs) -> None:
+        self.hsm = hsm
+        self.description = hsm.description
+        self._blobs = blobs
+
+    async def load(self, *, create: bool) -> MasterKey:
+        blob = await self._blobs.get(WRAPPED)
+        if blob is not None:
+            return unwrap(self.hsm, blob)
+        if not create:
+            raise StartupError(
+                "this store's master key is not in an HSM (it is a key file or "
+                "CHAINKEYS_MASTER_KEY): move it there first with `chainkeys key move --to pkcs11`"
+            )
+        key = MasterKey(secrets.token_bytes(KEY_BYTES))
+        await self._blobs.put(WRAPPED, wrap(self.hsm, key))
+        return key
+
+    async def others(self) -> list[MasterKey]:
+        following = await self._blobs.get(WRAPPED_NEXT)
+        return [unwrap(self.hsm, following)] if following is not None else []
+
+    async def begin_rotation(self, current: MasterKey) -> MasterKey:
+        following = await self._blobs.get(WRAPPED_NEXT)
+        if following is not None:
+            return unwrap(self.hsm, following)
+        new = MasterKey(secrets.token_bytes(KEY_BYTES))
+        await self._blobs.put(WRAPPED_NEXT, wrap(self.hsm, new))
+        return new
+
+    async def finish_rotation(self, old: MasterKey, new: MasterKey) -> str | None:
+        following = await self._blobs.get(WRAPPED_NEXT)
+        if following is not None:
+            await self._blobs.put(WRAPPED, following)
+            await self._blobs.delete(WRAPPED_NEXT)
+        return None
+
+    async def retire(self) -> list[str]:
+        return []  # the HSM keeps only the current key's blob
+
+    async def adopt(self, key: MasterKey) -> bool:
+        """Wrap `key` under this HSM key and keep the blob (replacing another HSM's);
+        the target must give the key back before the old blob goes."""
+        blob = await self._blobs.get(WRAPPED)
+        if blob is not None and _labels(blob) == (self.hsm.key_label, self.hsm.token_label):
+            if unwrap(self.hsm, blob).id != key.id:
+                raise StartupError(f"{self.description} wraps another master key")
+            return True
+        new_blob = wrap(self.hsm, key)
+        if unwrap(self.hsm, new_blob).id != key.id:
+            raise StartupError(f"{self.description} does not give back the key it wrapped")
+        await self._blobs.put(WRAPPED, new_blob)
+        return False
+
+    async def release(self) -> None:
+        """Delete the blob if this HSM key wrapped it (after a move to another HSM key,
+        the blob is the target's and stays)."""
+        blob = await self._blobs.get(WRAPPED)
+        if blob is not None and _labels(blob) == (self.hsm.key_label, self.hsm.token_label):
+            await self._blobs.delete(WRAPPED)

@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from chainkeys.errors import Conflict
 from chainkeys.store.sql import Prepared, Tx, is_unique_violation
 from chainkeys.store.tables import wallet_counters, wallets
-from chainkeys.vault import Context
+from chainkeys.vault.seal import Context
 
 
 @dataclass(frozen=True, slots=True)

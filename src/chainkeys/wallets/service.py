@@ -32,10 +32,10 @@ from chainkeys.chains.spec import Family, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, NotFound
-from chainkeys.masterkey.ring import KeyRing
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
 from chainkeys.wallets.repository import Chain, Counters, WalletRow, Wallets, wallet_context
 
@@ -126,11 +126,11 @@ def _view(row: WalletRow) -> WalletView:
 
 class WalletService:
     def __init__(
-        self, db: Backend, ring: KeyRing, settings: Settings, cursors: Cursors,
+        self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors,
         accounts: AccountService,
     ) -> None:  # fmt: skip
         self.db = db
-        self.ring = ring
+        self.barrier = barrier
         self.settings = settings
         self.cursors = cursors
         self.accounts = accounts
@@ -175,9 +175,9 @@ class WalletService:
         wallet_id = ID_PREFIX + secrets.token_hex(12)
         name = self._name(name, wallet_id)
         secret = msgspec.json.encode(_Phrase(phrase, passphrase or ""))
-        row = WalletRow(wallet_id, who.tenant_id, name, seed.fingerprint,
-                        self.ring.vault.seal(secret, wallet_context(who.tenant_id, wallet_id)),
-                        self.ring.vault.key_id, now_ms())  # fmt: skip
+        sealed = await self.barrier.seal(secret, wallet_context(who.tenant_id, wallet_id))
+        row = WalletRow(wallet_id, who.tenant_id, name, seed.fingerprint, sealed.blob,
+                        sealed.key_id, now_ms())  # fmt: skip
         imported = mnemonic is not None
         async with self.db.write() as tx:
             if imported:
@@ -205,9 +205,8 @@ class WalletService:
         """The same phrase and passphrase already held: the fingerprint narrows it down,
         the phrases themselves decide (a fingerprint is 32 bits)."""
         for other in await Wallets.with_fingerprint(tx, who.tenant_id, fingerprint):
-            await self.ring.ensure(other.key_id)
-            held = self.ring.vault.open(other.secret, other.key_id,
-                                        wallet_context(other.tenant_id, other.id))  # fmt: skip
+            context = wallet_context(other.tenant_id, other.id)
+            held = await self.barrier.open_async(other.secret, other.key_id, context)
             if held == secret:
                 state = " (deleted: restore it)" if other.deleted_ms else ""
                 raise Conflict(f"this tenant already holds this seed as wallet {other.id}"
@@ -263,8 +262,8 @@ class WalletService:
         return view, phrase.mnemonic, phrase.passphrase
 
     async def _phrase(self, row: WalletRow) -> _Phrase:
-        await self.ring.ensure(row.key_id)
-        plain = self.ring.vault.open(row.secret, row.key_id, wallet_context(row.tenant_id, row.id))
+        plain = await self.barrier.open_async(row.secret, row.key_id,
+                                              wallet_context(row.tenant_id, row.id))  # fmt: skip
         return msgspec.json.decode(plain, type=_Phrase)
 
     async def _seed(self, row: WalletRow) -> hd.Seed:

@@ -46,7 +46,7 @@ def approval_id(request: Request) -> str:
 
 async def list_approvals(request: Request, principal: Principal) -> Response:
     q = query(request)
-    views, cursor = await services_of(request).signing.approvals.page(
+    views, cursor = await services_of(request).approvals.page(
         principal, q.get("state"), query_int(q, "limit"), q.get("cursor")
     )
     data = aps.ApprovalList(approvals=[approval(v) for v in views], next_cursor=cursor or UNSET)
@@ -54,7 +54,7 @@ async def list_approvals(request: Request, principal: Principal) -> Response:
 
 
 async def get_approval(request: Request, principal: Principal) -> Response:
-    view = await services_of(request).signing.approvals.get(principal, approval_id(request))
+    view = await services_of(request).approvals.get(principal, approval_id(request))
     return answer(view, f"approval {view.row.state}")
 
 
@@ -75,7 +75,7 @@ async def reject(request: Request, principal: Principal) -> Response:
 
 
 async def cancel(request: Request, principal: Principal) -> Response:
-    view = await services_of(request).signing.approvals.cancel(principal, approval_id(request))
+    view = await services_of(request).approvals.cancel(principal, approval_id(request))
     return answer(view, "approval cancelled")
 
 

@@ -80,11 +80,13 @@ async def livez(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """Ready when the database answers and the master key is loaded."""
+    """Ready when the database answers and the barrier may seal (a process whose key was
+    retired under it is taken out of a load balancer's rotation, and says why)."""
     svc = getattr(request.app.state, "services", None)
-    if svc is None or svc.vault is None:
+    if svc is None or svc.barrier is None:
         raise StorageUnavailable("starting: the store and master key are not open yet")
     await svc.db_ping()
+    svc.barrier.check_may_seal()
     return ok(READY)
 
 

@@ -1,0 +1,81 @@
+"""What every server process does beside its requests, supervised in one place.
+
+A loop that dies quietly is worse than a crash: a key ring that stops refreshing
+fences every seal, a sweeper that stops leaves approvals pending, a webhook sender
+that stops delivers nothing. So each task here is one round of work, repeated
+every few seconds by `supervise`, which catches everything a round raises, logs it
+with the task's name (the frames, never the message: it could quote a secret),
+counts it (`chainkeys_background_errors_total{task}`), waits with a backoff that
+doubles up to a minute, and goes on. Only shutdown (cancellation) ends a task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from chainkeys import metrics
+from chainkeys.approvals.webhook import Webhook
+from chainkeys.bootstrap import Services
+
+log = logging.getLogger("chainkeys.background")
+MAX_BACKOFF_SECONDS = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    name: str
+    round: Callable[[], Awaitable[object]]
+    every: float  # seconds between rounds
+
+
+async def supervise(task: Task) -> None:
+    """Run `task.round` every `task.every` seconds until cancelled, whatever it raises."""
+    failures = 0
+    while True:
+        try:
+            await task.round()
+            failures, delay = 0, task.every
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failures += 1
+            delay = min(MAX_BACKOFF_SECONDS, task.every * 2**failures)
+            metrics.BACKGROUND_ERRORS.labels(task.name).inc()
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+            log.error("background task %s failed (%s; %d in a row); next round in %.1f s\n%s",
+                      task.name, type(exc).__name__, failures, delay, frames)  # fmt: skip
+        await asyncio.sleep(delay)
+
+
+def tasks_of(svc: Services, purge: bool) -> list[Task]:
+    """The tasks of a server process (`purge`: the one that owns its services)."""
+    settings = svc.settings
+    tasks = [
+        Task("key-ring", svc.barrier.refresh, settings.key_refresh_seconds),
+        Task("approvals-sweep", svc.signing.sweep, 2.0),
+    ]
+    if settings.webhook_url is not None and settings.webhook_secret is not None:
+        secret = settings.webhook_secret.get_secret_value().encode()
+        webhook = Webhook(svc.db, settings.webhook_url, secret,
+                          settings.webhook_retention_days)  # fmt: skip
+        tasks.append(Task("webhook", webhook.send_due, 1.0))
+        if purge:
+            tasks.append(Task("webhook-purge", webhook.purge_delivered, 600.0))
+    if purge:
+        tasks.append(Task("purge", lambda: purge_expired(svc), 600.0))
+    return tasks
+
+
+async def purge_expired(svc: Services) -> None:
+    """Expired idempotency records hold sealed one-time keys: drop them promptly (and
+    deleted accounts and wallets once their retention period is over)."""
+    await svc.accounts.purge_expired()
+    await svc.wallets.purge_expired()
+
+
+def start(svc: Services, purge: bool) -> list[asyncio.Task[None]]:
+    return [asyncio.create_task(supervise(t), name=t.name) for t in tasks_of(svc, purge)]
