@@ -50,6 +50,13 @@ SEAL_REFUSALS = Counter(
 BACKGROUND_ERRORS = Counter(
     "chainkeys_background_errors", "Errors that ended a round of a background task", ["task"]
 )
+CHANGE_COUNTER_READS = Counter(
+    "chainkeys_change_counter_reads",
+    "SQLite change-counter reads: answered by the shared-memory header (mapped), by PRAGMA "
+    "data_version (pragma); header re-reads after a commit between the two (raced) and "
+    "mappings given up as stale",
+    ["path"],
+)
 BUILD_INFO = Gauge(
     "chainkeys_build_info", "The running build", ["version"], multiprocess_mode="max"
 )

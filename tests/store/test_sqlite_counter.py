@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
+from sqlalchemy import text
 
 from chainkeys.store.sqlite.counter import BACKSTOP, HEADER, ChangeCounter
 
@@ -74,15 +76,64 @@ def test_a_commit_on_another_connection_of_this_process_is_seen(db: Path) -> Non
 
 def test_a_mapping_that_stopped_moving_is_caught_by_the_backstop(db: Path, tmp_path: Path) -> None:
     """A `-shm` replaced under the mapping: the PRAGMA still sees commits, at the latest
-    after BACKSTOP seconds, and the counter moves then."""
+    after BACKSTOP seconds, the counter moves then, and the mapping is given up."""
     frozen = tmp_path / "frozen-shm"
     frozen.write_bytes(Path(f"{db}-shm").read_bytes())  # a copy no writer touches
     reader = Reader(db)
     counter = ChangeCounter(reader.data_version, frozen)
     before = counter.read()
+    stale = sample("stale")
     commit_elsewhere(db)
-    time.sleep(BACKSTOP * 1.5)
+    time.sleep(BACKSTOP * 1.5)  # (a lower bound: a slower machine only waits longer)
     assert counter.read() != before
+    assert sample("stale") == stale + 1
+
+
+def sample(path: str) -> float:
+    value = REGISTRY.get_sample_value("chainkeys_change_counter_reads_total", {"path": path})
+    return value or 0.0
+
+
+WRITER = """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA synchronous=OFF")
+print("ready", flush=True)
+while True:
+    c.execute("INSERT INTO t VALUES (1)")
+"""
+
+
+def test_commits_between_the_header_and_the_pragma_never_switch_the_fast_path_off(
+    db: Path,
+) -> None:
+    """The real race: a writer process committing as fast as it can beside a reader
+    that reads the PRAGMA on every read (backstop 0), until a commit has landed
+    between a header read and its PRAGMA (counted as `raced`). The mapping must stay
+    in use: once nothing commits, reads run no statement again."""
+    reader = Reader(db)
+    counter = ChangeCounter(reader.data_version, Path(f"{db}-shm"), backstop=0)
+    raced, stale = sample("raced"), sample("stale")
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    assert writer.stdout is not None
+    try:
+        assert writer.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 120  # a bound for a machine that never races
+        while sample("raced") == raced and time.monotonic() < deadline:
+            for _ in range(1000):
+                counter.read()
+        assert sample("raced") > raced, "the race was not produced"
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdout.close()
+    assert sample("stale") == stale  # never taken for a stale mapping
+    counter.backstop = 3600
+    counter.read()
+    calls = reader.calls
+    assert all(counter.read() == counter.read() for _ in range(1000))
+    assert reader.calls == calls  # the mapping answers again: no statement
 
 
 @pytest.mark.parametrize("damage", ["copies differ", "other format", "no file"])
@@ -120,8 +171,10 @@ def test_reading_never_drops_sqlites_locks_on_the_shm_file(db: Path, tmp_path: P
     """Closing any descriptor of a file drops all of the process's POSIX locks on it: had
     the counter closed one, another process could truncate the -shm under SQLite's
     mapping (SIGBUS). Mapping, reading, a stale mapping and a failed open keep them."""
-    reader = Reader(db)
     shm = Path(f"{db}-shm")
+    frozen = shm.with_name("frozen-shm")  # copied by another process: a read here would
+    subprocess.run(["cp", str(shm), str(frozen)], check=True)  # close a descriptor of it
+    reader = Reader(db)
     reader.data_version()  # the connection now holds its shared lock on the -shm file
     held = _my_locks_on(shm)
     assert held, "SQLite holds a lock on the -shm file while a connection is open"
@@ -130,11 +183,52 @@ def test_reading_never_drops_sqlites_locks_on_the_shm_file(db: Path, tmp_path: P
         counter.read()
         commit_elsewhere(db)
     assert _my_locks_on(shm) == held
-    stale = ChangeCounter(reader.data_version, shm, backstop=0)
+    stale = ChangeCounter(reader.data_version, frozen, backstop=0)
     stale.read()
-    stale._seen = (stale._mapped(time.perf_counter()), -1)  # as if the PRAGMA moved alone
-    stale.read()  # gives the mapping up
+    commit_elsewhere(db)
+    stale.read()  # gives the (frozen) mapping up
     assert _my_locks_on(shm) == held
     counter.close()
     stale.close()
     reader.conn.close()
+
+
+def test_a_closed_store_closes_the_counter_after_its_connections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend's close: its connections first, then the counter's -shm descriptors
+    (closing those first would drop SQLite's locks while connections still held them).
+    Seen from outside: after close, this process holds no lock on the -shm file and no
+    descriptor of it."""
+    import asyncio
+
+    from chainkeys.config import Settings
+    from chainkeys.store import migrate
+    from chainkeys.store.backend import open_backend
+
+    path = tmp_path / "store.db"
+
+    async def work() -> None:
+        db = open_backend(f"sqlite:///{path}", Settings(data_dir=tmp_path))
+        await migrate.upgrade(db)
+        async with db.write() as tx:
+            await tx.execute(text("CREATE TABLE probe (x INTEGER)"))
+        assert db.has_change_counter
+        db.change_counter()  # maps the -shm file
+        shm = Path(f"{path}-shm")
+        assert _my_locks_on(shm)  # SQLite's, while its connections are open
+        order: list[str] = []
+        real_close = ChangeCounter.close
+
+        def close(self: ChangeCounter) -> None:
+            locks = _my_locks_on(shm) if shm.exists() else []  # the last connection removes it
+            order.append("counter" if not locks else "counter-with-locks-held")
+            real_close(self)
+
+        monkeypatch.setattr(ChangeCounter, "close", close)
+        await db.close()
+        assert order == ["counter"]  # no SQLite lock was held any more when it closed
+        fds = [os.readlink(f) for f in Path("/proc/self/fd").iterdir() if f.is_symlink()]
+        assert str(shm) not in fds
+
+    asyncio.run(work())

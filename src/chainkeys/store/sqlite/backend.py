@@ -91,12 +91,12 @@ class SqliteBackend:
             if conn is not None:
                 conn.close()
         self._reader = self._writer = None
-        if self._counter is not None:
-            self._counter.close()
-            self._counter = None
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+        if self._counter is not None:  # last: its -shm descriptors outlive every connection
+            self._counter.close()
+            self._counter = None
 
     def database_exists(self) -> bool:
         return self.path.exists()

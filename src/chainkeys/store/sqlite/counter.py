@@ -19,9 +19,13 @@ only (chainkeys/private_apis.py pins the SQLite version it was read against):
 - the header is written twice (second copy, then first); a read whose two copies
   differ is a writer mid-update, and `PRAGMA data_version` answers instead;
 - `PRAGMA data_version` is still read at least every `BACKSTOP` seconds: if it moved
-  while the mapped counter did not (a `-shm` file replaced under the mapping), the
-  mapping is reopened and the change reported. Without a `-shm` file (no WAL) every
-  read is the PRAGMA, as before.
+  while the mapped header did not, the header is read again first (a commit may have
+  landed between the two reads: then the header has moved too, and the mapping is
+  sound); only a header that still has not moved is a stale mapping (a `-shm` file
+  replaced under it), given up for the PRAGMA. Without a `-shm` file (no WAL) every
+  read is the PRAGMA, as before. `chainkeys_change_counter_reads_total{path}` counts
+  the reads the mapping answered and those the PRAGMA did (and, as `raced` and `stale`,
+the re-reads that found a commit in between and the mappings given up).
 
 A file descriptor of the `-shm` file is never closed while the store's connections
 are open: closing any descriptor of a file drops every POSIX lock the process holds
@@ -42,11 +46,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from chainkeys import metrics
 from chainkeys.errors import StorageUnavailable
 
 WAL_INDEX_VERSION = 3007000  # WALINDEX_MAX_VERSION in SQLite's wal.c
 HEADER = 48  # sizeof(WalIndexHdr); the header is stored twice, back to back
 BACKSTOP = 0.05  # seconds between two PRAGMA reads at most
+MAPPED = metrics.CHANGE_COUNTER_READS.labels("mapped")
+PRAGMA = metrics.CHANGE_COUNTER_READS.labels("pragma")
+STALE = metrics.CHANGE_COUNTER_READS.labels("stale")
+RACED = metrics.CHANGE_COUNTER_READS.labels("raced")  # a commit between header and PRAGMA
 
 
 class ChangeCounter:
@@ -56,13 +65,13 @@ class ChangeCounter:
     the database's `-shm` file (None: in-memory or not WAL).
     """
 
-    __slots__ = ("_backstop", "_held", "_map", "_pragma", "_pragma_at", "_retry_at", "_seen",
+    __slots__ = ("backstop", "_held", "_map", "_pragma", "_pragma_at", "_retry_at", "_seen",
                  "_shm", "_version")  # fmt: skip
 
     def __init__(
         self, pragma: Callable[[], int], shm: Path | None, backstop: float = BACKSTOP
     ) -> None:
-        self._backstop = backstop
+        self.backstop = backstop  # seconds between two PRAGMA reads at most
         self._pragma = pragma
         self._shm = shm
         self._map: mmap.mmap | None = None
@@ -77,15 +86,24 @@ class ChangeCounter:
         mapped = self._mapped(now)
         seen = self._seen
         unchanged = mapped is not None and seen is not None and mapped == seen[0]
-        if unchanged and now - self._pragma_at < self._backstop:
+        if unchanged and now - self._pragma_at < self.backstop:
+            MAPPED.inc()
             return self._version  # nothing committed: no statement run
+        PRAGMA.inc()
         pragma = self._pragma()
         self._pragma_at = now
         if seen is None or (mapped, pragma) != seen:
             if seen is not None and pragma != seen[1] and mapped is not None and mapped == seen[0]:
-                # The PRAGMA moved and the mapping did not: a stale mapping. It is not
-                # used again in this process (and not closed: see the module's note).
-                self._map, self._shm, mapped = None, None, None
+                # The PRAGMA moved and the header did not: either a commit landed between
+                # the two reads (the header has moved by now: SQLite's own check of
+                # data_version reads it), or the mapping is stale (then it still has not).
+                mapped = self._mapped(now)
+                if mapped is not None and mapped == seen[0]:
+                    # Stale: not used again in this process (and not closed: see the note).
+                    self._map, self._shm, mapped = None, None, None
+                    STALE.inc()
+                else:
+                    RACED.inc()
             self._seen = (mapped, pragma)
             self._version += 1
         return self._version
