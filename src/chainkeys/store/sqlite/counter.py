@@ -65,8 +65,17 @@ class ChangeCounter:
     the database's `-shm` file (None: in-memory or not WAL).
     """
 
-    __slots__ = ("backstop", "_held", "_map", "_pragma", "_pragma_at", "_retry_at", "_seen",
-                 "_shm", "_version")  # fmt: skip
+    __slots__ = (
+        "_held",
+        "_map",
+        "_pragma",
+        "_pragma_at",
+        "_retry_at",
+        "_seen",
+        "_shm",
+        "_version",
+        "backstop",
+    )  # fmt: skip
 
     def __init__(
         self, pragma: Callable[[], int], shm: Path | None, backstop: float = BACKSTOP
