@@ -11,9 +11,8 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import IntegrityError
 
-from chainkeys.store.sql import Prepared, Tx, is_unique_violation
+from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import (
     idempotency,
 )
@@ -86,25 +85,11 @@ class Idempotency:
     @staticmethod
     async def insert(tx: Tx, tenant_id: str, key: str, record: IdempotencyRecord) -> bool:
         """False when the key is already taken (the caller then replays or refuses)."""
-        try:
-            await tx.execute(
-                _INSERT_IDEM,
-                {
-                    "tenant_id": tenant_id,
-                    "key": key,
-                    "fingerprint": record.fingerprint,
-                    "response": record.response,
-                    "key_id": record.key_id,
-                    "expires_ms": record.expires_ms,
-                    "family": record.family,
-                    "account_name": record.account_name,
-                },
-            )
-        except IntegrityError as exc:
-            if is_unique_violation(exc):
-                return False
-            raise
-        return True
+        params = {"tenant_id": tenant_id, "key": key, "fingerprint": record.fingerprint,
+                  "response": record.response, "key_id": record.key_id,
+                  "expires_ms": record.expires_ms, "family": record.family,
+                  "account_name": record.account_name}  # fmt: skip
+        return await insert_new(tx, _INSERT_IDEM, params)
 
     @staticmethod
     async def forget_account(tx: Tx, tenant_id: str, family: str, name: str) -> int:

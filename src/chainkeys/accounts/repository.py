@@ -25,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 
 from chainkeys.audit.repository import AUDIT_COLUMNS, Audit, AuditEvent
 from chainkeys.errors import AccountExists
+from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Prepared, Tx, is_unique_violation
 from chainkeys.store.tables import (
     accounts,
@@ -197,6 +198,13 @@ class Accounts:
             result = await tx.execute(_INSERT_ACCOUNT, _account_params(row))
         pk = result.inserted_primary_key
         return int(pk[0]) if pk else 0
+
+    @staticmethod
+    async def create_audited(db: Backend, row: AccountRow, event: AuditEvent) -> None:
+        """`insert_audited` as a transaction of its own: where the engine writes both rows
+        in one statement, it skips BEGIN and COMMIT (the hot path of a create)."""
+        async with db.write(one_statement=True) as tx:
+            await Accounts.insert_audited(tx, row, event)
 
     @staticmethod
     async def insert_audited(tx: Tx, row: AccountRow, event: AuditEvent) -> None:

@@ -32,6 +32,7 @@ from chainkeys.errors import (
     NotFound,
 )
 from chainkeys.store.backend import Backend
+from chainkeys.store.cache import StoreCache
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
@@ -71,9 +72,8 @@ class AccountService:
         self.barrier = barrier
         self.settings = settings
         self.cursors = cursors
-        # (tenant id, family, name as asked) -> the view `get` answered, for _views_at only
-        self._views: dict[tuple[str, str, str], AccountView] = {}
-        self._views_at = -1  # the store's change counter when _views was filled
+        # (tenant id, family, name as asked) -> the view `get` answered
+        self._views: StoreCache[tuple[str, str, str], AccountView] = StoreCache(db, self.VIEWS_MAX)
 
     def _key_for(
         self, fam: Family[Any], req: CreateRequest, network: Network
@@ -159,10 +159,12 @@ class AccountService:
         if idem_key is not None:
             record = await idem.record(self.barrier, who.tenant_id, idem_key, fp, created, ttl_ms)
         try:
-            async with self.db.write(one_statement=record is None) as tx:
-                if record is not None:
+            if record is None:
+                await Accounts.create_audited(self.db, row, event)
+            else:
+                async with self.db.write() as tx:
                     await idem.remember(tx, who.tenant_id, idem_key or "", record)
-                await Accounts.insert_audited(tx, row, event)
+                    await Accounts.insert_audited(tx, row, event)
         except idem.IdempotencyRace:
             async with self.db.read() as tx:
                 replay = await idem.replay(tx, self.barrier, who.tenant_id, idem_key or "", fp)
@@ -207,20 +209,15 @@ class AccountService:
         remembered until the next commit by any connection or process (a delete, a
         restore, a rotation are such commits), so a repeated get reads nothing while
         nothing changed; a miss (404) is never remembered."""
-        key, at = (who.tenant_id, family, name), -1
-        if self.db.has_change_counter:
-            at = self.db.change_counter()
-            if at != self._views_at:
-                self._views.clear()
-                self._views_at = at
-            elif (seen := self._views.get(key)) is not None:
-                return seen
+        key = (who.tenant_id, family, name)
+        stamp = self._views.refresh()
+        if (seen := self._views.get(key)) is not None:
+            return seen
         row = await self._find(who, family, name, Accounts.view)
         view = AccountView.of_details(row.family, row.network, row.name, row.address,
                                       row.public_key, msgspec.json.decode(row.details),
                                       row.created_ms)  # fmt: skip
-        if at >= 0 and at == self._views_at and len(self._views) < self.VIEWS_MAX:
-            self._views[key] = view
+        self._views.put(key, view, stamp)
         return view
 
     @staticmethod

@@ -1,7 +1,7 @@
 """Who is calling: one authentication per request, a guard per route naming its scope.
 
-A route declares the scope it needs (`api/routes/common.py` `endpoint(scope=…)`);
-before its handler runs, `authorize` authenticates the `Authorization` header,
+A route declares the scope it needs (`api/routes/common.py`: an `Op` per method, in
+the route table); before its handler runs, `authorize` authenticates the `Authorization` header,
 checks the token's scopes and only then the rate limit (bad tokens spend no
 budget), and hands the handler the `Principal`.
 """

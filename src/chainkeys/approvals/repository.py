@@ -7,9 +7,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
 
-from chainkeys.store.sql import Prepared, Tx, is_unique_violation
+from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import approval_votes, approvals, webhook_outbox
 
 PENDING, APPROVED, SIGNED, FAILED = "pending", "approved", "signed", "failed"
@@ -137,13 +136,7 @@ class Approvals:
     async def insert(tx: Tx, row: ApprovalRow) -> bool:
         """False when the same request is already pending (its pending key is taken)."""
         params = {n: getattr(row, n) for n in _ROW_COLUMNS if n != "seq"}
-        try:
-            await tx.execute(_INSERT, params)
-        except IntegrityError as exc:
-            if is_unique_violation(exc):
-                return False
-            raise
-        return True
+        return await insert_new(tx, _INSERT, params)
 
     @staticmethod
     async def get(tx: Tx, approval_id: str) -> ApprovalRow | None:
@@ -193,13 +186,7 @@ class Votes:
     async def insert(tx: Tx, vote: Vote) -> bool:
         """False when this person (label) has voted already."""
         params = {f.name: getattr(vote, f.name) for f in fields(Vote)}
-        try:
-            await tx.execute(_VOTE_INSERT, params)
-        except IntegrityError as exc:
-            if is_unique_violation(exc):
-                return False
-            raise
-        return True
+        return await insert_new(tx, _VOTE_INSERT, params)
 
     @staticmethod
     async def of(tx: Tx, approval_id: str) -> list[Vote]:

@@ -190,6 +190,19 @@ def is_unique_violation(exc: IntegrityError) -> bool:
     return name in ("SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY")
 
 
+async def insert_new(tx: Tx, stmt: Executable | Prepared, params: Params) -> bool:
+    """Run an INSERT; False when a unique or primary key is taken already (another
+    transaction got there first), any other error raised as it is. On PostgreSQL the
+    transaction is aborted then: the caller ends it (raises, or retries anew)."""
+    try:
+        await tx.execute(stmt, params)
+    except IntegrityError as exc:
+        if is_unique_violation(exc):
+            return False
+        raise
+    return True
+
+
 _STORAGE_ERRORS = (
     OperationalError,
     DBAPIError,

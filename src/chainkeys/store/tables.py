@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -53,21 +55,30 @@ tokens = Table(
     Column("approver_group", String(64), nullable=True),  # `approve` tokens: their group
 )
 
+
+def account_columns(tenant: Column[str]) -> list[Column[Any]]:
+    """The columns of an account, live (`accounts`) or retained after a delete
+    (`deleted_accounts`): one list, so a restore copies every one of them."""
+    return [
+        Column("id", Id, primary_key=True, autoincrement=True),
+        tenant,
+        Column("family", String(16), nullable=False),
+        Column("name", String(100), nullable=False),
+        Column("network", String(32), nullable=False),
+        Column("address", String(100), nullable=False),
+        Column("public_key", String(160), nullable=False),
+        # Public, display-only fields (EOS K1 key, Cosmos keyring pubkey, address type…).
+        Column("details", Text, nullable=False),
+        Column("secret", LargeBinary, nullable=False),  # sealed private key
+        Column("key_id", String(16), nullable=False),  # master key that sealed it
+        Column("created_ms", BigInteger, nullable=False),
+    ]
+
+
 accounts = Table(
     "accounts",
     metadata,
-    Column("id", Id, primary_key=True, autoincrement=True),
-    Column("tenant_id", String(32), ForeignKey("tenants.id"), nullable=False),
-    Column("family", String(16), nullable=False),
-    Column("name", String(100), nullable=False),
-    Column("network", String(32), nullable=False),
-    Column("address", String(100), nullable=False),
-    Column("public_key", String(160), nullable=False),
-    # Public, display-only fields (EOS K1 key, Cosmos keyring pubkey, address type…).
-    Column("details", Text, nullable=False),
-    Column("secret", LargeBinary, nullable=False),  # sealed private key
-    Column("key_id", String(16), nullable=False),  # master key that sealed it
-    Column("created_ms", BigInteger, nullable=False),
+    *account_columns(Column("tenant_id", String(32), ForeignKey("tenants.id"), nullable=False)),
     UniqueConstraint("tenant_id", "family", "name"),
     # Keyset pagination: first page and deep pages cost the same.
     Index("ix_accounts_tenant_family_id", "tenant_id", "family", "id"),
@@ -80,17 +91,7 @@ accounts = Table(
 deleted_accounts = Table(
     "deleted_accounts",
     metadata,
-    Column("id", Id, primary_key=True, autoincrement=True),
-    Column("tenant_id", String(32), nullable=False),
-    Column("family", String(16), nullable=False),
-    Column("name", String(100), nullable=False),
-    Column("network", String(32), nullable=False),
-    Column("address", String(100), nullable=False),
-    Column("public_key", String(160), nullable=False),
-    Column("details", Text, nullable=False),
-    Column("secret", LargeBinary, nullable=False),
-    Column("key_id", String(16), nullable=False),
-    Column("created_ms", BigInteger, nullable=False),
+    *account_columns(Column("tenant_id", String(32), nullable=False)),
     Column("deleted_ms", BigInteger, nullable=False),
     Index("ix_deleted_accounts_tenant_id_family_name", "tenant_id", "family", "name"),
     Index("ix_deleted_accounts_deleted_ms", "deleted_ms"),

@@ -15,6 +15,7 @@ from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, NotFound, Unauthorized
 from chainkeys.store.backend import Backend
+from chainkeys.store.cache import StoreCache
 from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
 
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
@@ -48,7 +49,7 @@ class Principal:
 
 
 def parse_scopes(text: str | None) -> frozenset[str]:
-    """`read,sign` → the scopes; None → the default (all but export)."""
+    """`read,sign` → the scopes; None → the default (all but export and approve)."""
     if text is None:
         return DEFAULT_SCOPES
     scopes = frozenset(s.strip() for s in text.split(",") if s.strip())
@@ -97,9 +98,8 @@ class TokenService:
 
     def __init__(self, db: Backend) -> None:
         self.db = db
-        self._seen: dict[str, Principal] = {}  # token hash -> caller, for self._version only
-        self._version = -1
-        self._checked = -math.inf  # perf_counter() when self._version was read
+        self._seen: StoreCache[str, Principal] = StoreCache(db, self.SEEN_MAX)  # hash -> caller
+        self._checked = -math.inf  # perf_counter() when the cache was last refreshed
 
     async def authenticate(self, token: str, arrived: float | None = None) -> Principal | None:
         """The caller of a live token, or None.
@@ -113,28 +113,23 @@ class TokenService:
         Unknown tokens are never remembered.
         """
         digest = hash_token(token)
-        version = -1
-        if self.db.has_change_counter:
-            if arrived is None or arrived >= self._checked:
-                checked = time.perf_counter()
-                version = self.db.change_counter()
-                self._checked = checked
-                if version != self._version:
-                    self._seen.clear()
-                    self._version = version
-            version = self._version
-            seen = self._seen.get(digest)
-            if seen is not None:
-                if seen.expires_ms is not None and seen.expires_ms <= now_ms():
-                    return None
-                return seen
+        if arrived is None or arrived >= self._checked:
+            checked = time.perf_counter()
+            stamp = self._seen.refresh()
+            self._checked = checked
+        else:
+            stamp = self._seen.stamp
+        seen = self._seen.get(digest)
+        if seen is not None:
+            if seen.expires_ms is not None and seen.expires_ms <= now_ms():
+                return None
+            return seen
         async with self.db.read() as tx:
             found = await Tenants.by_token_hash(tx, digest)
         if found is None:
             return None
         principal = Principal.of(found)
-        if version >= 0 and version == self._version and len(self._seen) < self.SEEN_MAX:
-            self._seen[digest] = principal
+        self._seen.put(digest, principal, stamp)
         if principal.expires_ms is not None and principal.expires_ms <= now_ms():
             return None  # expired: refused like a revoked token
         return principal

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
 
 from chainkeys.errors import Conflict
-from chainkeys.store.sql import Prepared, Tx, is_unique_violation
+from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import wallet_counters, wallets
 from chainkeys.vault.seal import Context
 
@@ -124,14 +123,10 @@ class Wallets:
         params = {"id": row.id, "tenant_id": row.tenant_id, "name": row.name,
                   "fingerprint": row.fingerprint, "secret": row.secret, "key_id": row.key_id,
                   "created_ms": row.created_ms, "exported": 0}  # fmt: skip
-        try:
-            await tx.execute(_INSERT, params)
-        except IntegrityError as exc:
-            if is_unique_violation(exc):
-                raise Conflict(f"a wallet named {row.name!r} already exists in your tenant "
-                               "(a deleted one keeps its name until it is purged)",
-                               code="wallet_exists") from None  # fmt: skip
-            raise
+        if not await insert_new(tx, _INSERT, params):
+            raise Conflict(f"a wallet named {row.name!r} already exists in your tenant "
+                           "(a deleted one keeps its name until it is purged)",
+                           code="wallet_exists")  # fmt: skip
 
     @staticmethod
     async def get(tx: Tx, tenant_id: str, ref: str) -> WalletRow | None:
@@ -186,13 +181,7 @@ class Counters:
     @staticmethod
     async def start(tx: Tx, chain: Chain, next_index: int) -> bool:
         """Create the counter; False when another transaction created it first."""
-        try:
-            await tx.execute(_INSERT_NEXT, {**chain.params(), "next_index": next_index})
-        except IntegrityError as exc:
-            if is_unique_violation(exc):
-                return False
-            raise
-        return True
+        return await insert_new(tx, _INSERT_NEXT, {**chain.params(), "next_index": next_index})
 
     @staticmethod
     async def move(tx: Tx, chain: Chain, old: int, new: int) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from sqlalchemy import Connection, Executable
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -24,8 +24,15 @@ from chainkeys.store.sql import (
     storage_errors,
 )
 
-if TYPE_CHECKING:  # annotations only: backend.py builds these
-    from chainkeys.store.sqlite.backend import SqliteBackend
+
+class Connections(Protocol):
+    """What the read context needs of the backend (store/sqlite/backend.py, which builds
+    it): its reader connection, and the way to open one."""
+
+    @property
+    def reader(self) -> Connection | None: ...
+
+    def connection(self, role: str) -> Connection: ...
 
 
 class FastRows:
@@ -107,7 +114,7 @@ class SqliteRead:
 
     __slots__ = ("_conn", "_db", "_tx")
 
-    def __init__(self, db: SqliteBackend) -> None:
+    def __init__(self, db: Connections) -> None:
         self._db = db
         self._conn: Connection | None = None
         self._tx: SyncTx | None = None

@@ -1,0 +1,56 @@
+"""Read results remembered until the store says something committed since.
+
+The token and account-view caches ask, per request, "has anything committed since I
+filled you?" Where the engine can answer cheaply (SQLite's change counter read from
+shared memory, `store/sqlite/counter.py`), a cache keeps what it read until the
+answer changes; where it cannot, nothing is kept and every lookup reads. Domain code
+holds a `StoreCache` and never asks which engine it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from chainkeys.store.backend import Backend
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+UNCACHED = -1  # a stamp under which nothing is kept
+
+
+class StoreCache(Generic[K, V]):
+    """At most `size` values, all read while the store's change stamp was `stamp`."""
+
+    __slots__ = ("_db", "_size", "_stamp", "_values")
+
+    def __init__(self, db: Backend, size: int) -> None:
+        self._db = db
+        self._size = size
+        self._values: dict[K, V] = {}
+        self._stamp = UNCACHED
+
+    def refresh(self) -> int:
+        """Ask the store whether anything committed since the values were read (every
+        value is dropped when it did); the stamp to `put` under (UNCACHED: keep nothing)."""
+        if not self._db.has_change_counter:
+            return UNCACHED
+        stamp = self._db.change_counter()
+        if stamp != self._stamp:
+            self._values.clear()
+            self._stamp = stamp
+        return stamp
+
+    @property
+    def stamp(self) -> int:
+        """The stamp of the last `refresh` (a caller may skip refreshing for requests
+        that arrived before it, as the token cache does)."""
+        return self._stamp
+
+    def get(self, key: K) -> V | None:
+        return self._values.get(key)
+
+    def put(self, key: K, value: V, stamp: int) -> None:
+        """Keep a value read under `stamp`, if nothing committed since and there is room."""
+        if stamp != UNCACHED and stamp == self._stamp and len(self._values) < self._size:
+            self._values[key] = value
