@@ -22,7 +22,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_database
+from tests.conftest import (
+    BACKENDS,
+    chainkeys_cli,
+    drop_pg_database,
+    free_port,
+    make_pg_database,
+)
 from tests.test_process import Proc, start
 
 pytestmark = pytest.mark.slow
@@ -159,7 +165,7 @@ def test_rotate_and_retire_online_then_restart(backend: str, tmp_path: Path) -> 
             proc.stop()
         if pg_url:
             # Replica b still has the retired key: it refuses to start, saying why...
-            refused = chainkeys_cli("serve", "--port", "1", env=env_b, timeout=60)
+            refused = chainkeys_cli("serve", "--port", str(free_port()), env=env_b, timeout=60)
             assert refused.returncode != 0
             assert "install its key file here" in refused.stderr, refused.stderr
             # ...until the operator copies the current key file, as the docs say.

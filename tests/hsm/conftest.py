@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
-from tests.conftest import chainkeys_cli, drop_pg_database, make_pg_database
+from tests.conftest import chainkeys_cli, drop_pg_database, free_port, make_pg_database
 from tests.test_process import first_token, start
 
 MODULES = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so")
@@ -88,7 +88,7 @@ def refused_start(env: dict[str, str], log: Path) -> str:
     stderr go to `log`, a new file (a second run into the same log fails here), which
     must name the refusal and hold no PIN: the test's own nor the one in the PIN file."""
     done = subprocess.run(
-        [sys.executable, "-m", "chainkeys.cli", "serve", "--port", "1"],
+        [sys.executable, "-m", "chainkeys.cli", "serve", "--port", str(free_port())],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     with log.open("x") as out:  # "x": never another run's log overwritten

@@ -19,6 +19,7 @@ from tests.conftest import (
     BACKENDS,
     TEST_MASTER_KEY,
     chainkeys_cli,
+    free_port,
     drop_pg_database,
     make_pg_database,
 )
@@ -120,7 +121,7 @@ def test_downgrade_to_base_and_up_again(db_url: str) -> None:
 def test_serve_refuses_an_older_schema_and_names_the_fix(db_url: str, tmp_path: Path) -> None:
     on_connection(db_url, lambda c: command.upgrade(migrate.alembic_config(c), "0001"))  # older
     env = cli_env(db_url, tmp_path)
-    done = chainkeys_cli("serve", "--port", "9", env=env, timeout=60)
+    done = chainkeys_cli("serve", "--port", str(free_port()), env=env, timeout=60)
     assert done.returncode != 0
     assert "chainkeys db upgrade" in done.stderr
     assert "revision 0001" in done.stderr
@@ -229,7 +230,7 @@ def test_serve_refuses_a_newer_schema_and_says_so(db_url: str, tmp_path: Path) -
     on_connection(
         db_url, lambda c: c.execute(text("UPDATE alembic_version SET version_num = '0099'"))
     )
-    done = chainkeys_cli("serve", "--port", "9", env=cli_env(db_url, tmp_path), timeout=60)
+    done = chainkeys_cli("serve", "--port", str(free_port()), env=cli_env(db_url, tmp_path), timeout=60)
     assert done.returncode != 0
     assert "newer than this chainkeys" in done.stderr
     assert "db upgrade" not in done.stderr
