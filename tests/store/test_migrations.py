@@ -19,8 +19,8 @@ from tests.conftest import (
     BACKENDS,
     TEST_MASTER_KEY,
     chainkeys_cli,
-    free_port,
     drop_pg_database,
+    free_port,
     make_pg_database,
 )
 
@@ -230,7 +230,9 @@ def test_serve_refuses_a_newer_schema_and_says_so(db_url: str, tmp_path: Path) -
     on_connection(
         db_url, lambda c: c.execute(text("UPDATE alembic_version SET version_num = '0099'"))
     )
-    done = chainkeys_cli("serve", "--port", str(free_port()), env=cli_env(db_url, tmp_path), timeout=60)
+    done = chainkeys_cli(
+        "serve", "--port", str(free_port()), env=cli_env(db_url, tmp_path), timeout=60
+    )
     assert done.returncode != 0
     assert "newer than this chainkeys" in done.stderr
     assert "db upgrade" not in done.stderr
