@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     # How often a server re-reads a tenant's signing policy: changes apply within it.
     policy_refresh_seconds: float = Field(default=5.0, gt=0, le=10)
     # How often a server reads the master-key ring and writes its heartbeat: a key
-    # rotation reaches every process within it (masterkey/ring.py).
+    # rotation reaches every process within it (vault/barrier.py).
     key_refresh_seconds: float = Field(default=2.0, gt=0, le=10)
     list_default_limit: int = Field(default=100, ge=1, le=100_000)
     list_max_limit: int = Field(default=1000, ge=1, le=100_000)

@@ -43,7 +43,7 @@ class Vault:
     """Seals with the current master key; opens with any key it holds.
 
     A running process's vault grows: a rotation adds the new key (`add`) and makes
-    it the one that seals (`use`), without a restart (masterkey/ring.py).
+    it the one that seals (`use`), without a restart (vault/barrier.py).
     """
 
     def __init__(self, current: MasterKey, others: Iterable[MasterKey] = ()) -> None:
