@@ -237,16 +237,19 @@ async def open_services(settings: Settings, create: bool = True) -> Services:
     accounts = AccountService(db, barrier, settings, cursors)
     policies = PolicyService(db, settings.policy_refresh_seconds)
     approvals = ApprovalService(db, settings, cursors)
+    tokens = TokenService(db)
+    wallets = WalletService(db, barrier, settings, cursors, accounts)
+    accounts.derived_export = wallets.derived_export
     return Services(
         settings,
         db,
         barrier,
         accounts,
-        TokenService(db),
+        tokens,
         AuditService(db, settings, cursors),
         KeyService(db, settings),
         policies,
-        SigningService(db, barrier, accounts, policies, approvals),
-        WalletService(db, barrier, settings, cursors, accounts),
+        SigningService(db, barrier, accounts, policies, approvals, tokens),
+        wallets,
         approvals,
     )

@@ -29,6 +29,7 @@ from chainkeys.errors import (
     BadRequest,
     ChainkeysError,
     Conflict,
+    Forbidden,
     NotFound,
 )
 from chainkeys.store.backend import Backend
@@ -59,7 +60,7 @@ def family_of(name: str) -> Family[Any]:
     try:
         return FAMILIES[name]
     except KeyError:
-        raise NotFound(f"unknown chain family {name!r}; families: {', '.join(FAMILIES)}") from None
+        raise NotFound(f"unknown chain family; families: {', '.join(FAMILIES)}") from None
 
 
 class AccountService:
@@ -71,6 +72,9 @@ class AccountService:
         self.db = db
         self.barrier = barrier
         self.settings = settings
+        # Set by the wallet service (bootstrap): what a derived key's export does to its
+        # wallet; None refuses such exports.
+        self.derived_export: Callable[[Tx, Principal, str, str], Awaitable[None]] | None = None
         self.cursors = cursors
         # (tenant id, family, name as asked) -> the view `get` answered
         self._views: StoreCache[tuple[str, str, str], AccountView] = StoreCache(db, self.VIEWS_MAX)
@@ -307,8 +311,22 @@ class AccountService:
         self, who: Principal, family: str, name: str
     ) -> tuple[AccountView, str, str | None, dict[str, str]]:
         """The account, its private key in the family's import form, and its BIP32 path
-        when it came from a mnemonic. Audited and logged (never the key)."""
+        when it came from a mnemonic. Audited and logged (never the key).
+
+        A key derived from a wallet is a non-hardened child: with the wallet's account
+        xpub it gives the account-level private key and every other index (BIP32), so
+        its export is its wallet's export: it needs a token not limited to families,
+        marks the wallet exported and is audited as `wallet.export` too."""
         row = await self.row(who, family, name)
+        wallet = row.details.get("wallet")
+        if wallet and (who.families is not None or self.derived_export is None):
+            await self._audit(audit_event(who, "export", Forbidden.code, family=row.family,
+                                          account_name=row.name))  # fmt: skip
+            raise Forbidden(
+                "this key was derived from a wallet: with the wallet's xpub it gives every "
+                "key of its account (BIP32), so exporting it is the wallet's export and "
+                "needs a token not limited to families"
+            )
         fam = family_of(row.family)
         network = fam.network(row.network)
         await self.barrier.ensure(row.key_id)
@@ -317,6 +335,8 @@ class AccountService:
         event = audit_event(who, "export", "ok", family=row.family, account_name=row.name)
         async with self.db.write() as tx:
             await Audit.insert(tx, event)
+            if wallet and self.derived_export is not None:
+                await self.derived_export(tx, who, str(wallet), row.name)
         log.warning("private key exported: %s account %s by token %s",
                     row.family, row.name, who.token_id)  # fmt: skip
         return (

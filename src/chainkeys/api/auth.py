@@ -22,6 +22,10 @@ from chainkeys.tokens.service import Principal
 
 # A route any live token may call, whatever its scopes (`GET /tokens/self`).
 AUTHENTICATED = "authenticated"
+# What a route does with families (routes/common.py `Op.family`), beside a family name:
+EVERY = "*every"  # every family at once (a wallet's seed): no family-limited token
+BY_REQUEST = "*by-request"  # the family is in the request: the service checks the token
+NONE = "*none"  # no family's accounts
 
 
 def services_of(request: Request) -> Services:
@@ -40,19 +44,23 @@ def bearer(header: str | None) -> str:
     return token
 
 
-def refusal(principal: Principal, scope: str, family: str | None, export_on: bool) -> str | None:
+def refusal(principal: Principal, scope: str, family: str, export_on: bool) -> str | None:
     """Why this caller may not do this (None: it may)."""
     missing = []
     if scope == "export" and not export_on:
         missing.append("export is disabled on this server (CHAINKEYS_EXPORT_ENABLED)")
     if scope != AUTHENTICATED and scope not in principal.scopes:
         missing.append(f"this token lacks the '{scope}' scope")
-    if family is not None and not principal.may_use(family):
+    if family == EVERY and principal.families is not None:
+        allowed = ", ".join(sorted(principal.families))
+        missing.append("a wallet spans every family: this needs a token not limited to "
+                       f"families (this one may use {allowed})")  # fmt: skip
+    elif family not in (EVERY, BY_REQUEST, NONE) and not principal.may_use(family):
         missing.append(f"this token may not use {family} accounts")
     return "; ".join(missing) or None
 
 
-async def authorize(request: Request, scope: str, family: str | None = None) -> Principal:
+async def authorize(request: Request, scope: str, family: str) -> Principal:
     """The caller, if its token is live, may do `scope` on `family` and is within its
     rate limit. A refusal is 403 naming what is missing, audited as denied."""
     raw = request.scope.get(AUTHORIZATION)  # read once by the transport (no Headers object)
@@ -66,7 +74,8 @@ async def authorize(request: Request, scope: str, family: str | None = None) -> 
     why = refusal(principal, scope, family, svc.settings.export_enabled)
     if why is not None:
         details = {"scope": scope, "method": request.method, "path": request.url.path[:200]}
-        event = audit_event(principal, "denied", Forbidden.code, family=family, details=details)
+        named = family if not family.startswith("*") else None
+        event = audit_event(principal, "denied", Forbidden.code, family=named, details=details)
         with contextlib.suppress(ChainkeysError):
             await svc.audit.record(event)
         raise Forbidden(why)

@@ -19,6 +19,7 @@ from chainkeys import __version__
 from chainkeys.api.approval_schemas import APPROVAL_EXAMPLE, ApprovalResponse
 from chainkeys.api.auth import AUTHENTICATED
 from chainkeys.api.doc import Doc
+from chainkeys.api.routes.common import ops_of
 from chainkeys.api.schemas import ErrorBody
 
 REF = "#/components/schemas/{name}"
@@ -131,7 +132,7 @@ def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     types: set[Any] = {ErrorBody, ApprovalResponse}
     for route in routes:
-        for method, op in getattr(route.endpoint, "ops", {}).items():
+        for method, op in ops_of(route).items():
             doc = op.doc
             if not isinstance(doc, Doc):
                 continue

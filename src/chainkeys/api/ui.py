@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
+from chainkeys.api.auth import NONE
 from chainkeys.api.routes.common import Op, resource
 
 CSP: Final = (
@@ -48,5 +49,5 @@ def ui_routes() -> list[BaseRoute]:
         ) -> Response:
             return Response(body, media_type=media_type, headers=HEADERS)
 
-        routes.append(resource(path, {"GET": Op(asset, None)}))
+        routes.append(resource(path, {"GET": Op(asset, None, NONE)}))
     return routes

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
 
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import approval_votes, approvals, webhook_outbox
@@ -71,6 +71,9 @@ _MOVE = Prepared(
 )
 _DUE = Prepared(
     select(_a.id).where(_a.state == PENDING, _a.expires_ms < bindparam("now")).limit(100)
+)
+_PENDING_REQUESTERS = Prepared(
+    select(_a.id, _a.requester_token_id).where(_a.state == PENDING).order_by(_a.seq).limit(1000)
 )
 _STUCK = Prepared(
     select(_a.id).where(_a.state == APPROVED, _a.decided_ms < bindparam("before")).limit(100)
@@ -151,13 +154,16 @@ class Approvals:
     @staticmethod
     async def page(
         tx: Tx, tenant_id: str, state: str | None, token_id: str, group: str | None,
-        after: int, limit: int,
+        after: int, limit: int, families: frozenset[str] | None = None,
     ) -> list[ApprovalRow]:  # fmt: skip
         """What a caller may see: the requests its token made, and, for an approver,
-        its group's."""
+        its group's of the families its token may use."""
         seen = _a.requester_token_id == token_id
         if group is not None:
-            seen = or_(seen, _a.approver_group == group)
+            theirs = _a.approver_group == group
+            if families is not None:
+                theirs = and_(theirs, _a.family.in_(sorted(families)))
+            seen = or_(seen, theirs)
         stmt = _SELECT.where(_a.tenant_id == tenant_id, _a.seq > after, seen)
         if state is not None:
             stmt = stmt.where(_a.state == state)
@@ -171,6 +177,11 @@ class Approvals:
         params = {"id": approval_id, "old": old, "new": new, "at": at, "reason": reason,
                   "result": result}  # fmt: skip
         return bool((await tx.execute(_MOVE, params)).rowcount)
+
+    @staticmethod
+    async def pending_requesters(tx: Tx) -> list[tuple[str, str]]:
+        """(approval id, requester token id) of pending requests, oldest first."""
+        return [(r[0], r[1]) for r in (await tx.execute(_PENDING_REQUESTERS)).all()]
 
     @staticmethod
     async def due(tx: Tx, now: int) -> list[str]:

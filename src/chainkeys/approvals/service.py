@@ -1,12 +1,17 @@
 """Approvals: a sign request a policy rule sends to people waits here for a quorum.
 
 States: pending → approved → signed (or failed), rejected, expired, cancelled.
-Every move is a compare-and-set on the row's state, so of two replicas racing
-for the same move exactly one wins: two approvals racing for the last vote
-sign once. Votes are per person (the token's label), on the digest the person
-saw. Each change is audited and, with a webhook configured, written to the
-outbox in the same transaction (approvals/webhook.py sends it). Signing at the
-quorum is the signing service's (signing/service.py `complete`).
+Every transition of a request runs in a transaction serialized on that request
+(`Tx.serialize`: a PostgreSQL advisory lock, SQLite's one writer), which reads the
+state and the votes inside it: two first votes at once both count, a vote racing a
+rejection or a cancel finds the request closed, two last votes sign once. Every move
+is also a compare-and-set on the row's state. Votes are per person (the token's
+label, compared after NFKC normalisation and case folding), on the digest the person
+saw, by approvers whose tokens may use the request's family. Each change is audited
+and, with a webhook configured, written to the outbox in the same transaction
+(approvals/webhook.py sends it). Signing at the quorum is the signing service's
+(signing/service.py `complete`), as the requester if its token is still live; a
+revoked or expired requester's pending requests are cancelled by the sweeper.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import unicodedata
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -151,19 +158,21 @@ class ApprovalService:
         group = who.group if "approve" in who.scopes else None
         async with self.db.read() as tx:
             rows = await Approvals.page(tx, who.tenant_id, state, who.token_id, group,
-                                        w.after or 0, w.fetch)  # fmt: skip
+                                        w.after or 0, w.fetch, who.families)  # fmt: skip
             shown, next_cursor = w.page(rows, lambda r: r.seq)
             views = [ApprovalView(r, await Votes.of(tx, r.id)) for r in shown]
         return views, next_cursor
 
     async def _visible(self, who: Principal, approval_id: str) -> ApprovalRow:
         """The approval if the caller may see it: its own request, or its group's (an
-        approver); anything else is a 404, like a missing one."""
+        approver whose token may use the request's family); anything else is a 404,
+        like a missing one."""
         async with self.db.read() as tx:
             row = await Approvals.get(tx, approval_id[:40])
         if row is None or row.tenant_id != who.tenant_id:
             raise ApprovalNotFound()
-        approver = "approve" in who.scopes and who.group == row.approver_group
+        approver = ("approve" in who.scopes and who.group == row.approver_group
+                    and who.may_use(row.family))  # fmt: skip
         if row.requester_token_id != who.token_id and not approver:
             raise ApprovalNotFound()
         return row
@@ -180,7 +189,7 @@ class ApprovalService:
         if "approve" not in who.scopes or who.group != row.approver_group:
             raise Forbidden("only an approver of this request's group may vote on it")
         if who.token_id == row.requester_token_id or (
-            row.requester_label and who.label == row.requester_label
+            row.requester_label and person(who.label) == person(row.requester_label)
         ):
             raise Forbidden("the requester does not approve its own request",
                             code="self_approval")  # fmt: skip
@@ -189,47 +198,90 @@ class ApprovalService:
                            "request again", code="digest_mismatch")  # fmt: skip
         if reason is not None and len(reason) > MAX_REASON:
             raise BadRequest(f"a reason is at most {MAX_REASON} characters", code="invalid_reason")
-        if row.state != PENDING or row.expires_ms <= now_ms():
-            if row.state == PENDING:
-                await self.expire(row.id)
-            raise Conflict(f"this request is {EXPIRED if row.state == PENDING else row.state}; "
-                           "votes are closed", code="approval_closed")  # fmt: skip
         at = now_ms()
         vote = Vote(row.id, who.label, who.token_id, "approve" if approve else "reject",
                     digest or row.digest, reason, at)  # fmt: skip
-        won = False
+        won, closed = False, None
         async with self.db.write() as tx:
-            if not await Votes.insert(tx, vote):
-                raise _Voted
-            action = "approval.approve" if approve else "approval.reject"
-            await Audit.insert(tx, audit_event(who, action, "ok", family=row.family,
-                                               account_name=row.account_name,
-                                               details={"approval": row.id}))  # fmt: skip
-            if not approve:
-                if await Approvals.move(tx, row.id, PENDING, REJECTED, at, reason=reason):
-                    await self._changed(tx, who, row, REJECTED)
-            elif await Votes.approvals(tx, row.id) >= row.quorum:
-                won = await Approvals.move(tx, row.id, PENDING, APPROVED, at)
-                if won:
-                    await self._changed(tx, who, row, APPROVED)
+            await tx.serialize(f"approval/{row.id}")  # one transition of this request at a time
+            current = await Approvals.get(tx, row.id)  # its state, read inside
+            if current is None:
+                raise ApprovalNotFound()
+            closed = await self._closed(tx, current, at)
+            if closed is None:
+                voted = {person(v.voter_label) for v in await Votes.of(tx, row.id)}
+                if person(who.label) in voted or not await Votes.insert(tx, vote):
+                    raise _Voted
+                action = "approval.approve" if approve else "approval.reject"
+                await Audit.insert(tx, audit_event(who, action, "ok", family=row.family,
+                                                   account_name=row.account_name,
+                                                   details={"approval": row.id}))  # fmt: skip
+                if not approve:
+                    if await Approvals.move(tx, row.id, PENDING, REJECTED, at, reason=reason):
+                        await self._changed(tx, who, row, REJECTED)
+                elif await Votes.approvals(tx, row.id) >= row.quorum:
+                    won = await Approvals.move(tx, row.id, PENDING, APPROVED, at)
+                    if won:
+                        await self._changed(tx, who, row, APPROVED)
+        if closed is not None:
+            raise Conflict(f"this request is {closed}; votes are closed",
+                           code="approval_closed")  # fmt: skip
         return await self.get(who, row.id), won
+
+    async def _closed(self, tx: Tx, row: ApprovalRow, at: int) -> str | None:
+        """Why a request takes no vote or cancel any more (None: it is pending); one past
+        its ttl is expired here, in the caller's serialized transaction."""
+        if row.state != PENDING:
+            return row.state
+        if row.expires_ms <= at:
+            if await Approvals.move(tx, row.id, PENDING, EXPIRED, at):
+                await self._changed(tx, None, row, EXPIRED)
+            return EXPIRED
+        return None
 
     async def cancel(self, who: Principal, approval_id: str) -> ApprovalView:
         row = await self._visible(who, approval_id)
         if row.requester_token_id != who.token_id:
             raise Forbidden("only the token that made the request cancels it")
-        async with self.db.write() as tx:
-            if not await Approvals.move(tx, row.id, PENDING, CANCELLED, now_ms()):
-                raise Conflict(f"this request is {row.state}; only a pending one is cancelled",
-                               code="approval_closed")  # fmt: skip
-            await self._changed(tx, who, row, CANCELLED)
+        closed = await self._cancel(row.id, who, "cancelled by the requester")
+        if closed is not None:
+            raise Conflict(f"this request is {closed}; only a pending one is cancelled",
+                           code="approval_closed")  # fmt: skip
         return await self.get(who, row.id)
+
+    async def _cancel(self, approval_id: str, who: Principal | None, reason: str) -> str | None:
+        """Pending → cancelled in a serialized transaction; why not, when it was not."""
+        at = now_ms()
+        async with self.db.write() as tx:
+            await tx.serialize(f"approval/{approval_id}")
+            row = await Approvals.get(tx, approval_id)
+            if row is None:
+                return "gone"
+            closed = await self._closed(tx, row, at)
+            if closed is None and await Approvals.move(tx, row.id, PENDING, CANCELLED, at,
+                                                       reason=reason):  # fmt: skip
+                await self._changed(tx, who, row, CANCELLED)
+        return closed
+
+    async def cancel_orphans(self, is_live: Callable[[str], Awaitable[bool]]) -> int:
+        """Cancel pending requests whose requester token was revoked or has expired: a
+        token that may no longer sign gets no signature from a quorum either (a round
+        of the sweeper, and run at once by a revocation)."""
+        async with self.db.read() as tx:
+            pending = await Approvals.pending_requesters(tx)
+        done = 0
+        for approval_id, token_id in pending:
+            if not await is_live(token_id):
+                reason = "the requesting token was revoked or has expired"
+                done += await self._cancel(approval_id, None, reason) is None
+        return done
 
     # -- the service ---------------------------------------------------------------------
 
     async def finish(self, approval_id: str, result: str | None, failure: str | None) -> None:
         """Approved → signed with the sign endpoint's answer, or → failed with why."""
         async with self.db.write() as tx:
+            await tx.serialize(f"approval/{approval_id}")
             row = await Approvals.get(tx, approval_id)
             if row is None:
                 return
@@ -240,11 +292,10 @@ class ApprovalService:
 
     async def expire(self, approval_id: str) -> None:
         async with self.db.write() as tx:
+            await tx.serialize(f"approval/{approval_id}")
             row = await Approvals.get(tx, approval_id)
-            due = row is not None and row.state == PENDING and row.expires_ms <= now_ms()
-            if row is not None and due and await Approvals.move(tx, row.id, PENDING, EXPIRED,
-                                                                now_ms()):  # fmt: skip
-                await self._changed(tx, None, row, EXPIRED)
+            if row is not None:
+                await self._closed(tx, row, now_ms())
 
     async def expire_due(self) -> None:
         async with self.db.read() as tx:
@@ -280,6 +331,12 @@ class ApprovalService:
             body = {"id": event_id, "type": f"approval.{state}",
                     "approval": ApprovalView(current, votes).record(), "time": iso(at)}  # fmt: skip
             await Outbox.add(tx, event_id, msgspec.json.encode(body).decode(), at)
+
+
+def person(label: str) -> str:
+    """Who a label names: two tokens whose labels differ only in case or Unicode form
+    (`frank`, `Frank`, and `frank` in fullwidth letters) are one person, with one vote."""
+    return unicodedata.normalize("NFKC", label).casefold().strip()
 
 
 class _Taken(Exception):

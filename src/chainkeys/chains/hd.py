@@ -179,7 +179,7 @@ def check_format(family: str, network: Network, address_type: str | None, fmt: s
         return allowed[0]
     if fmt not in allowed:
         kind = f" {address_type}" if address_type else ""
-        raise ChainError(f"format {fmt[:16]!r} does not fit {family}{kind} on {network.name}; "
+        raise ChainError(f"the format asked does not fit {family}{kind} on {network.name}; "
                          f"use {', '.join(allowed)}", "invalid_format")  # fmt: skip
     return fmt
 

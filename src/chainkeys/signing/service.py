@@ -36,7 +36,7 @@ from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMis
 from chainkeys.policies.engine import Decision, Refusal, decide
 from chainkeys.policies.service import PolicyService
 from chainkeys.store.backend import Backend
-from chainkeys.tokens.service import Principal
+from chainkeys.tokens.service import Principal, TokenService
 from chainkeys.vault.barrier import Barrier
 
 log = logging.getLogger("chainkeys.signing")
@@ -64,10 +64,11 @@ def kind_of(family: str, path: str) -> SignKind:
 class SigningService:
     def __init__(
         self, db: Backend, barrier: Barrier, accounts: AccountService, policies: PolicyService,
-        approvals: ApprovalService,
+        approvals: ApprovalService, tokens: TokenService,
     ) -> None:  # fmt: skip
         self.db = db
         self.barrier = barrier
+        self.tokens = tokens
         self.accounts = accounts
         self.policies = policies
         self.approvals = approvals
@@ -200,7 +201,15 @@ class SigningService:
         """Sign an approved request: decoded again (it must still be the digest the
         people approved), the current policy and caps checked again, then signed as the
         requester; the sign endpoint's answer is kept for the requester."""
-        requester = Principal(approval.tenant_id, "", approval.requester_token_id)
+        requester = await self.tokens.live(approval.requester_token_id)
+        if (
+            requester is None
+            or "sign" not in requester.scopes
+            or not requester.may_use(approval.family)
+        ):
+            reason = "the requesting token was revoked, has expired or may no longer sign this"
+            await self.approvals.finish(approval.id, None, reason)
+            return
         try:
             kind = kind_of(approval.family, approval.kind)
             request = msgspec.json.decode(approval.request, type=kind.request)
@@ -236,8 +245,12 @@ class SigningService:
         """Expire pending requests past their ttl; sign approved ones a process did not
         finish (a crash between the quorum and the signature)."""
         await self.approvals.expire_due()
+        await self.approvals.cancel_orphans(self._requester_live)
         for approval in await self.approvals.stuck():
             await self.complete(approval)
+
+    async def _requester_live(self, token_id: str) -> bool:
+        return await self.tokens.live(token_id) is not None
 
     @staticmethod
     def _details(kind: SignKind, summary: Summary, decision: Decision | None) -> dict[str, Any]:

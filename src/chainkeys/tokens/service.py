@@ -185,6 +185,20 @@ class TokenService:
             raise Unauthorized()
         return row
 
+    async def live(self, token_id: str) -> Principal | None:
+        """The caller a token id stands for while the token is live (not revoked, not
+        expired); None otherwise. For work done later on a token's behalf (an approved
+        request signed at its quorum)."""
+        async with self.db.read() as tx:
+            row = await Tenants.token(tx, token_id)
+        if row is None or row.revoked_ms is not None:
+            return None
+        if row.expires_ms is not None and row.expires_ms <= now_ms():
+            return None
+        families = frozenset(row.families.split(",")) if row.families else None
+        return Principal(row.tenant_id, row.tenant, row.id, frozenset(row.scopes.split(",")),
+                         families, row.expires_ms, row.label, row.group)  # fmt: skip
+
     async def list(self, tenant: str | None = None) -> list[TokenRow]:
         async with self.db.read() as tx:
             return await Tenants.list_tokens(tx, tenant)

@@ -124,7 +124,7 @@ class Wallets:
                   "fingerprint": row.fingerprint, "secret": row.secret, "key_id": row.key_id,
                   "created_ms": row.created_ms, "exported": 0}  # fmt: skip
         if not await insert_new(tx, _INSERT, params):
-            raise Conflict(f"a wallet named {row.name!r} already exists in your tenant "
+            raise Conflict("a wallet of that name already exists in your tenant "
                            "(a deleted one keeps its name until it is purged)",
                            code="wallet_exists")  # fmt: skip
 

@@ -134,12 +134,12 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
         "Audited; answered with Cache-Control: no-store.",
     )  # fmt: skip
     return [
-        resource(base, {"GET": Op(list_accounts, "read", listing, family),
-                        "POST": Op(create_account, "create", creating, family)}),
-        resource(item, {"GET": Op(get_account, "read", getting, family),
-                        "DELETE": Op(delete_account, "delete", deleting, family)}),
-        resource(f"{item}/delete", {"POST": Op(delete_account, "delete", moon_delete, family)}),
-        resource(f"{item}/export", {"POST": Op(export_account, "export", exporting, family)}),
+        resource(base, {"GET": Op(list_accounts, "read", family, listing),
+                        "POST": Op(create_account, "create", family, creating)}),
+        resource(item, {"GET": Op(get_account, "read", family, getting),
+                        "DELETE": Op(delete_account, "delete", family, deleting)}),
+        resource(f"{item}/delete", {"POST": Op(delete_account, "delete", family, moon_delete)}),
+        resource(f"{item}/export", {"POST": Op(export_account, "export", family, exporting)}),
     ]  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from chainkeys.api import approval_schemas as aps
 from chainkeys.api import schemas as s
-from chainkeys.api.auth import AUTHENTICATED, services_of
+from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, services_of
 from chainkeys.api.body import json_body, query, query_int, required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, limit_param, ok, resource
@@ -105,9 +105,20 @@ def approval_routes(list_max_limit: int) -> list[Route]:
                       aps.ApprovalResponse, errors, parameters=item),
     }  # fmt: skip
     return [
-        resource("/approvals", {"GET": Op(list_approvals, AUTHENTICATED, docs["list"])}),
-        resource("/approvals/{id}", {"GET": Op(get_approval, AUTHENTICATED, docs["get"])}),
-        resource("/approvals/{id}/approve", {"POST": Op(approve, "approve", docs["approve"])}),
-        resource("/approvals/{id}/reject", {"POST": Op(reject, "approve", docs["reject"])}),
-        resource("/approvals/{id}/cancel", {"POST": Op(cancel, AUTHENTICATED, docs["cancel"])}),
+        resource(
+            "/approvals", {"GET": Op(list_approvals, AUTHENTICATED, BY_REQUEST, docs["list"])}
+        ),
+        resource(
+            "/approvals/{id}", {"GET": Op(get_approval, AUTHENTICATED, BY_REQUEST, docs["get"])}
+        ),
+        resource(
+            "/approvals/{id}/approve", {"POST": Op(approve, "approve", BY_REQUEST, docs["approve"])}
+        ),
+        resource(
+            "/approvals/{id}/reject", {"POST": Op(reject, "approve", BY_REQUEST, docs["reject"])}
+        ),
+        resource(
+            "/approvals/{id}/cancel",
+            {"POST": Op(cancel, AUTHENTICATED, BY_REQUEST, docs["cancel"])},
+        ),
     ]

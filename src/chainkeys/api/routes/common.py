@@ -12,14 +12,18 @@ from typing import Any
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from chainkeys.api.auth import AUTHENTICATED, authorize
+from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, EVERY, NONE, authorize
+from chainkeys.api.body import TEXT_REFUSED, storable
 from chainkeys.api.doc import Doc
 from chainkeys.api.errors import error_response, internal_error
 from chainkeys.api.transport import OVERSIZE
-from chainkeys.errors import ChainkeysError, PayloadTooLarge
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.errors import BadRequest, ChainkeysError, PayloadTooLarge
 from chainkeys.tokens.service import SCOPES
+
+FAMILY_RULES = (EVERY, BY_REQUEST, NONE)
 
 _encoder = msgspec.json.Encoder()
 JSON = "application/json"
@@ -52,16 +56,28 @@ def ok(body: Any, headers: dict[str, str] | None = None) -> Response:
 
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One method of a path: its handler, the scope it needs (None: public), its Doc."""
+    """One method of a path: its handler, the scope it needs (None: public), which
+    families a token limited to families may use it for, and its Doc.
+
+    `family` is declared by every route, never defaulted (a route added without it
+    does not build): a family name (the token must be allowed that family), EVERY (a
+    wallet-wide operation: the seed derives every family's keys, so the token must not
+    be limited to families), BY_REQUEST (the family is in the request; the service
+    checks it against the token) or NONE (nothing of any family's accounts).
+    `tests/api/test_route_matrix.py` tries every route of this table with a token of
+    each scope and a family-limited token, and reads these declarations to know the
+    answers."""
 
     handler: Guarded | Public
     scope: str | None
+    family: str
     doc: Doc | None = None
-    family: str | None = None  # the family its accounts belong to (tokens may be limited)
 
     def __post_init__(self) -> None:
         if self.scope is not None and self.scope not in (*SCOPES, AUTHENTICATED):
             raise ValueError(f"unknown scope {self.scope!r}")  # a route declared wrongly
+        if self.family not in (*FAMILIES, *FAMILY_RULES):
+            raise ValueError(f"unknown family rule {self.family!r}")
 
 
 def resource(path: str, ops: dict[str, Op]) -> Route:
@@ -74,6 +90,7 @@ def resource(path: str, ops: dict[str, Op]) -> Route:
     async def call(request: Request) -> Response:
         op = ops["GET" if request.method == "HEAD" else request.method]
         try:
+            storable_url(request)
             if op.scope is None:
                 oversize(request)
                 return await op.handler(request)  # type: ignore[call-arg]
@@ -88,6 +105,21 @@ def resource(path: str, ops: dict[str, Op]) -> Route:
 
     call.ops = ops  # type: ignore[attr-defined]  # read by the OpenAPI builder
     return Route(path, call, methods=list(ops))
+
+
+def ops_of(route: BaseRoute) -> dict[str, Op]:
+    """A route's methods as `resource` declared them (none for a route it did not make)."""
+    ops: dict[str, Op] = getattr(getattr(route, "endpoint", None), "ops", {})
+    return ops
+
+
+def storable_url(request: Request) -> None:
+    """A path or query holding text no engine stores (NUL, an unpaired surrogate) is a
+    400 before anything reads it: never a storage outage, never an audit row that
+    cannot be written. (Bodies: `body.decode`.)"""
+    query_string: bytes = request.scope.get("query_string", b"")
+    if not storable(request.scope["path"]) or b"%00" in query_string or (b"\x00" in query_string):
+        raise BadRequest(TEXT_REFUSED, code="invalid_text")
 
 
 def oversize(request: Request) -> None:

@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from chainkeys import __version__, metrics
 from chainkeys.api import schemas as s
-from chainkeys.api.auth import AUTHENTICATED, services_of
+from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, NONE, services_of
 from chainkeys.api.body import query, query_int
 from chainkeys.api.doc import Doc
 from chainkeys.api.errors import NO_SUCH_ENDPOINT
@@ -174,23 +174,23 @@ def service_routes(list_max_limit: int) -> list[Route]:
         parameters=(SINCE, *AUDIT_FILTERS, limit(list_max_limit), CURSOR),
     )  # fmt: skip
     return [
-        resource("/livez", {"GET": Op(livez, None, public(
+        resource("/livez", {"GET": Op(livez, None, NONE, public(
             "live", "Liveness: the process is up (no storage check)", s.MessageResponse,
             ("500",)))}),
-        resource("/readyz", {"GET": Op(readyz, None, public(
+        resource("/readyz", {"GET": Op(readyz, None, NONE, public(
             "ready", "Readiness: the database answers and the master key is loaded",
             s.MessageResponse, ("500", "503")))}),
-        resource("/healthz", {"GET": Op(healthz, None, public(
+        resource("/healthz", {"GET": Op(healthz, None, NONE, public(
             "health", "Liveness and storage check (as /readyz)", s.MessageResponse,
             ("500", "503")))}),
-        resource("/version", {"GET": Op(version, None, public(
+        resource("/version", {"GET": Op(version, None, NONE, public(
             "version", "The running version", s.VersionResponse, ("500",)))}),
-        resource("/metrics", {"GET": Op(metrics_text, None)}),
-        resource("/networks", {"GET": Op(get_networks, None, public(
+        resource("/metrics", {"GET": Op(metrics_text, None, NONE)}),
+        resource("/networks", {"GET": Op(get_networks, None, NONE, public(
             "listNetworks", "Families, their networks and defaults", s.NetworksResponse,
             ("500",)))}),
-        resource("/audit", {"GET": Op(list_audit, "read", audit_doc)}),
-        resource("/tokens/self", {"GET": Op(token_self, AUTHENTICATED, Doc(
+        resource("/audit", {"GET": Op(list_audit, "read", BY_REQUEST, audit_doc)}),
+        resource("/tokens/self", {"GET": Op(token_self, AUTHENTICATED, NONE, Doc(
             "tokenSelf", "The caller's own token: tenant, label, scopes, families, expiry "
             "(never the token)", "Service", s.TokenSelfResponse, ERRORS_AUTH))}),
     ]  # fmt: skip

@@ -55,7 +55,7 @@ def kind_route(family: str, kind: SignKind) -> Route:
         parameters=(NAME,), description=kind.description, examples=kind.examples,
     )  # fmt: skip
     path = f"/{family}/{{accountName}}/{kind.path}"
-    return resource(path, {"POST": Op(sign, "sign", doc, family)})
+    return resource(path, {"POST": Op(sign, "sign", family, doc)})
 
 
 def signing_routes() -> list[Route]:

@@ -14,7 +14,7 @@ from starlette.routing import Route
 from chainkeys.accounts.models import AccountView
 from chainkeys.api import schemas as s
 from chainkeys.api import wallet_schemas as ws
-from chainkeys.api.auth import services_of
+from chainkeys.api.auth import BY_REQUEST, EVERY, NONE, services_of
 from chainkeys.api.body import json_body, query, query_int, required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, limit_param, ok, resource
@@ -171,13 +171,15 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                       "no-store."),
     }  # fmt: skip
     return [
-        resource("/wallets", {"GET": Op(list_wallets, "read", docs["list"]),
-                              "POST": Op(create_wallet, "create", docs["create"])}),
-        resource("/wallets/{wallet}", {"GET": Op(get_wallet, "read", docs["get"]),
-                                       "DELETE": Op(delete_wallet, "delete", docs["delete"])}),
+        resource("/wallets", {"GET": Op(list_wallets, "read", NONE, docs["list"]),
+                              "POST": Op(create_wallet, "create", EVERY, docs["create"])}),
+        resource("/wallets/{wallet}",
+                 {"GET": Op(get_wallet, "read", NONE, docs["get"]),
+                  "DELETE": Op(delete_wallet, "delete", EVERY, docs["delete"])}),
         resource("/wallets/{wallet}/accounts",
-                 {"POST": Op(derive_accounts, "create", docs["derive"])}),
-        resource("/wallets/{wallet}/xpub", {"GET": Op(wallet_xpub, "read", docs["xpub"])}),
+                 {"POST": Op(derive_accounts, "create", BY_REQUEST, docs["derive"])}),
+        resource("/wallets/{wallet}/xpub",
+                 {"GET": Op(wallet_xpub, "read", BY_REQUEST, docs["xpub"])}),
         resource("/wallets/{wallet}/export",
-                 {"POST": Op(export_wallet, "export", docs["export"])}),
+                 {"POST": Op(export_wallet, "export", EVERY, docs["export"])}),
     ]  # fmt: skip
