@@ -112,6 +112,118 @@ def test_racing_votes_and_retries_over_two_workers_sign_once(
         proc.stop()
 
 
+def test_first_votes_and_votes_against_a_cancel_race_over_two_workers(
+    env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Two approvers vote at the same moment on a quorum of two (each first vote sees no
+    other: both must count, and the request be signed); a vote racing a cancel or a
+    rejection finds the request closed or closes it, never both. Every contender of a
+    race is released at once by a barrier, over two processes."""
+    proc = start(env, tmp_path / "s.log", "--workers", "2")
+    c = setup(env, tmp_path, proc, 10**9)
+    try:
+        first = [c["requester"].post(SEND, json=send(i)).json()["data"] for i in range(1, 13)]
+        gate = threading.Barrier(2 * len(first))
+
+        def at_once(who: str, approval: dict[str, Any], how: str = "approve") -> httpx.Response:
+            gate.wait()
+            if how == "cancel":
+                return c["requester"].post(f"/approvals/{approval['id']}/cancel")
+            return vote(c[who], approval, how)
+
+        with concurrent.futures.ThreadPoolExecutor(2 * len(first)) as pool:
+            jobs = [pool.submit(at_once, who, a) for a in first for who in ("alice", "bob")]
+            answers = [j.result() for j in jobs]
+        assert {r.status_code for r in answers} == {200}, [r.text for r in answers]
+        for approval in first:  # both first votes counted: the quorum was met, and signed
+            final = c["requester"].get(f"/approvals/{approval['id']}").json()["data"]
+            assert final["state"] == "signed", final
+            assert sorted(v["label"] for v in final["votes"]) == ["alice", "bob"]
+
+        closing = [c["requester"].post(SEND, json=send(i)).json()["data"] for i in range(20, 32)]
+        for approval in closing:
+            assert vote(c["alice"], approval).status_code == 200  # one vote to go
+        gate = threading.Barrier(2 * len(closing))
+        with concurrent.futures.ThreadPoolExecutor(2 * len(closing)) as pool:
+            jobs = [
+                pool.submit(at_once, "bob", a, how)
+                for i, a in enumerate(closing)
+                for how in (("approve", "cancel") if i % 2 else ("approve", "reject"))
+            ]
+            answers = [j.result() for j in jobs]  # fmt: skip
+        assert all(r.status_code in (200, 409) for r in answers), [r.text for r in answers]
+        for i, approval in enumerate(closing):
+            final = c["requester"].get(f"/approvals/{approval['id']}").json()["data"]
+            # bob's approval and the cancel (or carol's... bob's own reject) race: one wins
+            assert final["state"] in ("signed", "cancelled" if i % 2 else "rejected"), final
+            decided = [v for v in final["votes"] if v["label"] == "bob"]
+            if final["state"] == "cancelled":
+                assert decided == []  # no vote recorded on a request cancelled first
+        events = c["requester"].get("/audit", params={"action": "sign", "limit": 100})
+        outcomes = [e["outcome"] for e in events.json()["data"]["events"]]
+        assert outcomes.count("ok") == len(first) + sum(
+            c["requester"].get(f"/approvals/{a['id']}").json()["data"]["state"] == "signed"
+            for a in closing
+        )
+        assert " 500 " not in proc.stop()
+    finally:
+        for client in c.values():
+            client.close()
+        proc.stop()
+
+
+def test_one_person_two_labels_and_a_revoked_requester(
+    env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`frank` and `Frank` are one person (one vote); an approver limited to EOS sees and
+    votes on no Cosmos request; a requester whose token is revoked gets no signature:
+    its pending requests are cancelled."""
+    proc = start(env, tmp_path / "s.log")
+    c = setup(env, tmp_path, proc, 10**9)
+    extra = {
+        "frank": token(env, "acme", "frank", "approve", "treasury"),
+        "Frank": token(env, "acme", "\uff26rank", "approve", "treasury"),  # fullwidth F
+        "eos": token(env, "acme", "erin", "approve", "treasury"),
+    }
+    clients = {k: httpx.Client(base_url=proc.base_url, headers={"Authorization": v})
+               for k, v in extra.items()}  # fmt: skip
+    limited = chainkeys_cli("token", "create", "--tenant", "acme", "--label", "eve", "--scope",
+                            "approve", "--group", "treasury", "--family", "eos", env=env)  # fmt: skip
+    assert limited.returncode == 0, limited.stderr
+    clients["eos"].headers["Authorization"] = limited.stdout.strip().splitlines()[-1]
+    try:
+        approval = c["requester"].post(SEND, json=send(1)).json()["data"]
+        assert vote(clients["frank"], approval).json()["data"]["state"] == "pending"
+        again = vote(clients["Frank"], approval)
+        assert again.status_code == 409 and again.json()["code"] == "already_voted"
+        assert vote(clients["eos"], approval).status_code == 404  # not its family: unseen
+        assert clients["eos"].get("/approvals").json()["data"]["approvals"] == []
+
+        listed = chainkeys_cli("token", "list", "--tenant", "acme", env=env).stdout
+        assert "treasury" in listed  # an approver's group is shown
+        waiting = c["requester"].post(SEND, json=send(2)).json()["data"]
+        me = c["requester"].get("/tokens/self").json()["data"]["id"]
+        assert chainkeys_cli("token", "revoke", me, env=env).returncode == 0
+        deadline = time.monotonic() + 60  # the sweeper's next round (every 2 s)
+        while True:
+            seen = c["alice"].get(f"/approvals/{waiting['id']}").json()["data"]
+            if seen["state"] != "pending" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert seen["state"] == "cancelled" and "revoked" in seen["reason"], seen
+        # frank's request is cancelled too: a vote now finds it closed, and nothing is signed
+        closed = vote(c["bob"], approval)
+        assert closed.status_code == 409 and closed.json()["code"] == "approval_closed"
+        final = c["alice"].get(f"/approvals/{approval['id']}").json()["data"]
+        assert final["state"] == "cancelled" and "result" not in final, final
+    finally:
+        for client in [*c.values(), *clients.values()]:
+            client.close()
+        proc.stop()
+
+
 class Receiver:
     """A webhook receiver on a fixed port: it verifies every signature, answers 500
     to the first `failures` deliveries, and can go away and come back."""

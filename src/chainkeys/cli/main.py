@@ -175,6 +175,7 @@ def token_create(
     typer.echo(
         f"token id {row.id} for tenant {row.tenant}, scopes {row.scopes}"
         + (f", families {row.families}" if row.families else "")
+        + (f", approver group {row.group}" if row.group else "")
         + (f", expires {when(row.expires_ms)}" if row.expires_ms else "")
         + " (shown once, keep it):"
     )
@@ -193,21 +194,21 @@ def token_list(
         for r in rows:
             record = {
                 "id": r.id, "tenant": r.tenant, "label": r.label, "scopes": r.scopes.split(","),
-                "families": r.families.split(",") if r.families else None,
+                "families": r.families.split(",") if r.families else None, "group": r.group,
                 "created": when(r.created_ms), "expires": when(r.expires_ms) if r.expires_ms
                 else None, "revoked": when(r.revoked_ms) if r.revoked_ms else None,
             }  # fmt: skip
             typer.echo(msgspec.json.encode(record).decode())
         return
     typer.echo(
-        f"{'ID':32}  {'TENANT':20}  {'SCOPES':26}  {'FAMILIES':16}  {'CREATED':20}  "
-        f"{'EXPIRES':20}  {'REVOKED':20}  LABEL"
+        f"{'ID':32}  {'TENANT':20}  {'SCOPES':26}  {'FAMILIES':16}  {'GROUP':12}  "
+        f"{'CREATED':20}  {'EXPIRES':20}  {'REVOKED':20}  LABEL"
     )
     for r in rows:
         created, revoked, expires = when(r.created_ms), when(r.revoked_ms), when(r.expires_ms)
         typer.echo(
-            f"{r.id:32}  {r.tenant:20}  {r.scopes:26}  {r.families or 'all':16}  {created:20}  "
-            f"{expires:20}  {revoked:20}  {r.label}"
+            f"{r.id:32}  {r.tenant:20}  {r.scopes:26}  {r.families or 'all':16}  "
+            f"{r.group or '-':12}  {created:20}  {expires:20}  {revoked:20}  {r.label}"
         )
 
 
