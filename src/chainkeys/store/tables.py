@@ -242,7 +242,12 @@ wallets = Table(
     Column("created_ms", BigInteger, nullable=False),
     Column("exported", Integer, nullable=False),  # 1 once exported, for good
     Column("deleted_ms", BigInteger, nullable=True),
+    # HMAC-SHA256 of the phrase and passphrase under a per-store key (sealed in `meta`):
+    # one wallet per seed per tenant, held by the database, with nothing unkeyed stored
+    # (NULL for wallets made before it existed: the phrases themselves are compared).
+    Column("seed_key", String(64), nullable=True),
     UniqueConstraint("tenant_id", "name"),
+    UniqueConstraint("tenant_id", "seed_key"),
     Index("ix_wallets_tenant_id_seq", "tenant_id", "seq"),
     Index("ix_wallets_tenant_id_fingerprint", "tenant_id", "fingerprint"),
     Index("ix_wallets_key_id", "key_id"),

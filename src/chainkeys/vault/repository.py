@@ -11,7 +11,7 @@ from sqlalchemy import bindparam, delete, insert, literal, or_, select, update
 
 from chainkeys.store.backend import Backend
 from chainkeys.store.sealed import CHECK_RECORD
-from chainkeys.store.sql import Prepared, Tx
+from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import key_ring, key_users, master_keys, meta
 
 CHECK_KEY = CHECK_RECORD  # a value sealed at first start: proves a key opens the store
@@ -33,6 +33,12 @@ class Meta:
     @staticmethod
     async def insert(tx: Tx, key: str, value: bytes, key_id: str | None) -> None:
         await tx.execute(_INSERT_META, {"key": key, "value": value, "key_id": key_id})
+
+    @staticmethod
+    async def insert_new(tx: Tx, key: str, value: bytes, key_id: str | None) -> bool:
+        """False when the record exists already (another process made it first)."""
+        return await insert_new(tx, _INSERT_META, {"key": key, "value": value,
+                                                   "key_id": key_id})  # fmt: skip
 
     @staticmethod
     async def delete(tx: Tx, key: str) -> None:

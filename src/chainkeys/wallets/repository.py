@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, or_, select, update
 
-from chainkeys.errors import Conflict
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import wallet_counters, wallets
 from chainkeys.vault.seal import Context
@@ -25,6 +24,7 @@ class WalletRow:
     exported: bool = False
     deleted_ms: int | None = None
     seq: int = 0
+    seed_key: str | None = None  # keyed fingerprint of the seed (None: made before it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,16 +52,22 @@ def wallet_context(tenant_id: str, wallet_id: str) -> Context:
 _w, _c = wallets.c, wallet_counters.c
 _COLUMNS = (
     _w.id, _w.tenant_id, _w.name, _w.fingerprint, _w.secret, _w.key_id, _w.created_ms,
-    _w.exported, _w.deleted_ms, _w.seq,
+    _w.exported, _w.deleted_ms, _w.seq, _w.seed_key,
 )  # fmt: skip
 _INSERT = Prepared(
     insert(wallets),
-    ("id", "tenant_id", "name", "fingerprint", "secret", "key_id", "created_ms", "exported"),
-)
+    ("id", "tenant_id", "name", "fingerprint", "secret", "key_id", "created_ms", "exported",
+     "seed_key"),
+)  # fmt: skip
 _GET = Prepared(
     select(*_COLUMNS).where(
         _w.tenant_id == bindparam("tenant_id"),
         or_(_w.id == bindparam("ref"), _w.name == bindparam("ref")),
+    )
+)
+_BY_SEED_KEY = Prepared(
+    select(*_COLUMNS).where(
+        _w.tenant_id == bindparam("tenant_id"), _w.seed_key == bindparam("seed_key")
     )
 )
 _BY_FINGERPRINT = Prepared(
@@ -114,19 +120,24 @@ _SET_NEXT = Prepared(
 
 def _row(r: Any) -> WalletRow:
     return WalletRow(r[0], r[1], r[2], r[3], bytes(r[4]), r[5], int(r[6]), bool(r[7]),
-                     None if r[8] is None else int(r[8]), int(r[9]))  # fmt: skip
+                     None if r[8] is None else int(r[8]), int(r[9]), r[10])  # fmt: skip
 
 
 class Wallets:
     @staticmethod
-    async def insert(tx: Tx, row: WalletRow) -> None:
+    async def insert(tx: Tx, row: WalletRow) -> bool:
+        """False when the name or the seed is taken in the tenant (the caller says which)."""
         params = {"id": row.id, "tenant_id": row.tenant_id, "name": row.name,
                   "fingerprint": row.fingerprint, "secret": row.secret, "key_id": row.key_id,
-                  "created_ms": row.created_ms, "exported": 0}  # fmt: skip
-        if not await insert_new(tx, _INSERT, params):
-            raise Conflict("a wallet of that name already exists in your tenant "
-                           "(a deleted one keeps its name until it is purged)",
-                           code="wallet_exists")  # fmt: skip
+                  "created_ms": row.created_ms, "exported": 0,
+                  "seed_key": row.seed_key}  # fmt: skip
+        return await insert_new(tx, _INSERT, params)
+
+    @staticmethod
+    async def with_seed_key(tx: Tx, tenant_id: str, seed_key: str) -> WalletRow | None:
+        found = (await tx.execute(_BY_SEED_KEY, {"tenant_id": tenant_id,
+                                                 "seed_key": seed_key})).first()  # fmt: skip
+        return None if found is None else _row(found)
 
     @staticmethod
     async def get(tx: Tx, tenant_id: str, ref: str) -> WalletRow | None:

@@ -12,6 +12,8 @@ number of replicas never share an index.
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import logging
 import re
 import secrets
@@ -37,11 +39,14 @@ from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
+from chainkeys.vault.repository import Meta
+from chainkeys.vault.seal import Context
 from chainkeys.wallets.repository import Chain, Counters, WalletRow, Wallets, wallet_context
 
 log = logging.getLogger("chainkeys.wallets")
 MAX_COUNT: Final = 100
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+SEED_KEY_RECORD: Final = "wallet_seed_key"  # meta: the key of the seeds' fingerprints
 ID_PREFIX: Final = "wal_"
 MAX_PASSPHRASE: Final = 1024
 
@@ -99,6 +104,10 @@ async def _advance(chain: Chain, current: int | None, after: int, explicit: bool
         raise _Busy
 
 
+class _NameOrSeedTaken(Exception):
+    """The wallet's insert met a unique key: its name, or its seed."""
+
+
 class _Busy(Exception):
     """Another derivation moved the counter first: read it again."""
 
@@ -131,6 +140,7 @@ class WalletService:
     ) -> None:  # fmt: skip
         self.db = db
         self.barrier = barrier
+        self._mac_key: bytes | None = None
         self.settings = settings
         self.cursors = cursors
         self.accounts = accounts
@@ -176,17 +186,52 @@ class WalletService:
         name = self._name(name, wallet_id)
         secret = msgspec.json.encode(_Phrase(phrase, passphrase or ""))
         sealed = await self.barrier.seal(secret, wallet_context(who.tenant_id, wallet_id))
+        seed_key = await self._seed_key(who.tenant_id, secret)
         row = WalletRow(wallet_id, who.tenant_id, name, seed.fingerprint, sealed.blob,
-                        sealed.key_id, now_ms())  # fmt: skip
+                        sealed.key_id, now_ms(), seed_key=seed_key)  # fmt: skip
         imported = mnemonic is not None
-        async with self.db.write() as tx:
-            if imported:
-                await self._refuse_duplicate(tx, who, row.fingerprint, secret)
-            await Wallets.insert(tx, row)
-            action = "wallet.import" if imported else "wallet.create"
-            await Audit.insert(tx, audit_event(who, action, "ok", account_name=wallet_id,
-                                               details={"name": name}))  # fmt: skip
+        try:
+            async with self.db.write() as tx:
+                if imported:  # wallets made before seed keys: their phrases decide
+                    await self._refuse_duplicate(tx, who, row.fingerprint, secret)
+                if not await Wallets.insert(tx, row):
+                    raise _NameOrSeedTaken
+                action = "wallet.import" if imported else "wallet.create"
+                await Audit.insert(tx, audit_event(who, action, "ok", account_name=wallet_id,
+                                                   details={"name": name}))  # fmt: skip
+        except _NameOrSeedTaken:
+            async with self.db.read() as tx:
+                held = await Wallets.with_seed_key(tx, who.tenant_id, seed_key)
+            if held is not None:
+                state = " (deleted: restore it)" if held.deleted_ms else ""
+                raise Conflict(f"this tenant already holds this seed as wallet {held.id}"
+                               f"{state}", code="wallet_exists") from None  # fmt: skip
+            raise Conflict("a wallet of that name already exists in your tenant (a deleted "
+                           "one keeps its name until it is purged)",
+                           code="wallet_exists") from None  # fmt: skip
         return _view(row)
+
+    async def _seed_key(self, tenant_id: str, secret: bytes) -> str:
+        """The seed's keyed fingerprint in this tenant: HMAC-SHA256 under a random key of
+        this store, sealed in `meta` (made on first use; a rotation re-seals it and keeps
+        its value, so the fingerprints stay comparable). Never an unkeyed hash: a copy of
+        the database must not confirm a guessed phrase."""
+        if self._mac_key is None:
+            self._mac_key = await self._load_mac_key()
+        data = tenant_id.encode() + b"\x00" + secret
+        return hmac.new(self._mac_key, data, hashlib.sha256).hexdigest()
+
+    async def _load_mac_key(self) -> bytes:
+        context = Context("-", "-", SEED_KEY_RECORD, purpose="meta")
+        for _ in range(3):
+            async with self.db.read() as tx:
+                found = await Meta.get(tx, SEED_KEY_RECORD)
+            if found is not None:
+                return await self.barrier.open_async(found[0], found[1] or "", context)
+            made = await self.barrier.seal(secrets.token_bytes(32), context)
+            async with self.db.write() as tx:  # ours, or another process's made first:
+                await Meta.insert_new(tx, SEED_KEY_RECORD, made.blob, made.key_id)  # read back
+        raise Conflict("the wallet fingerprint key could not be read; try again", code="busy")
 
     @staticmethod
     def _name(name: str | None, wallet_id: str) -> str:
