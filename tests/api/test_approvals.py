@@ -234,3 +234,42 @@ def test_the_page_in_a_real_browser_approves_and_sees_it_signed(
     final = t.client.get(f"/approvals/{waiting['id']}").json()["data"]
     assert final["state"] == "signed" and final["result"]["signedTx"]
     assert sorted(v["label"] for v in final["votes"]) == ["alice", "bob"]
+
+
+def test_an_approver_sees_what_decides_where_value_goes(team: Team, server: Server) -> None:
+    """IBC channel, port, receiver, timeouts and memo; amounts in display units beside
+    the base units; a message's text (or hex); a receiver that would read as another
+    address to a person is refused."""
+    t = team.tenant
+    from tests.api.test_sign_cosmos import IBC_TRANSFER
+
+    t.policy({**RULE, "max_per_day": {"uatom": "10000000000"}, "ibc_memo": True,
+              "messages": ["/cosmos.bank.v1beta1.MsgSend",
+                           "/ibc.applications.transfer.v1.MsgTransfer"]})  # fmt: skip
+    ibc = {**IBC_TRANSFER, "amount": "5000000000", "memo": "payout 7", "feeAmount": "0"}
+    r = t.sign(f"/cosmos/{ADDRESS}/sign-ibc-transfer", ibc)
+    assert r.status_code == 202, r.text
+    summary = team.alice.get(f"/approvals/{r.json()['data']['id']}").json()["data"]["summary"]
+    [item] = summary["items"]
+    assert item["recipient"] == IBC_TRANSFER["toAddress"] and summary["memo"] == "payout 7"
+    assert item["ibc"] == {"channel": "channel-141", "port": "transfer", "timeout_height": None,
+                           "timeout_timestamp": IBC_TRANSFER["timeoutTimestamp"]}  # fmt: skip
+    assert item["amounts"] == [{"denom": "uatom", "amount": "5000000000", "display": "5000 ATOM"}]
+    for bad in ("osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsx",  # a checksum that fails
+                "osmo1qypqxpq9\u202eqcrsszg2pvxq6rs0zqg3yyc5helwsw"):  # fmt: skip
+        refused = t.sign(f"/cosmos/{ADDRESS}/sign-ibc-transfer", {**ibc, "toAddress": bad})
+        assert refused.status_code == 400 and refused.json()["code"] == "invalid_recipient"
+    bidi = t.sign(SEND, {**send(50_000, sequence=9), "toAddress": f"{OTHER}\u202e"})
+    assert bidi.status_code == 400
+    assert "\u202e" not in bidi.text
+
+
+def test_a_message_to_approve_is_shown_as_text_or_hex() -> None:
+    from chainkeys.chains.tx.base import message_record
+
+    assert message_record(b"I agree") == {"length": 7, "hex": b"I agree".hex(),
+                                          "text": "I agree"}  # fmt: skip
+    assert "text" not in message_record(b"\xff\x00binary")
+    assert "text" not in message_record("pay \u202eevil".encode())  # reordered text: hex only
+    shown = message_record(b"x" * 10_000)
+    assert shown["length"] == 10_000 and len(shown["hex"]) == 2 * 4096

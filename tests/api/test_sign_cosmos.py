@@ -191,7 +191,7 @@ TRANSFER = {
     "chainId": "cosmoshub-4", "sequence": 3, "accountNumber": 12345, "feeDenom": "uatom",
     "feeAmount": "5000", "gasLimit": 200000, "memo": "payout 7", "timeoutHeight": 0,
 }  # fmt: skip
-IBC_TRANSFER = {**TRANSFER, "toAddress": "osmo1qqqsyqcyq5rqwzqfpg9scrgwpugpzysn7hzdtn",
+IBC_TRANSFER = {**TRANSFER, "toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw",
                 "sourcePort": "transfer", "sourceChannel": "channel-141",
                 "timeoutTimestamp": 1_800_000_000_000_000_000}  # fmt: skip
 
@@ -223,7 +223,7 @@ def test_transfers_are_the_bytes_cosmjs_builds(
 @pytest.mark.parametrize(("change", "code"), [
     ({"chainId": "osmosis-1"}, "wrong_chain"),
     ({"fromAddress": OTHER}, "not_owner"),
-    ({"toAddress": "osmo1qqqsyqcyq5rqwzqfpg9scrgwpugpzysn7hzdtn"}, "wrong_chain"),
+    ({"toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw"}, "wrong_chain"),
     ({"amount": "1.5"}, "invalid_amount"),
     ({"amount": "-5"}, "invalid_amount"),
     ({"gasLimit": 1.5}, "invalid_field"),

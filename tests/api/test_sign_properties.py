@@ -98,7 +98,7 @@ def target(server: Server) -> Iterator[Target]:
         "cosmos-message": Endpoint(f"{c}/sign-message", {"data": "aGVsbG8="}, {"data": "b64"}),
         "sign-transfer": Endpoint(f"{c}/sign-transfer", dict(TRANSFER)),
         "sign-ibc-transfer": Endpoint(f"{c}/sign-ibc-transfer", {
-            **TRANSFER, "toAddress": "osmo1qqqsyqcyq5rqwzqfpg9scrgwpugpzysn7hzdtn",
+            **TRANSFER, "toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw",
             "sourcePort": "transfer", "sourceChannel": "channel-141",
             "timeoutTimestamp": 1_800_000_000_000_000_000}),
         "sign-psbt": Endpoint(f"/litecoin/{ltc_addr}/sign-psbt", {"psbt": psbt}, {"psbt": "b64"}),

@@ -17,7 +17,7 @@ from tests.chains.chain_vectors import VECTORS_DIR
 PUBLISHED = {
     "vectors.json": "166da43c3c5a51737fcda0235351155a32c59772791eb3cca0584c5268bb9b51",
     "mnemonic_vectors.json": "a99bcf667c1de1ad51fd294fbf278e26ee955e8bbcf01adbb8e791c9513312f1",
-    "cosmos_signing.json": "ca9a615a7e9b4eca93dd0ee05110fb87a7956758eaa2c33b5cca38cd0968bd2d",
+    "cosmos_signing.json": "5551f4368ce0b5fc3dc7772f86c653658eced81a0d9e460d1d0c41c3a02440c4",
     "utxo_signing.json": "578ae824ef070da72beaa636752f633bc9c523d426533534bcbab99ff409117a",
 }
 

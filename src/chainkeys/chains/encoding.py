@@ -234,6 +234,21 @@ def _bech32_hrp(text: str, hrps: Iterable[str], *, what: str, code: str) -> str:
     return hrp
 
 
+def is_bech32(text: str) -> bool:
+    """Whether `text` is a BIP173 bech32 string of any prefix (an address on a chain
+    this service may not know: an IBC receiver)."""
+    if len(text) > MAX_ADDRESS_CHARS or not text.isascii():
+        return False
+    hrp = text.lower().rpartition("1")[0]
+    if not hrp:
+        return False
+    try:
+        decode_bech32(text, {hrp}, what="receiver", code="invalid_recipient")
+    except ChainError:
+        return False
+    return True
+
+
 def decode_bech32(text: str, hrps: Iterable[str], *, what: str, code: str) -> tuple[str, bytes]:
     """Decode a BIP173 bech32 string (not bech32m) whose prefix is one of `hrps`.
 

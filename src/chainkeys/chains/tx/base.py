@@ -10,6 +10,7 @@ without them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
@@ -59,6 +60,18 @@ class Amount:
 
     denom: str
     amount: int
+    # For people (approvers, the console): the display unit and its decimals, when the
+    # decoder knows them (ATOM 6, DOGE and LTC 8, an EOS asset's own precision).
+    unit: str | None = field(default=None, compare=False)
+    decimals: int | None = field(default=None, compare=False)
+
+    def display(self) -> str | None:
+        """`5000 ATOM` for 5000000000 uatom; None when the unit is not known."""
+        if self.unit is None or self.decimals is None:
+            return None
+        whole, part = divmod(self.amount, 10**self.decimals)
+        frac = f"{part:0{self.decimals}d}".rstrip("0") if self.decimals else ""
+        return f"{whole}{'.' + frac if frac else ''} {self.unit}"
 
     def __post_init__(self) -> None:
         if not isinstance(self.denom, str) or not self.denom:
@@ -86,12 +99,44 @@ class Item:
     change: bool = False
     decoded: bool = True  # False: a message type the service cannot read
     memo: str | None = None
+    ibc: Ibc | None = None  # an IBC transfer: where the funds go on the other chain
 
     def __post_init__(self) -> None:
         if not isinstance(self.type, str) or not isinstance(self.recipient, str | None):
             raise refuse("a message type or recipient is not text")
         if not isinstance(self.memo, str | None):
             raise refuse("a memo is not text")
+        if self.recipient is not None and not plain_text(self.recipient):
+            raise refuse("a recipient holds control or bidirectional-text characters (it "
+                         "could be shown to a person as another address)",
+                         "invalid_recipient")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Ibc:
+    """What decides where an IBC transfer's funds go: the channel and port on this
+    chain (the channel names the other chain), the timeouts, and (in Item) the receiver
+    and memo."""
+
+    channel: str
+    port: str
+    timeout_height: str | None  # "revision-height", None when not set
+    timeout_timestamp: int | None  # nanoseconds since the epoch, None when not set
+
+    def record(self) -> dict[str, Any]:
+        return {"channel": self.channel, "port": self.port,
+                "timeout_height": self.timeout_height,
+                "timeout_timestamp": self.timeout_timestamp}  # fmt: skip
+
+
+BIDI_AND_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                              "\u2066-\u2069]")  # fmt: skip
+
+
+def plain_text(text: str) -> bool:
+    """No control character and no bidirectional formatting character: what a person
+    reads is what the text is."""
+    return BIDI_AND_CONTROL.search(text) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +162,7 @@ class Summary:
     digest: str
     raw: bool = False
     memo: str | None = None
+    message: bytes | None = None  # the bytes a sign-message signs (before any prefix)
 
     def spent(self) -> dict[str, int]:
         """Amount leaving the account per denom: non-change items plus the fee."""
@@ -132,8 +178,30 @@ class Summary:
 
 def amount_record(a: Amount) -> dict[str, str]:
     """An amount as the audit log and API show it: the integer as a decimal string
-    (JSON numbers lose precision past 2^53 in JavaScript; sdk.Int goes to 2^256)."""
-    return {"denom": a.denom, "amount": str(a.amount)}
+    (JSON numbers lose precision past 2^53 in JavaScript; sdk.Int goes to 2^256), and
+    in display units beside it when they are known."""
+    out = {"denom": a.denom, "amount": str(a.amount)}
+    shown = a.display()
+    if shown is not None:
+        out["display"] = shown
+    return out
+
+
+MESSAGE_SHOWN = 4096  # bytes of a signed message shown to people (the digest covers all)
+
+
+def message_record(data: bytes) -> dict[str, Any]:
+    """A signed message for people: its text when it is printable UTF-8, its hex always
+    (at most MESSAGE_SHOWN bytes of either, with its full length)."""
+    shown = data[:MESSAGE_SHOWN]
+    out: dict[str, Any] = {"length": len(data), "hex": shown.hex()}
+    try:
+        text = shown.decode("utf-8")
+    except UnicodeDecodeError:
+        return out
+    if plain_text(text.replace("\n", "").replace("\t", "")):
+        out["text"] = text
+    return out
 
 
 def summary_record(summary: Summary) -> dict[str, Any]:
@@ -148,12 +216,15 @@ def summary_record(summary: Summary) -> dict[str, Any]:
             entry["decoded"] = False
         if item.memo is not None:
             entry["memo"] = item.memo
+        if item.ibc is not None:
+            entry["ibc"] = item.ibc.record()
         items.append(entry)
     return {
         "family": summary.family, "network": summary.network, "kind": summary.kind,
         "chain_id": summary.chain_id, "items": items,
         "fee": None if summary.fee is None else [amount_record(a) for a in summary.fee],
         "digest": summary.digest, "raw": summary.raw, "memo": summary.memo,
+        **({"message": message_record(summary.message)} if summary.message is not None else {}),
     }  # fmt: skip
 
 

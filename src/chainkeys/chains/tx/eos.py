@@ -176,7 +176,9 @@ def transfer_item(action: Action, owner: Owner) -> Item:
     r = Reader(action.data, f"the data of {kind}")
     sender, to = r.name(), r.name()
     amount = int.from_bytes(r.take(8), "little", signed=True)
-    code = symbol_code(r.take(8), kind)
+    symbol = r.take(8)
+    code = symbol_code(symbol, kind)
+    precision = symbol[0]  # the asset's own decimals (checked by symbol_code)
     if len(r.bytes_()) > MAX_MEMO:
         raise refuse(f"{kind} has a memo over {MAX_MEMO} bytes")
     r.done()
@@ -184,7 +186,7 @@ def transfer_item(action: Action, owner: Owner) -> Item:
         raise refuse(f"{kind} sends from another account than this one", "not_owner")
     if not 0 < amount <= MAX_ASSET:
         raise refuse(f"{kind} moves a non-positive or out-of-range quantity", INVALID_AMOUNT)
-    return Item(kind, to, (Amount(f"{action.account}:{code}", amount),))
+    return Item(kind, to, (Amount(f"{action.account}:{code}", amount, code, precision),))
 
 
 def signature_k1(secret: bytes, digest: bytes) -> str:
@@ -320,7 +322,7 @@ def prepare_message(req: EosMessageRequest, owner: Owner) -> _EosDigest:
     not_a_transaction(raw)
     digest = hashlib.sha256(raw).digest()
     summary = Summary("eos", owner.network.name, "sign-message", None, (), (), digest.hex(),
-                      raw=True)  # fmt: skip
+                      raw=True, message=raw)  # fmt: skip
     return _EosDigest(summary, digest, lambda sig: Signed(EosMessageResponse(signature=sig)))
 
 

@@ -30,6 +30,7 @@ from chainkeys.chains.tx.cosmos.common import (
     check_chain,
     coin,
     coins,
+    ibc_packet,
     integer,
     own,
     std_signature,
@@ -117,19 +118,22 @@ def _amino_send(value: Any, owner: Owner, what: str) -> Item:
 def _amino_transfer(value: Any, owner: Owner, what: str) -> Item:
     v = fields(value, what, {"source_port", "source_channel", "token", "sender", "receiver"},
                {"timeout_height", "timeout_timestamp", "memo"})  # fmt: skip
-    for key in ("source_port", "source_channel"):
-        text(v[key], f"{what}.{key}")
+    port, channel = (text(v[key], f"{what}.{key}") for key in ("source_port", "source_channel"))
     own(text(v["sender"], f"{what}.sender"), owner, f"{what}.sender")
+    revision = None
     if "timeout_height" in v:
         height = fields(v["timeout_height"], f"{what}.timeout_height", set(),
                         {"revision_height", "revision_number"})  # fmt: skip
-        for key, count in height.items():
-            integer(count, f"{what}.timeout_height.{key}", U64)
+        parts = {key: integer(count, f"{what}.timeout_height.{key}", U64)
+                 for key, count in height.items()}  # fmt: skip
+        revision = (parts.get("revision_number", 0), parts.get("revision_height", 0))
+    timestamp = None
     if "timeout_timestamp" in v:
-        integer(v["timeout_timestamp"], f"{what}.timeout_timestamp", U64)
+        timestamp = integer(v["timeout_timestamp"], f"{what}.timeout_timestamp", U64)
     memo = text(v["memo"], f"{what}.memo") if "memo" in v else None
-    return Item(IBC, text(v["receiver"], f"{what}.receiver"), (coin(v["token"], f"{what}.token"),),
-                memo=memo)  # fmt: skip
+    receiver = text(v["receiver"], f"{what}.receiver")
+    packet = ibc_packet(channel, port, receiver, revision, timestamp, what)
+    return Item(IBC, receiver, (coin(v["token"], f"{what}.token"),), memo=memo, ibc=packet)
 
 
 AMINO_TYPES = {"cosmos-sdk/MsgSend": _amino_send, "cosmos-sdk/MsgTransfer": _amino_transfer}
@@ -216,7 +220,7 @@ def prepare_message(req: CosmosMessageRequest, owner: Owner) -> CosmosDoc:
     message = serialize_sign_doc(doc)
     summary = Summary(
         "cosmos", owner.network.name, "sign-message", None, (), (),
-        hashlib.sha256(message).hexdigest(), raw=True,
+        hashlib.sha256(message).hexdigest(), raw=True, message=data,
     )  # fmt: skip
 
     def respond(sig: bytes) -> Signed:

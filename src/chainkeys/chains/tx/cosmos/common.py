@@ -15,11 +15,13 @@ from typing import Any
 from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 from google.protobuf.message import DecodeError, Message
 
+from chainkeys.chains.encoding import is_bech32
 from chainkeys.chains.spec import Key
 from chainkeys.chains.tx.base import (
     INVALID_AMOUNT,
     MAX_AMOUNT,
     Amount,
+    Ibc,
     Owner,
     Signed,
     Summary,
@@ -81,13 +83,44 @@ def denom(text: Any, what: str) -> str:
     return text
 
 
+# The display units of the networks' staking denoms (as their chain registries list them);
+# another denom (an IBC voucher, a token factory's) is shown in its base unit only.
+DISPLAY = {"uatom": ("ATOM", 6), "uosmo": ("OSMO", 6), "ujuno": ("JUNO", 6),
+           "uakt": ("AKT", 6), "ustars": ("STARS", 6), "utia": ("TIA", 6)}  # fmt: skip
+
+
+def amount(denom_: str, value: int) -> Amount:
+    """An exact Amount, with its display unit when the denom is a known one."""
+    unit, decimals = DISPLAY.get(denom_, (None, None))
+    return Amount(denom_, value, unit, decimals)
+
+
 def coin(c: Any, what: str) -> Amount:
     """A Coin (protobuf or amino JSON) as an exact Amount."""
     if isinstance(c, dict):
         if set(c) != {"denom", "amount"}:
             raise refuse(f"{what} must be exactly {{denom, amount}}")
-        return Amount(denom(c["denom"], f"{what}.denom"), integer(c["amount"], f"{what}.amount"))
-    return Amount(denom(c.denom, f"{what}.denom"), integer(c.amount, f"{what}.amount"))
+        return amount(denom(c["denom"], f"{what}.denom"), integer(c["amount"], f"{what}.amount"))
+    return amount(denom(c.denom, f"{what}.denom"), integer(c.amount, f"{what}.amount"))
+
+
+# ICS-024 identifiers: a port of 2-128 of these; a transfer channel is channel-<n>.
+PORT = re.compile(r"[A-Za-z0-9.\_+\-#\[\]<>]{2,128}")
+CHANNEL = re.compile(r"channel-(0|[1-9][0-9]{0,18})")
+
+
+def ibc_packet(channel: str, port: str, receiver: str, height: tuple[int, int] | None,
+               timestamp: int | None, what: str) -> Ibc:  # fmt: skip
+    """Where an IBC transfer sends funds, checked: an ICS-024 channel and port, and a
+    receiver that is a bech32 address (of any chain: the prefix is the other chain's)."""
+    if CHANNEL.fullmatch(channel) is None:
+        raise refuse(f"{what}: the source channel is not channel-<number>", "invalid_ibc")
+    if PORT.fullmatch(port) is None:
+        raise refuse(f"{what}: the source port is not an ICS-024 identifier", "invalid_ibc")
+    if not is_bech32(receiver):
+        raise refuse(f"{what}: the receiver is not a bech32 address", "invalid_recipient")
+    shown = None if height is None or height == (0, 0) else f"{height[0]}-{height[1]}"
+    return Ibc(channel, port, shown, timestamp or None)
 
 
 def coins(items: Any, what: str) -> tuple[Amount, ...]:

@@ -31,6 +31,7 @@ from chainkeys.chains.tx.cosmos.common import (
     check_chain,
     coin,
     coins,
+    ibc_packet,
     integer,
     own,
     parse,
@@ -93,7 +94,11 @@ def body_items(body: Any, owner: Owner) -> tuple[Item, ...]:
         elif any_msg.type_url == IBC:
             m = parse(ibc.MsgTransfer, any_msg.value, what)
             own(m.sender, owner, f"{what}: sender")
-            items.append(Item(IBC, m.receiver, (coin(m.token, f"{what}.token"),), memo=m.memo))
+            height = (m.timeout_height.revision_number, m.timeout_height.revision_height)
+            packet = ibc_packet(m.source_channel, m.source_port, m.receiver, height,
+                                m.timeout_timestamp, what)  # fmt: skip
+            items.append(Item(IBC, m.receiver, (coin(m.token, f"{what}.token"),), memo=m.memo,
+                              ibc=packet))  # fmt: skip
         else:
             items.append(Item(any_msg.type_url, decoded=False))
     return tuple(items)

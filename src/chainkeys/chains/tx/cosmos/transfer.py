@@ -26,7 +26,6 @@ from chainkeys.chains.cosmos import FAMILY as COSMOS
 from chainkeys.chains.spec import Key
 from chainkeys.chains.tx.base import (
     INVALID_AMOUNT,
-    Amount,
     Item,
     Owner,
     Signed,
@@ -41,8 +40,12 @@ from chainkeys.chains.tx.cosmos.common import (
     U64,
     check_chain,
     denom,
+    ibc_packet,
     integer,
     sign_bytes,
+)
+from chainkeys.chains.tx.cosmos.common import (
+    amount as amount_of,
 )
 
 
@@ -123,7 +126,9 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
         )  # fmt: skip
         transfer.timeout_height.SetInParent()  # an empty Height, as cosmjs and Keplr send
         msg = _any(IBC, transfer)
-        item = Item(IBC, req.toAddress, (Amount(req.denom, amount),))
+        packet = ibc_packet(req.sourceChannel, req.sourcePort, req.toAddress, None,
+                            req.timeoutTimestamp, "the IBC transfer")  # fmt: skip
+        item = Item(IBC, req.toAddress, (amount_of(req.denom, amount),), ibc=packet)
     else:
         try:
             to = COSMOS.check_address(req.toAddress, owner.network)
@@ -133,7 +138,7 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
                 "wrong_chain",
             ) from None
         msg = _any(SEND, bank.MsgSend(from_address=owner.address, to_address=to, amount=[coin]))
-        item = Item(SEND, to, (Amount(req.denom, amount),))
+        item = Item(SEND, to, (amount_of(req.denom, amount),))
     body = tx_pb2.TxBody(messages=[msg], memo=req.memo, timeout_height=req.timeoutHeight)
     signer = tx_pb2.SignerInfo(
         public_key=_any(PUBKEY, keys_pb2.PubKey(key=owner.public_key)),
@@ -151,7 +156,7 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
         account_number=req.accountNumber,
     ).SerializeToString(deterministic=True)  # fmt: skip
     summary = Summary(
-        "cosmos", owner.network.name, kind, req.chainId, (item,), (Amount(req.feeDenom, fee),),
+        "cosmos", owner.network.name, kind, req.chainId, (item,), (amount_of(req.feeDenom, fee),),
         hashlib.sha256(sign_doc).hexdigest(), memo=req.memo,
     )  # fmt: skip
     return _TransferDoc(summary, body_bytes, auth_bytes, sign_doc)

@@ -62,7 +62,7 @@ def prepare_message(req: UtxoMessageRequest, owner: Owner) -> _MessageDigest:
     compressed = len(owner.public_key) == 33
     header = HEADER_BASE[owner.address_type or "p2pkh"] if compressed else 27
     summary = Summary(owner.family, owner.network.name, "sign-message", None, (), (),
-                      digest.hex(), raw=True)  # fmt: skip
+                      digest.hex(), raw=True, message=req.message.encode())  # fmt: skip
     return _MessageDigest(summary, digest, header)
 
 

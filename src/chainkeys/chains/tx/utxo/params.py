@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Final
 
 COIN: Final = 100_000_000  # koinu per DOGE, litoshi per LTC
+COIN_DECIMALS: Final = 8  # (the display unit: DOGE, LTC)
 
 
 @dataclass(frozen=True, slots=True)

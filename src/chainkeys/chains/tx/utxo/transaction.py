@@ -23,7 +23,7 @@ from embit.script import Script, Witness
 
 from chainkeys.chains import encoding
 from chainkeys.chains.tx.base import INVALID_AMOUNT, Amount, Item, Owner, Summary, refuse
-from chainkeys.chains.tx.utxo.params import PARAMS
+from chainkeys.chains.tx.utxo.params import COIN_DECIMALS, PARAMS
 
 SIGHASH_ALL = 1
 
@@ -153,7 +153,8 @@ def summarize(
             raise refuse("this coin has no segwit outputs", "wrong_chain")
         value = check_value(out.value, owner.family, f"output {n}")
         to = address_of(data, owner)
-        items.append(Item("output", to, (Amount(params.ticker, value),), change=data == script,
+        shown = Amount(params.ticker, value, params.ticker, COIN_DECIMALS)
+        items.append(Item("output", to, (shown,), change=data == script,
                           decoded=to is not None))  # fmt: skip
     spent = check_value(sum(o.value for o in tx.vout), owner.family, "the outputs' total")
     fee: tuple[Amount, ...] | None = None
@@ -162,6 +163,6 @@ def summarize(
         if held < spent:
             raise refuse(f"the outputs pay {spent} but the inputs hold {held}: a negative fee",
                          INVALID_AMOUNT)  # fmt: skip
-        fee = (Amount(params.ticker, held - spent),)
+        fee = (Amount(params.ticker, held - spent, params.ticker, COIN_DECIMALS),)
     digest = hashlib.sha256(b"".join(digests)).hexdigest()
     return Summary(owner.family, owner.network.name, kind, None, tuple(items), fee, digest)
