@@ -1,0 +1,121 @@
+"""Background work never dies quietly: every round's error is logged and counted and the
+task goes on (api/background.py); the webhook counts a redirect and an answer that is
+not HTTP as failed deliveries and keeps sending."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from prometheus_client import REGISTRY
+
+from chainkeys.api.background import Task, supervise
+from chainkeys.approvals.repository import Outbox
+from chainkeys.approvals.webhook import Webhook
+from chainkeys.clock import now_ms
+from chainkeys.config import Settings
+from chainkeys.store import migrate
+from chainkeys.store.backend import open_backend
+
+
+def errors(task: str) -> float:
+    value = REGISTRY.get_sample_value("chainkeys_background_errors_total", {"task": task})
+    return value or 0.0
+
+
+def test_a_round_that_raises_anything_is_logged_counted_and_the_task_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    rounds: list[str] = []
+    secret = "-".join(["a", "secret", "in", "the", "message"])  # not in any source line
+
+    async def round_() -> None:
+        rounds.append("x")
+        if len(rounds) in (1, 2):
+            raise KeyError(secret)  # not a ChainkeysError: what used to end the loop for good
+        if len(rounds) == 4:
+            raise asyncio.CancelledError  # shutdown ends it
+
+    before = errors("flaky")
+
+    async def main() -> None:
+        with pytest.raises(asyncio.CancelledError):
+            await supervise(Task("flaky", round_, 0.001))
+
+    caplog.set_level(logging.ERROR, "chainkeys.background")
+    asyncio.run(main())
+    assert len(rounds) == 4  # it went on after two failures
+    assert errors("flaky") == before + 2
+    logged = [r for r in caplog.records if "background task flaky failed" in r.getMessage()]
+    assert len(logged) == 2 and "KeyError" in logged[0].getMessage()
+    assert secret not in caplog.text  # the frames, never the message
+
+
+class Misbehaving:
+    """A local receiver that answers a redirect, then a line that is not HTTP, then 200."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = self.sock.getsockname()[1]
+        self.answers = [
+            b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/elsewhere\r\n"
+            b"Content-Length: 0\r\n\r\n",
+            b"SMTP ready, this is not HTTP\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+        ]
+        self.methods: list[str] = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        for answer in self.answers:
+            conn, _ = self.sock.accept()
+            with conn:
+                head = conn.recv(65536)
+                self.methods.append(head.split(b" ", 1)[0].decode())
+                conn.sendall(answer)
+        self.sock.close()
+
+
+def test_the_webhook_counts_a_redirect_and_a_non_http_answer_as_failures(tmp_path: Path) -> None:
+    receiver = Misbehaving()
+
+    async def main() -> list[tuple[int, str | None, int | None]]:
+        db = open_backend(f"sqlite:///{tmp_path / 'w.db'}", Settings(data_dir=tmp_path))
+        try:
+            await migrate.upgrade(db)
+            async with db.write() as tx:
+                await Outbox.add(tx, "evt_1", '{"id":"evt_1"}', now_ms())
+            hook = Webhook(db, f"http://127.0.0.1:{receiver.port}/hook", b"secret")
+            seen = []
+            for _ in range(3):
+                await hook.send_due()
+                async with db.read() as tx:
+                    from sqlalchemy import select
+
+                    from chainkeys.store.tables import webhook_outbox as o
+
+                    row = (await tx.execute(select(o.c.attempts, o.c.last_error,
+                                                   o.c.delivered_ms))).first()  # fmt: skip
+                    seen.append((row.attempts, row.last_error, row.delivered_ms))
+                async with db.write() as tx:  # due again at once (no backoff wait here)
+                    from sqlalchemy import update
+
+                    await tx.execute(update(o).values(next_ms=0))
+            return seen
+        finally:
+            await db.close()
+
+    try:
+        seen = asyncio.run(main())
+    finally:
+        receiver.sock.close()
+    assert seen[0][:2] == (1, "HTTP 302") and seen[0][2] is None  # not followed, not delivered
+    assert seen[1][0] == 2 and seen[1][1] and seen[1][2] is None  # not HTTP: a failure
+    assert seen[2][2] is not None  # the third answer, a 200, delivered it
+    assert receiver.methods == ["POST", "POST", "POST"]  # never re-sent as a GET
