@@ -119,3 +119,39 @@ def test_a_change_reaches_a_running_server_within_10_seconds(
         assert chainkeys_cli("policy", "clear", tenant.name, env=env).returncode == 0
         with clock.shift(10_000):
             assert tenant.sign(SEND, send(10)).status_code == 200, "not cleared within 10 s"
+
+
+def test_policy_test_tries_a_candidate_before_it_is_set(
+    server: Server, tenant: Tenant, tmp_path: Path
+) -> None:
+    """`chainkeys policy test TENANT FILE REQUEST.json`: the decision, the deciding rule
+    and every when's value, for a candidate policy; nothing set, nothing signed."""
+    from tests.api.test_sign_cosmos import ADDRESS
+
+    env = env_of(server.settings)
+    assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    candidate = tmp_path / "candidate.json"
+    candidate.write_text(json.dumps({"rules": [
+        {"family": "cosmos", "effect": "deny", "name": "weekends",
+         "when": "now.getDayOfWeek('UTC') in [0, 6]"},
+        {"family": "cosmos", "when": "token.label == 'payouts'", "max_per_tx": {"uatom": "50"}},
+    ]}))  # fmt: skip
+    asked = tmp_path / "request.json"
+    for label, amount, decision in (("payouts", 10, "allow"), ("payouts", 60, "deny"),
+                                    ("other", 10, "deny")):  # fmt: skip
+        asked.write_text(json.dumps({"family": "cosmos", "account": ADDRESS,
+                                     "kind": "sign-transfer", "request": send(amount, fee=0),
+                                     "token": {"label": label}}))  # fmt: skip
+        done = chainkeys_cli("policy", "test", tenant.name, str(candidate), str(asked), env=env)
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        weekend = out["rules"][0]["value"]
+        assert out["decision"] == ("deny" if weekend else decision), out
+        assert out["rules"][1]["value"] is (label == "payouts")
+    shown = chainkeys_cli("policy", "show", tenant.name, "--json", env=env)
+    assert json.loads(shown.stdout)["policy"] is None  # the candidate was not set
+    assert tenant.sign_events() == []  # nothing was signed
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rules": [{"family": "cosmos", "when": "tx.fmaily == 1"}]}))
+    refused = chainkeys_cli("policy", "test", tenant.name, str(bad), str(asked), env=env)
+    assert refused.returncode != 0 and "line 1, column 3" in refused.stderr

@@ -29,6 +29,7 @@ from chainkeys.api.ratelimit import build_limiter
 from chainkeys.api.router import Router
 from chainkeys.api.routes.accounts import account_routes
 from chainkeys.api.routes.approvals import approval_routes
+from chainkeys.api.routes.policy import policy_routes
 from chainkeys.api.routes.service import service_routes
 from chainkeys.api.routes.signing import signing_routes
 from chainkeys.api.routes.wallets import wallet_routes
@@ -50,6 +51,7 @@ def api_routes(settings: Settings) -> list[Route]:
         *signing_routes(),
         *wallet_routes(settings.list_max_limit),
         *approval_routes(settings.list_max_limit),
+        *policy_routes(),
     ]
 
 

@@ -13,6 +13,7 @@ from typing import Annotated
 import msgspec
 import typer
 
+from chainkeys.bootstrap import Admin
 from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
 
 policy_app = group("Signing policies per tenant.")
@@ -106,3 +107,55 @@ def policy_history(
         rules = len(msgspec.json.decode(v.document)["rules"]) if v.document else None
         typer.echo(f"{v.version:<8}  {when(v.created_ms):20}  "
                    f"{'cleared' if rules is None else rules}")  # fmt: skip
+
+
+@policy_app.command("test")
+def policy_test(
+    tenant: Tenant,
+    file: Annotated[Path, typer.Argument(help="a candidate policy file (.json or .toml)")],
+    request: Annotated[
+        Path,
+        typer.Argument(
+            help='{"family", "account", "kind", "request"} as POST /policy/test '
+            'takes it, and optionally "token": {"label", "scopes", "families"}'
+        ),
+    ],
+    data_dir: DataDir = None,
+) -> None:
+    """Try a candidate policy on a sign request before setting it.
+
+    Prints the decision (allow, deny or approval), the rule that decided and each
+    rule's when value, as JSON. Nothing is signed, no key is opened, no cap counted.
+    """
+    from chainkeys.policies.document import PolicyError, parse
+    from chainkeys.tokens.service import SCOPES, Principal
+
+    try:
+        text, asked = file.read_bytes(), msgspec.json.decode(request.read_bytes())
+        candidate = parse(text, _format_of(file, text))
+    except OSError as exc:
+        fail(f"cannot read a file: {exc.strerror}")
+    except msgspec.DecodeError:
+        fail(f"{request} is not JSON")
+    except PolicyError as exc:
+        fail(exc.message)
+    if not isinstance(asked, dict) or not {"family", "account", "kind", "request"} <= set(asked):
+        fail(f'{request}: give "family", "account", "kind" and "request"')
+    token = asked.get("token") or {}
+
+    async def work(admin: Admin) -> str:
+        from chainkeys.api.routes.policy import decision
+        from chainkeys.signing.dryrun import dry_run
+
+        tenant_id = await admin.tokens.tenant_id(tenant)
+        families = token.get("families")
+        who = Principal(tenant_id, tenant, str(token.get("id", "")),
+                        frozenset(token.get("scopes", SCOPES)),
+                        frozenset(families) if families else None, None,
+                        str(token.get("label", "")))  # fmt: skip
+        run = await dry_run(admin.db, admin.policies, who, str(asked["family"]),
+                            str(asked["account"]), str(asked["kind"]), asked["request"],
+                            candidate)  # fmt: skip
+        return msgspec.json.format(msgspec.json.encode(decision(run)).decode(), indent=2)
+
+    typer.echo(run_admin(settings_for(data_dir), work))

@@ -19,6 +19,7 @@ from chainkeys.chains import encoding
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
+from chainkeys.policies.conditions import Condition, ConditionError, compile_condition
 from chainkeys.tokens.service import GROUP, parse_duration
 
 UTXO = ("dogecoin", "litecoin")
@@ -51,6 +52,8 @@ class RuleFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     ibc_memo: bool = False
     approval: ApprovalFile | None = None
     above: dict[str, Any] | None = None  # values checked by _caps, like the caps
+    when: str | None = None  # a CEL condition (policies/conditions.py)
+    effect: str = "allow"  # or "deny"
 
 
 class PolicyFile(msgspec.Struct, forbid_unknown_fields=True):
@@ -83,11 +86,16 @@ class Rule:
     ibc_memo: bool = False  # IBC memos that may instruct the receiving chain are allowed
     approval: Approval | None = None
     above: Mapping[str, int] | None = None  # approval only above these, or for other denoms
+    when: Condition | None = None  # applies only when this is true (None: always)
+    effect: str = "allow"  # "deny": applies to refuse, whatever else allows
 
     @property
     def label(self) -> str:
         where = f"{self.family}/{self.network or '*'}"
         return f"rule {self.index} ({self.name or where})"
+
+    def covers(self, family: str, network: str) -> bool:
+        return self.family == family and self.network in (None, network)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +103,24 @@ class Policy:
     rules: tuple[Rule, ...]
     canonical: str  # the document as stored and shown: JSON, sorted keys
 
+    @property
+    def conditional(self) -> bool:
+        """Whether any rule has a condition (then requests are bound to CEL variables)."""
+        return any(rule.when is not None for rule in self.rules)
+
+    def allow_rules(self, family: str, network: str) -> list[Rule]:
+        """The allow rules that may decide, in the order they are tried: those for
+        exactly this network in file order, then the family's network-less ones."""
+        rules = [r for r in self.rules if r.effect == "allow" and r.covers(family, network)]
+        return sorted(rules, key=lambda r: r.network is None)
+
+    def deny_rules(self, family: str, network: str) -> list[Rule]:
+        return [r for r in self.rules if r.effect == "deny" and r.covers(family, network)]
+
     def rule_for(self, family: str, network: str) -> Rule | None:
-        """The rule for exactly this network, else the family's network-less rule."""
-        fallback = None
-        for rule in self.rules:
-            if rule.family == family:
-                if rule.network == network:
-                    return rule
-                if rule.network is None:
-                    fallback = rule
-        return fallback
+        """The rule that decides when no rule has a condition (the first allow rule)."""
+        rules = self.allow_rules(family, network)
+        return rules[0] if rules else None
 
 
 def parse(text: str | bytes, fmt: str = "json") -> Policy:
@@ -139,10 +155,14 @@ def _validate(doc: PolicyFile) -> Policy:
         at = f"rules[{i}]"
         rule = _rule(i, raw, at)
         key = (rule.family, rule.network)
-        if key in seen:
-            where = rule.network or "every network"
-            raise PolicyError(f"{at}: rules[{seen[key]}] already covers {rule.family} on {where}")
-        seen[key] = i
+        if rule.effect == "allow" and rule.when is None:  # it always applies: a later
+            if key in seen:  # unconditional allow rule of the same scope never would
+                where = rule.network or "every network"
+                raise PolicyError(
+                    f"{at}: rules[{seen[key]}] already covers {rule.family} on {where} with "
+                    "no condition (give one of them a when)"
+                )
+            seen[key] = i
         rules.append(rule)
     canonical = msgspec.json.encode(doc, order="sorted").decode()
     return Policy(tuple(rules), canonical)
@@ -163,6 +183,14 @@ def _rule(index: int, raw: RuleFile, at: str) -> Rule:
         raise PolicyError(f"{at}.ibc_memo: only cosmos rules carry IBC transfers")
     if raw.above is not None and raw.approval is None:
         raise PolicyError(f"{at}.above: says when approval is needed; add approval")
+    if raw.effect not in ("allow", "deny"):
+        raise PolicyError(f"{at}.effect: allow or deny")
+    when = None
+    if raw.when is not None:
+        try:
+            when = compile_condition(raw.when)
+        except ConditionError as exc:
+            raise PolicyError(f"{at}.when: {exc}") from None
     listed = raw.messages if raw.family == "cosmos" else raw.actions
     default = DEFAULT_MESSAGES if raw.family == "cosmos" else DEFAULT_ACTIONS
     for j, item in enumerate(listed or ()):
@@ -180,7 +208,7 @@ def _rule(index: int, raw: RuleFile, at: str) -> Rule:
         _caps(raw.max_per_tx, f"{at}.max_per_tx"), _caps(raw.max_per_day, f"{at}.max_per_day"),
         frozenset(listed if listed is not None else default), listed is not None,
         raw.raw_messages, raw.ibc_memo, _approval(raw.approval, f"{at}.approval"),
-        _caps(raw.above, f"{at}.above"),
+        _caps(raw.above, f"{at}.above"), when, raw.effect,
     )  # fmt: skip
 
 

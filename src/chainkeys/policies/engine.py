@@ -1,9 +1,16 @@
 """The policy decision on a sign request's summary: pure, no I/O.
 
-`decide` applies every stateless rule (rule match, message types, recipients,
-per-transaction caps) and returns what the stateful part must still check:
-the rolling 24 h caps, which `policies/service.py` checks and counts inside
-the transaction that records the signature.
+Which rule decides: every `deny` rule that covers the request's family and network
+and whose `when` is true, or cannot be evaluated (fail closed), refuses it, whatever
+else the policy says; otherwise the first `allow` rule that covers it (this network's
+rules in file order, then the family's network-less ones) and whose `when` is true (or
+that has none) decides; none: refused (default deny). A `when` that cannot be
+evaluated never lets an allow rule apply.
+
+`decide` then applies that rule's stateless checks (message types, recipients,
+per-transaction caps) and returns what the stateful part must still check: the
+rolling 24 h caps, which `policies/service.py` checks and counts inside the
+transaction that records the signature.
 
 A rule that restricts recipients or caps amounts only allows what it can
 check: a message it cannot decode (whatever `raw_messages` says) and a
@@ -18,10 +25,13 @@ from __future__ import annotations
 
 import json  # the standard library's on purpose: its lenient parser (NaN, duplicates)
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from chainkeys.chains.tx.base import Item, Summary
+from chainkeys.policies.conditions import Bindings, Facts, evaluate
 from chainkeys.policies.document import UTXO, Approval, Policy, Rule
+
+Evaluated = bool | str  # a `when`'s value, or "error: …"
 
 
 class Refusal(Exception):
@@ -30,6 +40,7 @@ class Refusal(Exception):
     def __init__(self, rule: Rule | None, reason: str) -> None:
         self.rule = rule
         self.reason = reason
+        self.evaluations: dict[int, Evaluated] = {}
         where = f"policy {rule.label}" if rule is not None else "policy"
         super().__init__(f"{where}: {reason}")
 
@@ -47,13 +58,62 @@ class Decision:
     spent: Mapping[str, int]
     daily: Mapping[str, int]
     approval: Approval | None = None
+    evaluations: Mapping[int, Evaluated] = field(default_factory=dict)  # rule index -> when
 
 
-def decide(policy: Policy, summary: Summary) -> Decision:
-    """Refusal unless a rule allows every part of `summary` (default deny)."""
-    rule = policy.rule_for(summary.family, summary.network)
-    if rule is None:
-        raise Refusal(None, f"no rule allows signing for {summary.family} on {summary.network}")
+class Conditions:
+    """The `when`s of one request, each evaluated at most once, on variables bound once."""
+
+    def __init__(self, summary: Summary, facts: Facts | None) -> None:
+        self.summary, self.facts = summary, facts
+        self.values: dict[int, Evaluated] = {}
+        self._bindings: Bindings | None = None
+
+    def of(self, rule: Rule) -> Evaluated:
+        if rule.when is None:
+            return True
+        if rule.index not in self.values:
+            if self.facts is None:
+                self.values[rule.index] = "error: no request to evaluate it on"
+            else:
+                if self._bindings is None:
+                    self._bindings = Bindings(self.summary, self.facts)
+                self.values[rule.index] = evaluate(rule.when, self._bindings)
+        return self.values[rule.index]
+
+
+def decide(policy: Policy, summary: Summary, facts: Facts | None = None,
+           every: bool = False) -> Decision:  # fmt: skip
+    """Refusal unless a rule allows every part of `summary` (default deny). With `every`
+    (a dry run), every covering rule's `when` is evaluated, not only those needed."""
+    conditions = Conditions(summary, facts)
+    try:
+        decision = _decide(policy, summary, conditions, every)
+    except Refusal as refusal:
+        refusal.evaluations = conditions.values
+        raise
+    return replace(decision, evaluations=conditions.values)
+
+
+def _decide(policy: Policy, summary: Summary, conditions: Conditions, every: bool) -> Decision:
+    family, network = summary.family, summary.network
+    if every:
+        for rule in policy.rules:
+            if rule.covers(family, network):
+                conditions.of(rule)
+    for rule in policy.deny_rules(family, network):
+        value = conditions.of(rule)
+        if value is not False:  # true, or not evaluable: a deny applies (fail closed)
+            why = f" ({value})" if isinstance(value, str) else ""
+            raise Refusal(rule, f"a deny rule applies{why}")
+    for rule in policy.allow_rules(family, network):
+        if conditions.of(rule) is True:
+            return _allowed_by(rule, summary)
+    raise Refusal(None, f"no rule allows signing for {family} on {network}")
+
+
+def _allowed_by(rule: Rule, summary: Summary) -> Decision:
+    """The decision of the rule that applies: its allow-lists, caps and approval."""
     if summary.raw and not rule.raw_messages:
         raise Refusal(rule, "raw message signing is not allowed (raw_messages is false)")
     capped = rule.max_per_tx is not None or rule.max_per_day is not None

@@ -126,6 +126,15 @@ class Spends:
                 await self._store(denom, totals[denom], known=True)
         return totals
 
+    async def window(self, cutoff_ms: int) -> dict[str, int]:
+        """As `totals`, read only (no lock, nothing rewritten): what a condition reads as
+        `spent`. The caps themselves are counted by `totals` under the lock."""
+        totals = {r[0]: int(r[1]) for r in (await self.tx.execute(_TOTALS, self.scope)).all()}
+        expired = await self.tx.execute(_EXPIRE, {**self.scope, "cutoff": cutoff_ms})
+        for denom, amount in expired.all():
+            totals[denom] = totals.get(denom, 0) - int(amount)
+        return {denom: total for denom, total in totals.items() if total > 0}
+
     async def add(
         self, digest: str, spent: dict[str, int], old: dict[str, int], at_ms: int
     ) -> None:

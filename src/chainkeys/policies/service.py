@@ -16,8 +16,10 @@ from typing import TypeVar
 
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
+from chainkeys.chains.tx.base import Summary
 from chainkeys.clock import monotonic, now_ms
 from chainkeys.errors import NotFound
+from chainkeys.policies.conditions import Facts
 from chainkeys.policies.document import Policy, PolicyError, parse
 from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.repository import Policies, Spends, Version
@@ -29,6 +31,17 @@ from chainkeys.tokens.service import Principal
 log = logging.getLogger("chainkeys")
 DAY_MS = 24 * 3600 * 1000
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """What conditions read of the signing account (`account` in CEL)."""
+
+    name: str
+    address: str
+    wallet: str = ""  # "" when not derived from a wallet
+    path: str = ""
+    index: int = -1  # -1 when not derived
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +78,22 @@ class PolicyService:
                 policy = Policy((), "")
         self._cache[tenant_id] = (now + self.refresh, policy)
         return policy
+
+    async def facts(self, who: Principal, account: Account, summary: Summary,
+                    policy: Policy) -> Facts | None:  # fmt: skip
+        """The variables a policy's conditions read beside the summary (None when it has
+        none): the token, the account, the time, and the 24 h window spent so far (read
+        only when a condition names `spent`)."""
+        if not policy.conditional:
+            return None
+        spent: dict[str, int] = {}
+        if any(r.when is not None and "spent" in r.when.source for r in policy.rules):
+            async with self.db.read() as tx:
+                window = Spends(tx, who.tenant_id, summary.family, summary.network)
+                spent = await window.window(now_ms() - DAY_MS)
+        return Facts(who.token_id, who.label, tuple(sorted(who.scopes)),
+                     tuple(sorted(who.families or ())), account.name, account.address,
+                     account.wallet, account.path, account.index, now_ms(), spent)  # fmt: skip
 
     @staticmethod
     async def count(tx: Tx, tenant_id: str, family: str, network: str, decision: Decision,

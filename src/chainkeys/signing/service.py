@@ -34,7 +34,7 @@ from chainkeys.chains.tx.base import BAD as BAD_REQUEST
 from chainkeys.chains.tx.base import Decoded, Owner, Signed, SignKind, Summary, summary_record
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
 from chainkeys.policies.engine import Decision, Refusal, decide
-from chainkeys.policies.service import PolicyService
+from chainkeys.policies.service import Account, PolicyService
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal, TokenService
 from chainkeys.vault.barrier import Barrier
@@ -59,6 +59,14 @@ def kind_of(family: str, path: str) -> SignKind:
         if kind.path == path:
             return kind  # type: ignore[no-any-return]
     raise BadRequest(f"{family} has no {path}")
+
+
+def account_of(row: AccountRow) -> Account:
+    """What policy conditions read of an account (`account` in CEL)."""
+    wallet = row.details.get("wallet") or ""
+    index = row.details.get("index")
+    return Account(row.name, row.address, str(wallet), str(row.details.get("path") or ""),
+                   int(index) if wallet and isinstance(index, int) else -1)  # fmt: skip
 
 
 class SigningService:
@@ -98,7 +106,8 @@ class SigningService:
         decision: Decision | None = None
         try:
             if policy is not None:
-                decision = decide(policy, summary)
+                facts = await self.policies.facts(who, account_of(row), summary, policy)
+                decision = decide(policy, summary, facts)
             if decision is not None and decision.approval is not None:
                 return await self._hold(who, row, owner, kind, request, summary, decision)
         except Refusal as refusal:
@@ -222,7 +231,9 @@ class SigningService:
             decision = None
             if policy is not None:
                 try:
-                    decision = decide(policy, prepared.summary)
+                    facts = await self.policies.facts(requester, account_of(row),
+                                                      prepared.summary, policy)  # fmt: skip
+                    decision = decide(policy, prepared.summary, facts)
                 except Refusal as refusal:
                     await self._policy_refused(requester, row, kind, prepared.summary, None,
                                                refusal)  # fmt: skip

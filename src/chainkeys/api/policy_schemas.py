@@ -1,0 +1,71 @@
+"""Request and response bodies of the policy endpoints (msgspec Structs; see schemas.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from chainkeys.api.schemas import Envelope
+
+
+class PolicyVersion(Struct, kw_only=True):
+    version: int
+    set: Annotated[str, Meta(description="when it was set (UTC, ISO 8601)")]
+    policy: Annotated[
+        dict[str, Any] | None, Meta(description="the document (null: the policy was cleared)")
+    ]
+
+
+class PolicyShown(Struct, kw_only=True):
+    version: Annotated[int | None, Meta(description="null: the tenant never had a policy")]
+    set: str | None
+    policy: Annotated[
+        dict[str, Any] | None,
+        Meta(description="the policy in force (null: none; the token's scopes decide)"),
+    ]
+
+
+class PolicyHistory(Struct, kw_only=True):
+    versions: list[PolicyVersion]
+
+
+class PolicyTest(Struct, kw_only=True, forbid_unknown_fields=True):
+    family: Annotated[str, Meta(extra_json_schema={"enum": ["cosmos", "dogecoin", "eos",
+                                                            "litecoin"]})]  # fmt: skip
+    account: Annotated[str, Meta(min_length=1, max_length=100, description="the account name")]
+    kind: Annotated[
+        str,
+        Meta(description="the sign endpoint, as approvals name it (sign-transfer, sign-psbt, …)"),
+    ]
+    request: Annotated[dict[str, Any], Meta(description="the sign endpoint's request body")]
+
+
+class RuleTried(Struct, kw_only=True, omit_defaults=True):
+    index: int
+    name: str | UnsetType = UNSET
+    effect: Annotated[str, Meta(extra_json_schema={"enum": ["allow", "deny"]})]
+    covers: Annotated[bool, Meta(description="its family and network match the request")]
+    when: str | UnsetType = UNSET
+    value: Annotated[
+        bool | str | None,
+        Meta(
+            description="the when's value: true, false, an error (fails closed), or null "
+            "(no when, or the rule does not cover the request)"
+        ),
+    ] = None
+
+
+class PolicyDecision(Struct, kw_only=True, omit_defaults=True):
+    decision: Annotated[str, Meta(extra_json_schema={"enum": ["allow", "deny", "approval"]})]
+    rule: Annotated[int | None, Meta(description="the rule that decided (its index)")] = None
+    rule_name: str | UnsetType = UNSET
+    reason: str | UnsetType = UNSET
+    approval: dict[str, Any] | UnsetType = UNSET
+    rules: list[RuleTried]
+    summary: Annotated[dict[str, Any], Meta(description="what the request would do")]
+
+
+PolicyShownResponse = Envelope[PolicyShown]
+PolicyHistoryResponse = Envelope[PolicyHistory]
+PolicyDecisionResponse = Envelope[PolicyDecision]

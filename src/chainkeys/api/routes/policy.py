@@ -1,0 +1,91 @@
+"""Policy routes: a tenant reads its policy and its history, and tries a sign request
+against it (a dry run: nothing signed, no key opened, no cap counted). Operators set
+policies with the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from chainkeys.api import policy_schemas as ps
+from chainkeys.api import schemas as s
+from chainkeys.api.auth import BY_REQUEST, NONE, services_of
+from chainkeys.api.body import required_body
+from chainkeys.api.doc import Doc
+from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
+from chainkeys.clock import iso
+from chainkeys.errors import Forbidden
+from chainkeys.signing.dryrun import DryRun, dry_run
+from chainkeys.tokens.service import Principal
+
+TAG = "Policy"
+
+
+def _document(text: str | None) -> dict[str, Any] | None:
+    return None if text is None else msgspec.json.decode(text)
+
+
+async def get_policy(request: Request, principal: Principal) -> Response:
+    shown = await services_of(request).policies.show(principal.tenant)
+    v = shown.version
+    data = ps.PolicyShown(version=v.version if v else None, set=iso(v.created_ms) if v else None,
+                          policy=_document(v.document) if v else None)  # fmt: skip
+    return ok(s.Envelope(success=True, message="policy", data=data))
+
+
+async def policy_history(request: Request, principal: Principal) -> Response:
+    versions = await services_of(request).policies.history(principal.tenant)
+    data = ps.PolicyHistory(versions=[
+        ps.PolicyVersion(version=v.version, set=iso(v.created_ms), policy=_document(v.document))
+        for v in versions
+    ])  # fmt: skip
+    return ok(s.Envelope(success=True, message="policy history", data=data))
+
+
+async def test_policy(request: Request, principal: Principal) -> Response:
+    body = await required_body(request, ps.PolicyTest)
+    if not principal.may_use(body.family):
+        raise Forbidden(f"this token may not use {body.family} accounts")
+    svc = services_of(request)
+    run = await dry_run(svc.db, svc.policies, principal, body.family, body.account, body.kind,
+                        body.request)  # fmt: skip
+    return ok(s.Envelope(success=True, message=f"the policy would {run.decision}",
+                         data=decision(run)))  # fmt: skip
+
+
+def decision(run: DryRun) -> ps.PolicyDecision:
+    rules = [ps.RuleTried(index=v.rule.index, name=v.rule.name or UNSET, effect=v.rule.effect,
+                          covers=v.covers, when=v.rule.when.source if v.rule.when else UNSET,
+                          value=v.value) for v in run.rules]  # fmt: skip
+    approval: dict[str, Any] | UnsetType = UNSET
+    if run.approval is not None:
+        approval = {"quorum": run.approval.quorum, "group": run.approval.group,
+                    "ttl_ms": run.approval.ttl_ms}  # fmt: skip
+    return ps.PolicyDecision(
+        decision=run.decision, rule=run.rule.index if run.rule else None,
+        rule_name=(run.rule.name or UNSET) if run.rule else UNSET,
+        reason=run.reason or UNSET, approval=approval, rules=rules, summary=run.summary,
+    )  # fmt: skip
+
+
+def policy_routes() -> list[Route]:
+    return [
+        resource("/policy", {"GET": Op(get_policy, "read", NONE, Doc(
+            "getPolicy", "The tenant's signing policy in force", TAG, ps.PolicyShownResponse,
+            ERRORS_AUTH))}),
+        resource("/policy/history", {"GET": Op(policy_history, "read", NONE, Doc(
+            "policyHistory", "Every version of the tenant's policy, oldest first", TAG,
+            ps.PolicyHistoryResponse, ERRORS_AUTH))}),
+        resource("/policy/test", {"POST": Op(test_policy, "read", BY_REQUEST, Doc(
+            "testPolicy", "What the policy in force would decide on a sign request, and "
+            "why: nothing signed, no key opened, no cap counted", TAG,
+            ps.PolicyDecisionResponse, ("400", "404", "408", "413", "415", *ERRORS_AUTH),
+            request=ps.PolicyTest,
+            examples={"transfer": {"family": "cosmos", "account": "cosmos1…",
+                                   "kind": "sign-transfer", "request": {"…": "the body"}}}))}),
+    ]  # fmt: skip

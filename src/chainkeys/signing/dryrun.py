@@ -1,0 +1,120 @@
+"""A policy's dry run: what it would decide on a sign request, and why, with nothing
+signed, no key opened and no cap counted.
+
+The request is decoded by the sign endpoint's own decoder and decided by the same
+engine (`policies/engine.py`) on the same variables as a real request, so the dry run
+agrees with the real decision; the 24 h caps are read, never counted. `POST
+/policy/test` tries the tenant's policy in force, `chainkeys policy test` a candidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from chainkeys.accounts.repository import Accounts
+from chainkeys.accounts.service import family_of
+from chainkeys.chains.spec import ChainError
+from chainkeys.chains.tx.base import summary_record
+from chainkeys.clock import now_ms
+from chainkeys.errors import AccountNotFound, BadRequest
+from chainkeys.policies.document import Approval, Policy, Rule
+from chainkeys.policies.engine import Decision, Evaluated, Refusal, decide
+from chainkeys.policies.repository import Spends
+from chainkeys.policies.service import DAY_MS, PolicyService
+from chainkeys.signing.service import account_of, kind_of, owner_of
+from chainkeys.store.backend import Backend
+from chainkeys.tokens.service import Principal
+
+
+@dataclass(frozen=True, slots=True)
+class RuleValue:
+    """One rule in the dry run: whether it covers the request, and its `when`'s value
+    (None: no condition, or not covering)."""
+
+    rule: Rule
+    covers: bool
+    value: Evaluated | None
+
+
+@dataclass(frozen=True, slots=True)
+class DryRun:
+    decision: str  # allow, deny or approval
+    rule: Rule | None  # the rule that decided (None: no policy, or no rule applied)
+    reason: str | None
+    approval: Approval | None
+    rules: list[RuleValue]
+    summary: dict[str, Any]
+
+
+async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: str,
+                  account: str, kind_path: str, body: Any,
+                  policy: Policy | None = None) -> DryRun:  # fmt: skip
+    """Decide `body` (a sign endpoint's request) for `account` as `who`, under `policy`
+    (None: the tenant's policy in force, read fresh). No master key is needed."""
+    fam = family_of(family)
+    kind = kind_of(fam.name, kind_path)
+    try:
+        request = msgspec.convert(body, kind.request)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"request: {exc}", code="invalid_field") from None
+    try:
+        name = fam.check_name(account)
+    except ChainError as exc:
+        raise BadRequest(exc.message, code=exc.code) from None
+    async with db.read() as tx:
+        row = await Accounts.get(tx, who.tenant_id, fam.name, name)
+    if row is None:
+        raise AccountNotFound(f"no {fam.name} account by that name")
+    owner = owner_of(row)
+    try:
+        summary = kind.prepare(request, owner).summary
+    except ChainError as exc:
+        raise BadRequest(exc.message, code=exc.code) from None
+    if policy is None:
+        policy = await policies.current(who.tenant_id, fresh=True)
+    record = summary_record(summary)
+    if policy is None:
+        return DryRun("allow", None, "no policy: the token's scopes decide", None, [], record)
+    facts = await policies.facts(who, account_of(row), summary, policy)
+    try:
+        decision = decide(policy, summary, facts, every=True)
+    except Refusal as refusal:
+        return DryRun("deny", refusal.rule, refusal.message, None,
+                      _values(policy, summary.family, summary.network, refusal.evaluations),
+                      record)  # fmt: skip
+    values = _values(policy, summary.family, summary.network, decision.evaluations)
+    over = await _over_daily_cap(db, who, summary.family, summary.network, decision,
+                                 summary.digest)  # fmt: skip
+    if over is not None:
+        return DryRun("deny", decision.rule, over, None, values, record)
+    if decision.approval is not None:
+        return DryRun("approval", decision.rule, None, decision.approval, values, record)
+    return DryRun("allow", decision.rule, None, None, values, record)
+
+
+def _values(policy: Policy, family: str, network: str,
+            evaluations: dict[int, Evaluated] | Any) -> list[RuleValue]:  # fmt: skip
+    return [RuleValue(r, r.covers(family, network), evaluations.get(r.index))
+            for r in policy.rules]  # fmt: skip
+
+
+async def _over_daily_cap(db: Backend, who: Principal, family: str, network: str,
+                          decision: Decision, digest: str) -> str | None:  # fmt: skip
+    """Why the 24 h window would refuse it (read, never counted); None when it fits."""
+    if not decision.daily:
+        return None
+    cutoff = now_ms() - DAY_MS
+    async with db.read() as tx:
+        window = Spends(tx, who.tenant_id, family, network)
+        if await window.seen(digest, cutoff):
+            return None  # the same bytes were counted already: free
+        totals = await window.window(cutoff)
+    for denom, cap in decision.daily.items():
+        total = totals.get(denom, 0) + decision.spent[denom]
+        if total > cap:
+            return (f"policy {decision.rule.label}: {decision.spent[denom]} {denom} would bring "
+                    f"the last 24 h to {total}, over the cap of {cap}")  # fmt: skip
+    return None
