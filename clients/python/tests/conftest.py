@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from ckc_proxy import TamperProxy
 
 from chainkeys_client import Client
 
@@ -122,6 +123,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             process.kill()
             process.wait()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def proxy(server: Server) -> Iterator[TamperProxy]:
+    """A real HTTP proxy in front of the server that can rewrite answers (ckc_proxy)."""
+    made = TamperProxy(server.url)
+    yield made
+    made.close()
 
 
 @pytest.fixture(scope="session")

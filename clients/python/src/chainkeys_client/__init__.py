@@ -1,11 +1,13 @@
 """chainkeys-client: a typed sync and async client for the chainkeys HTTP API.
 
-Depends only on httpx and msgspec; never imports the server package.
+Depends only on httpx, msgspec and coincurve (to check signatures); never imports
+the server package.
 """
 
 from chainkeys_client._client import AsyncClient, Client
 from chainkeys_client._core import RetryPolicy
 from chainkeys_client._errors import (
+    AnswerMismatch,
     ApprovalFailed,
     ApprovalPending,
     ApprovalTimeout,
@@ -61,6 +63,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Account",
     "AccountPage",
+    "AnswerMismatch",
     "Approval",
     "ApprovalFailed",
     "ApprovalPage",

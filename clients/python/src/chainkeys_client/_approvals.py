@@ -60,9 +60,15 @@ def cancel_call(approval: ApprovalRef) -> Call[Approval]:
 # ---- waiting (the decision is shared; only the sleep differs) --------------------------
 
 
-def settled(approval: Approval, deadline: float, timeout: float) -> Approval | None:
-    """The approval once signed; None while it may still be; else the exception."""
+def settled(
+    approval: Approval, deadline: float, timeout: float, ref: ApprovalRef | None = None
+) -> Approval | None:
+    """The approval once signed (its result checked as the sign method checks an answer,
+    when `ref` is the `ApprovalPending` it raised); None while it may still be; else the
+    exception."""
     if approval.state == "signed":
+        if isinstance(ref, ApprovalPending) and ref.check is not None:
+            ref.check(approval.result)  # AnswerMismatch: not the signature asked for
         return approval
     if approval.terminal:
         raise ApprovalFailed(approval)
@@ -136,10 +142,12 @@ class Approvals:
     ) -> Approval:
         """Poll every `interval` s until it ends: the signed approval (`result_as(...)`
         reads the signature), else `ApprovalFailed`, or `ApprovalTimeout` after `timeout` s.
+        Given the `ApprovalPending` a sign method raised, the result is checked as that
+        method checks an answer (`AnswerMismatch`); an id alone cannot be checked.
         """
         deadline = _checked(timeout, interval)
         while True:
-            done = settled(self.get(approval), deadline, timeout)
+            done = settled(self.get(approval), deadline, timeout, approval)
             if done is not None:
                 return done
             time.sleep(pause(deadline, interval))
@@ -189,7 +197,7 @@ class AsyncApprovals:
     ) -> Approval:
         deadline = _checked(timeout, interval)
         while True:
-            done = settled(await self.get(approval), deadline, timeout)
+            done = settled(await self.get(approval), deadline, timeout, approval)
             if done is not None:
                 return done
             await asyncio.sleep(pause(deadline, interval))

@@ -8,11 +8,13 @@ the server's request id (for support), never the request or its headers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from chainkeys_client._models import Approval
 
 __all__ = [
+    "AnswerMismatch",
     "ApprovalFailed",
     "ApprovalPending",
     "ApprovalTimeout",
@@ -33,7 +35,8 @@ __all__ = [
 class ChainkeysError(Exception):
     """An error answer (or no answer) from chainkeys.
 
-    `status` is the HTTP status (None when no answer arrived), `code` the
+    `status` is the HTTP status (None when no answer arrived, or when the client
+    itself ends the request: approvals, `AnswerMismatch`), `code` the
     envelope's machine code (`invalid_private_key`, `forbidden`, …), `message`
     the server's sentence for a person.
     """
@@ -113,6 +116,30 @@ class TransportError(ChainkeysError):
     """No answer: connection refused or reset, timeout. `status` is None."""
 
 
+class AnswerMismatch(ChainkeysError):
+    """A sign answer the client refuses: it is not a signature of what was asked, by the
+    account's key (another key's signature, a swapped public key, another transaction, a
+    changed document, a signature that does not verify). `code` is `answer_mismatch`,
+    `status` None (the HTTP answer was a success; its content is not), `message` says
+    what did not match. Never retried automatically.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(None, "answer_mismatch", message, method=method, path=path,
+                         request_id=request_id)  # fmt: skip
+
+    def __str__(self) -> str:
+        where = f" ({self.method} {self.path})" if self.method and self.path else ""
+        return f"answer_mismatch: {self.message}{where}"
+
+
 class ApprovalPending(Exception):  # noqa: N818 - a state, not a failure
     """A sign request needs approval (HTTP 202): nothing is signed yet.
 
@@ -120,7 +147,9 @@ class ApprovalPending(Exception):  # noqa: N818 - a state, not a failure
     request; `approval` is the whole object the server answered with. Wait for
     the signature with `client.approvals.wait(pending)` (it returns the signed
     approval; `approval.result_as(CosmosTx)` is the sign endpoint's answer).
-    Sending the same request again answers the same approval request.
+    Sending the same request again answers the same approval request. `check`
+    (set by the sign method) checks the signed result as the method checks a direct
+    answer: `approvals.wait(pending)` runs it and raises `AnswerMismatch`.
     """
 
     def __init__(self, approval: Approval, message: str = "approval required") -> None:
@@ -128,6 +157,7 @@ class ApprovalPending(Exception):  # noqa: N818 - a state, not a failure
         self.id = approval.id
         self.approval = approval
         self.message = message
+        self.check: Callable[[Any], None] | None = None
 
     def __str__(self) -> str:
         return f"approval required: request {self.id} ({self.approval.state or 'pending'})"
