@@ -14,6 +14,16 @@ export interface SignPsbtOptions extends ChainkeysOptions {
     finalize?: boolean;
     /** Which family the account is in; by default read from the Psbt's network. */
     coin?: UtxoCoin;
+    /**
+     * What checks the service's ECDSA signatures: an object with tiny-secp256k1's
+     * `verify(hash, pubkey, signature, strict)`. By default `tiny-secp256k1` is
+     * imported (an optional peer dependency).
+     */
+    ecc?: EccVerifier;
+}
+/** The part of tiny-secp256k1 the answer checks use. */
+export interface EccVerifier {
+    verify(hash: Uint8Array, pubkey: Uint8Array, signature: Uint8Array, strict?: boolean): boolean;
 }
 /** The service's answer: `hex` and `txid` once every input is final. */
 export interface SignPsbtResult {
@@ -26,7 +36,17 @@ export interface SignPsbtResult {
 export declare function coinOf(network: Network | undefined): UtxoCoin | undefined;
 /**
  * Sends `psbt` to chainkeys and resolves to the signed (and, with
- * `finalize`, finalized) `Psbt`: a new object, parsed with the same network
- * and maximum fee rate as the one given. `psbt` itself is not changed.
+ * `finalize`, finalized) `Psbt`: a new object, a copy of `psbt` with the
+ * service's signatures combined in (`Psbt.combine`), keeping its network and
+ * maximum fee rate. `psbt` itself is not changed.
+ *
+ * The answer is checked before it is used (`ChainkeysError` `answer_mismatch`
+ * otherwise): it must hold exactly `psbt`'s unsigned transaction; it may add
+ * only signatures, a P2SH-P2WPKH redeem script and final scripts; every
+ * signature it adds (partial, or inside a final script) must be a low-S
+ * SIGHASH_ALL (or the input's sighash type) signature by the key the input's
+ * previous output pays, over that input's sighash; its final scripts must be
+ * exactly what bitcoinjs builds from those signatures; and once every input is
+ * final, the extracted transaction must be `psbt`'s transaction.
  */
 export declare function signPsbt(psbt: Psbt, options: SignPsbtOptions): Promise<Psbt>;

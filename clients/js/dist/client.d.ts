@@ -1,5 +1,5 @@
 /** The HTTP part every adapter shares: the envelope, auth, errors, approvals. */
-import { type Approval, type WaitOptions } from "./errors.js";
+import { ChainkeysError, type Approval, type WaitOptions } from "./errors.js";
 /** The one options object every adapter is built from. */
 export interface ChainkeysOptions {
     /** The service's base URL, e.g. `https://chainkeys.internal:8000`. */
@@ -48,4 +48,16 @@ export declare function toBase64(bytes: Uint8Array): string;
 export declare function fromBase64(text: string): Uint8Array;
 export declare function toHex(bytes: Uint8Array): string;
 export declare function utf8(text: string): Uint8Array;
+export declare function bytesEqual(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean;
+/**
+ * The error every adapter throws when the service's answer does not check out
+ * (another transaction, another key, a signature that does not verify):
+ * code `answer_mismatch`, status 0 (the HTTP exchange itself succeeded).
+ */
+export declare function answerMismatch(message: string, body?: unknown, cause?: unknown): ChainkeysError;
+/**
+ * `import(name)` of a peer the checks need, or a `ChainkeysError`
+ * (`missing_peer`) saying which package to install.
+ */
+export declare function peer<T>(load: () => Promise<T>, name: string, why: string): Promise<T>;
 export {};

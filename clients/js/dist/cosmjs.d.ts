@@ -8,6 +8,12 @@ export type DirectSignDoc = Parameters<OfflineDirectSigner["signDirect"]>[1];
  * Signs for one Cosmos account held by chainkeys (`options.account` is its
  * address). Use it wherever cosmjs takes a signer:
  * `SigningStargateClient.connectWithSigner(rpc, new ChainkeysCosmosSigner(opts))`.
+ *
+ * Every answer is checked (`ChainkeysError` `answer_mismatch` otherwise): the
+ * account's public key must hash to its address; a signature must carry that
+ * key, be 64 bytes r‖s with a low S, and verify over the sha256 of the bytes
+ * sent to be signed; the `signed` document must be the one sent. The checks
+ * import `@cosmjs/crypto`, `@cosmjs/amino` and (direct) `@cosmjs/proto-signing`.
  */
 export declare class ChainkeysCosmosSigner implements OfflineDirectSigner, OfflineAminoSigner {
     #private;

@@ -1,9 +1,15 @@
-import { ChainkeysClient, fromBase64, toBase64, utf8 } from "./client.js";
+import { ChainkeysClient, answerMismatch, bytesEqual, fromBase64, peer, toBase64, utf8, } from "./client.js";
 import { ChainkeysError } from "./errors.js";
 /**
  * Signs for one Cosmos account held by chainkeys (`options.account` is its
  * address). Use it wherever cosmjs takes a signer:
  * `SigningStargateClient.connectWithSigner(rpc, new ChainkeysCosmosSigner(opts))`.
+ *
+ * Every answer is checked (`ChainkeysError` `answer_mismatch` otherwise): the
+ * account's public key must hash to its address; a signature must carry that
+ * key, be 64 bytes r‖s with a low S, and verify over the sha256 of the bytes
+ * sent to be signed; the `signed` document must be the one sent. The checks
+ * import `@cosmjs/crypto`, `@cosmjs/amino` and (direct) `@cosmjs/proto-signing`.
  */
 export class ChainkeysCosmosSigner {
     client;
@@ -35,7 +41,23 @@ export class ChainkeysCosmosSigner {
         if (typeof account?.address !== "string" || typeof key !== "string") {
             throw new ChainkeysError("chainkeys: the account answer has no address or pubkey", "invalid_response", 200, { body: data });
         }
-        return { address: account.address, algo: "secp256k1", pubkey: fromBase64(key) };
+        const address = this.client.options.account;
+        if (account.address !== address) {
+            throw answerMismatch(`the account answer is for ${account.address}, not ${address}`, data);
+        }
+        const pubkey = decode64(key);
+        const { encodeSecp256k1Pubkey, pubkeyToAddress } = await amino();
+        let derived;
+        try {
+            derived = pubkeyToAddress(encodeSecp256k1Pubkey(pubkey ?? new Uint8Array()), address.slice(0, address.lastIndexOf("1")));
+        }
+        catch {
+            derived = undefined; // not a compressed secp256k1 key
+        }
+        if (derived !== address) {
+            throw answerMismatch(`the account's public key is not the key of ${address}`, data);
+        }
+        return { address, algo: "secp256k1", pubkey: pubkey };
     }
     #check(signerAddress) {
         if (signerAddress !== this.client.options.account) {
@@ -53,12 +75,37 @@ export class ChainkeysCosmosSigner {
                 accountNumber: signDoc.accountNumber.toString(),
             },
         };
-        return this.client.sign(this.client.accountPath("cosmos", "/sign-direct"), body, (data) => ({ signed: signDoc, signature: stdSignature(data) }));
+        const [account] = await this.getAccounts();
+        const [{ makeSignBytes }, crypto] = await Promise.all([
+            peer(() => import("@cosmjs/proto-signing"), "@cosmjs/proto-signing", "checking the service's signatures"),
+            cosmjsCrypto(),
+        ]);
+        const message = makeSignBytes(signDoc);
+        return this.client.sign(this.client.accountPath("cosmos", "/sign-direct"), body, async (data) => {
+            const signature = stdSignature(data);
+            const signed = data?.signed;
+            if (signed?.bodyBytes !== body.signDoc.bodyBytes || signed?.authInfoBytes !== body.signDoc.authInfoBytes
+                || signed?.chainId !== body.signDoc.chainId || String(signed?.accountNumber) !== body.signDoc.accountNumber) {
+                throw answerMismatch("the signed document is not the one sent", data);
+            }
+            await checkSignature(crypto, signature, account.pubkey, message, data);
+            return { signed: signDoc, signature };
+        });
     }
     /** `POST /cosmos/{address}/sign-amino`: SIGN_MODE_LEGACY_AMINO_JSON. */
     async signAmino(signerAddress, signDoc) {
         this.#check(signerAddress);
-        return this.client.sign(this.client.accountPath("cosmos", "/sign-amino"), { signDoc }, (data) => ({ signed: signDoc, signature: stdSignature(data) }));
+        const [account] = await this.getAccounts();
+        const [{ serializeSignDoc }, crypto] = await Promise.all([amino(), cosmjsCrypto()]);
+        const message = serializeSignDoc(signDoc);
+        return this.client.sign(this.client.accountPath("cosmos", "/sign-amino"), { signDoc }, async (data) => {
+            const signature = stdSignature(data);
+            if (!sameDoc(serializeSignDoc, data?.signed, message)) {
+                throw answerMismatch("the signed document is not the one sent", data);
+            }
+            await checkSignature(crypto, signature, account.pubkey, message, data);
+            return { signed: signDoc, signature };
+        });
     }
     /**
      * Keplr's `signArbitrary` (ADR-036): signs `data` (text as UTF-8, or bytes)
@@ -70,8 +117,75 @@ export class ChainkeysCosmosSigner {
         void chainId;
         this.#check(signer);
         const bytes = typeof data === "string" ? utf8(data) : data;
-        return this.client.sign(this.client.accountPath("cosmos", "/sign-message"), { data: toBase64(bytes) }, (result) => stdSignature(result));
+        const [account] = await this.getAccounts();
+        const [{ makeSignDoc, serializeSignDoc }, crypto] = await Promise.all([amino(), cosmjsCrypto()]);
+        // Keplr's makeADR36AminoSignDoc
+        const message = serializeSignDoc(makeSignDoc([{ type: "sign/MsgSignData", value: { signer, data: toBase64(bytes) } }], { gas: "0", amount: [] }, "", "", 0, 0));
+        return this.client.sign(this.client.accountPath("cosmos", "/sign-message"), { data: toBase64(bytes) }, async (result) => {
+            const signature = stdSignature(result);
+            if (result?.signed !== undefined && !sameDoc(serializeSignDoc, result.signed, message)) {
+                throw answerMismatch("the signed ADR-036 document is not the one for this data", result);
+            }
+            await checkSignature(crypto, signature, account.pubkey, message, result);
+            return signature;
+        });
     }
+}
+function amino() {
+    return peer(() => import("@cosmjs/amino"), "@cosmjs/amino", "checking the service's answers");
+}
+function cosmjsCrypto() {
+    return peer(() => import("@cosmjs/crypto"), "@cosmjs/crypto", "checking the service's signatures");
+}
+/** Base64 that must decode (undefined otherwise). */
+function decode64(text) {
+    if (typeof text !== "string")
+        return undefined;
+    try {
+        return fromBase64(text);
+    }
+    catch {
+        return undefined;
+    }
+}
+/** Whether an amino document serializes (cosmjs serializeSignDoc) to `message`. */
+function sameDoc(serialize, doc, message) {
+    if (doc === null || typeof doc !== "object")
+        return false;
+    try {
+        return bytesEqual(serialize(doc), message);
+    }
+    catch {
+        return false;
+    }
+}
+/** secp256k1/2 order n / 2: a signature's S must not exceed it (low S, as Cosmos SDK requires). */
+const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+/**
+ * A StdSignature of the account: its `pub_key` is the account's key, its
+ * signature 64 bytes r‖s with a low S that verifies over sha256(`message`).
+ */
+async function checkSignature(crypto, signature, pubkey, message, data) {
+    if (signature.pub_key.type !== "tendermint/PubKeySecp256k1" || !bytesEqual(decode64(signature.pub_key.value), pubkey)) {
+        throw answerMismatch("the signature's pub_key is not the account's public key", data);
+    }
+    const sig = decode64(signature.signature);
+    if (!sig || sig.length !== 64)
+        throw answerMismatch("the signature is not 64 bytes (r || s)", data);
+    let s = 0n;
+    for (const b of sig.subarray(32))
+        s = (s << 8n) | BigInt(b);
+    if (s > HALF_ORDER)
+        throw answerMismatch("the signature's S is not low (Cosmos SDK refuses it)", data);
+    let ok;
+    try {
+        ok = await crypto.Secp256k1.verifySignature(crypto.Secp256k1Signature.fromFixedLength(sig), crypto.sha256(message), pubkey);
+    }
+    catch {
+        ok = false; // r or s out of range
+    }
+    if (!ok)
+        throw answerMismatch("the signature does not verify with the account's public key", data);
 }
 function stdSignature(data) {
     const sig = data?.signature;

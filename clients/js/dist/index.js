@@ -1,7 +1,8 @@
 /**
  * @chainkeys/signers: cosmjs, eosjs and bitcoinjs-lib signers backed by a
- * chainkeys service. This entry point imports no other package at run time;
- * the WharfKit plugin is at `@chainkeys/signers/wharfkit`.
+ * chainkeys service. This entry point imports no other package when it is
+ * loaded (each adapter loads, when it first signs, the peers it checks the
+ * service's answers with); the WharfKit plugin is at `@chainkeys/signers/wharfkit`.
  */
 export { ChainkeysError, ApprovalPending } from "./errors.js";
 export { ChainkeysClient } from "./client.js";

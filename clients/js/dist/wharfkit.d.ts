@@ -1,7 +1,7 @@
 /**
  * A WharfKit `WalletPlugin` backed by chainkeys. Imported from
  * `@chainkeys/signers/wharfkit` (it needs `@wharfkit/session` at run time; the
- * other adapters need nothing).
+ * other adapters load their peers only when they sign).
  */
 import { PublicKey, type Checksum256Type } from "@wharfkit/antelope";
 import { AbstractWalletPlugin, WalletPluginMetadata, type LoginContext, type ResolvedSigningRequest, type TransactContext, type WalletPlugin, type WalletPluginConfig, type WalletPluginLoginResponse, type WalletPluginSignResponse } from "@wharfkit/session";
@@ -25,6 +25,12 @@ export declare class ChainkeysWalletPlugin extends AbstractWalletPlugin implemen
     constructor(options: ChainkeysWalletPluginOptions);
     /** The session's chain (the one chosen, or the kit's first) and `account@permission`. */
     login(context: LoginContext): Promise<WalletPluginLoginResponse>;
+    /**
+     * Every signature the service answers is checked: the key recovered from it
+     * over the transaction's digest (`Transaction.signingDigest`'s: sha256 of the
+     * chain id, the transaction and 32 zero bytes) must be the account's, or this
+     * throws a `ChainkeysError` `answer_mismatch`.
+     */
     sign(resolved: ResolvedSigningRequest, context: TransactContext): Promise<WalletPluginSignResponse>;
     retrievePublicKey(chainId: Checksum256Type): Promise<PublicKey>;
 }

@@ -1,13 +1,13 @@
 /**
  * A WharfKit `WalletPlugin` backed by chainkeys. Imported from
  * `@chainkeys/signers/wharfkit` (it needs `@wharfkit/session` at run time; the
- * other adapters need nothing).
+ * other adapters load their peers only when they sign).
  */
-import { PermissionLevel, PublicKey, Signature } from "@wharfkit/antelope";
+import { Bytes, Checksum256, PermissionLevel, PublicKey, Signature } from "@wharfkit/antelope";
 import { AbstractWalletPlugin, WalletPluginMetadata, } from "@wharfkit/session";
 import { ChainkeysClient } from "./client.js";
 import { ChainkeysError } from "./errors.js";
-import { eosKeys, signEosTransaction } from "./eosjs.js";
+import { accountKey, eosKeys, signEosTransaction } from "./eosjs.js";
 /**
  * `new Session({ chain, actor, permission, walletPlugin: new ChainkeysWalletPlugin(opts) })`,
  * or one of a `SessionKit`'s `walletPlugins`. `sign` sends the resolved
@@ -39,9 +39,18 @@ export class ChainkeysWalletPlugin extends AbstractWalletPlugin {
             permissionLevel: PermissionLevel.from({ actor: this.client.options.account, permission: this.permission }),
         };
     }
+    /**
+     * Every signature the service answers is checked: the key recovered from it
+     * over the transaction's digest (`Transaction.signingDigest`'s: sha256 of the
+     * chain id, the transaction and 32 zero bytes) must be the account's, or this
+     * throws a `ChainkeysError` `answer_mismatch`.
+     */
     async sign(resolved, context) {
         const chainId = String(context.chain?.id ?? resolved.chainId);
-        const signatures = await signEosTransaction(this.client, chainId, resolved.serializedTransaction);
+        const expected = accountKey(await this.#publicKeys(), (text) => PublicKey.from(text));
+        const digest = Checksum256.hash(Bytes.from(Checksum256.from(chainId).array)
+            .appending(resolved.serializedTransaction).appending(new Uint8Array(32)));
+        const signatures = await signEosTransaction(this.client, chainId, resolved.serializedTransaction, undefined, (sig) => Signature.from(sig).recoverDigest(digest).equals(expected));
         return { signatures: signatures.map((s) => Signature.from(s)) };
     }
     async retrievePublicKey(chainId) {

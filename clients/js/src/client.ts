@@ -148,3 +148,34 @@ export function toHex(bytes: Uint8Array): string {
 export function utf8(text: string): Uint8Array {
   return new TextEncoder().encode(text);
 }
+
+export function bytesEqual(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+// ---- answers are checked, not trusted ---------------------------------------------------
+
+/**
+ * The error every adapter throws when the service's answer does not check out
+ * (another transaction, another key, a signature that does not verify):
+ * code `answer_mismatch`, status 0 (the HTTP exchange itself succeeded).
+ */
+export function answerMismatch(message: string, body?: unknown, cause?: unknown): ChainkeysError {
+  return new ChainkeysError(`chainkeys: the service's answer does not check out: ${message}`, "answer_mismatch", 0,
+    { body, cause });
+}
+
+/**
+ * `import(name)` of a peer the checks need, or a `ChainkeysError`
+ * (`missing_peer`) saying which package to install.
+ */
+export async function peer<T>(load: () => Promise<T>, name: string, why: string): Promise<T> {
+  try {
+    return await load();
+  } catch (cause) {
+    throw new ChainkeysError(`chainkeys: ${why} needs the package ${name}; install it`, "missing_peer", 0, { cause });
+  }
+}

@@ -1,7 +1,7 @@
 /** An eosjs `SignatureProvider` backed by chainkeys. */
 import type { SignatureProvider, SignatureProviderArgs } from "eosjs/dist/eosjs-api-interfaces.js";
 import type { PushTransactionArgs } from "eosjs/dist/eosjs-rpc-interfaces.js";
-import { ChainkeysClient, toHex, type ChainkeysOptions } from "./client.js";
+import { ChainkeysClient, answerMismatch, peer, toHex, type ChainkeysOptions } from "./client.js";
 import { ChainkeysError } from "./errors.js";
 
 /** The account's public keys, as `GET /eos/{name}` reports them. */
@@ -22,10 +22,21 @@ export async function eosKeys(client: ChainkeysClient): Promise<EosAccountKeys> 
   return { k1, legacy };
 }
 
-/** `POST /eos/{name}/sign-transaction`; resolves to the `SIG_K1_…` signatures. */
+/**
+ * Whether a signature is the account's over the transaction's digest
+ * (sha256(chain id ‖ transaction ‖ sha256(context-free data) or 32 zero bytes)):
+ * the public key recovered from it, compared with the account's. Throws on a
+ * signature that does not parse.
+ */
+export type EosSignatureCheck = (signature: string) => boolean;
+
+/**
+ * `POST /eos/{name}/sign-transaction`; resolves to the `SIG_K1_…` signatures,
+ * once `check` accepts every one (`ChainkeysError` `answer_mismatch` otherwise).
+ */
 export async function signEosTransaction(
   client: ChainkeysClient, chainId: string, serializedTransaction: Uint8Array,
-  serializedContextFreeData?: Uint8Array,
+  serializedContextFreeData: Uint8Array | undefined, check: EosSignatureCheck,
 ): Promise<string[]> {
   const body: Record<string, string> = { chainId, serializedTransaction: toHex(serializedTransaction) };
   if (serializedContextFreeData && serializedContextFreeData.length) {
@@ -35,13 +46,48 @@ export async function signEosTransaction(
     if (!Array.isArray(data?.signatures)) {
       throw new ChainkeysError("chainkeys: the sign answer has no signatures", "invalid_response", 200, { body: data });
     }
-    return data.signatures as string[];
+    if (data.serializedTransaction !== undefined && data.serializedTransaction !== null
+      && String(data.serializedTransaction).toLowerCase() !== body.serializedTransaction) {
+      throw answerMismatch("its serializedTransaction is not the transaction sent", data);
+    }
+    if ((data.serializedContextFreeData ?? undefined) !== undefined
+      && String(data.serializedContextFreeData).toLowerCase() !== (body.serializedContextFreeData ?? "")) {
+      throw answerMismatch("its serializedContextFreeData is not the data sent", data);
+    }
+    const signatures = data.signatures as unknown[];
+    if (signatures.length === 0) throw answerMismatch("it has no signature", data);
+    signatures.forEach((sig, n) => {
+      let ok: boolean;
+      try {
+        ok = typeof sig === "string" && sig.startsWith("SIG_K1_") && check(sig);
+      } catch {
+        ok = false;
+      }
+      if (!ok) {
+        throw answerMismatch(`signature ${n} is not the account's key's signature of this transaction`, data);
+      }
+    });
+    return signatures as string[];
   });
+}
+
+/** The account's key (`PUB_K1_…`) read by `parse`; one that does not parse is the answer's fault. */
+export function accountKey<K>(keys: EosAccountKeys, parse: (text: string) => K): K {
+  try {
+    return parse(keys.k1);
+  } catch (cause) {
+    throw answerMismatch(`the account's public key ${keys.k1} does not parse`, keys, cause);
+  }
 }
 
 /**
  * Signs for one EOS account held by chainkeys (`options.account` is the
  * account name): `new Api({ rpc, signatureProvider: new ChainkeysSignatureProvider(opts) })`.
+ *
+ * Every signature the service answers is checked: the key recovered from it
+ * over the transaction's digest (eosjs' `digestFromSerializedData`) must be
+ * the account's (`getAvailableKeys()`), or `sign` throws a `ChainkeysError`
+ * `answer_mismatch`.
  */
 export class ChainkeysSignatureProvider implements SignatureProvider {
   readonly client: ChainkeysClient;
@@ -59,7 +105,14 @@ export class ChainkeysSignatureProvider implements SignatureProvider {
 
   async sign(args: SignatureProviderArgs): Promise<PushTransactionArgs> {
     const { chainId, serializedTransaction, serializedContextFreeData } = args;
-    const signatures = await signEosTransaction(this.client, chainId, serializedTransaction, serializedContextFreeData);
+    const [k1] = await this.getAvailableKeys();
+    const jssig = await peer(() => import("eosjs/dist/eosjs-jssig.js"), "eosjs", "checking the service's EOS signatures");
+    const expected = accountKey({ k1: k1!, legacy: "" }, (text) => jssig.PublicKey.fromString(text).toString());
+    // what the service signs: 32 zero bytes for no (or empty) context-free data
+    const cfd = serializedContextFreeData && serializedContextFreeData.length ? serializedContextFreeData : undefined;
+    const digest = jssig.digestFromSerializedData(chainId, serializedTransaction, cfd);
+    const signatures = await signEosTransaction(this.client, chainId, serializedTransaction, serializedContextFreeData,
+      (sig) => jssig.Signature.fromString(sig).recover(digest, false).toString() === expected);
     return { signatures, serializedTransaction, serializedContextFreeData };
   }
 }

@@ -1,9 +1,9 @@
 /**
  * A WharfKit `WalletPlugin` backed by chainkeys. Imported from
  * `@chainkeys/signers/wharfkit` (it needs `@wharfkit/session` at run time; the
- * other adapters need nothing).
+ * other adapters load their peers only when they sign).
  */
-import { PermissionLevel, PublicKey, Signature, type Checksum256Type } from "@wharfkit/antelope";
+import { Bytes, Checksum256, PermissionLevel, PublicKey, Signature, type Checksum256Type } from "@wharfkit/antelope";
 import {
   AbstractWalletPlugin, WalletPluginMetadata,
   type LoginContext, type ResolvedSigningRequest, type TransactContext,
@@ -11,7 +11,7 @@ import {
 } from "@wharfkit/session";
 import { ChainkeysClient, type ChainkeysOptions } from "./client.js";
 import { ChainkeysError } from "./errors.js";
-import { eosKeys, signEosTransaction, type EosAccountKeys } from "./eosjs.js";
+import { accountKey, eosKeys, signEosTransaction, type EosAccountKeys } from "./eosjs.js";
 
 export interface ChainkeysWalletPluginOptions extends ChainkeysOptions {
   /** The permission the account signs with (default `active`). */
@@ -51,9 +51,19 @@ export class ChainkeysWalletPlugin extends AbstractWalletPlugin implements Walle
     };
   }
 
+  /**
+   * Every signature the service answers is checked: the key recovered from it
+   * over the transaction's digest (`Transaction.signingDigest`'s: sha256 of the
+   * chain id, the transaction and 32 zero bytes) must be the account's, or this
+   * throws a `ChainkeysError` `answer_mismatch`.
+   */
   async sign(resolved: ResolvedSigningRequest, context: TransactContext): Promise<WalletPluginSignResponse> {
     const chainId = String(context.chain?.id ?? resolved.chainId);
-    const signatures = await signEosTransaction(this.client, chainId, resolved.serializedTransaction);
+    const expected = accountKey(await this.#publicKeys(), (text) => PublicKey.from(text));
+    const digest = Checksum256.hash(Bytes.from(Checksum256.from(chainId).array)
+      .appending(resolved.serializedTransaction).appending(new Uint8Array(32)));
+    const signatures = await signEosTransaction(this.client, chainId, resolved.serializedTransaction, undefined,
+      (sig) => Signature.from(sig).recoverDigest(digest).equals(expected));
     return { signatures: signatures.map((s) => Signature.from(s)) };
   }
 

@@ -3,22 +3,25 @@ import assert from "node:assert/strict";
 import { Secp256k1, Secp256k1Signature, sha256 } from "@cosmjs/crypto";
 import { fromBase64, fromHex, toBase64 } from "@cosmjs/encoding";
 import { makeSignDoc, serializeSignDoc, Secp256k1Wallet } from "@cosmjs/amino";
-import { DirectSecp256k1Wallet } from "@cosmjs/proto-signing";
+import { DirectSecp256k1Wallet, makeSignBytes } from "@cosmjs/proto-signing";
 import { SigningStargateClient } from "@cosmjs/stargate";
 import { TxRaw } from "cosmjs-types/cosmos/tx/v1beta1/tx";
 import { ChainkeysCosmosSigner, ChainkeysError } from "../dist/index.js";
 import { startChainkeys, vectorKey } from "./server.mjs";
+import { startProxy, onSign, mismatch } from "./proxy.mjs";
 
-let ck, address, options;
+let ck, proxy, address, options;
 const key = fromHex(vectorKey("bitcoin-wiki-wif-example").private_key_hex);
+const otherKey = fromHex(vectorKey("scalar-two").private_key_hex);
 
 before(async () => {
   ck = await startChainkeys();
   const created = await ck.api("POST", "/cosmos", { private_key: Buffer.from(key).toString("hex") });
   address = created.data.data.address;
   options = { url: ck.url, token: ck.token, account: address };
+  proxy = await startProxy(ck.url);
 });
-after(() => ck?.stop());
+after(async () => { await proxy?.close(); await ck?.stop(); });
 
 const fee = { amount: [{ denom: "uatom", amount: "5000" }], gas: "200000" };
 const signerData = { accountNumber: 12345, sequence: 7, chainId: "cosmoshub-4" };
@@ -89,4 +92,118 @@ test("a refusal is a ChainkeysError with the envelope's code", async () => {
   );
   await assert.rejects(signer.signDirect("cosmos1someoneelse", {}),
     (e) => e instanceof ChainkeysError && e.code === "unknown_signer");
+});
+
+// ---- the answer is checked: a proxy between the signer and the server alters it ---------------
+
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+const toBig = (bytes) => BigInt("0x" + Buffer.from(bytes).toString("hex"));
+const fromBig = (n) => Uint8Array.from(Buffer.from(n.toString(16).padStart(64, "0"), "hex"));
+
+/** A 64-byte r||s signature of sha256(bytes) by `priv` (low S). */
+async function rawSign(priv, bytes) {
+  const sig = await Secp256k1.createSignature(sha256(bytes), priv);
+  return new Uint8Array([...sig.r(32), ...sig.s(32)]);
+}
+
+/** The bytes a sign request asks to sign, from the request body the proxy saw. */
+function signBytesOf(request) {
+  if (request.signDoc?.bodyBytes !== undefined) {
+    const d = request.signDoc;
+    return makeSignBytes({ bodyBytes: fromBase64(d.bodyBytes), authInfoBytes: fromBase64(d.authInfoBytes),
+      chainId: d.chainId, accountNumber: BigInt(d.accountNumber) });
+  }
+  if (request.signDoc) return serializeSignDoc(request.signDoc);
+  return serializeSignDoc(makeSignDoc([{ type: "sign/MsgSignData", value: { signer: address, data: request.data } }],
+    { gas: "0", amount: [] }, "", "", 0, 0));
+}
+
+/** The ways a sign answer is altered; each must make the adapter throw answer_mismatch. */
+const FORGERIES = {
+  "a signature by another key (pub_key kept)": async (data, request) => {
+    data.signature.signature = toBase64(await rawSign(otherKey, signBytesOf(request)));
+  },
+  "a swapped pub_key (another key's valid signature)": async (data, request) => {
+    const { pubkey } = await Secp256k1.makeKeypair(otherKey);
+    data.signature.signature = toBase64(await rawSign(otherKey, signBytesOf(request)));
+    data.signature.pub_key.value = toBase64(Secp256k1.compressPubkey(pubkey));
+  },
+  "a flipped signature byte": (data) => {
+    const sig = fromBase64(data.signature.signature);
+    sig[5] ^= 0x01;
+    data.signature.signature = toBase64(sig);
+  },
+  "a high-S twin of the signature": (data) => {
+    const sig = fromBase64(data.signature.signature);
+    const high = fromBig(N - toBig(sig.subarray(32)));
+    data.signature.signature = toBase64(new Uint8Array([...sig.subarray(0, 32), ...high]));
+  },
+  "a DER signature": (data) => {
+    const sig = fromBase64(data.signature.signature);
+    data.signature.signature = toBase64(Secp256k1Signature.fromFixedLength(sig).toDer());
+  },
+  "the account's signature of another document": async (data, request) => {
+    const other = structuredClone(request);
+    if (other.signDoc?.bodyBytes !== undefined) other.signDoc.chainId = "cosmoshub-5";
+    else if (other.signDoc) other.signDoc.memo += "!";
+    else other.data = toBase64(new Uint8Array([9, 9, 9]));
+    data.signature.signature = toBase64(await rawSign(key, signBytesOf(other)));
+  },
+};
+
+async function through(change, call) {
+  proxy.alter = change;
+  try {
+    return await call(new ChainkeysCosmosSigner({ ...options, url: proxy.url }));
+  } finally {
+    proxy.alter = null;
+  }
+}
+
+const ENDPOINTS = {
+  "signDirect (SigningStargateClient)": ["/sign-direct", async (signer) =>
+    (await SigningStargateClient.offline(signer)).sign(address, [send(address)], fee, "via proxy", signerData)],
+  "signAmino": ["/sign-amino", (signer) => signer.signAmino(address, makeSignDoc([{ type: "cosmos-sdk/MsgSend",
+    value: { from_address: address, to_address: "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
+      amount: [{ denom: "uatom", amount: "1" }] } }], fee, "cosmoshub-4", "via proxy", 12345, 7))],
+  "signArbitrary": ["/sign-message", (signer) => signer.signArbitrary("cosmoshub-4", address, "I own this address")],
+};
+
+for (const [name, [suffix, call]] of Object.entries(ENDPOINTS)) {
+  test(`${name}: through the proxy, an honest answer passes; every altered answer is answer_mismatch`, async () => {
+    const honest = await through(onSign(suffix, () => undefined), call);
+    assert.ok(honest);
+    assert.ok(proxy.altered > 0);
+    for (const [what, change] of Object.entries(FORGERIES)) {
+      await assert.rejects(through(onSign(suffix, change), call), mismatch, what);
+    }
+  });
+}
+
+test("a signed document that is not the one sent is answer_mismatch (direct and amino)", async () => {
+  const [, direct] = ENDPOINTS["signDirect (SigningStargateClient)"];
+  for (const change of [
+    (data) => { data.signed.bodyBytes = toBase64(new Uint8Array([1, 2, 3])); },
+    (data) => { data.signed.chainId = "cosmoshub-5"; },
+    (data) => { data.signed.accountNumber = "1"; },
+    (data) => { data.signed.authInfoBytes = ""; },
+  ]) {
+    await assert.rejects(through(onSign("/sign-direct", change), direct), mismatch);
+  }
+  const [, amino] = ENDPOINTS.signAmino;
+  await assert.rejects(through(onSign("/sign-amino", (data) => { data.signed.memo = "changed"; }), amino), mismatch);
+  await assert.rejects(through(onSign("/sign-amino", (data) => { delete data.signed; }), amino), mismatch);
+});
+
+test("an account answer with another public key is answer_mismatch (the key must hash to the address)", async () => {
+  const { pubkey } = await Secp256k1.makeKeypair(otherKey);
+  const other = toBase64(Secp256k1.compressPubkey(pubkey));
+  const change = (req, answer) => {
+    if (req.method === "GET" && req.path === `/cosmos/${address}`) {
+      answer.data.data.pubkey = JSON.stringify({ "@type": "/cosmos.crypto.secp256k1.PubKey", key: other });
+    }
+    return answer;
+  };
+  await assert.rejects(through(change, (signer) => signer.getAccounts()), mismatch);
+  await assert.rejects(through(change, (signer) => signer.signArbitrary("cosmoshub-4", address, "x")), mismatch);
 });
