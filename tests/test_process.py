@@ -210,6 +210,47 @@ def test_a_restart_right_after_a_stop_with_clients_connected(
     assert [p for pid in pids for p in tmp.glob(f"chainkeys-metrics-{pid}-*")] == []
 
 
+def _marked(mark: str) -> list[int]:
+    """The pids of live processes whose environment holds `mark` (zombies left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue  # gone meanwhile, or not ours
+        if mark.encode() in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_no_worker_outlives_a_supervisor_killed_while_workers_start(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """kill -9 of `chainkeys serve` while its workers are still importing: each worker
+    ends on its own (none goes on serving the port beside the next start)."""
+    mark = f"CHAINKEYS_TEST_MARK=orphan-{os.getpid()}-{time.monotonic_ns()}"
+    key, value = mark.split("=")
+    proc = start({**env, key: value}, tmp_path / "a.log", "--workers", "2", wait=False)
+    deadline = time.monotonic() + 60
+    while len(_marked(mark)) < 3 and time.monotonic() < deadline:  # supervisor + workers
+        assert proc.popen.poll() is None, proc.log_path.read_text()
+        time.sleep(0.01)
+    spawned = _marked(mark)
+    proc.stop(signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _marked(mark)
+    for pid in left:  # do not leave them running whatever the outcome
+        os.kill(pid, signal.SIGKILL)
+    assert len(spawned) >= 3
+    assert left == []
+
+
 def hashlib_sha256(text: str) -> str:
     import hashlib
 

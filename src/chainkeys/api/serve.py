@@ -34,6 +34,7 @@ from chainkeys.config import Settings
 from chainkeys.errors import StartupError
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+SUPERVISOR_PID = "CHAINKEYS_SUPERVISOR_PID"
 MAX_HEAD_BYTES = 16 * 1024  # request line + headers, as Node and uvicorn's h11 default
 
 
@@ -64,10 +65,13 @@ def die_with_parent() -> None:
     """
     if not sys.platform.startswith("linux"):
         return
-    parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before prctl took effect
+    # The supervisor may have died while this worker was still starting (before prctl):
+    # compare with its pid, written before any worker was spawned, not with the parent
+    # this worker sees now (by then init, or a subreaper).
+    supervisor = os.environ.get(SUPERVISOR_PID)
+    if supervisor not in (None, str(os.getpid()), str(os.getppid())):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -207,6 +211,7 @@ def serve(settings: Settings, workers: int) -> None:
     at import).
     """
     shared: str | None = None
+    os.environ[SUPERVISOR_PID] = str(os.getpid())  # the workers' parent (die_with_parent)
     if workers > 1 or settings.metrics_port is not None:
         sweep_metrics_dirs()
         shared = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")  # 0700, ours
