@@ -37,7 +37,7 @@ from chainkeys.store.cache import StoreCache
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
-from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.barrier import Barrier, Sealed
 from chainkeys.vault.derive import Cursors
 from chainkeys.vault.seal import Context
 
@@ -231,18 +231,21 @@ class AccountService:
 
     async def store_derived(
         self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation],
-        before: Callable[[Tx], Awaitable[None]] | None = None,
+        allocate: Callable[[Tx], Awaitable[int]] | None = None,
+        rederive: Callable[[int], Sequence[Derivation]] | None = None,
     ) -> list[AccountView]:  # fmt: skip
         """Seal and store keys derived from a wallet, as ordinary accounts (audited as
-        `derive`), after `before` in the same transaction (the wallet's index counter).
-        A path derived before answers its account again; an account of the same name
-        that is not that path of that wallet is a 409."""
+        `derive`). `allocate` runs first in the same transaction (the wallet's index
+        counter) and says the first index; if it is not the one `derived` starts at,
+        `rederive` derives from it there. A path derived before answers its account
+        again; an account of the same name that is not that path of that wallet is a
+        409."""
         for _ in range(3):  # two replicas deriving one path at once: the loser reads it back
             try:
-                return await self._store_derived(who, fam, network, derived, before)
+                return await self._store_derived(who, fam, network, derived, allocate, rederive)
             except AccountExists:
                 continue
-        return await self._store_derived(who, fam, network, derived, before)
+        return await self._store_derived(who, fam, network, derived, allocate, rederive)
 
     @staticmethod
     def _not_this_path(found: AccountView, d: Derivation, network: Network) -> str:
@@ -264,17 +267,25 @@ class AccountService:
             "network holds this name); delete it or derive another index"
         )
 
+    async def _seal_all(self, who: Principal, fam: Family[Any],
+                        derived: Sequence[Derivation]) -> list[Sealed]:  # fmt: skip
+        return [await self.barrier.seal(d.key.secret,
+                                        Context(who.tenant_id, fam.name, d.account.name))
+                for d in derived]  # fmt: skip
+
     async def _store_derived(
         self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation],
-        before: Callable[[Tx], Awaitable[None]] | None,
+        allocate: Callable[[Tx], Awaitable[int]] | None,
+        rederive: Callable[[int], Sequence[Derivation]] | None,
     ) -> list[AccountView]:  # fmt: skip
         views: list[AccountView] = []
-        sealed = [await self.barrier.seal(d.key.secret,
-                                          Context(who.tenant_id, fam.name, d.account.name))
-                  for d in derived]  # fmt: skip
+        sealed = await self._seal_all(who, fam, derived)
         async with self.db.write() as tx:
-            if before is not None:
-                await before(tx)
+            if allocate is not None:
+                first = await allocate(tx)
+                if rederive is not None and derived and first != derived[0].origin.index:
+                    derived = rederive(first)  # another derivation took the guessed index
+                    sealed = await self._seal_all(who, fam, derived)
             for d, s in zip(derived, sealed, strict=True):
                 existing = await Accounts.get(tx, who.tenant_id, fam.name, d.account.name)
                 if existing is not None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, or_, select, update
 
+from chainkeys.errors import Conflict
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import wallet_counters, wallets
 from chainkeys.vault.seal import Context
@@ -111,10 +112,16 @@ _INSERT_NEXT = Prepared(
     insert(wallet_counters),
     ("wallet_id", "family", "network", "address_type", "account", "change", "next_index"),
 )
-_SET_NEXT = Prepared(
+_TAKE_NEXT = Prepared(
     update(wallet_counters)
-    .where(_CHAIN, _c.next_index == bindparam("old"))
-    .values(next_index=bindparam("new"))
+    .where(_CHAIN, _c.next_index <= bindparam("last_first"))
+    .values(next_index=_c.next_index + bindparam("count"))
+    .returning(_c.next_index)
+)
+_RAISE_NEXT = Prepared(
+    update(wallet_counters)
+    .where(_CHAIN, _c.next_index < bindparam("after"))
+    .values(next_index=bindparam("after"))
 )
 
 
@@ -180,6 +187,10 @@ class Wallets:
         return bool((await tx.execute(_RESEAL, params)).rowcount)
 
 
+class ChainFull(Conflict):
+    code = "chain_full"
+
+
 class Counters:
     """Next indices, moved by compare-and-set: two transactions that read the same value
     cannot both move it (the second's UPDATE matches no row and it tries again)."""
@@ -190,11 +201,31 @@ class Counters:
         return None if found is None else int(found[0])
 
     @staticmethod
-    async def start(tx: Tx, chain: Chain, next_index: int) -> bool:
-        """Create the counter; False when another transaction created it first."""
-        return await insert_new(tx, _INSERT_NEXT, {**chain.params(), "next_index": next_index})
+    async def take(tx: Tx, chain: Chain, count: int, limit: int) -> int | None:
+        """The first of `count` next indices, moving the counter past them in the
+        caller's transaction (its row lock serialises takers: no retries). ChainFull
+        when they would pass `limit` (nothing moves); None when another transaction
+        created the counter at the same moment (the caller starts again)."""
+        params = {**chain.params(), "count": count, "last_first": limit - count}
+        taken = (await tx.execute(_TAKE_NEXT, params)).first()
+        if taken is not None:
+            return int(taken[0]) - count
+        held = await Counters.next(tx, chain)
+        if held is not None and held + count <= limit:
+            return None  # another transaction created the counter after our update ran
+        if held is not None or count > limit:
+            raise ChainFull(f"this chain has {max(0, limit - (held or 0))} unused indices "
+                            f"below 2^31 ({count} asked); derive under another account "
+                            "number")  # fmt: skip
+        made = await insert_new(tx, _INSERT_NEXT, {**chain.params(), "next_index": count})
+        return 0 if made else None
 
     @staticmethod
-    async def move(tx: Tx, chain: Chain, old: int, new: int) -> bool:
-        result = await tx.execute(_SET_NEXT, {**chain.params(), "old": old, "new": new})
-        return bool(result.rowcount)
+    async def raise_to(tx: Tx, chain: Chain, after: int) -> bool:
+        """Move the counter to `after` if it is behind (an explicit index beyond it);
+        False when another transaction created the counter at the same moment."""
+        if (await tx.execute(_RAISE_NEXT, {**chain.params(), "after": after})).rowcount:
+            return True
+        if await Counters.next(tx, chain) is not None:
+            return True
+        return await insert_new(tx, _INSERT_NEXT, {**chain.params(), "next_index": after})

@@ -41,7 +41,14 @@ from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context
-from chainkeys.wallets.repository import Chain, Counters, WalletRow, Wallets, wallet_context
+from chainkeys.wallets.repository import (
+    Chain,
+    ChainFull,
+    Counters,
+    WalletRow,
+    Wallets,
+    wallet_context,
+)
 
 log = logging.getLogger("chainkeys.wallets")
 MAX_COUNT: Final = 100
@@ -89,19 +96,21 @@ class _Phrase(msgspec.Struct):
     passphrase: str
 
 
-async def _advance(chain: Chain, current: int | None, after: int, explicit: bool, tx: Tx) -> None:
-    """Move the chain's counter from `current` to `after` inside the storing
-    transaction: derive-next always; an explicit index only when it lies beyond the
-    counter and below the last index (a derivation at the top of the range must never
-    leave derive-next with no valid index). `_Busy` (the transaction rolls back) when
-    another derivation moved the counter first."""
-    if explicit and (after > hd.HARDENED - 1 or (current is not None and after <= current)):
-        return
-    if current is None:
-        if not await Counters.start(tx, chain, after):
+async def _allocate(chain: Chain, index: int | None, count: int, tx: Tx) -> int:
+    """In the storing transaction: the first index of this derivation. Derive-next takes
+    `count` indices from the counter (never past the last index below 2^31); an explicit
+    index moves the counter past it only when it lies beyond and below the last index (a
+    derivation at the top of the range must never leave derive-next with no valid
+    index). `_Busy` (the transaction rolls back) when another created the counter first."""
+    if index is None:
+        first = await Counters.take(tx, chain, count, hd.HARDENED)
+        if first is None:
             raise _Busy
-    elif not await Counters.move(tx, chain, current, after):
+        return first
+    after = index + count
+    if after <= hd.HARDENED - 1 and not await Counters.raise_to(tx, chain, after):
         raise _Busy
+    return index
 
 
 class _NameOrSeedTaken(Exception):
@@ -383,36 +392,33 @@ class WalletService:
             shown = req.index if req.index is not None else await self._next_free(chain, 1)
             return [AccountView.of(fam.name, network.name, d.account, None, d.origin)
                     for d in derive_from(shown)]  # fmt: skip
-        # The counter moves in the transaction that stores the accounts, by compare-and-set:
-        # only a derivation that succeeds moves it, and two at once never share an index.
-        for _ in range(200):
-            async with self.db.read() as tx:
-                current = await Counters.next(tx, chain)
+        # The counter moves in the transaction that stores the accounts (a row lock on it
+        # serialises derivations of one chain: no retries under load), so only a
+        # derivation that succeeds moves it. The keys are derived before it, for the
+        # index the counter shows now, and again inside only if another took it first.
+        for _ in range(20):
             first = req.index
             if first is None:
-                first = await self._next_free(chain, req.count, current)
-            reserve = functools.partial(
-                _advance, chain, current, first + req.count, req.index is not None
-            )
+                first = await self._next_free(chain, req.count)
+            allocate = functools.partial(_allocate, chain, req.index, req.count)
             try:
-                return await self.accounts.store_derived(who, fam, network, derive_from(first),
-                                                         before=reserve)  # fmt: skip
+                return await self.accounts.store_derived(
+                    who, fam, network, derive_from(first), allocate=allocate, rederive=derive_from
+                )
             except _Busy:
                 continue
         raise Conflict("too many derivations at once on this chain; try again",
                        code="busy")  # fmt: skip
 
-    async def _next_free(self, chain: Chain, count: int, current: int | None = None) -> int:
-        """The chain's next index for `count` accounts; a chain that has used every index
-        below 2^31 is a 409 (its counter never passes the last index)."""
-        if current is None:
-            async with self.db.read() as tx:
-                current = await Counters.next(tx, chain)
-        first = current or 0
+    async def _next_free(self, chain: Chain, count: int) -> int:
+        """The chain's next index for `count` accounts as the counter shows it now; a
+        chain that has used every index below 2^31 is a 409 (the counter never passes
+        the last index)."""
+        async with self.db.read() as tx:
+            first = await Counters.next(tx, chain) or 0
         if first + count > hd.HARDENED:
-            raise Conflict(f"this chain has {hd.HARDENED - first} unused indices below 2^31 "
-                           f"({count} asked); derive under another account number",
-                           code="chain_full")  # fmt: skip
+            raise ChainFull(f"this chain has {hd.HARDENED - first} unused indices below 2^31 "
+                            f"({count} asked); derive under another account number")  # fmt: skip
         return first
 
     async def xpub(
