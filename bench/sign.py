@@ -1,7 +1,8 @@
 """Signing costs relative to chainkeys itself: Cosmos transfers under a policy (1,000
 allow-listed recipients and active caps) against the same transfers without one, a
-derived key against a stored one, derive-next against create, and (--hsm) the master
-key in SoftHSM2 against the key file. Each sign kind against the lean baseline is in
+derived key against a stored one, derive-next against create, ten policy rules with
+CEL conditions (nine of them evaluated and not applying) against the same rules without
+conditions, and (--hsm) the master key in SoftHSM2 against the key file. Each sign kind against the lean baseline is in
 the main benchmark (`python -m bench`, the sign-* scenarios). One command, one run:
 
     python -m bench.sign            # ~2 min
@@ -33,7 +34,7 @@ from chainkeys.chains import encoding
 
 KEY = "11" * 32  # the baseline signs with the same key
 TO = "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv"
-TARGET_POLICY, TARGET_HSM, TARGET_DERIVED = 0.8, 0.95, 0.95
+TARGET_POLICY, TARGET_HSM, TARGET_DERIVED, TARGET_CONDITIONS = 0.8, 0.95, 0.95, 0.9
 PHRASE = "abandon " * 11 + "about"  # public test phrase: never fund it
 SOFTHSM = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so")
 
@@ -93,6 +94,34 @@ def post(url: str, token: str, path: str, body: dict[str, Any]) -> dict[str, Any
     return out
 
 
+def conditions(with_when: bool) -> dict[str, Any]:
+    """Ten rules: five deny rules and four allow rules whose conditions are false for a
+    bench transfer, then the allow rule that decides (its own condition true). Without
+    conditions, the same rules, the nine that would not apply moved to other networks (so
+    the same rule decides, with the same caps, and nothing is evaluated)."""
+    big = str(10**30)
+    nets = ["cosmoshub-testnet", "osmosis", "osmosis-testnet", "juno", "akash", "stargaze",
+            "celestia", "osmosis", "juno"]  # fmt: skip
+    falses = [
+        "tx.ibc.exists(p, p.channel != 'channel-141')", "token.label == 'nobody'",
+        "'uosmo' in tx.total && tx.total['uosmo'] > 0", "now.getDayOfWeek('UTC') == 9",
+        "has(tx.message)", "tx.kind == 'psbt'", "account.index > 1000000",
+        "size(tx.outputs) > 50", "'uatom' in tx.total && tx.total['uatom'] > 1000000000",
+    ]  # fmt: skip
+    rules: list[dict[str, Any]] = []
+    for i, when in enumerate(falses):
+        rule: dict[str, Any] = {"family": "cosmos", "effect": "deny" if i < 5 else "allow"}
+        rule.update({"network": "cosmoshub", "when": when} if with_when else {"network": nets[i]})
+        if rule["effect"] == "allow":
+            rule["max_per_tx"] = {"uatom": big}
+        rules.append(rule)
+    deciding: dict[str, Any] = {"family": "cosmos", "network": "cosmoshub",
+                                "max_per_tx": {"uatom": big}, "max_per_day": {"uatom": big}}  # fmt: skip
+    if with_when:
+        deciding["when"] = "tx.kind == 'transfer' && 'uatom' in tx.total && tx.total['uatom'] > 0"
+    return {"rules": [r for r in rules if with_when or r["effect"] == "allow"] + [deciding]}
+
+
 def accounts(url: str, token: str) -> dict[str, tuple[str, dict[str, Any]]]:
     """Import the key on every family; scenario -> (path, body template)."""
     made = {f: post(url, token, f"/{f}", {"private_key": KEY} | ({"name": "benchsigner1"}
@@ -133,6 +162,8 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     parser.add_argument("--hsm", action="store_true", help="also compare the pkcs11 provider")
+    parser.add_argument("--only", default="", help="measure only these runs (comma-separated "
+                        "prefixes, e.g. cosmos-transfer/conditions,cosmos-transfer/unc)")  # fmt: skip
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.rounds = 1, 1
@@ -155,13 +186,24 @@ def main() -> None:
         governed = made.strip().splitlines()[-1]
         (tmp / "policy.json").write_text(json.dumps(policy(1000)))
         cli(env, "policy", "set", "bench-policy", str(tmp / "policy.json"))
+        tokens = {}
+        for name in ("conditions", "unconditional"):
+            made = cli(env, "token", "create", "--tenant", f"bench-{name}")
+            tokens[name] = made.strip().splitlines()[-1]
+            (tmp / f"{name}.json").write_text(json.dumps(conditions(name == "conditions")))
+            cli(env, "policy", "set", f"bench-{name}", str(tmp / f"{name}.json"))
         plain_scenarios, governed_scenarios = (
             accounts(server.url, plain),
             accounts(server.url, governed),
         )
+        conditional = {n: accounts(server.url, t)["cosmos-transfer"] for n, t in tokens.items()}
         runs: dict[str, list[float]] = {}
 
+        only = tuple(p for p in args.only.split(",") if p)
+
         def measure(name: str, url: str, token: str, path: str, body: dict[str, Any]) -> None:
+            if only and not name.startswith(only):
+                return
             runs.setdefault(name, []).append(
                 load(wrk_bin, url, token, path, body, tmp, args.seconds, args.connections)
             )
@@ -173,6 +215,8 @@ def main() -> None:
             measure("cosmos-transfer/no-policy", server.url, plain, path, body)
             path, body = governed_scenarios["cosmos-transfer"]
             measure("cosmos-transfer/policy", server.url, governed, path, body)
+            for name, (path, body) in conditional.items():
+                measure(f"cosmos-transfer/{name}", server.url, tokens[name], path, body)
             if hsm_server is not None:
                 hsm_token = (tmp / "hsm-data" / "first-token").read_text().strip()
                 if "cosmos-transfer/hsm" not in runs:
@@ -188,24 +232,32 @@ def main() -> None:
     report(runs, args.out)
 
 
+# (row, measured run, the run it is compared with, target ratio or None: shown only)
+COMPARISONS = (
+    ("sign derived vs stored key", "derived-message/chainkeys", "dogecoin-message/chainkeys",
+     TARGET_DERIVED),
+    ("derive next index vs create", "derive-next/chainkeys", "create-litecoin/chainkeys", None),
+    ("cosmos-transfer policy vs none", "cosmos-transfer/policy", "cosmos-transfer/no-policy",
+     TARGET_POLICY),
+    ("10 rules with conditions vs without", "cosmos-transfer/conditions",
+     "cosmos-transfer/unconditional", TARGET_CONDITIONS),
+    ("cosmos-transfer HSM key vs file", "cosmos-transfer/hsm", "cosmos-transfer/file-key",
+     TARGET_HSM),
+)  # fmt: skip
+
+
 def report(runs: dict[str, list[float]], out: Path) -> None:
     median = {k: statistics.median(v) for k, v in runs.items()}
-    rows = []
-    derived, stored = median["derived-message/chainkeys"], median["dogecoin-message/chainkeys"]
-    rows.append(("sign derived vs stored key", derived, stored, derived / stored, TARGET_DERIVED))
-    derive, create = median["derive-next/chainkeys"], median["create-litecoin/chainkeys"]
-    rows.append(("derive next index vs create", derive, create, derive / create, 0.0))
-    with_policy, without = median["cosmos-transfer/policy"], median["cosmos-transfer/no-policy"]
-    rows.append(("cosmos-transfer policy vs none", with_policy, without, with_policy / without,
-                 TARGET_POLICY))  # fmt: skip
-    if "cosmos-transfer/hsm" in median:
-        hsm, file_key = median["cosmos-transfer/hsm"], median["cosmos-transfer/file-key"]
-        rows.append(("cosmos-transfer HSM key vs file", hsm, file_key, hsm / file_key,
-                     TARGET_HSM))  # fmt: skip
-    print(f"{'scenario':34} {'req/s':>9} {'vs req/s':>9} {'ratio':>6} target")
+    rows = [(name, median[a], median[b], median[a] / median[b], target)
+            for name, a, b, target in COMPARISONS if a in median and b in median]  # fmt: skip
+    print(f"{'scenario':36} {'req/s':>9} {'vs req/s':>9} {'ratio':>6} target")
     for name, a, b, ratio, target in rows:
-        verdict = "ok" if ratio >= target else "MISS"
-        print(f"{name:34} {a:9.0f} {b:9.0f} {ratio:6.2f} >={target} {verdict}")
+        verdict = (
+            "(shown only)"
+            if target is None
+            else (f">={target} " + ("ok" if ratio >= target else "MISS"))
+        )
+        print(f"{name:36} {a:9.0f} {b:9.0f} {ratio:6.2f} {verdict}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "sign.json").write_text(json.dumps({"runs": runs, "rows": rows}, indent=1))
 

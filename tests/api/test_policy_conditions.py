@@ -110,6 +110,23 @@ def test_fail_closed(cosmos: Tenant) -> None:
     cosmos.allowed(SEND, send(10, sequence=3))  # no memo: absent, not "" (has() says so)
 
 
+def test_each_rule_keeps_its_own_value_when_one_errors(cosmos: Tenant) -> None:
+    """The covering rules' conditions are evaluated together; one that errors (and a
+    comment at the end of another) changes no other rule's value or the decision."""
+    cosmos.policy(
+        {**COSMOS, "when": "tx.total['uosmo'] > 0 // no uosmo here: an error"},
+        {**COSMOS, "when": "tx.kind == 'psbt' // not a PSBT"},
+        {**COSMOS, "effect": "deny", "when": "token.label == 'nobody' // not this token"},
+        {**COSMOS, "name": "transfers", "when": "tx.kind == 'transfer' // the one that decides"},
+    )  # fmt: skip
+    run = dry_run(cosmos, SEND, send(10))
+    values = [rule["value"] for rule in run["rules"]]
+    assert values[0].startswith("error") and "uosmo" in values[0]
+    assert values[1:] == [False, False, True]
+    assert (run["decision"], run["rule_name"]) == ("allow", "transfers")
+    cosmos.allowed(SEND, send(10))
+
+
 @pytest.mark.parametrize(("when", "words"), [
     ("tx.fmaily == 'cosmos'", ["line 1, column 3", "fmaily"]),
     ("tx.family", ["not a bool"]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -19,7 +19,13 @@ from chainkeys.chains import encoding
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
-from chainkeys.policies.conditions import Condition, ConditionError, compile_condition
+from chainkeys.policies.conditions import (
+    Batch,
+    Condition,
+    ConditionError,
+    compile_batch,
+    compile_condition,
+)
 from chainkeys.tokens.service import GROUP, parse_duration
 
 UTXO = ("dogecoin", "litecoin")
@@ -99,23 +105,50 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
+class Scope:
+    """The rules that cover one family and network, worked out once per policy."""
+
+    allow: tuple[Rule, ...]  # in the order they are tried
+    deny: tuple[Rule, ...]
+    conditional: tuple[Rule, ...]  # the covering rules with a `when`, in file order
+    batch: Batch | None  # their `when`s as one program (None: none, or each on its own)
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     rules: tuple[Rule, ...]
     canonical: str  # the document as stored and shown: JSON, sorted keys
+    _scopes: dict[tuple[str, str], Scope] = field(default_factory=dict, compare=False,
+                                                  repr=False)  # fmt: skip
 
     @property
     def conditional(self) -> bool:
         """Whether any rule has a condition (then requests are bound to CEL variables)."""
         return any(rule.when is not None for rule in self.rules)
 
-    def allow_rules(self, family: str, network: str) -> list[Rule]:
+    def scope(self, family: str, network: str) -> Scope:
+        """The covering rules of (family, network), kept on the policy (a policy is
+        parsed once per refresh; networks are the registry's, so this stays small)."""
+        found = self._scopes.get((family, network))
+        if found is None:
+            covering = [r for r in self.rules if r.covers(family, network)]
+            allow = sorted((r for r in covering if r.effect == "allow"),
+                           key=lambda r: r.network is None)  # fmt: skip
+            conditional = tuple(r for r in covering if r.when is not None)
+            batch = (compile_batch(tuple(r.when for r in conditional if r.when is not None))
+                     if len(conditional) > 1 else None)  # fmt: skip
+            found = Scope(tuple(allow), tuple(r for r in covering if r.effect == "deny"),
+                          conditional, batch)  # fmt: skip
+            self._scopes[(family, network)] = found
+        return found
+
+    def allow_rules(self, family: str, network: str) -> tuple[Rule, ...]:
         """The allow rules that may decide, in the order they are tried: those for
         exactly this network in file order, then the family's network-less ones."""
-        rules = [r for r in self.rules if r.effect == "allow" and r.covers(family, network)]
-        return sorted(rules, key=lambda r: r.network is None)
+        return self.scope(family, network).allow
 
-    def deny_rules(self, family: str, network: str) -> list[Rule]:
-        return [r for r in self.rules if r.effect == "deny" and r.covers(family, network)]
+    def deny_rules(self, family: str, network: str) -> tuple[Rule, ...]:
+        return self.scope(family, network).deny
 
     def rule_for(self, family: str, network: str) -> Rule | None:
         """The rule that decides when no rule has a condition (the first allow rule)."""

@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from chainkeys.chains.tx.base import Item, Summary
-from chainkeys.policies.conditions import Bindings, Facts, evaluate
-from chainkeys.policies.document import UTXO, Approval, Policy, Rule
+from chainkeys.policies.conditions import Bindings, Facts, evaluate, evaluate_batch
+from chainkeys.policies.document import UTXO, Approval, Policy, Rule, Scope
 
 Evaluated = bool | str  # a `when`'s value, or "error: …"
 
@@ -62,10 +62,12 @@ class Decision:
 
 
 class Conditions:
-    """The `when`s of one request, each evaluated at most once, on variables bound once."""
+    """The `when`s of one request, each evaluated at most once, on variables bound once:
+    at the first one needed, every covering rule's in one call (the scope's batch); one
+    by one only when that batch holds a value that is not a bool (which, and why)."""
 
-    def __init__(self, summary: Summary, facts: Facts | None) -> None:
-        self.summary, self.facts = summary, facts
+    def __init__(self, summary: Summary, facts: Facts | None, scope: Scope) -> None:
+        self.summary, self.facts, self.scope = summary, facts, scope
         self.values: dict[int, Evaluated] = {}
         self._bindings: Bindings | None = None
 
@@ -75,9 +77,14 @@ class Conditions:
         if rule.index not in self.values:
             if self.facts is None:
                 self.values[rule.index] = "error: no request to evaluate it on"
-            else:
-                if self._bindings is None:
-                    self._bindings = Bindings(self.summary, self.facts)
+                return self.values[rule.index]
+            if self._bindings is None:
+                self._bindings = Bindings(self.summary, self.facts)
+                batch = self.scope.batch
+                found = None if batch is None else evaluate_batch(batch, self._bindings)
+                for covering, value in zip(self.scope.conditional, found or (), strict=False):
+                    self.values[covering.index] = value
+            if rule.index not in self.values:
                 self.values[rule.index] = evaluate(rule.when, self._bindings)
         return self.values[rule.index]
 
@@ -86,7 +93,7 @@ def decide(policy: Policy, summary: Summary, facts: Facts | None = None,
            every: bool = False) -> Decision:  # fmt: skip
     """Refusal unless a rule allows every part of `summary` (default deny). With `every`
     (a dry run), every covering rule's `when` is evaluated, not only those needed."""
-    conditions = Conditions(summary, facts)
+    conditions = Conditions(summary, facts, policy.scope(summary.family, summary.network))
     try:
         decision = _decide(policy, summary, conditions, every)
     except Refusal as refusal:
