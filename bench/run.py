@@ -360,8 +360,16 @@ class Bench:
     def measure(self, server: procs.Server, cfg: Config, impl: str, scenario: str) -> Result:
         if self.args.quiet_wait > 0:
             procs.wait_quiet(self.args.quiet_wait)
-        with procs.RssSampler(server) as rss, procs.CpuMeter(server) as cpu:
-            got = self.load(server, cfg, scenario, self.args.seconds, impl)
+        seconds = self.args.seconds
+        for _ in range(3):
+            with procs.RssSampler(server) as rss, procs.CpuMeter(server) as cpu:
+                got = self.load(server, cfg, scenario, seconds, impl)
+            if got.requests:
+                break
+            # No request completed in the window (a short --quick window on a machine
+            # busy with other work): not a measurement; a longer window, said so.
+            seconds *= 4
+            self.log(f"  {impl} {scenario}: no request completed; again for {seconds:g} s")
         return Result(
             cfg.key, impl, cfg.backend, cfg.size, cfg.workers, cfg.sync, scenario,
             self.args.connections, round(got.rps, 1), got.p50_ms, got.p90_ms, got.p99_ms,
