@@ -110,6 +110,25 @@ def test_fail_closed(cosmos: Tenant) -> None:
     cosmos.allowed(SEND, send(10, sequence=3))  # no memo: absent, not "" (has() says so)
 
 
+def test_spent_reads_the_24h_window_and_leaves_the_caps_whole(cosmos: Tenant) -> None:
+    """`spent` is what the window holds before this request; reading it for a condition
+    removes nothing from the window: once old spends leave it, the cap counts the same."""
+    cosmos.policy(
+        {**COSMOS, "effect": "deny", "name": "slow-down",
+         "when": "'uatom' in spent && spent['uatom'] >= 500"},
+        {**COSMOS, "max_per_day": {"uatom": "1000"}},
+    )  # fmt: skip
+    with at(MONDAY_NOON):
+        cosmos.allowed(SEND, send(400, fee=1))
+        assert dry_run(cosmos, SEND, send(200, sequence=2, fee=1))["rules"][0]["value"] is False
+        cosmos.allowed(SEND, send(200, sequence=2, fee=1))  # 401 + 201 = 602 in the window
+        cosmos.denied(SEND, send(10, sequence=3, fee=1), "slow-down", "deny")
+    with at(MONDAY_NOON + 25 * 3_600_000):  # both spends have left the window
+        assert dry_run(cosmos, SEND, send(990, sequence=3, fee=1))["rules"][0]["value"] is False
+        cosmos.allowed(SEND, send(990, sequence=3, fee=1))  # 991 of 1000: the cap is whole
+        cosmos.denied(SEND, send(10, sequence=4, fee=1), "slow-down")
+
+
 def test_each_rule_keeps_its_own_value_when_one_errors(cosmos: Tenant) -> None:
     """The covering rules' conditions are evaluated together; one that errors (and a
     comment at the end of another) changes no other rule's value or the decision."""

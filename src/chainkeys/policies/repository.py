@@ -51,6 +51,9 @@ _EXPIRE = Prepared(
     .where(_SCOPE, _s.created_ms <= bindparam("cutoff"))
     .returning(_s.denom, _s.amount)
 )
+_EXPIRED = Prepared(  # what _EXPIRE would delete, read only (a read transaction's view)
+    select(_s.denom, _s.amount).where(_SCOPE, _s.created_ms <= bindparam("cutoff"))
+)
 _TOTALS = Prepared(
     select(_t.denom, _t.total).where(
         _t.tenant_id == bindparam("tenant_id"),
@@ -130,10 +133,19 @@ class Spends:
         """As `totals`, read only (no lock, nothing rewritten): what a condition reads as
         `spent`. The caps themselves are counted by `totals` under the lock."""
         totals = {r[0]: int(r[1]) for r in (await self.tx.execute(_TOTALS, self.scope)).all()}
-        expired = await self.tx.execute(_EXPIRE, {**self.scope, "cutoff": cutoff_ms})
+        expired = await self.tx.execute(_EXPIRED, {**self.scope, "cutoff": cutoff_ms})
         for denom, amount in expired.all():
             totals[denom] = totals.get(denom, 0) - int(amount)
         return {denom: total for denom, total in totals.items() if total > 0}
+
+    @staticmethod
+    async def networks(tx: Tx, tenant_id: str, family: str, cutoff_ms: int) -> list[str]:
+        """The family's networks this tenant spent on after `cutoff_ms`."""
+        stmt = (select(_s.network).distinct()
+                .where(_s.tenant_id == tenant_id, _s.family == family,
+                       _s.created_ms > cutoff_ms)
+                .order_by(_s.network))  # fmt: skip
+        return [str(r[0]) for r in (await tx.execute(stmt)).all()]
 
     async def add(
         self, digest: str, spent: dict[str, int], old: dict[str, int], at_ms: int
