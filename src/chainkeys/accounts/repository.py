@@ -121,16 +121,12 @@ _LATEST_DELETED = Prepared(
 )
 _FORGET_DELETED = Prepared(delete(deleted_accounts).where(_d.id == bindparam("row_id")))
 _PURGE_DELETED = Prepared(delete(deleted_accounts).where(_d.deleted_ms <= bindparam("before")))
-_PAGE = Prepared(
-    select(_a.id, _a.name, _a.address, _a.public_key)
-    .where(
-        _a.tenant_id == bindparam("tenant_id"),
-        _a.family == bindparam("family"),
-        _a.id > bindparam("after"),
-    )
-    .order_by(_a.id)
-    .limit(bindparam("limit"))
+_PAGE_ROWS = select(_a.id, _a.name, _a.address, _a.public_key).where(
+    _a.tenant_id == bindparam("tenant_id"),
+    _a.family == bindparam("family"),
+    _a.id > bindparam("after"),
 )
+_PAGE = Prepared(_PAGE_ROWS.order_by(_a.id).limit(bindparam("limit")))
 _PAGE_NETWORK = Prepared(
     select(_a.id, _a.name, _a.address, _a.public_key)
     .where(
@@ -143,6 +139,11 @@ _PAGE_NETWORK = Prepared(
     .limit(bindparam("limit"))
 )
 _COUNT_SEALED = Prepared(select(func.count()).select_from(accounts))
+_COUNTS = Prepared(
+    select(_a.family, func.count())
+    .where(_a.tenant_id == bindparam("tenant_id"))
+    .group_by(_a.family)
+)
 
 # PostgreSQL: an account and its audit event in one statement (a data-modifying CTE is
 # atomic on its own): one round trip where BEGIN, two INSERTs and COMMIT took four.
@@ -244,12 +245,28 @@ class Accounts:
 
     @staticmethod
     async def page(
-        tx: Tx, tenant_id: str, family: str, after: int, limit: int, network: str | None = None
-    ) -> Sequence[ListedAccount]:
+        tx: Tx, tenant_id: str, family: str, after: int, limit: int, network: str | None = None,
+        prefix: str | None = None,
+    ) -> Sequence[ListedAccount]:  # fmt: skip
+        """A page in creation order; with `prefix`, only names (addresses) that start
+        with it, exactly (case and all: the same comparison on both engines, where LIKE
+        and collations differ), read along the tenant's rows in id order."""
         params = {"tenant_id": tenant_id, "family": family, "after": after, "limit": limit}
+        if prefix:
+            stmt = _PAGE_ROWS.where(func.substr(_a.name, 1, len(prefix)) == prefix)
+            if network is not None:
+                stmt = stmt.where(_a.network == network)
+            stmt = stmt.order_by(_a.id).limit(bindparam("limit"))
+            return (await tx.execute(stmt, params)).all()
         if network is None:
             return (await tx.execute(_PAGE, params)).all()
         return (await tx.execute(_PAGE_NETWORK, {**params, "network": network})).all()
+
+    @staticmethod
+    async def counts(tx: Tx, tenant_id: str) -> dict[str, int]:
+        """Accounts per family (index-only on both engines)."""
+        rows = (await tx.execute(_COUNTS, {"tenant_id": tenant_id})).all()
+        return {str(r[0]): int(r[1]) for r in rows}
 
     @staticmethod
     async def delete(

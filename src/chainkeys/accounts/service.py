@@ -376,16 +376,31 @@ class AccountService:
         limit: int | None,
         cursor: str | None,
         network: str | None = None,
+        prefix: str | None = None,
     ) -> Page:
+        """A page of the family's accounts, oldest first; `prefix` keeps those whose
+        name (address) starts with it (a search: a cursor is bound to its prefix)."""
         fam = family_of(family)
         if network is not None:
             with chain_errors():
                 network = fam.network(network).name  # 400 listing the accepted ones
+        if prefix is not None and not (0 < len(prefix) <= 100 and prefix.isprintable()):
+            raise BadRequest("prefix is 1 to 100 printable characters of a name or address",
+                             code="invalid_prefix")  # fmt: skip
         scope = f"accounts/{who.tenant_id}/{fam.name}/{network or '*'}"
+        if prefix:
+            scope += "/prefix:" + prefix
         w = paging.window(self.settings, self.cursors, scope, limit, cursor)
         async with self.db.read() as tx:
-            rows = await Accounts.page(tx, who.tenant_id, fam.name, w.after or 0, w.fetch, network)
+            rows = await Accounts.page(tx, who.tenant_id, fam.name, w.after or 0, w.fetch,
+                                       network, prefix)  # fmt: skip
         return Page(*w.page(rows, lambda r: r.id))
+
+    async def counts(self, who: Principal) -> dict[str, int]:
+        """Accounts per family this token may use (every family, zeros included)."""
+        async with self.db.read() as tx:
+            found = await Accounts.counts(tx, who.tenant_id)
+        return {f: found.get(f, 0) for f in FAMILIES if who.may_use(f)}
 
     async def delete(self, who: Principal, family: str, name: str) -> None:
         """Delete (retained, sealed, for the retention period; 0: erased at once). Every

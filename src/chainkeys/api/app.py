@@ -29,6 +29,7 @@ from chainkeys.api.ratelimit import build_limiter
 from chainkeys.api.router import Router
 from chainkeys.api.routes.accounts import account_routes
 from chainkeys.api.routes.approvals import approval_routes
+from chainkeys.api.routes.overview import overview_routes
 from chainkeys.api.routes.policy import policy_routes
 from chainkeys.api.routes.service import service_routes
 from chainkeys.api.routes.signing import signing_routes
@@ -47,6 +48,7 @@ def api_routes(settings: Settings) -> list[Route]:
     """Every documented route, in the document's order."""
     return [
         *service_routes(settings.list_max_limit),
+        *overview_routes(),
         *account_routes(settings.list_max_limit),
         *signing_routes(),
         *wallet_routes(settings.list_max_limit),

@@ -25,3 +25,4 @@ class Doc:
     description: str = ""
     examples: dict[str, Any] = field(default_factory=dict)  # of the request body
     response_examples: dict[str, Any] = field(default_factory=dict)
+    media: dict[str, Any] | None = None  # a 200 that is not the JSON envelope (a download)

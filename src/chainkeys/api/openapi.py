@@ -92,7 +92,7 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
         "responses": {
             "200": {
                 "description": doc.summary,
-                "content": _content(doc.response, doc.response_examples),
+                "content": doc.media or _content(doc.response, doc.response_examples),
             },
             **_errors(doc.errors),
         },

@@ -66,6 +66,25 @@ class PolicyDecision(Struct, kw_only=True, omit_defaults=True):
     summary: Annotated[dict[str, Any], Meta(description="what the request would do")]
 
 
+class CapUsage(Struct, kw_only=True, omit_defaults=True):
+    rule: Annotated[int, Meta(description="the rule's index in the policy")]
+    name: str | UnsetType = UNSET
+    family: str
+    network: str
+    denom: str
+    cap: Annotated[str, Meta(description="max_per_day, in the denom's base unit (decimal)")]
+    spent: Annotated[str, Meta(description="the last 24 h, counted as the cap counts it")]
+    remaining: Annotated[str, Meta(description="what may still be signed in the window")]
+    unit: Annotated[str | UnsetType, Meta(description="display unit, when known")] = UNSET
+    decimals: Annotated[int | UnsetType, Meta(description="base units per unit: 10^n")] = UNSET
+
+
+class PolicyUsage(Struct, kw_only=True):
+    since_ms: Annotated[int, Meta(description="the window's start (ms since the epoch)")]
+    caps: list[CapUsage]
+
+
 PolicyShownResponse = Envelope[PolicyShown]
+PolicyUsageResponse = Envelope[PolicyUsage]
 PolicyHistoryResponse = Envelope[PolicyHistory]
 PolicyDecisionResponse = Envelope[PolicyDecision]

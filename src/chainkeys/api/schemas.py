@@ -305,3 +305,21 @@ def _create_struct(family: str) -> type[Struct]:
 
 
 CREATE_REQUESTS: dict[str, type[Struct]] = {name: _create_struct(name) for name in FAMILIES}
+
+
+class Last24h(Struct, kw_only=True):
+    since_ms: int
+    signatures: Annotated[int, Meta(description="signatures made (action sign, outcome ok)")]
+    refusals: Annotated[int, Meta(description="events whose outcome is not ok")]
+
+
+class Overview(Struct, kw_only=True):
+    """What a tenant holds and did, at a glance (the console's first page)."""
+
+    accounts: Annotated[dict[str, int], Meta(description="per family the token may use")]
+    wallets: int
+    approvals_pending: Annotated[int, Meta(description="pending requests this token sees")]
+    last_24h: Last24h
+
+
+OverviewResponse = Envelope[Overview]

@@ -158,17 +158,23 @@ class Approvals:
     ) -> list[ApprovalRow]:  # fmt: skip
         """What a caller may see: the requests its token made, and, for an approver,
         its group's of the families its token may use."""
-        seen = _a.requester_token_id == token_id
-        if group is not None:
-            theirs = _a.approver_group == group
-            if families is not None:
-                theirs = and_(theirs, _a.family.in_(sorted(families)))
-            seen = or_(seen, theirs)
-        stmt = _SELECT.where(_a.tenant_id == tenant_id, _a.seq > after, seen)
+        stmt = _SELECT.where(_a.tenant_id == tenant_id, _a.seq > after,
+                             _seen(token_id, group, families))  # fmt: skip
         if state is not None:
             stmt = stmt.where(_a.state == state)
         rows = (await tx.execute(stmt.order_by(_a.seq).limit(limit))).all()
         return [_row(r) for r in rows]
+
+    @staticmethod
+    async def count(tx: Tx, tenant_id: str, state: str, token_id: str, group: str | None,
+                    families: frozenset[str] | None = None) -> int:  # fmt: skip
+        """How many `page` would show in `state`."""
+        stmt = (
+            select(func.count())
+            .select_from(approvals)
+            .where(_a.tenant_id == tenant_id, _a.state == state, _seen(token_id, group, families))
+        )
+        return int((await tx.execute(stmt)).scalar_one())
 
     @staticmethod
     async def move(tx: Tx, approval_id: str, old: str, new: str, at: int,
@@ -239,3 +245,15 @@ class Outbox:
     async def retry(tx: Tx, event: int, attempts: int, next_ms: int, error: str) -> None:
         params = {"id": event, "attempts": attempts, "next_ms": next_ms, "error": error[:500]}
         await tx.execute(_OUTBOX_RETRY, params)
+
+
+def _seen(token_id: str, group: str | None, families: frozenset[str] | None) -> Any:
+    """What a caller may see: the requests its token made, and, for an approver, its
+    group's of the families its token may use."""
+    seen = _a.requester_token_id == token_id
+    if group is None:
+        return seen
+    theirs = _a.approver_group == group
+    if families is not None:
+        theirs = and_(theirs, _a.family.in_(sorted(families)))
+    return or_(seen, theirs)

@@ -163,6 +163,14 @@ class ApprovalService:
             views = [ApprovalView(r, await Votes.of(tx, r.id)) for r in shown]
         return views, next_cursor
 
+    async def count(self, who: Principal, state: str) -> int:
+        """How many of the requests this token sees (`page`) are in `state`."""
+        await self.expire_due()
+        group = who.group if "approve" in who.scopes else None
+        async with self.db.read() as tx:
+            return await Approvals.count(tx, who.tenant_id, state, who.token_id, group,
+                                         who.families)  # fmt: skip
+
     async def _visible(self, who: Principal, approval_id: str) -> ApprovalRow:
         """The approval if the caller may see it: its own request, or its group's (an
         approver whose token may use the request's family); anything else is a 404,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, insert, select
+from sqlalchemy import Select, and_, case, func, insert, select
 
 from chainkeys.store.sql import Prepared, Tx
 from chainkeys.store.tables import (
@@ -37,6 +37,11 @@ class AuditQuery:
     action: str | None = None
     family: str | None = None
     account: str | None = None
+    outcome: str | None = None  # "ok", REFUSED (anything but ok) or one error code
+    until_ms: int | None = None  # only events before this time
+
+
+REFUSED = "refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +95,20 @@ class Audit:
         stmt = stmt.order_by(_u.id.desc()).limit(limit)
         return [AuditEvent(**r._mapping) for r in (await tx.execute(stmt)).all()]
 
+    @staticmethod
+    async def tally(tx: Tx, tenant_id: str, since_ms: int,
+                    families: frozenset[str] | None) -> tuple[int, int]:  # fmt: skip
+        """Signatures made and requests refused since `since_ms` (ix_audit_tenant_created:
+        only the tenant's window is read)."""
+        q = AuditQuery(tenant_id, since_ms, families)
+        signed = case((and_(_u.action == "sign", _u.outcome == "ok"), 1), else_=0)
+        refused = case((_u.outcome != "ok", 1), else_=0)
+        row = (await tx.execute(_where(q, func.sum(signed), func.sum(refused)))).first()
+        return int(row[0] or 0), int(row[1] or 0)
 
-def _where(q: AuditQuery) -> Select[Any]:
-    stmt = select(*_AUDIT_COLS)
+
+def _where(q: AuditQuery, *columns: Any) -> Select[Any]:
+    stmt = select(*(columns or _AUDIT_COLS))
     if q.since_ms:
         stmt = stmt.where(_u.created_ms >= q.since_ms)
     if q.tenant_id is not None:
@@ -105,4 +121,10 @@ def _where(q: AuditQuery) -> Select[Any]:
         stmt = stmt.where(_u.family == q.family)
     if q.account is not None:
         stmt = stmt.where(_u.account_name == q.account)
+    if q.outcome == REFUSED:
+        stmt = stmt.where(_u.outcome != "ok")
+    elif q.outcome is not None:
+        stmt = stmt.where(_u.outcome == q.outcome)
+    if q.until_ms is not None:
+        stmt = stmt.where(_u.created_ms < q.until_ms)
     return stmt

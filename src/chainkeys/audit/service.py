@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import AsyncIterator
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -45,6 +46,10 @@ def audit_event(
     )
 
 
+EXPORT_MAX: Final = 100_000  # events in one download: a narrower time range for more
+EXPORT_BATCH: Final = 1_000
+
+
 class AuditService:
     """Reads the audit log (the API gives a tenant only its own events)."""
 
@@ -71,3 +76,24 @@ class AuditService:
         async with self.db.read() as tx:  # newest first: a page starts before its cursor's row
             events = await Audit.newest(tx, q, w.after, w.fetch)
         return w.page(events, lambda e: e.id or 0)
+
+    async def tally(self, q: AuditQuery) -> tuple[int, int]:
+        """Signatures made and requests refused in `q`'s tenant since `q.since_ms`."""
+        if q.tenant_id is None:
+            raise ValueError("a tally is of one tenant")
+        async with self.db.read() as tx:
+            return await Audit.tally(tx, q.tenant_id, q.since_ms, q.families)
+
+    async def export(self, q: AuditQuery) -> AsyncIterator[list[AuditEvent]]:
+        """Every event of `q`, newest first, in batches each read in a transaction of its
+        own (a long download holds no snapshot open), at most EXPORT_MAX in all."""
+        before: int | None = None
+        left = EXPORT_MAX
+        while left > 0:
+            async with self.db.read() as tx:
+                batch = await Audit.newest(tx, q, before, min(EXPORT_BATCH, left))
+            if not batch:
+                return
+            yield batch
+            left -= len(batch)
+            before = batch[-1].id

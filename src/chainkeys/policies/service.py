@@ -16,11 +16,12 @@ from typing import TypeVar
 
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
+from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import Summary
 from chainkeys.clock import monotonic, now_ms
 from chainkeys.errors import NotFound
 from chainkeys.policies.conditions import Facts
-from chainkeys.policies.document import Policy, PolicyError, parse
+from chainkeys.policies.document import Policy, PolicyError, Rule, parse
 from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.repository import Policies, Spends, Version
 from chainkeys.store.backend import Backend
@@ -42,6 +43,17 @@ class Account:
     wallet: str = ""  # "" when not derived from a wallet
     path: str = ""
     index: int = -1  # -1 when not derived
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One daily cap of the policy in force and what its 24 h window holds."""
+
+    rule: Rule
+    network: str
+    denom: str
+    cap: int
+    spent: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +106,32 @@ class PolicyService:
         return Facts(who.token_id, who.label, tuple(sorted(who.scopes)),
                      tuple(sorted(who.families or ())), account.name, account.address,
                      account.wallet, account.path, account.index, now_ms(), spent)  # fmt: skip
+
+    async def usage(self, who: Principal) -> list[Usage]:
+        """Every daily cap of the policy in force (rules of the families this token may
+        use) against its window: a network-less rule on each network spent on in the
+        window (its family's default network when none)."""
+        policy = await self.current(who.tenant_id, fresh=True)
+        if policy is None:
+            return []
+        cutoff = now_ms() - DAY_MS
+        windows: dict[tuple[str, str], dict[str, int]] = {}
+        out: list[Usage] = []
+        async with self.db.read() as tx:
+            for rule in policy.rules:
+                if rule.effect != "allow" or not rule.max_per_day or not who.may_use(rule.family):
+                    continue
+                networks = [rule.network] if rule.network else (
+                    await Spends.networks(tx, who.tenant_id, rule.family, cutoff)
+                    or [FAMILIES[rule.family].default_network])  # fmt: skip
+                for network in networks:
+                    if (rule.family, network) not in windows:
+                        window = Spends(tx, who.tenant_id, rule.family, network)
+                        windows[(rule.family, network)] = await window.window(cutoff)
+                    spent = windows[(rule.family, network)]
+                    out.extend(Usage(rule, network, denom, cap, spent.get(denom, 0))
+                               for denom, cap in rule.max_per_day.items())  # fmt: skip
+        return out
 
     @staticmethod
     async def count(tx: Tx, tenant_id: str, family: str, network: str, decision: Decision,

@@ -114,6 +114,7 @@ audit = Table(
     Column("details", Text, nullable=True),  # JSON: what was done (e.g. a sign summary)
     Index("ix_audit_tenant_id_id", "tenant_id", "id"),
     Index("ix_audit_created_ms", "created_ms"),
+    Index("ix_audit_tenant_id_created_ms", "tenant_id", "created_ms"),
 )
 
 idempotency = Table(

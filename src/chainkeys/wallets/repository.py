@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, or_, select, update
+from sqlalchemy import bindparam, delete, func, insert, or_, select, update
 
 from chainkeys.errors import Conflict
 from chainkeys.store.sql import Prepared, Tx, insert_new
@@ -75,6 +75,11 @@ _BY_FINGERPRINT = Prepared(
     select(*_COLUMNS).where(
         _w.tenant_id == bindparam("tenant_id"), _w.fingerprint == bindparam("fingerprint")
     )
+)
+_COUNT = Prepared(
+    select(func.count())
+    .select_from(wallets)
+    .where(_w.tenant_id == bindparam("tenant_id"), _w.deleted_ms.is_(None))
 )
 _PAGE = Prepared(
     select(*_COLUMNS)
@@ -161,6 +166,10 @@ class Wallets:
     async def page(tx: Tx, tenant_id: str, after: int, limit: int) -> list[WalletRow]:
         params = {"tenant_id": tenant_id, "after": after, "limit": limit}
         return [_row(r) for r in (await tx.execute(_PAGE, params)).all()]
+
+    @staticmethod
+    async def count(tx: Tx, tenant_id: str) -> int:
+        return int((await tx.execute(_COUNT, {"tenant_id": tenant_id})).scalar_one())
 
     @staticmethod
     async def set_deleted(tx: Tx, seq: int, deleted_ms: int | None) -> None:

@@ -275,6 +275,10 @@ class WalletService:
         shown, next_cursor = w.page(rows, lambda r: r.seq)
         return [_view(r) for r in shown], next_cursor
 
+    async def count(self, who: Principal) -> int:
+        async with self.db.read() as tx:
+            return await Wallets.count(tx, who.tenant_id)
+
     async def _row(self, who: Principal, ref: str) -> WalletRow:
         async with self.db.read() as tx:
             row = await Wallets.get(tx, who.tenant_id, ref[:64])

@@ -62,6 +62,11 @@ def network_param(family: str) -> dict[str, Any]:
             "schema": {"type": "string", "enum": networks}}  # fmt: skip
 
 
+PREFIX = {"name": "prefix", "in": "query", "required": False,
+          "description": "only accounts whose name (address) starts with this, exactly",
+          "schema": {"type": "string", "minLength": 1, "maxLength": 100}}  # fmt: skip
+
+
 def family_routes(family: str, list_max_limit: int) -> list[Route]:
     """GET/POST /{family}; GET, DELETE /{family}/{name}; POST /{family}/{name}/delete."""
     shape: Shape = SHAPES[family]
@@ -71,7 +76,12 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     async def list_accounts(request: Request, principal: Principal) -> Response:
         q = query(request)
         page = await services_of(request).accounts.list(
-            principal, family, query_int(q, "limit"), q.get("cursor"), q.get("network")
+            principal,
+            family,
+            query_int(q, "limit"),
+            q.get("cursor"),
+            q.get("network"),
+            q.get("prefix") or None,
         )
         return ok(shape.listed(page))
 
@@ -106,7 +116,7 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     listing = Doc(
         f"list{title}Accounts", f"List the caller's {title} accounts", title,
         shape.list_response, ("400", *ERRORS_AUTH),
-        parameters=(limit_param(list_max_limit), CURSOR, network_param(family)),
+        parameters=(limit_param(list_max_limit), CURSOR, network_param(family), PREFIX),
     )  # fmt: skip
     creating = Doc(
         f"create{title}Account", f"Create (generate) or import a {title} account", title,

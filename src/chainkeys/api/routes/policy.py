@@ -18,8 +18,10 @@ from chainkeys.api.auth import BY_REQUEST, NONE, services_of
 from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
-from chainkeys.clock import iso
+from chainkeys.chains.tx.units import with_unit
+from chainkeys.clock import iso, now_ms
 from chainkeys.errors import Forbidden
+from chainkeys.policies.service import DAY_MS
 from chainkeys.signing.dryrun import DryRun, dry_run
 from chainkeys.tokens.service import Principal
 
@@ -58,6 +60,21 @@ async def test_policy(request: Request, principal: Principal) -> Response:
                          data=decision(run)))  # fmt: skip
 
 
+async def policy_usage(request: Request, principal: Principal) -> Response:
+    caps = []
+    for u in await services_of(request).policies.usage(principal):
+        shown = with_unit(u.denom, u.cap)
+        caps.append(ps.CapUsage(
+            rule=u.rule.index, name=u.rule.name or UNSET, family=u.rule.family,
+            network=u.network, denom=u.denom, cap=str(u.cap), spent=str(u.spent),
+            remaining=str(max(0, u.cap - u.spent)),
+            unit=shown.unit if shown.unit is not None else UNSET,
+            decimals=shown.decimals if shown.decimals is not None else UNSET,
+        ))  # fmt: skip
+    data = ps.PolicyUsage(since_ms=now_ms() - DAY_MS, caps=caps)
+    return ok(s.Envelope(success=True, message="daily caps used", data=data))
+
+
 def decision(run: DryRun) -> ps.PolicyDecision:
     rules = [ps.RuleTried(index=v.rule.index, name=v.rule.name or UNSET, effect=v.rule.effect,
                           covers=v.covers, when=v.rule.when.source if v.rule.when else UNSET,
@@ -81,6 +98,10 @@ def policy_routes() -> list[Route]:
         resource("/policy/history", {"GET": Op(policy_history, "read", NONE, Doc(
             "policyHistory", "Every version of the tenant's policy, oldest first", TAG,
             ps.PolicyHistoryResponse, ERRORS_AUTH))}),
+        resource("/policy/usage", {"GET": Op(policy_usage, "read", NONE, Doc(
+            "policyUsage", "Each daily cap of the policy in force against its last 24 h "
+            "(the rules of the families the token may use)", TAG, ps.PolicyUsageResponse,
+            ERRORS_AUTH))}),
         resource("/policy/test", {"POST": Op(test_policy, "read", BY_REQUEST, Doc(
             "testPolicy", "What the policy in force would decide on a sign request, and "
             "why: nothing signed, no key opened, no cap counted", TAG,

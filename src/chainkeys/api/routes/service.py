@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hmac
 import platform
+import re
+import time
 
 import msgspec
 from msgspec import UNSET
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from chainkeys import __version__, metrics
@@ -20,8 +22,10 @@ from chainkeys.api.doc import Doc
 from chainkeys.api.errors import NO_SUCH_ENDPOINT
 from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, ok, resource
 from chainkeys.api.routes.common import limit_param as limit
-from chainkeys.audit.repository import AuditQuery
+from chainkeys.audit.export import EXPORTS
+from chainkeys.audit.repository import AuditEvent, AuditQuery
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, NotFound, StorageUnavailable, Unauthorized
 from chainkeys.tokens.service import Principal
 from chainkeys.version import commit
@@ -44,8 +48,16 @@ AUDIT_FILTERS = tuple(
         ("action", "only this action (create, import, delete, sign, export, denied, …)"),
         ("family", "only this family's events"),
         ("account", "only this account's events (its name)"),
+        ("outcome", "ok, refused (anything but ok) or one error code"),
     )
 )  # fmt: skip
+UNTIL = {"name": "until", "in": "query", "required": False,
+         "schema": {"type": "integer", "minimum": 0},
+         "description": "only events before this time (ms since the epoch)"}  # fmt: skip
+FORMAT = {"name": "format", "in": "query", "required": False,
+          "schema": {"type": "string", "enum": ["csv", "jsonl"], "default": "csv"},
+          "description": "CSV (no cell starts a spreadsheet formula) or JSON Lines"}  # fmt: skip
+OUTCOME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def networks_body() -> s.NetworksResponse:
@@ -119,43 +131,70 @@ async def token_self(request: Request, principal: Principal) -> Response:
     return ok(s.Envelope(success=True, message="this token", data=data))
 
 
-async def list_audit(request: Request, principal: Principal) -> Response:
-    """The caller's own tenant's events, newest first, paginated and filtered. A token
-    limited to some families sees only those families' events."""
+def audit_query(request: Request, principal: Principal) -> AuditQuery:
+    """The filters of GET /audit and /audit/export (a 400 naming the one that is wrong)."""
     q = query(request)
-    try:
-        since_ms = query_int(q, "since", digits=15) or 0
-    except BadRequest:
-        raise BadRequest(
-            "since is a time in milliseconds since the epoch", code="invalid_since"
-        ) from None
+    times = {}
+    for name in ("since", "until"):
+        try:
+            times[name] = query_int(q, name, digits=15)
+        except BadRequest:
+            raise BadRequest(f"{name} is a time in milliseconds since the epoch",
+                             code=f"invalid_{name}") from None  # fmt: skip
     family = q.get("family")
     if family is not None and family not in FAMILIES:
         raise BadRequest(f"family is one of {', '.join(FAMILIES)}", code="invalid_family")
-    filters = AuditQuery(
-        principal.tenant_id, since_ms, principal.families,
+    outcome = q.get("outcome") or None
+    if outcome is not None and not OUTCOME.fullmatch(outcome):
+        raise BadRequest("outcome is ok, refused (anything but ok) or an error code",
+                         code="invalid_outcome")  # fmt: skip
+    return AuditQuery(
+        principal.tenant_id, times["since"] or 0, principal.families,
         action=q.get("action") or None, family=family, account=q.get("account") or None,
+        outcome=outcome, until_ms=times["until"],
     )  # fmt: skip
+
+
+def audit_item(e: AuditEvent) -> s.AuditItem:
+    return s.AuditItem(
+        id=e.id or 0,
+        time_ms=e.created_ms,
+        action=e.action,
+        outcome=e.outcome,
+        family=e.family,
+        account_name=e.account_name,
+        request_id=e.request_id,
+        client_request_id=e.client_request_id,
+        token_id=e.actor_token_id,
+        details=msgspec.json.decode(e.details) if e.details else None,
+    )
+
+
+async def list_audit(request: Request, principal: Principal) -> Response:
+    """The caller's own tenant's events, newest first, paginated and filtered. A token
+    limited to some families sees only those families' events."""
+    filters = audit_query(request, principal)
+    q = query(request)
     events, cursor = await services_of(request).audit.page(
         filters, query_int(q, "limit"), q.get("cursor")
     )
-    items = [
-        s.AuditItem(
-            id=e.id or 0,
-            time_ms=e.created_ms,
-            action=e.action,
-            outcome=e.outcome,
-            family=e.family,
-            account_name=e.account_name,
-            request_id=e.request_id,
-            client_request_id=e.client_request_id,
-            token_id=e.actor_token_id,
-            details=msgspec.json.decode(e.details) if e.details else None,
-        )
-        for e in events
-    ]
+    items = [audit_item(e) for e in events]
     data = s.AuditData(events=items, next_cursor=cursor or UNSET)
     return ok(s.Envelope(success=True, message="audit events listed", data=data))
+
+
+async def export_audit(request: Request, principal: Principal) -> Response:
+    """The filtered view as a download (CSV or JSON Lines), newest first, streamed."""
+    fmt = query(request).get("format") or "csv"
+    if fmt not in EXPORTS:
+        raise BadRequest("format is csv or jsonl", code="invalid_format")
+    filters = audit_query(request, principal)
+    batches = services_of(request).audit.export(filters)
+    media_type, render = EXPORTS[fmt]
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms() / 1000))
+    headers = {"Content-Disposition": f'attachment; filename="chainkeys-audit-{stamp}.{fmt}"',
+               "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}  # fmt: skip
+    return StreamingResponse(render(batches), media_type=media_type, headers=headers)
 
 
 def service_routes(list_max_limit: int) -> list[Route]:
@@ -171,7 +210,15 @@ def service_routes(list_max_limit: int) -> list[Route]:
         "listAudit", "The caller's tenant's audit events, newest first (creates, imports, "
         "deletes, signatures and refusals with their reason, tokens, policies)",
         "Service", s.AuditResponse, ("400", *ERRORS_AUTH),
-        parameters=(SINCE, *AUDIT_FILTERS, limit(list_max_limit), CURSOR),
+        parameters=(SINCE, UNTIL, *AUDIT_FILTERS, limit(list_max_limit), CURSOR),
+    )  # fmt: skip
+    export_doc = Doc(
+        "exportAudit", "The filtered audit view as a download (CSV or JSON Lines), newest "
+        "first, at most 100,000 events (narrow the time range for more)", "Service",
+        s.AuditResponse, ("400", *ERRORS_AUTH), parameters=(FORMAT, SINCE, UNTIL,
+                                                            *AUDIT_FILTERS),
+        media={"text/csv": {"schema": {"type": "string"}},
+               "application/jsonl": {"schema": {"type": "string"}}},
     )  # fmt: skip
     return [
         resource("/livez", {"GET": Op(livez, None, NONE, public(
@@ -190,6 +237,7 @@ def service_routes(list_max_limit: int) -> list[Route]:
             "listNetworks", "Families, their networks and defaults", s.NetworksResponse,
             ("500",)))}),
         resource("/audit", {"GET": Op(list_audit, "read", BY_REQUEST, audit_doc)}),
+        resource("/audit/export", {"GET": Op(export_audit, "read", BY_REQUEST, export_doc)}),
         resource("/tokens/self", {"GET": Op(token_self, AUTHENTICATED, NONE, Doc(
             "tokenSelf", "The caller's own token: tenant, label, scopes, families, expiry "
             "(never the token)", "Service", s.TokenSelfResponse, ERRORS_AUTH))}),
