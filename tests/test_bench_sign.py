@@ -29,5 +29,6 @@ def test_quick_sign_benchmark_runs(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "sign.json").read_text())
     names = [row[0] for row in doc["rows"]]
     assert names == ["sign derived vs stored key", "derive next index vs create",
-                     "cosmos-transfer policy vs none"]  # fmt: skip
+                     "cosmos-transfer policy vs none",
+                     "10 rules with conditions vs without"]  # fmt: skip
     assert all(row[1] > 0 and row[2] > 0 for row in doc["rows"])  # every scenario signed
