@@ -180,3 +180,33 @@ def test_any_query_is_an_answer_or_a_clear_400(tenant: Tenant, params: dict[str,
         assert r.status_code in (200, 400), (path, params, r.status_code, r.text[:300])
         if r.status_code == 400:
             assert r.json()["success"] is False and r.json()["code"]
+
+
+def test_a_wallet_lists_the_accounts_derived_from_it(server: Server, tenant: Tenant) -> None:
+    c = tenant.client
+    wallet = data(c.post("/wallets", json={"name": "deposits"}))["id"]
+    other = data(c.post("/wallets", json={"name": "other"}))["id"]
+    made = data(c.post(f"/wallets/{wallet}/accounts", json={"family": "cosmos", "count": 3}))
+    data(c.post(f"/wallets/{wallet}/accounts", json={"family": "dogecoin"}))
+    data(c.post(f"/wallets/{other}/accounts", json={"family": "cosmos"}))
+    data(c.post("/cosmos", json={}))  # not derived
+    listed: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = data(c.get("/wallets/deposits/accounts", params=params))
+        listed += page["accounts"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            break
+    assert [(a["family"], a["index"]) for a in listed] == [
+        ("cosmos", 0), ("cosmos", 1), ("cosmos", 2), ("dogecoin", 0)]  # fmt: skip
+    assert [a["address"] for a in listed[:3]] == [a["address"] for a in made["accounts"]]
+    assert listed[0]["path"] == "m/44'/118'/0'/0/0"
+    assert server.services is not None
+    _, token = server.call(server.services.tokens.create(
+        tenant.name, "doge-only", families=frozenset({"dogecoin"})))  # fmt: skip
+    with server.client(token) as doge:
+        seen = data(doge.get(f"/wallets/{wallet}/accounts"))["accounts"]
+    assert [a["family"] for a in seen] == ["dogecoin"]
+    assert c.get("/wallets/nobody/accounts").status_code == 404

@@ -88,6 +88,7 @@ _INSERT_ACCOUNT = Prepared(
         "secret",
         "key_id",
         "created_ms",
+        "wallet_id",
     ),
 )
 _GET_ACCOUNT = Prepared(select(*_ACCOUNT_COLS).where(_KEY))
@@ -263,6 +264,17 @@ class Accounts:
         return (await tx.execute(_PAGE_NETWORK, {**params, "network": network})).all()
 
     @staticmethod
+    async def of_wallet(
+        tx: Tx, tenant_id: str, wallet_id: str, after: int, limit: int
+    ) -> Sequence[Any]:
+        """A page of the accounts derived from one wallet, in creation order."""
+        stmt = (select(_a.id, _a.family, _a.network, _a.name, _a.address, _a.details,
+                       _a.created_ms)
+                .where(_a.tenant_id == tenant_id, _a.wallet_id == wallet_id, _a.id > after)
+                .order_by(_a.id).limit(limit))  # fmt: skip
+        return (await tx.execute(stmt)).all()
+
+    @staticmethod
     async def counts(tx: Tx, tenant_id: str) -> dict[str, int]:
         """Accounts per family (index-only on both engines)."""
         rows = (await tx.execute(_COUNTS, {"tenant_id": tenant_id})).all()
@@ -309,7 +321,13 @@ def _account_params(row: AccountRow) -> dict[str, Any]:
         "secret": row.secret,
         "key_id": row.key_id,
         "created_ms": row.created_ms,
+        "wallet_id": _wallet_of(row),
     }
+
+
+def _wallet_of(row: AccountRow) -> str | None:
+    wallet = row.details.get("wallet")
+    return wallet if isinstance(wallet, str) and wallet else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,25 @@ class DerivedAccounts(Struct, kw_only=True):
 DeriveResponse = Envelope[DerivedAccounts]
 
 
+class WalletAccount(Struct, kw_only=True, omit_defaults=True):
+    family: str
+    network: str
+    name: str
+    address: str
+    path: str
+    index: int
+    address_type: str | UnsetType = UNSET
+    created_ms: int
+
+
+class WalletAccounts(Struct, kw_only=True, omit_defaults=True):
+    accounts: list[WalletAccount]
+    next_cursor: str | UnsetType = UNSET
+
+
+WalletAccountsResponse = Envelope[WalletAccounts]
+
+
 class Xpub(Struct, kw_only=True, omit_defaults=True):
     xpub: str
     format: str

@@ -79,9 +79,13 @@ accounts = Table(
     "accounts",
     metadata,
     *account_columns(Column("tenant_id", String(32), ForeignKey("tenants.id"), nullable=False)),
+    # The wallet an account was derived from (details' "wallet", copied at insert so a
+    # wallet's accounts are listed by index: a restore fills it again from details).
+    Column("wallet_id", String(64), nullable=True),
     UniqueConstraint("tenant_id", "family", "name"),
     # Keyset pagination: first page and deep pages cost the same.
     Index("ix_accounts_tenant_family_id", "tenant_id", "family", "id"),
+    Index("ix_accounts_tenant_wallet_id", "tenant_id", "wallet_id", "id"),
     # Start-up proves every key id in use is held; rotation finds what to re-seal.
     Index("ix_accounts_key_id", "key_id"),
 )

@@ -25,6 +25,7 @@ import msgspec
 
 from chainkeys import paging
 from chainkeys.accounts.models import AccountView, Derivation, Origin
+from chainkeys.accounts.repository import Accounts
 from chainkeys.accounts.service import AccountService, chain_errors, family_of
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
@@ -274,6 +275,19 @@ class WalletService:
             rows = await Wallets.page(tx, who.tenant_id, w.after or 0, w.fetch)
         shown, next_cursor = w.page(rows, lambda r: r.seq)
         return [_view(r) for r in shown], next_cursor
+
+    async def derived(self, who: Principal, ref: str, limit: int | None,
+                       cursor: str | None) -> tuple[list[Any], str | None]:  # fmt: skip
+        """A page of the accounts derived from a wallet (of the families the token may
+        use), in creation order: rows of id, family, network, name, address, details,
+        created_ms."""
+        row = await self._row(who, ref)
+        w = paging.window(self.settings, self.cursors, f"wallet-accounts/{row.id}", limit,
+                          cursor)  # fmt: skip
+        async with self.db.read() as tx:
+            rows = await Accounts.of_wallet(tx, who.tenant_id, row.id, w.after or 0, w.fetch)
+        shown, next_cursor = w.page(rows, lambda r: int(r.id))
+        return [r for r in shown if who.may_use(r.family)], next_cursor
 
     async def count(self, who: Principal) -> int:
         async with self.db.read() as tx:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 from starlette.requests import Request
 from starlette.responses import Response
@@ -95,6 +96,23 @@ async def get_wallet(request: Request, principal: Principal) -> Response:
     return ok(s.Envelope(success=True, message="wallet found", data=wallet_data(view)))
 
 
+async def wallet_accounts(request: Request, principal: Principal) -> Response:
+    q = query(request)
+    rows, cursor = await services_of(request).wallets.derived(
+        principal, wallet_ref(request), query_int(q, "limit"), q.get("cursor")
+    )
+    items = []
+    for r in rows:
+        details = msgspec.json.decode(r.details) if r.details else {}
+        items.append(ws.WalletAccount(
+            family=r.family, network=r.network, name=r.name, address=r.address,
+            path=str(details.get("path", "")), index=int(details.get("index", -1)),
+            address_type=details.get("address_type") or UNSET, created_ms=int(r.created_ms),
+        ))  # fmt: skip
+    data = ws.WalletAccounts(accounts=items, next_cursor=cursor or UNSET)
+    return ok(s.Envelope(success=True, message="accounts derived from the wallet", data=data))
+
+
 async def delete_wallet(request: Request, principal: Principal) -> Response:
     await services_of(request).wallets.delete(principal, wallet_ref(request))
     return ok(DELETED)
@@ -159,6 +177,10 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                       examples={"next": {"family": "litecoin", "count": 10},
                                 "index": {"family": "cosmos", "index": 7},
                                 "eos": {"family": "eos", "name": "deposit12345"}}),
+        "accounts": Doc("listWalletAccounts", "The accounts derived from a wallet (of the "
+                        "families the token may use), oldest first", TAG,
+                        ws.WalletAccountsResponse, ("400", "404", *ERRORS_AUTH),
+                        parameters=(*item, limit_param(list_max_limit), CURSOR)),
         "xpub": Doc("walletXpub", "The account-level extended public key", TAG,
                     ws.XpubResponse, ("400", "403", "404", *ERRORS_AUTH),
                     parameters=(*item, *XPUB_PARAMS),
@@ -177,7 +199,8 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                  {"GET": Op(get_wallet, "read", NONE, docs["get"]),
                   "DELETE": Op(delete_wallet, "delete", EVERY, docs["delete"])}),
         resource("/wallets/{wallet}/accounts",
-                 {"POST": Op(derive_accounts, "create", BY_REQUEST, docs["derive"])}),
+                 {"GET": Op(wallet_accounts, "read", NONE, docs["accounts"]),
+                  "POST": Op(derive_accounts, "create", BY_REQUEST, docs["derive"])}),
         resource("/wallets/{wallet}/xpub",
                  {"GET": Op(wallet_xpub, "read", BY_REQUEST, docs["xpub"])}),
         resource("/wallets/{wallet}/export",
