@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
 
 from chainkeys import paging
 from chainkeys.accounts import idempotency as idem
+from chainkeys.accounts.families import chain_errors, family_of
 from chainkeys.accounts.idempotency_store import Idempotency
 from chainkeys.accounts.models import AccountView, Created, CreateRequest, Derivation, Page
 from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts, DeletedRow
@@ -20,7 +21,7 @@ from chainkeys.audit.service import audit_event
 from chainkeys.chains.hd import key_from_mnemonic
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import generate_key, key_from_secret
-from chainkeys.chains.spec import ChainError, Family, Key, Network
+from chainkeys.chains.spec import Family, Key, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import (
@@ -45,22 +46,6 @@ log = logging.getLogger("chainkeys.accounts")
 # Every family's names are ASCII letters and digits with inner dots (EOS), at most 100.
 PLAUSIBLE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.]{0,98}[A-Za-z0-9])?")
 Fetch = Callable[[Any, str, str, str], Awaitable[Any]]
-
-
-@contextlib.contextmanager
-def chain_errors() -> Iterator[None]:
-    """A chain's refusal becomes a bad request with the chain's own message and code."""
-    try:
-        yield
-    except ChainError as exc:
-        raise BadRequest(exc.message, code=exc.code) from None
-
-
-def family_of(name: str) -> Family[Any]:
-    try:
-        return FAMILIES[name]
-    except KeyError:
-        raise NotFound(f"unknown chain family; families: {', '.join(FAMILIES)}") from None
 
 
 class AccountService:

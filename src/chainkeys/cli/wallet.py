@@ -14,7 +14,7 @@ from chainkeys.tokens.service import DEFAULT_SCOPES, Principal
 
 if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
     from chainkeys.bootstrap import Services
-    from chainkeys.wallets.service import WalletView
+    from chainkeys.wallets.models import WalletView
 
 wallet_app = group("HD wallets of a tenant (operator).")
 Tenant = Annotated[str, typer.Argument(help="tenant name")]
@@ -88,7 +88,7 @@ def wallet_derive(
 ) -> None:  # fmt: skip
     """Derive accounts (stored as the tenant's, unless --preview): one line each."""
 
-    from chainkeys.wallets.service import DeriveRequest
+    from chainkeys.wallets.models import DeriveRequest
 
     async def work(svc: Services) -> None:
         req = DeriveRequest(family, network, address_type, account, change, index, count,

@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
+from chainkeys.accounts.families import family_of
 from chainkeys.accounts.repository import Accounts
-from chainkeys.accounts.service import family_of
 from chainkeys.chains.spec import ChainError
 from chainkeys.chains.tx.base import summary_record
 from chainkeys.clock import now_ms

@@ -20,8 +20,9 @@ from typing import Any
 import msgspec
 
 from chainkeys import metrics
+from chainkeys.accounts.families import family_of
 from chainkeys.accounts.repository import AccountRow
-from chainkeys.accounts.service import AccountService, family_of
+from chainkeys.accounts.service import AccountService
 from chainkeys.approvals.repository import ApprovalRow
 from chainkeys.approvals.service import ApprovalService, ApprovalView
 from chainkeys.approvals.service import Request as ApprovalRequest

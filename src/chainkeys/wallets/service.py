@@ -18,15 +18,15 @@ import logging
 import re
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
 
 from chainkeys import paging
+from chainkeys.accounts.families import chain_errors, family_of
 from chainkeys.accounts.models import AccountView, Derivation, Origin
 from chainkeys.accounts.repository import Accounts
-from chainkeys.accounts.service import AccountService, chain_errors, family_of
+from chainkeys.accounts.service import AccountService
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains import hd
@@ -34,7 +34,7 @@ from chainkeys.chains.mnemonic import normalise_mnemonic, seed_from_mnemonic
 from chainkeys.chains.spec import Family, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, NotFound
+from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
@@ -42,6 +42,13 @@ from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context
+from chainkeys.wallets.models import (
+    DeriveRequest,
+    WalletNotFound,
+    WalletView,
+    XpubAnswer,
+    view_of,
+)
 from chainkeys.wallets.repository import (
     Chain,
     ChainFull,
@@ -57,39 +64,6 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SEED_KEY_RECORD: Final = "wallet_seed_key"  # meta: the key of the seeds' fingerprints
 ID_PREFIX: Final = "wal_"
 MAX_PASSPHRASE: Final = 1024
-
-
-class WalletNotFound(NotFound):
-    code, message = "wallet_not_found", "no such wallet"
-
-
-@dataclass(frozen=True, slots=True)
-class WalletView:
-    id: str
-    name: str
-    fingerprint: str
-    created_ms: int
-    exported: bool
-
-
-@dataclass(frozen=True, slots=True)
-class DeriveRequest:
-    family: str
-    network: str | None = None
-    address_type: str | None = None
-    account: int = 0
-    change: int = 0
-    index: int | None = None
-    count: int = 1
-    name: str | None = None  # EOS: the account name (one account only)
-    preview: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class XpubAnswer:
-    key: hd.ExtendedKey
-    descriptor: str | None
-    change_descriptor: str | None
 
 
 class _Phrase(msgspec.Struct):
@@ -137,10 +111,6 @@ def _given(fam: Family[Any], req: DeriveRequest, options: Any) -> dict[str, str]
     if "name" in takes and req.name is not None:
         given["name"] = req.name
     return given
-
-
-def _view(row: WalletRow) -> WalletView:
-    return WalletView(row.id, row.name, row.fingerprint, row.created_ms, row.exported)
 
 
 class WalletService:
@@ -219,7 +189,7 @@ class WalletService:
             raise Conflict("a wallet of that name already exists in your tenant (a deleted "
                            "one keeps its name until it is purged)",
                            code="wallet_exists") from None  # fmt: skip
-        return _view(row)
+        return view_of(row)
 
     async def _seed_key(self, tenant_id: str, secret: bytes) -> str:
         """The seed's keyed fingerprint in this tenant: HMAC-SHA256 under a random key of
@@ -274,7 +244,7 @@ class WalletService:
         async with self.db.read() as tx:
             rows = await Wallets.page(tx, who.tenant_id, w.after or 0, w.fetch)
         shown, next_cursor = w.page(rows, lambda r: r.seq)
-        return [_view(r) for r in shown], next_cursor
+        return [view_of(r) for r in shown], next_cursor
 
     async def derived(self, who: Principal, ref: str, limit: int | None,
                        cursor: str | None) -> tuple[list[Any], str | None]:  # fmt: skip
@@ -301,7 +271,7 @@ class WalletService:
         return row
 
     async def get(self, who: Principal, ref: str) -> WalletView:
-        return _view(await self._row(who, ref))
+        return view_of(await self._row(who, ref))
 
     async def delete(self, who: Principal, ref: str) -> None:
         """Delete the seed (kept sealed for the retention period, restorable by the
@@ -319,7 +289,7 @@ class WalletService:
             await Wallets.set_deleted(tx, row.seq, None)
             await Audit.insert(tx, audit_event(operator, "wallet.restore", "ok",
                                                account_name=row.id))  # fmt: skip
-        return _view(row)
+        return view_of(row)
 
     async def export(self, who: Principal, ref: str) -> tuple[WalletView, str, str]:
         """The phrase and passphrase (the caller checked the setting and the scope);

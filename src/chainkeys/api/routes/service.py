@@ -185,7 +185,7 @@ async def list_audit(request: Request, principal: Principal) -> Response:
 
 async def export_audit(request: Request, principal: Principal) -> Response:
     """The filtered view as a download (CSV or JSON Lines), newest first, streamed."""
-    fmt = query(request).get("format") or "csv"
+    fmt = query(request).get("format", "csv")  # given empty is not absent: refused
     if fmt not in EXPORTS:
         raise BadRequest("format is csv or jsonl", code="invalid_format")
     filters = audit_query(request, principal)

@@ -23,7 +23,7 @@ from chainkeys.api.routes.shapes import iso
 from chainkeys.chains.cosmos import keyring_pubkey
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.tokens.service import Principal
-from chainkeys.wallets.service import DeriveRequest, WalletView
+from chainkeys.wallets.models import DeriveRequest, WalletView
 
 TAG = "Wallets"
 NO_STORE = {"Cache-Control": "no-store"}
