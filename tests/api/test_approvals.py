@@ -214,7 +214,7 @@ def test_the_page_in_a_real_browser_approves_and_sees_it_signed(
                     timeout=120)  # fmt: skip
     assert seen["errors"] == [] and seen["foreign"] == []
     assert "script-src 'self'" in seen["csp"] and "frame-ancestors 'none'" in seen["csp"]
-    assert seen["who"].startswith("alice of tenant") and "treasury" in seen["who"]
+    assert seen["who"].startswith("alice · tenant") and "the group treasury" in seen["who"]
     assert seen["tokenFieldHidden"] is True
     for shown in (
         OTHER,

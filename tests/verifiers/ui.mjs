@@ -1,4 +1,4 @@
-// Drives the approver page in headless Chromium (Debian's, through playwright-core):
+// Drives the console's approvals page (/ui/approvals) in headless Chromium (Debian's, through playwright-core):
 // paste a token, find the request, approve it, see it signed; and note everything a
 // user would see go wrong (console errors, CSP violations, requests to elsewhere).
 // Input: {url, token, approval, screenshot, chromium}. Output: what was seen.
@@ -25,16 +25,19 @@ try {
   seen.csp = response.headers()["content-security-policy"];
   await page.fill("#token", input.token);
   await page.click("#use");
-  await page.waitForSelector("#board:not([hidden])");
-  seen.who = await page.textContent("#who");
+  await page.waitForSelector("#page:not([hidden]) li.approval");
+  seen.who = `${await page.textContent("#who")} ${await page.textContent("#page p.hint")}`;
   seen.tokenFieldHidden = await page.isHidden("#token");
   const card = page.locator(`li.approval[data-id="${input.approval}"]`);
   await card.waitFor();
   seen.card = await card.innerText();
   seen.pwned = await page.evaluate(() => window.pwned === 1 || document.querySelector("b.injected") !== null);
 
+  const draws = Number(await page.evaluate(() => document.body.dataset.draws || 0));
   await card.locator("button.approve").click();
-  await page.waitForFunction(() => /approved by you/.test(document.getElementById("message").textContent));
+  // the message, then the list drawn again after it (the console repaints the page it is on)
+  await page.waitForFunction((before) => /approved by you/.test(document.getElementById("message").textContent)
+    && Number(document.body.dataset.draws || 0) > before, draws);
   seen.message = await page.textContent("#message");
   seen.stillListed = await page.locator(`li.approval[data-id="${input.approval}"]`).count();
   await page.selectOption("#state", "signed");
@@ -48,12 +51,12 @@ try {
   seen.local = await page.evaluate(() => localStorage.length);
   seen.cookies = (await context.cookies()).length;
   await page.reload();
-  await page.waitForSelector("#board:not([hidden])");
+  await page.waitForSelector("#page:not([hidden]) h1");
   seen.keptOnReload = true;
   const other = await browser.newContext();
   const fresh = await other.newPage();
   await fresh.goto(`${input.url}/ui/approvals`);
-  seen.freshTabBoardHidden = await fresh.isHidden("#board");
+  seen.freshTabBoardHidden = await fresh.isHidden("#page");
   await page.click("#forget");
   seen.afterForget = await page.evaluate(() => sessionStorage.length);
 } finally {

@@ -1,0 +1,122 @@
+// Building the page. Every value the service returns is put in as text (textContent
+// or a text node), never as markup; text that came in with a request (names, memos,
+// labels, recipients) is isolated from its neighbours (<bdi>, unicode-bidi: isolate)
+// and its control and bidi characters are shown as code points (⟨U+202E⟩), so
+// nothing can reorder what a person reads next to it.
+
+export const BIDI_AND_CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** An element: h("a", {href: "#/x", class: "y"}, "text", child, ...). */
+export function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** Text that came from outside (a request, a label): isolated, invisible characters shown. */
+export function untrusted(text) {
+  const value = text === null || text === undefined ? "" : String(text);
+  const bdi = h("bdi", { class: "untrusted" });
+  let last = 0;
+  for (const m of value.matchAll(BIDI_AND_CONTROL)) {
+    bdi.append(value.slice(last, m.index));
+    const code = m[0].codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+    bdi.append(h("span", { class: "codepoint", title: "an invisible control or bidi character" },
+      `⟨U+${code}⟩`));
+    last = m.index + m[0].length;
+  }
+  bdi.append(value.slice(last));
+  return bdi;
+}
+
+/** An amount record ({denom, amount, display?}): display units beside base units. */
+export function amount(a) {
+  if (!a) return "—";
+  const base = `${a.amount} ${a.denom}`;
+  return a.display ? `${a.display} (${base})` : base;
+}
+
+export function amounts(list) {
+  return list && list.length ? list.map(amount).join(", ") : "—";
+}
+
+/** A base-unit integer string as display units (BigInt: amounts pass 2^53). */
+export function inUnits(value, unit, decimals) {
+  if (unit === undefined || decimals === undefined) return null;
+  const n = BigInt(value);
+  const scale = 10n ** BigInt(decimals);
+  const frac = (n % scale).toString().padStart(decimals, "0").replace(/0+$/, "");
+  return `${n / scale}${frac ? "." + frac : ""} ${unit}`;
+}
+
+/** Milliseconds since the epoch as UTC, to the second. */
+export function when(ms) {
+  if (ms === null || ms === undefined) return "—";
+  return new Date(Number(ms)).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+}
+
+/** A description list of [term, value, options] rows. */
+export function facts(rows) {
+  const dl = h("dl", { class: "facts" });
+  for (const [term, value, opts = {}] of rows) {
+    if (value === undefined) continue;
+    dl.append(h("dt", {}, term), h("dd", { class: opts.warn ? "warn" : null }, value));
+  }
+  return dl;
+}
+
+/** A table: headers and rows of cells (text or nodes). */
+export function table(caption, headers, rows, opts = {}) {
+  const head = h("tr", {}, headers.map((t) => h("th", { scope: "col" }, t)));
+  const body = h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((c) => h("td", {}, c)))));
+  return h("table", { class: opts.class || "list" },
+    caption ? h("caption", {}, caption) : null, h("thead", {}, head), body);
+}
+
+/** A copy button for `value` (a clipboard where the browser allows it, else selected). */
+export function copyButton(value, label = "Copy") {
+  const button = h("button", { type: "button", class: "copy", "aria-label": `${label}: ${value.slice(0, 24)}…` }, label);
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(value);
+      button.textContent = "Copied";
+    } catch {
+      const code = button.previousElementSibling;
+      if (code) window.getSelection().selectAllChildren(code);
+      button.textContent = "Selected: press Ctrl+C";
+    }
+    setTimeout(() => { button.textContent = label; }, 2000);
+  });
+  return button;
+}
+
+/** A value shown in monospace with a copy button beside it. */
+export function copyable(value, label) {
+  return h("span", { class: "copyable" }, h("code", {}, value), " ", copyButton(value, label));
+}
+
+/** A link inside the console: its parts are encoded, it is always a #/ route. */
+export function link(text, route, params = {}) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ""));
+  const path = route.map(encodeURIComponent).join("/");
+  return h("a", { href: `#/${path}${query.size ? "?" + query : ""}` }, text);
+}
+
+export function heading(text) {
+  return h("h1", { tabindex: "-1" }, text);
+}

@@ -1,0 +1,100 @@
+// Approvals: what waits for this token's group (and the requests it made), with
+// everything that decides where value goes: recipients, amounts in display units
+// beside base units, the fee (or that it is unknown), memos, IBC channel, port and
+// timeouts, a signed message as text or hex. Approve (on the digest shown) and
+// reject are buttons: Tab and Enter work, nothing needs a mouse.
+import { amounts, facts, h, heading, untrusted } from "../dom.mjs";
+
+const STATES = ["pending", "approved", "signed", "failed", "rejected", "expired", "cancelled"];
+
+export async function approvals({ api, params, me, go, say }) {
+  const state = STATES.includes(params.get("state")) ? params.get("state") : (params.has("state") ? "" : "pending");
+  const query = new URLSearchParams({ limit: "100" });
+  if (state) query.set("state", state);
+  const data = await api("GET", `/approvals?${query}`);
+  const role = me.group && me.scopes.includes("approve")
+    ? `You approve for the group ${me.group}; you also see the requests this token made.`
+    : "You see the requests this token made (an approve token of a group votes on them).";
+  const filter = h("form", { class: "bar" },
+    h("label", { for: "state" }, "State"),
+    h("select", { id: "state" }, h("option", { value: "" }, "all"),
+      STATES.map((s) => h("option", { value: s, selected: s === state }, s))));
+  filter.querySelector("select").addEventListener("change", (e) => go(`#/approvals?state=${e.target.value}`));
+  const list = h("ol", { id: "approvals", class: "cards" },
+    data.approvals.map((a) => card(a, me, api, go, say)));
+  return h("section", {}, heading("Approvals"), h("p", { class: "hint" }, role), filter,
+    data.approvals.length ? list : h("p", { class: "empty" }, `No ${state || ""} request.`));
+}
+
+function item(i) {
+  const rows = [
+    ["Kind", untrusted(i.type)],
+    ["To", i.recipient ? h("span", {}, untrusted(i.recipient), i.change ? " (change, back to the sender)" : "") : "—"],
+    ["Amount", amounts(i.amounts)],
+    ["Memo", i.memo !== undefined ? untrusted(i.memo) : undefined],
+  ];
+  if (i.ibc) {
+    rows.push(["IBC channel", `${i.ibc.port} / ${i.ibc.channel}`],
+      ["Timeout height", i.ibc.timeout_height || "none"],
+      ["Timeout time", i.ibc.timeout_timestamp ? new Date(Number(BigInt(i.ibc.timeout_timestamp) / 1000000n)).toISOString() : "none"]);
+  }
+  if (i.decoded === false) rows.push(["Warning", "this part could not be decoded: approve only if you know what it is", { warn: true }]);
+  return h("li", { class: i.decoded === false ? "item warn" : "item" }, facts(rows));
+}
+
+function message(m) {
+  if (!m) return undefined;
+  const cut = m.length > m.hex.length / 2 ? ` (first ${m.hex.length / 2} of ${m.length} bytes)` : "";
+  return m.text !== undefined
+    ? h("span", {}, h("pre", { class: "message" }, untrusted(m.text)), cut)
+    : h("span", {}, h("code", { class: "hex" }, m.hex), ` (hex: not printable text)${cut}`);
+}
+
+function card(a, me, api, go, say) {
+  const s = a.summary || {};
+  const node = h("li", { class: "approval", dataset: { id: a.id } });
+  const votes = (a.votes || []).map((v) => h("li", {}, untrusted(v.label), ` ${v.decision}d`,
+    v.reason ? h("span", {}, ": ", untrusted(v.reason)) : ""));
+  node.append(
+    h("h2", {}, h("span", { class: `state ${a.state}` }, a.state), " ",
+      `${a.family} ${a.kind} from `, untrusted(a.account)),
+    facts([
+      ["Request", h("code", {}, a.id)],
+      ["Network", [s.network, s.chain_id].filter(Boolean).join(" · ") || "—"],
+      ["Fee", s.fee === null ? "unknown (an input's amount is missing)" : amounts(s.fee), { warn: s.fee === null }],
+      ["Memo", s.memo ? untrusted(s.memo) : undefined],
+      ["Message", message(s.message)],
+      ["Digest", h("code", {}, a.digest)],
+      ["Needs", `${a.required} of ${a.group}`],
+      ["Expires", a.expires_at],
+      ["Reason", a.reason ? untrusted(a.reason) : undefined, { warn: true }],
+    ]),
+    h("ol", { class: "items", "aria-label": "What it does" }, (s.items || []).map(item)),
+    h("div", { class: "votes" }, h("h3", {}, "Votes"), votes.length ? h("ul", {}, votes) : h("p", {}, "none yet")));
+  const mayVote = a.state === "pending" && me.scopes.includes("approve") && me.group === a.group;
+  if (mayVote) {
+    const reason = h("input", { class: "reason", id: `reason-${a.id}`, maxlength: "500" });
+    const approve = h("button", { type: "button", class: "approve" }, "Approve");
+    const reject = h("button", { type: "button", class: "reject" }, "Reject");
+    const decide = async (how) => {
+      const body = how === "approve"
+        ? { digest: a.digest } // the digest shown on this card: a changed request is refused
+        : { reason: reason.value.trim() || undefined };
+      approve.disabled = reject.disabled = true;
+      try {
+        const done = await api("POST", `/approvals/${encodeURIComponent(a.id)}/${how}`, body);
+        say(`${a.id}: ${how === "approve" ? "approved by you" : "rejected"}; now ${done.state}`);
+        go(location.hash || "#/approvals");
+      } catch (e) {
+        say(`${a.id}: ${e.message}`, true);
+        approve.disabled = reject.disabled = false;
+      }
+    };
+    approve.addEventListener("click", () => decide("approve"));
+    reject.addEventListener("click", () => decide("reject"));
+    node.append(h("div", { class: "actions" }, approve,
+      h("label", { for: `reason-${a.id}` }, "Reason to reject (optional)"), reason, reject));
+  }
+  return node;
+}
+

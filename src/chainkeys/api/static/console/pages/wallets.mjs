@@ -1,0 +1,90 @@
+// Wallets: the list, and a wallet's page with its extended public keys and
+// descriptors per family and address type (copy buttons), the accounts derived from
+// it, and derive-next (create scope). The phrase is never shown here.
+import { copyable, facts, h, heading, link, table, untrusted, when } from "../dom.mjs";
+import { familiesOf } from "./accounts.mjs";
+
+const TYPES = { litecoin: ["p2wpkh", "p2sh-p2wpkh", "p2pkh"] };
+
+export async function wallets({ api, params }) {
+  const query = new URLSearchParams({ limit: "50" });
+  if (params.get("cursor")) query.set("cursor", params.get("cursor"));
+  const data = await api("GET", `/wallets?${query}`);
+  const rows = data.wallets.map((w) => [
+    link(untrusted(w.name), ["wallet", w.id]), h("code", {}, w.fingerprint), w.created_at,
+    w.exported ? h("span", { class: "warn" }, "exported") : "no",
+  ]);
+  return h("section", {}, heading("Wallets"),
+    rows.length ? table(null, ["Name", "Fingerprint", "Created", "Phrase exported"], rows)
+      : h("p", { class: "empty" }, "No wallet yet (chainkeys wallet create, or POST /wallets)."),
+    data.next_cursor ? h("p", {}, link("Next page", ["wallets"], { cursor: data.next_cursor })) : null);
+}
+
+export async function wallet({ api, args, params, me, go, say }) {
+  const [id] = args;
+  const w = await api("GET", `/wallets/${encodeURIComponent(id)}`);
+  const query = new URLSearchParams({ limit: "50" });
+  if (params.get("cursor")) query.set("cursor", params.get("cursor"));
+  const derived = await api("GET", `/wallets/${encodeURIComponent(w.id)}/accounts?${query}`);
+  const keys = [];
+  for (const family of familiesOf(me)) {
+    for (const type of TYPES[family] || [null]) {
+      const q = new URLSearchParams({ family, ...(type ? { address_type: type } : {}) });
+      try {
+        const x = await api("GET", `/wallets/${encodeURIComponent(w.id)}/xpub?${q}`);
+        keys.push(h("div", { class: "xpub" },
+          h("h3", {}, `${family}${type ? ` ${type}` : ""}`, " ", h("small", {}, x.path)),
+          facts([
+            [x.format, copyable(x.xpub, `Copy ${x.format}`)],
+            ["Descriptor", x.descriptor ? copyable(x.descriptor, "Copy descriptor") : undefined],
+            ["Change descriptor", x.change_descriptor ? copyable(x.change_descriptor, "Copy descriptor") : undefined],
+          ])));
+      } catch (e) {
+        keys.push(h("p", { class: "warn" }, `${family}: ${e.message}`));
+      }
+    }
+  }
+  const rows = derived.accounts.map((a) => [
+    link(untrusted(a.address), ["account", a.family, a.name]), a.family, a.network,
+    h("code", {}, a.path), when(a.created_ms),
+  ]);
+  let derive = null;
+  if (me.scopes.includes("create")) {
+    const families = familiesOf(me).filter((f) => f !== "eos"); // EOS needs a chosen name
+    derive = h("form", { class: "bar", id: "derive" },
+      h("label", { for: "derive-family" }, "Derive the next account of"),
+      h("select", { id: "derive-family" }, families.map((f) => h("option", { value: f }, f))),
+      h("button", { type: "submit" }, "Derive next"));
+    derive.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const family = derive.querySelector("select").value;
+      const button = derive.querySelector("button");
+      button.disabled = true;
+      try {
+        const made = await api("POST", `/wallets/${encodeURIComponent(w.id)}/accounts`, { family });
+        const a = made.accounts[0];
+        say(`Derived ${a.address} at ${a.path}`);
+        go(`#/wallet/${encodeURIComponent(w.id)}`);
+      } catch (err) {
+        say(err.message, true);
+        button.disabled = false;
+      }
+    });
+  }
+  return h("section", { class: "wallet" },
+    heading(`Wallet ${w.name}`),
+    facts([
+      ["Id", copyable(w.id, "Copy id")],
+      ["Fingerprint", h("code", {}, w.fingerprint)],
+      ["Created", w.created_at],
+      ["Phrase exported", w.exported ? "yes: treat the wallet as known outside chainkeys" : "no"],
+    ]),
+    h("h2", {}, "Extended public keys"),
+    h("p", { class: "hint" }, "Deriving change/index from these gives exactly the service's addresses (a watch-only wallet)."),
+    keys,
+    h("h2", {}, "Derived accounts"),
+    derive,
+    rows.length ? table(null, ["Address", "Family", "Network", "Path", "Created"], rows, { class: "list derived" })
+      : h("p", { class: "empty" }, "None derived yet."),
+    derived.next_cursor ? h("p", {}, link("Next page", ["wallet", w.id], { cursor: derived.next_cursor })) : null);
+}
