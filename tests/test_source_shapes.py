@@ -158,3 +158,20 @@ def test_head_is_the_newest_migration() -> None:
     from chainkeys.store import migrate
 
     assert migrate.head_revision() == migrate.HEAD
+
+
+def test_every_file_the_package_serves_is_in_the_wheel() -> None:
+    """The wheel takes non-Python files only by pyproject's package-data patterns: a page,
+    module or migration template in a folder no pattern names would be missing from an
+    installed service (the console would answer 404 for it) while every test from the
+    checkout passed."""
+    import fnmatch
+    import tomllib
+
+    config = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["chainkeys"]
+    data = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*")
+            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]  # fmt: skip
+    assert [f for f in data if not any(fnmatch.fnmatch(f, pat) and f.count("/") == pat.count("/")
+                                       for pat in patterns)] == []  # fmt: skip
+    assert any(f.startswith("api/static/console/pages/") for f in data)
