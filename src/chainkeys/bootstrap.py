@@ -30,6 +30,7 @@ from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context, SealError
 
 if TYPE_CHECKING:  # imported by open_services: token, audit and policy commands skip them
+    from chainkeys.accounts.multisig import MultisigService
     from chainkeys.accounts.service import AccountService
     from chainkeys.approvals.service import ApprovalService
     from chainkeys.policies.service import PolicyService
@@ -54,6 +55,7 @@ class Services:
     signing: SigningService
     wallets: WalletService
     approvals: ApprovalService
+    multisig: MultisigService
 
     async def close(self) -> None:
         await self.db.close()
@@ -223,6 +225,7 @@ async def copy_between(settings: Settings, source: str, target: str) -> CopyRepo
 
 async def open_services(settings: Settings, create: bool = True) -> Services:
     """Open the store (creating it on a server's first start) and the vault."""
+    from chainkeys.accounts.multisig import MultisigService
     from chainkeys.accounts.service import AccountService
     from chainkeys.approvals.service import ApprovalService
     from chainkeys.policies.service import PolicyService
@@ -252,4 +255,5 @@ async def open_services(settings: Settings, create: bool = True) -> Services:
         SigningService(db, barrier, accounts, policies, approvals, tokens),
         wallets,
         approvals,
+        MultisigService(db, barrier),
     )

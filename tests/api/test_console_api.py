@@ -100,8 +100,9 @@ def test_search_by_prefix_pages_through_every_match(tenant: Tenant) -> None:
             break
     assert got == want
     assert data(c.get("/dogecoin", params={"prefix": made[3]}))["keys"] == [made[3]]
-    r = c.get("/dogecoin", params={"prefix": "x" * 101})
-    assert r.status_code == 400 and r.json()["code"] == "invalid_prefix"
+    for bad in ("x" * 101, ""):
+        r = c.get("/dogecoin", params={"prefix": bad})
+        assert r.status_code == 400 and r.json()["code"] == "invalid_prefix"
 
 
 def page_cursor(c: Any, prefix: str) -> str:

@@ -172,6 +172,58 @@ switch (req.action) {
     out = { signature: sig.toString("base64") };
     break;
   }
+  case "multisig_addresses": {
+    // bitcoinjs-lib's own payments over the keys sorted as BIP67 sorts them (sortedmulti)
+    out = req.sets.map(({ m, pubkeys }) => {
+      const keys = pubkeys.map((k) => Buffer.from(k, "hex")).sort(Buffer.compare);
+      const ms = bitcoin.payments.p2ms({ m, pubkeys: keys, network });
+      const wsh = bitcoin.payments.p2wsh({ redeem: ms, network });
+      return {
+        "p2wsh": network.bech32 && !req.noSegwit ? wsh.address : null,
+        "p2sh-p2wsh": bitcoin.payments.p2sh({ redeem: wsh, network }).address,
+        "p2sh": bitcoin.payments.p2sh({ redeem: ms, network }).address,
+      };
+    });
+    break;
+  }
+  case "build_multisig_psbt": {
+    // A deposit to the multisig, then a PSBT spending it, as a coordinator (Sparrow,
+    // Electrum, bitcoinjs code) builds it: scripts and previous outputs filled in.
+    const keys = req.pubkeys.map((k) => Buffer.from(k, "hex")).sort(Buffer.compare);
+    const ms = bitcoin.payments.p2ms({ m: req.m, pubkeys: keys, network });
+    const wsh = bitcoin.payments.p2wsh({ redeem: ms, network });
+    const pay = req.kind === "p2wsh" ? wsh
+      : req.kind === "p2sh-p2wsh" ? bitcoin.payments.p2sh({ redeem: wsh, network })
+        : bitcoin.payments.p2sh({ redeem: ms, network });
+    const fund = new bitcoin.Transaction();
+    fund.version = 1;
+    fund.addInput(Buffer.alloc(32, 11), 0);
+    fund.addOutput(pay.output, BigInt(req.amountIn));
+    const psbt = new bitcoin.Psbt({ network });
+    psbt.setMaximumFeeRate(2 ** 31);
+    const input = { hash: fund.getId(), index: 0, nonWitnessUtxo: fund.toBuffer() };
+    if (req.kind !== "p2sh") {
+      input.witnessUtxo = { script: pay.output, value: BigInt(req.amountIn) };
+      input.witnessScript = ms.output;
+    }
+    if (req.kind === "p2sh-p2wsh") input.redeemScript = wsh.output;
+    if (req.kind === "p2sh") input.redeemScript = ms.output;
+    psbt.addInput(input);
+    for (const o of req.outputs) {
+      psbt.addOutput({ script: bitcoin.address.toOutputScript(o.address, network), value: BigInt(o.value) });
+    }
+    out = { psbt: psbt.toBase64(), address: pay.address };
+    break;
+  }
+  case "cosign_psbt": {
+    // Another member's key, in a local bitcoinjs wallet: sign, do not finalize
+    const keyPair = ECPairFactory(ecc).fromPrivateKey(Buffer.from(req.privateKey, "hex"), { network });
+    const psbt = bitcoin.Psbt.fromBase64(req.psbt, { network });
+    psbt.setMaximumFeeRate(2 ** 31);
+    psbt.signAllInputs(keyPair);
+    out = { psbt: psbt.toBase64() };
+    break;
+  }
   default:
     throw new Error("unknown action " + req.action);
 }

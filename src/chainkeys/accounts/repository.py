@@ -275,6 +275,17 @@ class Accounts:
         return (await tx.execute(stmt)).all()
 
     @staticmethod
+    async def holding(
+        tx: Tx, tenant_id: str, family: str, network: str, public_keys: Sequence[str]
+    ) -> Sequence[Any]:
+        """(name, public_key) of the tenant's accounts on this network with one of these
+        keys (a multisig's members held here), read along the tenant's family index."""
+        stmt = select(_a.name, _a.public_key).where(
+            _a.tenant_id == tenant_id, _a.family == family, _a.network == network,
+            _a.public_key.in_(list(public_keys))).order_by(_a.id)  # fmt: skip
+        return (await tx.execute(stmt)).all()
+
+    @staticmethod
     async def counts(tx: Tx, tenant_id: str) -> dict[str, int]:
         """Accounts per family (index-only on both engines)."""
         rows = (await tx.execute(_COUNTS, {"tenant_id": tenant_id})).all()

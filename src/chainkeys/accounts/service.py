@@ -314,6 +314,11 @@ class AccountService:
         its export is its wallet's export: it needs a token not limited to families,
         marks the wallet exported and is audited as `wallet.export` too."""
         row = await self.row(who, family, name)
+        if row.details.get("multisig"):
+            await self._audit(audit_event(who, "export", "multisig_no_key", family=row.family,
+                                          account_name=row.name))  # fmt: skip
+            raise BadRequest("a multisig account has no key of its own: its keys are its "
+                             "member accounts'", code="multisig_no_key")  # fmt: skip
         wallet = row.details.get("wallet")
         if wallet and (who.families is not None or self.derived_export is None):
             await self._audit(audit_event(who, "export", Forbidden.code, family=row.family,

@@ -192,8 +192,8 @@ class Base58Family:
         hrps = {n.hrp for n in networks if n.hrp} if "p2wpkh" in self.address_types else set()
         if hrps and _looks_bech32(text):
             _, program = decode_segwit_v0(text, hrps, what=what, code=code)
-            if len(program) != 20:
-                raise ChainError(f"{what} is not a key-hash (p2wpkh) address", code)
+            if len(program) not in (20, 32):  # a key hash (p2wpkh) or a script hash (p2wsh)
+                raise ChainError(f"{what} is neither a p2wpkh nor a p2wsh address", code)
             return text.lower()
         versions = {v for n in networks for v in (n.p2pkh, n.p2sh) if v}
         decode_base58_address(text, versions, what=what, code=code)

@@ -21,6 +21,7 @@ import msgspec
 
 from chainkeys import metrics
 from chainkeys.accounts.families import family_of
+from chainkeys.accounts.multisig import held_members, multisig_of
 from chainkeys.accounts.repository import AccountRow
 from chainkeys.accounts.service import AccountService
 from chainkeys.approvals.repository import ApprovalRow
@@ -30,7 +31,7 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import key_from_secret
-from chainkeys.chains.spec import ChainError
+from chainkeys.chains.spec import ChainError, Key
 from chainkeys.chains.tx.base import BAD as BAD_REQUEST
 from chainkeys.chains.tx.base import Decoded, Owner, Signed, SignKind, Summary, summary_record
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
@@ -41,10 +42,15 @@ from chainkeys.tokens.service import Principal, TokenService
 from chainkeys.vault.barrier import Barrier
 
 log = logging.getLogger("chainkeys.signing")
+MULTISIG_KINDS = ("sign-psbt",)  # the kinds whose prepared request can `cosign`
 
 
 def owner_of(row: AccountRow) -> Owner:
     fam = family_of(row.family)
+    ms = multisig_of(row.details)
+    if ms is not None:  # no key of its own: its members sign
+        return Owner(row.family, row.name, row.address, b"", fam.network(row.network),
+                     ms.address_type, ms)  # fmt: skip
     return Owner(
         family=row.family,
         name=row.name,
@@ -120,6 +126,10 @@ class SigningService:
         self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any
     ) -> Decoded:
         try:
+            if owner.multisig is not None and kind.path not in MULTISIG_KINDS:
+                raise ChainError(f"a multisig account signs with {', '.join(MULTISIG_KINDS)} "
+                                 "only (each member's signature over the same sighashes)",
+                                 "multisig_unsupported")  # fmt: skip
             return kind.prepare(request, owner)
         except ChainError as exc:
             await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
@@ -138,17 +148,18 @@ class SigningService:
         """Count the caps, open the key, sign and audit, in one transaction."""
         summary = prepared.summary
         try:
-            await self.barrier.ensure(row.key_id)  # a rotation newer than the last refresh
+            signers = await self._signers(who, row, owner)
+            for signer in signers:  # a rotation newer than the last refresh
+                await self.barrier.ensure(signer.key_id)
             async with self.db.write() as tx:
                 if decision is not None:
                     await PolicyService.count(tx, who.tenant_id, row.family, owner.network.name,
                                               decision, summary.digest)  # fmt: skip
-                key = key_from_secret(self.accounts.open_key(row), len(owner.public_key) == 33)
-                if key.public != owner.public_key:  # decoded and checked against this key
-                    log.error("refused to sign: the %s account %s opened a key that is not "
-                              "its stored public key's", row.family, row.name)  # fmt: skip
-                    raise KeyMismatch()
-                signed = prepared.sign(key)
+                keys = [self._open(signer) for signer in signers]
+                if owner.multisig is None:
+                    signed = prepared.sign(keys[0])
+                else:
+                    signed = getattr(prepared, "cosign")(keys)  # noqa: B009 (MULTISIG_KINDS)
                 details = self._details(kind, summary, decision)
                 details["tx_id"] = signed.tx_id
                 if approval is not None:
@@ -159,11 +170,42 @@ class SigningService:
         except KeyMismatch:
             await self._refused(who, row, KeyMismatch.code, {"kind": kind.path})
             raise
+        except BadRequest as exc:  # a multisig none of whose member keys is held any more
+            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            raise
         except Refusal as refusal:
             await self._policy_refused(who, row, kind, summary, decision, refusal)
             raise PolicyDenied(refusal.message) from None
         metrics.SIGNATURES.labels(row.family, kind.path).inc()
         return signed
+
+    async def _signers(self, who: Principal, row: AccountRow, owner: Owner) -> list[AccountRow]:
+        """The accounts whose keys sign: this one, or a multisig's members held here."""
+        if owner.multisig is None:
+            return [row]
+        found = []
+        for public_key, name in held_members(row.details).items():
+            try:
+                member = await self.accounts.row(who, row.family, name)
+            except AccountNotFound:
+                continue  # deleted since: it no longer signs
+            if member.public_key == public_key and member.network == row.network:
+                found.append(member)
+        if not found:
+            raise BadRequest("no member key of this multisig is held here any more",
+                             code="multisig_no_key")  # fmt: skip
+        return found
+
+    def _open(self, row: AccountRow) -> Key:
+        """The account's key, checked against its stored public key."""
+        fam = family_of(row.family)
+        public = fam.public_key_bytes(row.public_key)
+        key = key_from_secret(self.accounts.open_key(row), len(public) == 33)
+        if key.public != public:  # decoded and checked against this key
+            log.error("refused to sign: the %s account %s opened a key that is not "
+                      "its stored public key's", row.family, row.name)  # fmt: skip
+            raise KeyMismatch()
+        return key
 
     async def _policy_refused(
         self, who: Principal, row: AccountRow, kind: SignKind, summary: Summary,

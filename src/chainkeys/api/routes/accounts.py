@@ -81,7 +81,7 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
             query_int(q, "limit"),
             q.get("cursor"),
             q.get("network"),
-            q.get("prefix") or None,
+            q.get("prefix"),  # given empty: refused (a search for nothing is a mistake)
         )
         return ok(shape.listed(page))
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from chainkeys.chains.spec import ChainError, Key, Network
+
+if TYPE_CHECKING:  # the type only: the generic layer does not load a family's code
+    from chainkeys.chains.tx.utxo.multisig import Multisig
 
 BAD: Final = "invalid_sign_request"
 INVALID_AMOUNT: Final = "invalid_amount"
@@ -47,6 +50,7 @@ class Owner:
     public_key: bytes  # SEC1: 33 bytes compressed, 65 for an uncompressed-key wallet
     network: Network
     address_type: str | None = None  # Litecoin: p2wpkh, p2pkh, p2sh-p2wpkh
+    multisig: Multisig | None = None  # a multisig account (its keys; public_key is empty)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ embit does not know (other than a proprietary one) is refused.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from embit.script import Script, Witness
 from chainkeys.chains.spec import ChainError, Key
 from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary, refuse
 from chainkeys.chains.tx.ecdsa import sign_der
+from chainkeys.chains.tx.utxo import multisig
 from chainkeys.chains.tx.utxo.params import PARAMS
 from chainkeys.chains.tx.utxo.transaction import (
     SIGHASH_ALL,
@@ -62,6 +64,8 @@ class _PsbtInputs:
     finalize: bool
 
     def sign(self, key: Key) -> Signed:
+        if self.owner.multisig is not None:
+            return self.cosign((key,))
         psbt, owner = self.psbt, self.owner
         script, _ = own_scripts(owner)
         pub = ec.PublicKey.parse(owner.public_key)
@@ -73,18 +77,43 @@ class _PsbtInputs:
                 inp.redeem_script = Script(p2wpkh_program(owner.public_key))
             if self.finalize:
                 _finalize(inp, script, sig, owner.public_key)
-        done = all(i.final_scriptsig is not None or i.final_scriptwitness is not None
-                   for i in psbt.inputs)  # fmt: skip
-        out = UtxoPsbtResponse(psbt="", complete=done)
-        if done and self.finalize:
-            tx = psbt.tx
-            for txin, inp in zip(tx.vin, psbt.inputs, strict=True):
-                txin.script_sig = inp.final_scriptsig or Script(b"")
-                txin.witness = inp.final_scriptwitness or Witness([])
-            raw = tx.serialize()
-            out.hex, out.txid = raw.hex(), tx.txid().hex()
-        out.psbt = base64.b64encode(psbt.serialize()).decode()
-        return Signed(out, out.txid)
+        return _answer(psbt, self.finalize)
+
+    def cosign(self, keys: Sequence[Key]) -> Signed:
+        """A multisig's inputs: each member key held here adds its signature; with
+        finalize, an input whose signatures reach the threshold is finalized."""
+        ms = self.owner.multisig
+        if ms is None or not keys or any(k.public not in ms.keys for k in keys):
+            raise refuse("only the multisig's own member keys sign its inputs", "not_owner")
+        for m, digest in zip(self.mine, self.digests, strict=True):
+            inp = self.psbt.inputs[m.index]
+            for key in keys:
+                pub = ec.PublicKey.parse(key.public)
+                inp.partial_sigs[pub] = sign_der(key.secret, digest) + bytes((SIGHASH_ALL,))
+            if ms.segwit:
+                inp.witness_script = Script(ms.script)
+            if ms.redeem_script is not None:
+                inp.redeem_script = Script(ms.redeem_script)
+            if self.finalize:
+                multisig.finalize(inp, ms)
+        return _answer(self.psbt, self.finalize)
+
+
+def _answer(psbt: Any, finalize: bool) -> Signed:
+    """The PSBT as signed; when every input is final and finalize was asked, the
+    transaction extracted, ready to broadcast."""
+    done = all(i.final_scriptsig is not None or i.final_scriptwitness is not None
+               for i in psbt.inputs)  # fmt: skip
+    out = UtxoPsbtResponse(psbt="", complete=done)
+    if done and finalize:
+        tx = psbt.tx
+        for txin, inp in zip(tx.vin, psbt.inputs, strict=True):
+            txin.script_sig = inp.final_scriptsig or Script(b"")
+            txin.witness = inp.final_scriptwitness or Witness([])
+        raw = tx.serialize()
+        out.hex, out.txid = raw.hex(), tx.txid().hex()
+    out.psbt = base64.b64encode(psbt.serialize()).decode()
+    return Signed(out, out.txid)
 
 
 def _finalize(inp: Any, script: bytes, sig: bytes, pub: bytes) -> None:
@@ -134,6 +163,20 @@ def _no_unknown_fields(psbt: Any) -> None:
                              "signer does not read")  # fmt: skip
 
 
+def _scripts_are_ours(inp: Any, ms: multisig.Multisig, index: int) -> None:
+    """An input's witness or redeem script, when the PSBT gives one, is this multisig's:
+    another script under the same output script cannot be (it would hash differently),
+    so a different one is a PSBT built for something else."""
+    given = (
+        (inp.witness_script, ms.script if ms.segwit else None),
+        (inp.redeem_script, ms.redeem_script),
+    )
+    for script, ours in given:
+        if script is not None and bytes(script.data) != ours:
+            raise refuse(f"input {index}'s witness or redeem script is not this multisig's",
+                         "not_owner")  # fmt: skip
+
+
 def parse_psbt(text: str) -> Any:
     try:
         return PSBT.parse(base64.b64decode(text, validate=True))
@@ -159,9 +202,11 @@ def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _PsbtInputs:
             continue
         if inp.sighash_type not in (None, SIGHASH_ALL):
             raise refuse("only SIGHASH_ALL is signed", "sighash_not_allowed")
-        if not segwit(script) and inp.non_witness_utxo is None:
+        if not segwit(owner) and inp.non_witness_utxo is None:
             raise refuse("a legacy input needs its full previous transaction",
                          "missing_prev_tx")  # fmt: skip
+        if owner.multisig is not None:
+            _scripts_are_ours(inp, owner.multisig, i)
         mine.append(Mine(i, value, prev))
     if not mine:
         raise refuse("no input of this PSBT pays this account", "not_owner")
@@ -171,6 +216,9 @@ def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _PsbtInputs:
         raise
     except Exception:  # embit: a transaction it cannot hash
         raise refuse("psbt holds a transaction that cannot be signed") from None
+    if owner.multisig is not None:
+        for m, digest in zip(mine, digests, strict=True):
+            multisig.check_signatures(psbt.inputs[m.index], owner.multisig, digest, m.index)
     summary = summarize(owner, "sign-psbt", psbt.tx, values, digests)
     return _PsbtInputs(summary, psbt, tuple(mine), digests, owner, req.finalize)
 
@@ -179,6 +227,8 @@ KIND = SignKind(
     "sign-psbt", ("dogecoin", "litecoin"), UtxoPsbtRequest, UtxoPsbtResponse, prepare_psbt,
     "sign a PSBT (BIP174; Litecoin Core walletprocesspsbt)",
     "Signs the inputs that pay this account (P2PKH with their full previous transaction, "
-    "P2WPKH, P2SH-P2WPKH), SIGHASH_ALL only; with finalize, a complete PSBT is extracted.",
+    "P2WPKH, P2SH-P2WPKH), SIGHASH_ALL only; with finalize, a complete PSBT is extracted. "
+    "A multisig account adds the signature of every member key this tenant holds and "
+    "finalizes an input once its signatures reach the threshold.",
     {"bitcoinjs": {"psbt": "cHNidP8BAHECAAAAAe…", "finalize": True}},
 )  # fmt: skip

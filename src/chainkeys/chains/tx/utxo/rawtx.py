@@ -174,7 +174,7 @@ def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _RawTxInputs:
         _scripts_match(prev, spk == script, owner)
         if spk != script:
             continue
-        if not segwit(script) and prev.hex is None:
+        if not segwit(owner) and prev.hex is None:
             raise refuse("a legacy input needs its full previous transaction (prevtxs[].hex)",
                          "missing_prev_tx")  # fmt: skip
         if value is None:

@@ -41,7 +41,9 @@ def p2wpkh_program(public_key: bytes) -> bytes:
 
 
 def own_scripts(owner: Owner) -> tuple[bytes, bytes]:
-    """(the script this account is paid to, its BIP143 script code)."""
+    """(the script this account is paid to, the script code its sighashes commit to)."""
+    if owner.multisig is not None:
+        return owner.multisig.script_pubkey, owner.multisig.script
     p2pkh = b"\x76\xa9\x14" + encoding.hash160(owner.public_key) + b"\x88\xac"
     kind = owner.address_type or "p2pkh"
     if kind == "p2wpkh":
@@ -60,8 +62,12 @@ def is_witness(script: bytes) -> bool:
     )
 
 
-def segwit(script: bytes) -> bool:
-    """Whether this account's inputs are signed BIP143 (P2WPKH, P2SH-P2WPKH)."""
+def segwit(owner: Owner) -> bool:
+    """Whether this account's inputs are signed BIP143 (P2WPKH, P2SH-P2WPKH, the segwit
+    multisig forms), not legacy (P2PKH, P2SH multisig)."""
+    if owner.multisig is not None:
+        return bool(owner.multisig.segwit)
+    script, _ = own_scripts(owner)
     return is_witness(script) or script[0] == 0xA9
 
 
@@ -96,10 +102,11 @@ class Mine:
 
 def sighashes(tx: Any, mine: Sequence[Mine], owner: Owner) -> tuple[bytes, ...]:
     """The SIGHASH_ALL digest of each input this account signs (BIP143 or legacy)."""
-    script, code = own_scripts(owner)
-    if segwit(script):
+    _, code = own_scripts(owner)
+    if segwit(owner):
         return tuple(tx.sighash_segwit(m.index, Script(code), m.value, SIGHASH_ALL) for m in mine)
-    return tuple(tx.sighash_legacy(m.index, Script(m.prev), SIGHASH_ALL) for m in mine)
+    # legacy: the previous output's script (P2PKH), or the redeem script (P2SH multisig)
+    return tuple(tx.sighash_legacy(m.index, Script(code), SIGHASH_ALL) for m in mine)
 
 
 def unlock(script: bytes, sig: bytes, pub: bytes) -> tuple[Script, Witness]:

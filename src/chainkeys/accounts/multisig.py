@@ -1,0 +1,146 @@
+"""Multisig accounts: chainkeys as one co-signer of an m-of-n address.
+
+A multisig account is an account of its family (get, list, delete, restore,
+policies and approvals as for any other), whose name is its address. It holds no
+key of its own: its members are public keys, some held here (accounts of the same
+tenant, family and network with that key), the rest elsewhere (a hardware wallet,
+an offline backup, another custodian). Signing adds the held members' signatures;
+the chain enforces the threshold, so no single key and no single server moves
+the funds.
+
+Which members are held is decided when it is registered (at least one must be:
+chainkeys is registered as a co-signer, not as a watch-only wallet) and stored
+with it; a member account deleted later no longer signs. The row's sealed column
+holds the descriptor, sealed like a key, so rotation, restore and copies treat
+the row as every other; it is never opened as a key (export refuses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from chainkeys.accounts.families import chain_errors, family_of
+from chainkeys.accounts.repository import AccountRow, Accounts
+from chainkeys.audit.repository import Audit
+from chainkeys.audit.service import audit_event
+from chainkeys.chains.tx.utxo.multisig import Multisig, parse_multisig
+from chainkeys.clock import now_ms
+from chainkeys.errors import BadRequest
+from chainkeys.store.backend import Backend
+from chainkeys.tokens.service import Principal
+from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.seal import Context
+
+FAMILIES: Final = ("dogecoin", "litecoin")
+INVALID: Final = "invalid_multisig"
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    public_key: str
+    account: str | None  # the account holding it here, None when held elsewhere
+
+
+@dataclass(frozen=True, slots=True)
+class MultisigView:
+    family: str
+    network: str
+    address: str
+    multisig: Multisig
+    members: tuple[Member, ...]
+    descriptor: str
+    created_ms: int
+
+
+def record(ms: Multisig, held: dict[str, str]) -> dict[str, Any]:
+    """What the row's details keep of it (public data)."""
+    return {"threshold": ms.threshold, "keys": [k.hex() for k in ms.keys],
+            "address_type": ms.address_type, "held": held}  # fmt: skip
+
+
+def multisig_of(details: dict[str, Any]) -> Multisig | None:
+    """The multisig a row's details describe, None for a single-key account."""
+    rec = details.get("multisig")
+    if not isinstance(rec, dict):
+        return None
+    keys = tuple(bytes.fromhex(k) for k in rec["keys"])
+    return Multisig(int(rec["threshold"]), keys, str(rec["address_type"]))
+
+
+def held_members(details: dict[str, Any]) -> dict[str, str]:
+    """public key hex → the name of the account holding it here."""
+    rec = details.get("multisig")
+    return dict(rec.get("held", {})) if isinstance(rec, dict) else {}
+
+
+class MultisigService:
+    def __init__(self, db: Backend, barrier: Barrier) -> None:
+        self.db = db
+        self.barrier = barrier
+
+    async def register(
+        self, who: Principal, family: str, threshold: object, public_keys: Sequence[object],
+        network: str | None, address_type: str | None,
+    ) -> MultisigView:  # fmt: skip
+        """Register the multisig of these keys; refused (400, audited) when it is not
+        one the chain accepts or no member key is held by this tenant."""
+        try:
+            return await self._register(who, family, threshold, public_keys, network,
+                                        address_type)  # fmt: skip
+        except BadRequest as exc:
+            async with self.db.write() as tx:
+                await Audit.insert(tx, audit_event(who, "create", exc.code, family=family,
+                                                   details={"multisig": True,
+                                                            "reason": exc.message}))  # fmt: skip
+            raise
+
+    async def _register(
+        self, who: Principal, family: str, threshold: object, public_keys: Sequence[object],
+        network_name: str | None, address_type: str | None,
+    ) -> MultisigView:  # fmt: skip
+        if family not in FAMILIES:
+            raise BadRequest(f"multisig accounts are registered on {', '.join(FAMILIES)}",
+                             code=INVALID)  # fmt: skip
+        fam = family_of(family)
+        with chain_errors():
+            network = fam.network(network_name)
+            segwit_chain = network.hrp is not None
+            kind = address_type or ("p2wsh" if segwit_chain else "p2sh")
+            ms = parse_multisig(threshold, public_keys, kind, segwit_chain)
+            address = ms.address(network)
+        keys = [k.hex() for k in ms.keys]
+        async with self.db.read() as tx:
+            found = await Accounts.holding(tx, who.tenant_id, family, network.name, keys)
+        held: dict[str, str] = {}
+        for name, public_key in found:
+            held.setdefault(str(public_key), str(name))
+        if not held:
+            raise BadRequest("none of these public keys is held by an account of this tenant "
+                             f"on {family} {network.name}: register a multisig where one of "
+                             "its keys is", code=INVALID)  # fmt: skip
+        descriptor = ms.descriptor()
+        sealed = await self.barrier.seal(descriptor.encode(), Context(who.tenant_id, family,
+                                                                      address))  # fmt: skip
+        row = AccountRow(
+            tenant_id=who.tenant_id, family=family, name=address, network=network.name,
+            address=address, public_key="",
+            details={"extra": {}, "address_type": kind, "multisig": record(ms, held)},
+            secret=sealed.blob, key_id=sealed.key_id, created_ms=now_ms(),
+        )  # fmt: skip
+        details = {"multisig": f"{ms.threshold}-of-{len(keys)}", "held": len(held)}
+        event = audit_event(who, "create", "ok", family=family, account_name=address,
+                            details=details)  # fmt: skip
+        await Accounts.create_audited(self.db, row, event)
+        return view_of(row)
+
+
+def view_of(row: AccountRow) -> MultisigView:
+    ms = multisig_of(row.details)
+    if ms is None:
+        raise BadRequest("this account is not a multisig", code="not_multisig")
+    held = held_members(row.details)
+    members = tuple(Member(k.hex(), held.get(k.hex())) for k in ms.keys)
+    return MultisigView(row.family, row.network, row.address, ms, members, ms.descriptor(),
+                        row.created_ms)  # fmt: skip

@@ -1,0 +1,237 @@
+"""Multisig co-signing on Dogecoin and Litecoin, through real HTTP on both engines,
+checked by bitcoinjs-lib: addresses from `payments.p2ms` over the sorted keys, PSBTs
+built, co-signed by a local bitcoinjs wallet, validated and finalized by bitcoinjs."""
+
+from __future__ import annotations
+
+import base64
+import random
+from typing import Any
+
+import httpx
+import pytest
+from embit import ec  # type: ignore[import-untyped]
+from embit.psbt import PSBT  # type: ignore[import-untyped]
+from tests.api.tenants import Tenant
+from tests.conftest import Server
+from tests.node import run_node
+
+from chainkeys.chains.dogecoin import NETWORKS as DOGE
+from chainkeys.chains.litecoin import NETWORKS as LTC
+from chainkeys.chains.secp256k1 import generate_key, key_from_secret
+from chainkeys.chains.tx.utxo.multisig import parse_multisig
+
+RECIPIENT = {"litecoin": "ltc1qw508d6qejxtdg4y5r3zarvary0c5xw7kgmn4n9",
+             "dogecoin": "DH5yaieqoZN36fDVciNyRueRGvGLR3mr7L"}  # fmt: skip
+
+
+def keypair() -> tuple[str, str]:
+    """(private hex, compressed public hex) of a fresh key."""
+    k = generate_key()
+    return k.secret.hex(), k.public.hex()
+
+
+def held(c: httpx.Client, family: str, network: str = "mainnet") -> tuple[str, str]:
+    """A key held by chainkeys: (its account's address, its public key)."""
+    secret, public = keypair()
+    r = c.post(f"/{family}", json={"private_key": secret, "network": network})
+    assert r.status_code == 200, r.text
+    assert key_from_secret(bytes.fromhex(secret)).public.hex() == public
+    return r.json()["address"], public
+
+
+def register(c: httpx.Client, family: str, m: int, keys: list[str], **extra: Any) -> Any:
+    r = c.post(f"/{family}/multisig", json={"threshold": m, "public_keys": keys, **extra})
+    assert r.status_code == 200, r.text
+    return r.json()["data"]
+
+
+def test_addresses_equal_bitcoinjs_for_many_key_sets() -> None:
+    """The pure layer against bitcoinjs-lib: 40 random sets from 2-of-2 to 15-of-15."""
+    rng = random.Random(38)
+    for family, nets in (("litecoin", LTC), ("dogecoin", DOGE)):
+        for network in ("mainnet", "testnet"):
+            sets: list[dict[str, Any]] = []
+            for _ in range(20):
+                n = rng.randint(2, 15)
+                sets.append({"m": rng.randint(1, n), "pubkeys": [keypair()[1] for _ in range(n)]})
+            seen = run_node("utxo.mjs", {"action": "multisig_addresses",
+                                         "network": f"{family}/{network}", "sets": sets,
+                                         "noSegwit": family == "dogecoin"})  # fmt: skip
+            for given, theirs in zip(sets, seen, strict=True):
+                kinds = ["p2sh"] if family == "dogecoin" else ["p2wsh", "p2sh-p2wsh", "p2sh"]
+                for kind in kinds:
+                    ms = parse_multisig(given["m"], given["pubkeys"], kind,
+                                        family == "litecoin")  # fmt: skip
+                    assert ms.address(nets[network]) == theirs[kind], (family, kind, given)
+
+
+@pytest.mark.parametrize(
+    ("family", "kind"),
+    [("litecoin", "p2wsh"), ("litecoin", "p2sh-p2wsh"), ("litecoin", "p2sh"),
+     ("dogecoin", "p2sh")],
+)  # fmt: skip
+def test_a_2_of_3_spent_with_two_held_keys_and_with_one_and_a_local_wallet(
+    client: httpx.Client, family: str, kind: str
+) -> None:
+    (_, a), (_, b) = held(client, family), held(client, family)
+    local_secret, c_pub = keypair()
+    body = {"address_type": kind} if family == "litecoin" else {}
+    both = register(client, family, 2, [c_pub, b, a], **body)
+    assert both["address_type"] == kind and both["threshold"] == 2
+    assert [m["held"] for m in both["members"]].count(True) == 2
+    net = f"{family}/mainnet"
+    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": net, "m": 2,
+                                  "pubkeys": [a, b, c_pub], "kind": kind,
+                                  "amountIn": 1_000_000, "outputs": [
+                                      {"address": RECIPIENT[family], "value": 600_000},
+                                      {"address": both["address"], "value": 390_000}]})  # fmt: skip
+    assert built["address"] == both["address"]
+    path = f"/{family}/{both['address']}/sign-psbt"
+
+    # chainkeys holds two of the three keys: one request signs and finalizes
+    r = client.post(path, json={"psbt": built["psbt"], "finalize": True})
+    assert r.status_code == 200, r.text
+    done = r.json()["data"]
+    assert done["complete"] is True
+    partial = client.post(path, json={"psbt": built["psbt"], "finalize": False}).json()["data"]
+    assert partial["complete"] is False
+    theirs = run_node("utxo.mjs", {"action": "check_psbt", "network": net,
+                                   "psbt": partial["psbt"]})  # fmt: skip
+    assert theirs["valid"] is True and theirs["hex"] == done["hex"]
+    assert theirs["txid"] == done["txid"]
+
+    # one held key and a local bitcoinjs wallet's: chainkeys signs first, then the wallet
+    (_, d), (_, e_pub) = held(client, family), (None, keypair()[1])
+    one = register(client, family, 2, [d, c_pub, e_pub], **body)
+    assert [m["account"] is not None for m in one["members"]].count(True) == 1
+    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": net, "m": 2,
+                                  "pubkeys": [d, c_pub, e_pub], "kind": kind,
+                                  "amountIn": 500_000, "outputs": [
+                                      {"address": RECIPIENT[family], "value": 400_000}]})  # fmt: skip
+    path = f"/{family}/{one['address']}/sign-psbt"
+    mine = client.post(path, json={"psbt": built["psbt"]}).json()["data"]
+    assert mine["complete"] is False  # one signature of two: not finalized
+    cosigned = run_node("utxo.mjs", {"action": "cosign_psbt", "network": net,
+                                     "psbt": mine["psbt"], "privateKey": local_secret})  # fmt: skip
+    final = run_node("utxo.mjs", {"action": "check_psbt", "network": net,
+                                  "psbt": cosigned["psbt"]})  # fmt: skip
+    assert final["valid"] is True
+    # the other order: the wallet signs first, chainkeys checks its signature and finalizes
+    first = run_node("utxo.mjs", {"action": "cosign_psbt", "network": net,
+                                  "psbt": built["psbt"], "privateKey": local_secret})  # fmt: skip
+    r = client.post(path, json={"psbt": first["psbt"]})
+    assert r.status_code == 200, r.text
+    assert r.json()["data"]["complete"] is True and r.json()["data"]["hex"] == final["hex"]
+
+
+def test_refusals_are_clear_and_audited(client: httpx.Client) -> None:
+    (address, a) = held(client, "litecoin")
+    others = [keypair()[1] for _ in range(16)]
+
+    def refused(body: dict[str, Any], code: str, family: str = "litecoin") -> str:
+        r = client.post(f"/{family}/multisig", json=body)
+        assert r.status_code == 400, r.text
+        assert r.json()["code"] == code, r.text
+        return str(r.json()["message"])
+
+    assert "threshold" in refused({"threshold": 3, "public_keys": [a, others[0]]},
+                                  "invalid_multisig")  # fmt: skip
+    refused({"threshold": 0, "public_keys": [a, others[0]]}, "invalid_field")
+    assert "twice" in refused({"threshold": 1, "public_keys": [a, a.upper()]},
+                              "invalid_multisig")  # fmt: skip
+    not_on_curve = "02" + "00" * 32
+    assert "public_keys[1]" in refused({"threshold": 1, "public_keys": [a, not_on_curve]},
+                                       "invalid_multisig")  # fmt: skip
+    refused({"threshold": 1, "public_keys": [a, *others[:15]]}, "invalid_field")  # 16 keys
+    assert "held" in refused({"threshold": 1, "public_keys": others[:3]}, "invalid_multisig")
+    _, d = held(client, "dogecoin")
+    assert "segwit" in refused({"threshold": 1, "public_keys": [d, others[0]],
+                                "address_type": "p2wsh"}, "invalid_multisig", "dogecoin")  # fmt: skip
+    r = client.post("/cosmos/multisig", json={"threshold": 1, "public_keys": [a, others[0]]})
+    assert r.status_code in (400, 404, 405)
+
+    local_secret, local = keypair()
+    ms = register(client, "litecoin", 1, [a, local])
+    again = client.post("/litecoin/multisig", json={"threshold": 1, "public_keys": [local, a]})
+    assert again.status_code == 409  # the same multisig, whatever the order of its keys
+    path = f"/litecoin/{ms['address']}"
+    assert client.get(path).json()["address"] == ms["address"]
+    assert client.get(f"{path}/multisig").json()["data"]["descriptor"] == ms["descriptor"]
+    assert client.post(f"{path}/export").status_code in (400, 403)
+    r = client.post(f"{path}/sign-message", json={"message": "hi"})
+    assert r.status_code == 400 and r.json()["code"] == "multisig_unsupported"
+
+    # a PSBT carrying another member's signature that does not verify is refused
+    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": "litecoin/mainnet",
+                                  "m": 1, "pubkeys": [a, local], "kind": "p2wsh",
+                                  "amountIn": 10_000, "outputs": [
+                                      {"address": RECIPIENT["litecoin"], "value": 9_000}]})  # fmt: skip
+    signed = run_node("utxo.mjs", {"action": "cosign_psbt", "network": "litecoin/mainnet",
+                                   "psbt": built["psbt"], "privateKey": local_secret})  # fmt: skip
+    psbt = PSBT.parse(base64.b64decode(signed["psbt"]))
+    ((pub, sig),) = psbt.inputs[0].partial_sigs.items()
+    psbt.inputs[0].partial_sigs[pub] = sig[:10] + bytes((sig[10] ^ 1,)) + sig[11:]
+    tampered = base64.b64encode(psbt.serialize()).decode()
+    r = client.post(f"{path}/sign-psbt", json={"psbt": tampered})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_signature", r.text
+    # and one by a key that is not a member
+    psbt.inputs[0].partial_sigs = {ec.PublicKey.parse(bytes.fromhex(others[0])): sig}
+    r = client.post(f"{path}/sign-psbt",
+                    json={"psbt": base64.b64encode(psbt.serialize()).decode()})  # fmt: skip
+    assert r.status_code == 400 and r.json()["code"] == "invalid_signature", r.text
+
+    # the member account deleted: the multisig no longer signs here
+    assert client.delete(f"/litecoin/{address}").status_code == 200
+    r = client.post(f"{path}/sign-psbt", json={"psbt": built["psbt"]})
+    assert r.status_code == 400 and r.json()["code"] == "multisig_no_key", r.text
+    events = client.get("/audit", params={"action": "sign", "limit": 20}).json()["data"]["events"]
+    codes = [e["outcome"] for e in events]
+    assert {"multisig_no_key", "invalid_signature", "multisig_unsupported"} <= set(codes)
+    creates = client.get("/audit", params={"action": "create", "outcome": "refused"})
+    assert len(creates.json()["data"]["events"]) >= 5
+
+
+def test_policies_and_approvals_gate_chainkeys_share(server: Server, tenant: Tenant) -> None:
+    """A multisig's outputs count toward the caps and meet the allow-list as any
+    account's (its change back to itself exempt); a refusal signs nothing; above the
+    approval threshold chainkeys' signatures wait for a person, then are given."""
+    c = tenant.client
+    (_, a), (_, b) = held(c, "litecoin"), held(c, "litecoin")
+    outside = keypair()[1]
+    ms = register(c, "litecoin", 2, [a, b, outside])
+    stranger, _ = held(c, "litecoin")
+    tenant.policy({"family": "litecoin", "max_per_tx": {"LTC": "500000"},
+                   "recipients": [RECIPIENT["litecoin"]], "above": {"LTC": "300000"},
+                   "approval": {"quorum": 1, "group": "treasury"}})  # fmt: skip
+
+    def psbt(value: int, to: str = RECIPIENT["litecoin"]) -> str:
+        built = run_node("utxo.mjs", {
+            "action": "build_multisig_psbt", "network": "litecoin/mainnet", "m": 2,
+            "pubkeys": [a, b, outside], "kind": "p2wsh", "amountIn": value + 2_000,
+            "outputs": [{"address": to, "value": value},
+                        {"address": ms["address"], "value": 1_000}]})  # fmt: skip
+        return str(built["psbt"])
+
+    path = f"/litecoin/{ms['address']}/sign-psbt"
+    assert tenant.allowed(path, {"psbt": psbt(200_000)})["complete"] is True
+    r = tenant.sign(path, {"psbt": psbt(400_000)})
+    assert r.status_code == 202, r.text
+    held_back = r.json()["data"]
+    assert held_back["state"] == "pending" and held_back.get("result") is None
+    assert server.services is not None
+    _, alice = server.call(server.services.tokens.create(
+        tenant.name, "alice", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    with server.client(alice) as approver:
+        vote = approver.post(f"/approvals/{held_back['id']}/approve",
+                             json={"digest": held_back["digest"]})  # fmt: skip
+        assert vote.status_code == 200, vote.text
+    done = c.get(f"/approvals/{held_back['id']}").json()["data"]
+    assert done["state"] == "signed" and done["result"]["complete"] is True
+    theirs = run_node("utxo.mjs", {"action": "extract", "network": "litecoin/mainnet",
+                                   "psbt": done["result"]["psbt"]})  # fmt: skip
+    assert theirs["txid"] == done["result"]["txid"]
+    tenant.denied(path, {"psbt": psbt(600_000)}, "cap")
+    tenant.denied(path, {"psbt": psbt(1_000, stranger)})
+    refusals = [e for e in tenant.sign_events() if e["outcome"] == "policy_denied"]
+    assert len(refusals) == 2 and {e["account_name"] for e in refusals} == {ms["address"]}
