@@ -21,11 +21,16 @@ only (chainkeys/private_apis.py pins the SQLite version it was read against):
 - `PRAGMA data_version` is still read at least every `BACKSTOP` seconds: if it moved
   while the mapped header did not, the header is read again first (a commit may have
   landed between the two reads: then the header has moved too, and the mapping is
-  sound); only a header that still has not moved is a stale mapping (a `-shm` file
-  replaced under it), given up for the PRAGMA. Without a `-shm` file (no WAL) every
+  sound). The PRAGMA can also move with no commit at all: SQLite resets a connection's
+  page cache, and counts a new data_version, when beginning a read meets a busy
+  writer and is retried (seen beside a writer committing as fast as it can: about one
+  read in several hundred races). So only a header that has not moved through
+  `STALE_AFTER` such PRAGMA moves in a row is a stale mapping (a `-shm` file replaced
+  under it), given up for the PRAGMA; each of the others is a version more (caches
+  cleared once for nothing), never a change missed. Without a `-shm` file (no WAL) every
   read is the PRAGMA, as before. `chainkeys_change_counter_reads_total{path}` counts
   the reads the mapping answered and those the PRAGMA did (and, as `raced` and `stale`,
-the re-reads that found a commit in between and the mappings given up).
+  the re-reads after a PRAGMA that moved alone and the mappings given up).
 
 A file descriptor of the `-shm` file is never closed while the store's connections
 are open: closing any descriptor of a file drops every POSIX lock the process holds
@@ -52,6 +57,7 @@ from chainkeys.errors import StorageUnavailable
 WAL_INDEX_VERSION = 3007000  # WALINDEX_MAX_VERSION in SQLite's wal.c
 HEADER = 48  # sizeof(WalIndexHdr); the header is stored twice, back to back
 BACKSTOP = 0.05  # seconds between two PRAGMA reads at most
+STALE_AFTER = 3  # PRAGMA moves in a row with a header that did not: a stale mapping
 MAPPED = metrics.CHANGE_COUNTER_READS.labels("mapped")
 PRAGMA = metrics.CHANGE_COUNTER_READS.labels("pragma")
 STALE = metrics.CHANGE_COUNTER_READS.labels("stale")
@@ -73,8 +79,11 @@ class ChangeCounter:
         "_retry_at",
         "_seen",
         "_shm",
+        "_suspect",
         "_version",
         "backstop",
+        "raced",
+        "stale",
     )  # fmt: skip
 
     def __init__(
@@ -89,6 +98,9 @@ class ChangeCounter:
         self._pragma_at = -math.inf  # when the PRAGMA was last read
         self._seen: tuple[bytes | None, int] | None = None  # (mapped header, PRAGMA) last read
         self._version = 0
+        self._suspect = 0  # PRAGMA moves in a row that the header did not follow
+        # this counter's own share of the process-wide RACED and STALE counts
+        self.raced = self.stale = 0
 
     def read(self) -> int:
         now = time.perf_counter()
@@ -103,16 +115,23 @@ class ChangeCounter:
         self._pragma_at = now
         if seen is None or (mapped, pragma) != seen:
             if seen is not None and pragma != seen[1] and mapped is not None and mapped == seen[0]:
-                # The PRAGMA moved and the header did not: either a commit landed between
-                # the two reads (the header has moved by now: SQLite's own check of
-                # data_version reads it), or the mapping is stale (then it still has not).
+                # The PRAGMA moved and the header did not: a commit landed between the two
+                # reads (the header has moved by now: SQLite's own check of data_version
+                # reads it), SQLite moved the PRAGMA alone (a read retried after a busy
+                # writer), or the mapping is stale (then it does not move, time after time).
                 mapped = self._mapped(now)
-                if mapped is not None and mapped == seen[0]:
+                still = mapped is not None and mapped == seen[0]
+                self._suspect = self._suspect + 1 if still else 0
+                if self._suspect >= STALE_AFTER:
                     # Stale: not used again in this process (and not closed: see the note).
                     self._map, self._shm, mapped = None, None, None
                     STALE.inc()
+                    self.stale += 1
                 else:
                     RACED.inc()
+                    self.raced += 1
+            else:
+                self._suspect = 0
             self._seen = (mapped, pragma)
             self._version += 1
         return self._version
