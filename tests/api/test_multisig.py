@@ -16,11 +16,14 @@ from tests.api.tenants import Tenant
 from tests.conftest import Server
 from tests.node import run_node
 
+from chainkeys.chains.cosmos import NETWORKS as COSMOS
 from chainkeys.chains.dogecoin import NETWORKS as DOGE
 from chainkeys.chains.litecoin import NETWORKS as LTC
 from chainkeys.chains.secp256k1 import generate_key, key_from_secret
+from chainkeys.chains.tx.cosmos.multisig import parse_cosmos_multisig
 from chainkeys.chains.tx.utxo.multisig import parse_multisig
 
+COSMOS_OTHER = "cosmos1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5lzv7xu"
 RECIPIENT = {"litecoin": "ltc1qw508d6qejxtdg4y5r3zarvary0c5xw7kgmn4n9",
              "dogecoin": "DH5yaieqoZN36fDVciNyRueRGvGLR3mr7L"}  # fmt: skip
 
@@ -235,3 +238,123 @@ def test_policies_and_approvals_gate_chainkeys_share(server: Server, tenant: Ten
     tenant.denied(path, {"psbt": psbt(1_000, stranger)})
     refusals = [e for e in tenant.sign_events() if e["outcome"] == "policy_denied"]
     assert len(refusals) == 2 and {e["account_name"] for e in refusals} == {ms["address"]}
+
+
+# ---- Cosmos: LegacyAminoPubKey, sign-amino and combine, checked by cosmjs ---------------
+
+
+def cosmos_held(c: httpx.Client) -> str:
+    """A Cosmos key held by chainkeys: its compressed public key (hex)."""
+    secret, public = keypair()
+    r = c.post("/cosmos", json={"private_key": secret})
+    assert r.status_code == 200, r.text
+    return public
+
+
+def test_cosmos_addresses_and_keys_equal_cosmjs() -> None:
+    rng = random.Random(118)
+    sets: list[dict[str, Any]] = []
+    for _ in range(20):
+        n = rng.randint(2, 15)
+        sets.append({"m": rng.randint(1, n), "pubkeys": [keypair()[1] for _ in range(n)]})
+    for prefix, network in (("cosmos", "cosmoshub"), ("osmo", "osmosis")):
+        seen = run_node("cosmos.mjs", {"action": "multisig_addresses", "prefix": prefix,
+                                       "sets": sets})  # fmt: skip
+        for given, theirs in zip(sets, seen, strict=True):
+            ms = parse_cosmos_multisig(given["m"], given["pubkeys"])
+            assert ms.address(COSMOS[network]) == theirs["address"], given
+            assert ms.pubkey_json() == theirs["pubkey"], given
+
+
+def send_doc(multisig: str, sequence: int = 3) -> dict[str, Any]:
+    return {
+        "chain_id": "cosmoshub-4", "account_number": "77", "sequence": str(sequence),
+        "fee": {"amount": [{"denom": "uatom", "amount": "2000"}], "gas": "200000"},
+        "msgs": [{"type": "cosmos-sdk/MsgSend", "value": {
+            "from_address": multisig, "to_address": COSMOS_OTHER,
+            "amount": [{"denom": "uatom", "amount": "150000"}]}}],
+        "memo": "payroll <march> & co",
+    }  # fmt: skip
+
+
+def test_cosmos_2_of_3_combined_from_chainkeys_and_a_local_cosmjs_wallet(
+    client: httpx.Client,
+) -> None:
+    a = cosmos_held(client)
+    local_secret, b = keypair()
+    c_pub = keypair()[1]
+    r = client.post("/cosmos/multisig", json={"threshold": 2, "public_keys": [c_pub, a, b]})
+    assert r.status_code == 200, r.text
+    ms = r.json()["data"]
+    theirs = run_node("cosmos.mjs", {"action": "multisig_addresses", "prefix": "cosmos",
+                                     "sets": [{"m": 2, "pubkeys": [a, b, c_pub]}]})[0]  # fmt: skip
+    assert ms["address"] == theirs["address"] and ms["pubkey"] == theirs["pubkey"]
+    assert "descriptor" not in ms and ms["address_type"] == "multisig"
+    doc = send_doc(ms["address"])
+    base = f"/cosmos/{ms['address']}"
+
+    r = client.post(f"{base}/sign-amino", json={"signDoc": doc})
+    assert r.status_code == 200, r.text
+    mine = r.json()["data"]["signatures"]
+    assert len(mine) == 1 and r.json()["data"]["signature"] == mine[0]
+    wallet = run_node("cosmos.mjs", {"action": "sign_amino", "signDoc": doc,
+                                     "privateKey": local_secret, "prefix": "cosmos"})  # fmt: skip
+    other = {"pub_key": {"type": "tendermint/PubKeySecp256k1",
+                         "value": base64.b64encode(bytes.fromhex(b)).decode()},
+             "signature": wallet["signature"]}  # fmt: skip
+    r = client.post(f"{base}/combine", json={"signDoc": doc, "signatures": [other, mine[0]]})
+    assert r.status_code == 200, r.text
+    combined = r.json()["data"]
+    reference = run_node("cosmos.mjs", {"action": "multisigned_tx", "prefix": "cosmos", "m": 2,
+                                        "pubkeys": [a, b, c_pub], "signDoc": doc,
+                                        "signatures": [mine[0], other]})  # fmt: skip
+    assert reference["verdicts"] == [True, True]
+    assert combined["signedTx"] == reference["signedTx"]
+
+    def refused(signatures: list[dict[str, Any]], code: str) -> None:
+        r = client.post(f"{base}/combine", json={"signDoc": doc, "signatures": signatures})
+        assert r.status_code == 400 and r.json()["code"] == code, r.text
+
+    refused([mine[0]], "invalid_signature")  # one of two
+    sig = base64.b64decode(other["signature"])
+    bad = {
+        **other,
+        "signature": base64.b64encode(sig[:5] + bytes((sig[5] ^ 1,)) + sig[6:]).decode(),
+    }
+    refused([mine[0], bad], "invalid_signature")
+    stranger = {**other, "pub_key": {**other["pub_key"], "value": base64.b64encode(
+        bytes.fromhex(keypair()[1])).decode()}}  # fmt: skip
+    refused([mine[0], stranger], "invalid_signature")
+    r = client.post(f"{base}/combine", json={"signDoc": {**doc, "memo": "changed"},
+                                              "signatures": [mine[0], other]})  # fmt: skip
+    assert r.status_code == 400 and r.json()["code"] == "invalid_signature"
+    r = client.post(
+        f"{base}/sign-direct",
+        json={
+            "signDoc": {
+                "bodyBytes": "",
+                "authInfoBytes": "",
+                "chainId": "cosmoshub-4",
+                "accountNumber": "1",
+            }
+        },
+    )
+    assert r.status_code == 400 and r.json()["code"] == "multisig_unsupported", r.text
+
+
+def test_cosmos_two_held_members_sign_in_one_request(client: httpx.Client) -> None:
+    a, b, c_pub = cosmos_held(client), cosmos_held(client), keypair()[1]
+    ms = client.post("/cosmos/multisig", json={"threshold": 2,
+                                               "public_keys": [a, b, c_pub]}).json()["data"]  # fmt: skip
+    assert sum(m["held"] for m in ms["members"]) == 2
+    doc = send_doc(ms["address"], sequence=0)
+    sigs = client.post(f"/cosmos/{ms['address']}/sign-amino",
+                       json={"signDoc": doc}).json()["data"]["signatures"]  # fmt: skip
+    assert len(sigs) == 2
+    r = client.post(f"/cosmos/{ms['address']}/combine", json={"signDoc": doc, "signatures": sigs})
+    assert r.status_code == 200, r.text
+    reference = run_node("cosmos.mjs", {"action": "multisigned_tx", "prefix": "cosmos", "m": 2,
+                                        "pubkeys": [a, b, c_pub], "signDoc": doc,
+                                        "signatures": sigs})  # fmt: skip
+    assert reference["verdicts"] == [True, True]
+    assert r.json()["data"]["signedTx"] == reference["signedTx"]

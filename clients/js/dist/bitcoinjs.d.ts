@@ -42,11 +42,17 @@ export declare function coinOf(network: Network | undefined): UtxoCoin | undefin
  *
  * The answer is checked before it is used (`ChainkeysError` `answer_mismatch`
  * otherwise): it must hold exactly `psbt`'s unsigned transaction; it may add
- * only signatures, a P2SH-P2WPKH redeem script and final scripts; every
- * signature it adds (partial, or inside a final script) must be a low-S
- * SIGHASH_ALL (or the input's sighash type) signature by the key the input's
- * previous output pays, over that input's sighash; its final scripts must be
- * exactly what bitcoinjs builds from those signatures; and once every input is
+ * only signatures, a P2SH-P2WPKH redeem script, a multisig's witness script and
+ * final scripts; every signature it adds (partial, or inside a final script) must
+ * be a low-S SIGHASH_ALL (or the input's sighash type) signature by a key the
+ * input's previous output pays, over that input's sighash; its final scripts must
+ * be exactly what bitcoinjs builds from those signatures; and once every input is
  * final, the extracted transaction must be `psbt`'s transaction.
+ *
+ * A multisig PSBT (chainkeys registered as a co-signer, docs/multisig.md): the
+ * service adds the signatures of the member keys it holds, unfinalized; with
+ * `finalize`, bitcoinjs finalizes each input whose signatures reach the
+ * threshold (another member's signatures may already be in `psbt`, or be added
+ * to the result later with `signInput` and `finalizeAllInputs`).
  */
 export declare function signPsbt(psbt: Psbt, options: SignPsbtOptions): Promise<Psbt>;

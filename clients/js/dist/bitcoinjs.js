@@ -19,12 +19,18 @@ export function coinOf(network) {
  *
  * The answer is checked before it is used (`ChainkeysError` `answer_mismatch`
  * otherwise): it must hold exactly `psbt`'s unsigned transaction; it may add
- * only signatures, a P2SH-P2WPKH redeem script and final scripts; every
- * signature it adds (partial, or inside a final script) must be a low-S
- * SIGHASH_ALL (or the input's sighash type) signature by the key the input's
- * previous output pays, over that input's sighash; its final scripts must be
- * exactly what bitcoinjs builds from those signatures; and once every input is
+ * only signatures, a P2SH-P2WPKH redeem script, a multisig's witness script and
+ * final scripts; every signature it adds (partial, or inside a final script) must
+ * be a low-S SIGHASH_ALL (or the input's sighash type) signature by a key the
+ * input's previous output pays, over that input's sighash; its final scripts must
+ * be exactly what bitcoinjs builds from those signatures; and once every input is
  * final, the extracted transaction must be `psbt`'s transaction.
+ *
+ * A multisig PSBT (chainkeys registered as a co-signer, docs/multisig.md): the
+ * service adds the signatures of the member keys it holds, unfinalized; with
+ * `finalize`, bitcoinjs finalizes each input whose signatures reach the
+ * threshold (another member's signatures may already be in `psbt`, or be added
+ * to the result later with `signInput` and `finalizeAllInputs`).
  */
 export async function signPsbt(psbt, options) {
     const client = new ChainkeysClient(options);
@@ -42,7 +48,13 @@ export async function signPsbt(psbt, options) {
         parseOpts.maximumFeeRate = opts.maximumFeeRate;
     const sent = psbt.toBase64(); // the caller's PSBT as it was sent, whatever happens to `psbt` meanwhile
     const copy = () => PsbtClass.fromBase64(sent, parseOpts);
-    const body = { psbt: sent, finalize: options.finalize ?? true };
+    // A multisig input (a witness script, or a bare multisig redeem script): the service
+    // adds its members' signatures unfinalized, each checked here like any signature, and
+    // bitcoinjs finalizes the inputs whose signatures reach the threshold.
+    const multisig = psbt.data.inputs.some((i) => i.witnessScript !== undefined
+        || (i.redeemScript !== undefined && isMultisig(i.redeemScript)));
+    const finalize = options.finalize ?? true;
+    const body = { psbt: sent, finalize: multisig ? false : finalize };
     return client.sign(client.accountPath(coin, "/sign-psbt"), body, (data) => {
         if (typeof data?.psbt !== "string") {
             throw new ChainkeysError("chainkeys: the sign answer has no psbt", "invalid_response", 200, { body: data });
@@ -54,12 +66,41 @@ export async function signPsbt(psbt, options) {
         catch (cause) {
             throw answerMismatch(`its psbt does not parse (${String(cause)})`, data, cause);
         }
-        return checkedPsbt(copy, answer, ecc, data);
+        const result = checkedPsbt(copy, answer, ecc, data);
+        if (multisig && finalize)
+            finalizeWhereComplete(result, sent, data);
+        return result;
     });
 }
 const SIGHASH_ALL = 0x01;
 /** The fields a signer adds to an input: signatures, P2SH-P2WPKH's redeem script, final scripts. */
-const SIGNER_FIELDS = ["redeemScript", "finalScriptSig", "finalScriptWitness"];
+const SIGNER_FIELDS = ["redeemScript", "witnessScript", "finalScriptSig", "finalScriptWitness"];
+const OP_CHECKMULTISIG = 0xae;
+/** Whether a script is a bare multisig (`OP_m <keys> OP_n OP_CHECKMULTISIG`). */
+function isMultisig(script) {
+    return script.length > 3 && script[script.length - 1] === OP_CHECKMULTISIG
+        && script[0] >= 0x51 && script[0] <= 0x60;
+}
+/**
+ * Finalize (bitcoinjs) each multisig input that now holds enough signatures; once every
+ * input is final, the extracted transaction is checked as any finalized answer's.
+ */
+function finalizeWhereComplete(psbt, sent, data) {
+    psbt.data.inputs.forEach((input, i) => {
+        if (input.finalScriptSig !== undefined || input.finalScriptWitness !== undefined)
+            return;
+        const script = input.witnessScript ?? input.redeemScript;
+        if (script === undefined || !isMultisig(script))
+            return;
+        const threshold = script[0] - 0x50;
+        if ((input.partialSig ?? []).length >= threshold)
+            psbt.finalizeInput(i);
+    });
+    if (psbt.data.inputs.every((i) => i.finalScriptSig !== undefined || i.finalScriptWitness !== undefined)) {
+        const original = psbt.constructor.fromBase64(sent);
+        checkFinalTransaction(psbt, original.data.globalMap.unsignedTx.toBuffer(), data);
+    }
+}
 /** The caller's PSBT with the answer combined in, once every check passes. */
 function checkedPsbt(copy, answer, ecc, data) {
     const original = copy();

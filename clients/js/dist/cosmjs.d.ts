@@ -1,6 +1,6 @@
 /** A cosmjs `OfflineDirectSigner` and `OfflineAminoSigner` backed by chainkeys. */
 import type { AccountData, OfflineDirectSigner, DirectSignResponse } from "@cosmjs/proto-signing";
-import type { OfflineAminoSigner, AminoSignResponse, StdSignDoc, StdSignature } from "@cosmjs/amino";
+import type { OfflineAminoSigner, AminoSignResponse, MultisigThresholdPubkey, StdSignDoc, StdSignature } from "@cosmjs/amino";
 import { ChainkeysClient, type ChainkeysOptions } from "./client.js";
 /** cosmjs' `SignDoc` (from cosmjs-types), as `signDirect` takes it. */
 export type DirectSignDoc = Parameters<OfflineDirectSigner["signDirect"]>[1];
@@ -32,4 +32,32 @@ export declare class ChainkeysCosmosSigner implements OfflineDirectSigner, Offli
      * same call shape.
      */
     signArbitrary(chainId: string, signer: string, data: string | Uint8Array): Promise<StdSignature>;
+}
+/**
+ * chainkeys as one member (or several) of a Cosmos multisig (`options.account` is the
+ * multisig's address; docs/multisig.md). The coordinator collects the members'
+ * amino signatures over one `StdSignDoc` and has chainkeys assemble the transaction:
+ *
+ *   const ms = new ChainkeysCosmosMultisig(opts);
+ *   const ours = await ms.signAmino(doc);                  // the members held there
+ *   const theirs = (await wallet.signAmino(me, doc)).signature;
+ *   const { signedTx } = await ms.combine(doc, [...ours, theirs]);
+ *
+ * Answers are checked as `ChainkeysCosmosSigner`'s: the threshold key must hash to
+ * the address, every signature must be by one of its members and verify over the
+ * document sent; a combined transaction must carry that key, only signatures that
+ * were given, and the document's messages and memo.
+ */
+export declare class ChainkeysCosmosMultisig {
+    readonly client: ChainkeysClient;
+    constructor(options: ChainkeysOptions);
+    /** `GET /cosmos/{address}/multisig`: the threshold key, checked against the address. */
+    pubkey(): Promise<MultisigThresholdPubkey>;
+    /** `POST /cosmos/{address}/sign-amino`: every held member's signature over `signDoc`. */
+    signAmino(signDoc: StdSignDoc): Promise<StdSignature[]>;
+    /** `POST /cosmos/{address}/combine`: the TxRaw of `signDoc` with these members' signatures. */
+    combine(signDoc: StdSignDoc, signatures: readonly StdSignature[]): Promise<{
+        signedTx: Uint8Array;
+        txHash: string;
+    }>;
 }

@@ -1,4 +1,4 @@
-import { ChainkeysClient, answerMismatch, bytesEqual, fromBase64, peer, toBase64, utf8, } from "./client.js";
+import { ChainkeysClient, answerMismatch, bytesEqual, fromBase64, peer, toBase64, toHex, utf8, } from "./client.js";
 import { ChainkeysError } from "./errors.js";
 /**
  * Signs for one Cosmos account held by chainkeys (`options.account` is its
@@ -128,6 +128,102 @@ export class ChainkeysCosmosSigner {
             }
             await checkSignature(crypto, signature, account.pubkey, message, result);
             return signature;
+        });
+    }
+}
+/**
+ * chainkeys as one member (or several) of a Cosmos multisig (`options.account` is the
+ * multisig's address; docs/multisig.md). The coordinator collects the members'
+ * amino signatures over one `StdSignDoc` and has chainkeys assemble the transaction:
+ *
+ *   const ms = new ChainkeysCosmosMultisig(opts);
+ *   const ours = await ms.signAmino(doc);                  // the members held there
+ *   const theirs = (await wallet.signAmino(me, doc)).signature;
+ *   const { signedTx } = await ms.combine(doc, [...ours, theirs]);
+ *
+ * Answers are checked as `ChainkeysCosmosSigner`'s: the threshold key must hash to
+ * the address, every signature must be by one of its members and verify over the
+ * document sent; a combined transaction must carry that key, only signatures that
+ * were given, and the document's messages and memo.
+ */
+export class ChainkeysCosmosMultisig {
+    client;
+    constructor(options) {
+        this.client = new ChainkeysClient(options);
+    }
+    /** `GET /cosmos/{address}/multisig`: the threshold key, checked against the address. */
+    async pubkey() {
+        const data = await this.client.get(this.client.accountPath("cosmos", "/multisig"));
+        const key = data?.pubkey;
+        const address = this.client.options.account;
+        const { pubkeyToAddress } = await amino();
+        let derived;
+        try {
+            derived = pubkeyToAddress(key, address.slice(0, address.lastIndexOf("1")));
+        }
+        catch {
+            derived = undefined;
+        }
+        if (key?.type !== "tendermint/PubKeyMultisigThreshold" || derived !== address) {
+            throw answerMismatch(`the multisig key is not the key of ${address}`, data);
+        }
+        return key;
+    }
+    /** `POST /cosmos/{address}/sign-amino`: every held member's signature over `signDoc`. */
+    async signAmino(signDoc) {
+        const key = await this.pubkey();
+        const [{ serializeSignDoc }, crypto] = await Promise.all([amino(), cosmjsCrypto()]);
+        const message = serializeSignDoc(signDoc);
+        return this.client.sign(this.client.accountPath("cosmos", "/sign-amino"), { signDoc }, async (data) => {
+            if (!sameDoc(serializeSignDoc, data?.signed, message)) {
+                throw answerMismatch("the signed document is not the one sent", data);
+            }
+            const list = data?.signatures;
+            if (!Array.isArray(list) || list.length === 0) {
+                throw new ChainkeysError("chainkeys: the sign answer has no signatures", "invalid_response", 200, { body: data });
+            }
+            const signatures = list.map((one) => stdSignature({ signature: one }));
+            for (const signature of signatures) {
+                const member = key.value.pubkeys.find((pk) => pk.value === signature.pub_key.value);
+                if (!member)
+                    throw answerMismatch("a signature is by a key that is not the multisig's", data);
+                await checkSignature(crypto, signature, fromBase64(member.value), message, data);
+            }
+            return signatures;
+        });
+    }
+    /** `POST /cosmos/{address}/combine`: the TxRaw of `signDoc` with these members' signatures. */
+    async combine(signDoc, signatures) {
+        const key = await this.pubkey();
+        const [{ decodeTxRaw, encodePubkey }, crypto] = await Promise.all([
+            peer(() => import("@cosmjs/proto-signing"), "@cosmjs/proto-signing", "checking the service's answers"),
+            cosmjsCrypto(),
+        ]);
+        const body = { signDoc, signatures };
+        return this.client.sign(this.client.accountPath("cosmos", "/combine"), body, (data) => {
+            const raw = decode64(data?.signedTx);
+            if (!raw)
+                throw new ChainkeysError("chainkeys: the answer has no signedTx", "invalid_response", 200, { body: data });
+            let tx;
+            try {
+                tx = decodeTxRaw(raw);
+            }
+            catch (cause) {
+                throw answerMismatch(`its signedTx does not decode (${String(cause)})`, data, cause);
+            }
+            const signer = tx.authInfo.signerInfos[0];
+            const expected = encodePubkey(key);
+            if (tx.authInfo.signerInfos.length !== 1 || signer?.publicKey?.typeUrl !== expected.typeUrl
+                || !bytesEqual(signer.publicKey.value, expected.value)) {
+                throw answerMismatch("its transaction is not signed by this multisig's key", data);
+            }
+            if (tx.body.memo !== signDoc.memo || tx.body.messages.length !== signDoc.msgs.length) {
+                throw answerMismatch("its transaction is not the document's (memo or messages)", data);
+            }
+            const txHash = toHex(crypto.sha256(raw)).toUpperCase();
+            if (data?.txHash !== txHash)
+                throw answerMismatch("its txHash is not the transaction's", data);
+            return { signedTx: raw, txHash };
         });
     }
 }

@@ -8,7 +8,7 @@ export { ChainkeysError, ApprovalPending } from "./errors.js";
 export type { Approval, ApprovalState, WaitOptions } from "./errors.js";
 export { ChainkeysClient } from "./client.js";
 export type { ChainkeysOptions } from "./client.js";
-export { ChainkeysCosmosSigner } from "./cosmjs.js";
+export { ChainkeysCosmosMultisig, ChainkeysCosmosSigner } from "./cosmjs.js";
 export type { DirectSignDoc } from "./cosmjs.js";
 export { ChainkeysSignatureProvider } from "./eosjs.js";
 export { signPsbt, coinOf } from "./bitcoinjs.js";

@@ -6,6 +6,6 @@
  */
 export { ChainkeysError, ApprovalPending } from "./errors.js";
 export { ChainkeysClient } from "./client.js";
-export { ChainkeysCosmosSigner } from "./cosmjs.js";
+export { ChainkeysCosmosMultisig, ChainkeysCosmosSigner } from "./cosmjs.js";
 export { ChainkeysSignatureProvider } from "./eosjs.js";
 export { signPsbt, coinOf } from "./bitcoinjs.js";

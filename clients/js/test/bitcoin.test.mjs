@@ -238,3 +238,48 @@ test("options.ecc replaces tiny-secp256k1, and is what checks the signatures", a
   await assert.rejects(signPsbt(psbt, { url: ck.url, token: ck.token, account: ltcAddress, ecc: { verify: () => false } }),
     mismatch);
 });
+
+for (const [coin, kind] of [["litecoin", "p2wsh"], ["litecoin", "p2sh-p2wsh"], ["dogecoin", "p2sh"]]) {
+  test(`${coin} ${kind} 2-of-3 multisig: signPsbt adds the service's member signature, a local wallet the other`, async () => {
+    const network = NETWORKS[coin];
+    const held = ECPair.makeRandom({ network });
+    const local = ECPair.makeRandom({ network });
+    const offline = ECPair.makeRandom({ network });
+    await ck.api("POST", `/${coin}`, { private_key: Buffer.from(held.privateKey).toString("hex") });
+    const ms = await ck.api("POST", `/${coin}/multisig`, { threshold: 2, address_type: coin === "litecoin" ? kind : undefined,
+      public_keys: [local, held, offline].map((k) => Buffer.from(k.publicKey).toString("hex")) });
+    const pubkeys = [held, local, offline].map((k) => Buffer.from(k.publicKey)).sort(Buffer.compare);
+    const redeem = bitcoin.payments.p2ms({ m: 2, pubkeys, network });
+    const wsh = bitcoin.payments.p2wsh({ redeem, network });
+    const pay = kind === "p2wsh" ? wsh : kind === "p2sh-p2wsh" ? bitcoin.payments.p2sh({ redeem: wsh, network })
+      : bitcoin.payments.p2sh({ redeem, network });
+    assert.equal(ms.data.address, pay.address);
+    const fund = new bitcoin.Transaction();
+    fund.version = 1;
+    fund.addInput(Buffer.alloc(32, 9), 0);
+    fund.addOutput(pay.output, 10_000_000n);
+    const psbt = new bitcoin.Psbt({ network });
+    const input = { hash: fund.getId(), index: 0, nonWitnessUtxo: fund.toBuffer() };
+    if (kind !== "p2sh") Object.assign(input, { witnessUtxo: { script: pay.output, value: 10_000_000n }, witnessScript: redeem.output });
+    if (kind === "p2sh-p2wsh") input.redeemScript = wsh.output;
+    if (kind === "p2sh") input.redeemScript = redeem.output;
+    psbt.addInput(input);
+    psbt.addOutput({ address: bitcoin.payments.p2pkh({ hash: Buffer.alloc(20, 1), network }).address, value: 9_995_000n });
+    const opts = { url: ck.url, token: ck.token, account: ms.data.address };
+
+    // the service first: one signature of two, not finalized; the local wallet adds its own
+    const signed = await signPsbt(psbt, opts);
+    assert.equal(signed.data.inputs[0].partialSig.length, 1);
+    assert.equal(signed.data.inputs[0].finalScriptWitness ?? signed.data.inputs[0].finalScriptSig, undefined);
+    signed.signInput(0, local);
+    assert.ok(signed.validateSignaturesOfAllInputs((pub, hash, sig) => ecc.verify(hash, pub, sig)));
+    signed.finalizeAllInputs();
+    const hex = signed.extractTransaction().toHex();
+
+    // the local wallet first: the service's signature completes it and signPsbt finalizes
+    const first = bitcoin.Psbt.fromBase64(psbt.toBase64(), { network });
+    first.signInput(0, local);
+    const done = await signPsbt(first, opts);
+    assert.equal(done.extractTransaction().toHex(), hex);
+  });
+}

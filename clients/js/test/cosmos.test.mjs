@@ -207,3 +207,39 @@ test("an account answer with another public key is answer_mismatch (the key must
   await assert.rejects(through(change, (signer) => signer.getAccounts()), mismatch);
   await assert.rejects(through(change, (signer) => signer.signArbitrary("cosmoshub-4", address, "x")), mismatch);
 });
+
+test("a 2-of-3 multisig: the service's member signature and a local wallet's combine into the transaction", async () => {
+  const { ChainkeysCosmosMultisig } = await import("../dist/index.js");
+  const { createMultisigThresholdPubkey, encodeSecp256k1Pubkey, pubkeyToAddress } = await import("@cosmjs/amino");
+  const { decodeTxRaw } = await import("@cosmjs/proto-signing");
+  const held = await Secp256k1Wallet.fromKey(fromHex(vectorKey("scalar-three").private_key_hex), "cosmos");
+  const local = await Secp256k1Wallet.fromKey(otherKey, "cosmos");
+  const [heldAccount] = await held.getAccounts();
+  const [me] = await local.getAccounts();
+  await ck.api("POST", "/cosmos", { private_key: vectorKey("scalar-three").private_key_hex });
+  const offline = (await Secp256k1Wallet.fromKey(fromHex("11".repeat(32)), "cosmos"));
+  const [off] = await offline.getAccounts();
+  const keys = [me.pubkey, heldAccount.pubkey, off.pubkey];
+  const registered = await ck.api("POST", "/cosmos/multisig", { threshold: 2,
+    public_keys: keys.map((k) => Buffer.from(k).toString("hex")) });
+  const threshold = createMultisigThresholdPubkey(keys.map((k) => encodeSecp256k1Pubkey(k)), 2);
+  const multisig = pubkeyToAddress(threshold, "cosmos");
+  assert.equal(registered.data.address, multisig);
+
+  const ms = new ChainkeysCosmosMultisig({ url: ck.url, token: ck.token, account: multisig });
+  assert.deepEqual(await ms.pubkey(), threshold);
+  const doc = makeSignDoc([{ type: "cosmos-sdk/MsgSend", value: { from_address: multisig,
+    to_address: me.address, amount: [{ denom: "uatom", amount: "1000" }] } }], fee, "cosmoshub-4", "rent", 9, 0);
+  const ours = await ms.signAmino(doc);
+  assert.equal(ours.length, 1);
+  const theirs = (await local.signAmino(me.address, doc)).signature;
+  const { signedTx, txHash } = await ms.combine(doc, [ours[0], theirs]);
+  const tx = decodeTxRaw(signedTx);
+  assert.equal(tx.body.memo, "rent");
+  assert.equal(txHash, Buffer.from(sha256(signedTx)).toString("hex").toUpperCase());
+  for (const sig of [ours[0], theirs]) {
+    assert.ok(await Secp256k1.verifySignature(Secp256k1Signature.fromFixedLength(fromBase64(sig.signature)),
+      sha256(serializeSignDoc(doc)), fromBase64(sig.pub_key.value)));
+  }
+  await assert.rejects(ms.combine(doc, [theirs]), (e) => e instanceof ChainkeysError && e.code === "invalid_signature");
+});

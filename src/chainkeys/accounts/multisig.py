@@ -11,20 +11,25 @@ the funds.
 Which members are held is decided when it is registered (at least one must be:
 chainkeys is registered as a co-signer, not as a watch-only wallet) and stored
 with it; a member account deleted later no longer signs. The row's sealed column
-holds the descriptor, sealed like a key, so rotation, restore and copies treat
-the row as every other; it is never opened as a key (export refuses).
+holds its record (threshold, keys, members), sealed like a key, so rotation,
+restore and copies treat the row as every other; it is never opened as a key
+(export refuses).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+import msgspec
 
 from chainkeys.accounts.families import chain_errors, family_of
 from chainkeys.accounts.repository import AccountRow, Accounts
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
+from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig, parse_cosmos_multisig
 from chainkeys.chains.tx.utxo.multisig import Multisig, parse_multisig
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest
@@ -33,8 +38,15 @@ from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.seal import Context
 
-FAMILIES: Final = ("dogecoin", "litecoin")
 INVALID: Final = "invalid_multisig"
+# The form each family stores an account's public key in (`Account.public_key`): how
+# a member key is looked up among the tenant's accounts.
+KEY_FORMS: Final[dict[str, Callable[[bytes], str]]] = {
+    "cosmos": lambda k: base64.b64encode(k).decode(),
+    "dogecoin": bytes.hex,
+    "litecoin": bytes.hex,
+}
+FAMILIES: Final = tuple(KEY_FORMS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,29 +60,31 @@ class MultisigView:
     family: str
     network: str
     address: str
-    multisig: Multisig
+    multisig: Multisig | CosmosMultisig
     members: tuple[Member, ...]
-    descriptor: str
+    descriptor: str | None
     created_ms: int
 
 
-def record(ms: Multisig, held: dict[str, str]) -> dict[str, Any]:
+def record(ms: Multisig | CosmosMultisig, held: dict[str, str]) -> dict[str, Any]:
     """What the row's details keep of it (public data)."""
     return {"threshold": ms.threshold, "keys": [k.hex() for k in ms.keys],
             "address_type": ms.address_type, "held": held}  # fmt: skip
 
 
-def multisig_of(details: dict[str, Any]) -> Multisig | None:
+def multisig_of(details: dict[str, Any]) -> Multisig | CosmosMultisig | None:
     """The multisig a row's details describe, None for a single-key account."""
     rec = details.get("multisig")
     if not isinstance(rec, dict):
         return None
     keys = tuple(bytes.fromhex(k) for k in rec["keys"])
+    if rec["address_type"] == "multisig":  # Cosmos: LegacyAminoPubKey
+        return CosmosMultisig(int(rec["threshold"]), keys)
     return Multisig(int(rec["threshold"]), keys, str(rec["address_type"]))
 
 
 def held_members(details: dict[str, Any]) -> dict[str, str]:
-    """public key hex → the name of the account holding it here."""
+    """public key (hex) → the name of the account holding it here."""
     rec = details.get("multisig")
     return dict(rec.get("held", {})) if isinstance(rec, dict) else {}
 
@@ -104,32 +118,40 @@ class MultisigService:
             raise BadRequest(f"multisig accounts are registered on {', '.join(FAMILIES)}",
                              code=INVALID)  # fmt: skip
         fam = family_of(family)
+        ms: Multisig | CosmosMultisig
         with chain_errors():
             network = fam.network(network_name)
-            segwit_chain = network.hrp is not None
-            kind = address_type or ("p2wsh" if segwit_chain else "p2sh")
-            ms = parse_multisig(threshold, public_keys, kind, segwit_chain)
+            if family == "cosmos":
+                if address_type is not None:
+                    raise BadRequest("a Cosmos multisig is a LegacyAminoPubKey: no "
+                                     "address_type", code=INVALID)  # fmt: skip
+                ms = parse_cosmos_multisig(threshold, public_keys)
+            else:
+                segwit_chain = network.hrp is not None
+                kind = address_type or ("p2wsh" if segwit_chain else "p2sh")
+                ms = parse_multisig(threshold, public_keys, kind, segwit_chain)
             address = ms.address(network)
-        keys = [k.hex() for k in ms.keys]
+        form = KEY_FORMS[family]
+        shown = {form(k): k.hex() for k in ms.keys}
         async with self.db.read() as tx:
-            found = await Accounts.holding(tx, who.tenant_id, family, network.name, keys)
+            found = await Accounts.holding(tx, who.tenant_id, family, network.name, list(shown))
         held: dict[str, str] = {}
         for name, public_key in found:
-            held.setdefault(str(public_key), str(name))
+            held.setdefault(shown[str(public_key)], str(name))
         if not held:
             raise BadRequest("none of these public keys is held by an account of this tenant "
                              f"on {family} {network.name}: register a multisig where one of "
                              "its keys is", code=INVALID)  # fmt: skip
-        descriptor = ms.descriptor()
-        sealed = await self.barrier.seal(descriptor.encode(), Context(who.tenant_id, family,
-                                                                      address))  # fmt: skip
+        sealed = await self.barrier.seal(msgspec.json.encode(record(ms, held)),
+                                         Context(who.tenant_id, family, address))  # fmt: skip
         row = AccountRow(
             tenant_id=who.tenant_id, family=family, name=address, network=network.name,
             address=address, public_key="",
-            details={"extra": {}, "address_type": kind, "multisig": record(ms, held)},
+            details={"extra": {}, "address_type": ms.address_type,
+                     "multisig": record(ms, held)},
             secret=sealed.blob, key_id=sealed.key_id, created_ms=now_ms(),
         )  # fmt: skip
-        details = {"multisig": f"{ms.threshold}-of-{len(keys)}", "held": len(held)}
+        details = {"multisig": f"{ms.threshold}-of-{len(ms.keys)}", "held": len(held)}
         event = audit_event(who, "create", "ok", family=family, account_name=address,
                             details=details)  # fmt: skip
         await Accounts.create_audited(self.db, row, event)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from chainkeys.chains.spec import ChainError, Key, Network
 
 if TYPE_CHECKING:  # the type only: the generic layer does not load a family's code
+    from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig
     from chainkeys.chains.tx.utxo.multisig import Multisig
 
 BAD: Final = "invalid_sign_request"
@@ -50,7 +51,8 @@ class Owner:
     public_key: bytes  # SEC1: 33 bytes compressed, 65 for an uncompressed-key wallet
     network: Network
     address_type: str | None = None  # Litecoin: p2wpkh, p2pkh, p2sh-p2wpkh
-    multisig: Multisig | None = None  # a multisig account (its keys; public_key is empty)
+    # a multisig account (its keys and threshold; public_key is empty)
+    multisig: Multisig | CosmosMultisig | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from coincurve import PrivateKey
+from coincurve import PrivateKey, PublicKey
 from coincurve._libsecp256k1 import ffi  # type: ignore[import-not-found]  # private_apis.py
+from coincurve.ecdsa import cdata_to_der, deserialize_compact
 
 from chainkeys.chains.secp256k1 import CURVE_ORDER
 
@@ -79,3 +80,15 @@ def sign_recoverable_with_entropy(
     nonce = (ffi.NULL, ffi.new("unsigned char [32]", extra))
     sig = PrivateKey(secret).sign_recoverable(digest32, hasher=None, custom_nonce=nonce)
     return checked(sig[:64]), sig[64]
+
+
+def verify_compact(public: bytes, rs: bytes, digest32: bytes) -> bool:
+    """Whether a 64-byte r‖s signature (low-S, as the Cosmos SDK requires) is `public`'s
+    over a 32-byte digest. Never raises: a malformed signature is an invalid one."""
+    if len(rs) != 64 or not low_s(rs):
+        return False
+    try:
+        der = cdata_to_der(deserialize_compact(rs))
+        return bool(PublicKey(public).verify(der, digest32, hasher=None))
+    except Exception:  # coincurve: r or s out of range, a key that is not a point
+        return False

@@ -81,9 +81,11 @@ class CosmosAminoRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     signDoc: dict[str, Any]
 
 
-class CosmosAminoResponse(msgspec.Struct, kw_only=True):
+class CosmosAminoResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     signed: dict[str, Any]
     signature: dict[str, Any]
+    # a multisig account: every held member's signature (`signature` is the first)
+    signatures: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
 
 
 def text(value: Any, what: str) -> str:
@@ -184,6 +186,7 @@ def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> CosmosDoc:
     return CosmosDoc(
         summary, message,
         lambda sig: Signed(CosmosAminoResponse(signed=doc, signature=std_signature(owner, sig))),
+        lambda sigs: Signed(CosmosAminoResponse(signed=doc, signature=sigs[0], signatures=sigs)),
     )  # fmt: skip
 
 

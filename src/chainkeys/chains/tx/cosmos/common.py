@@ -159,8 +159,13 @@ def check_chain(chain_id: str, owner: Owner) -> None:
 
 
 def std_signature(owner: Owner, signature: bytes) -> dict[str, Any]:
+    return signature_of(owner.public_key, signature)
+
+
+def signature_of(public_key: bytes, signature: bytes) -> dict[str, Any]:
+    """The amino StdSignature: the signer's key and its 64-byte signature, base64."""
     return {
-        "pub_key": {"type": "tendermint/PubKeySecp256k1", "value": b64(owner.public_key)},
+        "pub_key": {"type": "tendermint/PubKeySecp256k1", "value": b64(public_key)},
         "signature": b64(signature),
     }
 
@@ -180,6 +185,17 @@ class CosmosDoc:
     message: bytes  # the exact bytes signed (their sha256 is the ECDSA digest)
     respond: Any  # (signature) -> Signed
 
+    cosigned: Any = None  # (the members' StdSignatures) -> Signed; None: no multisig here
+
     def sign(self, key: Key) -> Signed:
         result: Signed = self.respond(sign_bytes(key, self.message))
+        return result
+
+    def cosign(self, keys: list[Key]) -> Signed:
+        """A multisig's held members each sign the same bytes."""
+        if self.cosigned is None or not keys:
+            raise refuse("this request is not signed by a multisig's members",
+                         "multisig_unsupported")  # fmt: skip
+        sigs = [signature_of(k.public, sign_bytes(k, self.message)) for k in keys]
+        result: Signed = self.cosigned(sigs)
         return result

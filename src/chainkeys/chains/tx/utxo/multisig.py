@@ -79,6 +79,12 @@ class Multisig:
         return str(add_checksum(text[self.address_type].format(inner)))
 
 
+def utxo_multisig(owner: Any) -> Multisig | None:
+    """The owner's multisig when it is a UTXO one (an Owner's `multisig`, narrowed)."""
+    found = getattr(owner, "multisig", None)
+    return found if isinstance(found, Multisig) else None
+
+
 def parse_multisig(
     threshold: object, public_keys: Sequence[object], address_type: str, segwit_chain: bool
 ) -> Multisig:

@@ -64,7 +64,7 @@ class _PsbtInputs:
     finalize: bool
 
     def sign(self, key: Key) -> Signed:
-        if self.owner.multisig is not None:
+        if multisig.utxo_multisig(self.owner) is not None:
             return self.cosign((key,))
         psbt, owner = self.psbt, self.owner
         script, _ = own_scripts(owner)
@@ -82,7 +82,7 @@ class _PsbtInputs:
     def cosign(self, keys: Sequence[Key]) -> Signed:
         """A multisig's inputs: each member key held here adds its signature; with
         finalize, an input whose signatures reach the threshold is finalized."""
-        ms = self.owner.multisig
+        ms = multisig.utxo_multisig(self.owner)
         if ms is None or not keys or any(k.public not in ms.keys for k in keys):
             raise refuse("only the multisig's own member keys sign its inputs", "not_owner")
         for m, digest in zip(self.mine, self.digests, strict=True):
@@ -192,6 +192,7 @@ def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _PsbtInputs:
     _no_unknown_fields(psbt)
     check_inputs(psbt.tx)
     script, _ = own_scripts(owner)
+    ms = multisig.utxo_multisig(owner)
     mine, values = [], []
     for i, (inp, txin) in enumerate(zip(psbt.inputs, psbt.tx.vin, strict=True)):
         prev, value = prevout(inp, txin, params.segwit)
@@ -205,8 +206,8 @@ def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _PsbtInputs:
         if not segwit(owner) and inp.non_witness_utxo is None:
             raise refuse("a legacy input needs its full previous transaction",
                          "missing_prev_tx")  # fmt: skip
-        if owner.multisig is not None:
-            _scripts_are_ours(inp, owner.multisig, i)
+        if ms is not None:
+            _scripts_are_ours(inp, ms, i)
         mine.append(Mine(i, value, prev))
     if not mine:
         raise refuse("no input of this PSBT pays this account", "not_owner")
@@ -216,9 +217,9 @@ def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _PsbtInputs:
         raise
     except Exception:  # embit: a transaction it cannot hash
         raise refuse("psbt holds a transaction that cannot be signed") from None
-    if owner.multisig is not None:
+    if ms is not None:
         for m, digest in zip(mine, digests, strict=True):
-            multisig.check_signatures(psbt.inputs[m.index], owner.multisig, digest, m.index)
+            multisig.check_signatures(psbt.inputs[m.index], ms, digest, m.index)
     summary = summarize(owner, "sign-psbt", psbt.tx, values, digests)
     return _PsbtInputs(summary, psbt, tuple(mine), digests, owner, req.finalize)
 

@@ -23,6 +23,7 @@ from embit.script import Script, Witness
 
 from chainkeys.chains import encoding
 from chainkeys.chains.tx.base import INVALID_AMOUNT, Amount, Item, Owner, Summary, refuse
+from chainkeys.chains.tx.utxo.multisig import utxo_multisig
 from chainkeys.chains.tx.utxo.params import COIN_DECIMALS, PARAMS
 
 SIGHASH_ALL = 1
@@ -42,8 +43,9 @@ def p2wpkh_program(public_key: bytes) -> bytes:
 
 def own_scripts(owner: Owner) -> tuple[bytes, bytes]:
     """(the script this account is paid to, the script code its sighashes commit to)."""
-    if owner.multisig is not None:
-        return owner.multisig.script_pubkey, owner.multisig.script
+    ms = utxo_multisig(owner)
+    if ms is not None:
+        return ms.script_pubkey, ms.script
     p2pkh = b"\x76\xa9\x14" + encoding.hash160(owner.public_key) + b"\x88\xac"
     kind = owner.address_type or "p2pkh"
     if kind == "p2wpkh":
@@ -65,8 +67,9 @@ def is_witness(script: bytes) -> bool:
 def segwit(owner: Owner) -> bool:
     """Whether this account's inputs are signed BIP143 (P2WPKH, P2SH-P2WPKH, the segwit
     multisig forms), not legacy (P2PKH, P2SH multisig)."""
-    if owner.multisig is not None:
-        return bool(owner.multisig.segwit)
+    ms = utxo_multisig(owner)
+    if ms is not None:
+        return ms.segwit
     script, _ = own_scripts(owner)
     return is_witness(script) or script[0] == 0xA9
 
