@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # imported by open_services: token, audit and policy commands
     from chainkeys.approvals.service import ApprovalService
     from chainkeys.policies.service import PolicyService
     from chainkeys.signing.service import SigningService
+    from chainkeys.wallets.multisig import WalletMultisigService
     from chainkeys.wallets.service import WalletService
 
 log = logging.getLogger("chainkeys")
@@ -56,6 +57,7 @@ class Services:
     wallets: WalletService
     approvals: ApprovalService
     multisig: MultisigService
+    wallet_multisig: WalletMultisigService
 
     async def close(self) -> None:
         await self.db.close()
@@ -231,6 +233,7 @@ async def open_services(settings: Settings, create: bool = True) -> Services:
     from chainkeys.policies.service import PolicyService
     from chainkeys.signing.service import SigningService
     from chainkeys.vault.derive import Cursors
+    from chainkeys.wallets.multisig import WalletMultisigService
     from chainkeys.wallets.service import WalletService
 
     db, barrier = await _open_store(settings, unseal=True, create=create)
@@ -256,4 +259,5 @@ async def open_services(settings: Settings, create: bool = True) -> Services:
         wallets,
         approvals,
         MultisigService(db, barrier),
+        WalletMultisigService(db, barrier, wallets, accounts),
     )

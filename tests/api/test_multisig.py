@@ -5,17 +5,20 @@ built, co-signed by a local bitcoinjs wallet, validated and finalized by bitcoin
 from __future__ import annotations
 
 import base64
+import os
 import random
 from typing import Any
 
 import httpx
 import pytest
 from embit import ec  # type: ignore[import-untyped]
+from embit.descriptor.checksum import add_checksum  # type: ignore[import-untyped]
 from embit.psbt import PSBT  # type: ignore[import-untyped]
 from tests.api.tenants import Tenant
 from tests.conftest import Server
 from tests.node import run_node
 
+from chainkeys.chains import hd
 from chainkeys.chains.cosmos import NETWORKS as COSMOS
 from chainkeys.chains.dogecoin import NETWORKS as DOGE
 from chainkeys.chains.litecoin import NETWORKS as LTC
@@ -358,3 +361,89 @@ def test_cosmos_two_held_members_sign_in_one_request(client: httpx.Client) -> No
                                         "signatures": sigs})  # fmt: skip
     assert reference["verdicts"] == [True, True]
     assert r.json()["data"]["signedTx"] == reference["signedTx"]
+
+
+# ---- HD multisig of a wallet (Litecoin, BIP48), checked by bip32 + bitcoinjs-lib --------
+
+
+def test_an_hd_multisig_of_a_wallet_derives_the_addresses_bip32_derives_and_spends(
+    client: httpx.Client,
+) -> None:
+    wallet = client.post("/wallets", json={"name": "treasury"}).json()["data"]
+    path = "m/48'/2'/0'/2'"
+    alice, bob = hd.Seed(os.urandom(64)), hd.Seed(os.urandom(64))
+    a_key = alice.xpub(path, "xpub")
+    given = [f"[{a_key.fingerprint}/48'/2'/0'/2']{a_key.xpub}", bob.xpub(path, "Ltub").xpub]
+    r = client.post(f"/wallets/{wallet['id']}/multisig",
+                    json={"family": "litecoin", "threshold": 2, "xpubs": given})  # fmt: skip
+    assert r.status_code == 200, r.text
+    made = r.json()["data"]
+    assert made["path"] == path and made["key"].startswith("[") and made["address_type"] == "p2wsh"
+    desc = made["descriptor"]
+    assert desc.startswith("wsh(sortedmulti(2,") and str(add_checksum(desc.split("#")[0])) == desc
+    assert all(k.split("]")[-1] in desc for k in [made["key"], given[0]])
+    base = f"/wallets/{wallet['id']}/multisig/{made['id']}"
+    assert client.get(base).json()["data"]["descriptor"] == desc
+    listed = client.get(f"/wallets/{wallet['id']}/multisig").json()["data"]["multisigs"]
+    assert [m["id"] for m in listed] == [made["id"]]
+
+    r = client.post(f"{base}/accounts", json={"count": 3})
+    assert r.status_code == 200, r.text
+    accounts = r.json()["data"]["accounts"]
+    own = made["key"].split("]")[1]
+    theirs = run_node("hd.mjs", {
+        "action": "multisig_from_xpubs", "family": "litecoin", "network": "mainnet", "m": 2,
+        "type": "p2wsh", "indices": [0, 1, 2, 3],
+        "xpubs": [{"xpub": own, "version": hd.VERSIONS["xpub"]},
+                  {"xpub": a_key.xpub, "version": hd.VERSIONS["xpub"]},
+                  {"xpub": given[1], "version": hd.VERSIONS["Ltub"]}]})  # fmt: skip
+    assert [a["address"] for a in accounts] == [t["address"] for t in theirs[:3]]
+    assert all(sum(m["held"] for m in a["members"]) == 1 for a in accounts)
+    preview = client.post(f"{base}/accounts", json={"preview": True}).json()["data"]["accounts"]
+    assert preview[0]["address"] == theirs[3]["address"]
+    assert client.get(f"/litecoin/{theirs[3]['address']}").status_code == 404  # not stored
+    again = client.post(f"{base}/accounts", json={}).json()["data"]["accounts"]
+    assert again[0]["address"] == theirs[3]["address"]
+
+    # index 1 spent: chainkeys signs with the wallet's key, Alice's wallet adds hers
+    spent = accounts[1]
+    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": "litecoin/mainnet",
+                                  "m": 2, "pubkeys": theirs[1]["pubkeys"], "kind": "p2wsh",
+                                  "amountIn": 300_000, "outputs": [
+                                      {"address": RECIPIENT["litecoin"], "value": 290_000}]})  # fmt: skip
+    assert built["address"] == spent["address"]
+    mine = client.post(f"/litecoin/{spent['address']}/sign-psbt", json={"psbt": built["psbt"]})
+    assert mine.status_code == 200 and mine.json()["data"]["complete"] is False, mine.text
+    alice_key = alice.key(f"{path}/0/1").secret.hex()
+    cosigned = run_node("utxo.mjs", {"action": "cosign_psbt", "network": "litecoin/mainnet",
+                                     "psbt": mine.json()["data"]["psbt"],
+                                     "privateKey": alice_key})  # fmt: skip
+    final = run_node("utxo.mjs", {"action": "check_psbt", "network": "litecoin/mainnet",
+                                  "psbt": cosigned["psbt"]})  # fmt: skip
+    assert final["valid"] is True
+
+
+def test_hd_multisig_refusals(server: Server, tenant: Tenant) -> None:
+    client = tenant.client
+    wallet = client.post("/wallets", json={}).json()["data"]
+    other = hd.Seed(os.urandom(64)).xpub("m/48'/2'/0'/2'", "xpub").xpub
+    url = f"/wallets/{wallet['id']}/multisig"
+
+    def refused(body: dict[str, Any], status: int, code: str) -> None:
+        r = client.post(url, json={"family": "litecoin", "threshold": 1, "xpubs": [other],
+                                   **body})  # fmt: skip
+        assert r.status_code == status and r.json()["code"] == code, r.text
+
+    refused({"threshold": 3}, 400, "invalid_multisig")
+    refused({"xpubs": [other, other]}, 400, "invalid_multisig")
+    tpub = hd.Seed(os.urandom(64)).xpub("m/48'/1'/0'/2'", "tpub").xpub
+    refused({"xpubs": [tpub]}, 400, "invalid_xpub")  # a test network's key on mainnet
+    refused({"xpubs": [other[:-2] + "zz"]}, 400, "invalid_xpub")  # checksum
+    refused({"family": "dogecoin"}, 400, "invalid_multisig")
+    assert client.post(f"{url}/wms_000000000000/accounts", json={}).status_code == 404
+    assert server.services is not None
+    _, cosmos_only = server.call(server.services.tokens.create(
+        tenant.name, "c", frozenset({"create", "read"}), None, frozenset({"cosmos"}), None))  # fmt: skip
+    with server.client(cosmos_only) as limited:
+        r = limited.post(url, json={"family": "litecoin", "threshold": 1, "xpubs": [other]})
+        assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text

@@ -72,6 +72,21 @@ switch (req.action) {
     }) };
     break;
   }
+  case "multisig_from_xpubs": {
+    // An HD multisig's addresses from its members' extended keys alone, as a watch-only
+    // coordinator derives them: each key's 0/index child, sorted (sortedmulti), p2ms in
+    // p2wsh (or p2sh-p2wsh). Keys are given with their version bytes.
+    const net = NETWORKS[`${req.family}/${req.network}`];
+    const nodes = req.xpubs.map(({ xpub, version }) =>
+      bip32.fromBase58(xpub, { ...bitcoin.networks.bitcoin, bip32: { public: version, private: 0 } }));
+    out = req.indices.map((index) => {
+      const pubkeys = nodes.map((n) => Buffer.from(n.derive(0).derive(index).publicKey)).sort(Buffer.compare);
+      const wsh = bitcoin.payments.p2wsh({ redeem: bitcoin.payments.p2ms({ m: req.m, pubkeys, network: net }), network: net });
+      const pay = req.type === "p2wsh" ? wsh : bitcoin.payments.p2sh({ redeem: wsh, network: net });
+      return { address: pay.address, pubkeys: pubkeys.map((k) => k.toString("hex")) };
+    });
+    break;
+  }
   case "mnemonic_ok":
     out = { valid: bip39.validateMnemonic(req.mnemonic), words: req.mnemonic.split(" ").length };
     break;

@@ -80,3 +80,61 @@ class CombineRequest(Struct, kw_only=True, forbid_unknown_fields=True):
 
     signDoc: dict[str, Any]
     signatures: Annotated[list[StdSignature], Meta(min_length=1, max_length=MAX_KEYS)]
+
+
+class WalletMultisigCreate(Struct, kw_only=True, forbid_unknown_fields=True):
+    """An HD multisig of this wallet's BIP48 key and the other co-signers' keys."""
+
+    family: Annotated[str, Meta(extra_json_schema={"enum": ["litecoin"]})]
+    threshold: Annotated[int, Meta(ge=1, le=MAX_KEYS, description="m: signatures needed")]
+    xpubs: Annotated[
+        list[Annotated[str, Meta(min_length=100, max_length=300)]],
+        Meta(min_length=1, max_length=MAX_KEYS - 1,
+             description="the other members' account-level extended public keys (xpub, Ltub, "
+             "Zpub…), each with an optional [fingerprint/path] key origin"),
+    ]  # fmt: skip
+    network: str | None = None
+    address_type: (
+        Annotated[str, Meta(extra_json_schema={"enum": ["p2wsh", "p2sh-p2wsh"]},
+                            description="p2wsh (default) or p2sh-p2wsh")]
+        | None
+    ) = None  # fmt: skip
+    account: Annotated[int, Meta(ge=0, lt=2**31, description="BIP48 account (hardened)")] = 0
+
+
+class WalletMultisig(Struct, kw_only=True):
+    id: str
+    wallet: str
+    family: str
+    network: str
+    address_type: str
+    threshold: int
+    account: int
+    path: Annotated[str, Meta(description="the wallet's own member key (BIP48)")]
+    key: Annotated[str, Meta(description="that key, [origin]xpub…, for the other co-signers")]
+    xpubs: list[str]
+    descriptor: Annotated[str, Meta(description="the receive chain, ranged, with checksum")]
+    created_at: str
+
+
+WalletMultisigResponse = Envelope[WalletMultisig]
+
+
+class WalletMultisigList(Struct, kw_only=True):
+    multisigs: list[WalletMultisig]
+
+
+WalletMultisigListResponse = Envelope[WalletMultisigList]
+
+
+class WalletMultisigDerive(Struct, kw_only=True, forbid_unknown_fields=True):
+    index: Annotated[int, Meta(ge=0, lt=2**31, description="default: the next index")] | None = None
+    count: Annotated[int, Meta(ge=1, le=100)] = 1
+    preview: Annotated[bool, Meta(description="derive only: store nothing")] = False
+
+
+class MultisigAccounts(Struct, kw_only=True):
+    accounts: list[MultisigAccount]
+
+
+MultisigAccountsResponse = Envelope[MultisigAccounts]

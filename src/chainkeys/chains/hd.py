@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from bip_utils import (  # type: ignore[import-untyped]
+    Bip32KeyData,
     Bip32KeyError,
     Bip32Slip10Secp256k1,
     Bip39Languages,
@@ -194,3 +195,95 @@ def descriptor(seed: Seed, path: str, network: Network, address_type: str, chang
     key = seed.xpub(path, "tpub" if network.testnet else "xpub")
     origin = f"[{key.fingerprint}/{path.removeprefix('m/')}]{key.xpub}/{change}/*"
     return str(add_checksum(SCRIPTS[address_type].format(origin)))
+
+
+# ---- multisig (BIP48) ------------------------------------------------------------------
+
+# BIP48 script types: m/48'/coin'/account'/script' (1' P2SH-P2WSH, 2' P2WSH)
+BIP48_SCRIPT: Final = {"p2sh-p2wsh": 1, "p2wsh": 2}
+# Extended public keys a co-signer may hand over: those above and SLIP-132's multisig
+# versions (Ypub/Zpub, Upub/Vpub), which Electrum and Sparrow export for BIP48 keys.
+ACCEPTED: Final = {*VERSIONS.values(), 0x0295B43F, 0x02AA7ED3, 0x024289EF, 0x02575483}
+_TESTNET_VERSIONS: Final = {0x043587CF, 0x024289EF, 0x02575483}
+INVALID_XPUB: Final = "invalid_xpub"
+
+
+def multisig_path(network: Network, account: int, address_type: str) -> str:
+    """The wallet's own member key of a multisig: m/48'/coin'/account'/script'."""
+    if not 0 <= account < HARDENED:
+        raise ChainError("account is from 0 to 2^31-1", INVALID_INDEX)
+    return f"m/48'/{network.coin_type}'/{account}'/{BIP48_SCRIPT[address_type]}'"
+
+
+@dataclass(frozen=True, slots=True)
+class PublicNode:
+    """A co-signer's extended public key, as given, with its key origin if it had one."""
+
+    origin: str | None  # "fingerprint/48'/2'/0'/2'" (BIP380 key origin, without brackets)
+    public: bytes
+    chain_code: bytes
+    depth: int
+    parent: bytes
+    child: int
+    testnet: bool
+
+    def descriptor_key(self) -> str:
+        """`[origin]xpub…` as BIP380 writes it (xpub or tpub versions, whatever was given)."""
+        payload = (
+            VERSIONS["tpub" if self.testnet else "xpub"].to_bytes(4, "big")
+            + bytes((self.depth,)) + self.parent + self.child.to_bytes(4, "big")
+            + self.chain_code + self.public
+        )  # fmt: skip
+        key = encoding.base58check_encode(payload)
+        return f"[{self.origin}]{key}" if self.origin else key
+
+    def derive(self, change: int, index: int) -> bytes:
+        """The compressed public key at …/change/index (non-hardened: BIP32 public)."""
+        data = Bip32KeyData(depth=self.depth, index=self.child, chain_code=self.chain_code,
+                            parent_fprint=self.parent)  # fmt: skip
+        try:
+            node = Bip32Slip10Secp256k1.FromPublicKey(self.public, data)
+            child = node.ChildKey(change).ChildKey(index)
+        except Bip32KeyError:
+            raise ChainError("this index yields no valid key; use another index",
+                             INVALID_INDEX) from None  # fmt: skip
+        return bytes(child.PublicKey().RawCompressed().ToBytes())
+
+
+def own_node(seed: Seed, path: str, testnet: bool) -> PublicNode:
+    """The wallet's own member key at a BIP48 path, with its key origin."""
+    key = seed.xpub(path, "tpub" if testnet else "xpub")
+    node = parse_xpub(key.xpub, testnet)
+    return PublicNode(f"{key.fingerprint}/{path.removeprefix('m/')}", node.public,
+                      node.chain_code, node.depth, node.parent, node.child, testnet)  # fmt: skip
+
+
+def parse_xpub(text: object, testnet: bool) -> PublicNode:
+    """An extended public key (`[fingerprint/path]` origin optional), checked: base58check,
+    78 bytes, an accepted version of this kind of network, a point on the curve.
+
+    Raises:
+        ChainError: code "invalid_xpub".
+    """
+    if not isinstance(text, str) or not 100 <= len(text) <= 300:
+        raise ChainError("an extended public key is 111 base58 characters, with an optional "
+                         "[fingerprint/path] origin before it", INVALID_XPUB)  # fmt: skip
+    origin = None
+    if text.startswith("["):
+        origin, _, text = text[1:].partition("]")
+        parts = origin.split("/")
+        if not (len(parts[0]) == 8 and all(c in "0123456789abcdef" for c in parts[0])
+                and all(p.rstrip("'h").isdigit() for p in parts[1:])):  # fmt: skip
+            raise ChainError("a key origin is [8 hex digits/path]", INVALID_XPUB)
+    raw = encoding.base58check_decode(text, what="extended public key", code=INVALID_XPUB)
+    version = int.from_bytes(raw[:4], "big") if len(raw) == 78 else -1
+    if version not in ACCEPTED or (version in _TESTNET_VERSIONS) != testnet:
+        raise ChainError("not an extended public key of this network (xpub, Ltub, Zpub…; "
+                         "tpub, Vpub… on test networks)", INVALID_XPUB)  # fmt: skip
+    public = raw[45:78]
+    try:
+        Bip32Slip10Secp256k1.FromPublicKey(public)
+    except Exception:  # bip_utils: not a point
+        raise ChainError("the extended key's public key is not a point", INVALID_XPUB) from None
+    return PublicNode(origin, public, raw[13:45], raw[4], raw[5:9],
+                      int.from_bytes(raw[9:13], "big"), testnet)  # fmt: skip

@@ -272,6 +272,27 @@ wallet_counters = Table(
     Column("next_index", BigInteger, nullable=False),
 )
 
+# HD multisigs of a wallet (docs/multisig.md): the wallet's BIP48 key is one member,
+# the others' extended public keys are stored as given (public data); each index's
+# address is a multisig account, its next index a wallet counter named by `id`.
+wallet_multisigs = Table(
+    "wallet_multisigs",
+    metadata,
+    Column("seq", Id, primary_key=True, autoincrement=True),
+    Column("id", String(16), nullable=False, unique=True),  # public: wms_ + 12 hex
+    Column("tenant_id", String(32), ForeignKey("tenants.id"), nullable=False),
+    Column("wallet_id", String(32), nullable=False),
+    Column("family", String(16), nullable=False),
+    Column("network", String(32), nullable=False),
+    Column("address_type", String(16), nullable=False),
+    Column("threshold", Integer, nullable=False),
+    Column("account", Integer, nullable=False),
+    Column("xpubs", Text, nullable=False),  # JSON: the other members, as given
+    Column("descriptor", Text, nullable=False),  # the receive chain, ranged, with checksum
+    Column("created_ms", BigInteger, nullable=False),
+    Index("ix_wallet_multisigs_tenant_wallet", "tenant_id", "wallet_id"),
+)
+
 # Sign requests waiting for people (docs/approvals.md). `request` is the sign
 # endpoint's body as decoded (it holds no secret), signed again at the quorum;
 # `pending_key` is set only while pending, so the same request (token, bytes) cannot

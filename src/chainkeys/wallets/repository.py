@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +10,7 @@ from sqlalchemy import bindparam, delete, func, insert, or_, select, update
 
 from chainkeys.errors import Conflict
 from chainkeys.store.sql import Prepared, Tx, insert_new
-from chainkeys.store.tables import wallet_counters, wallets
+from chainkeys.store.tables import wallet_counters, wallet_multisigs, wallets
 from chainkeys.vault.seal import Context
 
 
@@ -238,3 +239,52 @@ class Counters:
         if await Counters.next(tx, chain) is not None:
             return True
         return await insert_new(tx, _INSERT_NEXT, {**chain.params(), "next_index": after})
+
+
+@dataclass(frozen=True, slots=True)
+class WalletMultisigRow:
+    """An HD multisig of a wallet (public data: nothing here is sealed)."""
+
+    id: str
+    tenant_id: str
+    wallet_id: str
+    family: str
+    network: str
+    address_type: str
+    threshold: int
+    account: int
+    xpubs: list[str]  # the other members' extended public keys, as given
+    descriptor: str
+    created_ms: int
+
+
+_m = wallet_multisigs.c
+_MS_COLUMNS = (_m.id, _m.tenant_id, _m.wallet_id, _m.family, _m.network, _m.address_type,
+               _m.threshold, _m.account, _m.xpubs, _m.descriptor, _m.created_ms)  # fmt: skip
+
+
+def _multisig(r: Any) -> WalletMultisigRow:
+    return WalletMultisigRow(r.id, r.tenant_id, r.wallet_id, r.family, r.network,
+                             r.address_type, int(r.threshold), int(r.account),
+                             json.loads(r.xpubs), r.descriptor, int(r.created_ms))  # fmt: skip
+
+
+class WalletMultisigs:
+    @staticmethod
+    async def insert(tx: Tx, row: WalletMultisigRow) -> None:
+        values = {c.name: getattr(row, c.name) for c in _MS_COLUMNS}
+        values["xpubs"] = json.dumps(row.xpubs)
+        await tx.execute(insert(wallet_multisigs).values(**values))
+
+    @staticmethod
+    async def get(tx: Tx, tenant_id: str, wallet_id: str, ms_id: str) -> WalletMultisigRow | None:
+        stmt = select(*_MS_COLUMNS).where(_m.tenant_id == tenant_id, _m.wallet_id == wallet_id,
+                                          _m.id == ms_id)  # fmt: skip
+        found = (await tx.execute(stmt)).first()
+        return None if found is None else _multisig(found)
+
+    @staticmethod
+    async def of_wallet(tx: Tx, tenant_id: str, wallet_id: str) -> list[WalletMultisigRow]:
+        stmt = select(*_MS_COLUMNS).where(_m.tenant_id == tenant_id, _m.wallet_id == wallet_id
+                                          ).order_by(_m.seq).limit(1000)  # fmt: skip
+        return [_multisig(r) for r in (await tx.execute(stmt)).all()]

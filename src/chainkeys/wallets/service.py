@@ -270,6 +270,11 @@ class WalletService:
             raise WalletNotFound("no wallet by that id or name")
         return row
 
+    async def opened(self, who: Principal, ref: str) -> tuple[WalletRow, hd.Seed]:
+        """The wallet and its seed (opened: for deriving its keys, never shown)."""
+        row = await self._row(who, ref)
+        return row, await self._seed(row)
+
     async def get(self, who: Principal, ref: str) -> WalletView:
         return view_of(await self._row(who, ref))
 

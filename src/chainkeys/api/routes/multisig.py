@@ -9,16 +9,18 @@ from starlette.routing import Route
 
 from chainkeys.accounts.multisig import FAMILIES, MultisigView, view_of
 from chainkeys.api import multisig_schemas as ms
-from chainkeys.api.auth import services_of
+from chainkeys.api.auth import BY_REQUEST, NONE, services_of
 from chainkeys.api.body import json_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, NAME, Op, ok, path_name, resource
 from chainkeys.api.routes.shapes import iso
+from chainkeys.api.routes.wallets import WALLET, wallet_ref
 from chainkeys.api.schemas import Envelope
 from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig
 from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
 from chainkeys.errors import BadRequest
 from chainkeys.tokens.service import Principal
+from chainkeys.wallets.multisig import WalletMultisigView
 
 DESCRIPTION = (
     "chainkeys holds some of the keys (accounts of this tenant on the same network), the "
@@ -108,3 +110,86 @@ COMBINING = Doc(
 
 def multisig_routes() -> list[Route]:
     return [r for family in FAMILIES for r in family_routes(family)]
+
+
+# ---- HD multisig of a wallet (Litecoin, BIP48) -----------------------------------------
+
+MS_ID = {"name": "multisig", "in": "path", "required": True,
+         "description": "the HD multisig's id (wms_…)",
+         "schema": {"type": "string", "minLength": 1, "maxLength": 32}}  # fmt: skip
+
+
+def wallet_multisig(view: WalletMultisigView) -> ms.WalletMultisig:
+    r = view.row
+    return ms.WalletMultisig(
+        id=r.id, wallet=r.wallet_id, family=r.family, network=r.network,
+        address_type=r.address_type, threshold=r.threshold, account=r.account, path=view.path,
+        key=view.own_key, xpubs=r.xpubs, descriptor=r.descriptor, created_at=iso(r.created_ms),
+    )  # fmt: skip
+
+
+async def create_wallet_multisig(request: Request, principal: Principal) -> Response:
+    body = await json_body(request, ms.WalletMultisigCreate)
+    if body is None:
+        raise BadRequest("a body with family, threshold and xpubs is required",
+                         code="invalid_multisig")  # fmt: skip
+    view = await services_of(request).wallet_multisig.create(
+        principal, wallet_ref(request), body.family, body.network, body.address_type,
+        body.threshold, body.xpubs, body.account)  # fmt: skip
+    return ok(ms.WalletMultisigResponse(success=True, message="multisig created",
+                                        data=wallet_multisig(view)))  # fmt: skip
+
+
+async def list_wallet_multisigs(request: Request, principal: Principal) -> Response:
+    views = await services_of(request).wallet_multisig.list(principal, wallet_ref(request))
+    data = ms.WalletMultisigList(multisigs=[wallet_multisig(v) for v in views])
+    return ok(ms.WalletMultisigListResponse(success=True, message="multisigs listed", data=data))
+
+
+async def get_wallet_multisig(request: Request, principal: Principal) -> Response:
+    view = await services_of(request).wallet_multisig.get(
+        principal, wallet_ref(request), request.path_params["multisig"]
+    )
+    return ok(ms.WalletMultisigResponse(success=True, message="multisig",
+                                        data=wallet_multisig(view)))  # fmt: skip
+
+
+async def derive_wallet_multisig(request: Request, principal: Principal) -> Response:
+    body = await json_body(request, ms.WalletMultisigDerive) or ms.WalletMultisigDerive()
+    views = await services_of(request).wallet_multisig.derive(
+        principal, wallet_ref(request), request.path_params["multisig"], body.index,
+        body.count, body.preview)  # fmt: skip
+    accounts = [answer(v).data for v in views]
+    return ok(ms.MultisigAccountsResponse(success=True, message="multisig accounts",
+                                          data=ms.MultisigAccounts(accounts=accounts)))  # fmt: skip
+
+
+def wallet_multisig_routes() -> list[Route]:
+    base = "/wallets/{wallet}/multisig"
+    creating = Doc("createWalletMultisig", "Make an HD multisig of this wallet (Litecoin)",
+                   "Wallets", ms.WalletMultisigResponse,
+                   ("400", "403", "404", "408", "413", "415", *ERRORS_AUTH),
+                   request=ms.WalletMultisigCreate, parameters=(WALLET,),
+                   description="The wallet's BIP48 key (m/48'/coin'/account'/2' for p2wsh, "
+                   "1' for p2sh-p2wsh) is one member, the xpubs the others; the answer's "
+                   "descriptor imports into Core, Sparrow or Electrum to watch the same "
+                   "addresses.")  # fmt: skip
+    listing = Doc("listWalletMultisigs", "This wallet's HD multisigs", "Wallets",
+                  ms.WalletMultisigListResponse, ("400", "404", *ERRORS_AUTH),
+                  parameters=(WALLET,))  # fmt: skip
+    getting = Doc("getWalletMultisig", "One HD multisig of this wallet", "Wallets",
+                  ms.WalletMultisigResponse, ("400", "404", *ERRORS_AUTH),
+                  parameters=(WALLET, MS_ID))  # fmt: skip
+    deriving = Doc("deriveWalletMultisig", "The multisig accounts of the next indices (or of "
+                   "one index)", "Wallets", ms.MultisigAccountsResponse,
+                   ("400", "404", "408", "409", "413", "415", *ERRORS_AUTH),
+                   request=ms.WalletMultisigDerive, request_required=False,
+                   parameters=(WALLET, MS_ID))  # fmt: skip
+    return [
+        resource(base, {"GET": Op(list_wallet_multisigs, "read", NONE, listing),
+                        "POST": Op(create_wallet_multisig, "create", BY_REQUEST, creating)}),
+        resource(f"{base}/{{multisig}}",
+                 {"GET": Op(get_wallet_multisig, "read", BY_REQUEST, getting)}),
+        resource(f"{base}/{{multisig}}/accounts",
+                 {"POST": Op(derive_wallet_multisig, "create", BY_REQUEST, deriving)}),
+    ]  # fmt: skip

@@ -1,0 +1,239 @@
+"""HD multisig from a wallet (Litecoin, BIP48): one m-of-n address per index.
+
+The wallet's own member key is its BIP48 key, m/48'/coin'/account'/script' (2' for
+P2WSH, 1' for P2SH-P2WSH), as Sparrow, Electrum and Core derive a multisig
+co-signer's key; the others are extended public keys handed over by the other
+co-signers. The receive chain's index i is `sortedmulti(m, own/0/i, other/0/i, …)`,
+the ranged descriptor every wallet imports to watch the same addresses.
+
+Deriving index i stores two accounts in one transaction with the index taken from
+the counter: the wallet's member key at …/0/i (an ordinary derived account, sealed
+like any other) and the multisig account of that index, whose held member it is. So
+`sign-psbt` on the multisig signs with the wallet's key, under the tenant's policy
+and approvals, and nothing is stored for an index the counter did not give.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+from embit.descriptor.checksum import add_checksum  # type: ignore[import-untyped]
+
+from chainkeys.accounts.families import chain_errors, family_of
+from chainkeys.accounts.models import Derivation, Origin
+from chainkeys.accounts.multisig import MultisigView, record, view_of
+from chainkeys.accounts.repository import AccountRow, Accounts
+from chainkeys.accounts.service import AccountService
+from chainkeys.audit.repository import Audit
+from chainkeys.audit.service import audit_event
+from chainkeys.chains import hd
+from chainkeys.chains.tx.utxo.multisig import MAX_KEYS, Multisig
+from chainkeys.clock import now_ms
+from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound
+from chainkeys.store.backend import Backend
+from chainkeys.store.sql import Tx
+from chainkeys.tokens.service import Principal
+from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.seal import Context
+from chainkeys.wallets.repository import Chain, Counters, WalletMultisigRow, WalletMultisigs
+from chainkeys.wallets.service import WalletService
+
+FAMILIES: Final = ("litecoin",)
+INVALID: Final = "invalid_multisig"
+MAX_COUNT: Final = 100
+
+
+class MultisigNotFound(NotFound):
+    code, message = "multisig_not_found", "no such multisig of this wallet"
+
+
+@dataclass(frozen=True, slots=True)
+class WalletMultisigView:
+    row: WalletMultisigRow
+    path: str  # the wallet's own member key
+    own_key: str  # [origin]xpub… of it
+
+
+class _Busy(Exception):
+    """Another derivation took the guessed indices first: derive again."""
+
+
+class WalletMultisigService:
+    def __init__(
+        self, db: Backend, barrier: Barrier, wallets: WalletService, accounts: AccountService
+    ) -> None:
+        self.db = db
+        self.barrier = barrier
+        self.wallets = wallets
+        self.accounts = accounts
+
+    async def create(
+        self, who: Principal, ref: str, family: str, network_name: str | None,
+        address_type: str | None, threshold: int, xpubs: Sequence[str], account: int,
+    ) -> WalletMultisigView:  # fmt: skip
+        """Register the m-of-n HD multisig of this wallet's BIP48 key and `xpubs`."""
+        if family not in FAMILIES:
+            raise BadRequest(f"an HD multisig is made on {', '.join(FAMILIES)}", code=INVALID)
+        if not who.may_use(family):
+            raise Forbidden(f"this token may not use {family} accounts")
+        fam = family_of(family)
+        kind = address_type or "p2wsh"
+        with chain_errors():
+            network = fam.network(network_name)
+            if kind not in hd.BIP48_SCRIPT:
+                raise BadRequest("address_type is p2wsh or p2sh-p2wsh", code=INVALID)
+            path = hd.multisig_path(network, account, kind)
+            others = [hd.parse_xpub(x, network.testnet) for x in xpubs]
+        if not 1 <= len(others) < MAX_KEYS:
+            raise BadRequest(f"xpubs holds the other 1 to {MAX_KEYS - 1} members' keys",
+                             code=INVALID)  # fmt: skip
+        if not 1 <= threshold <= len(others) + 1:
+            raise BadRequest(f"threshold is from 1 to {len(others) + 1}", code=INVALID)
+        wallet, seed = await self.wallets.opened(who, ref)
+        own = hd.own_node(seed, path, network.testnet)
+        keys = [own.public, *(o.public for o in others)]
+        if len(set(keys)) != len(keys):
+            raise BadRequest("the same extended key is listed twice (or is this wallet's own)",
+                             code=INVALID)  # fmt: skip
+        inner = ",".join(f"{n.descriptor_key()}/0/*" for n in (own, *others))
+        text = f"wsh(sortedmulti({threshold},{inner}))"
+        descriptor = str(add_checksum(text if kind == "p2wsh" else f"sh({text})"))
+        row = WalletMultisigRow(
+            id="wms_" + secrets.token_hex(6), tenant_id=who.tenant_id, wallet_id=wallet.id,
+            family=family, network=network.name, address_type=kind, threshold=threshold,
+            account=account, xpubs=[x.strip() for x in xpubs], descriptor=descriptor,
+            created_ms=now_ms(),
+        )  # fmt: skip
+        details = {"wallet": wallet.id, "multisig": row.id, "threshold": threshold,
+                   "members": len(keys)}  # fmt: skip
+        async with self.db.write() as tx:
+            await WalletMultisigs.insert(tx, row)
+            await Audit.insert(tx, audit_event(who, "wallet.multisig", "ok", family=family,
+                                               details=details))  # fmt: skip
+        return WalletMultisigView(row, path, own.descriptor_key())
+
+    async def get(self, who: Principal, ref: str, ms_id: str) -> WalletMultisigView:
+        wallet, seed = await self.wallets.opened(who, ref)
+        return self._view(seed, await self._row(who, wallet.id, ms_id))
+
+    async def _row(self, who: Principal, wallet_id: str, ms_id: str) -> WalletMultisigRow:
+        async with self.db.read() as tx:
+            row = await WalletMultisigs.get(tx, who.tenant_id, wallet_id, ms_id[:32])
+        if row is None:
+            raise MultisigNotFound()
+        if not who.may_use(row.family):
+            raise Forbidden(f"this token may not use {row.family} accounts")
+        return row
+
+    async def derive(
+        self, who: Principal, ref: str, ms_id: str, index: int | None, count: int, preview: bool
+    ) -> list[MultisigView]:
+        """The multisig accounts of `count` indices from `index` (or the next ones); stored
+        unless `preview`, each with the wallet's member key of its index."""
+        if not 1 <= count <= MAX_COUNT:
+            raise BadRequest(f"count must be from 1 to {MAX_COUNT}", code="invalid_count")
+        if index is not None and not 0 <= index <= hd.HARDENED - count:
+            raise BadRequest("index is from 0 to 2^31-1", code="invalid_index")
+        wallet, seed = await self.wallets.opened(who, ref)
+        row = await self._row(who, wallet.id, ms_id)
+        fam = family_of(row.family)
+        network = fam.network(row.network)
+        path = hd.multisig_path(network, row.account, row.address_type)
+        others = [hd.parse_xpub(x, network.testnet) for x in row.xpubs]
+        chain = Chain(wallet.id, row.family, row.network, row.id, row.account, 0)
+        options = fam.options({"address_type": "p2wpkh"}, None)
+
+        def members(first: int) -> list[Derivation]:
+            out = []
+            for i in range(first, first + count):
+                with chain_errors():
+                    key = seed.key(f"{path}/0/{i}")
+                account = fam.account(key, network, options)
+                out.append(Derivation(key, account, Origin(wallet.id, key.path or "", i)))
+            return out
+
+        def multisig_rows(derived: Sequence[Derivation]) -> list[tuple[AccountRow, Multisig]]:
+            rows = []
+            for d in derived:
+                with chain_errors():
+                    keys = [d.key.public, *(o.derive(0, d.origin.index) for o in others)]
+                    ms = Multisig(row.threshold, tuple(sorted(keys)), row.address_type)
+                    address = ms.address(network)
+                rec = record(ms, {d.key.public.hex(): d.account.name})
+                rows.append((AccountRow(
+                    tenant_id=who.tenant_id, family=row.family, name=address,
+                    network=network.name, address=address, public_key="",
+                    details={"extra": {}, "address_type": ms.address_type, "multisig": rec,
+                             "hd": {"id": row.id, "path": d.origin.path,
+                                    "index": d.origin.index}},
+                    secret=b"", key_id="", created_ms=now_ms()), ms))  # fmt: skip
+            return rows
+
+        if preview:
+            first = index if index is not None else await self._next(chain)
+            return [view_of(r) for r, _ in multisig_rows(members(first))]
+        for _ in range(20):
+            first = index if index is not None else await self._next(chain)
+            stored: list[AccountRow] = []
+
+            async def allocate(tx: Tx, stored: list[AccountRow] = stored) -> int:
+                """Take the indices, and store their multisig accounts in the same
+                transaction as the member keys (a retried transaction starts over)."""
+                stored.clear()
+                taken = await self._take(tx, chain, index, count)
+                for r, _ in multisig_rows(members(taken)):
+                    blob = msgspec.json.encode(r.details["multisig"])
+                    sealed = await self.barrier.seal(blob, Context(who.tenant_id, r.family,
+                                                                   r.name))  # fmt: skip
+                    r = dataclasses.replace(r, secret=sealed.blob, key_id=sealed.key_id)
+                    await Accounts.insert(tx, r)
+                    await Audit.insert(tx, audit_event(who, "create", "ok", family=r.family,
+                                                       account_name=r.name,
+                                                       details={"multisig": row.id}))  # fmt: skip
+                    stored.append(r)
+                return taken
+
+            try:
+                await self.accounts.store_derived(who, fam, network, members(first),
+                                                  allocate=allocate, rederive=members)  # fmt: skip
+            except _Busy:
+                continue
+            return [view_of(r) for r in stored]
+        raise Conflict("too many derivations at once on this multisig; try again", code="busy")
+
+    async def _next(self, chain: Chain) -> int:
+        async with self.db.read() as tx:
+            return await Counters.next(tx, chain) or 0
+
+    @staticmethod
+    async def _take(tx: Tx, chain: Chain, index: int | None, count: int) -> int:
+        if index is None:
+            first = await Counters.take(tx, chain, count, hd.HARDENED)
+            if first is None:
+                raise _Busy
+            return first
+        if index + count <= hd.HARDENED - 1 and not await Counters.raise_to(
+                tx, chain, index + count):  # fmt: skip
+            raise _Busy
+        return index
+
+    async def list(self, who: Principal, ref: str) -> list[WalletMultisigView]:
+        """This wallet's HD multisigs of the families the token may use (the seed opened
+        once, for the wallet's own member keys)."""
+        wallet, seed = await self.wallets.opened(who, ref)
+        async with self.db.read() as tx:
+            rows = await WalletMultisigs.of_wallet(tx, who.tenant_id, wallet.id)
+        return [self._view(seed, r) for r in rows if who.may_use(r.family)]
+
+    @staticmethod
+    def _view(seed: hd.Seed, row: WalletMultisigRow) -> WalletMultisigView:
+        network = family_of(row.family).network(row.network)
+        path = hd.multisig_path(network, row.account, row.address_type)
+        return WalletMultisigView(
+            row, path, hd.own_node(seed, path, network.testnet).descriptor_key()
+        )
