@@ -187,6 +187,15 @@ def test_refusals_are_clear_and_audited(client: httpx.Client) -> None:
                     json={"psbt": base64.b64encode(psbt.serialize()).decode()})  # fmt: skip
     assert r.status_code == 400 and r.json()["code"] == "invalid_signature", r.text
 
+    # a PSBT spending another multisig (none of our keys in its script) signs nothing
+    strangers = run_node("utxo.mjs", {"action": "build_multisig_psbt",
+                                      "network": "litecoin/mainnet", "m": 1,
+                                      "pubkeys": others[:2], "kind": "p2wsh",
+                                      "amountIn": 10_000, "outputs": [
+                                          {"address": RECIPIENT["litecoin"], "value": 9_000}]})  # fmt: skip
+    r = client.post(f"{path}/sign-psbt", json={"psbt": strangers["psbt"]})
+    assert r.status_code == 400 and r.json()["code"] == "not_owner", r.text
+
     # the member account deleted: the multisig no longer signs here
     assert client.delete(f"/litecoin/{address}").status_code == 200
     r = client.post(f"{path}/sign-psbt", json={"psbt": built["psbt"]})

@@ -35,7 +35,16 @@ from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.chains.spec import ChainError, Key
 from chainkeys.chains.tx.base import BAD as BAD_REQUEST
-from chainkeys.chains.tx.base import Decoded, Owner, Signed, SignKind, Summary, summary_record
+from chainkeys.chains.tx.base import (
+    CoSigned,
+    Decoded,
+    Owner,
+    Signed,
+    SignKind,
+    Summary,
+    summary_record,
+)
+from chainkeys.chains.tx.cosmos.common import CosmosDoc
 from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig, combine
 from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
@@ -171,8 +180,10 @@ class SigningService:
                 keys = [self._open(signer) for signer in signers]
                 if owner.multisig is None:
                     signed = prepared.sign(keys[0])
+                elif isinstance(prepared, CoSigned):  # every kind in MULTISIG_KINDS is
+                    signed = prepared.cosign(keys)
                 else:
-                    signed = getattr(prepared, "cosign")(keys)  # noqa: B009 (MULTISIG_KINDS)
+                    raise RuntimeError(f"{kind.path} prepared no multisig signing")
                 details = self._details(kind, summary, decision)
                 details["tx_id"] = signed.tx_id
                 if approval is not None:
@@ -215,7 +226,9 @@ class SigningService:
         prepared = await self._prepare(who, row, owner, kind, kind.request(signDoc=doc))
         try:
             pairs = _decoded(signatures)
-            raw = combine(ms, doc, getattr(prepared, "message"), pairs)  # noqa: B009 (amino)
+            if not isinstance(prepared, CosmosDoc):  # never: sign-amino prepares one
+                raise RuntimeError("sign-amino prepared no Cosmos document")
+            raw = combine(ms, doc, prepared.message, pairs)
         except ChainError as exc:
             await self._refused(who, row, exc.code, {"kind": "combine", "reason": exc.message})
             raise BadRequest(exc.message, code=exc.code) from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from chainkeys.chains.spec import ChainError, Key, Network
 
@@ -250,6 +250,19 @@ class Decoded(Protocol):
 
     def sign(self, key: Key) -> Signed:
         """Sign with `key` (the owner's; the caller opened it after every check)."""
+        ...
+
+
+@runtime_checkable
+class CoSigned(Protocol):
+    """A decoded request a multisig's members sign: each held member key adds its own
+    signature over the same bytes (sign-psbt, Cosmos sign-amino)."""
+
+    @property
+    def summary(self) -> Summary: ...
+
+    def cosign(self, keys: list[Key]) -> Signed:
+        """Sign with every member key held here (the caller checked each is a member)."""
         ...
 
 
