@@ -216,3 +216,90 @@ def test_eos_sign_transaction_and_message(
             made.name, EOS_MAINNET, eos_transfer_tx("someoneelse1", "exchange1234", 1)
         )
     assert refused.value.code == "not_owner"
+
+
+@pytest.mark.parametrize("kind", ["p2wsh", "p2sh-p2wsh", "p2sh"])
+def test_sign_psbt_of_a_multisig_checks_each_member_signature(
+    kind: str, server: Any, client_for: Callable[..., Client], proxy: Any
+) -> None:
+    """chainkeys as a co-signer (docs/multisig.md): two held keys of a 2-of-3; the answer's
+    partial signatures, then its finalized input, are checked against the script's keys."""
+    from embit import ec
+    from embit.psbt import PSBT
+    from embit.script import Script, multisig, p2sh, p2wsh
+    from embit.transaction import Transaction, TransactionInput, TransactionOutput
+
+    tenant = f"ms-{kind}"
+    ck = client_for(tenant=tenant)
+    secrets_ = [hashlib.sha256(f"{kind}-{i}".encode()).digest() for i in range(3)]
+    pubs = [coincurve.PrivateKey(s).public_key.format() for s in secrets_]
+    for secret in secrets_[:2]:
+        ck.accounts.create("litecoin", private_key=secret.hex())
+    import httpx
+
+    r = httpx.post(f"{server.url}/litecoin/multisig",
+                   headers={"Authorization": server.token(tenant)},
+                   json={"threshold": 2, "public_keys": [p.hex() for p in pubs],
+                         "address_type": kind})  # fmt: skip
+    assert r.status_code == 200, r.text
+    address = r.json()["data"]["address"]
+    ms = multisig(2, [ec.PublicKey.parse(p) for p in sorted(pubs)])
+    inner = p2wsh(ms) if kind != "p2sh" else ms
+    spk = inner if kind == "p2wsh" else p2sh(inner)
+    fund = Transaction(vin=[TransactionInput(b"\x07" * 32, 0)],
+                       vout=[TransactionOutput(1_000_000, spk)])  # fmt: skip
+    spend = Transaction(vin=[TransactionInput(fund.txid(), 0)],
+                        vout=[TransactionOutput(990_000, Script(b"\x00\x14" + b"\x01" * 20))])  # fmt: skip
+    psbt = PSBT(spend)
+    psbt.inputs[0].non_witness_utxo = fund
+    if kind != "p2sh":
+        psbt.inputs[0].witness_utxo = fund.vout[0]
+        psbt.inputs[0].witness_script = ms
+    if kind != "p2wsh":
+        psbt.inputs[0].redeem_script = inner
+    sent = base64.b64encode(psbt.serialize()).decode()
+    partial = ck.signing.sign_psbt("litecoin", address, sent, finalize=False)
+    assert not partial.complete and len(PSBT.parse(base64.b64decode(partial.psbt)).inputs[0]
+                                         .partial_sigs) == 2  # fmt: skip
+    final = ck.signing.sign_psbt("litecoin", address, sent)
+    assert final.complete and final.hex and final.txid
+
+    # answers altered on the way: a flipped signature, a signature by a key that is not a
+    # member, a finalized input with a flipped signature; each is an AnswerMismatch
+    from ckc_tamper import in_data, psbt_b64, psbt_of
+
+    from chainkeys_client import AnswerMismatch
+
+    def flipped(data: dict[str, Any]) -> dict[str, Any]:
+        p = psbt_of(data["psbt"])
+        pub, sig = next(iter(p.inputs[0].partial_sigs.items()))
+        p.inputs[0].partial_sigs[pub] = sig[:8] + bytes((sig[8] ^ 1,)) + sig[9:]
+        return {**data, "psbt": psbt_b64(p)}
+
+    def stranger(data: dict[str, Any]) -> dict[str, Any]:
+        p = psbt_of(data["psbt"])
+        sig = next(iter(p.inputs[0].partial_sigs.values()))
+        other = ec.PublicKey.parse(coincurve.PrivateKey(b"\x05" * 32).public_key.format())
+        p.inputs[0].partial_sigs = {other: sig}
+        return {**data, "psbt": psbt_b64(p)}
+
+    def flipped_final(data: dict[str, Any]) -> dict[str, Any]:
+        p = psbt_of(data["psbt"])
+        inp = p.inputs[0]
+        if inp.final_scriptwitness is not None:
+            items = list(inp.final_scriptwitness.items)
+            items[1] = items[1][:8] + bytes((items[1][8] ^ 1,)) + items[1][9:]
+            inp.final_scriptwitness.items = items
+        else:
+            raw = bytearray(inp.final_scriptsig.data)
+            raw[10] ^= 1  # inside the first signature (after OP_0 and its push byte)
+            inp.final_scriptsig = Script(bytes(raw))
+        return {**data, "psbt": psbt_b64(p), "hex": None, "txid": None}
+
+    with Client(proxy.url, server.token(tenant)) as via:
+        for rewrite, finalize, fragment in ((flipped, False, "does not verify"),
+                                            (stranger, False, "not one of the multisig's"),
+                                            (flipped_final, True, "none of its keys")):  # fmt: skip
+            with proxy.rewriting(in_data(rewrite)), pytest.raises(AnswerMismatch) as caught:
+                via.signing.sign_psbt("litecoin", address, sent, finalize=finalize)
+            assert fragment in str(caught.value), caught.value

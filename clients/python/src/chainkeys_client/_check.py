@@ -154,13 +154,14 @@ def bech32_payload(text: str) -> bytes | None:
     return None if decoded is None else _convert(decoded[1], 5, 8)
 
 
-def witness_v0_program(text: str) -> bytes | None:
-    """The 20-byte program of a segwit v0 key-hash address (ltc1…), else None."""
+def witness_v0_program(text: str, size: int = 20) -> bytes | None:
+    """The program of a segwit v0 address (ltc1…) of `size` bytes (20: a key hash, 32: a
+    script hash), else None."""
     decoded = bech32_decode(text)
     if decoded is None or not decoded[1] or decoded[1][0] != 0:
         return None
     program = _convert(decoded[1][1:], 5, 8)
-    return program if program is not None and len(program) == 20 else None
+    return program if program is not None and len(program) == size else None
 
 
 # ---- keys and addresses ---------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Dogecoin/Litecoin answers, checked before they are returned.
 
 The account name is its address, which names its key: every signature the server
-added must be by a key the address pays (P2PKH, P2WPKH, P2SH-P2WPKH), over the input's
+added must be by a key the address pays (P2PKH, P2WPKH, P2SH-P2WPKH; for a multisig
+account, a member key of the script the address pays), over the input's
 SIGHASH_ALL digest computed here from the request (the request's previous outputs,
 never the answer's), and the transaction must be the one sent: a PSBT's unsigned
 transaction byte for byte (and its other fields unchanged but for what signing and
@@ -11,6 +12,7 @@ emptied. A signed message must recover to the address's key.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from decimal import Decimal
@@ -20,6 +22,7 @@ import msgspec
 
 from chainkeys_client._check import (
     address_kind,
+    b58check_decode,
     dsha256,
     fail,
     hash160,
@@ -28,6 +31,7 @@ from chainkeys_client._check import (
     unb64,
     unhex,
     verify_der,
+    witness_v0_program,
 )
 from chainkeys_client._models import MessageSignature, PsbtSigned, RawTransactionSigned
 from chainkeys_client._utxo_tx import (
@@ -117,6 +121,102 @@ def final_signature(script_sig: bytes, witness: list[bytes], what: str) -> tuple
     return items[0], items[1], "p2pkh"
 
 
+# ---- multisig (chainkeys as a co-signer, docs/multisig.md) ------------------------------
+
+WITNESS = bytes((IN_WITNESS_SCRIPT,))
+
+
+def multisig_keys(script: bytes | None) -> tuple[int, list[bytes]] | None:
+    """(m, keys) of a bare multisig script `OP_m <33-byte key>… OP_n OP_CHECKMULTISIG`."""
+    if not script or len(script) < 3 or script[-1] != 0xAE or not 0x51 <= script[0] <= 0x60:
+        return None
+    keys, at = [], 1
+    while at < len(script) - 2:
+        if script[at] != 33:
+            return None
+        keys.append(script[at + 1 : at + 34])
+        at += 34
+    if at != len(script) - 2 or script[-2] != 0x50 + len(keys) or script[0] - 0x50 > len(keys):
+        return None
+    return script[0] - 0x50, keys
+
+
+def _multisig_of(address: str, got: Map, spent: bytes) -> tuple[bytes, bool, list[bytes]] | None:
+    """(script code, segwit, member keys) when the input spends a multisig whose output
+    script `spent` is the account's address: P2WSH, P2SH-P2WSH or P2SH."""
+    witness, redeem = got.get(WITNESS), got.get(REDEEM)
+    found = multisig_keys(witness) if witness is not None else multisig_keys(redeem)
+    if found is None:
+        return None
+    script = witness if witness is not None else redeem
+    wsh = b"\x00\x20" + hashlib.sha256(script or b"").digest()
+    expected = {wsh, b"\xa9\x14" + hash160(wsh) + b"\x87"} if witness is not None else {
+        b"\xa9\x14" + hash160(script or b"") + b"\x87"}  # fmt: skip
+    program = witness_v0_program(address, 32)
+    payload = b58check_decode(address)
+    paid = (b"\x00\x20" + program if program is not None else
+            b"\xa9\x14" + payload[1:] + b"\x87" if payload and len(payload) == 21 else b"")  # fmt: skip
+    if spent not in expected or spent != paid:
+        fail("an input's multisig script is not the one the account's address pays")
+    return script or b"", witness is not None, found[1]
+
+
+def verify_member(
+    tx: Tx, index: int, sig: bytes, pub: bytes, ms: tuple[bytes, bool, list[bytes]],
+    value: int | None,
+) -> None:  # fmt: skip
+    """`sig` by `pub`, a member key of the multisig input `index` spends, over its sighash."""
+    script, segwit, keys = ms
+    what = f"input {index}"
+    if pub not in keys:
+        fail(f"{what} is signed by a key that is not one of the multisig's")
+    if not sig or sig[-1] != SIGHASH_ALL:
+        fail(f"{what}'s signature is not SIGHASH_ALL")
+    if segwit and value is None:
+        fail(f"{what} is a segwit input whose amount the request did not give")
+    digest = bip143_sighash(tx, index, script, value or 0) if segwit else legacy_sighash(
+        tx, index, script)  # fmt: skip
+    if not verify_der(pub, sig[:-1], digest):
+        fail(f"{what}'s signature does not verify with {pub.hex()} over its sighash")
+
+
+def _data_pushes(script: bytes, what: str) -> list[bytes]:
+    """The data of a script of pushes, OP_0 and OP_PUSHDATA1/2 included (a P2SH multisig
+    scriptSig: OP_0, the signatures, the redeem script of up to 520 bytes)."""
+    items, at = [], 0
+    while at < len(script):
+        op = script[at]
+        at += 1
+        if op == 0:
+            items.append(b"")
+            continue
+        if op < 0x4C:
+            n = op
+        elif op in (0x4C, 0x4D) and at + (op - 0x4B) <= len(script):
+            width = op - 0x4B
+            n, at = int.from_bytes(script[at : at + width], "little"), at + width
+        else:
+            fail(f"{what} is not a script of pushes this client reads")
+        if at + n > len(script):
+            fail(f"{what} is not a script of pushes this client reads")
+        items.append(script[at : at + n])
+        at += n
+    return items
+
+
+def _final_members(got: Map, ms: tuple[bytes, bool, list[bytes]], what: str) -> list[bytes]:
+    """The signatures of a finalized multisig input: after CHECKMULTISIG's empty item,
+    before the script (the witness, or the scriptSig's pushes)."""
+    script, segwit, _ = ms
+    if segwit:
+        items = parse_witness(got.get(FINAL_WITNESS, b""), what)
+    else:
+        items = _data_pushes(got.get(FINAL_SCRIPTSIG, b""), what)
+    if len(items) < 3 or items[0] != b"" or items[-1] != script:
+        fail(f"{what} has a final multisig script this client does not read")
+    return items[1:-1]
+
+
 # ---- sign-psbt ------------------------------------------------------------------------
 
 
@@ -134,6 +234,18 @@ def _psbt_input(req: Psbt, index: int, sent: Map, got: Map, address: str) -> Non
     added = {k: v for k, v in got.items() if k not in sent}
     if added:
         script, value = psbt_prevout(req, index)
+    ms = _multisig_of(address, {**sent, **got}, script) if added else None
+    if ms is not None:
+        for key, sig in added.items():
+            if key[0] == IN_PARTIAL_SIG:
+                verify_member(req.tx, index, sig, key[1:], ms, value)
+            elif key not in (REDEEM, WITNESS, FINAL_SCRIPTSIG, FINAL_WITNESS):
+                fail(f"the answer added a field (type 0x{key[0]:02x}) to {what}")
+        if newly_final:
+            for sig in _final_members(got, ms, what):
+                if not any(_verifies(req.tx, index, sig, k, ms, value) for k in ms[2]):
+                    fail(f"{what}'s final script holds a signature by none of its keys")
+        return
     for key, sig in added.items():
         if key[0] == IN_PARTIAL_SIG:
             pub = key[1:]
@@ -149,6 +261,15 @@ def _psbt_input(req: Psbt, index: int, sent: Map, got: Map, address: str) -> Non
         witness = parse_witness(got[FINAL_WITNESS], what) if FINAL_WITNESS in got else []
         sig, pub, form = final_signature(got.get(FINAL_SCRIPTSIG, b""), witness, what)
         verify_input(req.tx, index, sig, pub, address, script, value, form)
+
+
+def _verifies(tx: Tx, index: int, sig: bytes, pub: bytes,
+              ms: tuple[bytes, bool, list[bytes]], value: int | None) -> bool:  # fmt: skip
+    try:
+        verify_member(tx, index, sig, pub, ms, value)
+    except Exception:  # AnswerMismatch: not this key's
+        return False
+    return True
 
 
 def _extracted(answer: PsbtSigned, got: Psbt) -> None:
