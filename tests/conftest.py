@@ -38,6 +38,21 @@ REQUIRE_PG = bool(os.environ.get("CHAINKEYS_TEST_REQUIRE_POSTGRES"))
 TEST_MASTER_KEY = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="  # 32 bytes, tests only
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first. `--dist loadfile` hands whole files to the workers in
+    collection order (alphabetical), so a long file collected last is a tail the other
+    workers wait out (minutes of CI). A file says how long it runs with
+    `pytest.mark.long(seconds)`, measured with `scripts/test` (it prints the slowest);
+    items of one file stay together and in order."""
+
+    def seconds(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("long")
+        return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+    order = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda item: (-seconds(item), order[id(item)]))
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

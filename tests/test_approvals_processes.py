@@ -22,7 +22,7 @@ from tests.api.test_sign_cosmos import ADDRESS, PRIVATE, TRANSFER
 from tests.conftest import chainkeys_cli, free_port
 from tests.test_process import Proc, env, start  # noqa: F401 - env is a fixture
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(230)]
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
 SECRET = "whsec-test-0123456789"
 AMOUNT = 5000

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from bench import wrk
 
+pytestmark = pytest.mark.long(45)  # seconds (busy run): scheduled first
+
 REPO = Path(__file__).resolve().parent.parent
 
 

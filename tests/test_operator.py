@@ -13,7 +13,7 @@ import pytest
 
 from tests.test_process import announced, first_token, start
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
 
 
 def chainkeys(

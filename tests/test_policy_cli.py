@@ -18,6 +18,8 @@ from tests.api.test_sign_cosmos import OTHER, PRIVATE
 from tests.conftest import Server, chainkeys_cli
 from tests.test_rotation import env_of
 
+pytestmark = pytest.mark.long(89)  # seconds (busy run): scheduled first
+
 GOOD = {"rules": [{"family": "cosmos", "network": "cosmoshub", "recipients": [OTHER],
                    "max_per_tx": {"uatom": "1000000"}, "max_per_day": {"uatom": "5000000"}}]}  # fmt: skip
 TOML = f"""

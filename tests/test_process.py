@@ -26,7 +26,7 @@ VECTORS = json.loads((Path(__file__).parent / "chains" / "vectors" / "vectors.js
 MNEMONICS = json.loads(
     (Path(__file__).parent / "chains" / "vectors" / "mnemonic_vectors.json").read_text()
 )
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(150)]
 
 
 @dataclass

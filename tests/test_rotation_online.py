@@ -31,7 +31,7 @@ from tests.conftest import (
 )
 from tests.test_process import Proc, start
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(175)]
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
 
 

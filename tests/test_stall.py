@@ -32,7 +32,7 @@ from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_da
 from tests.test_process import Proc, start
 from tests.test_rotation_online import Load, all_sign, issue_token, sign, unset_key_variables
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(108)]
 
 
 def tree(pid: int) -> list[int]:

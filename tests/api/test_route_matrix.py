@@ -25,6 +25,8 @@ from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
 from chainkeys.tokens.service import SCOPES
 
+pytestmark = pytest.mark.long(121)  # seconds (busy run): scheduled first
+
 LIMITED_TO = "cosmos"
 OTHER = "litecoin"
 

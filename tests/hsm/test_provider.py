@@ -25,6 +25,8 @@ from tests.hsm.conftest import (
     stored_blob,
 )
 
+pytestmark = pytest.mark.long(80)  # seconds (busy run): scheduled first
+
 WRONG_PIN = "999999"
 
 
