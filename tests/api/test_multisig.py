@@ -402,7 +402,7 @@ def test_an_hd_multisig_of_a_wallet_derives_the_addresses_bip32_derives_and_spen
     own = made["key"].split("]")[1]
     theirs = run_node("hd.mjs", {
         "action": "multisig_from_xpubs", "family": "litecoin", "network": "mainnet", "m": 2,
-        "type": "p2wsh", "indices": [0, 1, 2, 3],
+        "type": "p2wsh", "indices": [0, 1, 2, 3, 4],
         "xpubs": [{"xpub": own, "version": hd.VERSIONS["xpub"]},
                   {"xpub": a_key.xpub, "version": hd.VERSIONS["xpub"]},
                   {"xpub": given[1], "version": hd.VERSIONS["Ltub"]}]})  # fmt: skip
@@ -413,6 +413,10 @@ def test_an_hd_multisig_of_a_wallet_derives_the_addresses_bip32_derives_and_spen
     assert client.get(f"/litecoin/{theirs[3]['address']}").status_code == 404  # not stored
     again = client.post(f"{base}/accounts", json={}).json()["data"]["accounts"]
     assert again[0]["address"] == theirs[3]["address"]
+    one = client.post(f"{base}/accounts", json={"index": 1})  # derived before: the same answer
+    assert one.status_code == 200 and one.json()["data"]["accounts"][0] == accounts[1], one.text
+    after = client.post(f"{base}/accounts", json={}).json()["data"]["accounts"]
+    assert [a["address"] for a in after] == [theirs[4]["address"]]  # the counter went on
 
     # index 1 spent: chainkeys signs with the wallet's key, Alice's wallet adds hers
     spent = accounts[1]

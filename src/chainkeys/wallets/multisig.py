@@ -187,6 +187,14 @@ class WalletMultisigService:
                 stored.clear()
                 taken = await self._take(tx, chain, index, count)
                 for r, _ in multisig_rows(members(taken)):
+                    found = await Accounts.get(tx, who.tenant_id, r.family, r.name)
+                    if found is not None:  # derived before: answered again, or not ours
+                        if found.details.get("hd") != r.details["hd"]:
+                            raise Conflict(f"a {r.family} account {r.name} exists in your "
+                                           "tenant and is not this index of this multisig",
+                                           code="account_exists")  # fmt: skip
+                        stored.append(found)
+                        continue
                     blob = msgspec.json.encode(r.details["multisig"])
                     sealed = await self.barrier.seal(blob, Context(who.tenant_id, r.family,
                                                                    r.name))  # fmt: skip
