@@ -19,6 +19,7 @@ restore and copies treat the row as every other; it is never opened as a key
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -30,15 +31,15 @@ from chainkeys.accounts.repository import AccountRow, Accounts
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig, parse_cosmos_multisig
+from chainkeys.chains.tx.threshold import INVALID
 from chainkeys.chains.tx.utxo.multisig import Multisig, parse_multisig
 from chainkeys.clock import now_ms
-from chainkeys.errors import BadRequest
+from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.seal import Context
 
-INVALID: Final = "invalid_multisig"
 # The form each family stores an account's public key in (`Account.public_key`): how
 # a member key is looked up among the tenant's accounts.
 KEY_FORMS: Final[dict[str, Callable[[bytes], str]]] = {
@@ -104,10 +105,11 @@ class MultisigService:
             return await self._register(who, family, threshold, public_keys, network,
                                         address_type)  # fmt: skip
         except BadRequest as exc:
-            async with self.db.write() as tx:
-                await Audit.insert(tx, audit_event(who, "create", exc.code, family=family,
-                                                   details={"multisig": True,
-                                                            "reason": exc.message}))  # fmt: skip
+            event = audit_event(who, "create", exc.code, family=family,
+                                details={"multisig": True, "reason": exc.message})  # fmt: skip
+            with contextlib.suppress(ChainkeysError):  # a failed audit must not hide why
+                async with self.db.write() as tx:
+                    await Audit.insert(tx, event)
             raise
 
     async def _register(

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from chainkeys.api.schemas import Envelope
-from chainkeys.chains.tx.utxo.multisig import MAX_KEYS, TYPES
+from chainkeys.chains.tx.threshold import MAX_KEYS
+from chainkeys.chains.tx.utxo.multisig import TYPES
 
 PUBLIC_KEY = Annotated[
     str, Meta(pattern="^[0-9a-fA-F]{66}$", description="a compressed secp256k1 public key (hex)")

@@ -32,7 +32,8 @@ from chainkeys.accounts.service import AccountService
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains import hd
-from chainkeys.chains.tx.utxo.multisig import MAX_KEYS, Multisig
+from chainkeys.chains.tx.threshold import INVALID, MAX_KEYS
+from chainkeys.chains.tx.utxo.multisig import Multisig
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound
 from chainkeys.store.backend import Backend
@@ -44,7 +45,6 @@ from chainkeys.wallets.repository import Chain, Counters, WalletMultisigRow, Wal
 from chainkeys.wallets.service import WalletService
 
 FAMILIES: Final = ("litecoin",)
-INVALID: Final = "invalid_multisig"
 MAX_COUNT: Final = 100
 
 
@@ -148,8 +148,12 @@ class WalletMultisigService:
         chain = Chain(wallet.id, row.family, row.network, row.id, row.account, 0)
         options = fam.options({"address_type": "p2wpkh"}, None)
 
+        derived: dict[int, list[Derivation]] = {}  # each index's keys derived once
+
         def members(first: int) -> list[Derivation]:
-            out = []
+            if first in derived:
+                return derived[first]
+            out = derived[first] = []
             for i in range(first, first + count):
                 with chain_errors():
                     key = seed.key(f"{path}/0/{i}")

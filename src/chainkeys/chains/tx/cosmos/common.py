@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
+from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from chainkeys.chains.encoding import is_bech32
@@ -36,6 +37,11 @@ U64 = 2**64
 MAX_DEPTH = 32  # JSON nesting an amino document may have (a deeper one is refused unread)
 # The SDK's denom rule (types/coin.go): a letter, then 2-127 of letters, digits, /:._-
 DENOM = re.compile(r"[a-zA-Z][a-zA-Z0-9/:._-]{2,127}")
+
+
+def pack_any(type_url: str, msg: Any) -> any_pb2.Any:
+    """A protobuf message in an Any, serialised deterministically (the bytes signed)."""
+    return any_pb2.Any(type_url=type_url, value=msg.SerializeToString(deterministic=True))
 
 
 def b64(data: bytes) -> str:

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coincurve import PublicKey
 from cosmospy_protobuf.cosmos.bank.v1beta1 import tx_pb2 as bank
 from cosmospy_protobuf.cosmos.base.v1beta1 import coin_pb2
 from cosmospy_protobuf.cosmos.crypto.multisig import keys_pb2 as multisig_keys
@@ -36,12 +35,11 @@ from google.protobuf import any_pb2
 from chainkeys.chains import encoding
 from chainkeys.chains.spec import ChainError, Network
 from chainkeys.chains.tx.base import refuse
-from chainkeys.chains.tx.cosmos.common import IBC, PUBKEY, SEND
+from chainkeys.chains.tx.cosmos.common import IBC, PUBKEY, SEND, pack_any
 from chainkeys.chains.tx.ecdsa import verify_compact
+from chainkeys.chains.tx.threshold import members
 
 LEGACY_AMINO_PUBKEY: Final = "/cosmos.crypto.multisig.LegacyAminoPubKey"
-MAX_KEYS: Final = 15  # the bound the UTXO forms keep; cosmjs and the SDK take more
-INVALID: Final = "invalid_multisig"
 _SECP_PREFIX: Final = bytes.fromhex("eb5ae987")
 _MULTISIG_PREFIX: Final = bytes.fromhex("22c1f7e2")
 
@@ -53,10 +51,6 @@ def _uvarint(n: int) -> bytes:
         out.append(byte | (0x80 if n else 0))
         if not n:
             return bytes(out)
-
-
-def _any(type_url: str, msg: Any) -> any_pb2.Any:
-    return any_pb2.Any(type_url=type_url, value=msg.SerializeToString(deterministic=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +82,8 @@ class CosmosMultisig:
         return None  # output descriptors are a Bitcoin notion
 
     def proto(self) -> any_pb2.Any:
-        keys = [_any(PUBKEY, keys_pb2.PubKey(key=k)) for k in self.keys]
-        return _any(
+        keys = [pack_any(PUBKEY, keys_pb2.PubKey(key=k)) for k in self.keys]
+        return pack_any(
             LEGACY_AMINO_PUBKEY,
             multisig_keys.LegacyAminoPubKey(threshold=self.threshold, public_keys=keys),
         )
@@ -101,24 +95,8 @@ def parse_cosmos_multisig(threshold: object, public_keys: Sequence[object]) -> C
     Raises:
         ChainError: code "invalid_multisig".
     """
-    if not 2 <= len(public_keys) <= MAX_KEYS:
-        raise ChainError(f"a multisig has 2 to {MAX_KEYS} public keys", INVALID)
-    keys = []
-    for i, text in enumerate(public_keys):
-        try:
-            raw = bytes.fromhex(text) if isinstance(text, str) else b""
-            if len(raw) != 33:
-                raise ValueError
-            PublicKey(raw)
-        except Exception:
-            raise ChainError(f"public_keys[{i}] is not a compressed secp256k1 public key "
-                             "(66 hex digits)", INVALID) from None  # fmt: skip
-        keys.append(raw)
-    if len(set(keys)) != len(keys):
-        raise ChainError("the same public key is listed twice", INVALID)
-    if type(threshold) is not int or not 1 <= threshold <= len(keys):
-        raise ChainError(f"threshold is a whole number from 1 to {len(keys)}", INVALID)
-    return CosmosMultisig(threshold, tuple(sorted(keys, key=encoding.hash160)))
+    m, keys = members(threshold, public_keys)
+    return CosmosMultisig(m, tuple(sorted(keys, key=encoding.hash160)))
 
 
 def _bits(signed: Sequence[bool]) -> multisig_pb2.CompactBitArray:
@@ -135,7 +113,7 @@ def _message(msg: dict[str, Any]) -> any_pb2.Any:
     v = msg["value"]
     coins = [coin_pb2.Coin(denom=c["denom"], amount=c["amount"]) for c in v.get("amount", [])]
     if msg["type"] == "cosmos-sdk/MsgSend":
-        return _any(SEND, bank.MsgSend(from_address=v["from_address"],
+        return pack_any(SEND, bank.MsgSend(from_address=v["from_address"],
                                        to_address=v["to_address"], amount=coins))  # fmt: skip
     if msg["type"] == "cosmos-sdk/MsgTransfer":
         t = ibc.MsgTransfer(
@@ -147,9 +125,9 @@ def _message(msg: dict[str, Any]) -> any_pb2.Any:
         height = v.get("timeout_height", {})
         t.timeout_height.revision_number = int(height.get("revision_number", "0"))
         t.timeout_height.revision_height = int(height.get("revision_height", "0"))
-        return _any(IBC, t)
-    raise refuse(f"combine builds MsgSend and MsgTransfer only, not {str(msg['type'])[:80]}",
-                 "multisig_unsupported")  # fmt: skip
+        return pack_any(IBC, t)
+    raise refuse("combine builds MsgSend and MsgTransfer only; assemble other messages with "
+                 "the coordinator (simd tx multisign, cosmjs)", "multisig_unsupported")  # fmt: skip
 
 
 def combine(

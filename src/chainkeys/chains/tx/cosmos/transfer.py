@@ -20,7 +20,6 @@ from cosmospy_protobuf.cosmos.crypto.secp256k1 import keys_pb2
 from cosmospy_protobuf.cosmos.tx.signing.v1beta1 import signing_pb2
 from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 from cosmospy_protobuf.ibc.applications.transfer.v1 import tx_pb2 as ibc
-from google.protobuf import any_pb2
 
 from chainkeys.chains.cosmos import FAMILY as COSMOS
 from chainkeys.chains.spec import Key
@@ -42,6 +41,7 @@ from chainkeys.chains.tx.cosmos.common import (
     denom,
     ibc_packet,
     integer,
+    pack_any,
     sign_bytes,
 )
 from chainkeys.chains.tx.cosmos.common import (
@@ -79,10 +79,6 @@ def _counts(req: CosmosTransferInput) -> None:
     for name in ("sequence", "accountNumber", "gasLimit", "timeoutHeight"):
         if not 0 <= getattr(req, name) < U64:
             raise refuse(f"{name} must be a whole number from 0 to 2^64-1", INVALID_AMOUNT)
-
-
-def _any(type_url: str, msg: object) -> any_pb2.Any:
-    return any_pb2.Any(type_url=type_url, value=msg.SerializeToString(deterministic=True))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +121,7 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
             sender=owner.address, receiver=req.toAddress, timeout_timestamp=req.timeoutTimestamp,
         )  # fmt: skip
         transfer.timeout_height.SetInParent()  # an empty Height, as cosmjs and Keplr send
-        msg = _any(IBC, transfer)
+        msg = pack_any(IBC, transfer)
         packet = ibc_packet(req.sourceChannel, req.sourcePort, req.toAddress, None,
                             req.timeoutTimestamp, "the IBC transfer")  # fmt: skip
         item = Item(IBC, req.toAddress, (amount_of(req.denom, amount),), ibc=packet)
@@ -137,11 +133,11 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
                 f"toAddress is not an address of {owner.network.name} (prefix {owner.network.hrp})",
                 "wrong_chain",
             ) from None
-        msg = _any(SEND, bank.MsgSend(from_address=owner.address, to_address=to, amount=[coin]))
+        msg = pack_any(SEND, bank.MsgSend(from_address=owner.address, to_address=to, amount=[coin]))
         item = Item(SEND, to, (amount_of(req.denom, amount),))
     body = tx_pb2.TxBody(messages=[msg], memo=req.memo, timeout_height=req.timeoutHeight)
     signer = tx_pb2.SignerInfo(
-        public_key=_any(PUBKEY, keys_pb2.PubKey(key=owner.public_key)),
+        public_key=pack_any(PUBKEY, keys_pb2.PubKey(key=owner.public_key)),
         mode_info=tx_pb2.ModeInfo(single=tx_pb2.ModeInfo.Single(mode=signing_pb2.SIGN_MODE_DIRECT)),
         sequence=req.sequence,
     )

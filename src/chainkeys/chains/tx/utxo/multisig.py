@@ -26,10 +26,9 @@ from embit.script import Script, Witness, multisig, p2sh, p2wsh
 
 from chainkeys.chains import encoding
 from chainkeys.chains.spec import ChainError, Network
+from chainkeys.chains.tx.threshold import INVALID, members
 
-MAX_KEYS: Final = 15
 TYPES: Final = ("p2wsh", "p2sh-p2wsh", "p2sh")
-INVALID: Final = "invalid_multisig"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,24 +98,8 @@ def parse_multisig(
         raise ChainError(f"address_type is one of {', '.join(TYPES)}", INVALID)
     if not segwit_chain and address_type != "p2sh":
         raise ChainError("this coin has no segwit: a multisig is p2sh", INVALID)
-    if not 2 <= len(public_keys) <= MAX_KEYS:
-        raise ChainError(f"a multisig has 2 to {MAX_KEYS} public keys", INVALID)
-    keys = []
-    for i, text in enumerate(public_keys):
-        try:
-            raw = bytes.fromhex(text) if isinstance(text, str) else b""
-            if len(raw) != 33:
-                raise ValueError
-            ec.PublicKey.parse(raw)
-        except Exception:
-            raise ChainError(f"public_keys[{i}] is not a compressed secp256k1 public key "
-                             "(66 hex digits)", INVALID) from None  # fmt: skip
-        keys.append(raw)
-    if len(set(keys)) != len(keys):
-        raise ChainError("the same public key is listed twice", INVALID)
-    if type(threshold) is not int or not 1 <= threshold <= len(keys):
-        raise ChainError(f"threshold is a whole number from 1 to {len(keys)}", INVALID)
-    return Multisig(threshold, tuple(sorted(keys)), address_type)
+    m, keys = members(threshold, public_keys)
+    return Multisig(m, tuple(sorted(keys)), address_type)
 
 
 def pushdata(data: bytes) -> bytes:
