@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import base64
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import coincurve
+import pytest
 from ckc_helpers import B58, ripemd160
 from embit import ec
 from embit.psbt import PSBT
 from embit.script import Script, Witness
 from embit.transaction import Transaction
+
+from chainkeys_client import AnswerMismatch, ChainkeysError
 
 ONE = bytes(31) + b"\x01"  # the accounts' key in these tests
 TWO = bytes(31) + b"\x02"  # another key
@@ -137,3 +141,17 @@ def with_output_value(hex_: str, delta: int) -> str:
     tx = tx_of(hex_)
     tx.vout[0].value += delta
     return str(tx.serialize().hex())
+
+
+def mismatch(call: Callable[[], Any], *fragments: str, method: str = "POST") -> AnswerMismatch:
+    """`call` raises the client's AnswerMismatch for a `method` request, naming it, with
+    each of `fragments` in its message."""
+    with pytest.raises(AnswerMismatch) as caught:
+        call()
+    err = caught.value
+    assert isinstance(err, ChainkeysError)
+    assert (err.code, err.status, err.method) == ("answer_mismatch", None, method) and err.path
+    for fragment in fragments:
+        assert fragment in err.message, (fragment, err.message)
+    assert err.message in str(err) and "answer_mismatch" in str(err)
+    return err

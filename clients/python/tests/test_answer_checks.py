@@ -25,6 +25,7 @@ from ckc_helpers import (
 )
 from ckc_proxy import TamperProxy
 from ckc_tamper import (
+    mismatch,
     ACCOUNT,
     OTHER,
     OTHER_PUB,
@@ -44,7 +45,7 @@ from ckc_tamper import (
 )
 from conftest import SIGNING_VECTORS, Server
 
-from chainkeys_client import AnswerMismatch, ChainkeysError, Client, Conflict, PrevTx
+from chainkeys_client import Client, Conflict, PrevTx
 
 COSMOS = json.loads((SIGNING_VECTORS / "cosmos_signing.json").read_text())
 UTXO = json.loads((SIGNING_VECTORS / "utxo_signing.json").read_text())
@@ -62,18 +63,6 @@ def cosmos(server: Server, proxy: TamperProxy) -> Iterator[tuple[Client, Client,
         except Conflict:
             pass
         yield via, direct, proxy
-
-
-def mismatch(call: Callable[[], Any], *fragments: str) -> AnswerMismatch:
-    with pytest.raises(AnswerMismatch) as caught:
-        call()
-    err = caught.value
-    assert isinstance(err, ChainkeysError) and err.code == "answer_mismatch"
-    assert err.status is None and err.method == "POST" and err.path
-    for fragment in fragments:
-        assert fragment in err.message, (fragment, err.message)
-    assert err.message in str(err) and "answer_mismatch" in str(err)
-    return err
 
 
 # ---- Cosmos: direct, amino, ADR-036 ---------------------------------------------------------

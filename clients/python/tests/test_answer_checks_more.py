@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -15,6 +15,7 @@ import pytest
 from ckc_helpers import EOS_MAINNET, eos_transfer_tx, message_digest
 from ckc_proxy import TamperProxy
 from ckc_tamper import (
+    mismatch,
     ACCOUNT,
     OTHER,
     OTHER_PUB,
@@ -62,16 +63,6 @@ def msgspec_dict(value: Any) -> dict[str, Any]:
 def other_last(text: str) -> str:
     """The same string with another last character (a base58 checksum no longer matches)."""
     return text[:-1] + ("2" if text[-1] != "2" else "3")
-
-
-def mismatch(call: Callable[[], Any], *fragments: str, method: str = "POST") -> AnswerMismatch:
-    with pytest.raises(AnswerMismatch) as caught:
-        call()
-    err = caught.value
-    assert (err.code, err.status, err.method) == ("answer_mismatch", None, method)
-    for fragment in fragments:
-        assert fragment in err.message, (fragment, err.message)
-    return err
 
 
 # ---- EOS -------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from chainkeys_client._check import (
     verify_der,
     witness_v0_program,
 )
+from chainkeys_client._errors import AnswerMismatch
 from chainkeys_client._models import MessageSignature, PsbtSigned, RawTransactionSigned
 from chainkeys_client._utxo_tx import (
     IN_BIP32,
@@ -267,7 +268,7 @@ def _verifies(tx: Tx, index: int, sig: bytes, pub: bytes,
               ms: tuple[bytes, bool, list[bytes]], value: int | None) -> bool:  # fmt: skip
     try:
         verify_member(tx, index, sig, pub, ms, value)
-    except Exception:  # AnswerMismatch: not this key's
+    except AnswerMismatch:  # not this key's signature
         return False
     return True
 
