@@ -12,7 +12,9 @@ the main benchmark (`python -m bench`, the sign-* scenarios). One command, one r
 Every request signs different bytes (the body's SEQ becomes a per-request number), so
 under the policy each one is checked against the allow-list and counted against the
 24 h cap in the database. Rounds alternate (chainkeys, baseline, chainkeys, …) and the
-median of each side is compared. Results: a table on stdout and sign.json in --out.
+median of each side is compared, as throughput and as the server's CPU per request (the
+steadier of the two on a shared machine). Results: a table on stdout and sign.json in
+--out.
 """
 
 from __future__ import annotations
@@ -198,15 +200,18 @@ def main() -> None:
         )
         conditional = {n: accounts(server.url, t)["cosmos-transfer"] for n, t in tokens.items()}
         runs: dict[str, list[float]] = {}
+        cpu: dict[str, list[float]] = {}  # the server's CPU per request, µs
 
         only = tuple(p for p in args.only.split(",") if p)
 
         def measure(name: str, url: str, token: str, path: str, body: dict[str, Any]) -> None:
             if only and not name.startswith(only):
                 return
-            runs.setdefault(name, []).append(
-                load(wrk_bin, url, token, path, body, tmp, args.seconds, args.connections)
-            )
+            target = hsm_server if url != server.url and hsm_server is not None else server
+            with procs.CpuMeter(target) as meter:
+                rps = load(wrk_bin, url, token, path, body, tmp, args.seconds, args.connections)
+            runs.setdefault(name, []).append(rps)
+            cpu.setdefault(name, []).append(meter.server_cores * 1e6 / rps)
 
         for _ in range(args.rounds):
             for scenario, (path, body) in plain_scenarios.items():
@@ -229,7 +234,7 @@ def main() -> None:
         if hsm_server is not None:
             hsm_server.stop()
         shutil.rmtree(tmp, ignore_errors=True)  # a store and a token file: nothing left behind
-    report(runs, args.out)
+    report(runs, cpu, args.out)
 
 
 # (row, measured run, the run it is compared with, target ratio or None: shown only)
@@ -246,20 +251,26 @@ COMPARISONS = (
 )  # fmt: skip
 
 
-def report(runs: dict[str, list[float]], out: Path) -> None:
+def report(runs: dict[str, list[float]], cpu: dict[str, list[float]], out: Path) -> None:
+    """Each comparison as a ratio of throughputs (the target's), and beside it the ratio
+    of the server's CPU per request (the other's over this one's: higher is better, as
+    for throughput). On a shared machine the second moves less from run to run: other
+    machines' load slows wrk and the server alike but takes no CPU time from the server."""
     median = {k: statistics.median(v) for k, v in runs.items()}
-    rows = [(name, median[a], median[b], median[a] / median[b], target)
+    per = {k: statistics.median(v) for k, v in cpu.items()}
+    rows = [(name, median[a], median[b], median[a] / median[b], target, per[b] / per[a])
             for name, a, b, target in COMPARISONS if a in median and b in median]  # fmt: skip
-    print(f"{'scenario':36} {'req/s':>9} {'vs req/s':>9} {'ratio':>6} target")
-    for name, a, b, ratio, target in rows:
+    print(f"{'scenario':36} {'req/s':>9} {'vs req/s':>9} {'ratio':>6} {'cpu':>5} target")
+    for name, a, b, ratio, target, by_cpu in rows:
         verdict = (
             "(shown only)"
             if target is None
             else (f">={target} " + ("ok" if ratio >= target else "MISS"))
         )
-        print(f"{name:36} {a:9.0f} {b:9.0f} {ratio:6.2f} {verdict}")
+        print(f"{name:36} {a:9.0f} {b:9.0f} {ratio:6.2f} {by_cpu:5.2f} {verdict}")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sign.json").write_text(json.dumps({"runs": runs, "rows": rows}, indent=1))
+    doc = {"runs": runs, "cpu_us_per_request": cpu, "rows": rows}
+    (out / "sign.json").write_text(json.dumps(doc, indent=1))
 
 
 if __name__ == "__main__":

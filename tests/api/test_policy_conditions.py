@@ -6,6 +6,7 @@ and properties over random expressions and requests."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -236,3 +237,24 @@ def test_any_text_as_a_condition_is_refused_or_compiled_quickly(text: str) -> No
         parse(json.dumps({"rules": [{**COSMOS, "when": text}]}))
     except PolicyError as exc:
         assert exc.message.startswith("rules[0]")
+
+
+def test_concurrent_requests_each_get_the_decision_on_their_own_request(cosmos: Tenant) -> None:
+    """Decisions that arrive together run back to back (policies/decider.py): under
+    concurrent sign requests each answer, and each audit row, is its own request's."""
+    cosmos.policy(
+        {**COSMOS, "effect": "deny", "name": "big", "when": "tx.total['uatom'] > 600"},
+        {**COSMOS, "name": "transfers", "when": "tx.kind == 'transfer'"},
+    )  # fmt: skip
+    amounts = [10 * i + (700 if i % 3 == 0 else 0) for i in range(24)]
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda a: cosmos.sign(SEND, send(a, sequence=a, fee=1)),
+                                amounts))  # fmt: skip
+    for amount, answer in zip(amounts, answers, strict=True):
+        if amount + 1 > 600:
+            assert answer.status_code == 403 and "big" in answer.json()["message"], answer.text
+        else:
+            assert answer.status_code == 200, answer.text
+    signed = {int(e["details"]["summary"]["items"][0]["amounts"][0]["amount"])
+              for e in cosmos.sign_events() if e["outcome"] == "ok"}  # fmt: skip
+    assert signed == {a for a in amounts if a + 1 <= 600}

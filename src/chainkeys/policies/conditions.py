@@ -107,6 +107,10 @@ def _pool() -> tuple[Any, dict[str, Any]]:
     return pool, classes
 
 
+def _classes() -> dict[str, Any]:
+    return _pool()[1]
+
+
 @cache
 def _env() -> Any:
     pool, _ = _pool()
@@ -199,12 +203,28 @@ class Facts:
 
 
 class Bindings:
-    """The variables of one request, built once and shared by every rule's `when`."""
+    """The variables of one request, built once and shared by every rule's `when`.
+
+    Built for speed (a sign request under conditions pays for it, docs/policies.md):
+    repeated and map fields are filled in place (a message built from keyword lists and
+    dicts costs about three times as much), the token's and the account's messages are
+    kept per value (they are the same on every request of a token and an account), and
+    the variables go to CEL as a mapping, not an Activation, unless one is evaluated
+    after another (then one Activation converts them once for all)."""
+
+    __slots__ = ("_activation", "data", "overflow", "too_many")
 
     def __init__(self, summary: Summary, facts: Facts) -> None:
         self.overflow = False  # an amount CEL's int cannot hold: amount readers fail closed
-        self.too_many = False
-        self.activation = _env().Activation(data=self._data(summary, facts))
+        self.too_many = False  # a list of the request longer than MAX_ITEMS
+        self.data = self._data(summary, facts)
+        self._activation: Any = None
+
+    @property
+    def activation(self) -> Any:
+        if self._activation is None:
+            self._activation = _env().Activation(data=self.data)
+        return self._activation
 
     def _int(self, value: int) -> int:
         if value >= INT64:
@@ -213,38 +233,75 @@ class Bindings:
         return value
 
     def _data(self, summary: Summary, facts: Facts) -> dict[str, Any]:
-        _, c = _pool()
-        outputs = [c["Output"](recipient=item.recipient or "", denom=a.denom,
-                               amount=self._int(a.amount))
-                   for item in summary.items if not item.change for a in item.amounts]  # fmt: skip
-        ibc = [c["Ibc"](channel=i.ibc.channel, port=i.ibc.port, receiver=i.recipient or "",
-                        memo=i.memo or "", timeout_height=i.ibc.timeout_height or "",
-                        timeout_timestamp=self._int(i.ibc.timeout_timestamp or 0))
-               for i in summary.items if i.ibc is not None]  # fmt: skip
-        messages = [i.type for i in summary.items if summary.family not in ("dogecoin",
-                                                                           "litecoin")]  # fmt: skip
+        tx = _classes()["Tx"](family=summary.family, network=summary.network,
+                              kind=KINDS.get(summary.kind, summary.kind),
+                              fee_known=summary.fee is not None)  # fmt: skip
+        utxo = summary.family in ("dogecoin", "litecoin")
+        outputs, ibc, messages = tx.outputs, tx.ibc, tx.messages
+        for item in summary.items:
+            if not utxo:
+                messages.append(item.type)
+            if not item.change:
+                for a in item.amounts:
+                    outputs.add(recipient=item.recipient or "", denom=a.denom,
+                                amount=self._int(a.amount))  # fmt: skip
+            if item.ibc is not None:
+                ibc.add(channel=item.ibc.channel, port=item.ibc.port,
+                        receiver=item.recipient or "", memo=item.memo or "",
+                        timeout_height=item.ibc.timeout_height or "",
+                        timeout_timestamp=self._int(item.ibc.timeout_timestamp or 0))  # fmt: skip
         if max(len(outputs), len(ibc), len(messages)) > MAX_ITEMS:
-            self.too_many = True
-        fee = {a.denom: self._int(a.amount) for a in summary.fee or ()}
-        tx = c["Tx"](family=summary.family, network=summary.network,
-                     kind=KINDS.get(summary.kind, summary.kind), outputs=outputs[:MAX_ITEMS],
-                     total={k: self._int(v) for k, v in summary.spent().items()}, fee=fee,
-                     fee_known=summary.fee is not None, messages=messages[:MAX_ITEMS],
-                     ibc=ibc[:MAX_ITEMS])  # fmt: skip
+            self.too_many = True  # every expression fails closed: the lists are not read
+        for denom, amount in summary.spent().items():
+            tx.total[denom] = self._int(amount)
+        for a in summary.fee or ():
+            tx.fee[a.denom] = self._int(a.amount)
         if summary.chain_id is not None:
             tx.chain_id = summary.chain_id
         if summary.memo is not None:
             tx.memo = summary.memo
         if summary.message is not None:
             tx.message = summary.message
-        account = c["Account"](name=facts.account_name, address=facts.account_address,
-                               wallet=facts.wallet, path=facts.path, index=facts.index)  # fmt: skip
-        token = c["Token"](id=facts.token_id, label=facts.token_label,
-                           scopes=list(facts.token_scopes),
-                           families=list(facts.token_families))  # fmt: skip
-        now = dt.datetime.fromtimestamp(facts.now_ms / 1000, dt.UTC)
         spent = {k: self._int(v) for k, v in facts.spent.items()}
-        return {"tx": tx, "account": account, "token": token, "spent": spent, "now": now}
+        now = dt.datetime.fromtimestamp(facts.now_ms / 1000, dt.UTC)
+        return {"tx": tx, "account": _account(facts), "token": _token(facts), "spent": spent,
+                "now": now}  # fmt: skip
+
+
+_KEPT = 4096  # token and account messages kept (per value: never stale, only bounded)
+_tokens: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], Any] = {}
+_accounts: dict[tuple[str, str, str, str, int], Any] = {}
+
+
+def _token(facts: Facts) -> Any:
+    key = (facts.token_id, facts.token_label, facts.token_scopes, facts.token_families)
+    found = _tokens.get(key)
+    if found is None:
+        if len(_tokens) >= _KEPT:
+            _tokens.clear()
+        found = _tokens[key] = _classes()["Token"](
+            id=facts.token_id,
+            label=facts.token_label,
+            scopes=facts.token_scopes,
+            families=facts.token_families,
+        )
+    return found
+
+
+def _account(facts: Facts) -> Any:
+    key = (facts.account_name, facts.account_address, facts.wallet, facts.path, facts.index)
+    found = _accounts.get(key)
+    if found is None:
+        if len(_accounts) >= _KEPT:
+            _accounts.clear()
+        found = _accounts[key] = _classes()["Account"](
+            name=facts.account_name,
+            address=facts.account_address,
+            wallet=facts.wallet,
+            path=facts.path,
+            index=facts.index,
+        )
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,11 +311,12 @@ class Batch:
     (the per-call cost was most of a condition's cost)."""
 
     conditions: tuple[Condition, ...]
+    indexes: tuple[int, ...]  # the rule of each condition
     program: Any
     reads_amounts: bool
 
 
-def compile_batch(conditions: tuple[Condition, ...]) -> Batch | None:
+def compile_batch(conditions: tuple[Condition, ...], indexes: tuple[int, ...]) -> Batch | None:
     """None when they do not compile together (then each is evaluated on its own)."""
     # each on lines of its own: a `//` comment at the end of one must not hide the rest
     source = "[" + ",".join(f"(\n{c.source}\n)" for c in conditions) + "]"
@@ -266,7 +324,7 @@ def compile_batch(conditions: tuple[Condition, ...]) -> Batch | None:
         program = _env().compile(source)
     except RuntimeError:
         return None
-    return Batch(conditions, program, any(c.reads_amounts for c in conditions))
+    return Batch(conditions, indexes, program, any(c.reads_amounts for c in conditions))
 
 
 def evaluate_batch(batch: Batch, bindings: Bindings) -> list[bool] | None:
@@ -274,7 +332,7 @@ def evaluate_batch(batch: Batch, bindings: Bindings) -> list[bool] | None:
     the request passes): then each is evaluated on its own to say which and why."""
     if bindings.too_many or (batch.reads_amounts and bindings.overflow):
         return None
-    values = batch.program.eval(bindings.activation).plain_value()
+    values = batch.program.eval(data=bindings.data).plain_value()
     if not isinstance(values, list) or len(values) != len(batch.conditions):
         return None
     if not all(v is True or v is False for v in values):

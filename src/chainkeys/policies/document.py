@@ -121,10 +121,15 @@ class Policy:
     _scopes: dict[tuple[str, str], Scope] = field(default_factory=dict, compare=False,
                                                   repr=False)  # fmt: skip
 
-    @property
-    def conditional(self) -> bool:
-        """Whether any rule has a condition (then requests are bound to CEL variables)."""
-        return any(rule.when is not None for rule in self.rules)
+    # whether any rule has a condition (then requests are bound to CEL variables), and
+    # whether one reads `spent` (then the 24 h window is read before deciding)
+    conditional: bool = field(init=False, compare=False, repr=False)
+    reads_spent: bool = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        whens = [rule.when.source for rule in self.rules if rule.when is not None]
+        object.__setattr__(self, "conditional", bool(whens))
+        object.__setattr__(self, "reads_spent", any("spent" in when for when in whens))
 
     def scope(self, family: str, network: str) -> Scope:
         """The covering rules of (family, network), kept on the policy (a policy is
@@ -135,7 +140,8 @@ class Policy:
             allow = sorted((r for r in covering if r.effect == "allow"),
                            key=lambda r: r.network is None)  # fmt: skip
             conditional = tuple(r for r in covering if r.when is not None)
-            batch = (compile_batch(tuple(r.when for r in conditional if r.when is not None))
+            batch = (compile_batch(tuple(r.when for r in conditional if r.when is not None),
+                                   tuple(r.index for r in conditional))
                      if len(conditional) > 1 else None)  # fmt: skip
             found = Scope(tuple(allow), tuple(r for r in covering if r.effect == "deny"),
                           conditional, batch)  # fmt: skip

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json  # the standard library's on purpose: its lenient parser (NaN, duplicates)
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from chainkeys.chains.tx.base import Item, Summary
 from chainkeys.policies.conditions import Bindings, Facts, evaluate, evaluate_batch
@@ -66,6 +66,8 @@ class Conditions:
     at the first one needed, every covering rule's in one call (the scope's batch); one
     by one only when that batch holds a value that is not a bool (which, and why)."""
 
+    __slots__ = ("_bindings", "facts", "scope", "summary", "values")
+
     def __init__(self, summary: Summary, facts: Facts | None, scope: Scope) -> None:
         self.summary, self.facts, self.scope = summary, facts, scope
         self.values: dict[int, Evaluated] = {}
@@ -74,52 +76,57 @@ class Conditions:
     def of(self, rule: Rule) -> Evaluated:
         if rule.when is None:
             return True
-        if rule.index not in self.values:
-            if self.facts is None:
-                self.values[rule.index] = "error: no request to evaluate it on"
-                return self.values[rule.index]
-            if self._bindings is None:
-                self._bindings = Bindings(self.summary, self.facts)
-                batch = self.scope.batch
-                found = None if batch is None else evaluate_batch(batch, self._bindings)
-                for covering, value in zip(self.scope.conditional, found or (), strict=False):
-                    self.values[covering.index] = value
-            if rule.index not in self.values:
-                self.values[rule.index] = evaluate(rule.when, self._bindings)
-        return self.values[rule.index]
+        found = self.values.get(rule.index)
+        if found is not None:
+            return found
+        if self.facts is None:
+            self.values[rule.index] = "error: no request to evaluate it on"
+            return self.values[rule.index]
+        if self._bindings is None:
+            self._bindings = Bindings(self.summary, self.facts)
+            batch = self.scope.batch
+            if batch is not None:
+                values = evaluate_batch(batch, self._bindings)
+                if values is not None:
+                    self.values.update(zip(batch.indexes, values, strict=True))
+        found = self.values.get(rule.index)
+        if found is not None:
+            return found
+        value = self.values[rule.index] = evaluate(rule.when, self._bindings)
+        return value
 
 
 def decide(policy: Policy, summary: Summary, facts: Facts | None = None,
            every: bool = False) -> Decision:  # fmt: skip
     """Refusal unless a rule allows every part of `summary` (default deny). With `every`
     (a dry run), every covering rule's `when` is evaluated, not only those needed."""
-    conditions = Conditions(summary, facts, policy.scope(summary.family, summary.network))
+    scope = policy.scope(summary.family, summary.network)
+    conditions = Conditions(summary, facts, scope)
     try:
-        decision = _decide(policy, summary, conditions, every)
+        return _allowed_by(_deciding(scope, summary, conditions, every), summary,
+                           conditions.values)  # fmt: skip
     except Refusal as refusal:
         refusal.evaluations = conditions.values
         raise
-    return replace(decision, evaluations=conditions.values)
 
 
-def _decide(policy: Policy, summary: Summary, conditions: Conditions, every: bool) -> Decision:
-    family, network = summary.family, summary.network
+def _deciding(scope: Scope, summary: Summary, conditions: Conditions, every: bool) -> Rule:
+    """The allow rule that decides, unless a deny rule applies (Refusal)."""
     if every:
-        for rule in policy.rules:
-            if rule.covers(family, network):
-                conditions.of(rule)
-    for rule in policy.deny_rules(family, network):
+        for rule in scope.conditional:
+            conditions.of(rule)
+    for rule in scope.deny:
         value = conditions.of(rule)
         if value is not False:  # true, or not evaluable: a deny applies (fail closed)
             why = f" ({value})" if isinstance(value, str) else ""
             raise Refusal(rule, f"a deny rule applies{why}")
-    for rule in policy.allow_rules(family, network):
+    for rule in scope.allow:
         if conditions.of(rule) is True:
-            return _allowed_by(rule, summary)
-    raise Refusal(None, f"no rule allows signing for {family} on {network}")
+            return rule
+    raise Refusal(None, f"no rule allows signing for {summary.family} on {summary.network}")
 
 
-def _allowed_by(rule: Rule, summary: Summary) -> Decision:
+def _allowed_by(rule: Rule, summary: Summary, evaluations: dict[int, Evaluated]) -> Decision:
     """The decision of the rule that applies: its allow-lists, caps and approval."""
     if summary.raw and not rule.raw_messages:
         raise Refusal(rule, "raw message signing is not allowed (raw_messages is false)")
@@ -139,7 +146,7 @@ def _allowed_by(rule: Rule, summary: Summary) -> Decision:
             _within(rule, rule.max_per_tx, "max_per_tx", "per-transaction", denom, amount)
         if rule.max_per_day is not None:
             daily[denom] = _within(rule, rule.max_per_day, "max_per_day", "24 h", denom, amount)
-    return Decision(rule, spent, daily, _approval_needed(rule, summary, spent))
+    return Decision(rule, spent, daily, _approval_needed(rule, summary, spent), evaluations)
 
 
 def _approval_needed(rule: Rule, summary: Summary, spent: Mapping[str, int]) -> Approval | None:

@@ -21,6 +21,7 @@ from chainkeys.chains.tx.base import Summary
 from chainkeys.clock import monotonic, now_ms
 from chainkeys.errors import NotFound
 from chainkeys.policies.conditions import Facts
+from chainkeys.policies.decider import Decider
 from chainkeys.policies.document import Policy, PolicyError, Rule, parse
 from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.repository import Policies, Spends, Version
@@ -67,6 +68,7 @@ class PolicyService:
         self.db = db
         self.refresh = refresh_seconds
         self._cache: dict[str, tuple[float, Policy | None]] = {}
+        self._decider = Decider()
 
     # -- serving -----------------------------------------------------------------
 
@@ -99,13 +101,18 @@ class PolicyService:
         if not policy.conditional:
             return None
         spent: dict[str, int] = {}
-        if any(r.when is not None and "spent" in r.when.source for r in policy.rules):
+        if policy.reads_spent:
             async with self.db.read() as tx:
                 window = Spends(tx, who.tenant_id, summary.family, summary.network)
                 spent = await window.window(now_ms() - DAY_MS)
         return Facts(who.token_id, who.label, tuple(sorted(who.scopes)),
                      tuple(sorted(who.families or ())), account.name, account.address,
                      account.wallet, account.path, account.index, now_ms(), spent)  # fmt: skip
+
+    async def decide(self, policy: Policy, summary: Summary, facts: Facts | None) -> Decision:
+        """The decision on a request (Refusal), run back to back with the others that
+        arrive in the same turn of the event loop (policies/decider.py says why)."""
+        return await self._decider.decide(policy, summary, facts)
 
     async def usage(self, who: Principal) -> list[Usage]:
         """Every daily cap of the policy in force (rules of the families this token may

@@ -48,7 +48,7 @@ from chainkeys.chains.tx.cosmos.common import CosmosDoc
 from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig, combine
 from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
-from chainkeys.policies.engine import Decision, Refusal, decide
+from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.service import Account, PolicyService
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal, TokenService
@@ -136,7 +136,7 @@ class SigningService:
         try:
             if policy is not None:
                 facts = await self.policies.facts(who, account_of(row), summary, policy)
-                decision = decide(policy, summary, facts)
+                decision = await self.policies.decide(policy, summary, facts)
             if decision is not None and decision.approval is not None:
                 return await self._hold(who, row, owner, kind, request, summary, decision)
         except Refusal as refusal:
@@ -339,7 +339,7 @@ class SigningService:
                 try:
                     facts = await self.policies.facts(requester, account_of(row),
                                                       prepared.summary, policy)  # fmt: skip
-                    decision = decide(policy, prepared.summary, facts)
+                    decision = await self.policies.decide(policy, prepared.summary, facts)
                 except Refusal as refusal:
                     await self._policy_refused(requester, row, kind, prepared.summary, None,
                                                refusal)  # fmt: skip
