@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -28,6 +29,11 @@ from chainkeys.api import serve
 from chainkeys.api.app import create_app
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
+
+# Every httpx client gets this one TLS context: httpx builds a new one per client by
+# default and loads the CA bundle into it (~50 ms each); the tests talk plain HTTP to
+# their own servers, so the context is never used, only paid for.
+TLS = ssl.create_default_context()
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,7 +189,7 @@ class Server:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"{self.base_url}/healthz", verify=TLS, timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -211,7 +217,7 @@ class Server:
         headers = {}
         if token is not None:
             headers["Authorization"] = f"Bearer {token}" if bearer else token
-        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
+        return httpx.Client(verify=TLS, base_url=self.base_url, headers=headers, timeout=30)
 
 
 def backend_settings(backend: str, data_dir: Path, **overrides: Any) -> tuple[Settings, str | None]:

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.api.test_sign_cosmos import ADDRESS, PRIVATE, TRANSFER
-from tests.conftest import chainkeys_cli, free_port
+from tests.conftest import TLS, chainkeys_cli, free_port
 from tests.test_process import Proc, env, start  # noqa: F401 - env is a fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(230)]
@@ -56,7 +56,7 @@ def setup(environ: dict[str, str], tmp_path: Path, proc: Proc, cap: int) -> dict
         **{who: token(environ, "acme", who, "approve", "treasury") for who in ("alice", "bob", "carol")},
     }  # fmt: skip
     policy(tmp_path, environ, "acme", cap)
-    out = {k: httpx.Client(base_url=proc.base_url, headers={"Authorization": v}, timeout=60)
+    out = {k: httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": v}, timeout=60)
            for k, v in clients.items()}  # fmt: skip
     assert out["requester"].post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
     return out
@@ -187,7 +187,7 @@ def test_one_person_two_labels_and_a_revoked_requester(
         "Frank": token(env, "acme", "\uff26rank", "approve", "treasury"),  # fullwidth F
         "eos": token(env, "acme", "erin", "approve", "treasury"),
     }
-    clients = {k: httpx.Client(base_url=proc.base_url, headers={"Authorization": v})
+    clients = {k: httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": v})
                for k, v in extra.items()}  # fmt: skip
     limited = chainkeys_cli("token", "create", "--tenant", "acme", "--label", "eve", "--scope",
                             "approve", "--group", "treasury", "--family", "eos", env=env)  # fmt: skip

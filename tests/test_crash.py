@@ -28,7 +28,7 @@ from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.config import Settings
 from chainkeys.store.tables import accounts
 from chainkeys.vault.seal import Context
-from tests.conftest import BACKENDS, drop_pg_database, make_pg_database
+from tests.conftest import BACKENDS, TLS, drop_pg_database, make_pg_database
 from tests.test_process import first_token, start
 
 pytestmark = pytest.mark.slow
@@ -85,7 +85,9 @@ def stream(
     answered = [0]
 
     def worker(n: int) -> None:
-        with httpx.Client(base_url=base_url, headers={"Authorization": token}, timeout=30) as c:
+        with httpx.Client(
+            verify=TLS, base_url=base_url, headers={"Authorization": token}, timeout=30
+        ) as c:
             i = 0
             while True:
                 i += 1
@@ -124,7 +126,9 @@ def test_kill_9_mid_stream_loses_no_acknowledged_write_and_leaves_no_partial_row
     proc = start(crash_env, tmp_path / "first.log")
     token = first_token(proc)
     seeds: list[str] = []
-    with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}, timeout=30) as c:
+    with httpx.Client(
+        verify=TLS, base_url=proc.base_url, headers={"Authorization": token}, timeout=30
+    ) as c:
         for _ in range(SEEDED):
             seeds.append(c.post("/cosmos", json={}).json()["data"]["data"]["address"])
     seeded = set(seeds)
@@ -151,7 +155,7 @@ def test_kill_9_mid_stream_loses_no_acknowledged_write_and_leaves_no_partial_row
     proc = start(crash_env, tmp_path / "second.log")
     try:
         with httpx.Client(
-            base_url=proc.base_url, headers={"Authorization": token}, timeout=30
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}, timeout=30
         ) as c:
             for o in created:
                 assert c.get(f"/{o.family}/{o.name}").status_code == 200, o

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import TLS
 from tests.test_process import announced, first_token, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
@@ -95,7 +96,7 @@ def test_version_names_the_commit_and_lists_have_json(tmp_path: Path) -> None:
     try:
         import httpx
 
-        data = httpx.get(f"{proc.base_url}/version").json()["data"]
+        data = httpx.get(f"{proc.base_url}/version", verify=TLS).json()["data"]
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
         assert data["commit"] == head
@@ -118,15 +119,19 @@ def test_version_names_the_commit_and_lists_have_json(tmp_path: Path) -> None:
 def test_metrics_can_need_a_token_or_move_to_their_own_listener(tmp_path: Path) -> None:
     import httpx
 
-    from tests.conftest import free_port
+    from tests.conftest import TLS, free_port
 
     env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "d"), "CHAINKEYS_METRICS_TOKEN": "m-secret"}
     proc = start(env, tmp_path / "m.log")
     try:
-        assert httpx.get(f"{proc.base_url}/metrics").status_code == 401
-        wrong = httpx.get(f"{proc.base_url}/metrics", headers={"Authorization": "Bearer nope"})
+        assert httpx.get(f"{proc.base_url}/metrics", verify=TLS).status_code == 401
+        wrong = httpx.get(
+            f"{proc.base_url}/metrics", verify=TLS, headers={"Authorization": "Bearer nope"}
+        )
         assert wrong.status_code == 401
-        ok = httpx.get(f"{proc.base_url}/metrics", headers={"Authorization": "Bearer m-secret"})
+        ok = httpx.get(
+            f"{proc.base_url}/metrics", verify=TLS, headers={"Authorization": "Bearer m-secret"}
+        )
         assert ok.status_code == 200 and "chainkeys_requests" in ok.text
     finally:
         proc.stop()
@@ -134,10 +139,10 @@ def test_metrics_can_need_a_token_or_move_to_their_own_listener(tmp_path: Path) 
     env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "d"), "CHAINKEYS_METRICS_PORT": str(port)}
     proc = start(env, tmp_path / "m2.log", "--workers", "2")
     try:
-        assert httpx.get(f"{proc.base_url}/metrics").status_code == 404
+        assert httpx.get(f"{proc.base_url}/metrics", verify=TLS).status_code == 404
         for _ in range(3):
-            httpx.get(f"{proc.base_url}/livez")
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+            httpx.get(f"{proc.base_url}/livez", verify=TLS)
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", verify=TLS).text
         assert 'chainkeys_requests_total{method="GET",route="/livez",status="200"}' in text
     finally:
         proc.stop()
@@ -153,7 +158,7 @@ def test_the_wallet_cli_lists_derives_and_exports_nothing(tmp_path: Path) -> Non
         import httpx
 
         phrase = "abandon " * 11 + "about"
-        r = httpx.post(f"{proc.base_url}/wallets", json={"mnemonic": phrase, "name": "main"},
+        r = httpx.post(f"{proc.base_url}/wallets", verify=TLS, json={"mnemonic": phrase, "name": "main"},
                        headers={"Authorization": token})  # fmt: skip
         assert r.status_code == 200, r.text
     finally:

@@ -28,6 +28,7 @@ from chainkeys.vault.seal import Context, Vault
 from tests.conftest import (
     PG_ADMIN_URL,
     TEST_MASTER_KEY,
+    TLS,
     drop_pg_database,
     free_port,
     make_pg_database,
@@ -209,7 +210,7 @@ def fire(proc: Proc, token: str, count: int) -> list[tuple[int, float, dict[str,
         method, path, body = requests_for(i, salt)
         started = time.monotonic()
         with httpx.Client(
-            base_url=proc.base_url, headers={"Authorization": token}, timeout=60
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}, timeout=60
         ) as c:
             r = c.request(method, path, json=body) if body is not None else c.request(method, path)
         return r.status_code, time.monotonic() - started, r.json()
@@ -232,7 +233,9 @@ def assert_all_unavailable(results: list[tuple[int, float, dict[str, Any]]]) -> 
 def assert_resumes(proc: Proc, token: str) -> None:
     """Within a few seconds of the database coming back, everything answers again."""
     deadline = time.monotonic() + 10
-    with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}, timeout=30) as c:
+    with httpx.Client(
+        verify=TLS, base_url=proc.base_url, headers={"Authorization": token}, timeout=30
+    ) as c:
         while c.get("/healthz").status_code != 200:
             assert time.monotonic() < deadline, "no recovery without a restart"
             time.sleep(0.2)
@@ -271,7 +274,7 @@ def test_database_down_gives_503_then_recovers(
 
     proxy.down()
     assert_all_unavailable(fire(proc, token, 40))
-    with httpx.Client(base_url=proc.base_url, timeout=30) as c:
+    with httpx.Client(verify=TLS, base_url=proc.base_url, timeout=30) as c:
         assert c.get("/healthz").status_code == 503
         assert c.get("/networks").status_code == 200  # what needs no database still works
     assert len(stored_accounts(pg_url)) == count_before  # nothing written while down
@@ -308,7 +311,7 @@ def test_outage_in_the_middle_of_writes_leaves_no_partial_rows(
 
     def one(key: str) -> None:
         with httpx.Client(
-            base_url=proc.base_url, headers={"Authorization": token}, timeout=60
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}, timeout=60
         ) as c:
             r = c.post("/dogecoin", json={"private_key": key})
             results[key] = r.status_code

@@ -20,7 +20,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, free_port, make_pg_database
+from tests.conftest import (
+    BACKENDS,
+    TLS,
+    chainkeys_cli,
+    drop_pg_database,
+    free_port,
+    make_pg_database,
+)
 
 VECTORS = json.loads((Path(__file__).parent / "chains" / "vectors" / "vectors.json").read_text())
 MNEMONICS = json.loads(
@@ -71,7 +78,7 @@ def start(
             if popen.poll() is not None:
                 raise AssertionError(f"server exited: {log_path.read_text()}")
             try:
-                if httpx.get(f"{proc.base_url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"{proc.base_url}/healthz", verify=TLS, timeout=1).status_code == 200:
                     return proc
             except httpx.HTTPError:
                 time.sleep(0.1)
@@ -131,7 +138,7 @@ def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path
     key = next(k for k in VECTORS["keys"] if k["id"] == "eosio-dev-key")
     created: dict[str, str] = {}
     generated: list[str] = []
-    with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+    with httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": token}) as c:
         for family in ("cosmos", "dogecoin", "eos", "litecoin"):
             body = c.post(f"/{family}", json={}).json()
             inner = body["data"]["data"]
@@ -147,7 +154,9 @@ def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path
 
     proc = start(env, log)
     assert proc.stdout == output  # the token is issued only once
-    with httpx.Client(base_url=proc.base_url, headers={"Authorization": f"Bearer {token}"}) as c:
+    with httpx.Client(
+        verify=TLS, base_url=proc.base_url, headers={"Authorization": f"Bearer {token}"}
+    ) as c:
         for family, name in created.items():
             assert c.get(f"/{family}/{name}").status_code == 200
         assert len(c.get("/cosmos").json()["data"]["data"]["keys"]) == 3
@@ -188,7 +197,7 @@ def test_a_restart_right_after_a_stop_with_clients_connected(
     port = int(proc.base_url.rsplit(":", 1)[1])
     pids = []
     token = first_token(proc)
-    clients = [httpx.Client(base_url=proc.base_url, headers={"Authorization": token})
+    clients = [httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": token})
                for _ in range(4)]  # fmt: skip
     try:
         for c in clients:
@@ -263,7 +272,7 @@ def test_key_file_is_private_and_a_missing_or_wrong_key_stops_the_start(
     log = tmp_path / "server.log"
     proc = start(env, log)
     token = first_token(proc)
-    with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+    with httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": token}) as c:
         c.post("/cosmos", json={}).raise_for_status()
     proc.stop()
     key_file = Path(env["CHAINKEYS_DATA_DIR"]) / "master.key"
@@ -287,7 +296,7 @@ def test_key_file_is_private_and_a_missing_or_wrong_key_stops_the_start(
     key_file.write_bytes(original)
     key_file.chmod(0o600)
     proc = start(env, tmp_path / "ok.log")
-    with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+    with httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": token}) as c:
         assert len(c.get("/cosmos").json()["data"]["data"]["keys"]) == 1
     proc.stop()
 
@@ -308,7 +317,9 @@ def test_token_cli_create_list_revoke(env: dict[str, str], tmp_path: Path) -> No
     proc = start(env, tmp_path / "server.log")
     try:
         assert "first start" not in proc.stdout  # a token already exists
-        with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+        with httpx.Client(
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}
+        ) as c:
             assert c.get("/eos").status_code == 200
             token_id = listed.stdout.splitlines()[1].split()[0]
             revoked = chainkeys_cli("token", "revoke", token_id, env=env)
@@ -326,7 +337,7 @@ def test_concurrent_creates_are_distinct_and_all_listed(server: Any) -> None:
     def create(i: int) -> str:
         family = ("cosmos", "dogecoin", "eos", "litecoin")[i % 4]
         with httpx.Client(
-            base_url=server.base_url, headers={"Authorization": token}, timeout=60
+            verify=TLS, base_url=server.base_url, headers={"Authorization": token}, timeout=60
         ) as c:
             r = c.post(f"/{family}", json={})
             assert r.status_code == 200, r.text
@@ -350,7 +361,9 @@ def test_json_logs_carry_request_ids_and_no_secrets(env: dict[str, str], tmp_pat
     token = first_token(proc)
     bad_wif = "QNcdLVw8fHkixm6NNyN6nVwxKek4u7qrioRbQmjxac5TVoTtZuoX"  # checksum broken
     mnemonic = MNEMONICS["mnemonics"][2]["mnemonic"]
-    with httpx.Client(base_url=proc.base_url, headers={"Authorization": f"Bearer {token}"}) as c:
+    with httpx.Client(
+        verify=TLS, base_url=proc.base_url, headers={"Authorization": f"Bearer {token}"}
+    ) as c:
         response = c.post("/dogecoin", json={}, headers={"X-Request-ID": "trace-42"})
         made = response.json()
         assert c.post("/dogecoin", json={"private_key": bad_wif}).status_code == 400

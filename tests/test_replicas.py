@@ -30,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import (
     BACKENDS,
     TEST_MASTER_KEY,
+    TLS,
     chainkeys_cli,
     drop_pg_database,
     make_pg_database,
@@ -66,6 +67,7 @@ class Clients:
         mine: dict[int, httpx.Client] = self._local.__dict__.setdefault("clients", {})
         if i not in mine:
             client = httpx.Client(
+                verify=TLS,
                 base_url=self.procs[i].base_url,
                 headers={"Authorization": self.token},
                 timeout=60,
@@ -245,7 +247,9 @@ def test_a_token_issued_through_one_replica_works_on_the_other_and_revocation_to
     replicas: Deployment, tmp_path: Path
 ) -> None:
     a, b = replicas.procs
-    with httpx.Client(base_url=a.base_url, headers={"Authorization": replicas.token}) as c:
+    with httpx.Client(
+        verify=TLS, base_url=a.base_url, headers={"Authorization": replicas.token}
+    ) as c:
         created = c.post("/dogecoin", json={})
         assert created.status_code == 200
     name = created.json()["address"]
@@ -253,7 +257,7 @@ def test_a_token_issued_through_one_replica_works_on_the_other_and_revocation_to
     made = chainkeys_cli("token", "create", "--tenant", "other", env=env)
     assert made.returncode == 0, made.stderr
     other = made.stdout.strip().splitlines()[-1]
-    with httpx.Client(base_url=b.base_url, headers={"Authorization": other}) as c:
+    with httpx.Client(verify=TLS, base_url=b.base_url, headers={"Authorization": other}) as c:
         assert c.get(f"/dogecoin/{name}").status_code == 404  # tenants stay apart
         assert c.get("/dogecoin").status_code == 200
         token_id = re.search(r"token id (\w+)", made.stdout)
@@ -261,7 +265,9 @@ def test_a_token_issued_through_one_replica_works_on_the_other_and_revocation_to
         revoked = chainkeys_cli("token", "revoke", token_id.group(1), env=env)
         assert revoked.returncode == 0, revoked.stderr
         assert c.get("/dogecoin").status_code == 401  # at once, on every replica
-    with httpx.Client(base_url=b.base_url, headers={"Authorization": replicas.token}) as c:
+    with httpx.Client(
+        verify=TLS, base_url=b.base_url, headers={"Authorization": replicas.token}
+    ) as c:
         assert c.get(f"/dogecoin/{name}").status_code == 200
 
 
@@ -281,7 +287,7 @@ def test_serve_with_two_workers(backend: str, tmp_path: Path) -> None:
         procs = start_replicas(tmp_path, url, 1, "--workers", "2")
         exercise(procs, first_token(procs[0]), seed=2)
         # /metrics merges both workers' counters (prometheus_client multiprocess mode)
-        text = httpx.get(f"{procs[0].base_url}/metrics", timeout=10).text
+        text = httpx.get(f"{procs[0].base_url}/metrics", verify=TLS, timeout=10).text
         served = sum(
             s.value
             for f in text_string_to_metric_families(text)
@@ -317,7 +323,10 @@ def test_replicas_started_together_on_an_empty_database(tmp_path: Path) -> None:
             while True:
                 assert proc.popen.poll() is None, f"a replica exited: {proc.log_path.read_text()}"
                 with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"{proc.base_url}/healthz", timeout=1).status_code == 200:
+                    if (
+                        httpx.get(f"{proc.base_url}/healthz", verify=TLS, timeout=1).status_code
+                        == 200
+                    ):
                         break
                 assert time.monotonic() < deadline, "a replica did not start"
                 time.sleep(0.1)
@@ -329,7 +338,9 @@ def test_replicas_started_together_on_an_empty_database(tmp_path: Path) -> None:
         token = first_token(issued[0])
         assert ["first start" in p.stdout for p in procs].count(True) == 1
         for proc in procs:
-            with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+            with httpx.Client(
+                verify=TLS, base_url=proc.base_url, headers={"Authorization": token}
+            ) as c:
                 assert c.get("/cosmos").status_code == 200
     finally:
         for proc in procs:
@@ -343,7 +354,9 @@ def test_two_replicas_never_overshoot_a_daily_cap(replicas: Deployment, tmp_path
     from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
 
     a, _ = replicas.procs
-    with httpx.Client(base_url=a.base_url, headers={"Authorization": replicas.token}) as c:
+    with httpx.Client(
+        verify=TLS, base_url=a.base_url, headers={"Authorization": replicas.token}
+    ) as c:
         assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
     policy = {"rules": [{"family": "cosmos", "network": "cosmoshub",
                          "max_per_day": {"uatom": "50"}}]}  # fmt: skip

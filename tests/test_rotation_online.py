@@ -24,6 +24,7 @@ import pytest
 
 from tests.conftest import (
     BACKENDS,
+    TLS,
     chainkeys_cli,
     drop_pg_database,
     free_port,
@@ -47,7 +48,7 @@ class Load:
         self._lock = threading.Lock()
 
     def run(self, worker: int) -> None:
-        clients = [httpx.Client(base_url=p.base_url, headers={"Authorization": self.token},
+        clients = [httpx.Client(verify=TLS, base_url=p.base_url, headers={"Authorization": self.token},
                                 timeout=30) for p in self.procs]  # fmt: skip
         n = 0
         try:
@@ -88,7 +89,9 @@ def sign(client: httpx.Client, family: str, name: str) -> httpx.Response:
 
 def all_sign(procs: list[Proc], token: str, created: list[tuple[str, str]]) -> None:
     def check(proc: Proc, part: list[tuple[str, str]]) -> None:
-        with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+        with httpx.Client(
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}
+        ) as c:
             for family, name in part:
                 r = sign(c, family, name)
                 assert r.status_code == 200, (proc.base_url, family, name, r.text)
@@ -191,7 +194,9 @@ def test_retire_refuses_while_a_process_seals_with_an_old_key(tmp_path: Path) ->
     proc = start(env, tmp_path / "s.log")
     try:
         token = issue_token(env)
-        with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+        with httpx.Client(
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}
+        ) as c:
             made = c.post("/dogecoin", json={})
             name: Any = made.json()["address"]
         time.sleep(1)
@@ -206,7 +211,9 @@ def test_retire_refuses_while_a_process_seals_with_an_old_key(tmp_path: Path) ->
         rotated = chainkeys_cli("key", "rotate", "--wait", "30", env=env, timeout=90)
         assert rotated.returncode == 0, rotated.stderr
         assert chainkeys_cli("key", "retire", env=env, timeout=60).returncode == 0
-        with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+        with httpx.Client(
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}
+        ) as c:
             assert sign(c, "dogecoin", name).status_code == 200
     finally:
         proc.stop()

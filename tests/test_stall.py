@@ -28,7 +28,7 @@ import pytest
 from chainkeys.config import Settings
 from chainkeys.store.backend import open_backend
 from chainkeys.store.sealed import SealedColumns
-from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_database
+from tests.conftest import BACKENDS, TLS, chainkeys_cli, drop_pg_database, make_pg_database
 from tests.test_process import Proc, start
 from tests.test_rotation_online import Load, all_sign, issue_token, sign, unset_key_variables
 
@@ -115,7 +115,7 @@ def test_a_replica_stopped_across_rotate_and_retire_seals_nothing_with_the_retir
         assert new != old
 
         signal_tree(b.popen.pid, signal.SIGCONT)  # B resumes, holding the retired key only
-        with httpx.Client(base_url=b.base_url, headers={"Authorization": token},
+        with httpx.Client(verify=TLS, base_url=b.base_url, headers={"Authorization": token},
                           timeout=60) as c:  # fmt: skip
             for family in ("cosmos", "dogecoin", "eos", "litecoin"):
                 made = c.post(f"/{family}", json={})

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import BACKENDS, chainkeys_cli, drop_pg_database, make_pg_database
+from tests.conftest import BACKENDS, TLS, chainkeys_cli, drop_pg_database, make_pg_database
 from tests.test_process import start
 
 pytestmark = pytest.mark.slow
@@ -29,11 +29,11 @@ def test_fifty_next_index_calls_at_once_get_fifty_indices(backend: str, tmp_path
                              env=env)  # fmt: skip
         token = made.stdout.strip().splitlines()[-1]
         headers = {"Authorization": token}
-        wallet = httpx.post(f"{proc.base_url}/wallets", json={"words": 12},
+        wallet = httpx.post(f"{proc.base_url}/wallets", verify=TLS, json={"words": 12},
                             headers=headers).json()["data"]["id"]  # fmt: skip
 
         def derive(_: int) -> tuple[int, str]:
-            with httpx.Client(base_url=proc.base_url, headers=headers, timeout=60) as c:
+            with httpx.Client(verify=TLS, base_url=proc.base_url, headers=headers, timeout=60) as c:
                 r = c.post(f"/wallets/{wallet}/accounts", json={"family": "litecoin"})
                 assert r.status_code == 200, r.text
                 [acct] = r.json()["data"]["accounts"]
@@ -43,7 +43,7 @@ def test_fifty_next_index_calls_at_once_get_fifty_indices(backend: str, tmp_path
             got = list(pool.map(derive, range(50)))
         assert sorted(i for i, _ in got) == list(range(50))
         assert len({a for _, a in got}) == 50
-        with httpx.Client(base_url=proc.base_url, headers=headers) as c:
+        with httpx.Client(verify=TLS, base_url=proc.base_url, headers=headers) as c:
             listed = c.get("/litecoin", params={"limit": 100}).json()["data"]["keys"]
             assert sorted(listed) == sorted(a for _, a in got)
             logged = proc.stop()
@@ -74,7 +74,7 @@ def test_ten_imports_of_one_phrase_at_once_make_one_wallet(backend: str, tmp_pat
         gate = threading.Barrier(10)
 
         def importing(_: int) -> httpx.Response:
-            with httpx.Client(base_url=proc.base_url, headers=headers, timeout=60) as c:
+            with httpx.Client(verify=TLS, base_url=proc.base_url, headers=headers, timeout=60) as c:
                 gate.wait()
                 return c.post("/wallets", json={"mnemonic": phrase})
 
@@ -84,7 +84,7 @@ def test_ten_imports_of_one_phrase_at_once_make_one_wallet(backend: str, tmp_pat
         assert codes == [200] + [409] * 9, [r.text for r in answers]
         wallet = next(r for r in answers if r.status_code == 200).json()["data"]["id"]
         assert all(wallet in r.json()["message"] for r in answers if r.status_code == 409)
-        listed = httpx.get(f"{proc.base_url}/wallets", headers=headers).json()["data"]
+        listed = httpx.get(f"{proc.base_url}/wallets", verify=TLS, headers=headers).json()["data"]
         assert [w["id"] for w in listed["wallets"]] == [wallet]
         stored = b"".join(p.read_bytes() for p in (tmp_path / "d").rglob("*") if p.is_file())
         assert phrase.encode() not in stored

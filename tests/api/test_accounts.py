@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import TLS
 
 VECTORS = json.loads(
     (Path(__file__).parents[1] / "chains" / "vectors" / "vectors.json").read_text()
@@ -320,7 +321,7 @@ def test_empty_list(client: httpx.Client) -> None:
 
 
 def test_networks_lists_every_family_with_defaults(server: Any) -> None:
-    body = ok(httpx.get(f"{server.base_url}/networks"))
+    body = ok(httpx.get(f"{server.base_url}/networks", verify=TLS))
     families = body["data"]["families"]
     assert {f: families[f]["default"] for f in families} == {
         "cosmos": "cosmoshub",
@@ -337,7 +338,7 @@ def test_networks_lists_every_family_with_defaults(server: Any) -> None:
 
 
 def test_healthz(server: Any) -> None:
-    assert ok(httpx.get(f"{server.base_url}/healthz"))["message"] == "ok"
+    assert ok(httpx.get(f"{server.base_url}/healthz", verify=TLS))["message"] == "ok"
 
 
 def test_every_response_has_the_servers_own_request_id(client: httpx.Client) -> None:

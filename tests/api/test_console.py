@@ -23,7 +23,7 @@ import pytest
 from bench.preload import sqlite_dataset
 from tests.api.tenants import Tenant
 from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, TRANSFER
-from tests.conftest import Server, free_port
+from tests.conftest import TLS, Server, free_port
 from tests.node import VERIFIERS, chromium, run_node
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(80)]
@@ -181,7 +181,7 @@ def test_first_paint_on_a_tenant_of_100k_accounts(tmp_path: Path) -> None:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 try:
-                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    if httpx.get(f"{url}/readyz", verify=TLS, timeout=1).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import Server
+from tests.conftest import TLS, Server
 
 from chainkeys.api.app import api_routes
 from chainkeys.api.routes.common import ops_of
@@ -120,7 +120,7 @@ def test_errors_never_quote_the_callers_input(everything: httpx.Client) -> None:
 @pytest.mark.parametrize("path", ["/docs", "/docs/init.js", "/docs/static/swagger-ui.css",
                                   "/docs/static/swagger-ui-bundle.js", "/ui/approvals"])  # fmt: skip
 def test_every_static_page_has_the_csp_and_no_framing(server: Server, path: str) -> None:
-    r = httpx.get(server.base_url + path)
+    r = httpx.get(server.base_url + path, verify=TLS)
     assert r.status_code == 200, path
     assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
     assert r.headers.get("x-frame-options") == "DENY"
@@ -128,7 +128,7 @@ def test_every_static_page_has_the_csp_and_no_framing(server: Server, path: str)
 
 @pytest.mark.parametrize("path", ["/docs/static/index.html", "/docs/static/oauth2-redirect.html"])
 def test_assets_the_docs_page_does_not_use_are_not_served(server: Server, path: str) -> None:
-    assert httpx.get(server.base_url + path).status_code == 404
+    assert httpx.get(server.base_url + path, verify=TLS).status_code == 404
 
 
 POSTS = [path for method, path in every_route() if method == "POST"]

@@ -6,12 +6,13 @@ from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+from tests.conftest import TLS
 
 from chainkeys import __version__
 
 
 def scrape(server: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    r = httpx.get(f"{server.base_url}/metrics")
+    r = httpx.get(f"{server.base_url}/metrics", verify=TLS)
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain")
     out = {}
@@ -26,9 +27,15 @@ def value(samples: dict[Any, float], name: str, **labels: str) -> float:
 
 
 def test_liveness_readiness_and_version(server: Any) -> None:
-    assert httpx.get(f"{server.base_url}/livez").json() == {"success": True, "message": "alive"}
-    assert httpx.get(f"{server.base_url}/readyz").json() == {"success": True, "message": "ready"}
-    version = httpx.get(f"{server.base_url}/version").json()
+    assert httpx.get(f"{server.base_url}/livez", verify=TLS).json() == {
+        "success": True,
+        "message": "alive",
+    }
+    assert httpx.get(f"{server.base_url}/readyz", verify=TLS).json() == {
+        "success": True,
+        "message": "ready",
+    }
+    version = httpx.get(f"{server.base_url}/version", verify=TLS).json()
     assert version["data"]["version"] == __version__
 
 
@@ -50,7 +57,7 @@ def test_metrics_move_with_requests(server: Any, client: httpx.Client) -> None:
     assert value(after, "chainkeys_request_duration_seconds_count", **count) >= 3
     assert value(after, "chainkeys_build_info", version=__version__) == 1
     # no token, token id or account name ever becomes a label
-    text = httpx.get(f"{server.base_url}/metrics").text
+    text = httpx.get(f"{server.base_url}/metrics", verify=TLS).text
     assert "nosuch" not in text and "Authorization" not in text
 
 

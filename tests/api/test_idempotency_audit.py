@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import TLS
 
 KEY_HEX = "0c28fca386c7a227600b2fe50b7cae11ec86d3bf1fbe471be89827e19d72aa1d"
 
@@ -87,7 +88,9 @@ def test_concurrent_repeats_act_once(server: Any) -> None:
     headers = {**idem(), "Authorization": token}
 
     def post(_: int) -> dict[str, Any]:
-        r = httpx.post(f"{server.base_url}/cosmos", json={}, headers=headers, timeout=30)
+        r = httpx.post(
+            f"{server.base_url}/cosmos", verify=TLS, json={}, headers=headers, timeout=30
+        )
         assert r.status_code == 200, r.text
         return dict(r.json())
 
@@ -149,7 +152,7 @@ def test_audit_is_scoped_and_paginated(server: Any) -> None:
 
 
 def test_audit_needs_a_token(server: Any) -> None:
-    assert httpx.get(f"{server.base_url}/audit").status_code == 401
+    assert httpx.get(f"{server.base_url}/audit", verify=TLS).status_code == 401
 
 
 def test_idempotency_keys_are_stored_hashed(server: Any, client: httpx.Client) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from tests.conftest import Server, backend_settings, free_port
+from tests.conftest import TLS, Server, backend_settings, free_port
 
 from chainkeys import clock
 from chainkeys.api import ratelimit
@@ -144,7 +144,9 @@ def test_unauthenticated_requests_spend_no_ones_budget(limited: Server) -> None:
         assert {none.get("/cosmos").status_code for _ in range(10)} == {401}
     with limited.client(token) as c:
         assert [c.get("/cosmos").status_code for _ in range(BURST)] == [200] * BURST
-    with httpx.Client(base_url=limited.base_url) as c:  # public endpoints are not counted
+    with httpx.Client(
+        verify=TLS, base_url=limited.base_url
+    ) as c:  # public endpoints are not counted
         assert {c.get("/healthz").status_code for _ in range(10)} == {200}
 
 

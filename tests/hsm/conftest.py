@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
-from tests.conftest import chainkeys_cli, drop_pg_database, free_port, make_pg_database
+from tests.conftest import TLS, chainkeys_cli, drop_pg_database, free_port, make_pg_database
 from tests.test_process import first_token, start
 
 MODULES = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so")
@@ -181,7 +181,9 @@ def serve_and_check(env: dict[str, str], log: Path, token: str | None = None) ->
     proc = start(env, log)
     try:
         token = token or first_token(proc)
-        with httpx.Client(base_url=proc.base_url, headers={"Authorization": token}) as c:
+        with httpx.Client(
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}
+        ) as c:
             made = c.post("/cosmos", json={"private_key": PRIVATE})
             assert made.status_code in (200, 409), made.text
             assert c.get(f"/cosmos/{TRANSFER['fromAddress']}").status_code == 200
