@@ -105,12 +105,3 @@ def query(request: Request) -> dict[str, str]:
     """The query string as name -> value (a repeated name keeps its last value)."""
     raw: bytes = request.scope.get("query_string", b"")
     return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
-
-
-def query_int(values: dict[str, str], name: str, digits: int = 9) -> int | None:
-    raw = values.get(name)
-    if raw is None:
-        return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > digits:  # str.isdigit takes '¹'
-        raise BadRequest(f"{name} must be a positive whole number", code=f"invalid_{name}")
-    return int(raw)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chainkeys.api.params import Param
+
 
 @dataclass(frozen=True, slots=True)
 class Doc:
@@ -21,7 +23,7 @@ class Doc:
     errors: tuple[str, ...] = ()
     request: type[Any] | None = None
     request_required: bool = True
-    parameters: tuple[dict[str, Any], ...] = ()
+    parameters: tuple[Param | dict[str, Any], ...] = ()
     description: str = ""
     examples: dict[str, Any] = field(default_factory=dict)  # of the request body
     response_examples: dict[str, Any] = field(default_factory=dict)

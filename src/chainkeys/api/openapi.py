@@ -19,6 +19,7 @@ from chainkeys import __version__
 from chainkeys.api.approval_schemas import APPROVAL_EXAMPLE, ApprovalResponse
 from chainkeys.api.auth import AUTHENTICATED
 from chainkeys.api.doc import Doc
+from chainkeys.api.params import Param
 from chainkeys.api.routes.common import ops_of
 from chainkeys.api.schemas import ErrorBody
 
@@ -79,6 +80,15 @@ def _errors(codes: Iterable[str]) -> dict[str, Any]:
     return out
 
 
+def _statuses(doc: Doc) -> list[str]:
+    """The route's error statuses, with 400 wherever a parameter is checked (api/params.py:
+    a value that breaks its type is a 400 before the handler runs)."""
+    codes = set(doc.errors)
+    if any(isinstance(p, Param) for p in doc.parameters):
+        codes.add("400")
+    return sorted(codes)
+
+
 def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
     description = doc.description
     if scope == AUTHENTICATED:
@@ -94,13 +104,13 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
                 "description": doc.summary,
                 "content": doc.media or _content(doc.response, doc.response_examples),
             },
-            **_errors(doc.errors),
+            **_errors(_statuses(doc)),
         },
     }
     if description:
         op["description"] = description
     if doc.parameters:
-        op["parameters"] = list(doc.parameters)
+        op["parameters"] = [p.doc() if isinstance(p, Param) else p for p in doc.parameters]
     if doc.request is not None:
         op["requestBody"] = {
             "required": doc.request_required,

@@ -14,16 +14,15 @@ from starlette.routing import Route
 
 from chainkeys import metrics
 from chainkeys.accounts.models import CreateRequest
+from chainkeys.api import params
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import services_of
-from chainkeys.api.body import json_body, query, query_int
+from chainkeys.api.body import json_body
 from chainkeys.api.doc import Doc
+from chainkeys.api.params import ACCOUNT_NAMES
 from chainkeys.api.routes.common import (
-    CURSOR,
     ERRORS_AUTH,
-    NAME,
     Op,
-    limit_param,
     ok,
     path_name,
     resource,
@@ -43,28 +42,8 @@ def create_request(parsed: Any, option_names: frozenset[str]) -> CreateRequest:
     return CreateRequest(**fields, options=options)
 
 
-IDEMPOTENCY_KEY = {
-    "name": "Idempotency-Key",
-    "in": "header",
-    "required": False,
-    "description": "repeat a create safely: the same key and body return the first response "
-    "(24 h); the same key with another body is a 409",
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
-}
 DELETED = s.MessageResponse(success=True, message="account deleted")
 NO_STORE = {"Cache-Control": "no-store"}
-
-
-def network_param(family: str) -> dict[str, Any]:
-    networks = sorted(FAMILIES[family].networks)
-    return {"name": "network", "in": "query", "required": False,
-            "description": "only accounts on this network",
-            "schema": {"type": "string", "enum": networks}}  # fmt: skip
-
-
-PREFIX = {"name": "prefix", "in": "query", "required": False,
-          "description": "only accounts whose name (address) starts with this, exactly",
-          "schema": {"type": "string", "minLength": 1, "maxLength": 100}}  # fmt: skip
 
 
 def family_routes(family: str, list_max_limit: int) -> list[Route]:
@@ -73,16 +52,14 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     title = family.capitalize()
     create_type = s.CREATE_REQUESTS[family]
 
+    limit, network = params.limit(list_max_limit), params.network(family)
+
     async def list_accounts(request: Request, principal: Principal) -> Response:
-        q = query(request)
         page = await services_of(request).accounts.list(
-            principal,
-            family,
-            query_int(q, "limit"),
-            q.get("cursor"),
-            q.get("network"),
-            q.get("prefix"),  # given empty: refused (a search for nothing is a mistake)
-        )
+            principal, family, limit.read(request), params.CURSOR.read(request),
+            network.read(request),
+            params.PREFIX.read(request),  # given empty: refused (a search for nothing)
+        )  # fmt: skip
         return ok(shape.listed(page))
 
     option_names = frozenset(spec.name for spec in FAMILIES[family].option_specs)
@@ -90,7 +67,7 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     async def create_account(request: Request, principal: Principal) -> Response:
         parsed = await json_body(request, create_type)
         req = CreateRequest() if parsed is None else create_request(parsed, option_names)
-        idem_key = request.headers.get("idempotency-key")
+        idem_key = params.IDEMPOTENCY_KEY.read(request)
         created = await services_of(request).accounts.create(principal, family, req, idem_key)
         headers = {"Idempotent-Replayed": "true"} if created.replayed else None
         if not created.replayed:
@@ -99,45 +76,48 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
         return ok(shape.created(created), headers)
 
     async def get_account(request: Request, principal: Principal) -> Response:
-        view = await services_of(request).accounts.get(principal, family, path_name(request))
+        view = await services_of(request).accounts.get(
+            principal, family, path_name(request, family)
+        )
         return ok(shape.found(view))
 
     async def export_account(request: Request, principal: Principal) -> Response:
         view, key, path, other = await services_of(request).accounts.export(
-            principal, family, path_name(request)
+            principal, family, path_name(request, family)
         )
         return ok(shape.exported(view, key, path, other), NO_STORE)
 
     async def delete_account(request: Request, principal: Principal) -> Response:
-        await services_of(request).accounts.delete(principal, family, path_name(request))
+        await services_of(request).accounts.delete(principal, family, path_name(request, family))
         return ok(DELETED)
 
     base, item = f"/{family}", f"/{family}/{{accountName}}"
+    name = ACCOUNT_NAMES[family]
     listing = Doc(
         f"list{title}Accounts", f"List the caller's {title} accounts", title,
         shape.list_response, ("400", *ERRORS_AUTH),
-        parameters=(limit_param(list_max_limit), CURSOR, network_param(family), PREFIX),
+        parameters=(limit, params.CURSOR, network, params.PREFIX),
     )  # fmt: skip
     creating = Doc(
         f"create{title}Account", f"Create (generate) or import a {title} account", title,
         shape.account_response, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
-        request=create_type, request_required=False, parameters=(IDEMPOTENCY_KEY,),
+        request=create_type, request_required=False, parameters=(params.IDEMPOTENCY_KEY,),
     )  # fmt: skip
     getting = Doc(
         f"get{title}Account", f"Look up one {title} account by name", title,
-        shape.account_response, ("400", "404", *ERRORS_AUTH), parameters=(NAME,),
+        shape.account_response, ("400", "404", *ERRORS_AUTH), parameters=(name,),
     )  # fmt: skip
     deleting = Doc(
         f"delete{title}Account", f"Delete one {title} account (restorable while retained)",
-        title, s.MessageResponse, ("400", "404", *ERRORS_AUTH), parameters=(NAME,),
+        title, s.MessageResponse, ("400", "404", *ERRORS_AUTH), parameters=(name,),
     )  # fmt: skip
     moon_delete = Doc(
         f"delete{title}AccountMoon", f"Delete one {title} account (Moon's path)", title,
-        s.MessageResponse, ("400", "404", *ERRORS_AUTH), parameters=(NAME,),
+        s.MessageResponse, ("400", "404", *ERRORS_AUTH), parameters=(name,),
     )  # fmt: skip
     exporting = Doc(
         f"export{title}Account", f"Export one {title} account's private key (Moon's path)",
-        title, shape.account_response, ("400", "404", *ERRORS_AUTH), parameters=(NAME,),
+        title, shape.account_response, ("400", "404", *ERRORS_AUTH), parameters=(name,),
         description="Only when the server has CHAINKEYS_EXPORT_ENABLED and the token the "
         "`export` scope. The key is in the family's import form (hex for Cosmos, WIF for "
         "Dogecoin/Litecoin, legacy WIF for EOS), with the BIP32 path of a mnemonic import. "

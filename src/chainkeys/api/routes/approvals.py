@@ -12,20 +12,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chainkeys.api import approval_schemas as aps
+from chainkeys.api import params
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, services_of
-from chainkeys.api.body import json_body, query, query_int, required_body
+from chainkeys.api.body import json_body, required_body
 from chainkeys.api.doc import Doc
-from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, limit_param, ok, resource
+from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, paged, resource
 from chainkeys.approvals.service import ApprovalView
 from chainkeys.tokens.service import Principal
 
 TAG = "Approvals"
-ID = {"name": "id", "in": "path", "required": True, "description": "the approval request's id",
-      "schema": {"type": "string", "maxLength": 40}}  # fmt: skip
-STATE = {"name": "state", "in": "query", "required": False,
-         "schema": {"type": "string", "enum": ["pending", "approved", "signed", "failed",
-                                               "rejected", "expired", "cancelled"]}}  # fmt: skip
 
 
 def approval(view: ApprovalView) -> aps.Approval:
@@ -40,14 +36,13 @@ def answer(view: ApprovalView, message: str, status: int = 200) -> Response:
 
 
 def approval_id(request: Request) -> str:
-    value: str = request.path_params["id"]
+    value: str = params.APPROVAL_ID.read(request)
     return value
 
 
 async def list_approvals(request: Request, principal: Principal) -> Response:
-    q = query(request)
     views, cursor = await services_of(request).approvals.page(
-        principal, q.get("state"), query_int(q, "limit"), q.get("cursor")
+        principal, params.APPROVAL_STATE.read(request), *paged(request)
     )
     data = aps.ApprovalList(approvals=[approval(v) for v in views], next_cursor=cursor or UNSET)
     return ok(s.Envelope(success=True, message="approvals listed", data=data))
@@ -80,12 +75,13 @@ async def cancel(request: Request, principal: Principal) -> Response:
 
 
 def approval_routes(list_max_limit: int) -> list[Route]:
-    item = (ID,)
+    item = (params.APPROVAL_ID,)
     errors = ("400", "403", "404", "409", *ERRORS_AUTH)
     docs = {
         "list": Doc("listApprovals", "Approval requests the caller may see", TAG,
                     aps.ApprovalListResponse, ("400", *ERRORS_AUTH),
-                    parameters=(STATE, limit_param(list_max_limit), CURSOR),
+                    parameters=(params.APPROVAL_STATE, params.limit(list_max_limit),
+                                params.CURSOR),
                     description="The requests the caller's token made, and, for an approver "
                     "(`approve` scope), those of its group."),
         "get": Doc("getApproval", "One approval request (with the signed result once signed)",

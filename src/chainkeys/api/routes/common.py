@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, EVERY, NONE, authorize
+from chainkeys.api import params
+from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, EVERY, NONE, authorize, services_of
 from chainkeys.api.body import TEXT_REFUSED, storable
 from chainkeys.api.doc import Doc
 from chainkeys.api.errors import error_response, internal_error
@@ -28,25 +29,8 @@ FAMILY_RULES = (EVERY, BY_REQUEST, NONE)
 _encoder = msgspec.json.Encoder()
 JSON = "application/json"
 ERRORS_AUTH = ("401", "403", "429", "500", "503")
-CURSOR = {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}}
-NAME = {
-    "name": "accountName",
-    "in": "path",
-    "required": True,
-    "description": "the account name: its address (EOS: its account name)",
-    "schema": {"type": "string", "maxLength": 100},
-}
 Guarded = Callable[[Request, Any], Awaitable[Response]]
 Public = Callable[[Request], Awaitable[Response]]
-
-
-def limit_param(maximum: int) -> dict[str, Any]:
-    return {
-        "name": "limit",
-        "in": "query",
-        "required": False,
-        "schema": {"type": "integer", "minimum": 1, "maximum": maximum},
-    }
 
 
 def ok(body: Any, headers: dict[str, str] | None = None) -> Response:
@@ -129,6 +113,13 @@ def oversize(request: Request) -> None:
         raise PayloadTooLarge(f"request body is larger than {limit} bytes")
 
 
-def path_name(request: Request) -> str:
-    name: str = request.path_params["accountName"]
+def paged(request: Request) -> tuple[int | None, str | None]:
+    """A list's limit (up to the settings' maximum) and cursor, checked."""
+    maximum = services_of(request).settings.list_max_limit
+    return params.limit(maximum).read(request), params.CURSOR.read(request)
+
+
+def path_name(request: Request, family: str) -> str:
+    """The account name in the path, checked against the family's parameter type."""
+    name: str = params.ACCOUNT_NAMES[family].read(request)
     return name

@@ -9,12 +9,14 @@ from starlette.routing import Route
 
 from chainkeys.accounts.multisig import FAMILIES, MultisigView, view_of
 from chainkeys.api import multisig_schemas as ms
+from chainkeys.api import params
 from chainkeys.api.auth import BY_REQUEST, NONE, services_of
 from chainkeys.api.body import json_body
 from chainkeys.api.doc import Doc
-from chainkeys.api.routes.common import ERRORS_AUTH, NAME, Op, ok, path_name, resource
+from chainkeys.api.params import ACCOUNT_NAMES
+from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, path_name, resource
 from chainkeys.api.routes.shapes import iso
-from chainkeys.api.routes.wallets import WALLET, wallet_ref
+from chainkeys.api.routes.wallets import wallet_ref
 from chainkeys.api.schemas import Envelope
 from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig
 from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
@@ -60,7 +62,7 @@ def family_routes(family: str) -> list[Route]:
         return ok(answer(view))
 
     async def get(request: Request, principal: Principal) -> Response:
-        row = await services_of(request).accounts.row(principal, family, path_name(request))
+        row = await services_of(request).accounts.row(principal, family, path_name(request, family))
         return ok(answer(view_of(row)))
 
     registering = Doc(
@@ -70,7 +72,7 @@ def family_routes(family: str) -> list[Route]:
     )  # fmt: skip
     getting = Doc(
         f"get{title}Multisig", f"A {title} multisig account's members and descriptor", title,
-        ms.MultisigResponse, ("400", "404", *ERRORS_AUTH), parameters=(NAME,),
+        ms.MultisigResponse, ("400", "404", *ERRORS_AUTH), parameters=(ACCOUNT_NAMES[family],),
     )  # fmt: skip
     routes = [
         resource(f"/{family}/multisig", {"POST": Op(register, "create", family, registering)}),
@@ -90,7 +92,7 @@ async def combine(request: Request, principal: Principal) -> Response:
                          code="invalid_sign_request")  # fmt: skip
     pairs = [(s.pub_key.value, s.signature) for s in body.signatures]
     signed = await services_of(request).signing.combine(
-        principal, "cosmos", path_name(request), body.signDoc, pairs
+        principal, "cosmos", path_name(request, "cosmos"), body.signDoc, pairs
     )
     return ok(Envelope[CosmosTransactionResponse](success=True, message="combined",
                                                   data=signed.data))  # fmt: skip
@@ -100,7 +102,7 @@ COMBINING = Doc(
     "combineCosmosMultisig", "Assemble a Cosmos multisig transaction from its members' "
     "signatures", "Cosmos", Envelope[CosmosTransactionResponse],
     ("400", "404", "408", "413", "415", *ERRORS_AUTH), request=ms.CombineRequest,
-    parameters=(NAME,),
+    parameters=(ACCOUNT_NAMES["cosmos"],),
     description="The amino StdSignDoc every member signed (read in full, as sign-amino "
     "reads it) and at least threshold member signatures; each is verified. The answer is "
     "the TxRaw cosmjs makeMultisignedTx builds (SIGN_MODE_LEGACY_AMINO_JSON), ready to "
@@ -113,10 +115,6 @@ def multisig_routes() -> list[Route]:
 
 
 # ---- HD multisig of a wallet (Litecoin, BIP48) -----------------------------------------
-
-MS_ID = {"name": "multisig", "in": "path", "required": True,
-         "description": "the HD multisig's id (wms_…)",
-         "schema": {"type": "string", "minLength": 1, "maxLength": 32}}  # fmt: skip
 
 
 def wallet_multisig(view: WalletMultisigView) -> ms.WalletMultisig:
@@ -148,7 +146,7 @@ async def list_wallet_multisigs(request: Request, principal: Principal) -> Respo
 
 async def get_wallet_multisig(request: Request, principal: Principal) -> Response:
     view = await services_of(request).wallet_multisig.get(
-        principal, wallet_ref(request), request.path_params["multisig"]
+        principal, wallet_ref(request), params.MULTISIG_ID.read(request)
     )
     return ok(ms.WalletMultisigResponse(success=True, message="multisig",
                                         data=wallet_multisig(view)))  # fmt: skip
@@ -157,7 +155,7 @@ async def get_wallet_multisig(request: Request, principal: Principal) -> Respons
 async def derive_wallet_multisig(request: Request, principal: Principal) -> Response:
     body = await json_body(request, ms.WalletMultisigDerive) or ms.WalletMultisigDerive()
     views = await services_of(request).wallet_multisig.derive(
-        principal, wallet_ref(request), request.path_params["multisig"], body.index,
+        principal, wallet_ref(request), params.MULTISIG_ID.read(request), body.index,
         body.count, body.preview)  # fmt: skip
     accounts = [answer(v).data for v in views]
     return ok(ms.MultisigAccountsResponse(success=True, message="multisig accounts",
@@ -169,22 +167,22 @@ def wallet_multisig_routes() -> list[Route]:
     creating = Doc("createWalletMultisig", "Make an HD multisig of this wallet (Litecoin)",
                    "Wallets", ms.WalletMultisigResponse,
                    ("400", "403", "404", "408", "413", "415", *ERRORS_AUTH),
-                   request=ms.WalletMultisigCreate, parameters=(WALLET,),
+                   request=ms.WalletMultisigCreate, parameters=(params.WALLET,),
                    description="The wallet's BIP48 key (m/48'/coin'/account'/2' for p2wsh, "
                    "1' for p2sh-p2wsh) is one member, the xpubs the others; the answer's "
                    "descriptor imports into Core, Sparrow or Electrum to watch the same "
                    "addresses.")  # fmt: skip
     listing = Doc("listWalletMultisigs", "This wallet's HD multisigs", "Wallets",
                   ms.WalletMultisigListResponse, ("400", "404", *ERRORS_AUTH),
-                  parameters=(WALLET,))  # fmt: skip
+                  parameters=(params.WALLET,))  # fmt: skip
     getting = Doc("getWalletMultisig", "One HD multisig of this wallet", "Wallets",
                   ms.WalletMultisigResponse, ("400", "404", *ERRORS_AUTH),
-                  parameters=(WALLET, MS_ID))  # fmt: skip
+                  parameters=(params.WALLET, params.MULTISIG_ID))  # fmt: skip
     deriving = Doc("deriveWalletMultisig", "The multisig accounts of the next indices (or of "
                    "one index)", "Wallets", ms.MultisigAccountsResponse,
                    ("400", "404", "408", "409", "413", "415", *ERRORS_AUTH),
                    request=ms.WalletMultisigDerive, request_required=False,
-                   parameters=(WALLET, MS_ID))  # fmt: skip
+                   parameters=(params.WALLET, params.MULTISIG_ID))  # fmt: skip
     return [
         resource(base, {"GET": Op(list_wallet_multisigs, "read", NONE, listing),
                         "POST": Op(create_wallet_multisig, "create", BY_REQUEST, creating)}),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hmac
 import platform
-import re
 import time
 
 import msgspec
@@ -15,18 +14,17 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from chainkeys import __version__, metrics
+from chainkeys.api import params
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, NONE, services_of
-from chainkeys.api.body import query, query_int
 from chainkeys.api.doc import Doc
 from chainkeys.api.errors import NO_SUCH_ENDPOINT
-from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, ok, resource
-from chainkeys.api.routes.common import limit_param as limit
+from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
 from chainkeys.audit.export import EXPORTS
 from chainkeys.audit.repository import AuditEvent, AuditQuery
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.clock import now_ms
-from chainkeys.errors import BadRequest, NotFound, StorageUnavailable, Unauthorized
+from chainkeys.errors import NotFound, StorageUnavailable, Unauthorized
 from chainkeys.tokens.service import Principal
 from chainkeys.version import commit
 
@@ -38,26 +36,6 @@ VERSION = s.Envelope(
     message="version",
     data=s.VersionData(version=__version__, python=platform.python_version(), commit=commit()),
 )
-SINCE = {"name": "since", "in": "query", "required": False,
-         "schema": {"type": "integer", "minimum": 0},
-         "description": "only events at or after this time (ms since the epoch)"}  # fmt: skip
-AUDIT_FILTERS = tuple(
-    {"name": name, "in": "query", "required": False, "schema": {"type": "string"},
-     "description": text}
-    for name, text in (
-        ("action", "only this action (create, import, delete, sign, export, denied, …)"),
-        ("family", "only this family's events"),
-        ("account", "only this account's events (its name)"),
-        ("outcome", "ok, refused (anything but ok) or one error code"),
-    )
-)  # fmt: skip
-UNTIL = {"name": "until", "in": "query", "required": False,
-         "schema": {"type": "integer", "minimum": 0},
-         "description": "only events before this time (ms since the epoch)"}  # fmt: skip
-FORMAT = {"name": "format", "in": "query", "required": False,
-          "schema": {"type": "string", "enum": ["csv", "jsonl"], "default": "csv"},
-          "description": "CSV (no cell starts a spreadsheet formula) or JSON Lines"}  # fmt: skip
-OUTCOME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def networks_body() -> s.NetworksResponse:
@@ -132,26 +110,13 @@ async def token_self(request: Request, principal: Principal) -> Response:
 
 
 def audit_query(request: Request, principal: Principal) -> AuditQuery:
-    """The filters of GET /audit and /audit/export (a 400 naming the one that is wrong)."""
-    q = query(request)
-    times = {}
-    for name in ("since", "until"):
-        try:
-            times[name] = query_int(q, name, digits=15)
-        except BadRequest:
-            raise BadRequest(f"{name} is a time in milliseconds since the epoch",
-                             code=f"invalid_{name}") from None  # fmt: skip
-    family = q.get("family")
-    if family is not None and family not in FAMILIES:
-        raise BadRequest(f"family is one of {', '.join(FAMILIES)}", code="invalid_family")
-    outcome = q.get("outcome") or None
-    if outcome is not None and not OUTCOME.fullmatch(outcome):
-        raise BadRequest("outcome is ok, refused (anything but ok) or an error code",
-                         code="invalid_outcome")  # fmt: skip
+    """The filters of GET /audit and /audit/export (a 400 naming the one that is wrong;
+    an empty filter is no filter)."""
+    action, family, account, outcome = (p.read(request) or None for p in params.AUDIT_FILTERS)
     return AuditQuery(
-        principal.tenant_id, times["since"] or 0, principal.families,
-        action=q.get("action") or None, family=family, account=q.get("account") or None,
-        outcome=outcome, until_ms=times["until"],
+        principal.tenant_id, params.SINCE.read(request) or 0, principal.families,
+        action=action, family=family, account=account, outcome=outcome,
+        until_ms=params.UNTIL.read(request),
     )  # fmt: skip
 
 
@@ -174,9 +139,9 @@ async def list_audit(request: Request, principal: Principal) -> Response:
     """The caller's own tenant's events, newest first, paginated and filtered. A token
     limited to some families sees only those families' events."""
     filters = audit_query(request, principal)
-    q = query(request)
+    maximum = services_of(request).settings.list_max_limit
     events, cursor = await services_of(request).audit.page(
-        filters, query_int(q, "limit"), q.get("cursor")
+        filters, params.limit(maximum).read(request), params.CURSOR.read(request)
     )
     items = [audit_item(e) for e in events]
     data = s.AuditData(events=items, next_cursor=cursor or UNSET)
@@ -185,9 +150,7 @@ async def list_audit(request: Request, principal: Principal) -> Response:
 
 async def export_audit(request: Request, principal: Principal) -> Response:
     """The filtered view as a download (CSV or JSON Lines), newest first, streamed."""
-    fmt = query(request).get("format", "csv")  # given empty is not absent: refused
-    if fmt not in EXPORTS:
-        raise BadRequest("format is csv or jsonl", code="invalid_format")
+    fmt = params.EXPORT_FORMAT.read(request) or "csv"  # given empty is not absent: refused
     filters = audit_query(request, principal)
     batches = services_of(request).audit.export(filters)
     media_type, render = EXPORTS[fmt]
@@ -210,13 +173,14 @@ def service_routes(list_max_limit: int) -> list[Route]:
         "listAudit", "The caller's tenant's audit events, newest first (creates, imports, "
         "deletes, signatures and refusals with their reason, tokens, policies)",
         "Service", s.AuditResponse, ("400", *ERRORS_AUTH),
-        parameters=(SINCE, UNTIL, *AUDIT_FILTERS, limit(list_max_limit), CURSOR),
+        parameters=(params.SINCE, params.UNTIL, *params.AUDIT_FILTERS,
+                    params.limit(list_max_limit), params.CURSOR),
     )  # fmt: skip
     export_doc = Doc(
         "exportAudit", "The filtered audit view as a download (CSV or JSON Lines), newest "
         "first, at most 100,000 events (narrow the time range for more)", "Service",
-        s.AuditResponse, ("400", *ERRORS_AUTH), parameters=(FORMAT, SINCE, UNTIL,
-                                                            *AUDIT_FILTERS),
+        s.AuditResponse, ("400", *ERRORS_AUTH), parameters=(params.EXPORT_FORMAT, params.SINCE,
+                                                            params.UNTIL, *params.AUDIT_FILTERS),
         media={"text/csv": {"schema": {"type": "string"}},
                "application/jsonl": {"schema": {"type": "string"}}},
     )  # fmt: skip

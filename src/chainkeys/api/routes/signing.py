@@ -18,8 +18,9 @@ from chainkeys.api import schemas as s
 from chainkeys.api.auth import services_of
 from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
+from chainkeys.api.params import ACCOUNT_NAMES
 from chainkeys.api.routes.approvals import answer
-from chainkeys.api.routes.common import ERRORS_AUTH, NAME, Op, ok, path_name, resource
+from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
 from chainkeys.approvals.service import ApprovalView
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import SignKind
@@ -34,15 +35,18 @@ def envelope_type(response: type) -> Any:
 
 def kind_route(family: str, kind: SignKind) -> Route:
     response_type = envelope_type(kind.response)
+    account = ACCOUNT_NAMES[family]
 
     async def sign(request: Request, principal: Any) -> Response:
         signing = services_of(request).signing
         try:
+            name = account.read(request)
             body = await required_body(request, kind.request)
-        except ChainkeysError as exc:  # too large, too slow, malformed: refused and audited
-            await signing.refuse_unread(principal, family, path_name(request), kind, exc)
+        except ChainkeysError as exc:  # a bad name; too large, too slow, malformed: audited
+            given = str(request.path_params.get("accountName", ""))
+            await signing.refuse_unread(principal, family, given, kind, exc)
             raise
-        signed = await signing.sign(principal, family, path_name(request), kind, body)
+        signed = await signing.sign(principal, family, name, kind, body)
         if isinstance(signed, ApprovalView):  # the policy asks people first: 202
             return answer(signed, "approval required: nothing is signed yet", 202)
         return ok(s.Envelope(success=True, message="signed", data=signed.data))
@@ -52,7 +56,7 @@ def kind_route(family: str, kind: SignKind) -> Route:
     doc = Doc(
         f"{family}{words}", f"{title}: {kind.summary}", f"{title} signing", response_type,
         ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH), request=kind.request,
-        parameters=(NAME,), description=kind.description, examples=kind.examples,
+        parameters=(account,), description=kind.description, examples=kind.examples,
     )  # fmt: skip
     path = f"/{family}/{{accountName}}/{kind.path}"
     return resource(path, {"POST": Op(sign, "sign", family, doc)})

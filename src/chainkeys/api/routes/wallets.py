@@ -4,8 +4,6 @@ wallet service, shape the envelope."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 from msgspec import UNSET
 from starlette.requests import Request
@@ -13,39 +11,21 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from chainkeys.accounts.models import AccountView
+from chainkeys.api import params
 from chainkeys.api import schemas as s
 from chainkeys.api import wallet_schemas as ws
 from chainkeys.api.auth import BY_REQUEST, EVERY, NONE, services_of
-from chainkeys.api.body import json_body, query, query_int, required_body
+from chainkeys.api.body import json_body, required_body
 from chainkeys.api.doc import Doc
-from chainkeys.api.routes.common import CURSOR, ERRORS_AUTH, Op, limit_param, ok, resource
+from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, paged, resource
 from chainkeys.api.routes.shapes import iso
 from chainkeys.chains.cosmos import keyring_pubkey
-from chainkeys.chains.registry import FAMILIES
 from chainkeys.tokens.service import Principal
 from chainkeys.wallets.models import DeriveRequest, WalletView
 
 TAG = "Wallets"
 NO_STORE = {"Cache-Control": "no-store"}
-WALLET = {
-    "name": "wallet", "in": "path", "required": True, "description": "the wallet's id or name",
-    "schema": {"type": "string", "maxLength": 64},
-}  # fmt: skip
 DELETED = s.MessageResponse(success=True, message="wallet deleted")
-
-
-def _q(name: str, text: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "description": text, "schema": schema}
-
-
-XPUB_PARAMS = (
-    {**_q("family", "the family", {"type": "string", "enum": sorted(FAMILIES)}), "required": True},
-    _q("network", "default: the family's", {"type": "string"}),
-    _q("address_type", "Litecoin: p2wpkh (default), p2sh-p2wpkh, p2pkh", {"type": "string"}),
-    _q("account", "BIP44 account (default 0)", {"type": "integer", "minimum": 0}),
-    _q("format", "xpub, Ltub, ypub, zpub, Mtub (Litecoin), dgub (Dogecoin), tpub (testnets)",
-       {"type": "string"}),
-)  # fmt: skip
 
 
 def wallet_data(view: WalletView) -> ws.Wallet:
@@ -69,7 +49,7 @@ def derived(view: AccountView) -> ws.DerivedAccount:
 
 
 def wallet_ref(request: Request) -> str:
-    ref: str = request.path_params["wallet"]
+    ref: str = params.WALLET.read(request)
     return ref
 
 
@@ -83,10 +63,7 @@ async def create_wallet(request: Request, principal: Principal) -> Response:
 
 
 async def list_wallets(request: Request, principal: Principal) -> Response:
-    q = query(request)
-    views, cursor = await services_of(request).wallets.page(
-        principal, query_int(q, "limit"), q.get("cursor")
-    )
+    views, cursor = await services_of(request).wallets.page(principal, *paged(request))
     data = ws.WalletList(wallets=[wallet_data(v) for v in views], next_cursor=cursor or UNSET)
     return ok(s.Envelope(success=True, message="wallets listed", data=data))
 
@@ -97,9 +74,8 @@ async def get_wallet(request: Request, principal: Principal) -> Response:
 
 
 async def wallet_accounts(request: Request, principal: Principal) -> Response:
-    q = query(request)
     rows, cursor = await services_of(request).wallets.derived(
-        principal, wallet_ref(request), query_int(q, "limit"), q.get("cursor")
+        principal, wallet_ref(request), *paged(request)
     )
     items = []
     for r in rows:
@@ -129,11 +105,10 @@ async def derive_accounts(request: Request, principal: Principal) -> Response:
 
 
 async def wallet_xpub(request: Request, principal: Principal) -> Response:
-    q = query(request)
+    family, network, address_type, account, fmt = (p.read(request) for p in params.XPUB)
     answer = await services_of(request).wallets.xpub(
-        principal, wallet_ref(request), q.get("family", ""), q.get("network"),
-        q.get("address_type"), query_int(q, "account") or 0, q.get("format"),
-    )  # fmt: skip
+        principal, wallet_ref(request), family, network, address_type, account or 0, fmt
+    )
     k = answer.key
     data = ws.Xpub(xpub=k.xpub, format=k.format, path=k.path, fingerprint=k.fingerprint,
                   descriptor=answer.descriptor or UNSET,
@@ -151,7 +126,8 @@ async def export_wallet(request: Request, principal: Principal) -> Response:
 
 
 def wallet_routes(list_max_limit: int) -> list[Route]:
-    item = (WALLET,)
+    item = (params.WALLET,)
+    pages = (params.limit(list_max_limit), params.CURSOR)
     docs = {
         "create": Doc("createWallet", "Create (generate) or import an HD wallet", TAG,
                       ws.WalletResponse, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
@@ -162,7 +138,7 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                                 "import": {"mnemonic": "abandon abandon … about",
                                            "passphrase": "optional"}}),
         "list": Doc("listWallets", "List the tenant's wallets", TAG, ws.WalletListResponse,
-                    ("400", *ERRORS_AUTH), parameters=(limit_param(list_max_limit), CURSOR)),
+                    ("400", *ERRORS_AUTH), parameters=pages),
         "get": Doc("getWallet", "One wallet, by id or name", TAG, ws.WalletResponse,
                    ("404", *ERRORS_AUTH), parameters=item),
         "delete": Doc("deleteWallet", "Delete a wallet's seed (restorable while retained; "
@@ -180,10 +156,10 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
         "accounts": Doc("listWalletAccounts", "The accounts derived from a wallet (of the "
                         "families the token may use), oldest first", TAG,
                         ws.WalletAccountsResponse, ("400", "404", *ERRORS_AUTH),
-                        parameters=(*item, limit_param(list_max_limit), CURSOR)),
+                        parameters=(*item, *pages)),
         "xpub": Doc("walletXpub", "The account-level extended public key", TAG,
                     ws.XpubResponse, ("400", "403", "404", *ERRORS_AUTH),
-                    parameters=(*item, *XPUB_PARAMS),
+                    parameters=(*item, *params.XPUB),
                     description="Deriving change/index from it gives exactly the service's "
                     "addresses; UTXO families add BIP380 descriptors."),
         "export": Doc("exportWallet", "Export a wallet's phrase", TAG, ws.WalletExportResponse,
