@@ -21,7 +21,7 @@ from chainkeys.audit.service import audit_event
 from chainkeys.chains.hd import key_from_mnemonic
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import generate_key, key_from_secret
-from chainkeys.chains.spec import Family, Key, Network
+from chainkeys.chains.spec import ChainError, Family, Key, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import (
@@ -174,6 +174,19 @@ class AccountService:
         with chain_errors():
             return fam, fam.check_name(name)
 
+    def lookup_name(self, family: str, name: str) -> tuple[Family[Any], str]:
+        """`check_name` for a lookup: a name of the shape the API documents (api/params.py
+        checked it) that fails the family's deeper check (an address's checksum) names no
+        account, so it is a 404 that says why (a mistyped address), not a 400; a name of
+        another shape is still a 400."""
+        if PLAUSIBLE_NAME.fullmatch(name) is None:
+            return self.check_name(family, name)
+        fam = family_of(family)
+        try:
+            return fam, fam.check_name(name)
+        except ChainError as exc:
+            raise AccountNotFound(f"no {fam.name} account by that name ({exc.message})") from None
+
     async def _find(
         self, who: Principal, family: str, name: str, fetch: Fetch = Accounts.get
     ) -> Any:
@@ -186,7 +199,7 @@ class AccountService:
         async with self.db.read() as tx:
             row = await fetch(tx, who.tenant_id, fam.name, name)
             if row is None:
-                _, canonical = self.check_name(family, name)  # 400 if malformed
+                _, canonical = self.lookup_name(family, name)  # 404 saying why if invalid
                 if canonical != name:
                     row = await fetch(tx, who.tenant_id, fam.name, canonical)
         if row is None:
@@ -395,7 +408,12 @@ class AccountService:
     async def delete(self, who: Principal, family: str, name: str) -> None:
         """Delete (retained, sealed, for the retention period; 0: erased at once). Every
         idempotent replay of the account ends with it."""
-        fam, name = self.check_name(family, name)
+        try:
+            fam, name = self.lookup_name(family, name)
+        except AccountNotFound:
+            await self._audit(audit_event(who, "delete", AccountNotFound.code, family=family,
+                                          account_name=name[:200]))  # fmt: skip
+            raise
         retain = now_ms() if self.settings.deleted_retention_days else None
         async with self.db.write() as tx:
             deleted = await Accounts.delete(tx, who.tenant_id, fam.name, name, retain)
