@@ -4,7 +4,8 @@ client can make (the first page's, empty). Registered with schemathesis so that 
 data it calls valid is valid: a positive case refused is then a real disagreement
 between the document and the service.
 
-Addresses are made from real keys by the families' own code, on every network and
+schemathesis imports this module as its hooks (SCHEMATHESIS_HOOKS=tests.fuzz_formats,
+tests/test_fuzz.py): importing it registers the formats. Addresses are made from real keys by the families' own code, on every network and
 (Litecoin) every address type, plus uppercase bech32 (BIP173 allows one case).
 """
 
@@ -37,3 +38,6 @@ def register() -> None:
     schemathesis.openapi.format("chainkeys-cursor", st.just(""))
     for family in FAMILIES:
         schemathesis.openapi.format(f"chainkeys-{family}-name", st.sampled_from(names(family)))
+
+
+register()

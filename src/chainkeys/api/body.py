@@ -35,6 +35,9 @@ _BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but bracket
 _NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")  # \u0000, not preceded by a lone backslash
 TEXT_REFUSED = ("a text holds a character no chainkeys field takes (NUL or an unpaired "
                 "surrogate)")  # fmt: skip
+# The same rule as a JSON Schema pattern: the OpenAPI document puts it on every string
+# that has no pattern of its own (api/openapi.py); `storable` is its check.
+TEXT_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
 
 
 def nesting_ok(body: bytes, limit: int = MAX_DEPTH) -> bool:

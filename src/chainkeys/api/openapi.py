@@ -18,6 +18,7 @@ from starlette.routing import Route
 from chainkeys import __version__
 from chainkeys.api.approval_schemas import APPROVAL_EXAMPLE, ApprovalResponse
 from chainkeys.api.auth import AUTHENTICATED
+from chainkeys.api.body import TEXT_PATTERN
 from chainkeys.api.doc import Doc
 from chainkeys.api.params import Param
 from chainkeys.api.routes.common import ops_of
@@ -138,6 +139,20 @@ def _decimals_as_read(node: Any) -> Any:
     return node
 
 
+def _storable_text(node: Any) -> Any:
+    """Every string without a pattern, enum or const of its own gets body.TEXT_PATTERN:
+    the rule every route applies to every text before its decoder runs (no NUL, no
+    unpaired surrogate), said where a client can read it."""
+    if isinstance(node, list):
+        return [_storable_text(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _storable_text(v) for k, v in node.items()}
+    if out.get("type") == "string" and not {"pattern", "enum", "const"} & out.keys():
+        out["pattern"] = TEXT_PATTERN
+    return out
+
+
 def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     types: set[Any] = {ErrorBody, ApprovalResponse}
@@ -151,7 +166,7 @@ def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
                 types.add(doc.request)
             paths.setdefault(route.path, {})[method.lower()] = _operation(doc, op.scope)
     _, components = msgspec.json.schema_components(sorted(types, key=_name), ref_template=REF)
-    components = _decimals_as_read(components)
+    components = _storable_text(_decimals_as_read(components))
     return {
         "openapi": "3.1.0",
         "info": {
