@@ -84,3 +84,28 @@ def test_every_example_validates_against_its_schema(spec: dict[str, Any]) -> Non
                     assert validator.is_valid(example["value"]), (path, method, name)
                     seen += 1
     assert seen >= 8  # wallets, approvals (request, answer and the 202 on every sign route)
+
+
+def test_links_lead_to_operations_that_take_what_they_pass() -> None:
+    """Create -> get, sign, delete, export; a sign's 202 -> the approval's operations;
+    wallet create -> derive, xpub, export, …: each link names a real operation and fills
+    only parameters that operation has, from a field its answer has."""
+    from chainkeys.api.app import openapi_document
+    from chainkeys.config import Settings
+
+    spec = openapi_document(Settings())
+    ops = {op["operationId"]: op for item in spec["paths"].values() for op in item.values()}
+    seen = set()
+    for op in ops.values():
+        for status, response in op["responses"].items():
+            for name, link in response.get("links", {}).items():
+                target = ops[link["operationId"]]
+                takes = {p["name"] for p in target.get("parameters", ())}
+                assert set(link["parameters"]) <= takes, (op["operationId"], name)
+                for expression in link["parameters"].values():
+                    assert expression.startswith("$response.body#/"), expression
+                seen.add((op["operationId"], status, link["operationId"]))
+    assert ("createCosmosAccount", "200", "cosmosSignTransfer") in seen
+    assert ("createEosAccount", "200", "getEosAccount") in seen
+    assert ("cosmosSignTransfer", "202", "approveApproval") in seen
+    assert ("createWallet", "200", "walletXpub") in seen

@@ -35,9 +35,11 @@ _BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but bracket
 _NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")  # \u0000, not preceded by a lone backslash
 TEXT_REFUSED = ("a text holds a character no chainkeys field takes (NUL or an unpaired "
                 "surrogate)")  # fmt: skip
-# The same rule as a JSON Schema pattern: the OpenAPI document puts it on every string
-# that has no pattern of its own (api/openapi.py); `storable` is its check.
-TEXT_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
+# The rule's NUL half as a JSON Schema pattern, which the OpenAPI document puts on every
+# string without a pattern of its own (api/openapi.py); `storable` checks it whole. The
+# surrogate half cannot be a pattern: regex engines that validate JSON Schema (Rust's,
+# ECMAScript's in unicode mode) have no way to name a lone surrogate.
+TEXT_PATTERN = r"^[^\u0000]*$"
 
 
 def nesting_ok(body: bytes, limit: int = MAX_DEPTH) -> bool:

@@ -28,3 +28,11 @@ class Doc:
     examples: dict[str, Any] = field(default_factory=dict)  # of the request body
     response_examples: dict[str, Any] = field(default_factory=dict)
     media: dict[str, Any] | None = None  # a 200 that is not the JSON envelope (a download)
+    # OpenAPI links of the 200: operation id -> {parameter: runtime expression}, so a
+    # client or a stateful fuzzer follows create -> get, sign, delete, …
+    links: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def links(operations: list[str], **parameters: str) -> dict[str, dict[str, str]]:
+    """The same parameters, from this answer, for each of these operations."""
+    return {op: parameters for op in operations}

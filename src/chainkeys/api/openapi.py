@@ -19,7 +19,7 @@ from chainkeys import __version__
 from chainkeys.api.approval_schemas import APPROVAL_EXAMPLE, ApprovalResponse
 from chainkeys.api.auth import AUTHENTICATED
 from chainkeys.api.body import TEXT_PATTERN
-from chainkeys.api.doc import Doc
+from chainkeys.api.doc import Doc, links
 from chainkeys.api.params import Param
 from chainkeys.api.routes.common import ops_of
 from chainkeys.api.schemas import ErrorBody
@@ -81,6 +81,14 @@ def _errors(codes: Iterable[str]) -> dict[str, Any]:
     return out
 
 
+APPROVAL_LINKS = links(["getApproval", "approveApproval", "rejectApproval", "cancelApproval"],
+                       id="$response.body#/data/id")  # fmt: skip
+
+
+def _links(found: dict[str, dict[str, str]]) -> dict[str, Any]:
+    return {op: {"operationId": op, "parameters": params} for op, params in found.items()}
+
+
 def _statuses(doc: Doc) -> list[str]:
     """The route's error statuses, with 400 wherever a parameter is checked (api/params.py:
     a value that breaks its type is a 400 before the handler runs)."""
@@ -108,6 +116,10 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
             **_errors(_statuses(doc)),
         },
     }
+    if doc.links:
+        op["responses"]["200"]["links"] = _links(doc.links)
+    if "202" in op["responses"]:  # an approval opened: its own operations follow
+        op["responses"]["202"]["links"] = _links(APPROVAL_LINKS)
     if description:
         op["description"] = description
     if doc.parameters:
@@ -141,8 +153,8 @@ def _decimals_as_read(node: Any) -> Any:
 
 def _storable_text(node: Any) -> Any:
     """Every string without a pattern, enum or const of its own gets body.TEXT_PATTERN:
-    the rule every route applies to every text before its decoder runs (no NUL, no
-    unpaired surrogate), said where a client can read it."""
+    the NUL half of the rule every route applies to every text before its decoder runs
+    (no NUL, no unpaired surrogate), said where a client can read it."""
     if isinstance(node, list):
         return [_storable_text(v) for v in node]
     if not isinstance(node, dict):

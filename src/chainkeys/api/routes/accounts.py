@@ -18,7 +18,7 @@ from chainkeys.api import params
 from chainkeys.api import schemas as s
 from chainkeys.api.auth import services_of
 from chainkeys.api.body import json_body
-from chainkeys.api.doc import Doc
+from chainkeys.api.doc import Doc, links
 from chainkeys.api.params import ACCOUNT_NAMES
 from chainkeys.api.routes.common import (
     ERRORS_AUTH,
@@ -98,10 +98,19 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
         shape.list_response, ("400", *ERRORS_AUTH),
         parameters=(limit, params.CURSOR, network, params.PREFIX),
     )  # fmt: skip
+    following = [f"{verb}{title}Account" for verb in ("get", "delete", "export")]
+    following += [
+        f"{family}{''.join(p.capitalize() for p in k.path.split('-'))}"
+        for k in FAMILIES[family].signers
+    ]  # the sign routes' ids (signing.py)
+    address = (
+        "$response.body#/data/data/address" if family == "cosmos" else "$response.body#/address"
+    )
     creating = Doc(
         f"create{title}Account", f"Create (generate) or import a {title} account", title,
         shape.account_response, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
         request=create_type, request_required=False, parameters=(params.IDEMPOTENCY_KEY,),
+        links=links(following, accountName=address),
     )  # fmt: skip
     getting = Doc(
         f"get{title}Account", f"Look up one {title} account by name", title,

@@ -16,7 +16,7 @@ from chainkeys.api import schemas as s
 from chainkeys.api import wallet_schemas as ws
 from chainkeys.api.auth import BY_REQUEST, EVERY, NONE, services_of
 from chainkeys.api.body import json_body, required_body
-from chainkeys.api.doc import Doc
+from chainkeys.api.doc import Doc, links
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, paged, resource
 from chainkeys.api.routes.shapes import iso
 from chainkeys.chains.cosmos import keyring_pubkey
@@ -132,6 +132,10 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
         "create": Doc("createWallet", "Create (generate) or import an HD wallet", TAG,
                       ws.WalletResponse, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
                       request=ws.WalletCreate, request_required=False,
+                      links=links(["getWallet", "deleteWallet", "deriveAccounts",
+                                   "listWalletAccounts", "walletXpub", "exportWallet",
+                                   "createWalletMultisig", "listWalletMultisigs"],
+                                  wallet="$response.body#/data/id"),
                       description="The phrase is never in the answer: export it (where "
                       "allowed) or import your own.",
                       examples={"generate": {"name": "deposits", "words": 24},
