@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -12,7 +11,13 @@ import msgspec
 
 from chainkeys import paging
 from chainkeys.accounts import idempotency as idem
-from chainkeys.accounts.families import chain_errors, family_of
+from chainkeys.accounts.families import (
+    PLAUSIBLE_NAME,
+    chain_errors,
+    check_name,
+    family_of,
+    lookup_name,
+)
 from chainkeys.accounts.idempotency_store import Idempotency
 from chainkeys.accounts.models import AccountView, Created, CreateRequest, Derivation, Page
 from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts, DeletedRow
@@ -21,7 +26,7 @@ from chainkeys.audit.service import audit_event
 from chainkeys.chains.hd import key_from_mnemonic
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import generate_key, key_from_secret
-from chainkeys.chains.spec import ChainError, Family, Key, Network
+from chainkeys.chains.spec import Family, Key, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import (
@@ -44,7 +49,6 @@ from chainkeys.vault.seal import Context
 
 log = logging.getLogger("chainkeys.accounts")
 # Every family's names are ASCII letters and digits with inner dots (EOS), at most 100.
-PLAUSIBLE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.]{0,98}[A-Za-z0-9])?")
 Fetch = Callable[[Any, str, str, str], Awaitable[Any]]
 
 
@@ -168,24 +172,8 @@ class AccountService:
             async with self.db.write() as tx:
                 await Audit.insert(tx, event)
 
-    def check_name(self, family: str, name: str) -> tuple[Family[Any], str]:
-        """The family and the canonical name (bech32 is case-insensitive), before any I/O."""
-        fam = family_of(family)
-        with chain_errors():
-            return fam, fam.check_name(name)
-
-    def lookup_name(self, family: str, name: str) -> tuple[Family[Any], str]:
-        """`check_name` for a lookup: a name of the shape the API documents (api/params.py
-        checked it) that fails the family's deeper check (an address's checksum) names no
-        account, so it is a 404 that says why (a mistyped address), not a 400; a name of
-        another shape is still a 400."""
-        if PLAUSIBLE_NAME.fullmatch(name) is None:
-            return self.check_name(family, name)
-        fam = family_of(family)
-        try:
-            return fam, fam.check_name(name)
-        except ChainError as exc:
-            raise AccountNotFound(f"no {fam.name} account by that name ({exc.message})") from None
+    check_name = staticmethod(check_name)
+    lookup_name = staticmethod(lookup_name)
 
     async def _find(
         self, who: Principal, family: str, name: str, fetch: Fetch = Accounts.get
