@@ -269,39 +269,28 @@ class Bindings:
 
 
 _KEPT = 4096  # token and account messages kept (per value: never stale, only bounded)
-_tokens: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], Any] = {}
-_accounts: dict[tuple[str, str, str, str, int], Any] = {}
+_kept: dict[tuple[Any, ...], Any] = {}
+
+
+def _message(kind: str, **fields: Any) -> Any:
+    """The `kind` message of these fields, built once per distinct value."""
+    key = (kind, *fields.values())
+    found = _kept.get(key)
+    if found is None:
+        if len(_kept) >= _KEPT:
+            _kept.clear()
+        found = _kept[key] = _classes()[kind](**fields)
+    return found
 
 
 def _token(facts: Facts) -> Any:
-    key = (facts.token_id, facts.token_label, facts.token_scopes, facts.token_families)
-    found = _tokens.get(key)
-    if found is None:
-        if len(_tokens) >= _KEPT:
-            _tokens.clear()
-        found = _tokens[key] = _classes()["Token"](
-            id=facts.token_id,
-            label=facts.token_label,
-            scopes=facts.token_scopes,
-            families=facts.token_families,
-        )
-    return found
+    return _message("Token", id=facts.token_id, label=facts.token_label,
+                    scopes=facts.token_scopes, families=facts.token_families)  # fmt: skip
 
 
 def _account(facts: Facts) -> Any:
-    key = (facts.account_name, facts.account_address, facts.wallet, facts.path, facts.index)
-    found = _accounts.get(key)
-    if found is None:
-        if len(_accounts) >= _KEPT:
-            _accounts.clear()
-        found = _accounts[key] = _classes()["Account"](
-            name=facts.account_name,
-            address=facts.account_address,
-            wallet=facts.wallet,
-            path=facts.path,
-            index=facts.index,
-        )
-    return found
+    return _message("Account", name=facts.account_name, address=facts.account_address,
+                    wallet=facts.wallet, path=facts.path, index=facts.index)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
