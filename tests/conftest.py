@@ -247,6 +247,23 @@ def server(
         drop_pg_database(pg_url)
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def export_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """A server of its own per module with export enabled (what tokens of every scope,
+    export included, may then reach), on each engine."""
+    settings, pg_url = backend_settings(
+        request.param, tmp_path_factory.mktemp("export"), export_enabled=True
+    )
+    srv = Server(settings, request.param)
+    srv.start()
+    yield srv
+    srv.stop()
+    if pg_url:
+        drop_pg_database(pg_url)
+
+
 @pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
     """For tests that build their own servers/processes: parametrise with BACKENDS."""

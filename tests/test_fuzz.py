@@ -37,7 +37,6 @@ import secrets
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,28 +49,13 @@ from schemathesis import GenerationMode
 from chainkeys.api.app import openapi_document
 from chainkeys.config import Settings
 from chainkeys.tokens.service import SCOPES
-from tests.conftest import BACKENDS, ROOT, TLS, Server, backend_settings, drop_pg_database
+from tests.conftest import ROOT, TLS, Server
 
 pytestmark = pytest.mark.slow
 MAX_EXAMPLES = 15
 RUN_EXAMPLES = 5  # per operation and phase in `st run`
 CHECKS = ("not_a_server_error,positive_data_acceptance,status_code_conformance,"
           "content_type_conformance,response_schema_conformance")  # fmt: skip
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def export_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    settings, pg_url = backend_settings(
-        request.param, tmp_path_factory.mktemp("fuzz"), export_enabled=True
-    )
-    srv = Server(settings, request.param)
-    srv.start()
-    yield srv
-    srv.stop()
-    if pg_url:
-        drop_pg_database(pg_url)
 
 
 def run_config() -> str:

@@ -11,12 +11,11 @@ is covered by the next run, and one added without a family rule does not build.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import Server, backend_settings, drop_pg_database
+from tests.conftest import Server
 
 from chainkeys.api.app import api_routes
 from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, EVERY, NONE
@@ -29,21 +28,6 @@ pytestmark = pytest.mark.long(121)  # seconds (busy run): scheduled first
 
 LIMITED_TO = "cosmos"
 OTHER = "litecoin"
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def export_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    settings, pg_url = backend_settings(
-        request.param, tmp_path_factory.mktemp("matrix"), export_enabled=True
-    )
-    srv = Server(settings, request.param)
-    srv.start()
-    yield srv
-    srv.stop()
-    if pg_url:
-        drop_pg_database(pg_url)
 
 
 def table() -> list[tuple[str, str, str | None, str]]:
