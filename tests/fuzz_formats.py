@@ -12,8 +12,11 @@ tests/test_fuzz.py): importing it registers the formats. Addresses are made from
 from __future__ import annotations
 
 import schemathesis
+from bip_utils import Bip39Languages, Bip39MnemonicEncoder  # type: ignore[import-untyped]
+from coincurve.utils import GROUP_ORDER_INT as ORDER
 from hypothesis import strategies as st
 
+from chainkeys.chains.mnemonic import WORD_COUNTS
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import key_from_secret
 
@@ -34,10 +37,34 @@ def names(family: str, keys: int = 4) -> list[str]:
     return out
 
 
+def private_keys(family: str) -> st.SearchStrategy[str]:
+    """Keys every network of the family reads: hex in its accepted spellings, and for EOS
+    (whose key forms name no network) its WIF and PVT_K1_ forms too."""
+    secrets = st.integers(1, ORDER - 1).map(lambda n: n.to_bytes(32, "big"))
+    forms = [lambda s: s.hex(), lambda s: "0x" + s.hex().upper()]
+    if family == "eos":
+        eos = FAMILIES["eos"]
+        net = eos.network(None)
+        forms += [lambda s: eos.export_private_key(key_from_secret(s), net),
+                  lambda s: eos.export_other_forms(key_from_secret(s))["private_key_k1"]]  # fmt: skip
+    return st.tuples(secrets, st.sampled_from(forms)).map(lambda p: p[1](p[0]))
+
+
+def mnemonics() -> st.SearchStrategy[str]:
+    """Valid English phrases of every allowed length."""
+    encoder = Bip39MnemonicEncoder(Bip39Languages.ENGLISH)
+    sizes = st.sampled_from([n * 4 // 3 for n in WORD_COUNTS])  # entropy bytes per count
+    return sizes.flatmap(lambda n: st.binary(min_size=n, max_size=n)).map(
+        lambda e: str(encoder.Encode(e))
+    )
+
+
 def register() -> None:
     schemathesis.openapi.format("chainkeys-cursor", st.just(""))
+    schemathesis.openapi.format("chainkeys-mnemonic", mnemonics())
     for family in FAMILIES:
         schemathesis.openapi.format(f"chainkeys-{family}-name", st.sampled_from(names(family)))
+        schemathesis.openapi.format(f"chainkeys-{family}-private-key", private_keys(family))
 
 
 register()

@@ -109,3 +109,50 @@ def test_links_lead_to_operations_that_take_what_they_pass() -> None:
     assert ("createEosAccount", "200", "getEosAccount") in seen
     assert ("cosmosSignTransfer", "202", "approveApproval") in seen
     assert ("createWallet", "200", "walletXpub") in seen
+
+
+def test_rules_between_fields_are_in_the_schema_and_enforced_alike(
+    server: Any, spec: dict[str, Any]
+) -> None:
+    """What the document says of two fields together is what the service does: each body
+    the schema refuses is a 400 naming the rule, each it accepts is served."""
+    phrase = " ".join(["abandon"] * 11 + ["about"])
+    key = "11" * 32
+    schema = {"$ref": "#/components/schemas/CreateCosmosAccount", "components": spec["components"]}
+    valid = jsonschema_rs.validator_for(schema)
+    cases = [
+        ({"private_key": key, "mnemonic": phrase}, "send private_key or mnemonic, not both"),
+        ({"private_key": key, "account_index": 1}, "account_index goes with mnemonic"),
+        ({"passphrase": "x"}, "passphrase goes with mnemonic"),
+        ({"private_key": key, "mnemonic": None, "passphrase": None}, None),
+        ({"mnemonic": phrase, "passphrase": "x", "account_index": 2}, None),
+    ]
+    with server.client(server.new_token()) as c:
+        for body, refusal in cases:
+            r = c.post("/cosmos", json=body)
+            assert valid.is_valid(body) is (refusal is None), body
+            if refusal is None:
+                assert r.status_code == 200, r.text
+            else:
+                assert (r.status_code, r.json()["code"]) == (400, "invalid_input"), r.text
+                assert r.json()["message"] == refusal
+
+
+def test_a_whole_number_written_as_a_float_is_that_number(server: Any) -> None:
+    """JSON Schema's integer admits 2.0, so the service reads it as 2 (never 2.5, never a
+    string, never a free-form object's numbers)."""
+    phrase = " ".join(["abandon"] * 11 + ["about"])
+    with server.client(server.new_token()) as c:
+        as_int = c.post(
+            "/cosmos", json={"mnemonic": phrase, "account_index": 2, "network": "osmosis"}
+        )
+        assert as_int.status_code == 200, as_int.text
+        with server.client(server.new_token()) as other:
+            r = other.post("/cosmos", content=f'{{"mnemonic": "{phrase}", "account_index": 2.0, '
+                           '"network": "osmosis"}', headers={"Content-Type": "application/json"})  # fmt: skip
+        assert r.status_code == 200, r.text
+        assert r.json()["data"]["data"]["address"] == as_int.json()["data"]["data"]["address"]
+        for text in ("2.5", '"2"', "1e400"):
+            r = c.post("/cosmos", content=f'{{"mnemonic": "{phrase}", "account_index": {text}}}',
+                       headers={"Content-Type": "application/json"})  # fmt: skip
+            assert (r.status_code, r.json()["code"]) == (400, "invalid_field"), (text, r.text)

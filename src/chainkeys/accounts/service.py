@@ -72,10 +72,8 @@ class AccountService:
         self, fam: Family[Any], req: CreateRequest, network: Network
     ) -> tuple[Key, Any, str]:
         """The key and the family's own options type for it, and where the key came from."""
-        if req.private_key is not None and req.mnemonic is not None:
-            raise BadRequest("send private_key or mnemonic, not both", code="invalid_input")
-        if req.mnemonic is None and (req.passphrase is not None or req.account_index is not None):
-            raise BadRequest("passphrase and account_index go with mnemonic", code="invalid_input")
+        # private_key or mnemonic, passphrase and account_index with mnemonic: checked
+        # where the body is read (api/schemas.py CREATE_TOGETHER)
         given = req.options
         if req.mnemonic is not None:
             options = fam.options(given, None)  # the address type picks the derivation path

@@ -11,13 +11,14 @@ unpaired surrogate): every route, one place.
 from __future__ import annotations
 
 import re
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 import msgspec
 from starlette.requests import Request
 
 from chainkeys.errors import BadRequest, InvalidJSON, UnsupportedMediaType
+from chainkeys.together import Together
 
 T = TypeVar("T")
 
@@ -69,6 +70,12 @@ def storable(text: str) -> bool:
     return True
 
 
+def together(type_: Any) -> Together | None:
+    """The type's rules between fields (a `together` class attribute), if any."""
+    found = getattr(type_, "together", None)
+    return found if isinstance(found, Together) else None
+
+
 def decode(body: bytes, type_: type[T]) -> T:
     """`body` as `type_`; 400 with the field's name, `invalid_json` or `invalid_text`."""
     try:
@@ -80,11 +87,53 @@ def decode(body: bytes, type_: type[T]) -> T:
     if _NUL.search(body) is not None:
         raise BadRequest(TEXT_REFUSED, code="invalid_text")
     try:
-        return msgspec.json.decode(body, type=type_)
+        value = msgspec.json.decode(body, type=type_)
     except msgspec.ValidationError as exc:
-        raise BadRequest(str(exc), code="invalid_field") from None
+        value = _with_whole_floats(body, type_, exc)
     except msgspec.DecodeError:
         raise InvalidJSON() from None
+    rules = together(type_)
+    if rules is not None:
+        rules.check(value)
+    return value
+
+
+_INT_GOT_FLOAT = re.compile(r"^Expected `int[^`]*`, got `float` - at `\$((?:\.\w+|\[\d+\])*)`$")
+_STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
+
+
+def _with_whole_floats(body: bytes, type_: type[T], exc: msgspec.ValidationError) -> T:
+    """The body read again where msgspec refused a whole number written as a float
+    (`5.0`) for an integer field: JSON Schema's `integer` admits it, so the document
+    does. Only the fields msgspec names are touched (never a free-form object's
+    numbers, which a signature may commit to as written); anything else stays the
+    400 it was."""
+    error = exc
+    if _INT_GOT_FLOAT.match(str(error)) is None:
+        raise BadRequest(str(error), code="invalid_field") from None
+    try:
+        value: Any = msgspec.json.decode(body)
+    except msgspec.ValidationError:  # a number no type holds (1e400)
+        raise BadRequest(str(exc), code="invalid_field") from None
+    except msgspec.DecodeError:  # invalid past the point the typed decoder stopped
+        raise InvalidJSON() from None
+    for _ in range(64):  # each pass fixes one field; a body has far fewer integers
+        found = _INT_GOT_FLOAT.match(str(error))
+        if found is None:
+            break
+        *steps, last = [m[1] if m[1] else int(m[2]) for m in _STEP.finditer(found[1])] or [None]
+        holder = value
+        for step in steps:
+            holder = holder[step]
+        number = holder[last]
+        if not (isinstance(number, float) and number.is_integer()):
+            break
+        holder[last] = int(number)
+        try:
+            return msgspec.convert(value, type_, strict=True)
+        except msgspec.ValidationError as again:
+            error = again
+    raise BadRequest(str(error), code="invalid_field") from None
 
 
 async def json_body(request: Request, type_: type[T]) -> T | None:

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from chainkeys import __version__
 from chainkeys.api.approval_schemas import APPROVAL_EXAMPLE, ApprovalResponse
 from chainkeys.api.auth import AUTHENTICATED
-from chainkeys.api.body import TEXT_PATTERN
+from chainkeys.api.body import TEXT_PATTERN, together
 from chainkeys.api.doc import Doc, links
 from chainkeys.api.params import Param
 from chainkeys.api.routes.common import ops_of
@@ -160,7 +160,7 @@ def _storable_text(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     out = {k: _storable_text(v) for k, v in node.items()}
-    if out.get("type") == "string" and not {"pattern", "enum", "const"} & out.keys():
+    if out.get("type") == "string" and not {"pattern", "enum", "const", "format"} & out.keys():
         out["pattern"] = TEXT_PATTERN
     return out
 
@@ -178,6 +178,11 @@ def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
                 types.add(doc.request)
             paths.setdefault(route.path, {})[method.lower()] = _operation(doc, op.scope)
     _, components = msgspec.json.schema_components(sorted(types, key=_name), ref_template=REF)
+    for t in types:
+        rules = together(t)
+        if rules is not None:
+            schema = components[_name(t)]
+            schema["allOf"] = rules.schema(schema["properties"])
     components = _storable_text(_decimals_as_read(components))
     return {
         "openapi": "3.1.0",

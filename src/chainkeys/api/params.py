@@ -24,6 +24,7 @@ from starlette.requests import Request
 
 from chainkeys.api.body import query
 from chainkeys.approvals.repository import STATES
+from chainkeys.chains.eos import NAME_PATTERN
 from chainkeys.chains.hd import VERSIONS
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest
@@ -127,7 +128,7 @@ def _bech32(hrps: list[str], version: str, *lengths: str) -> str:
 
 def _account_name_pattern(family: str) -> str:
     if family == "eos":
-        return r"^[a-z1-5.]{0,11}[a-z1-5]$"
+        return NAME_PATTERN
     if family == "cosmos":
         return f"^(?:{_bech32(_hrps(family), '', '{38}')})$"
     base58 = f"{_BASE58}{{25,35}}"

@@ -15,6 +15,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import OptionSpec
+from chainkeys.together import Together
 
 T = TypeVar("T")
 MAX_SECRET = 1024  # a 24-word mnemonic is < 250 chars; anything far longer is not a key
@@ -242,14 +243,32 @@ def option_field(spec: OptionSpec) -> tuple[str, Any, Any]:
     meta: dict[str, Any] = {"description": spec.description}
     if spec.max_length is not None:
         meta["max_length"] = spec.max_length
+    if spec.pattern is not None:
+        meta["pattern"] = spec.pattern
     if spec.choices:
         meta["extra_json_schema"] = {"enum": list(spec.choices)}
     return (spec.name, Annotated[str, Meta(**meta)] | None, None)
 
 
+# A checked format's length is the format's (the service checks it with the rest): a
+# maxLength beside it would make fuzzers draw from the length instead of the format.
+MNEMONIC_META = Meta(
+    extra_json_schema={"format": "chainkeys-mnemonic"},
+    description="a BIP39 English phrase of 12, 15, 18, 21 or 24 words (its words and "
+    "checksum are checked too: a phrase that fails them is a 400)",
+)  # fmt: skip
+
+CREATE_TOGETHER = Together(
+    exclusive=(("private_key", "mnemonic"),),
+    requires=(("passphrase", "mnemonic"), ("account_index", "mnemonic")),
+)
+
+
 def _create_struct(family: str) -> type[Struct]:
     fam = FAMILIES[family]
     networks = sorted(fam.networks)
+    # the forms it reads, as the family says them (the first line of its docstring)
+    forms = (fam.parse_private_key.__doc__ or "").strip().splitlines()[0].rstrip(".")
     fields: list[tuple[str, Any, Any]] = [
         (
             "network",
@@ -268,7 +287,9 @@ def _create_struct(family: str) -> type[Struct]:
             Annotated[
                 str,
                 Meta(
-                    max_length=MAX_SECRET, description="import this key instead of generating one"
+                    extra_json_schema={"format": f"chainkeys-{family}-private-key"},
+                    description=f"import this key instead of generating one: {forms} (its "
+                    "checksum and range are checked too: a key that fails them is a 400)",
                 ),
             ]
             | None,
@@ -278,7 +299,7 @@ def _create_struct(family: str) -> type[Struct]:
             "mnemonic",
             Annotated[
                 str,
-                Meta(max_length=MAX_SECRET, description="import from a BIP39 English phrase"),
+                MNEMONIC_META,
             ]
             | None,
             None,
@@ -301,6 +322,7 @@ def _create_struct(family: str) -> type[Struct]:
         fields,
         kw_only=True,
         forbid_unknown_fields=True,
+        namespace={"together": CREATE_TOGETHER},
     )
 
 

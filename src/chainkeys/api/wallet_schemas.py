@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from chainkeys.api.schemas import MAX_SECRET, Envelope
+from chainkeys.api.schemas import MAX_SECRET, MNEMONIC_META, Envelope
+from chainkeys.chains.eos import NAME_PATTERN
+from chainkeys.chains.mnemonic import WORD_COUNTS
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.together import Together
+from chainkeys.wallets.service import NAME_PATTERN as WALLET_NAME
 
 # ---- HD wallets --------------------------------------------------------------------
 
@@ -15,11 +19,18 @@ from chainkeys.chains.registry import FAMILIES
 class WalletCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     """Generate (`words`) or import (`mnemonic`, `passphrase`) a wallet."""
 
-    name: Annotated[str, Meta(max_length=64, description="default: the wallet's id")] | None = None
-    words: Annotated[int, Meta(description="12, 15, 18, 21 or 24 (default 24)")] | None = None
-    mnemonic: (
-        Annotated[str, Meta(max_length=MAX_SECRET, description="import this BIP39 phrase")] | None
+    together: ClassVar = Together(exclusive=(("words", "mnemonic"),),
+                                  requires=(("passphrase", "mnemonic"),))  # fmt: skip
+
+    name: (
+        Annotated[str, Meta(pattern=WALLET_NAME, description="default: the wallet's id")] | None
     ) = None
+    words: (
+        Annotated[int, Meta(description="12, 15, 18, 21 or 24 (default 24)",
+                            extra_json_schema={"enum": list(WORD_COUNTS)})]
+        | None
+    ) = None  # fmt: skip
+    mnemonic: Annotated[str, MNEMONIC_META] | None = None
     passphrase: (
         Annotated[str, Meta(max_length=MAX_SECRET, description="BIP39 passphrase")] | None
     ) = None
@@ -54,7 +65,9 @@ class DeriveBody(Struct, kw_only=True, forbid_unknown_fields=True):
     change: Annotated[int, Meta(ge=0, le=1, description="0 receive, 1 change")] = 0
     index: Annotated[int, Meta(ge=0, lt=2**31, description="default: the next index")] | None = None
     count: Annotated[int, Meta(ge=1, le=100)] = 1
-    name: Annotated[str, Meta(max_length=12, description="EOS: the account name")] | None = None
+    name: Annotated[str, Meta(pattern=NAME_PATTERN, description="EOS: the account name")] | None = (
+        None
+    )
     preview: Annotated[bool, Meta(description="derive only: store nothing")] = False
 
 

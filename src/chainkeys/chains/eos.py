@@ -57,7 +57,8 @@ _INVALID_PUBLIC: Final = "invalid_public_key"
 
 NAME_ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz12345"
 _LETTERS: Final = NAME_ALPHABET[:26]
-_NAME = re.compile(r"[a-z1-5.]{0,11}[a-z1-5]")
+NAME_PATTERN: Final = r"^[a-z1-5.]{0,11}[a-z1-5]$"
+_NAME = re.compile(NAME_PATTERN[1:-1])
 _NAME_RULE: Final = (
     "EOS account names are 1 to 12 characters of a-z, 1-5 and '.', not ending in '.'"
 )
@@ -262,6 +263,7 @@ class EosFamily:
             "name",
             "EOS account name (a-z, 1-5, '.'); derived from the key when omitted",
             max_length=12,
+            pattern=NAME_PATTERN,
         ),
     )
 

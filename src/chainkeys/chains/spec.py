@@ -82,6 +82,7 @@ class OptionSpec:
     description: str
     choices: tuple[str, ...] = ()  # allowed values (empty: free text)
     max_length: int | None = None
+    pattern: str | None = None  # JSON Schema pattern: what a value must look like
 
 
 class Networks(Protocol):

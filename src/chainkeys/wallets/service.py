@@ -61,6 +61,8 @@ from chainkeys.wallets.repository import (
 log = logging.getLogger("chainkeys.wallets")
 MAX_COUNT: Final = 100
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# the same rule as a JSON Schema pattern, the id prefix excluded (api/wallet_schemas.py)
+NAME_PATTERN: Final = rf"^(?!wal_){NAME.pattern}$"
 SEED_KEY_RECORD: Final = "wallet_seed_key"  # meta: the key of the seeds' fingerprints
 ID_PREFIX: Final = "wal_"
 MAX_PASSPHRASE: Final = 1024
@@ -146,16 +148,12 @@ class WalletService:
         self, who: Principal, name: str | None, words: int | None, mnemonic: str | None,
         passphrase: str | None,
     ) -> WalletView:  # fmt: skip
+        # words or mnemonic, a passphrase with a mnemonic: checked where the body is read
+        # (api/wallet_schemas.py WalletCreate.together)
         if mnemonic is None:
-            if passphrase is not None:
-                raise BadRequest("a passphrase goes with an imported mnemonic",
-                                 code="invalid_input")  # fmt: skip
             with chain_errors():
                 phrase = hd.generate_mnemonic(24 if words is None else words)
         else:
-            if words is not None:
-                raise BadRequest("send words (to generate) or mnemonic (to import), not both",
-                                 code="invalid_input")  # fmt: skip
             with chain_errors():
                 phrase = normalise_mnemonic(mnemonic)
         if passphrase is not None and len(passphrase) > MAX_PASSPHRASE:

@@ -18,6 +18,7 @@ from chainkeys.api.auth import BY_REQUEST, NONE, services_of
 from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
+from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.units import with_unit
 from chainkeys.clock import iso, now_ms
 from chainkeys.errors import Forbidden
@@ -26,6 +27,11 @@ from chainkeys.signing.dryrun import DryRun, dry_run
 from chainkeys.tokens.service import Principal
 
 TAG = "Policy"
+
+
+# the example's request: the Cosmos sign-transfer endpoint's own example
+_TRANSFER = next(k.examples["moon"] for k in FAMILIES["cosmos"].signers
+                 if k.path == "sign-transfer")  # fmt: skip
 
 
 def _document(text: str | None) -> dict[str, Any] | None:
@@ -107,6 +113,7 @@ def policy_routes() -> list[Route]:
             "why: nothing signed, no key opened, no cap counted", TAG,
             ps.PolicyDecisionResponse, ("400", "404", "408", "413", "415", *ERRORS_AUTH),
             request=ps.PolicyTest,
-            examples={"transfer": {"family": "cosmos", "account": "cosmos1…",
-                                   "kind": "sign-transfer", "request": {"…": "the body"}}}))}),
+            examples={"transfer": {"family": "cosmos",
+                                   "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
+                                   "kind": "sign-transfer", "request": _TRANSFER}}))}),
     ]  # fmt: skip

@@ -139,7 +139,7 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                       description="The phrase is never in the answer: export it (where "
                       "allowed) or import your own.",
                       examples={"generate": {"name": "deposits", "words": 24},
-                                "import": {"mnemonic": "abandon abandon … about",
+                                "import": {"mnemonic": " ".join(["abandon"] * 11 + ["about"]),
                                            "passphrase": "optional"}}),
         "list": Doc("listWallets", "List the tenant's wallets", TAG, ws.WalletListResponse,
                     ("400", *ERRORS_AUTH), parameters=pages),
