@@ -68,7 +68,10 @@ BEYOND_SCHEMA = {
     r"POST /(\w+|wallets/\{wallet\})/multisig": "m is at most the number of keys, one key "
     "is held by this tenant, each is a point of the curve; an xpub is of the wallet's network",
     r"POST /wallets/\{wallet\}/accounts": "the network, address type and name must be the "
-    "family's (a body tagged by family would state it: not done)",
+    "family's (a body tagged by family would state it: not done); index + count stays below "
+    "2^31",
+    r"POST /wallets/\{wallet\}/multisig/\{multisig\}/accounts": "index + count stays below 2^31 "
+    "(JSON Schema has no sum of two fields)",
     r"GET /wallets/\{wallet\}/xpub": "the options must fit the family, and an OpenAPI "
     "query parameter cannot depend on another",
 }
