@@ -38,6 +38,7 @@ from chainkeys.errors import (
     Forbidden,
     NotFound,
 )
+from chainkeys.store import tables
 from chainkeys.store.backend import Backend
 from chainkeys.store.cache import StoreCache
 from chainkeys.store.sql import Tx
@@ -66,14 +67,14 @@ class AccountService:
         self.derived_export: Callable[[Tx, Principal, str, str], Awaitable[None]] | None = None
         self.cursors = cursors
         # (tenant id, family, name as asked) -> the view `get` answered
-        self._views: StoreCache[tuple[str, str, str], AccountView] = StoreCache(db, self.VIEWS_MAX)
+        self._views: StoreCache[tuple[str, str, str], AccountView]
+        self._views = StoreCache(db, self.VIEWS_MAX, frozenset({tables.accounts.name}))
 
     def _key_for(
         self, fam: Family[Any], req: CreateRequest, network: Network
     ) -> tuple[Key, Any, str]:
         """The key and the family's own options type for it, and where the key came from."""
-        # private_key or mnemonic, passphrase and account_index with mnemonic: checked
-        # where the body is read (api/schemas.py CREATE_TOGETHER)
+        # private_key or mnemonic, etc.: checked as the body is read (schemas.CREATE_TOGETHER)
         given = req.options
         if req.mnemonic is not None:
             options = fam.options(given, None)  # the address type picks the derivation path

@@ -42,6 +42,11 @@ class Backend(Protocol):
         (only where `has_change_counter`)."""
         ...
 
+    def changes(self, since: int, now: int) -> frozenset[str] | None:
+        """The tables whose existing rows changed between two `change_counter` values,
+        when that is known (store/changes.py); None: anything may have changed."""
+        ...
+
     def startup_lock(self) -> contextlib.AbstractAsyncContextManager[None]:
         """One process at a time through start-up (schema, key check, first token)."""
         ...

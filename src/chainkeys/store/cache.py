@@ -3,7 +3,10 @@
 The token and account-view caches ask, per request, "has anything committed since I
 filled you?" Where the engine can answer cheaply (SQLite's change counter read from
 shared memory, `store/sqlite/counter.py`), a cache keeps what it read until the
-answer changes; where it cannot, nothing is kept and every lookup reads. Domain code
+answer changes; where it cannot, nothing is kept and every lookup reads. A commit the
+store knows to be this process's own, changing no row of the tables the cache reads
+from (`tables`; a plain INSERT changes no existing row: store/changes.py), leaves the
+values in place: creates and signs do not empty the caches that gets use. Domain code
 holds a `StoreCache` and never asks which engine it has.
 """
 
@@ -13,6 +16,7 @@ from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from chainkeys.store.backend import Backend
+from chainkeys.store.changes import EVERYTHING
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -22,22 +26,26 @@ UNCACHED = -1  # a stamp under which nothing is kept
 class StoreCache(Generic[K, V]):
     """At most `size` values, all read while the store's change stamp was `stamp`."""
 
-    __slots__ = ("_db", "_size", "_stamp", "_values")
+    __slots__ = ("_db", "_size", "_stamp", "_tables", "_values")
 
-    def __init__(self, db: Backend, size: int) -> None:
+    def __init__(self, db: Backend, size: int, tables: frozenset[str]) -> None:
         self._db = db
         self._size = size
+        self._tables = tables | {EVERYTHING}  # what its values are read from
         self._values: dict[K, V] = {}
         self._stamp = UNCACHED
 
     def refresh(self) -> int:
         """Ask the store whether anything committed since the values were read (every
-        value is dropped when it did); the stamp to `put` under (UNCACHED: keep nothing)."""
+        value is dropped when it did, unless only own commits that left the cache's
+        tables alone did); the stamp to `put` under (UNCACHED: keep nothing)."""
         if not self._db.has_change_counter:
             return UNCACHED
         stamp = self._db.change_counter()
         if stamp != self._stamp:
-            self._values.clear()
+            changed = self._db.changes(self._stamp, stamp)
+            if changed is None or not self._tables.isdisjoint(changed):
+                self._values.clear()
             self._stamp = stamp
         return stamp
 

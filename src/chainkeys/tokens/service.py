@@ -14,6 +14,7 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, NotFound, Unauthorized
+from chainkeys.store import tables
 from chainkeys.store.backend import Backend
 from chainkeys.store.cache import StoreCache
 from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
@@ -98,7 +99,9 @@ class TokenService:
 
     def __init__(self, db: Backend) -> None:
         self.db = db
-        self._seen: StoreCache[str, Principal] = StoreCache(db, self.SEEN_MAX)  # hash -> caller
+        self._seen: StoreCache[str, Principal] = StoreCache(
+            db, self.SEEN_MAX, frozenset({tables.tokens.name, tables.tenants.name})
+        )  # hash -> caller
         self._checked = -math.inf  # perf_counter() when the cache was last refreshed
 
     async def authenticate(self, token: str, arrived: float | None = None) -> Principal | None:

@@ -83,6 +83,9 @@ class PostgresBackend:
     def change_counter(self) -> int:
         raise RuntimeError("PostgreSQL has no change counter (has_change_counter is False)")
 
+    def changes(self, since: int, now: int) -> frozenset[str] | None:
+        return None
+
     def database_exists(self) -> bool:
         return True  # a database is made by whoever deploys; connecting proves it
 

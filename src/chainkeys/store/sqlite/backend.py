@@ -176,6 +176,12 @@ class SqliteBackend:
             counter = self._counter = reader_counter(lambda: self._sqlite_read.tx().raw)
         return counter.read()
 
+    def changes(self, since: int, now: int) -> frozenset[str] | None:
+        """The tables whose rows changed between two `change_counter` values, where every
+        commit between them was this process's own (None otherwise: then anything may
+        have changed). See store/sqlite/counter.py."""
+        return None if self._counter is None else self._counter.changes(since, now)
+
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
         """One atomic transaction: all of it commits or none of it does.
 
@@ -216,6 +222,8 @@ class SqliteBackend:
                     raw.execute("ROLLBACK")
                 await self._begin(raw)
                 batch = self._batch = Batch()
+                self._mark_begin(batch, raw)
+            tx.changes = batch.changed
             batch.bodies += 1
             try:
                 try:
@@ -331,11 +339,35 @@ class SqliteBackend:
             error = exc
         self._committed(batch, raw, error)
 
+    def _mark_begin(self, batch: Batch, raw: sqlite3.Connection) -> None:
+        """Where the batch begins (holding the write lock: the latest commit's header),
+        for the report `_report_own` makes once it commits."""
+        if self._counter is None:  # no cache has asked: nothing to report to
+            return
+        before = self._counter.header()
+        if before is not None:
+            with contextlib.suppress(sqlite3.Error):  # (only an optimisation is lost)
+                batch.data_version = raw.execute("PRAGMA data_version").fetchone()[0]
+                batch.before = before
+
+    def _report_own(self, batch: Batch, raw: sqlite3.Connection) -> None:
+        """Tell the change counter the batch's commit was this process's own, if nobody
+        else committed from its BEGIN until the header after it was read."""
+        if self._counter is None or batch.before is None:
+            return
+        after = self._counter.header()
+        if after is not None and raw.execute("PRAGMA data_version").fetchone()[0] == (
+            batch.data_version
+        ):
+            self._counter.own(batch.before, after, frozenset(batch.changed))
+
     def _committed(
         self, batch: Batch, raw: sqlite3.Connection, error: BaseException | None
     ) -> None:
         if error is None:
             self.commits += 1
+            with contextlib.suppress(sqlite3.Error):  # (only an optimisation is lost)
+                self._report_own(batch, raw)
         elif raw.in_transaction:  # nothing of the batch may stay half-written
             with contextlib.suppress(sqlite3.Error):
                 raw.execute("ROLLBACK")

@@ -32,6 +32,18 @@ only (chainkeys/private_apis.py pins the SQLite version it was read against):
   the reads the mapping answered and those the PRAGMA did (and, as `raced` and `stale`,
   the re-reads after a PRAGMA that moved alone and the mappings given up).
 
+Own commits. Each new version also says what changed, where it can (`changes`): the
+store's writer reports every batch it committed alone (`own`: the header it began
+from, the header it left, the tables it changed rows of, store/changes.py). A version
+whose header moved along a chain of such reports alone changed those tables and
+nothing else; any other move (another process's commit, a header read mid-update, a
+PRAGMA that moved alone) is unexplained, and a cache asking about it clears. The writer
+reports a batch only when no other connection committed from its BEGIN until it read
+the header after its COMMIT (its own `PRAGMA data_version` did not move: SQLite counts
+other connections' commits there, never its own), and a header reached by another
+process's commit cannot be a reported one (it holds the checksum of that commit's last
+frame), so a foreign commit is never taken for an own one.
+
 A file descriptor of the `-shm` file is never closed while the store's connections
 are open: closing any descriptor of a file drops every POSIX lock the process holds
 on it, SQLite's included, and another process would then take itself for the first
@@ -58,6 +70,7 @@ WAL_INDEX_VERSION = 3007000  # WALINDEX_MAX_VERSION in SQLite's wal.c
 HEADER = 48  # sizeof(WalIndexHdr); the header is stored twice, back to back
 BACKSTOP = 0.05  # seconds between two PRAGMA reads at most
 STALE_AFTER = 3  # PRAGMA moves in a row with a header that did not: a stale mapping
+KEPT = 256  # own commits and versions remembered (a cache further behind clears)
 MAPPED = metrics.CHANGE_COUNTER_READS.labels("mapped")
 PRAGMA = metrics.CHANGE_COUNTER_READS.labels("pragma")
 STALE = metrics.CHANGE_COUNTER_READS.labels("stale")
@@ -72,8 +85,10 @@ class ChangeCounter:
     """
 
     __slots__ = (
+        "_changes",
         "_held",
         "_map",
+        "_own",
         "_pragma",
         "_pragma_at",
         "_retry_at",
@@ -99,6 +114,8 @@ class ChangeCounter:
         self._seen: tuple[bytes | None, int] | None = None  # (mapped header, PRAGMA) last read
         self._version = 0
         self._suspect = 0  # PRAGMA moves in a row that the header did not follow
+        self._own: dict[bytes, tuple[bytes, frozenset[str]]] = {}  # before -> after, tables
+        self._changes: dict[int, frozenset[str] | None] = {}  # version -> what it changed
         # this counter's own share of the process-wide RACED and STALE counts
         self.raced = self.stale = 0
 
@@ -134,7 +151,52 @@ class ChangeCounter:
                 self._suspect = 0
             self._seen = (mapped, pragma)
             self._version += 1
+            before = None if seen is None else seen[0]
+            self._changes[self._version] = self._explain(before, mapped)
+            if len(self._changes) > KEPT:
+                del self._changes[next(iter(self._changes))]
         return self._version
+
+    def header(self) -> bytes | None:
+        """The WAL-index header now (None: not mapped, or a writer mid-update)."""
+        return self._mapped(time.perf_counter())
+
+    def own(self, before: bytes, after: bytes, tables: frozenset[str]) -> None:
+        """This process's writer committed alone from `before` to `after`, changing rows
+        of `tables` (see the module's note on when a writer may say so)."""
+        self._own[before] = (after, tables)
+        if len(self._own) > KEPT:
+            del self._own[next(iter(self._own))]
+
+    def changes(self, since: int, now: int) -> frozenset[str] | None:
+        """The tables changed from version `since` to `now`, or None where any step is
+        not known to be this process's own commits."""
+        if not 0 <= since <= now:
+            return None
+        out: set[str] = set()
+        for version in range(since + 1, now + 1):
+            step = self._changes.get(version)
+            if step is None:
+                return None
+            out |= step
+        return frozenset(out)
+
+    def _explain(self, before: bytes | None, after: bytes | None) -> frozenset[str] | None:
+        """The tables own commits changed on a way from header `before` to `after`
+        (None: no such way)."""
+        if before is None or after is None or before == after:
+            return None
+        tables: set[str] = set()
+        here = before
+        for _ in range(KEPT):
+            step = self._own.get(here)
+            if step is None:
+                return None
+            here, changed = step
+            tables |= changed
+            if here == after:
+                return frozenset(tables)
+        return None
 
     def _mapped(self, now: float) -> bytes | None:
         m = self._map

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Executable
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from chainkeys.errors import StorageUnavailable
+from chainkeys.store.changes import EVERYTHING, changed_by
 from chainkeys.store.sql import (
     ListRows,
     Params,
@@ -73,12 +74,14 @@ class FastRows:
 
 
 class SyncTx:
-    __slots__ = ("_conn", "raw")
+    __slots__ = ("_conn", "changes", "raw")
     writes_in_one_statement = False
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self.raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
+        # the writer's: the tables its statements change rows of (store/changes.py)
+        self.changes: set[str] | None = None
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
         if stmt.__class__ is not Prepared:  # a rarer statement: SQLAlchemy runs it
@@ -88,10 +91,17 @@ class SyncTx:
                 make = row_class(tuple(result.keys()))._make
                 rows = [make(r) for r in result]
             pk = result.inserted_primary_key if result.is_insert else None
+            if self.changes is not None:
+                sql = getattr(result.context, "statement", None)
+                changed = changed_by(sql) if isinstance(sql, str) else EVERYTHING
+                if changed is not None:
+                    self.changes.add(changed)
             return ListRows(rows, result.rowcount, pk)
         stmt = cast(Prepared, stmt)  # (an exact type test: isinstance costs more here)
         sql = stmt._sql or stmt.for_sqlite(self._conn.dialect)[0]
         args = stmt.args(params)
+        if self.changes is not None and (changed := changed_by(sql)) is not None:
+            self.changes.add(changed)
         try:
             cursor = self.raw.execute(sql, args)
         except sqlite3.IntegrityError as exc:

@@ -1,0 +1,46 @@
+"""Which table a write statement changes rows of: what lets a cache outlive this
+process's own commits.
+
+The token and account-view caches (store/cache.py) hold rows that were read, and only
+rows that were found. A statement that only adds rows (a plain INSERT) cannot make such
+a row stale; one that updates, deletes or replaces rows of a table can. The SQLite
+writer records, per committed batch, the tables its statements changed in place
+(`changed_by`), and a cache whose tables none of them touched keeps its values across
+that commit (store/sqlite/counter.py explains how a commit is known to be this
+process's own). Anything this cannot read is taken to change everything (`EVERYTHING`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Final
+
+EVERYTHING: Final = "*"  # a statement of another kind: every cache is cleared
+_VERB = re.compile(r"\s*(\w+)", re.ASCII)
+_UPDATE = re.compile(r'\s*UPDATE\s+(?:OR\s+\w+\s+)?"?(\w+)', re.ASCII | re.IGNORECASE)
+_DELETE = re.compile(r'\s*DELETE\s+FROM\s+"?(\w+)', re.ASCII | re.IGNORECASE)
+_INSERT = re.compile(r'\s*(?:INSERT|REPLACE)\s+(?:OR\s+(\w+)\s+)?INTO\s+"?(\w+)',
+                     re.ASCII | re.IGNORECASE)  # fmt: skip
+_DO_UPDATE = re.compile(r"\bDO\s+UPDATE\b", re.ASCII | re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def changed_by(sql: str) -> str | None:
+    """The table whose existing rows `sql` may change (EVERYTHING when it cannot be
+    told), or None for a statement that changes no existing row (a read, a plain
+    INSERT, INSERT OR IGNORE)."""
+    verb = _VERB.match(sql)
+    word = verb[1].upper() if verb else ""
+    if word == "SELECT":
+        return None
+    if word == "UPDATE" and (m := _UPDATE.match(sql)):
+        return m[1].lower()
+    if word == "DELETE" and (m := _DELETE.match(sql)):
+        return m[1].lower()
+    if word in ("INSERT", "REPLACE") and (m := _INSERT.match(sql)):
+        conflict = (m[1] or "").upper()
+        if word == "REPLACE" or conflict == "REPLACE" or _DO_UPDATE.search(sql):
+            return m[2].lower()
+        return None if conflict in ("", "IGNORE", "ABORT", "FAIL", "ROLLBACK") else EVERYTHING
+    return EVERYTHING
