@@ -126,7 +126,7 @@ def plan(quick: bool, small: int, large: int, pg: bool, pg_large: bool) -> list[
         Config("sqlite", small, 1, "FULL", ALL),
         Config("sqlite", large, 1, "FULL", (*READS, "mixed", "create-cosmos")),
         Config("sqlite", small, 2, "FULL", ("get", "list-first", "mixed", "create-cosmos")),
-        Config("sqlite", small, 1, "NORMAL", ("mixed", "import", *CREATES)),
+        Config("sqlite", small, 1, "NORMAL", ("mixed", "import", *CREATES, *SIGNS)),
     ]
     if pg:
         pg_set = ("get", "list-first", "mixed", "import", "create-cosmos")

@@ -57,6 +57,13 @@ CHANGE_COUNTER_READS = Counter(
     "mappings given up as stale",
     ["path"],
 )
+CACHE_REFRESHES = Counter(
+    "chainkeys_cache_refreshes",
+    "Token and account-view cache checks that found a commit since the last: values kept "
+    "(only this process's own commits, none changing the cache's tables), or cleared (by "
+    "another connection's or process's commit, or an own one that changed them)",
+    ["cache", "outcome"],
+)
 BUILD_INFO = Gauge(
     "chainkeys_build_info", "The running build", ["version"], multiprocess_mode="max"
 )

@@ -22,6 +22,7 @@ from tests.store.test_group_commit import open_db
 from chainkeys.store.cache import StoreCache
 from chainkeys.store.changes import EVERYTHING, changed_by
 from chainkeys.store.sqlite.backend import SqliteBackend
+from chainkeys.store.sqlite.counter import ChangeCounter
 
 SCHEMA = ("CREATE TABLE watched (id INTEGER PRIMARY KEY, v TEXT)",
           "CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT)")  # fmt: skip
@@ -32,7 +33,7 @@ async def store(tmp_path: Path) -> tuple[SqliteBackend, StoreCache[str, str]]:
     async with db.write() as tx:
         for ddl in SCHEMA:
             await tx.execute(text(ddl))
-    return db, StoreCache(db, 100, frozenset({"watched"}))
+    return db, StoreCache(db, 100, frozenset({"watched"}), "test")
 
 
 def filled(cache: StoreCache[str, str]) -> StoreCache[str, str]:
@@ -183,3 +184,75 @@ def test_statements_are_read_for_the_rows_they_may_change() -> None:
     for sql in ("CREATE TABLE x (a)", "WITH a AS (SELECT 1) DELETE FROM x", "PRAGMA user_version = 3",
                 "VACUUM"):  # fmt: skip
         assert changed_by(sql) == EVERYTHING, sql
+
+
+@pytest.mark.parametrize(("sql", "survives"), [
+    ("INSERT INTO watched (v) VALUES ('a')", True),
+    ("UPDATE watched SET v = 'b'", False),
+])  # fmt: skip
+def test_a_commit_in_the_writer_thread_read_meanwhile_is_settled_when_it_ends(
+    tmp_path: Path, sql: str, survives: bool
+) -> None:
+    """A slow COMMIT runs in the writer's thread while the loop keeps reading: what the
+    cache sees meanwhile (the new header, or one the COMMIT wrote on its way) is not
+    known yet, so it reads through without clearing, and it is settled by what the
+    writer reports once the COMMIT ends."""
+
+    async def main() -> tuple[bool, int]:
+        db, cache = await store(tmp_path)
+        filled(cache)
+        db._commit_inline = False  # as after a slow COMMIT: the next ones go to the thread
+        done = asyncio.Event()
+        looks = 0
+
+        async def look() -> None:
+            nonlocal looks
+            while not done.is_set():
+                cache.refresh()
+                looks += 1
+                await asyncio.sleep(0)
+
+        async def writes() -> None:
+            for _ in range(20):
+                db._commit_inline = False  # (a quick COMMIT in the thread moves them back)
+                await write(db, "INSERT INTO other (v) VALUES ('x')", sql)
+            done.set()
+
+        await asyncio.gather(look(), writes())
+        still = kept(cache)
+        await db.close()
+        return still, looks
+
+    still, looks = asyncio.run(main())
+    assert looks > 20 and still is survives
+
+
+def test_a_foreign_commit_before_a_commit_in_the_writer_thread_still_clears(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another connection commits; the cache does not look until this process's next
+    COMMIT is running in the writer's thread. What it then sees spans both commits: the
+    report of its own cannot explain the other's, so the cache clears."""
+
+    async def main() -> bool:
+        db, cache = await store(tmp_path)
+        filled(cache)
+        await write(db, "INSERT INTO other (v) VALUES ('own')")  # the counter is in use
+        assert kept(cache)
+        other = sqlite3.connect(tmp_path / "chainkeys.db", isolation_level=None)
+        other.execute("INSERT INTO other (v) VALUES ('theirs')")
+        other.close()
+        committing = ChangeCounter.committing
+
+        def look_while_committing(self: ChangeCounter, before: bytes) -> None:
+            committing(self, before)
+            cache.refresh()  # (in flight: not known yet)
+
+        monkeypatch.setattr(ChangeCounter, "committing", look_while_committing)
+        db._commit_inline = False
+        await write(db, "INSERT INTO other (v) VALUES ('own, in the thread')")
+        still = kept(cache)
+        await db.close()
+        return still
+
+    assert asyncio.run(main()) is False

@@ -68,7 +68,7 @@ class AccountService:
         self.cursors = cursors
         # (tenant id, family, name as asked) -> the view `get` answered
         self._views: StoreCache[tuple[str, str, str], AccountView]
-        self._views = StoreCache(db, self.VIEWS_MAX, frozenset({tables.accounts.name}))
+        self._views = StoreCache(db, self.VIEWS_MAX, frozenset({tables.accounts.name}), "views")
 
     def _key_for(
         self, fam: Family[Any], req: CreateRequest, network: Network

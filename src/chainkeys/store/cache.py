@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
+from chainkeys import metrics
 from chainkeys.store.backend import Backend
-from chainkeys.store.changes import EVERYTHING
+from chainkeys.store.changes import EVERYTHING, PENDING
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -26,10 +27,13 @@ UNCACHED = -1  # a stamp under which nothing is kept
 class StoreCache(Generic[K, V]):
     """At most `size` values, all read while the store's change stamp was `stamp`."""
 
-    __slots__ = ("_db", "_size", "_stamp", "_tables", "_values")
+    __slots__ = ("_bypass", "_cleared", "_db", "_kept", "_size", "_stamp", "_tables", "_values")
 
-    def __init__(self, db: Backend, size: int, tables: frozenset[str]) -> None:
+    def __init__(self, db: Backend, size: int, tables: frozenset[str], name: str) -> None:
+        self._kept = metrics.CACHE_REFRESHES.labels(name, "kept")
+        self._cleared = metrics.CACHE_REFRESHES.labels(name, "cleared")
         self._db = db
+        self._bypass = False  # a commit not known yet to be harmless: read through
         self._size = size
         self._tables = tables | {EVERYTHING}  # what its values are read from
         self._values: dict[K, V] = {}
@@ -42,10 +46,17 @@ class StoreCache(Generic[K, V]):
         if not self._db.has_change_counter:
             return UNCACHED
         stamp = self._db.change_counter()
+        self._bypass = False
         if stamp != self._stamp:
             changed = self._db.changes(self._stamp, stamp)
+            if changed is PENDING:  # an own COMMIT still running may explain it: not yet
+                self._bypass = True
+                return UNCACHED
             if changed is None or not self._tables.isdisjoint(changed):
                 self._values.clear()
+                self._cleared.inc()
+            else:
+                self._kept.inc()
             self._stamp = stamp
         return stamp
 
@@ -56,7 +67,7 @@ class StoreCache(Generic[K, V]):
         return self._stamp
 
     def get(self, key: K) -> V | None:
-        return self._values.get(key)
+        return None if self._bypass else self._values.get(key)
 
     def put(self, key: K, value: V, stamp: int) -> None:
         """Keep a value read under `stamp`, if nothing committed since and there is room."""

@@ -17,6 +17,8 @@ from functools import lru_cache
 from typing import Final
 
 EVERYTHING: Final = "*"  # a statement of another kind: every cache is cleared
+# what a change is while an own COMMIT that may explain it still runs (compared by identity)
+PENDING: Final[frozenset[str]] = frozenset({"(pending)"})
 _VERB = re.compile(r"\s*(\w+)", re.ASCII)
 _UPDATE = re.compile(r'\s*UPDATE\s+(?:OR\s+\w+\s+)?"?(\w+)', re.ASCII | re.IGNORECASE)
 _DELETE = re.compile(r'\s*DELETE\s+FROM\s+"?(\w+)', re.ASCII | re.IGNORECASE)

@@ -100,7 +100,7 @@ class TokenService:
     def __init__(self, db: Backend) -> None:
         self.db = db
         self._seen: StoreCache[str, Principal] = StoreCache(
-            db, self.SEEN_MAX, frozenset({tables.tokens.name, tables.tenants.name})
+            db, self.SEEN_MAX, frozenset({tables.tokens.name, tables.tenants.name}), "tokens"
         )  # hash -> caller
         self._checked = -math.inf  # perf_counter() when the cache was last refreshed
 

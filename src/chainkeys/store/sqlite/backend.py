@@ -179,7 +179,7 @@ class SqliteBackend:
     def changes(self, since: int, now: int) -> frozenset[str] | None:
         """The tables whose rows changed between two `change_counter` values, where every
         commit between them was this process's own (None otherwise: then anything may
-        have changed). See store/sqlite/counter.py."""
+        have changed; PENDING: not known yet). See store/sqlite/counter.py."""
         return None if self._counter is None else self._counter.changes(since, now)
 
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
@@ -320,6 +320,8 @@ class SqliteBackend:
             return
         self._batch = None
         raw = self._writer_raw()
+        if self._counter is not None and batch.before is not None:
+            self._counter.committing(batch.before)
         fut = asyncio.get_running_loop().run_in_executor(self._writer_thread(), commit, raw)
         cancelled = await wait_thread(fut)
         error = fut.exception()
@@ -350,24 +352,32 @@ class SqliteBackend:
                 batch.data_version = raw.execute("PRAGMA data_version").fetchone()[0]
                 batch.before = before
 
-    def _report_own(self, batch: Batch, raw: sqlite3.Connection) -> None:
+    def _report_own(
+        self, batch: Batch, raw: sqlite3.Connection
+    ) -> tuple[bytes, frozenset[str]] | None:
         """Tell the change counter the batch's commit was this process's own, if nobody
-        else committed from its BEGIN until the header after it was read."""
+        else committed from its BEGIN until the header after it was read; what it told."""
         if self._counter is None or batch.before is None:
-            return
+            return None
         after = self._counter.header()
-        if after is not None and raw.execute("PRAGMA data_version").fetchone()[0] == (
+        if after is None or raw.execute("PRAGMA data_version").fetchone()[0] != (
             batch.data_version
         ):
-            self._counter.own(batch.before, after, frozenset(batch.changed))
+            return None
+        tables = frozenset(batch.changed)
+        self._counter.own(batch.before, after, tables)
+        return after, tables
 
     def _committed(
         self, batch: Batch, raw: sqlite3.Connection, error: BaseException | None
     ) -> None:
+        reported = None
         if error is None:
             self.commits += 1
             with contextlib.suppress(sqlite3.Error):  # (only an optimisation is lost)
-                self._report_own(batch, raw)
+                reported = self._report_own(batch, raw)
+        if self._counter is not None:
+            self._counter.settled(reported)
         elif raw.in_transaction:  # nothing of the batch may stay half-written
             with contextlib.suppress(sqlite3.Error):
                 raw.execute("ROLLBACK")

@@ -42,7 +42,12 @@ reports a batch only when no other connection committed from its BEGIN until it 
 the header after its COMMIT (its own `PRAGMA data_version` did not move: SQLite counts
 other connections' commits there, never its own), and a header reached by another
 process's commit cannot be a reported one (it holds the checksum of that commit's last
-frame), so a foreign commit is never taken for an own one.
+frame), so a foreign commit is never taken for an own one. While a COMMIT runs in the
+writer's thread (`committing` until `settled`), a move that is not explained yet is
+PENDING: not known either way (a cache then reads through without clearing). The
+reader may see headers of that COMMIT before it ends (a WAL restart writes one before
+the frames): once the COMMIT is reported as alone, every header seen meanwhile was its
+own, and the moves among them are its; not reported, they are unexplained.
 
 A file descriptor of the `-shm` file is never closed while the store's connections
 are open: closing any descriptor of a file drops every POSIX lock the process holds
@@ -65,6 +70,7 @@ from typing import Any
 
 from chainkeys import metrics
 from chainkeys.errors import StorageUnavailable
+from chainkeys.store.changes import PENDING
 
 WAL_INDEX_VERSION = 3007000  # WALINDEX_MAX_VERSION in SQLite's wal.c
 HEADER = 48  # sizeof(WalIndexHdr); the header is stored twice, back to back
@@ -87,8 +93,10 @@ class ChangeCounter:
     __slots__ = (
         "_changes",
         "_held",
+        "_in_flight",
         "_map",
         "_own",
+        "_pending",
         "_pragma",
         "_pragma_at",
         "_retry_at",
@@ -116,6 +124,8 @@ class ChangeCounter:
         self._suspect = 0  # PRAGMA moves in a row that the header did not follow
         self._own: dict[bytes, tuple[bytes, frozenset[str]]] = {}  # before -> after, tables
         self._changes: dict[int, frozenset[str] | None] = {}  # version -> what it changed
+        self._in_flight: bytes | None = None  # the header an own COMMIT running began from
+        self._pending: dict[int, tuple[bytes | None, bytes | None]] = {}  # version -> move
         # this counter's own share of the process-wide RACED and STALE counts
         self.raced = self.stale = 0
 
@@ -152,7 +162,11 @@ class ChangeCounter:
             self._seen = (mapped, pragma)
             self._version += 1
             before = None if seen is None else seen[0]
-            self._changes[self._version] = self._explain(before, mapped)
+            explained = self._explain(before, mapped)
+            if explained is None and self._in_flight is not None:
+                explained = PENDING
+                self._pending[self._version] = (before, mapped)
+            self._changes[self._version] = explained
             if len(self._changes) > KEPT:
                 del self._changes[next(iter(self._changes))]
         return self._version
@@ -168,9 +182,39 @@ class ChangeCounter:
         if len(self._own) > KEPT:
             del self._own[next(iter(self._own))]
 
+    def committing(self, before: bytes) -> None:
+        """An own COMMIT from header `before` is about to run in the writer's thread:
+        moves not explained meanwhile are PENDING until `settled`."""
+        self._in_flight = before
+
+    def settled(self, reported: tuple[bytes, frozenset[str]] | None) -> None:
+        """The COMMIT `committing` announced has finished: `reported` is what the writer
+        reported of it (`own`: the header after, the tables), None if it could not.
+
+        Reported, every header seen while it ran was its own (a header read mid-update
+        too): a PENDING move is explained by the COMMIT's tables, and by the chain of
+        own commits from where it began to the COMMIT's start when it began before the
+        COMMIT ran; each header seen leads on to the header after. Not reported, they
+        are unexplained."""
+        start, self._in_flight = self._in_flight, None
+        pending, self._pending = self._pending, {}
+        if start is None or reported is None:
+            for version in pending:
+                self._changes[version] = None
+            return
+        after, tables = reported
+        for version, (before, seen) in pending.items():
+            if seen is not None and seen != after:
+                self._own[seen] = (after, tables)
+            if version not in self._changes:
+                continue
+            during = version - 1 in pending or before == start  # it began in the COMMIT
+            way = frozenset() if during else self._explain(before, start)
+            self._changes[version] = None if way is None else way | tables
+
     def changes(self, since: int, now: int) -> frozenset[str] | None:
-        """The tables changed from version `since` to `now`, or None where any step is
-        not known to be this process's own commits."""
+        """The tables changed from version `since` to `now`; None where any step is not
+        known to be this process's own commits; PENDING where one is not known yet."""
         if not 0 <= since <= now:
             return None
         out: set[str] = set()
@@ -178,6 +222,8 @@ class ChangeCounter:
             step = self._changes.get(version)
             if step is None:
                 return None
+            if step is PENDING:
+                return PENDING
             out |= step
         return frozenset(out)
 
