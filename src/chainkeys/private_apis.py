@@ -26,7 +26,8 @@ class PrivateUse:
 
 USES: Final = (
     PrivateUse("coincurve", "21.0.0", "chains/tx/ecdsa.py", ("coincurve._libsecp256k1",),
-               "the cffi handle, to pass RFC 6979 extra entropy (EOS canonical retries)"),
+               "the cffi handle and library: RFC 6979 extra entropy (EOS canonical retries), "
+               "and a signature without the two public keys PrivateKey() computes first"),
     PrivateUse("bip_utils", "2.12.3", "chains/mnemonic.py",
                ("bip_utils.bip.bip39.bip39_mnemonic_utils",),
                "the English word list, to name an unknown word in a refused mnemonic"),
