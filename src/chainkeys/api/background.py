@@ -58,6 +58,8 @@ def tasks_of(svc: Services, purge: bool) -> list[Task]:
         Task("key-ring", svc.barrier.refresh, settings.key_refresh_seconds),
         Task("approvals-sweep", svc.signing.sweep, 2.0),
     ]
+    if svc.db.watch_every is not None:
+        tasks.append(Task("store-watch", svc.db.watch, svc.db.watch_every))
     if settings.webhook_url is not None and settings.webhook_secret is not None:
         secret = settings.webhook_secret.get_secret_value().encode()
         webhook = Webhook(svc.db, settings.webhook_url, secret,

@@ -27,6 +27,8 @@ class Backend(Protocol):
     url: str
     # Whether change_counter() is cheap enough to read per request (caches rely on it).
     has_change_counter: bool
+    # Seconds between two rounds of `watch` in a server process (None: it has none).
+    watch_every: float | None
 
     def read(self) -> contextlib.AbstractAsyncContextManager[Tx]:
         """Autocommit reads: each statement sees a consistent snapshot."""
@@ -37,9 +39,15 @@ class Backend(Protocol):
         promises a single statement (an engine may then skip BEGIN and COMMIT)."""
         ...
 
-    def change_counter(self) -> int:
+    def change_counter(self) -> int | None:
         """A number that changes whenever another connection or process has committed
-        (only where `has_change_counter`)."""
+        (only where `has_change_counter`); None while the engine cannot tell (then
+        nothing read may be kept)."""
+        ...
+
+    async def watch(self) -> None:
+        """One round of what keeps `change_counter` true (PostgreSQL: the LISTEN
+        connection's proof of life, store/postgres/watch.py), every `watch_every`."""
         ...
 
     def changes(self, since: int, now: int) -> frozenset[str] | None:

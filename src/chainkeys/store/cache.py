@@ -47,6 +47,12 @@ class StoreCache(Generic[K, V]):
             return UNCACHED
         stamp = self._db.change_counter()
         self._bypass = False
+        if stamp is None:  # the engine cannot tell now: keep nothing, trust nothing kept
+            if self._values:
+                self._values.clear()
+                self._cleared.inc()
+            self._stamp = UNCACHED
+            return UNCACHED
         if stamp != self._stamp:
             changed = self._db.changes(self._stamp, stamp)
             if changed is PENDING:  # an own COMMIT still running may explain it: not yet

@@ -25,6 +25,7 @@ _DELETE = re.compile(r'\s*DELETE\s+FROM\s+"?(\w+)', re.ASCII | re.IGNORECASE)
 _INSERT = re.compile(r'\s*(?:INSERT|REPLACE)\s+(?:OR\s+(\w+)\s+)?INTO\s+"?(\w+)',
                      re.ASCII | re.IGNORECASE)  # fmt: skip
 _DO_UPDATE = re.compile(r"\bDO\s+UPDATE\b", re.ASCII | re.IGNORECASE)
+_CHANGES_ROWS = re.compile(r"\b(?:UPDATE|DELETE|REPLACE)\b", re.ASCII | re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)
@@ -36,6 +37,8 @@ def changed_by(sql: str) -> str | None:
     word = verb[1].upper() if verb else ""
     if word == "SELECT":
         return None
+    if word == "WITH":  # a CTE: only adds rows when no part updates, deletes or upserts
+        return EVERYTHING if _CHANGES_ROWS.search(sql) else None
     if word == "UPDATE" and (m := _UPDATE.match(sql)):
         return m[1].lower()
     if word == "DELETE" and (m := _DELETE.match(sql)):

@@ -18,7 +18,8 @@ from sqlalchemy.pool import NullPool
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
-from chainkeys.store.postgres.pool import PgPool
+from chainkeys.store.postgres.pool import PgPool, pg_dsn
+from chainkeys.store.postgres.watch import WATCH_EVERY, PgChanges
 from chainkeys.store.sql import CopySession, Tx, storage_errors
 
 STARTUP_LOCK = 0x636B6579  # "ckey": the advisory lock id for start-up
@@ -39,12 +40,14 @@ def async_url(url: str) -> str:
 class PostgresBackend:
     """The `Backend` on a PostgreSQL database; maps driver failures to StorageUnavailable."""
 
-    has_change_counter = False  # requests do not cache what another replica may change
+    has_change_counter = True  # while a server process's watch holds its lease (watch.py)
+    watch_every: float | None = WATCH_EVERY
 
     def __init__(self, url: str, settings: Settings) -> None:
         self.url = url
         self.settings = settings
-        self._pool = PgPool(url, settings)
+        self._watch = PgChanges(pg_dsn(url), settings.db_connect_timeout)
+        self._pool = PgPool(url, settings, self._watch)
         self._engine: AsyncEngine | None = None
 
     def engine(self) -> AsyncEngine:
@@ -65,6 +68,7 @@ class PostgresBackend:
         return self._engine
 
     async def close(self) -> None:
+        await self._watch.close()
         await self._pool.close()
         if self._engine is not None:
             await self._engine.dispose()
@@ -80,11 +84,16 @@ class PostgresBackend:
         second statement is refused."""
         return self._pool.session(write=not one_statement, statements=1 if one_statement else 0)
 
-    def change_counter(self) -> int:
-        raise RuntimeError("PostgreSQL has no change counter (has_change_counter is False)")
+    def change_counter(self) -> int | None:
+        """The notifications counted while the watch holds its lease (None: no lease; a
+        process that runs no watch, the CLI, never has one). See watch.py."""
+        return self._watch.read()
 
     def changes(self, since: int, now: int) -> frozenset[str] | None:
-        return None
+        return self._watch.changes(since, now)
+
+    async def watch(self) -> None:
+        await self._watch.watch()
 
     def database_exists(self) -> bool:
         return True  # a database is made by whoever deploys; connecting proves it

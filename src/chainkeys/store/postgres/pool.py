@@ -40,8 +40,10 @@ from sqlalchemy.exc import (
 from chainkeys import metrics
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
+from chainkeys.store.changes import changed_by
 from chainkeys.store.postgres.plan import PgRows, Plan
 from chainkeys.store.postgres.private import release_inline
+from chainkeys.store.postgres.watch import CHANNEL, NOTIFY, PgChanges
 from chainkeys.store.sql import Params, Prepared, is_storage_error, lock_key
 
 _DRIVER_SUFFIX = re.compile(r"^(postgres|postgresql)\+\w+://")
@@ -103,13 +105,16 @@ _ADVISORY_LOCK = Prepared(select(func.pg_advisory_xact_lock(bindparam("k", type_
 class PgTx:
     """`Tx` on one pooled asyncpg connection."""
 
-    __slots__ = ("_left", "broken", "conn")
+    __slots__ = ("_left", "broken", "changed", "conn")
     writes_in_one_statement = True
 
     def __init__(self, conn: Any, statements: int = 0) -> None:
         self.conn = conn
         self.broken = False  # the connection may be unusable: dropped, not reused
         self._left = statements or -1  # statements allowed (-1: any number)
+        # a write's: the tables its statements change rows of (store/changes.py), told
+        # to every replica's cache when it commits (watch.py)
+        self.changed: set[str] | None = None
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> PgRows:
         if self._left == 0:
@@ -120,6 +125,10 @@ class PgTx:
         else:
             plan = plan_of(stmt)
         args = plan.args(params)
+        if self.changed is not None and (table := changed_by(plan.sql)) is not None:
+            if self._left >= 0:  # autocommit: no transaction to send the NOTIFY in
+                raise RuntimeError("a one-statement write may only add rows")
+            self.changed.add(table)
         try:
             if plan.returns_rows:
                 return PgRows(plan, await self.conn.fetch(plan.sql, *args), None, args)
@@ -192,9 +201,10 @@ class PgPool:
     """The asyncpg pool of one PostgresBackend, made on first use in the running loop,
     behind a FairGate of the same size."""
 
-    def __init__(self, url: str, settings: Settings) -> None:
+    def __init__(self, url: str, settings: Settings, changes: PgChanges | None = None) -> None:
         self.dsn = pg_dsn(url)
         self.settings = settings
+        self.changes = changes  # told of each commit that changed rows (watch.py)
         self._pool: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._gate = FairGate(settings.db_pool_size)
@@ -322,6 +332,8 @@ class PgSession:
     async def __aenter__(self) -> PgTx:
         conn = await self._pool.acquire()
         tx = self._tx = PgTx(conn, self._statements)
+        if self._write or self._statements:  # (a one-statement session is a write)
+            tx.changed = set()
         if self._write:
             xact = conn.transaction()
             try:
@@ -348,7 +360,11 @@ class PgSession:
             try:
                 if exc is None:
                     started = time.perf_counter()
+                    if tx.changed:  # in the transaction: told exactly when it commits
+                        await conn.execute(NOTIFY, CHANNEL, ",".join(sorted(tx.changed)))
                     await xact.commit()
+                    if tx.changed and self._pool.changes is not None:
+                        self._pool.changes.committed(frozenset(tx.changed))
                     metrics.COMMIT_SECONDS.observe(time.perf_counter() - started)
                 else:
                     await xact.rollback()

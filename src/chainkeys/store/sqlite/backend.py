@@ -51,6 +51,7 @@ class SqliteBackend:
     """The `Backend` on one SQLite file (WAL); maps driver failures to StorageUnavailable."""
 
     has_change_counter = True  # see change_counter
+    watch_every: float | None = None  # the counter is read from shared memory: nothing to keep up
 
     def __init__(self, url: str, settings: Settings) -> None:
         self.url = url
@@ -175,6 +176,9 @@ class SqliteBackend:
         if counter is None:
             counter = self._counter = reader_counter(lambda: self._sqlite_read.tx().raw)
         return counter.read()
+
+    async def watch(self) -> None:
+        """Nothing (`watch_every` is None)."""
 
     def changes(self, since: int, now: int) -> frozenset[str] | None:
         """The tables whose rows changed between two `change_counter` values, where every
