@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -144,7 +145,7 @@ def test_a_commit_by_anyone_else_clears_the_cache_whatever_it_touched(
 
 
 def test_a_commit_landing_between_an_own_commit_and_its_report_is_not_taken_for_own(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another connection commits right after this process's COMMIT, before the writer
     reads the header it reports: the writer's data_version moved, so it reports nothing,
@@ -154,15 +155,15 @@ def test_a_commit_landing_between_an_own_commit_and_its_report_is_not_taken_for_
         db, cache = await store(tmp_path)
         filled(cache)
         other = sqlite3.connect(tmp_path / "chainkeys.db", isolation_level=None)
-        report = db._report_own
+        report = ChangeCounter.report
 
-        def squeezed(batch: object, raw: sqlite3.Connection) -> None:
+        def squeezed(self: ChangeCounter, *args: Any) -> Any:
             other.execute("INSERT INTO other (v) VALUES ('between')")
-            report(batch, raw)  # type: ignore[arg-type]
+            return report(self, *args)
 
-        db._report_own = squeezed  # type: ignore[method-assign]
+        monkeypatch.setattr(ChangeCounter, "report", squeezed)
         await write(db, "INSERT INTO other (v) VALUES ('own')")
-        db._report_own = report  # type: ignore[method-assign]
+        monkeypatch.undo()
         other.close()
         still = kept(cache)
         await db.close()

@@ -226,7 +226,8 @@ class SqliteBackend:
                     raw.execute("ROLLBACK")
                 await self._begin(raw)
                 batch = self._batch = Batch()
-                self._mark_begin(batch, raw)
+                if self._counter is not None:  # (none until a cache asks: nothing to tell)
+                    batch.began = self._counter.begin(raw)
             tx.changes = batch.changed
             batch.bodies += 1
             try:
@@ -324,8 +325,8 @@ class SqliteBackend:
             return
         self._batch = None
         raw = self._writer_raw()
-        if self._counter is not None and batch.before is not None:
-            self._counter.committing(batch.before)
+        if self._counter is not None and batch.began is not None:
+            self._counter.committing(batch.began[0])
         fut = asyncio.get_running_loop().run_in_executor(self._writer_thread(), commit, raw)
         cancelled = await wait_thread(fut)
         error = fut.exception()
@@ -345,42 +346,15 @@ class SqliteBackend:
             error = exc
         self._committed(batch, raw, error)
 
-    def _mark_begin(self, batch: Batch, raw: sqlite3.Connection) -> None:
-        """Where the batch begins (holding the write lock: the latest commit's header),
-        for the report `_report_own` makes once it commits."""
-        if self._counter is None:  # no cache has asked: nothing to report to
-            return
-        before = self._counter.header()
-        if before is not None:
-            with contextlib.suppress(sqlite3.Error):  # (only an optimisation is lost)
-                batch.data_version = raw.execute("PRAGMA data_version").fetchone()[0]
-                batch.before = before
-
-    def _report_own(
-        self, batch: Batch, raw: sqlite3.Connection
-    ) -> tuple[bytes, frozenset[str]] | None:
-        """Tell the change counter the batch's commit was this process's own, if nobody
-        else committed from its BEGIN until the header after it was read; what it told."""
-        if self._counter is None or batch.before is None:
-            return None
-        after = self._counter.header()
-        if after is None or raw.execute("PRAGMA data_version").fetchone()[0] != (
-            batch.data_version
-        ):
-            return None
-        tables = frozenset(batch.changed)
-        self._counter.own(batch.before, after, tables)
-        return after, tables
-
     def _committed(
         self, batch: Batch, raw: sqlite3.Connection, error: BaseException | None
     ) -> None:
-        reported = None
         if error is None:
             self.commits += 1
-            with contextlib.suppress(sqlite3.Error):  # (only an optimisation is lost)
-                reported = self._report_own(batch, raw)
         if self._counter is not None:
+            reported = None
+            if error is None:
+                reported = self._counter.report(batch.began, raw, frozenset(batch.changed))
             self._counter.settled(reported)
         elif raw.in_transaction:  # nothing of the batch may stay half-written
             with contextlib.suppress(sqlite3.Error):

@@ -91,15 +91,13 @@ class CohortLock:
 class Batch:
     """Write bodies sharing one SQLite transaction and its COMMIT."""
 
-    __slots__ = ("_waiters", "before", "bodies", "changed", "data_version", "error", "finished",
-                 "scheduled")  # fmt: skip
+    __slots__ = ("_waiters", "began", "bodies", "changed", "error", "finished", "scheduled")
 
     def __init__(self) -> None:
-        # what the writer reports of it once committed (store/sqlite/counter.py `own`):
+        # what the writer reports of it once committed (store/sqlite/counter.py `report`):
         # the WAL-index header and the writer's data_version at its BEGIN (None: not
         # read), and the tables its statements changed rows of
-        self.before: bytes | None = None
-        self.data_version = -1
+        self.began: tuple[bytes, int] | None = None
         self.changed: set[str] = set()
         self.bodies = 0
         self.scheduled = False

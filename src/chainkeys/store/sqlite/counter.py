@@ -175,6 +175,36 @@ class ChangeCounter:
         """The WAL-index header now (None: not mapped, or a writer mid-update)."""
         return self._mapped(time.perf_counter())
 
+    def begin(self, writer: sqlite3.Connection) -> tuple[bytes, int] | None:
+        """Where an own write transaction begins, read holding the write lock (so the
+        latest commit's header): the header, and the writer's `PRAGMA data_version`,
+        which moves for other connections' commits only (None: not readable)."""
+        before = self.header()
+        if before is None:
+            return None
+        try:
+            return before, writer.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:  # (only an optimisation is lost)
+            return None
+
+    def report(
+        self, began: tuple[bytes, int] | None, writer: sqlite3.Connection,
+        tables: frozenset[str],
+    ) -> tuple[bytes, frozenset[str]] | None:  # fmt: skip
+        """After the COMMIT of a transaction that `began` so: record it as own (`own`) if
+        no other connection committed from its BEGIN until the header after it was read
+        here; what was recorded (None: nothing)."""
+        after = self.header()
+        if began is None or after is None:
+            return None
+        try:
+            if writer.execute("PRAGMA data_version").fetchone()[0] != began[1]:
+                return None
+        except sqlite3.Error:
+            return None
+        self.own(began[0], after, tables)
+        return after, tables
+
     def own(self, before: bytes, after: bytes, tables: frozenset[str]) -> None:
         """This process's writer committed alone from `before` to `after`, changing rows
         of `tables` (see the module's note on when a writer may say so)."""
