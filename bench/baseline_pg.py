@@ -1,0 +1,134 @@
+"""The baseline on PostgreSQL: the leanest app that does chainkeys' get and list work there.
+
+The same bare ASGI app as bench/baseline.py (its response bodies, cursors and token
+hashing), on an asyncpg pool of chainkeys' default size instead of sqlite3: per
+request, the token's point lookup (tokens JOIN tenants) and then the account row or the
+keyset page, each one statement on a pooled connection, every request, as a service
+without a cache must. What it leaves out is what the benchmark prices: routing,
+validation, request ids, access logging, error envelopes, and chainkeys' caches (a
+get there reads nothing while nothing changed; store/postgres/watch.py).
+
+Run: python -m bench.baseline_pg --port P --data-dir D [--workers N]
+(the database: CHAINKEYS_DATABASE_URL, as for chainkeys).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+import orjson
+
+from bench.baseline import (
+    AUTH_SQL,
+    DEFAULT_NETWORK,
+    GET_SQL,
+    LIST_LIMIT,
+    LIST_MAX,
+    PAGE_SQL,
+    Baseline,
+    account_body,
+    list_body,
+)
+from chainkeys.config import Settings
+
+
+def _numbered(sql: str) -> str:
+    """sqlite3's ? placeholders as PostgreSQL's $1, $2, …"""
+    parts = sql.split("?")
+    return "".join(p + (f"${i + 1}" if i < len(parts) - 1 else "") for i, p in enumerate(parts))
+
+
+PG_AUTH, PG_GET, PG_PAGE = (_numbered(s) for s in (AUTH_SQL, GET_SQL, PAGE_SQL))
+READS = ("get", "list-first", "list-deep")  # the scenarios it serves
+
+
+class PgBaseline(Baseline):
+    """Reads on an asyncpg pool; anything else is a 405."""
+
+    def __init__(self, data_dir: Path, url: str) -> None:
+        super().__init__(data_dir)
+        self.url = url
+        self.pool: Any = None
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.pool = await asyncpg.create_pool(
+                    self.url, min_size=1, max_size=Settings().db_pool_size
+                )
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.pool.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _handle(self, scope: dict[str, Any], receive: Any) -> tuple[int, bytes]:
+        parts = scope["path"].strip("/").split("/")
+        family = parts[0]
+        if family not in DEFAULT_NETWORK or len(parts) > 2 or scope["method"] != "GET":
+            return 405, b'{"success":false,"message":"not served","code":"method_not_allowed"}'
+        tenant = await self._tenant(scope)
+        if tenant is None:
+            return 401, b'{"success":false,"message":"unauthorized","code":"unauthorized"}'
+        if len(parts) == 2:
+            row = await self.pool.fetchrow(PG_GET, tenant, family, parts[1])
+            if row is None:
+                return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
+            details = orjson.loads(row[7])
+            body = account_body(family, "account found", row[5], row[6], details.get("extra", {}),
+                                None, row[4], row[10])  # fmt: skip
+            return 200, orjson.dumps(body)
+        limit, after = LIST_LIMIT, 0
+        for pair in scope["query_string"].decode("latin-1").split("&"):
+            key, _, value = pair.partition("=")
+            if key == "limit" and value.isdigit():
+                limit = min(int(value), LIST_MAX)
+            elif key == "cursor" and value:
+                after = self.cursors.open(value, f"accounts/{tenant}/{family}/*") or 0
+        rows = await self.pool.fetch(PG_PAGE, tenant, family, after, limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = self.cursors.make(rows[-1][0], f"accounts/{tenant}/{family}/*") if more else None
+        return 200, orjson.dumps(list_body(family, rows, cursor))
+
+    async def _tenant(self, scope: dict[str, Any]) -> str | None:
+        for key, value in scope["headers"]:
+            if key == b"authorization":
+                header = value.decode("latin-1").strip()
+                scheme, _, rest = header.partition(" ")
+                token = rest.strip() if scheme.lower() == "bearer" else header
+                digest = hashlib.sha256(token.encode()).hexdigest()
+                row = await self.pool.fetchrow(PG_AUTH, digest)
+                return None if row is None else str(row[0])
+        return None
+
+
+def app_factory() -> PgBaseline:
+    """uvicorn --factory entry point; settings come from the environment."""
+    return PgBaseline(
+        Path(os.environ["BENCH_BASELINE_DATA_DIR"]), os.environ["CHAINKEYS_DATABASE_URL"]
+    )
+
+
+def main() -> None:
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    os.environ["BENCH_BASELINE_DATA_DIR"] = str(args.data_dir)
+    uvicorn.run("bench.baseline_pg:app_factory", factory=True, host="127.0.0.1",
+                port=args.port, workers=args.workers, log_config=None, access_log=False,
+                server_header=False, loop="uvloop", http="httptools")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
