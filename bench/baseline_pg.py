@@ -69,6 +69,8 @@ class PgBaseline(Baseline):
                 return
 
     async def _handle(self, scope: dict[str, Any], receive: Any) -> tuple[int, bytes]:
+        if scope["path"] == "/healthz":
+            return 200, b'{"success":true,"message":"ok"}'
         parts = scope["path"].strip("/").split("/")
         family = parts[0]
         if family not in DEFAULT_NETWORK or len(parts) > 2 or scope["method"] != "GET":

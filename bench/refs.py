@@ -69,18 +69,22 @@ def install(ref: str, cache: Path, log: Callable[[str], None]) -> Ref:
     return Ref(sha, str(python))
 
 
-def _cli(ref: Ref, data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(ref: Ref, data_dir: Path, *args: str,
+         database_url: str | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("CHAINKEYS_", "BENCH_", "PYTHON"))}  # fmt: skip
+    if database_url is not None:
+        clean["CHAINKEYS_DATABASE_URL"] = database_url
     return subprocess.run([ref.python, "-m", "chainkeys.cli", *args, "--data-dir", str(data_dir)],
                           capture_output=True, text=True, env=clean, check=False, cwd=data_dir)  # fmt: skip
 
 
-def token(ref: Ref, data_dir: Path) -> str:
+def token(ref: Ref, data_dir: Path, database_url: str | None = None) -> str:
     """A token of tenant `bench` (a ref that has `chainkeys init` needs it first)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    _cli(ref, data_dir, "init")  # older refs have no init: their token command makes the store
-    made = _cli(ref, data_dir, "token", "create", "--tenant", "bench")
+    # older refs have no init: their token command makes the store
+    _cli(ref, data_dir, "init", database_url=database_url)
+    made = _cli(ref, data_dir, "token", "create", "--tenant", "bench", database_url=database_url)
     if made.returncode != 0:
         raise RuntimeError(f"{ref.label}: token create failed: {made.stderr[-500:]}")
     return made.stdout.strip().splitlines()[-1].strip()

@@ -279,9 +279,20 @@ class Bench:
     def start_ref(self, ref: refs.Ref, cfg: Config, stack: contextlib.ExitStack) -> procs.Server:
         """The ref on a store of its own, filled to the config's size through its API."""
         data_dir = self.work / f"run-{cfg.key}-{ref.label}"
-        token = refs.token(ref, data_dir)
+        env = {"CHAINKEYS_LOG_LEVEL": self.args.log_level}
+        url = None
+        if cfg.backend == "postgresql":  # an empty database of its own, filled through its API
+            db = f"{self.prefix}_run_{ref.label}"
+            preload.pg_admin(self.args.pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            preload.pg_admin(self.args.pg_url, f'CREATE DATABASE "{db}"')
+            self.pg_dbs.append(db)
+            stack.callback(preload.pg_admin, self.args.pg_url,
+                           f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')  # fmt: skip
+            url = env["CHAINKEYS_DATABASE_URL"] = preload.pg_url(self.args.pg_url, db)
+        else:
+            env["CHAINKEYS_SQLITE_SYNCHRONOUS"] = cfg.sync
+        token = refs.token(ref, data_dir, url)
         log = self.out / "logs" / f"{cfg.key}-{ref.label}.log"
-        env = {"CHAINKEYS_SQLITE_SYNCHRONOUS": cfg.sync, "CHAINKEYS_LOG_LEVEL": self.args.log_level}
         server = procs.start(f"{ref.label} {cfg.key}", ["-m", "chainkeys.cli", "serve",
                              "--data-dir", str(data_dir), "--workers", str(cfg.workers)],
                              env, log, cfg.workers, python=ref.python)  # fmt: skip
@@ -319,7 +330,7 @@ class Bench:
                 stack.callback(server.stop)
                 servers[impl] = server
                 self.log(f"{impl} {cfg.key} up (pids {server.pids})")
-            if cfg.backend == "sqlite" and cfg.size <= 20_000:
+            if cfg.size <= 20_000:
                 for ref in self.refs:
                     servers[ref.label] = self.start_ref(ref, cfg, stack)
             ds = self.dataset(cfg.backend, cfg.size)
