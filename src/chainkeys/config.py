@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     # workers are stopped whatever they hold.
     shutdown_timeout: float = Field(default=10.0, gt=0, le=3600)
     # How often a server re-reads a tenant's signing policy: changes apply within it.
-    policy_refresh_seconds: float = Field(default=5.0, gt=0, le=10)
+    policy_refresh_seconds: float = Field(default=1.0, gt=0, le=10)
     # How often a server reads the master-key ring and writes its heartbeat: a key
     # rotation reaches every process within it (vault/barrier.py).
     key_refresh_seconds: float = Field(default=2.0, gt=0, le=10)
