@@ -354,7 +354,8 @@ def app_factory() -> Baseline:
     )
 
 
-def main() -> None:
+def main(app: str = "bench.baseline:app_factory") -> None:
+    """Serve `app` (an app factory) with uvicorn, as every baseline runs."""
     import uvicorn
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -364,7 +365,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["BENCH_BASELINE_DATA_DIR"] = str(args.data_dir)
     uvicorn.run(
-        "bench.baseline:app_factory",
+        app,
         factory=True,
         host="127.0.0.1",
         port=args.port,

@@ -14,7 +14,6 @@ Run: python -m bench.baseline_pg --port P --data-dir D [--workers N]
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 from pathlib import Path
@@ -33,6 +32,7 @@ from bench.baseline import (
     Baseline,
     account_body,
     list_body,
+    main,
 )
 from chainkeys.config import Settings
 
@@ -118,19 +118,5 @@ def app_factory() -> PgBaseline:
     )
 
 
-def main() -> None:
-    import uvicorn
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-    os.environ["BENCH_BASELINE_DATA_DIR"] = str(args.data_dir)
-    uvicorn.run("bench.baseline_pg:app_factory", factory=True, host="127.0.0.1",
-                port=args.port, workers=args.workers, log_config=None, access_log=False,
-                server_header=False, loop="uvloop", http="httptools")  # fmt: skip
-
-
 if __name__ == "__main__":
-    main()
+    main("bench.baseline_pg:app_factory")

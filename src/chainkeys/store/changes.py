@@ -49,3 +49,20 @@ def changed_by(sql: str) -> str | None:
             return m[2].lower()
         return None if conflict in ("", "IGNORE", "ABORT", "FAIL", "ROLLBACK") else EVERYTHING
     return EVERYTHING
+
+
+def between(log: dict[int, frozenset[str] | None], since: int, now: int) -> frozenset[str] | None:
+    """What a change counter's versions after `since` up to `now` changed, from its log of
+    each version's tables: None where a step is unknown (or forgotten, or `since` is no
+    version), PENDING where one is not known yet."""
+    if not 0 <= since <= now:
+        return None
+    out: set[str] = set()
+    for version in range(since + 1, now + 1):
+        step = log.get(version)
+        if step is None:
+            return None
+        if step is PENDING:
+            return PENDING
+        out |= step
+    return frozenset(out)

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import asyncpg  # type: ignore[import-untyped]
 
-from chainkeys.store.changes import EVERYTHING
+from chainkeys.store.changes import EVERYTHING, between
 
 CHANNEL: Final = "chainkeys_changes"
 NOTIFY: Final = "SELECT pg_notify($1, $2)"  # a write's last statement: channel, tables
@@ -55,15 +55,7 @@ class PgChanges:
 
     def changes(self, since: int, now: int) -> frozenset[str] | None:
         """The tables changed from version `since` to `now` (None: not known)."""
-        if not 0 <= since <= now:
-            return None
-        out: set[str] = set()
-        for version in range(since + 1, now + 1):
-            step = self._changes.get(version)
-            if step is None:
-                return None
-            out |= step
-        return frozenset(out)
+        return between(self._changes, since, now)
 
     async def watch(self) -> None:
         """One round: (re)connect and LISTEN if needed, then prove the connection

@@ -70,7 +70,7 @@ from typing import Any
 
 from chainkeys import metrics
 from chainkeys.errors import StorageUnavailable
-from chainkeys.store.changes import PENDING
+from chainkeys.store.changes import PENDING, between
 
 WAL_INDEX_VERSION = 3007000  # WALINDEX_MAX_VERSION in SQLite's wal.c
 HEADER = 48  # sizeof(WalIndexHdr); the header is stored twice, back to back
@@ -245,17 +245,7 @@ class ChangeCounter:
     def changes(self, since: int, now: int) -> frozenset[str] | None:
         """The tables changed from version `since` to `now`; None where any step is not
         known to be this process's own commits; PENDING where one is not known yet."""
-        if not 0 <= since <= now:
-            return None
-        out: set[str] = set()
-        for version in range(since + 1, now + 1):
-            step = self._changes.get(version)
-            if step is None:
-                return None
-            if step is PENDING:
-                return PENDING
-            out |= step
-        return frozenset(out)
+        return between(self._changes, since, now)
 
     def _explain(self, before: bytes | None, after: bytes | None) -> frozenset[str] | None:
         """The tables own commits changed on a way from header `before` to `after`
