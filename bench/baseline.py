@@ -155,6 +155,27 @@ def list_body(family: str, rows: list[Any], cursor: str | None) -> dict[str, Any
     return {"success": True, "message": "accounts listed", "data": {**names, "data": names}}
 
 
+def token_digest(scope: dict[str, Any]) -> str | None:
+    """The SHA-256 (hex) of the request's token, alone or as `Bearer <token>`."""
+    for key, value in scope["headers"]:
+        if key == b"authorization":
+            header = value.decode("latin-1").strip()
+            scheme, _, rest = header.partition(" ")
+            token = rest.strip() if scheme.lower() == "bearer" else header
+            return hashlib.sha256(token.encode()).hexdigest()
+    return None
+
+
+def got(family: str, row: Any) -> tuple[int, bytes]:
+    """A get's answer for the account row (None: a 404)."""
+    if row is None:
+        return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
+    details = orjson.loads(row[7])
+    body = account_body(family, "account found", row[5], row[6], details.get("extra", {}),
+                        None, row[4], row[10])  # fmt: skip
+    return 200, orjson.dumps(body)
+
+
 class Baseline:
     """The ASGI app. One reader and one writer connection, like chainkeys on SQLite."""
 
@@ -168,6 +189,17 @@ class Baseline:
         self.reader: sqlite3.Connection | None = None
         self.writer: sqlite3.Connection | None = None
         self.requests = 0
+
+    def page_of(self, tenant: str, family: str, query: bytes) -> tuple[int, int]:
+        """A list's (limit, id after) from its query string (an opaque cursor opened)."""
+        limit, after = LIST_LIMIT, 0
+        for pair in query.decode("latin-1").split("&"):
+            key, _, value = pair.partition("=")
+            if key == "limit" and value.isdigit():
+                limit = min(int(value), LIST_MAX)
+            elif key == "cursor" and value:
+                after = self.cursors.open(value, f"accounts/{tenant}/{family}/*") or 0
+        return limit, after
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
@@ -206,16 +238,12 @@ class Baseline:
 
     def _caller(self, scope: dict[str, Any]) -> tuple[str, str] | None:
         """(tenant id, token id) of the request's token."""
-        for key, value in scope["headers"]:
-            if key == b"authorization":
-                header = value.decode("latin-1").strip()
-                scheme, _, rest = header.partition(" ")
-                token = rest.strip() if scheme.lower() == "bearer" else header
-                digest = hashlib.sha256(token.encode()).hexdigest()
-                assert self.reader is not None
-                row = self.reader.execute(AUTH_SQL, (digest,)).fetchone()
-                return None if row is None else (str(row[0]), str(row[2]))
-        return None
+        digest = token_digest(scope)
+        if digest is None:
+            return None
+        assert self.reader is not None
+        row = self.reader.execute(AUTH_SQL, (digest,)).fetchone()
+        return None if row is None else (str(row[0]), str(row[2]))
 
     @staticmethod
     async def _body(receive: Any) -> bytes:
@@ -321,22 +349,10 @@ class Baseline:
 
     def _get(self, tenant: str, family: str, name: str) -> tuple[int, bytes]:
         assert self.reader is not None
-        row = self.reader.execute(GET_SQL, (tenant, family, name)).fetchone()
-        if row is None:
-            return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
-        details = orjson.loads(row[7])
-        body = account_body(family, "account found", row[5], row[6], details.get("extra", {}),
-                            None, row[4], row[10])  # fmt: skip
-        return 200, orjson.dumps(body)
+        return got(family, self.reader.execute(GET_SQL, (tenant, family, name)).fetchone())
 
     def _list(self, tenant: str, family: str, query: bytes) -> tuple[int, bytes]:
-        limit, after = LIST_LIMIT, 0
-        for pair in query.decode("latin-1").split("&"):
-            key, _, value = pair.partition("=")
-            if key == "limit" and value.isdigit():
-                limit = min(int(value), LIST_MAX)
-            elif key == "cursor" and value:
-                after = self.cursors.open(value, f"accounts/{tenant}/{family}/*") or 0
+        limit, after = self.page_of(tenant, family, query)
         assert self.reader is not None
         rows = self.reader.execute(PAGE_SQL, (tenant, family, after, limit + 1)).fetchall()
         more = len(rows) > limit

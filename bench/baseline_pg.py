@@ -14,7 +14,6 @@ Run: python -m bench.baseline_pg --port P --data-dir D [--workers N]
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,12 @@ from bench.baseline import (
     AUTH_SQL,
     DEFAULT_NETWORK,
     GET_SQL,
-    LIST_LIMIT,
-    LIST_MAX,
     PAGE_SQL,
     Baseline,
-    account_body,
+    got,
     list_body,
     main,
+    token_digest,
 )
 from chainkeys.config import Settings
 
@@ -79,20 +77,8 @@ class PgBaseline(Baseline):
         if tenant is None:
             return 401, b'{"success":false,"message":"unauthorized","code":"unauthorized"}'
         if len(parts) == 2:
-            row = await self.pool.fetchrow(PG_GET, tenant, family, parts[1])
-            if row is None:
-                return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
-            details = orjson.loads(row[7])
-            body = account_body(family, "account found", row[5], row[6], details.get("extra", {}),
-                                None, row[4], row[10])  # fmt: skip
-            return 200, orjson.dumps(body)
-        limit, after = LIST_LIMIT, 0
-        for pair in scope["query_string"].decode("latin-1").split("&"):
-            key, _, value = pair.partition("=")
-            if key == "limit" and value.isdigit():
-                limit = min(int(value), LIST_MAX)
-            elif key == "cursor" and value:
-                after = self.cursors.open(value, f"accounts/{tenant}/{family}/*") or 0
+            return got(family, await self.pool.fetchrow(PG_GET, tenant, family, parts[1]))
+        limit, after = self.page_of(tenant, family, scope["query_string"])
         rows = await self.pool.fetch(PG_PAGE, tenant, family, after, limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
@@ -100,15 +86,11 @@ class PgBaseline(Baseline):
         return 200, orjson.dumps(list_body(family, rows, cursor))
 
     async def _tenant(self, scope: dict[str, Any]) -> str | None:
-        for key, value in scope["headers"]:
-            if key == b"authorization":
-                header = value.decode("latin-1").strip()
-                scheme, _, rest = header.partition(" ")
-                token = rest.strip() if scheme.lower() == "bearer" else header
-                digest = hashlib.sha256(token.encode()).hexdigest()
-                row = await self.pool.fetchrow(PG_AUTH, digest)
-                return None if row is None else str(row[0])
-        return None
+        digest = token_digest(scope)
+        if digest is None:
+            return None
+        row = await self.pool.fetchrow(PG_AUTH, digest)
+        return None if row is None else str(row[0])
 
 
 def app_factory() -> PgBaseline:
