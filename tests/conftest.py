@@ -8,6 +8,7 @@ CHAINKEYS_TEST_REQUIRE_POSTGRES is set (CI), where they fail instead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import ssl
@@ -253,15 +254,23 @@ def export_server(
 ) -> Iterator[Server]:
     """A server of its own per module with export enabled (what tokens of every scope,
     export included, may then reach), on each engine."""
-    settings, pg_url = backend_settings(
-        request.param, tmp_path_factory.mktemp("export"), export_enabled=True
-    )
-    srv = Server(settings, request.param)
+    with own_server(request.param, tmp_path_factory.mktemp("export"), export_enabled=True) as srv:
+        yield srv
+
+
+@contextlib.contextmanager
+def own_server(backend: str, data_dir: Path, **overrides: Any) -> Iterator[Server]:
+    """A started server of its own with these settings (its PostgreSQL database dropped
+    after)."""
+    settings, pg_url = backend_settings(backend, data_dir, **overrides)
+    srv = Server(settings, backend)
     srv.start()
-    yield srv
-    srv.stop()
-    if pg_url:
-        drop_pg_database(pg_url)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        if pg_url:
+            drop_pg_database(pg_url)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-from tests.conftest import BACKENDS, Server, backend_settings, drop_pg_database
+from tests.conftest import BACKENDS, Server, backend_settings, own_server
 
 from chainkeys.accounts.models import CreateRequest
 
@@ -25,13 +25,8 @@ MNEMONIC = "abandon " * 11 + "about"
 @pytest.fixture(params=BACKENDS)
 def erasing_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     """A server with CHAINKEYS_DELETED_RETENTION_DAYS=0 (deletes erase at once)."""
-    settings, pg_url = backend_settings(request.param, tmp_path, deleted_retention_days=0)
-    srv = Server(settings, request.param)
-    srv.start()
-    yield srv
-    srv.stop()
-    if pg_url:
-        drop_pg_database(pg_url)
+    with own_server(request.param, tmp_path, deleted_retention_days=0) as srv:
+        yield srv
 
 
 @pytest.mark.parametrize("retained", [True, False], ids=["retained", "erased"])

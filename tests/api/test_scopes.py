@@ -5,34 +5,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from tests.conftest import BACKENDS, Server, backend_settings, drop_pg_database
+from tests.conftest import Server
 
 from chainkeys import clock
 from chainkeys.tokens.service import SCOPES
 
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
 KEY_HEX = "0c28fca386c7a227600b2fe50b7cae11ec86d3bf1fbe471be89827e19d72aa1d"
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def export_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    """A server with CHAINKEYS_EXPORT_ENABLED=true."""
-    data = tmp_path_factory.mktemp(f"export-{request.param}")
-    settings, pg_url = backend_settings(request.param, data, export_enabled=True)
-    srv = Server(settings, request.param)
-    srv.start()
-    yield srv
-    srv.stop()
-    if pg_url:
-        drop_pg_database(pg_url)
 
 
 def token(srv: Server, tenant: str, scopes: str | None = None, **kw: Any) -> str:
