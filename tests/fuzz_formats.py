@@ -16,6 +16,7 @@ from bip_utils import Bip39Languages, Bip39MnemonicEncoder  # type: ignore[impor
 from coincurve.utils import GROUP_ORDER_INT as ORDER
 from hypothesis import strategies as st
 
+from chainkeys.chains import hd
 from chainkeys.chains.mnemonic import WORD_COUNTS
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import key_from_secret
@@ -59,7 +60,31 @@ def mnemonics() -> st.SearchStrategy[str]:
     )
 
 
+def public_keys() -> st.SearchStrategy[str]:
+    """Compressed points of the curve, as hex."""
+    return st.integers(1, ORDER - 1).map(
+        lambda n: key_from_secret(n.to_bytes(32, "big")).public.hex()
+    )
+
+
+def xpubs() -> st.SearchStrategy[str]:
+    """Main-network BIP48 account keys (xpub, Ltub, zpub), with and without an origin."""
+    seeds = st.binary(min_size=32, max_size=32).map(hd.Seed)
+    forms = st.sampled_from(["xpub", "Ltub", "zpub"])
+
+    def made(seed: hd.Seed, form: str, origin: bool) -> str:
+        key = seed.xpub(PATH, form)
+        return f"[{key.fingerprint}/{PATH[2:]}]{key.xpub}" if origin else key.xpub
+
+    return st.builds(made, seeds, forms, st.booleans())
+
+
+PATH = "m/48'/2'/0'/2'"
+
+
 def register() -> None:
+    schemathesis.openapi.format("chainkeys-public-key", public_keys())
+    schemathesis.openapi.format("chainkeys-xpub", xpubs())
     schemathesis.openapi.format("chainkeys-cursor", st.just(""))
     schemathesis.openapi.format("chainkeys-mnemonic", mnemonics())
     for family in FAMILIES:

@@ -134,7 +134,7 @@ def test_refusals(signer: httpx.Client) -> None:
         signer,
         "sign-direct",
         {"signDoc": {**doc, "bodyBytes": "not base64!"}},
-        "invalid_sign_request",
+        "invalid_field",  # its shape: the document's pattern
     )
     refused(signer, "sign-direct", {"signDoc": {**doc, "accountNumber": "1.5"}}, "invalid_amount")
     amino = {"chain_id": "cosmoshub-4", "account_number": "1", "sequence": "0", "memo": "",
@@ -146,7 +146,7 @@ def test_refusals(signer: httpx.Client) -> None:
     foreign = json.loads(json.dumps(amino).replace(ADDRESS, OTHER).replace("1.5", '"1"'))
     refused(signer, "sign-amino", {"signDoc": foreign}, "not_owner")
     refused(signer, "sign-amino", {"signDoc": {**foreign, "chain_id": "juno-1"}}, "wrong_chain")
-    refused(signer, "sign-message", {"message": "a", "data": "AA=="}, "invalid_sign_request")
+    refused(signer, "sign-message", {"message": "a", "data": "AA=="}, "invalid_input")
     as_int = json.loads(json.dumps(amino).replace("1.5", '"1"').replace('"gas": "1"', '"gas": 1'))
     refused(signer, "sign-amino", {"signDoc": as_int}, "invalid_amount")  # a number, not a string
     lone = {**json.loads(json.dumps(amino).replace("1.5", '"1"')), "memo": "\ud800"}
@@ -226,7 +226,7 @@ def test_transfers_are_the_bytes_cosmjs_builds(
     ({"toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw"}, "wrong_chain"),
     ({"amount": "1.5"}, "invalid_amount"),
     ({"amount": "-5"}, "invalid_amount"),
-    ({"gasLimit": 1.5}, "invalid_field"),
+    ({"gasLimit": 1.5}, "invalid_amount"),  # a count, checked as the amounts are
     ({"sequence": -1}, "invalid_amount"),
 ])  # fmt: skip
 def test_transfer_refusals(signer: httpx.Client, change: dict[str, Any], code: str) -> None:

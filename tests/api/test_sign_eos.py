@@ -109,7 +109,7 @@ def test_refusals(signer: tuple[httpx.Client, str]) -> None:
     refused({"chainId": jungle, "serializedTransaction": ok_tx}, "wrong_chain")
     refused({"chainId": CHAIN, "serializedTransaction": ok_tx + "00"}, "invalid_sign_request")
     refused({"chainId": CHAIN, "serializedTransaction": ok_tx[:-6]}, "invalid_sign_request")
-    refused({"chainId": CHAIN, "serializedTransaction": "zz"}, "invalid_sign_request")
+    refused({"chainId": CHAIN, "serializedTransaction": "zz"}, "invalid_field")  # not hex
     other = build(transfer(frm="someoneelse1", actor="someoneelse1"))["serializedTransaction"]
     refused({"chainId": CHAIN, "serializedTransaction": other}, "not_owner")
     mixed = build(transfer(), transfer(frm="someoneelse1", actor="someoneelse1"))

@@ -130,7 +130,8 @@ def test_psbt_refusals(client: httpx.Client) -> None:
     refused(run_node("utxo.mjs", {**base, "sighashType": 0x83})["psbt"], "sighash_not_allowed")
     other = VECTORS["keys"][1]["public_key_compressed_hex"]
     refused(run_node("utxo.mjs", {**base, "pubkey": other})["psbt"], "not_owner")
-    refused("not a psbt", "invalid_sign_request")
+    refused("not a psbt", "invalid_field")  # not base64: the document's pattern
+    refused("AAAA", "invalid_sign_request")  # base64, but no PSBT
     d_address, d_pub = account(client, "dogecoin", {"private_key": KEY["private_key_hex"]})
     seg = run_node("utxo.mjs", {**base, "network": "dogecoin/mainnet", "pubkey": d_pub, "witness": True,
                                 "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}]})["psbt"]  # fmt: skip

@@ -277,7 +277,7 @@ def test_bad_input_is_a_400_that_says_which_and_changes_nothing(
         ({"family": "cosmos", "count": 0}, "count"),
         ({"family": "litecoin", "address_type": "p2tr"}, "address_type"),
         ({"family": "cosmos", "network": "nowhere"}, "network"),
-        ({"family": "bitcoin"}, "unknown chain family"),  # (its text is not quoted back)
+        ({"family": "bitcoin"}, "family is one of"),  # (its text is not quoted back)
         ({"family": "cosmos", "account": -1}, "account"),
         ({"family": "cosmos", "change": 2}, "change"),
         ({"family": "eos", "name": "x", "count": 2}, "count 1"),

@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 import msgspec
 from starlette.requests import Request
 
+from chainkeys import jsonvalues
 from chainkeys.errors import BadRequest, InvalidJSON, UnsupportedMediaType
 from chainkeys.together import Together
 
@@ -92,48 +93,24 @@ def decode(body: bytes, type_: type[T]) -> T:
         value = _with_whole_floats(body, type_, exc)
     except msgspec.DecodeError:
         raise InvalidJSON() from None
-    rules = together(type_)
+    rules = together(type(value))  # a union's member: its own rules
     if rules is not None:
         rules.check(value)
     return value
 
 
-_INT_GOT_FLOAT = re.compile(r"^Expected `int[^`]*`, got `float` - at `\$((?:\.\w+|\[\d+\])*)`$")
-_STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
-
-
 def _with_whole_floats(body: bytes, type_: type[T], exc: msgspec.ValidationError) -> T:
     """The body read again where msgspec refused a whole number written as a float
-    (`5.0`) for an integer field: JSON Schema's `integer` admits it, so the document
-    does. Only the fields msgspec names are touched (never a free-form object's
-    numbers, which a signature may commit to as written); anything else stays the
-    400 it was."""
-    error = exc
-    if _INT_GOT_FLOAT.match(str(error)) is None:
-        raise BadRequest(str(error), code="invalid_field") from None
+    (jsonvalues.convert), or the 400 it was."""
+    if not jsonvalues.whole_float_refused(exc):
+        raise jsonvalues.refusal(type_, exc) from None
     try:
         value: Any = msgspec.json.decode(body)
     except msgspec.ValidationError:  # a number no type holds (1e400)
-        raise BadRequest(str(exc), code="invalid_field") from None
+        raise jsonvalues.refusal(type_, exc) from None
     except msgspec.DecodeError:  # invalid past the point the typed decoder stopped
         raise InvalidJSON() from None
-    for _ in range(64):  # each pass fixes one field; a body has far fewer integers
-        found = _INT_GOT_FLOAT.match(str(error))
-        if found is None:
-            break
-        *steps, last = [m[1] if m[1] else int(m[2]) for m in _STEP.finditer(found[1])] or [None]
-        holder = value
-        for step in steps:
-            holder = holder[step]
-        number = holder[last]
-        if not (isinstance(number, float) and number.is_integer()):
-            break
-        holder[last] = int(number)
-        try:
-            return msgspec.convert(value, type_, strict=True)
-        except msgspec.ValidationError as again:
-            error = again
-    raise BadRequest(str(error), code="invalid_field") from None
+    return jsonvalues.convert(value, type_)
 
 
 async def json_body(request: Request, type_: type[T]) -> T | None:

@@ -4,38 +4,54 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from chainkeys.accounts.multisig import FAMILIES as MULTISIG_FAMILIES
 from chainkeys.api.schemas import Envelope
+from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.threshold import MAX_KEYS
 from chainkeys.chains.tx.utxo.multisig import TYPES
 
 PUBLIC_KEY = Annotated[
-    str, Meta(pattern="^[0-9a-fA-F]{66}$", description="a compressed secp256k1 public key (hex)")
+    str,
+    Meta(
+        extra_json_schema={"format": "chainkeys-public-key"},
+        description="a compressed secp256k1 public key: 66 hex digits, a point of the curve "
+        "(checked: one that is not is a 400)",
+    ),
 ]
 
 
-class MultisigCreate(Struct, kw_only=True, forbid_unknown_fields=True):
-    """An m-of-n multisig of these keys (sorted as BIP67 sorts them: any order given)."""
-
-    threshold: Annotated[int, Meta(ge=1, le=MAX_KEYS, description="m: signatures needed")]
-    public_keys: Annotated[
-        list[PUBLIC_KEY],
-        Meta(min_length=2, max_length=MAX_KEYS,
-             description="n keys, at least one held by an account of this tenant"),
+def _multisig_create(family: str) -> type[Struct]:
+    """An m-of-n multisig of these keys (sorted as BIP67 sorts them: any order given), with
+    the family's networks and address types as enums."""
+    fam = FAMILIES[family]
+    fields: list[Any] = [
+        ("threshold",
+         Annotated[int, Meta(ge=1, le=MAX_KEYS, description="m: signatures needed (at most n)")]),
+        ("public_keys",
+         Annotated[list[PUBLIC_KEY],
+                   Meta(min_length=2, max_length=MAX_KEYS, extra_json_schema={"uniqueItems": True},
+                        description="n distinct keys, at least one held by an account of this "
+                        "tenant")]),
+        ("network",
+         Annotated[str, Meta(description=f"default {fam.default_network}",
+                             extra_json_schema={"enum": sorted(fam.networks)})] | None,
+         None),
     ]  # fmt: skip
-    network: str | None = None
-    address_type: (
-        Annotated[
-            str,
-            Meta(
-                extra_json_schema={"enum": list(TYPES)},
-                description="Litecoin: p2wsh (default), p2sh-p2wsh, p2sh; Dogecoin: p2sh; "
-                "Cosmos: none (a LegacyAminoPubKey)",
-            ),
-        ]
-        | None
-    ) = None
+    if family != "cosmos":  # a Cosmos multisig is a LegacyAminoPubKey: no address type
+        segwit = any(n.hrp is not None for n in fam.networks.values())
+        types = list(TYPES) if segwit else ["p2sh"]
+        fields.append(("address_type",
+                       Annotated[str, Meta(extra_json_schema={"enum": types},
+                                           description=f"default {types[0]}")] | None,
+                       None))  # fmt: skip
+    return msgspec.defstruct(f"{family.capitalize()}MultisigCreate", fields, kw_only=True,
+                             forbid_unknown_fields=True)  # fmt: skip
+
+
+MULTISIG_CREATES: dict[str, type[Struct]] = {f: _multisig_create(f) for f in MULTISIG_FAMILIES}
 
 
 class MultisigMember(Struct, kw_only=True):
@@ -89,12 +105,17 @@ class WalletMultisigCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     family: Annotated[str, Meta(extra_json_schema={"enum": ["litecoin"]})]
     threshold: Annotated[int, Meta(ge=1, le=MAX_KEYS, description="m: signatures needed")]
     xpubs: Annotated[
-        list[Annotated[str, Meta(min_length=100, max_length=300)]],
+        list[Annotated[str, Meta(min_length=100, max_length=300,
+                                 extra_json_schema={"format": "chainkeys-xpub"})]],
         Meta(min_length=1, max_length=MAX_KEYS - 1,
              description="the other members' account-level extended public keys (xpub, Ltub, "
              "Zpub…), each with an optional [fingerprint/path] key origin"),
     ]  # fmt: skip
-    network: str | None = None
+    network: (
+        Annotated[str, Meta(description="default mainnet",
+                            extra_json_schema={"enum": sorted(FAMILIES["litecoin"].networks)})]
+        | None
+    ) = None  # fmt: skip
     address_type: (
         Annotated[str, Meta(extra_json_schema={"enum": ["p2wsh", "p2sh-p2wsh"]},
                             description="p2wsh (default) or p2sh-p2wsh")]

@@ -23,6 +23,7 @@ from chainkeys.api.doc import Doc, links
 from chainkeys.api.params import Param
 from chainkeys.api.routes.common import ops_of
 from chainkeys.api.schemas import ErrorBody
+from chainkeys.chains.tx.fields import COINS_PATTERN
 
 REF = "#/components/schemas/{name}"
 ERRORS = {
@@ -55,7 +56,15 @@ def _name(t: Any) -> str:
     return str(t.__name__)
 
 
-def _ref(t: Any) -> dict[str, str]:
+def _ref(t: Any) -> dict[str, Any]:
+    """A component by reference; a union of tagged Structs (a body per family) as oneOf
+    with its discriminator."""
+    if typing.get_origin(t) is typing.Union:
+        members = typing.get_args(t)
+        tag = members[0].__struct_config__.tag_field
+        return {"oneOf": [_ref(m) for m in members],
+                "discriminator": {"propertyName": tag, "mapping": {
+                    m.__struct_config__.tag: _ref(m)["$ref"] for m in members}}}  # fmt: skip
     return {"$ref": REF.format(name=_name(t))}
 
 
@@ -142,8 +151,9 @@ def _decimals_as_read(node: Any) -> Any:
     schema on one, but it reads a JSON number too, exactly (Core's amounts are
     numbers): say so, or a client generated from the document refuses Core's own
     request shape."""
-    if node == DECIMAL:
-        return {"anyOf": [{"type": "number"}, DECIMAL]}
+    if node == DECIMAL:  # Core's coin amounts, the one Decimal of the API
+        return {"anyOf": [{"type": "number", "minimum": 0},
+                          {"type": "string", "pattern": COINS_PATTERN}]}  # fmt: skip
     if isinstance(node, dict):
         return {k: _decimals_as_read(v) for k, v in node.items()}
     if isinstance(node, list):
@@ -174,15 +184,18 @@ def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
             if not isinstance(doc, Doc):
                 continue
             types.add(doc.response)
-            if doc.request is not None:
+            if typing.get_origin(doc.request) is typing.Union:
+                types.update(typing.get_args(doc.request))
+            elif doc.request is not None:
                 types.add(doc.request)
             paths.setdefault(route.path, {})[method.lower()] = _operation(doc, op.scope)
+    types |= {n for t in list(types) if (rules := together(t)) for n in rules.types()}
     _, components = msgspec.json.schema_components(sorted(types, key=_name), ref_template=REF)
     for t in types:
         rules = together(t)
         if rules is not None:
             schema = components[_name(t)]
-            schema["allOf"] = rules.schema(schema["properties"])
+            schema["allOf"] = rules.schema(schema["properties"], _ref)
     components = _storable_text(_decimals_as_read(components))
     return {
         "openapi": "3.1.0",

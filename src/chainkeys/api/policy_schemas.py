@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Union
 
+import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from chainkeys.api.params import ACCOUNT_NAMES, enum
 from chainkeys.api.schemas import Envelope
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.together import Together
 
 
 class PolicyVersion(Struct, kw_only=True):
@@ -30,15 +34,26 @@ class PolicyHistory(Struct, kw_only=True):
     versions: list[PolicyVersion]
 
 
-class PolicyTest(Struct, kw_only=True, forbid_unknown_fields=True):
-    family: Annotated[str, Meta(extra_json_schema={"enum": ["cosmos", "dogecoin", "eos",
-                                                            "litecoin"]})]  # fmt: skip
-    account: Annotated[str, Meta(min_length=1, max_length=100, description="the account name")]
-    kind: Annotated[
-        str,
-        Meta(description="the sign endpoint, as approvals name it (sign-transfer, sign-psbt, …)"),
-    ]
-    request: Annotated[dict[str, Any], Meta(description="the sign endpoint's request body")]
+def _policy_test(family: str) -> type[Struct]:
+    """A dry run for one family, tagged by `family`: the account is named as the family's
+    path names it, the kind is one of its sign endpoints."""
+    kinds = sorted(kind.path for kind in FAMILIES[family].signers)
+    fields = [
+        ("account", ACCOUNT_NAMES[family].type),
+        ("kind", Annotated[enum(kinds), Meta(description="the sign endpoint, as approvals "
+                                             "name it")]),
+        ("request", Annotated[dict[str, Any],
+                              Meta(description="the sign endpoint's request body")]),
+    ]  # fmt: skip
+    requests = {kind.path: kind.request for kind in FAMILIES[family].signers}
+    return msgspec.defstruct(
+        f"PolicyTest{family.capitalize()}", fields, kw_only=True, forbid_unknown_fields=True,
+        tag_field="family", tag=family,
+        namespace={"together": Together(selects=(("kind", "request", requests),))},
+    )  # fmt: skip
+
+
+PolicyTest: Any = Union[tuple(_policy_test(f) for f in sorted(FAMILIES))]  # noqa: UP007
 
 
 class RuleTried(Struct, kw_only=True, omit_defaults=True):

@@ -329,6 +329,12 @@ def _create_struct(family: str) -> type[Struct]:
 CREATE_REQUESTS: dict[str, type[Struct]] = {name: _create_struct(name) for name in FAMILIES}
 
 
+def family_of(body: Struct) -> str:
+    """The family a body of one of the unions tagged by `family` names (a derive request,
+    a policy dry run)."""
+    return str(body.__struct_config__.tag)
+
+
 class Last24h(Struct, kw_only=True):
     since_ms: int
     signatures: Annotated[int, Meta(description="signatures made (action sign, outcome ok)")]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar, Union
 
+import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from chainkeys.api.schemas import MAX_SECRET, MNEMONIC_META, Envelope
-from chainkeys.chains.eos import NAME_PATTERN
+from chainkeys.api.schemas import MAX_SECRET, MNEMONIC_META, Envelope, option_field
 from chainkeys.chains.mnemonic import WORD_COUNTS
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.together import Together
@@ -55,20 +55,41 @@ class WalletList(Struct, kw_only=True, omit_defaults=True):
 WalletListResponse = Envelope[WalletList]
 
 
-class DeriveBody(Struct, kw_only=True, forbid_unknown_fields=True):
-    family: Annotated[str, Meta(extra_json_schema={"enum": sorted(FAMILIES)})]
-    network: str | None = None
-    address_type: (
-        Annotated[str, Meta(description="Litecoin: p2wpkh (default), p2sh-p2wpkh, p2pkh")] | None
-    ) = None
-    account: Annotated[int, Meta(ge=0, lt=2**31, description="BIP44 account (hardened)")] = 0
-    change: Annotated[int, Meta(ge=0, le=1, description="0 receive, 1 change")] = 0
-    index: Annotated[int, Meta(ge=0, lt=2**31, description="default: the next index")] | None = None
-    count: Annotated[int, Meta(ge=1, le=100)] = 1
-    name: Annotated[str, Meta(pattern=NAME_PATTERN, description="EOS: the account name")] | None = (
-        None
+def _derive_struct(family: str) -> type[Struct]:
+    """A derive request of one family, tagged by `family`: its networks and its own
+    options (EOS: the account name; Litecoin: the address type) are the family's."""
+    fam = FAMILIES[family]
+    fields: list[Any] = [
+        ("network",
+         Annotated[str, Meta(description=f"default {fam.default_network}",
+                             extra_json_schema={"enum": sorted(fam.networks)})] | None,
+         None),
+        *(option_field(spec) for spec in sorted(fam.option_specs, key=lambda o: o.name)),
+        ("account", Annotated[int, Meta(ge=0, lt=2**31, description="BIP44 account (hardened)")],
+         0),
+        ("change", Annotated[int, Meta(ge=0, le=1, description="0 receive, 1 change")], 0),
+        ("index",
+         Annotated[int, Meta(ge=0, lt=2**31, description="default: the next index")] | None,
+         None),
+        ("count", Annotated[int, Meta(ge=1, le=100)], 1),
+        ("preview", Annotated[bool, Meta(description="derive only: store nothing")], False),
+    ]  # fmt: skip
+    name = f"Derive{family.capitalize()}"
+    names = [f[0] for f in fields]
+    rules = Together(only_when=(("name", "count", 1),)) if "name" in names else None  # EOS
+    return msgspec.defstruct(
+        name,
+        fields,
+        kw_only=True,
+        forbid_unknown_fields=True,
+        tag_field="family",
+        tag=family,
+        namespace={"together": rules},
     )
-    preview: Annotated[bool, Meta(description="derive only: store nothing")] = False
+
+
+DERIVES: tuple[type[Struct], ...] = tuple(_derive_struct(f) for f in sorted(FAMILIES))
+DeriveBody: Any = Union[DERIVES]  # noqa: UP007  (built from the registry at import)
 
 
 class DerivedAccount(Struct, kw_only=True, omit_defaults=True):

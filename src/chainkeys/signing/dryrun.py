@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from chainkeys.accounts.families import family_of
 from chainkeys.accounts.repository import Accounts
 from chainkeys.chains.spec import ChainError
 from chainkeys.chains.tx.base import summary_record
 from chainkeys.clock import now_ms
 from chainkeys.errors import AccountNotFound, BadRequest
+from chainkeys.jsonvalues import convert
 from chainkeys.policies.document import Approval, Policy, Rule
 from chainkeys.policies.engine import Decision, Evaluated, Refusal, decide
 from chainkeys.policies.repository import Spends
@@ -56,10 +55,7 @@ async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: 
     (None: the tenant's policy in force, read fresh). No master key is needed."""
     fam = family_of(family)
     kind = kind_of(fam.name, kind_path)
-    try:
-        request = msgspec.convert(body, kind.request)
-    except msgspec.ValidationError as exc:
-        raise BadRequest(f"request: {exc}", code="invalid_field") from None
+    request = convert(body, kind.request, "request: ")
     try:
         name = fam.check_name(account)
     except ChainError as exc:

@@ -28,6 +28,7 @@ from chainkeys.api.routes.common import (
     resource,
 )
 from chainkeys.api.routes.shapes import SHAPES, Shape
+from chainkeys.api.routes.signing import operation_id
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.tokens.service import Principal
 
@@ -99,10 +100,8 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
         parameters=(limit, params.CURSOR, network, params.PREFIX),
     )  # fmt: skip
     following = [f"{verb}{title}Account" for verb in ("get", "delete", "export")]
-    following += [
-        f"{family}{''.join(p.capitalize() for p in k.path.split('-'))}"
-        for k in FAMILIES[family].signers
-    ]  # the sign routes' ids (signing.py)
+    following.append(f"delete{title}AccountMoon")
+    following += [operation_id(family, k) for k in FAMILIES[family].signers]
     address = (
         "$response.body#/data/data/address" if family == "cosmos" else "$response.body#/address"
     )

@@ -3,6 +3,8 @@ GET /{family}/{accountName}/multisig: its members and descriptor."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -12,15 +14,18 @@ from chainkeys.api import multisig_schemas as ms
 from chainkeys.api import params
 from chainkeys.api.auth import BY_REQUEST, NONE, services_of
 from chainkeys.api.body import json_body
-from chainkeys.api.doc import Doc
+from chainkeys.api.doc import Doc, links
 from chainkeys.api.params import ACCOUNT_NAMES
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, path_name, resource
 from chainkeys.api.routes.shapes import iso
+from chainkeys.api.routes.signing import operation_id
 from chainkeys.api.routes.wallets import wallet_ref
 from chainkeys.api.schemas import Envelope
+from chainkeys.chains.registry import FAMILIES as FAMILIES_BY_NAME
 from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig
 from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
 from chainkeys.errors import BadRequest
+from chainkeys.signing.service import MULTISIG_KINDS
 from chainkeys.tokens.service import Principal
 from chainkeys.wallets.multisig import WalletMultisigView
 
@@ -52,12 +57,17 @@ def family_routes(family: str) -> list[Route]:
     title = family.capitalize()
 
     async def register(request: Request, principal: Principal) -> Response:
-        body = await json_body(request, ms.MultisigCreate)
+        body: Any = await json_body(request, ms.MULTISIG_CREATES[family])
         if body is None:
             raise BadRequest("a body with threshold and public_keys is required",
                              code="invalid_multisig")  # fmt: skip
         view = await services_of(request).multisig.register(
-            principal, family, body.threshold, body.public_keys, body.network, body.address_type
+            principal,
+            family,
+            body.threshold,
+            body.public_keys,
+            body.network,
+            getattr(body, "address_type", None),  # Cosmos has none
         )
         return ok(answer(view))
 
@@ -65,10 +75,16 @@ def family_routes(family: str) -> list[Route]:
         row = await services_of(request).accounts.row(principal, family, path_name(request, family))
         return ok(answer(view_of(row)))
 
+    following = [f"get{title}Multisig", f"get{title}Account", f"delete{title}Account"]
+    following += [operation_id(family, k) for k in FAMILIES_BY_NAME[family].signers
+                  if k.path in MULTISIG_KINDS]  # fmt: skip
+    if family == "cosmos":
+        following.append("combineCosmosMultisig")
     registering = Doc(
         f"register{title}Multisig", f"Register an m-of-n {title} multisig account", title,
         ms.MultisigResponse, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
-        request=ms.MultisigCreate, description=DESCRIPTION,
+        request=ms.MULTISIG_CREATES[family], description=DESCRIPTION,
+        links=links(following, accountName="$response.body#/data/address"),
     )  # fmt: skip
     getting = Doc(
         f"get{title}Multisig", f"A {title} multisig account's members and descriptor", title,
@@ -168,6 +184,9 @@ def wallet_multisig_routes() -> list[Route]:
                    "Wallets", ms.WalletMultisigResponse,
                    ("400", "403", "404", "408", "413", "415", *ERRORS_AUTH),
                    request=ms.WalletMultisigCreate, parameters=(params.WALLET,),
+                   links=links(["getWalletMultisig", "deriveWalletMultisig"],
+                               wallet="$response.body#/data/wallet",
+                               multisig="$response.body#/data/id"),
                    description="The wallet's BIP48 key (m/48'/coin'/account'/2' for p2wsh, "
                    "1' for p2sh-p2wsh) is one member, the xpubs the others; the answer's "
                    "descriptor imports into Core, Sparrow or Electrum to watch the same "

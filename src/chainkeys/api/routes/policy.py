@@ -57,10 +57,11 @@ async def policy_history(request: Request, principal: Principal) -> Response:
 
 async def test_policy(request: Request, principal: Principal) -> Response:
     body = await required_body(request, ps.PolicyTest)
-    if not principal.may_use(body.family):
-        raise Forbidden(f"this token may not use {body.family} accounts")
+    family = s.family_of(body)
+    if not principal.may_use(family):
+        raise Forbidden(f"this token may not use {family} accounts")
     svc = services_of(request)
-    run = await dry_run(svc.db, svc.policies, principal, body.family, body.account, body.kind,
+    run = await dry_run(svc.db, svc.policies, principal, family, body.account, body.kind,
                         body.request)  # fmt: skip
     return ok(s.Envelope(success=True, message=f"the policy would {run.decision}",
                          data=decision(run)))  # fmt: skip

@@ -33,6 +33,11 @@ def envelope_type(response: type) -> Any:
     return s.Envelope[response]  # type: ignore[valid-type]
 
 
+def operation_id(family: str, kind: SignKind) -> str:
+    """A sign route's operationId (`cosmosSignDirect`): what links from elsewhere name."""
+    return family + "".join(part.capitalize() for part in kind.path.split("-"))
+
+
 def kind_route(family: str, kind: SignKind) -> Route:
     response_type = envelope_type(kind.response)
     account = ACCOUNT_NAMES[family]
@@ -52,9 +57,8 @@ def kind_route(family: str, kind: SignKind) -> Route:
         return ok(s.Envelope(success=True, message="signed", data=signed.data))
 
     title = family.capitalize()
-    words = "".join(part.capitalize() for part in kind.path.split("-"))
     doc = Doc(
-        f"{family}{words}", f"{title}: {kind.summary}", f"{title} signing", response_type,
+        operation_id(family, kind), f"{title}: {kind.summary}", f"{title} signing", response_type,
         ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH), request=kind.request,
         parameters=(account,), description=kind.description, examples=kind.examples,
     )  # fmt: skip

@@ -96,8 +96,9 @@ async def delete_wallet(request: Request, principal: Principal) -> Response:
 
 async def derive_accounts(request: Request, principal: Principal) -> Response:
     b = await required_body(request, ws.DeriveBody)
-    req = DeriveRequest(b.family, b.network, b.address_type, b.account, b.change, b.index,
-                        b.count, b.name, b.preview)  # fmt: skip
+    req = DeriveRequest(s.family_of(b), b.network, getattr(b, "address_type", None),
+                        b.account, b.change, b.index, b.count, getattr(b, "name", None),
+                        b.preview)  # fmt: skip
     views = await services_of(request).wallets.derive(principal, wallet_ref(request), req)
     data = ws.DerivedAccounts(accounts=[derived(v) for v in views])
     message = "accounts previewed" if b.preview else "accounts derived"

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import msgspec
+from msgspec import Meta
 
 from chainkeys.chains import encoding
 from chainkeys.chains.eos import parse_public_key
@@ -41,6 +42,8 @@ from chainkeys.chains.tx.base import (
 )
 from chainkeys.chains.tx.cosmos.common import cosmos_sign_bytes
 from chainkeys.chains.tx.ecdsa import sign_recoverable_with_entropy
+from chainkeys.chains.tx.fields import HASH, HEX
+from chainkeys.together import Together
 
 _CHARMAP = ".12345abcdefghijklmnopqrstuvwxyz"
 MAX_ASSET = 2**62 - 1  # eosio::asset::max_amount
@@ -210,9 +213,9 @@ class EosTransactionRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=
     actions to a person: no signature covers them, and this signer reads the actions
     from the transaction itself."""
 
-    chainId: str
-    serializedTransaction: str
-    serializedContextFreeData: str | None = None
+    chainId: Annotated[HASH, Meta(description="the account's network's chain id")]
+    serializedTransaction: HEX
+    serializedContextFreeData: HEX | None = None
     requiredKeys: list[str] | None = None
     abis: list[Any] | None = None
 
@@ -284,8 +287,10 @@ def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _EosDigest:
 class EosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """eosjs-ecc `sign(data)`: UTF-8 `message` or hex `data`; the sha256 of the bytes is signed."""
 
+    together: ClassVar = Together(one_of=(("message", "data"),))
+
     message: str | None = None
-    data: str | None = None
+    data: HEX | None = None
 
 
 class EosMessageResponse(msgspec.Struct, kw_only=True):
@@ -333,7 +338,11 @@ KINDS: tuple[SignKind, ...] = (
         "Digest: sha256(chainId || transaction || sha256(context-free data) or 32 zero "
         "bytes). Every action must be authorized by this account only.",
         {"eosjs": {"chainId": "aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906",
-                   "serializedTransaction": "000e0e6bd2042e160000000000000100a6823403ea3055…"}},
+                   # custodytest1 sends 1.2345 EOS to exchange1234 (memo "m")
+                   "serializedTransaction": (
+                       "000e0e6bd2042e160000000000000100a6823403ea3055000000572d3ccdcd01103256d9279a"
+                       "b14600000000a8ed323222103256d9279ab1464086088a4dd35057393000000000000004454f"
+                       "5300000000016d00")}},
     ),
     SignKind(
         "sign-message", ("eos",), EosMessageRequest, EosMessageResponse, prepare_message,

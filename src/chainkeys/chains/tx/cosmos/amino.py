@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json  # the standard library's on purpose: JSON.stringify's escapes; a lenient read
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -36,6 +36,8 @@ from chainkeys.chains.tx.cosmos.common import (
     std_signature,
     unb64,
 )
+from chainkeys.chains.tx.fields import BASE64
+from chainkeys.together import Together
 
 
 def _js_sorted(value: Any) -> Any:
@@ -193,8 +195,10 @@ def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> CosmosDoc:
 class CosmosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Moon's `{"message"}` (UTF-8 text) or Keplr's raw `{"data"}` (base64)."""
 
+    together: ClassVar = Together(one_of=(("message", "data"),))
+
     message: str | None = None
-    data: str | None = None
+    data: BASE64 | None = None
 
 
 class CosmosMessageResponse(msgspec.Struct, kw_only=True):

@@ -5,7 +5,7 @@ decoded strictly before anything is signed."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 from cosmospy_protobuf.cosmos.bank.v1beta1 import tx_pb2 as bank
@@ -14,6 +14,7 @@ from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 from cosmospy_protobuf.ibc.applications.transfer.v1 import tx_pb2 as ibc
 
 from chainkeys.chains.tx.base import (
+    INVALID_AMOUNT,
     Item,
     Owner,
     Signed,
@@ -38,19 +39,22 @@ from chainkeys.chains.tx.cosmos.common import (
     std_signature,
     unb64,
 )
+from chainkeys.chains.tx.fields import BASE64, DIGITS
 
 
 class CosmosDirectDoc(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """cosmjs `SignDoc` in proto3 JSON: bytes as base64, accountNumber a decimal string."""
 
-    bodyBytes: str | None = None
-    authInfoBytes: str | None = None
+    codes: ClassVar = {"accountNumber": INVALID_AMOUNT, "account_number": INVALID_AMOUNT}
+
+    bodyBytes: BASE64 | None = None
+    authInfoBytes: BASE64 | None = None
     chainId: str | None = None
-    accountNumber: str | None = None
-    body_bytes: str | None = None
-    auth_info_bytes: str | None = None
+    accountNumber: DIGITS | None = None
+    body_bytes: BASE64 | None = None
+    auth_info_bytes: BASE64 | None = None
     chain_id: str | None = None
-    account_number: str | None = None
+    account_number: DIGITS | None = None
 
     def get(self, camel: str, snake: str) -> str:
         """The field in either casing; both at once is a refusal (one would go unread)."""
@@ -64,6 +68,8 @@ class CosmosDirectDoc(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class CosmosDirectRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    codes: ClassVar = CosmosDirectDoc.codes
+
     signDoc: CosmosDirectDoc
 
 
@@ -156,8 +162,14 @@ KIND = (
         "sign a SignDoc (cosmjs OfflineDirectSigner.signDirect)",
         "The body and auth info are decoded first: the chain id must be the account's "
         "network's, a signer info must carry this account's public key.",
-        {"cosmjs": {"signDoc": {"bodyBytes": "CpABCo0BChwvY29zbW9zLmJhbmsu…",
-                                "authInfoBytes": "ClAKRgofL2Nvc21vcy5jcnlwdG8u…",
-                                "chainId": "cosmoshub-4", "accountNumber": "12345"}}},
+        # a MsgSend of 1000 uatom from cosmos1w508…6ah60c (the key 1), fee 500 uatom
+        {"cosmjs": {"signDoc": {"bodyBytes": (
+            "Co0BChwvY29zbW9zLmJhbmsudjFiZXRhMS5Nc2dTZW5kEm0KLWNvc21vczF3NTA4ZDZxZWp4dGRn"
+            "NHk1cjN6YXJ2YXJ5MGM1eHc3azZhaDYwYxItY29zbW9zMXF5cHF4cHE5cWNyc3N6ZzJwdnhxNnJz"
+            "MHpxZzN5eWM1bHp2N3h1Gg0KBXVhdG9tEgQxMDAw"),
+            "authInfoBytes": (
+            "Ck4KRgofL2Nvc21vcy5jcnlwdG8uc2VjcDI1NmsxLlB1YktleRIjCiECeb5mfvncu6xVoGKVzocL"
+            "BwKb/NstzijZWfKBWxb4F5gSBAoCCAESEgoMCgV1YXRvbRIDNTAwEMCaDA=="),
+            "chainId": "cosmoshub-4", "accountNumber": "12345"}}},
     )
 )  # fmt: skip

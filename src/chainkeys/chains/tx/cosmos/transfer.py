@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
+from typing import Annotated, ClassVar
 
 import msgspec
 from cosmospy_protobuf.cosmos.bank.v1beta1 import tx_pb2 as bank
@@ -20,6 +21,7 @@ from cosmospy_protobuf.cosmos.crypto.secp256k1 import keys_pb2
 from cosmospy_protobuf.cosmos.tx.signing.v1beta1 import signing_pb2
 from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 from cosmospy_protobuf.ibc.applications.transfer.v1 import tx_pb2 as ibc
+from msgspec import Meta
 
 from chainkeys.chains.cosmos import FAMILY as COSMOS
 from chainkeys.chains.spec import Key
@@ -47,27 +49,35 @@ from chainkeys.chains.tx.cosmos.common import (
 from chainkeys.chains.tx.cosmos.common import (
     amount as amount_of,
 )
+from chainkeys.chains.tx.fields import DENOM, DIGITS, UINT64
 
 
 class CosmosTransferInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    fromAddress: str
-    toAddress: str
-    amount: str
-    denom: str
-    chainId: str
-    sequence: int
-    accountNumber: int
-    feeDenom: str
-    feeAmount: str
-    gasLimit: int
+    codes: ClassVar = dict.fromkeys(
+        ("amount", "denom", "feeAmount", "feeDenom", "sequence", "accountNumber", "gasLimit",
+         "timeoutHeight", "timeoutTimestamp"), INVALID_AMOUNT)  # fmt: skip
+
+    fromAddress: Annotated[str, Meta(description="this account's address")]
+    toAddress: Annotated[str, Meta(min_length=1, max_length=128)]
+    amount: DIGITS
+    denom: DENOM
+    chainId: Annotated[str, Meta(description="the account's network's chain id")]
+    sequence: UINT64
+    accountNumber: UINT64
+    feeDenom: DENOM
+    feeAmount: DIGITS
+    gasLimit: UINT64
     memo: str = ""
-    timeoutHeight: int = 0
+    timeoutHeight: UINT64 = 0
 
 
 class CosmosIBCTransferInput(CosmosTransferInput, kw_only=True, forbid_unknown_fields=True):
     sourcePort: str = "transfer"
-    sourceChannel: str
-    timeoutTimestamp: int  # nanoseconds since the epoch
+    sourceChannel: Annotated[str, Meta(pattern="^channel-[0-9]{1,20}$")]
+    timeoutTimestamp: Annotated[
+        int, Meta(ge=1, extra_json_schema={"maximum": 2**64 - 1},
+                  description="nanoseconds since the epoch")
+    ]  # fmt: skip
 
 
 class CosmosTransactionResponse(msgspec.Struct, kw_only=True):

@@ -24,6 +24,7 @@ from embit.script import Script, Witness
 from chainkeys.chains.spec import ChainError, Key
 from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary, refuse
 from chainkeys.chains.tx.ecdsa import sign_der
+from chainkeys.chains.tx.fields import BASE64
 from chainkeys.chains.tx.utxo import multisig
 from chainkeys.chains.tx.utxo.params import PARAMS
 from chainkeys.chains.tx.utxo.transaction import (
@@ -43,7 +44,7 @@ PROPRIETARY = 0xFC  # BIP174: a key type any application may use; it is never si
 
 
 class UtxoPsbtRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    psbt: str
+    psbt: BASE64
     finalize: bool = True
 
 
@@ -231,5 +232,10 @@ KIND = SignKind(
     "P2WPKH, P2SH-P2WPKH), SIGHASH_ALL only; with finalize, a complete PSBT is extracted. "
     "A multisig account adds the signature of every member key this tenant holds and "
     "finalizes an input once its signatures reach the threshold.",
-    {"bitcoinjs": {"psbt": "cHNidP8BAHECAAAAAe…", "finalize": True}},
+    # Litecoin: a P2WPKH input of 0.01 LTC of the key 1, 0.006 LTC to LYWKqJ…iubdM
+    {"bitcoinjs": {"psbt": (
+        "cHNidP8BAFUCAAAAAZZmeEkhOj+596y1w3dw2D1yEGd08vqOqXU9VXi/Tsd3AAAAAAD/////AcAn"
+        "CQAAAAAAGXapFJGyS/n1KIUylgrGh6uwNRJ7HSiliKwAAAAAAAEAUgEAAAABBwcHBwcHBwcHBwcH"
+        "BwcHBwcHBwcHBwcHBwcHBwcHBwcAAAAAAP////8BQEIPAAAAAAAWABR1HnboGZGW1FSUHEXRs6Mj"
+        "8UM71gAAAAABAR9AQg8AAAAAABYAFHUedugZkZbUVJQcRdGzoyPxQzvWAAA="), "finalize": True}},
 )  # fmt: skip

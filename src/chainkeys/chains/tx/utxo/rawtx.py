@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal, DecimalException
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from embit.transaction import Transaction
+from msgspec import Meta
 
 from chainkeys.chains.spec import ChainError, Key
 from chainkeys.chains.tx.base import INVALID_AMOUNT, Owner, Signed, SignKind, Summary, refuse, unhex
 from chainkeys.chains.tx.ecdsa import sign_der
+from chainkeys.chains.tx.fields import HASH, HEX, UINT32
 from chainkeys.chains.tx.utxo.params import COIN, PARAMS
 from chainkeys.chains.tx.utxo.transaction import (
     SIGHASH_ALL,
@@ -39,20 +41,24 @@ from chainkeys.chains.tx.utxo.transaction import (
 
 
 class PrevTx(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    txid: str
-    vout: int
-    scriptPubKey: str
+    txid: HASH
+    vout: UINT32
+    scriptPubKey: HEX
     # Core sends a JSON number; a string is read the same. Exact either way.
     amount: Decimal | None = None
-    redeemScript: str | None = None
-    witnessScript: str | None = None
-    hex: str | None = None  # the full previous transaction (required for legacy inputs)
+    redeemScript: HEX | None = None
+    witnessScript: HEX | None = None
+    hex: HEX | None = None  # the full previous transaction (required for legacy inputs)
 
 
 class UtxoRawTransactionRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    hex: str
+    codes: ClassVar = {"amount": INVALID_AMOUNT, "sighashtype": "sighash_not_allowed"}
+
+    hex: HEX
     prevtxs: list[PrevTx] = []
-    sighashtype: str = "ALL"
+    sighashtype: Annotated[
+        Literal["ALL"], Meta(description="ALL: the only sighash signed (Core's others refused)")
+    ] = "ALL"
 
 
 class RawInputError(msgspec.Struct, kw_only=True):
@@ -142,8 +148,6 @@ def _scripts_match(prev: PrevTx, mine: bool, owner: Owner) -> None:
 
 
 def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _RawTxInputs:
-    if req.sighashtype != "ALL":
-        raise refuse("only sighashtype ALL is signed", "sighash_not_allowed")
     params = PARAMS[owner.family]
     tx = parse_tx(req.hex, "hex")
     check_inputs(tx)
@@ -193,7 +197,16 @@ KIND = SignKind(
     "sign a raw transaction (Core signrawtransactionwithkey)",
     "Core's request and result. Inputs of this account: P2PKH ones need prevtxs[].hex, "
     "the full previous transaction (its legacy signature does not commit to the amount).",
-    {"core": {"hex": "0100000001…", "sighashtype": "ALL", "prevtxs": [{
-        "txid": "9b1c…", "vout": 0, "scriptPubKey": "76a914…88ac", "amount": 12.5,
-        "hex": "0100000001…"}]}},
+    # Dogecoin: a P2PKH input of 0.01 DOGE of the key 1 (its previous transaction whole)
+    {"core": {"hex": (
+        "02000000019913237b3a8b45c185a94519643641b0309d5177551c3f24c69522e57537ab4400"
+        "00000000ffffffff01c0270900000000001976a91491b24bf9f5288532960ac687abb035127b"
+        "1d28a588ac00000000"),
+        "sighashtype": "ALL", "prevtxs": [{
+            "txid": "44ab3775e52295c6243f1c5577519d30b04136641945a985c1458b3a7b231399",
+            "vout": 0, "scriptPubKey": "76a914751e76e8199196d454941c45d1b3a323f1433bd688ac",
+            "amount": 0.01, "hex": (
+            "0100000001070707070707070707070707070707070707070707070707070707070707070700"
+            "00000000ffffffff0140420f00000000001976a914751e76e8199196d454941c45d1b3a323f1"
+            "433bd688ac00000000")}]}},
 )  # fmt: skip

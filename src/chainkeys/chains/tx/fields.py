@@ -1,0 +1,35 @@
+"""The shapes of sign requests' fields, as msgspec types: one declaration both checks a
+field (msgspec refuses a value outside it, naming the field) and states it in the
+OpenAPI document, so a client or fuzzer knows it before sending.
+
+What a shape cannot say stays with each decoder: a transaction parsed whole, a chain id
+that must be the account's, an amount within the coin's supply. A refusal at a field
+whose name a request type lists in its `codes` carries that code (jsonvalues.py), so
+an amount of the wrong shape is `invalid_amount` whether msgspec or the decoder saw it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, TypeAlias
+
+from msgspec import Meta
+
+HEX: TypeAlias = Annotated[str, Meta(pattern="^([0-9a-fA-F]{2})*$", description="bytes as hex")]
+HASH: TypeAlias = Annotated[str, Meta(pattern="^[0-9a-fA-F]{64}$", description="32 bytes as hex")]
+BASE64: TypeAlias = Annotated[
+    str,
+    Meta(pattern="^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+         description="bytes as standard base64 (padded)"),
+]  # fmt: skip
+DIGITS: TypeAlias = Annotated[
+    str, Meta(pattern="^[0-9]{1,80}$", description="a whole number as a decimal string")
+]
+# msgspec takes no bound past int64 (it says so when the type is built): the document
+# states the top, and each decoder that reads one checks it (cosmos/transfer.py `_counts`)
+UINT64: TypeAlias = Annotated[int, Meta(ge=0, extra_json_schema={"maximum": 2**64 - 1})]
+UINT32: TypeAlias = Annotated[int, Meta(ge=0, le=2**32 - 1)]
+# Core's decimal coin amount as a string: at most 8 decimals, no exponent, no sign (a
+# Decimal field: msgspec takes no pattern on one, so api/openapi.py states it)
+COINS_PATTERN: Final = r"^[0-9]{1,12}(\.[0-9]{1,8})?$"
+# a Cosmos denom (the SDK's own rule: sdk.ValidateDenom)
+DENOM: TypeAlias = Annotated[str, Meta(pattern="^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}$")]
