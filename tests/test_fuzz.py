@@ -88,11 +88,17 @@ def run_config() -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_each_rule_beyond_the_schema_names_an_operation() -> None:
-    operations = [f"{m.upper()} {p}" for p, item in openapi_document(Settings())["paths"].items()
-                  for m in item]  # fmt: skip
+def test_each_rule_beyond_the_schema_names_an_operation_that_says_so() -> None:
+    """Each rule names an operation, and each operation it names tells a client the rule
+    in its description ("Beyond the schema: …")."""
+    operations = {f"{m.upper()} {p}": op.get("description", "")
+                  for p, item in openapi_document(Settings())["paths"].items()
+                  for m, op in item.items()}  # fmt: skip
     for pattern in BEYOND_SCHEMA:
         assert any(re.fullmatch(pattern, op) for op in operations), pattern
+    for op, description in operations.items():
+        if beyond_schema(op):
+            assert "beyond" in description.lower(), op
     assert not beyond_schema("POST /cosmos") and not beyond_schema("POST /wallets")
 
 

@@ -34,7 +34,9 @@ DESCRIPTION = (
     "others are held elsewhere; the account's name is its address. `sign-psbt` on it adds "
     "the signature of every member key held here and finalizes an input once its "
     "signatures reach the threshold. At most 15 keys (a P2SH redeem script is at most 520 "
-    "bytes)."
+    "bytes). Beyond the schema: the threshold is at most the number of keys, the keys are "
+    "distinct and points of the curve, one is held by an account of this tenant on the "
+    "network (else 400 `invalid_multisig`)."
 )
 
 
@@ -122,7 +124,9 @@ COMBINING = Doc(
     description="The amino StdSignDoc every member signed (read in full, as sign-amino "
     "reads it) and at least threshold member signatures; each is verified. The answer is "
     "the TxRaw cosmjs makeMultisignedTx builds (SIGN_MODE_LEGACY_AMINO_JSON), ready to "
-    "broadcast. Nothing is signed here.",
+    "broadcast. Nothing is signed here. Beyond the schema: the account is a Cosmos "
+    "multisig (else 400 `not_multisig`), the document is its, each signature its member's "
+    "over it (`invalid_signature`).",
 )  # fmt: skip
 
 
@@ -190,7 +194,9 @@ def wallet_multisig_routes() -> list[Route]:
                    description="The wallet's BIP48 key (m/48'/coin'/account'/2' for p2wsh, "
                    "1' for p2sh-p2wsh) is one member, the xpubs the others; the answer's "
                    "descriptor imports into Core, Sparrow or Electrum to watch the same "
-                   "addresses.")  # fmt: skip
+                   "addresses. Beyond the schema: the threshold is at most the number of "
+                   "members, each xpub is of the body's network and distinct from the others "
+                   "and the wallet's own (400 `invalid_multisig`, `invalid_xpub`).")  # fmt: skip
     listing = Doc("listWalletMultisigs", "This wallet's HD multisigs", "Wallets",
                   ms.WalletMultisigListResponse, ("400", "404", *ERRORS_AUTH),
                   parameters=(params.WALLET,))  # fmt: skip
@@ -201,7 +207,9 @@ def wallet_multisig_routes() -> list[Route]:
                    "one index)", "Wallets", ms.MultisigAccountsResponse,
                    ("400", "404", "408", "409", "413", "415", *ERRORS_AUTH),
                    request=ms.WalletMultisigDerive, request_required=False,
-                   parameters=(params.WALLET, params.MULTISIG_ID))  # fmt: skip
+                   parameters=(params.WALLET, params.MULTISIG_ID),
+                   description="Beyond the schema: index + count stays below 2^31 (400 "
+                   "`invalid_index`).")  # fmt: skip
     return [
         resource(base, {"GET": Op(list_wallet_multisigs, "read", NONE, listing),
                         "POST": Op(create_wallet_multisig, "create", BY_REQUEST, creating)}),

@@ -113,7 +113,10 @@ def policy_routes() -> list[Route]:
             "testPolicy", "What the policy in force would decide on a sign request, and "
             "why: nothing signed, no key opened, no cap counted", TAG,
             ps.PolicyDecisionResponse, ("400", "404", "408", "413", "415", *ERRORS_AUTH),
-            request=ps.PolicyTest,
+            request=ps.PolicyTest, description="`request` is the body of the sign endpoint "
+            "`kind` names (its schema, by `kind`). Beyond the schema: the request must fit "
+            "the account as that endpoint's must (400 with its codes); an address's "
+            "checksum is checked (`invalid_account_name`).",
             examples={"transfer": {"family": "cosmos",
                                    "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
                                    "kind": "sign-transfer", "request": _TRANSFER}}))}),

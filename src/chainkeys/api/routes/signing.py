@@ -33,6 +33,15 @@ def envelope_type(response: type) -> Any:
     return s.Envelope[response]  # type: ignore[valid-type]
 
 
+# What every sign request's schema cannot say (the fields' shapes it does say).
+BEYOND_THE_SCHEMA = (
+    "Beyond this schema: the transaction or message is decoded whole and must fit this "
+    "account (its network's chain id, its inputs, keys and actions, a multisig or not); "
+    "a request that does not is a 400 (`invalid_sign_request`, `wrong_chain`, "
+    "`not_owner`, `invalid_amount`, …: docs/signing.md), audited."
+)
+
+
 def operation_id(family: str, kind: SignKind) -> str:
     """A sign route's operationId (`cosmosSignDirect`): what links from elsewhere name."""
     return family + "".join(part.capitalize() for part in kind.path.split("-"))
@@ -60,7 +69,8 @@ def kind_route(family: str, kind: SignKind) -> Route:
     doc = Doc(
         operation_id(family, kind), f"{title}: {kind.summary}", f"{title} signing", response_type,
         ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH), request=kind.request,
-        parameters=(account,), description=kind.description, examples=kind.examples,
+        parameters=(account,), description=f"{kind.description} {BEYOND_THE_SCHEMA}".strip(),
+        examples=kind.examples,
     )  # fmt: skip
     path = f"/{family}/{{accountName}}/{kind.path}"
     return resource(path, {"POST": Op(sign, "sign", family, doc)})

@@ -154,7 +154,9 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                       request=ws.DeriveBody, parameters=item,
                       description="Paths m/purpose'/coin'/account'/change/index (docs/"
                       "wallets.md). Without index, the next indices are taken atomically; the "
-                      "same path again answers the same account; preview stores nothing.",
+                      "same path again answers the same account; preview stores nothing. "
+                      "Beyond the schema: index + count stays below 2^31 (400 "
+                      "`invalid_index`).",
                       examples={"next": {"family": "litecoin", "count": 10},
                                 "index": {"family": "cosmos", "index": 7},
                                 "eos": {"family": "eos", "name": "deposit12345"}}),
@@ -166,7 +168,10 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                     ws.XpubResponse, ("400", "403", "404", *ERRORS_AUTH),
                     parameters=(*item, *params.XPUB),
                     description="Deriving change/index from it gives exactly the service's "
-                    "addresses; UTXO families add BIP380 descriptors."),
+                    "addresses; UTXO families add BIP380 descriptors. Beyond the schema "
+                    "(a query parameter's schema cannot depend on another's): network, "
+                    "address_type and format must be the family's (400 `unknown_network`, "
+                    "`invalid_option`, `invalid_format`)."),
         "export": Doc("exportWallet", "Export a wallet's phrase", TAG, ws.WalletExportResponse,
                       ("403", "404", *ERRORS_AUTH), parameters=item,
                       description="Only with CHAINKEYS_EXPORT_ENABLED and the `export` scope; "
