@@ -257,3 +257,22 @@ def test_a_foreign_commit_before_a_commit_in_the_writer_thread_still_clears(
         return still
 
     assert asyncio.run(main()) is False
+
+
+def test_a_full_cache_makes_room_by_dropping_the_least_recently_used(tmp_path: Path) -> None:
+    """The hot set stays: a cache that filled up keeps taking new values (before, a full
+    cache took none until the next commit cleared it)."""
+
+    async def main() -> list[str | None]:
+        db, _ = await store(tmp_path)
+        cache: StoreCache[str, str] = StoreCache(db, 2, frozenset({"watched"}), "test")
+        stamp = cache.refresh()
+        cache.put("a", "1", stamp)
+        cache.put("b", "2", stamp)
+        cache.get("a")  # used: "b" is now the least recently used
+        cache.put("c", "3", stamp)
+        seen = [cache.get(k) for k in ("a", "b", "c")]
+        await db.close()
+        return seen
+
+    assert asyncio.run(main()) == ["1", None, "3"]

@@ -12,6 +12,7 @@ holds a `StoreCache` and never asks which engine it has.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
@@ -25,7 +26,9 @@ UNCACHED = -1  # a stamp under which nothing is kept
 
 
 class StoreCache(Generic[K, V]):
-    """At most `size` values, all read while the store's change stamp was `stamp`."""
+    """At most `size` values, all read while the store's change stamp was `stamp`; when
+    full, the least recently used makes room (a hot set of any size up to `size` stays,
+    whatever the tenant holds)."""
 
     __slots__ = ("_bypass", "_cleared", "_db", "_kept", "_size", "_stamp", "_tables", "_values")
 
@@ -36,7 +39,7 @@ class StoreCache(Generic[K, V]):
         self._bypass = False  # a commit not known yet to be harmless: read through
         self._size = size
         self._tables = tables | {EVERYTHING}  # what its values are read from
-        self._values: dict[K, V] = {}
+        self._values: OrderedDict[K, V] = OrderedDict()
         self._stamp = UNCACHED
 
     def refresh(self) -> int:
@@ -73,9 +76,17 @@ class StoreCache(Generic[K, V]):
         return self._stamp
 
     def get(self, key: K) -> V | None:
-        return None if self._bypass else self._values.get(key)
+        if self._bypass:
+            return None
+        value = self._values.get(key)
+        if value is not None:
+            self._values.move_to_end(key)
+        return value
 
     def put(self, key: K, value: V, stamp: int) -> None:
-        """Keep a value read under `stamp`, if nothing committed since and there is room."""
-        if stamp != UNCACHED and stamp == self._stamp and len(self._values) < self._size:
+        """Keep a value read under `stamp`, if nothing committed since (the least recently
+        used goes when the cache is full)."""
+        if stamp != UNCACHED and stamp == self._stamp:
             self._values[key] = value
+            if len(self._values) > self._size:
+                self._values.popitem(last=False)
