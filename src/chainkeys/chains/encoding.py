@@ -12,6 +12,7 @@ Dogecoin and Litecoin share, is in `base58.py`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -234,6 +235,20 @@ def _bech32_hrp(text: str, hrps: Iterable[str], *, what: str, code: str) -> str:
     return hrp
 
 
+# bip_utils checks a bech32 checksum in pure Python (~40 µs); an address is checked
+# again on every request that names it. Valid strings are remembered (a pure function of
+# the text); a failure raises, and a raise is never remembered.
+@functools.lru_cache(maxsize=32_768)
+def _bech32_data(hrp: str, text: str) -> bytes:
+    return bytes(Bech32Decoder.Decode(hrp, text))
+
+
+@functools.lru_cache(maxsize=32_768)
+def _segwit_program(hrp: str, text: str) -> tuple[int, bytes]:
+    version, program = SegwitBech32Decoder.Decode(hrp, text)
+    return int(version), bytes(program)
+
+
 def is_bech32(text: str) -> bool:
     """Whether `text` is a BIP173 bech32 string of any prefix (an address on a chain
     this service may not know: an IBC receiver)."""
@@ -268,7 +283,7 @@ def decode_bech32(text: str, hrps: Iterable[str], *, what: str, code: str) -> tu
     hrps = frozenset(hrps)
     hrp = _bech32_hrp(text, hrps, what=what, code=code)
     try:
-        return hrp, bytes(Bech32Decoder.Decode(hrp, text))
+        return hrp, _bech32_data(hrp, text)
     except Bech32ChecksumError:
         raise ChainError(f"{what} checksum does not verify", code) from None
     except ValueError:
@@ -287,7 +302,7 @@ def decode_segwit_v0(text: str, hrps: Iterable[str], *, what: str, code: str) ->
     hrps = frozenset(hrps)
     hrp = _bech32_hrp(text, hrps, what=what, code=code)
     try:
-        version, program = SegwitBech32Decoder.Decode(hrp, text)
+        version, program = _segwit_program(hrp, text)
     except Bech32ChecksumError:
         raise ChainError(f"{what} checksum does not verify", code) from None
     except ValueError:
@@ -295,6 +310,13 @@ def decode_segwit_v0(text: str, hrps: Iterable[str], *, what: str, code: str) ->
     if version != 0:
         raise ChainError(f"{what} is not a segwit v0 address", code)
     return hrp, bytes(program)
+
+
+@functools.lru_cache(maxsize=32_768)
+def _address_payload(text: str) -> bytes:
+    """An address's base58check payload, remembered like bech32's above (addresses
+    only: a WIF is a secret, and no cache holds one)."""
+    return base58check_decode(text, what="address", code="invalid_address")
 
 
 def decode_base58_address(
@@ -311,7 +333,10 @@ def decode_base58_address(
     """
     if len(text) > MAX_ADDRESS_CHARS:
         raise ChainError(f"{what} is longer than {MAX_ADDRESS_CHARS} characters", code)
-    payload = base58check_decode(text, what=what, code=code)
+    try:
+        payload = _address_payload(text)
+    except ChainError:  # again, for the refusal in the caller's words
+        payload = base58check_decode(text, what=what, code=code)
     if len(payload) != 21:
         raise ChainError(f"{what} payload is {len(payload)} bytes, not 21", code)
     if payload[:1] not in frozenset(versions):

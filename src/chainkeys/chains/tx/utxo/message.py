@@ -10,8 +10,10 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
+from typing import Annotated
 
 import msgspec
+from msgspec import Meta
 
 from chainkeys.chains.spec import ChainError, Key
 from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary
@@ -34,8 +36,12 @@ def message_hash(magic: str, message: bytes) -> bytes:
     return hashlib.sha256(hashlib.sha256(data).digest()).digest()
 
 
+MAX_MESSAGE = 65_536  # characters: Core signs any length; a custody service need not
+
+
 class UtxoMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    message: str
+    message: Annotated[str, Meta(max_length=MAX_MESSAGE, description="UTF-8 text, 64 Ki "
+                                 "characters at most")]  # fmt: skip
 
 
 class UtxoMessageResponse(msgspec.Struct, kw_only=True):
@@ -55,8 +61,9 @@ class _MessageDigest:
 
 
 def prepare_message(req: UtxoMessageRequest, owner: Owner) -> _MessageDigest:
-    if len(req.message) > 65_536:
-        raise ChainError("message is too long to sign (64 KiB at most)", "invalid_sign_request")
+    if len(req.message) > MAX_MESSAGE:  # a request built without the decoder (approvals)
+        raise ChainError("message is too long to sign (64 Ki characters at most)",
+                         "invalid_sign_request")  # fmt: skip
     params = PARAMS[owner.family]
     digest = message_hash(params.magic, req.message.encode())
     compressed = len(owner.public_key) == 33
