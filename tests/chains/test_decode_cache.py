@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from chainkeys.chains import encoding
+from chainkeys.chains import encoding, eos
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import key_from_secret
 from chainkeys.chains.spec import ChainError
@@ -47,11 +47,22 @@ def test_a_refused_address_is_not_remembered_and_says_why_in_its_own_words() -> 
     assert encoding._address_payload.cache_info().currsize == size
 
 
-def test_no_private_key_enters_a_cache() -> None:
-    fam = FAMILIES["dogecoin"]
+def test_an_eos_public_key_is_decoded_once() -> None:
+    fam = FAMILIES["eos"]
+    shown = fam.account(KEY, fam.network(None), fam.options({}, KEY)).public_key
+    first = fam.public_key_bytes(shown)
+    hits = eos.parse_public_key.cache_info().hits
+    assert fam.public_key_bytes(shown) == first == KEY.public
+    assert eos.parse_public_key.cache_info().hits == hits + 1
+
+
+@pytest.mark.parametrize("family", ["dogecoin", "eos"])
+def test_no_private_key_enters_a_cache(family: str) -> None:
+    fam = FAMILIES[family]
     net = fam.network(None)
     wif = fam.export_private_key(KEY, net)
-    caches = (encoding._address_payload, encoding._bech32_data, encoding._segwit_program)
+    caches = (encoding._address_payload, encoding._bech32_data, encoding._segwit_program,
+              eos.parse_public_key)  # fmt: skip
     before = [c.cache_info().currsize for c in caches]
     assert fam.parse_private_key(wif, net).secret == KEY.secret
     assert [c.cache_info().currsize for c in caches] == before
