@@ -56,9 +56,7 @@ Fetch = Callable[[Any, str, str, str], Awaitable[Any]]
 class AccountService:
     """Create, import, look up, list and delete accounts within one tenant."""
 
-    # account views remembered while the store is unchanged (~450 bytes each: 15 MB full);
-    # the least recently used goes first, so the hot set stays whatever the tenant's size
-    VIEWS_MAX = 32_768
+    VIEWS_MAX = 32_768  # account views kept (an LRU, ~450 bytes each: 15 MB full)
 
     def __init__(self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors) -> None:
         self.db = db
