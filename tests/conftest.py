@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -299,3 +299,13 @@ def chainkeys_cli(
         timeout=timeout,
         check=False,
     )
+
+
+def wait_for(check: Callable[[], bool], what: str = "the change") -> float:
+    """Seconds until `check()` holds: for a state another process or thread reaches in
+    its own time (30 s ends a failing run; the seconds are not a measurement)."""
+    started = time.monotonic()
+    while not check():
+        assert time.monotonic() - started < 30, f"never saw {what}"
+        time.sleep(0.01)
+    return time.monotonic() - started

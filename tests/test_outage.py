@@ -32,6 +32,7 @@ from tests.conftest import (
     drop_pg_database,
     free_port,
     make_pg_database,
+    wait_for,
 )
 from tests.test_process import Proc, first_token, start
 
@@ -304,9 +305,11 @@ def test_network_stall_gives_503_within_the_bound_then_recovers(
 def test_outage_in_the_middle_of_writes_leaves_no_partial_rows(
     proxied: tuple[Proxy, Proc, str], pg_url: str
 ) -> None:
-    """Imports in flight when the database goes: each is all there or not there at all."""
+    """Imports in flight when the database goes: each is all there or not there at all.
+    The database goes once some imports have landed and comes back once one was refused,
+    whatever the machine's speed (a fixed 0.3 s let all 120 land first on a fast run)."""
     proxy, proc, token = proxied
-    keys = [f"{i + 1000:064x}" for i in range(120)]
+    keys = [f"{i + 1000:064x}" for i in range(400)]
     results: dict[str, int] = {}
 
     def one(key: str) -> None:
@@ -319,9 +322,9 @@ def test_outage_in_the_middle_of_writes_leaves_no_partial_rows(
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         futures = [pool.submit(one, k) for k in keys]
-        time.sleep(0.3)
+        wait_for(lambda: list(results.values()).count(200) >= 20, "20 imports landed")
         proxy.down()
-        time.sleep(1)
+        wait_for(lambda: 503 in list(results.values()), "an import refused while down")
         proxy.up()
         for f in futures:
             f.result()

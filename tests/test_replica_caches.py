@@ -14,25 +14,15 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import Callable
 
 import asyncpg  # type: ignore[import-untyped]
 import httpx
 import pytest
 
-from tests.conftest import TEST_MASTER_KEY, TLS, chainkeys_cli
+from tests.conftest import TEST_MASTER_KEY, TLS, chainkeys_cli, wait_for
 from tests.test_replicas import Deployment, _url_of, replicas  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(check: Callable[[], bool]) -> float:
-    """Seconds until `check()` holds (30 s ends a failing run: not a measurement)."""
-    started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < 30, "the other replica never saw the change"
-        time.sleep(0.01)
-    return time.monotonic() - started
 
 
 class Load:
