@@ -146,3 +146,20 @@ def test_any_deep_nesting_on_any_route_is_a_400(
     r = everything.post(concrete(path, "x"), content=body,
                         headers={"Content-Type": "application/json"})  # fmt: skip
     assert 400 <= r.status_code < 500, (path, depth, r.text)  # refused, never a 5xx
+
+
+def test_a_trailing_newline_is_outside_every_pattern(client: httpx.Client) -> None:
+    """Python's `$` matches before a final newline, JSON Schema's does not: the patterns
+    the document states are the ones checked (found by the fuzz run: `outcome=%0A` was a
+    200 on GET /audit)."""
+    made = client.post("/eos", json={"name": "newline1"})
+    assert made.status_code == 200, made.text
+    for path in ("/audit?outcome=ok%0A", "/audit?action=sign%0A", "/cosmos?prefix=cosmos%0A",
+                 "/eos?cursor=%0A", "/wallets/main%0A"):  # fmt: skip
+        r = client.get(path)
+        assert r.status_code == 400, (path, r.text)
+    assert client.post("/eos", json={"name": "newline2\n"}).status_code == 400
+    r = client.post("/eos/newline1/sign-transaction",
+                    json={"chainId": "aa" * 32 + "\n", "serializedTransaction": "00"})  # fmt: skip
+    assert (r.status_code, r.json()["code"]) == (400, "invalid_field"), r.text
+    assert "newline2" not in client.get("/eos").text  # nothing was made of it

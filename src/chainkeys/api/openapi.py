@@ -175,6 +175,21 @@ def _storable_text(node: Any) -> Any:
     return out
 
 
+def ecma_patterns(node: Any) -> Any:
+    """Patterns as JSON Schema reads them. The code's end with `\\Z`: Python's `$` (what
+    msgspec validates with) also matches before a final newline, so `^[a-z]+$` took
+    "ok\\n" where the document refused it; JSON Schema's `$` is the end, as `\\Z` is."""
+    if isinstance(node, list):
+        return [ecma_patterns(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: ecma_patterns(v) for k, v in node.items()}
+    pattern = out.get("pattern")
+    if isinstance(pattern, str) and pattern.endswith("\\Z"):
+        out["pattern"] = pattern[:-2] + "$"
+    return out
+
+
 def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     types: set[Any] = {ErrorBody, ApprovalResponse}
@@ -197,24 +212,28 @@ def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
             schema = components[_name(t)]
             schema["allOf"] = rules.schema(schema["properties"], _ref)
     components = _storable_text(_decimals_as_read(components))
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "chainkeys",
-            "version": __version__,
-            "description": "Multi-chain account (key) custody: Cosmos, Dogecoin, EOS, Litecoin.",
-        },
-        "paths": dict(sorted(paths.items())),
-        "components": {
-            "schemas": components,
-            "securitySchemes": {
-                "token": {
-                    "type": "apiKey",
-                    "in": "header",
-                    "name": "Authorization",
-                    "description": "the token, alone or as `Bearer <token>`",
-                }
+    document: dict[str, Any] = ecma_patterns(
+        {
+            "openapi": "3.1.0",
+            "info": {
+                "title": "chainkeys",
+                "version": __version__,
+                "description": "Multi-chain account (key) custody: Cosmos, Dogecoin, EOS, "
+                "Litecoin.",
             },
-        },
-        "security": [{"token": []}],
-    }
+            "paths": dict(sorted(paths.items())),
+            "components": {
+                "schemas": components,
+                "securitySchemes": {
+                    "token": {
+                        "type": "apiKey",
+                        "in": "header",
+                        "name": "Authorization",
+                        "description": "the token, alone or as `Bearer <token>`",
+                    }
+                },
+            },
+            "security": [{"token": []}],
+        }
+    )
+    return document

@@ -96,7 +96,7 @@ def limit(maximum: int) -> Param:
 
 CURSOR = Param(
     "cursor", "query",
-    Annotated[str, Meta(pattern=r"^([A-Za-z0-9_-]{22})?$",
+    Annotated[str, Meta(pattern=r"^([A-Za-z0-9_-]{22})?\Z",
                         extra_json_schema={"format": "chainkeys-cursor"})],
     "the previous page's next_cursor (only this service makes them: any other is refused); "
     "empty or absent: the first page",
@@ -130,11 +130,11 @@ def _account_name_pattern(family: str) -> str:
     if family == "eos":
         return NAME_PATTERN
     if family == "cosmos":
-        return f"^(?:{_bech32(_hrps(family), '', '{38}')})$"
+        return rf"^(?:{_bech32(_hrps(family), '', '{38}')})\Z"
     base58 = f"{_BASE58}{{25,35}}"
     if family == "litecoin":  # witness v0 ('q'): a p2wpkh (20 bytes) or p2wsh (32) program
-        return f"^(?:{base58}|{_bech32(_hrps(family), 'q', '{38}', '{58}')})$"
-    return f"^{base58}$"
+        return rf"^(?:{base58}|{_bech32(_hrps(family), 'q', '{38}', '{58}')})\Z"
+    return rf"^{base58}\Z"
 
 
 def account_name(family: str) -> Param:
@@ -160,12 +160,12 @@ def network(family: str) -> Param:
 
 
 PREFIX = Param(
-    "prefix", "query", Annotated[str, Meta(pattern=r"^[A-Za-z0-9.]{1,100}$")],
+    "prefix", "query", Annotated[str, Meta(pattern=r"^[A-Za-z0-9.]{1,100}\Z")],
     "only accounts whose name (address) starts with this, exactly (1 to 100 of the "
     "characters names are made of)",
 )  # fmt: skip
 IDEMPOTENCY_KEY = Param(
-    "Idempotency-Key", "header", Annotated[str, Meta(pattern=r"^[!-~]{1,255}$")],
+    "Idempotency-Key", "header", Annotated[str, Meta(pattern=r"^[!-~]{1,255}\Z")],
     "repeat a create safely: the same key and body return the first response (24 h); the "
     "same key with another body is a 409",
 )  # fmt: skip
@@ -174,13 +174,13 @@ _MS = Annotated[int, Meta(ge=0, le=10**15 - 1)]
 SINCE = Param("since", "query", _MS, "only events at or after this time (ms since the epoch)")
 UNTIL = Param("until", "query", _MS, "only events before this time (ms since the epoch)")
 AUDIT_FILTERS = (
-    Param("action", "query", Annotated[str, Meta(pattern=r"^[a-z0-9._-]{0,64}$")],
+    Param("action", "query", Annotated[str, Meta(pattern=r"^[a-z0-9._-]{0,64}\Z")],
           "only this action (create, import, delete, sign, export, wallet.export, …); "
           "empty: every action"),
     Param("family", "query", enum(sorted(FAMILIES)), "only this family's events"),
-    Param("account", "query", Annotated[str, Meta(pattern=r"^[A-Za-z0-9._-]{0,100}$")],
+    Param("account", "query", Annotated[str, Meta(pattern=r"^[A-Za-z0-9._-]{0,100}\Z")],
           "only this account's events (its name; a wallet's id); empty: every account"),
-    Param("outcome", "query", Annotated[str, Meta(pattern=r"^(?:[a-z][a-z0-9_]{0,63})?$")],
+    Param("outcome", "query", Annotated[str, Meta(pattern=r"^(?:[a-z][a-z0-9_]{0,63})?\Z")],
           "ok, refused (anything but ok) or one error code; empty: every outcome"),
 )  # fmt: skip
 EXPORT_FORMAT = Param("format", "query", enum(["csv", "jsonl"]),
@@ -189,7 +189,8 @@ EXPORT_FORMAT = Param("format", "query", enum(["csv", "jsonl"]),
 APPROVAL_STATE = Param("state", "query", enum(STATES), "only requests in this state")
 APPROVAL_ID = Param("id", "path", Annotated[str, Meta(min_length=1, max_length=40)],
                     "the approval request's id (apr_…)")  # fmt: skip
-WALLET = Param("wallet", "path", Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")],
+WALLET = Param("wallet", "path",
+               Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")],
                "the wallet's id (wal_…) or name")  # fmt: skip
 MULTISIG_ID = Param("multisig", "path", Annotated[str, Meta(min_length=1, max_length=32)],
                     "the HD multisig's id (wms_…)")  # fmt: skip

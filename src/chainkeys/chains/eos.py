@@ -58,8 +58,8 @@ _INVALID_PUBLIC: Final = "invalid_public_key"
 
 NAME_ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz12345"
 _LETTERS: Final = NAME_ALPHABET[:26]
-NAME_PATTERN: Final = r"^[a-z1-5.]{0,11}[a-z1-5]$"
-_NAME = re.compile(NAME_PATTERN[1:-1])
+_NAME = re.compile(r"[a-z1-5.]{0,11}[a-z1-5]")
+NAME_PATTERN: Final = rf"^{_NAME.pattern}\Z"  # \Z: the end (api/openapi.py `ecma_patterns`)
 _NAME_RULE: Final = (
     "EOS account names are 1 to 12 characters of a-z, 1-5 and '.', not ending in '.'"
 )

@@ -62,7 +62,7 @@ log = logging.getLogger("chainkeys.wallets")
 MAX_COUNT: Final = 100
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # the same rule as a JSON Schema pattern, the id prefix excluded (api/wallet_schemas.py)
-NAME_PATTERN: Final = rf"^(?!wal_){NAME.pattern}$"
+NAME_PATTERN: Final = rf"^(?!wal_){NAME.pattern}\Z"
 SEED_KEY_RECORD: Final = "wallet_seed_key"  # meta: the key of the seeds' fingerprints
 ID_PREFIX: Final = "wal_"
 MAX_PASSPHRASE: Final = 1024

@@ -1,6 +1,7 @@
-"""The shapes of sign requests' fields, as msgspec types: one declaration both checks a
-field (msgspec refuses a value outside it, naming the field) and states it in the
-OpenAPI document, so a client or fuzzer knows it before sending.
+"""The shapes of sign requests' fields, as msgspec types (patterns end in `\\Z`, the end
+of the text for Python, as `$` is for JSON Schema: api/openapi.py `ecma_patterns`): one
+declaration both checks a field (msgspec refuses a value outside it, naming the field)
+and states it in the OpenAPI document, so a client or fuzzer knows it before sending.
 
 What a shape cannot say stays with each decoder: a transaction parsed whole, a chain id
 that must be the account's, an amount within the coin's supply. A refusal at a field
@@ -14,15 +15,15 @@ from typing import Annotated, Final, TypeAlias
 
 from msgspec import Meta
 
-HEX: TypeAlias = Annotated[str, Meta(pattern="^([0-9a-fA-F]{2})*$", description="bytes as hex")]
-HASH: TypeAlias = Annotated[str, Meta(pattern="^[0-9a-fA-F]{64}$", description="32 bytes as hex")]
+HEX: TypeAlias = Annotated[str, Meta(pattern=r"^([0-9a-fA-F]{2})*\Z", description="bytes as hex")]
+HASH: TypeAlias = Annotated[str, Meta(pattern=r"^[0-9a-fA-F]{64}\Z", description="32 bytes as hex")]
 BASE64: TypeAlias = Annotated[
     str,
-    Meta(pattern="^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+    Meta(pattern=r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z",
          description="bytes as standard base64 (padded)"),
 ]  # fmt: skip
 DIGITS: TypeAlias = Annotated[
-    str, Meta(pattern="^[0-9]{1,80}$", description="a whole number as a decimal string")
+    str, Meta(pattern=r"^[0-9]{1,80}\Z", description="a whole number as a decimal string")
 ]
 # msgspec takes no bound past int64 (it says so when the type is built): the document
 # states the top, and each decoder that reads one checks it (cosmos/transfer.py `_counts`)
@@ -32,4 +33,4 @@ UINT32: TypeAlias = Annotated[int, Meta(ge=0, le=2**32 - 1)]
 # Decimal field: msgspec takes no pattern on one, so api/openapi.py states it)
 COINS_PATTERN: Final = r"^[0-9]{1,12}(\.[0-9]{1,8})?$"
 # a Cosmos denom (the SDK's own rule: sdk.ValidateDenom)
-DENOM: TypeAlias = Annotated[str, Meta(pattern="^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}$")]
+DENOM: TypeAlias = Annotated[str, Meta(pattern=r"^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}\Z")]

@@ -73,7 +73,7 @@ class CosmosTransferInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tr
 
 class CosmosIBCTransferInput(CosmosTransferInput, kw_only=True, forbid_unknown_fields=True):
     sourcePort: str = "transfer"
-    sourceChannel: Annotated[str, Meta(pattern="^channel-[0-9]{1,20}$")]
+    sourceChannel: Annotated[str, Meta(pattern=r"^channel-[0-9]{1,20}\Z")]
     timeoutTimestamp: Annotated[
         int, Meta(ge=1, extra_json_schema={"maximum": 2**64 - 1},
                   description="nanoseconds since the epoch")
