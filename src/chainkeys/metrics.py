@@ -59,7 +59,8 @@ CHANGE_COUNTER_READS = Counter(
 )
 CACHE_REFRESHES = Counter(
     "chainkeys_cache_refreshes",
-    "Token and account-view cache checks that found a commit since the last: values kept "
+    "Token, account-view and account-row cache checks that found a commit since the last: "
+    "values kept "
     "(only this process's own commits, none changing the cache's tables), or cleared (by "
     "another connection's or process's commit, or an own one that changed them)",
     ["cache", "outcome"],

@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Any
 
+from chainkeys.accounts.models import CreateRequest
 from chainkeys.bootstrap import open_services
 
 
@@ -117,3 +118,34 @@ def test_remembered_views_stay_within_their_tenant(server: Any) -> None:
         assert a.get(f"/eos/{name}").status_code == 200
         assert a.get(f"/eos/{name}").status_code == 200
         assert b.get(f"/eos/{name}").status_code == 404
+
+
+def test_a_signer_replaced_elsewhere_signs_with_its_new_key(server: Any) -> None:
+    """A sign request's stored row (its sealed key) may be remembered as a view is; a
+    delete elsewhere is refused at once, and the same name imported again with another
+    key signs with that key, never the remembered one (RFC 6979: the same key signs the
+    same message alike, so another signature is another key)."""
+    tenant = f"t-{uuid.uuid4().hex[:10]}"
+    _, token = in_another_process_stack(server, lambda svc: svc.tokens.create(tenant, "cli"))
+    name, message = "replaced.one", {"message": "which key?"}
+    with server.client(token) as c:
+        assert c.post("/eos", json={"name": name, "private_key": "11" * 32}).status_code == 200
+        first = [c.post(f"/eos/{name}/sign-message", json=message) for _ in range(3)]
+        assert {r.status_code for r in first} == {200}
+        signature = first[0].json()["data"]["signature"]
+        principal = server.call(server.services.tokens.authenticate(token))
+        in_another_process_stack(
+            server, lambda svc: svc.accounts.delete(principal, "eos", name), True
+        )
+        gone = c.post(f"/eos/{name}/sign-message", json=message)
+        assert gone.status_code == 404, gone.text
+        assert c.post(f"/eos/{name}/sign-message", json=message).status_code == 404
+
+        async def import_other(svc: Any) -> Any:
+            req = CreateRequest(private_key="22" * 32, options={"name": name})
+            return await svc.accounts.create(principal, "eos", req)
+
+        in_another_process_stack(server, import_other, True)
+        again = c.post(f"/eos/{name}/sign-message", json=message)
+        assert again.status_code == 200, again.text
+        assert again.json()["data"]["signature"] != signature

@@ -49,7 +49,6 @@ from chainkeys.vault.derive import Cursors
 from chainkeys.vault.seal import Context
 
 log = logging.getLogger("chainkeys.accounts")
-# Every family's names are ASCII letters and digits with inner dots (EOS), at most 100.
 Fetch = Callable[[Any, str, str, str], Awaitable[Any]]
 
 
@@ -57,6 +56,7 @@ class AccountService:
     """Create, import, look up, list and delete accounts within one tenant."""
 
     VIEWS_MAX = 32_768  # account views kept (an LRU, ~450 bytes each: 15 MB full)
+    ROWS_MAX = 4_096  # stored rows kept for signing (sealed keys: ciphertext, as on disk)
 
     def __init__(self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors) -> None:
         self.db = db
@@ -69,6 +69,8 @@ class AccountService:
         # (tenant id, family, name as asked) -> the view `get` answered
         self._views: StoreCache[tuple[str, str, str], AccountView]
         self._views = StoreCache(db, self.VIEWS_MAX, frozenset({tables.accounts.name}), "views")
+        self._rows: StoreCache[tuple[str, str, str], AccountRow] = StoreCache(
+            db, self.ROWS_MAX, frozenset({tables.accounts.name}), "rows")  # fmt: skip
 
     def _key_for(
         self, fam: Family[Any], req: CreateRequest, network: Network
@@ -198,16 +200,14 @@ class AccountService:
         remembered until the next commit by any connection or process (a delete, a
         restore, a rotation are such commits), so a repeated get reads nothing while
         nothing changed; a miss (404) is never remembered."""
-        key = (who.tenant_id, family, name)
-        stamp = self._views.refresh()
-        if (seen := self._views.get(key)) is not None:
-            return seen
+        return await self._views.through((who.tenant_id, family, name),
+                                         lambda: self._view(who, family, name))  # fmt: skip
+
+    async def _view(self, who: Principal, family: str, name: str) -> AccountView:
         row = await self._find(who, family, name, Accounts.view)
-        view = AccountView.of_details(row.family, row.network, row.name, row.address,
+        return AccountView.of_details(row.family, row.network, row.name, row.address,
                                       row.public_key, msgspec.json.decode(row.details),
                                       row.created_ms)  # fmt: skip
-        self._views.put(key, view, stamp)
-        return view
 
     @staticmethod
     def view_of(row: AccountRow) -> AccountView:
@@ -299,9 +299,10 @@ class AccountService:
         return views
 
     async def row(self, who: Principal, family: str, name: str) -> AccountRow:
-        """The stored account, sealed key included (for signing and export)."""
-        found: AccountRow = await self._find(who, family, name)
-        return found
+        """The stored account, sealed key included (signing, export): remembered as `get`'s
+        views are; a rotation re-seals rows, a commit that clears the cache."""
+        return await self._rows.through((who.tenant_id, family, name),
+                                        lambda: self._find(who, family, name))  # fmt: skip
 
     async def export(
         self, who: Principal, family: str, name: str

@@ -10,7 +10,9 @@ rest. So this router keeps what costs little and is public API of Starlette, its
 the one-off lifespan, its `Router`, and drops the layers:
 
 - a path without parameters is found with one dict lookup; the others are tried
-  in the order given (the account and signing paths first, `app.by_traffic`);
+  in the order given, but only those of the request path's shape (`Shapes`: its
+  number of segments, its first and last segment), so a sign request tries one
+  regular expression, not the twenty-odd routes before it;
 - a chainkeys route's endpoint is called directly with the `Request`; anything
   else (the docs' static files) is handed to the route as Starlette would;
 - no such path is the envelope's 404 and a path without the method a 405 with
@@ -58,6 +60,7 @@ class Router:
                 self.exact[route.path] = route
             else:
                 self.patterns.append(route)
+        self.shapes = Shapes(self.patterns)
 
         @contextlib.asynccontextmanager
         async def context(app: Any) -> AsyncIterator[None]:
@@ -79,7 +82,7 @@ class Router:
                 return
         else:
             partial: BaseRoute | None = None
-            for candidate in self.patterns:
+            for candidate in self.shapes.candidates(scope["path"]):
                 match, child = candidate.matches(scope)
                 if match is Match.FULL:
                     scope.update(child)
@@ -112,3 +115,74 @@ class Router:
         message = f"{scope['method'][:20]} is not allowed on {scope['path'][:100]}"
         refusal = e.MethodNotAllowed(message, allow=", ".join(methods))
         await error_response(refusal)(scope, receive, send)
+
+
+class Shapes:
+    """The pattern routes a path can match, by its shape, in the order given.
+
+    A `{name}` parameter matches one non-empty segment (Starlette's `[^/]+`), so a
+    route whose path has n segments matches only paths of n segments whose literal
+    segments are its own. The candidates of a path are looked up by (n, its first
+    segment, its last segment), each segment reduced to a literal some route has or
+    None: a bounded table, built as paths arrive. A route this cannot reason about (a
+    Mount, a convertor such as `{p:path}`) is a candidate of every path.
+    """
+
+    def __init__(self, routes: Sequence[BaseRoute]) -> None:
+        self.routes = list(routes)
+        self._segments: list[tuple[str | None, ...] | None] = [_segments(r) for r in routes]
+        literal = [s for s in self._segments if s is not None]
+        self._longest = max((len(s) for s in literal), default=0)
+        self._firsts = {s[1] for s in literal if len(s) > 1 and s[1] is not None}
+        self._lasts = {s[-1] for s in literal if s[-1] is not None}
+        self._everywhere = [r for r, s in zip(routes, self._segments, strict=True) if s is None]
+        self._table: dict[tuple[int, str | None, str | None], list[BaseRoute]] = {}
+
+    def candidates(self, path: str) -> list[BaseRoute]:
+        parts = path.split("/")
+        n = len(parts)
+        if n > self._longest:
+            return self._everywhere
+        first = parts[1] if n > 1 and parts[1] in self._firsts else None
+        last = parts[-1] if parts[-1] in self._lasts else None
+        key = (n, first, last)
+        found = self._table.get(key)
+        if found is None:
+            found = self._table[key] = self._select(n, first, last)
+        return found
+
+    def _select(self, n: int, first: str | None, last: str | None) -> list[BaseRoute]:
+        return [
+            route
+            for route, segments in zip(self.routes, self._segments, strict=True)
+            if segments is None
+            or (len(segments) == n and _fits(segments[1], first) and _fits(segments[-1], last))
+        ]
+
+
+def _fits(segment: str | None, seen: str | None) -> bool:
+    """A route's segment (None: a parameter) against a path's, reduced as in `candidates`
+    (None: no route's literal, so only a parameter fits it)."""
+    return segment is None or segment == seen
+
+
+def _segments(route: BaseRoute) -> tuple[str | None, ...] | None:
+    """A route's path split at "/", each parameter None; None for a route whose
+    matching is not one parameter per segment."""
+    path = getattr(route, "path", None)
+    if not isinstance(route, Route) or not isinstance(path, str) or not path.startswith("/"):
+        return None
+    out: list[str | None] = []
+    for part in path.split("/"):
+        if "{" not in part and "}" not in part:
+            out.append(part)
+        elif (
+            part.startswith("{")
+            and part.endswith("}")
+            and part.count("{") == 1
+            and (":" not in part or part.endswith(":str}"))
+        ):
+            out.append(None)
+        else:
+            return None
+    return tuple(out)

@@ -1,9 +1,9 @@
 """Read results remembered until the store says something committed since.
 
-The token and account-view caches ask, per request, "has anything committed since I
-filled you?" Where the engine can answer cheaply (SQLite's change counter read from
-shared memory, `store/sqlite/counter.py`), a cache keeps what it read until the
-answer changes; where it cannot, nothing is kept and every lookup reads. A commit the
+The token, account-view and account-row caches ask, per request, "has anything
+committed since I filled you?" Where the engine can answer cheaply (SQLite's change
+counter read from shared memory, `store/sqlite/counter.py`), a cache keeps what it
+read until the answer changes; where it cannot, nothing is kept and every lookup reads. A commit the
 store knows to be this process's own, changing no row of the tables the cache reads
 from (`tables`; a plain INSERT changes no existing row: store/changes.py), leaves the
 values in place: creates and signs do not empty the caches that gets use. Domain code
@@ -13,7 +13,7 @@ holds a `StoreCache` and never asks which engine it has.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 from chainkeys import metrics
@@ -90,3 +90,13 @@ class StoreCache(Generic[K, V]):
             self._values[key] = value
             if len(self._values) > self._size:
                 self._values.popitem(last=False)
+
+    async def through(self, key: K, read: Callable[[], Awaitable[V]]) -> V:
+        """The value kept for `key`, or `read()`'s, kept if nothing committed meanwhile
+        (an error, such as a 404, is never kept)."""
+        stamp = self.refresh()
+        found = self.get(key)
+        if found is None:
+            found = await read()
+            self.put(key, found, stamp)
+        return found
