@@ -4,7 +4,7 @@ and a check that a schema-valid request refused with 400 names a rule beyond the
 
 `st run` imports this module (SCHEMATHESIS_HOOKS=tests.fuzz_hooks, PYTHONPATH at the
 repository; README "Fuzz it yourself"); `beyond_schema_codes` is enabled in the run's
-configuration (tests/test_fuzz.py). A refusal with any other code, say a field's
+configuration (tests/fuzz_run.py). A refusal with any other code, say a field's
 pattern the document forgot, fails the run.
 """
 

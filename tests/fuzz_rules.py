@@ -2,7 +2,7 @@
 error codes a refusal by it carries: where a schema-valid request may still be a 400.
 
 tests/fuzz_hooks.py checks every such refusal of a fuzzer's run against this table;
-tests/test_fuzz.py lets the run's positive_data_acceptance take a 400 on these
+tests/fuzz_run.py lets the run's positive_data_acceptance take a 400 on these
 operations only.
 """
 

@@ -1,17 +1,8 @@
 """Schemathesis against the live /openapi.json, on both backends.
 
-`test_every_phase` runs schemathesis' own runner (`st run`) against a server with export
-enabled and a token of every scope: the examples, coverage, fuzzing and stateful phases,
-with a fresh seed each run (printed), the checks not_a_server_error,
-positive_data_acceptance, status_code_conformance, content_type_conformance and
-response_schema_conformance. Valid addresses and cursors for the formats the document
-names (addresses, keys, public keys, xpubs, mnemonics, cursors) come from
-tests/fuzz_formats.py. positive_data_acceptance (a schema-valid request is never a 400)
-holds whole for every operation but those tests/fuzz_rules.py's BEYOND_SCHEMA lists, each
-with the rule no request schema can state (a transaction parsed whole, fields that must
-fit each other or the account) and the codes such a refusal carries: a 400 with any
-other code fails the run. Every other check, and every other status of that one, holds
-everywhere. The tests below drive each operation with hypothesis directly and add
+schemathesis' own runner (`st run`, every phase, with the hooks and the 400 tolerance
+per code of tests/fuzz_rules.py) is tests/fuzz_run.py, one test file per engine.
+The tests below drive each operation with hypothesis directly and add
 checks of their own:
 
 Every documented operation gets schema-valid and schema-violating requests
@@ -32,13 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import secrets
-import subprocess
-import sys
-import uuid
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -50,42 +35,12 @@ from schemathesis.core.parameters import ParameterLocation
 
 from chainkeys.api.app import openapi_document
 from chainkeys.config import Settings
-from chainkeys.tokens.service import SCOPES
-from tests.conftest import ROOT, TLS, Server
-from tests.fuzz_rules import BEYOND_SCHEMA, rule_for
+from tests.conftest import TLS
+from tests.fuzz_rules import BEYOND_SCHEMA
+from tests.fuzz_run import beyond_schema
 
 pytestmark = pytest.mark.slow
 MAX_EXAMPLES = 15
-RUN_EXAMPLES = 5  # per operation and phase in `st run`
-CHECKS = ("not_a_server_error,positive_data_acceptance,status_code_conformance,"
-          "content_type_conformance,response_schema_conformance")  # fmt: skip
-
-
-def beyond_schema(operation: str) -> bool:
-    return rule_for(operation) is not None
-
-
-def run_config() -> str:
-    """schemathesis' configuration: the checks, and 400 tolerated as an answer to valid
-    data only where BEYOND_SCHEMA says, with a code its rule names (the hooks' check)."""
-    lines = ["[checks]", "enabled = false"]
-    lines += [f"{check}.enabled = true" for check in [*CHECKS.split(","), "beyond_schema_codes"]]
-    # a body over the server's cap is a 413 (documented on every operation with a body):
-    # no field's schema can say how large a whole body may grow
-    valid = '"2xx", "3xx", "401", "403", "404", "409", "413", "429"'
-    lines.append(f"positive_data_acceptance.expected-statuses = [{valid}]")
-    if os.environ.get("STRICT400"):
-        return "\n".join(lines) + "\n"
-    for path, item in openapi_document(Settings())["paths"].items():
-        for method in item:
-            if beyond_schema(f"{method.upper()} {path}"):
-                lines += [
-                    "",
-                    "[[operations]]",
-                    f'include-name = "{method.upper()} {path}"',
-                    f'checks.positive_data_acceptance.expected-statuses = [{valid}, "400"]',
-                ]
-    return "\n".join(lines) + "\n"
 
 
 def test_each_rule_beyond_the_schema_names_an_operation_that_says_so() -> None:
@@ -100,31 +55,6 @@ def test_each_rule_beyond_the_schema_names_an_operation_that_says_so() -> None:
         if beyond_schema(op):
             assert "beyond" in description.lower(), op
     assert not beyond_schema("POST /cosmos") and not beyond_schema("POST /wallets")
-
-
-@pytest.mark.long(90)
-def test_every_phase(export_server: Server, tmp_path: Path) -> None:
-    assert export_server.services is not None
-    _, token = export_server.call(export_server.services.tokens.create(
-        f"fuzz-{uuid.uuid4().hex[:8]}", "fuzzer", frozenset(SCOPES), group="ops"))  # fmt: skip
-    config = tmp_path / "schemathesis.toml"
-    config.write_text(run_config())
-    seed = secrets.randbelow(2**31)
-    st = Path(sys.executable).parent / "st"
-    done = subprocess.run(
-        [str(st), "--config-file", str(config), "run", f"{export_server.base_url}/openapi.json",
-         "-H", f"Authorization: {token}", "--phases", "examples,coverage,fuzzing,stateful",
-         "-n", str(RUN_EXAMPLES), "--seed", str(seed), "--no-color"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
-        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.fuzz_hooks",
-             "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    report = done.stdout.replace(token, "[token]")
-    failures = report[report.find("FAILURES") : report.find("WARNINGS")][:8000]
-    assert done.returncode == 0, f"seed {seed}:\n{failures}\n{done.stderr[-2000:]}"
-    selected = re.search(r"Selected: (\d+)/(\d+)", report)
-    tested = re.search(r"Tested: (\d+)", report)
-    assert selected and tested and selected[1] == selected[2] == tested[1], report[-3000:]
 
 
 def _operations() -> list[tuple[str, str, GenerationMode]]:

@@ -16,7 +16,8 @@ from chainkeys.config import Settings
 
 
 def _router() -> Router:
-    app = create_app(Settings(data_dir=tempfile.mkdtemp(prefix="chainkeys-router-")))
+    with tempfile.TemporaryDirectory(prefix="chainkeys-router-") as data_dir:
+        app = create_app(Settings(data_dir=data_dir))  # (nothing is opened until it serves)
     router = app.app
     assert isinstance(router, Router)
     return router

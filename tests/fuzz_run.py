@@ -1,0 +1,90 @@
+"""schemathesis' own runner (`st run`) against a live server, every phase.
+
+Run against a server with export enabled and a token of every scope: the examples,
+coverage, fuzzing and stateful phases, with a fresh seed each run (printed), the checks
+not_a_server_error, positive_data_acceptance, status_code_conformance,
+content_type_conformance and response_schema_conformance. Valid addresses and cursors
+for the formats the document names (addresses, keys, public keys, xpubs, mnemonics,
+cursors) come from tests/fuzz_formats.py (the hooks, tests/fuzz_hooks.py).
+positive_data_acceptance (a schema-valid request is never a 400) holds whole for every
+operation but those tests/fuzz_rules.py's BEYOND_SCHEMA lists, each with the rule no
+request schema can state (a transaction parsed whole, fields that must fit each other or
+the account) and the codes such a refusal carries: a 400 with any other code fails the
+run. Every other check, and every other status of that one, holds everywhere.
+
+One test file per engine (tests/test_fuzz_run_sqlite.py, …_postgresql.py): each run
+takes minutes, and the suite hands whole files to its workers, so the two run side by
+side. The per-operation tests and the checks of our own are tests/test_fuzz.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from chainkeys.api.app import openapi_document
+from chainkeys.config import Settings
+from chainkeys.tokens.service import SCOPES
+from tests.conftest import ROOT, Server
+from tests.fuzz_rules import rule_for
+
+RUN_EXAMPLES = 5  # per operation and phase in `st run`
+CHECKS = ("not_a_server_error,positive_data_acceptance,status_code_conformance,"
+          "content_type_conformance,response_schema_conformance")  # fmt: skip
+
+
+def beyond_schema(operation: str) -> bool:
+    return rule_for(operation) is not None
+
+
+def run_config() -> str:
+    """schemathesis' configuration: the checks, and 400 tolerated as an answer to valid
+    data only where BEYOND_SCHEMA says, with a code its rule names (the hooks' check)."""
+    lines = ["[checks]", "enabled = false"]
+    lines += [f"{check}.enabled = true" for check in [*CHECKS.split(","), "beyond_schema_codes"]]
+    # a body over the server's cap is a 413 (documented on every operation with a body):
+    # no field's schema can say how large a whole body may grow
+    valid = '"2xx", "3xx", "401", "403", "404", "409", "413", "429"'
+    lines.append(f"positive_data_acceptance.expected-statuses = [{valid}]")
+    if os.environ.get("STRICT400"):
+        return "\n".join(lines) + "\n"
+    for path, item in openapi_document(Settings())["paths"].items():
+        for method in item:
+            if beyond_schema(f"{method.upper()} {path}"):
+                lines += [
+                    "",
+                    "[[operations]]",
+                    f'include-name = "{method.upper()} {path}"',
+                    f'checks.positive_data_acceptance.expected-statuses = [{valid}, "400"]',
+                ]
+    return "\n".join(lines) + "\n"
+
+
+def every_phase(export_server: Server, tmp_path: Path) -> None:
+    """`st run` with every phase against `export_server`; fails with the seed and the failures."""
+    assert export_server.services is not None
+    _, token = export_server.call(export_server.services.tokens.create(
+        f"fuzz-{uuid.uuid4().hex[:8]}", "fuzzer", frozenset(SCOPES), group="ops"))  # fmt: skip
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(run_config())
+    seed = secrets.randbelow(2**31)
+    st = Path(sys.executable).parent / "st"
+    done = subprocess.run(
+        [str(st), "--config-file", str(config), "run", f"{export_server.base_url}/openapi.json",
+         "-H", f"Authorization: {token}", "--phases", "examples,coverage,fuzzing,stateful",
+         "-n", str(RUN_EXAMPLES), "--seed", str(seed), "--no-color"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.fuzz_hooks",
+             "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    report = done.stdout.replace(token, "[token]")
+    failures = report[report.find("FAILURES") : report.find("WARNINGS")][:8000]
+    assert done.returncode == 0, f"seed {seed}:\n{failures}\n{done.stderr[-2000:]}"
+    selected = re.search(r"Selected: (\d+)/(\d+)", report)
+    tested = re.search(r"Tested: (\d+)", report)
+    assert selected and tested and selected[1] == selected[2] == tested[1], report[-3000:]
