@@ -39,7 +39,8 @@ from tests.conftest import TLS
 from tests.fuzz_rules import BEYOND_SCHEMA
 from tests.fuzz_run import beyond_schema
 
-pytestmark = pytest.mark.slow
+# seconds (busy run; 125 s alone): scheduled first, not left as the suite's tail
+pytestmark = [pytest.mark.slow, pytest.mark.long(190)]
 MAX_EXAMPLES = 15
 
 

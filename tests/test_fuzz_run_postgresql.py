@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import Server, own_server
 from tests.fuzz_run import every_phase
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(115)]  # seconds (busy run): scheduled first
 
 
 @pytest.fixture(scope="module")
