@@ -25,12 +25,15 @@ import secrets
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from chainkeys.api.app import openapi_document
 from chainkeys.config import Settings
 from chainkeys.tokens.service import SCOPES
-from tests.conftest import ROOT, Server
+from tests.conftest import ROOT, Server, own_server
 from tests.fuzz_rules import rule_for
 
 RUN_EXAMPLES = 5  # per operation and phase in `st run`
@@ -88,3 +91,14 @@ def every_phase(export_server: Server, tmp_path: Path) -> None:
     selected = re.search(r"Selected: (\d+)/(\d+)", report)
     tested = re.search(r"Tested: (\d+)", report)
     assert selected and tested and selected[1] == selected[2] == tested[1], report[-3000:]
+
+
+def server_on(backend: str) -> Callable[[pytest.TempPathFactory], Iterator[Server]]:
+    """The module's `export_server` fixture: a server of its own on `backend`, export on."""
+
+    @pytest.fixture(scope="module")
+    def export_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+        with own_server(backend, tmp_path_factory.mktemp("export"), export_enabled=True) as srv:
+            yield srv
+
+    return export_server  # type: ignore[no-any-return]

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Server, own_server
-from tests.fuzz_run import every_phase
+from tests.conftest import Server
+from tests.fuzz_run import every_phase, server_on
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(115)]  # seconds (busy run): scheduled first
-
-
-@pytest.fixture(scope="module")
-def export_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with own_server("postgresql", tmp_path_factory.mktemp("export"), export_enabled=True) as srv:
-        yield srv
+export_server = server_on("postgresql")
 
 
 def test_every_phase(export_server: Server, tmp_path: Path) -> None:
