@@ -133,7 +133,7 @@ class Shapes:
         self._segments: list[tuple[str | None, ...] | None] = [_segments(r) for r in routes]
         literal = [s for s in self._segments if s is not None]
         self._longest = max((len(s) for s in literal), default=0)
-        self._firsts = {s[1] for s in literal if len(s) > 1 and s[1] is not None}
+        self._firsts = {s[1] for s in literal if s[1] is not None}
         self._lasts = {s[-1] for s in literal if s[-1] is not None}
         self._everywhere = [r for r, s in zip(routes, self._segments, strict=True) if s is None]
         self._table: dict[tuple[int, str | None, str | None], list[BaseRoute]] = {}
@@ -169,11 +169,10 @@ def _fits(segment: str | None, seen: str | None) -> bool:
 def _segments(route: BaseRoute) -> tuple[str | None, ...] | None:
     """A route's path split at "/", each parameter None; None for a route whose
     matching is not one parameter per segment."""
-    path = getattr(route, "path", None)
-    if not isinstance(route, Route) or not isinstance(path, str) or not path.startswith("/"):
+    if not isinstance(route, Route):  # (a Route's path starts with "/": Starlette checks)
         return None
     out: list[str | None] = []
-    for part in path.split("/"):
+    for part in route.path.split("/"):
         if "{" not in part and "}" not in part:
             out.append(part)
         elif (
