@@ -113,7 +113,8 @@ def test_modules_are_small_enough_to_read_in_one_sitting() -> None:
 
 def test_no_engine_test_outside_the_store() -> None:
     """Domain code asks the store for capabilities (`Tx.serialize`,
-    `Tx.writes_in_one_statement`, `Backend.has_change_counter`), never for its engine."""
+    `Backend.write(one_statement=True)`, `Backend.has_change_counter`), never for its
+    engine."""
     engine = ("is_sqlite", ".dialect", '"sqlite"', '"postgresql"', "SqliteBackend",
               "PostgresBackend")  # fmt: skip
     found = [

@@ -108,8 +108,7 @@ class MultisigService:
             event = audit_event(who, "create", exc.code, family=family,
                                 details={"multisig": True, "reason": exc.message})  # fmt: skip
             with contextlib.suppress(ChainkeysError):  # a failed audit must not hide why
-                async with self.db.write() as tx:
-                    await Audit.insert(tx, event)
+                await Audit.record(self.db, event)
             raise
 
     async def _register(

@@ -23,15 +23,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from chainkeys.audit.repository import AUDIT_COLUMNS, Audit, AuditEvent
+from chainkeys.audit.repository import AuditEvent
 from chainkeys.errors import AccountExists
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Prepared, Tx, is_unique_violation
-from chainkeys.store.tables import (
-    accounts,
-    audit,
-    deleted_accounts,
-)
+from chainkeys.store.tables import account_created, accounts, deleted_accounts
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,22 +71,7 @@ _KEY = and_(
     _a.family == bindparam("family"),
     _a.name == bindparam("name"),
 )
-_INSERT_ACCOUNT = Prepared(
-    insert(accounts),
-    (
-        "tenant_id",
-        "family",
-        "name",
-        "network",
-        "address",
-        "public_key",
-        "details",
-        "secret",
-        "key_id",
-        "created_ms",
-        "wallet_id",
-    ),
-)
+_INSERT_ACCOUNT = Prepared(insert(accounts), account_created.first_columns)
 _GET_ACCOUNT = Prepared(select(*_ACCOUNT_COLS).where(_KEY))
 _VIEW_ACCOUNT = Prepared(
     select(
@@ -146,32 +127,8 @@ _COUNTS = Prepared(
     .group_by(_a.family)
 )
 
-# PostgreSQL: an account and its audit event in one statement (a data-modifying CTE is
-# atomic on its own): one round trip where BEGIN, two INSERTs and COMMIT took four.
-_ACCOUNT_PARAMS = _INSERT_ACCOUNT.columns
-_CREATED = (
-    insert(accounts)
-    .values({c: bindparam(c, type_=accounts.c[c].type) for c in _ACCOUNT_PARAMS})
-    .returning(accounts.c.id)
-    .cte("created")
-)
-_INSERT_ACCOUNT_AUDITED = Prepared(
-    insert(audit).from_select(
-        list(AUDIT_COLUMNS),
-        select(
-            bindparam("tenant_id", type_=audit.c.tenant_id.type),
-            bindparam("audit_action", type_=audit.c.action.type),
-            bindparam("family", type_=audit.c.family.type),
-            bindparam("name", type_=audit.c.account_name.type),
-            bindparam("audit_request_id", type_=audit.c.request_id.type),
-            bindparam("audit_outcome", type_=audit.c.outcome.type),
-            bindparam("audit_ms", type_=audit.c.created_ms.type),
-            bindparam("audit_actor", type_=audit.c.actor_token_id.type),
-            bindparam("audit_client_request_id", type_=audit.c.client_request_id.type),
-            bindparam("audit_details", type_=audit.c.details.type),
-        ).select_from(_CREATED),
-    )
-)
+# An account and its audit event in one statement: atomic on its own (store/joined.py).
+_INSERT_ACCOUNT_AUDITED = account_created.prepared()
 
 
 def _row_to_account(row: Any) -> AccountRow:
@@ -210,13 +167,8 @@ class Accounts:
 
     @staticmethod
     async def insert_audited(tx: Tx, row: AccountRow, event: AuditEvent) -> None:
-        """Insert an account and the audit event of its creation, together: one
-        statement where the engine can (see Backend.write's one_statement), two elsewhere.
-        AccountExists when (tenant, family, name) is taken."""
-        if not tx.writes_in_one_statement:
-            await Accounts.insert(tx, row)
-            await Audit.insert(tx, event)
-            return
+        """Insert an account and the audit event of its creation, together, in one
+        statement. AccountExists when (tenant, family, name) is taken."""
         with _name_taken_is_409(row):
             await tx.execute(
                 _INSERT_ACCOUNT_AUDITED,

@@ -170,8 +170,7 @@ class AccountService:
     async def _audit(self, event: AuditEvent) -> None:
         """Record a failed attempt; a failure to record must not hide the original error."""
         with contextlib.suppress(ChainkeysError):
-            async with self.db.write() as tx:
-                await Audit.insert(tx, event)
+            await Audit.record(self.db, event)
 
     check_name = staticmethod(check_name)
     lookup_name = staticmethod(lookup_name)

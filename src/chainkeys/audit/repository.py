@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Select, and_, case, func, insert, select
 
+from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Prepared, Tx
 from chainkeys.store.tables import (
     audit,
@@ -79,6 +80,13 @@ class Audit:
     @staticmethod
     async def insert(tx: Tx, event: AuditEvent) -> None:
         await tx.execute(_INSERT_AUDIT, event.params())
+
+    @staticmethod
+    async def record(db: Backend, event: AuditEvent) -> None:
+        """`insert` as a write of its own (a refusal, a step done elsewhere): one
+        statement, so no transaction around it (Backend.write's one_statement)."""
+        async with db.write(one_statement=True) as tx:
+            await tx.execute(_INSERT_AUDIT, event.params())
 
     @staticmethod
     async def page(tx: Tx, q: AuditQuery, after: int, limit: int) -> list[AuditEvent]:

@@ -65,8 +65,7 @@ class AuditService:
 
     async def record(self, event: AuditEvent) -> None:
         """Write one event on its own (a refusal: nothing else is written with it)."""
-        async with self.db.write() as tx:
-            await Audit.insert(tx, event)
+        await Audit.record(self.db, event)
 
     async def page(
         self, q: AuditQuery, limit: int | None, cursor: str | None

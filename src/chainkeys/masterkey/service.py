@@ -132,8 +132,7 @@ class KeyService:
             raise Conflict(f"secrets sealed with key id {', '.join(sorted(left))} remain after "
                            f"{RESEAL_PASSES} passes; run `chainkeys key rotate` again")  # fmt: skip
         kept = await provider.finish_rotation(root, new) if root.id != new.id else None
-        async with self.db.write() as tx:
-            await Audit.insert(tx, audit_event(None, "key.rotate", "ok", account_name=new.id))
+        await Audit.record(self.db, audit_event(None, "key.rotate", "ok", account_name=new.id))
         return RotationReport(new.id, resealed, kept)
 
     async def _publish(self, vault: Vault, old: str, new: str, terms: list[Term]) -> None:

@@ -36,7 +36,9 @@ class Backend(Protocol):
 
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
         """One atomic transaction: all of it commits or none of it does. `one_statement`
-        promises a single statement (an engine may then skip BEGIN and COMMIT)."""
+        promises a single statement, which is then the whole write: atomic on its own
+        and kept whatever the body does after it (PostgreSQL skips BEGIN and COMMIT,
+        SQLite the savepoint); a second statement is refused."""
         ...
 
     def change_counter(self) -> int | None:

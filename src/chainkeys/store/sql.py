@@ -53,14 +53,22 @@ class Prepared:
     for PostgreSQL's.
 
     `columns` names the parameters of an INSERT (which has no bind names of
-    its own until it is compiled for a set of columns).
+    its own until it is compiled for a set of columns). `sqlite` (with its own
+    `sqlite_columns`) is what SQLite runs instead, where the engines need two
+    statements to do one thing (store/joined.py).
     """
 
-    __slots__ = ("_defaults", "_get", "_names", "_pg", "_row", "_sql", "columns", "stmt")
+    __slots__ = (
+        "_defaults", "_get", "_names", "_pg", "_row", "_sql", "_sqlite", "columns", "stmt",
+    )  # fmt: skip
 
-    def __init__(self, stmt: Executable, columns: Sequence[str] = ()) -> None:
+    def __init__(
+        self, stmt: Executable, columns: Sequence[str] = (), *,
+        sqlite: Executable | None = None, sqlite_columns: Sequence[str] = (),
+    ) -> None:  # fmt: skip
         self.stmt = stmt
         self.columns = list(columns)
+        self._sqlite = (stmt, self.columns) if sqlite is None else (sqlite, list(sqlite_columns))
         self._sql: str | None = None
         self._names: list[str] = []
         self._defaults: dict[str, Any] = {}
@@ -70,8 +78,9 @@ class Prepared:
 
     def for_sqlite(self, dialect: Dialect) -> tuple[str, list[str]]:
         if self._sql is None:
-            compiled = self.stmt.compile(  # type: ignore[attr-defined]
-                dialect=dialect, column_keys=self.columns or None
+            stmt, columns = self._sqlite
+            compiled = stmt.compile(  # type: ignore[attr-defined]
+                dialect=dialect, column_keys=columns or None
             )
             self._names = names = list(compiled.positiontup or [])
             self._defaults = dict(compiled.params)  # literals bound by SQLAlchemy itself
@@ -160,10 +169,6 @@ class Tx(Protocol):
     Where the engines differ, a repository asks for a capability, never for the
     engine's name: the engine-specific half lives here in `store/`.
     """
-
-    # Whether one statement may write to several tables (PostgreSQL's data-modifying
-    # WITH); SQLite takes one statement per table.
-    writes_in_one_statement: bool
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
 

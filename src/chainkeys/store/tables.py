@@ -18,6 +18,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from chainkeys.store.joined import JoinedInsert
+
 metadata = MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -120,6 +122,22 @@ audit = Table(
     Index("ix_audit_created_ms", "created_ms"),
     Index("ix_audit_tenant_id_created_ms", "tenant_id", "created_ms"),
 )
+
+# An account and the audit event of its creation, in one statement (store/joined.py):
+# a create's whole write.
+account_created = JoinedInsert(
+    "account_created",
+    accounts,
+    ("tenant_id", "family", "name", "network", "address", "public_key", "details", "secret",
+     "key_id", "created_ms", "wallet_id"),
+    audit,
+    (("tenant_id", "tenant_id"), ("action", "audit_action"), ("family", "family"),
+     ("account_name", "name"), ("request_id", "audit_request_id"),
+     ("outcome", "audit_outcome"), ("created_ms", "audit_ms"),
+     ("actor_token_id", "audit_actor"), ("client_request_id", "audit_client_request_id"),
+     ("details", "audit_details")),
+)  # fmt: skip
+JOINED = (account_created,)  # SQLite creates their TEMP views on its writer connection
 
 idempotency = Table(
     "idempotency",

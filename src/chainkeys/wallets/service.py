@@ -330,8 +330,7 @@ class WalletService:
     async def _audit(self, who: Principal, action: str, outcome: str, details: dict[str, Any]
                      ) -> None:  # fmt: skip
         try:
-            async with self.db.write() as tx:
-                await Audit.insert(tx, audit_event(who, action, outcome, details=details))
+            await Audit.record(self.db, audit_event(who, action, outcome, details=details))
         except ChainkeysError:
             log.error("the audit row of a refused %s could not be written", action)
 

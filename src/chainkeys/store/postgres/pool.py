@@ -106,7 +106,6 @@ class PgTx:
     """`Tx` on one pooled asyncpg connection."""
 
     __slots__ = ("_left", "broken", "changed", "conn")
-    writes_in_one_statement = True
 
     def __init__(self, conn: Any, statements: int = 0) -> None:
         self.conn = conn

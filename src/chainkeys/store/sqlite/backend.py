@@ -40,7 +40,8 @@ from chainkeys.store.sqlite.batch import (
     wait_thread,
 )
 from chainkeys.store.sqlite.counter import ChangeCounter, reader_counter
-from chainkeys.store.sqlite.read import SqliteRead, SyncTx
+from chainkeys.store.sqlite.read import OneStatementTx, SqliteRead, SyncTx
+from chainkeys.store.tables import JOINED
 
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
 SLOW_COMMIT = 0.002  # seconds: slower COMMITs move to the writer thread (see _end_batch)
@@ -111,8 +112,10 @@ class SqliteBackend:
         with storage_errors():
             if transaction:
                 with self.engine().begin() as conn:
+                    _joined(conn, install=False)  # (a migration's renames would check them)
                     return work(conn)
             with self.engine().connect() as conn:
+                _joined(conn, install=False)
                 return work(conn)
 
     @contextlib.asynccontextmanager
@@ -144,6 +147,7 @@ class SqliteBackend:
             else:
                 # Never busy-wait on the event loop; see _begin.
                 conn.connection.driver_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
+                _joined(conn, install=True)
                 self._writer = conn
         return conn
 
@@ -189,19 +193,19 @@ class SqliteBackend:
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
         """One atomic transaction: all of it commits or none of it does.
 
-        `one_statement` is a hint for engines with round trips; here every write
-        joins a group-commit batch (`_grouped`).
+        Every write joins a group-commit batch (`_grouped`); a `one_statement` write
+        runs without a savepoint (its statement is atomic on its own).
         """
-        return self._sqlite_write()
+        return self._sqlite_write(one_statement)
 
     @contextlib.asynccontextmanager
-    async def _sqlite_write(self) -> AsyncIterator[Tx]:
+    async def _sqlite_write(self, one_statement: bool) -> AsyncIterator[Tx]:
         with storage_errors():
-            async with self._grouped() as tx:
+            async with self._grouped(one_statement) as tx:
                 yield tx
 
     @contextlib.asynccontextmanager
-    async def _grouped(self) -> AsyncIterator[Tx]:
+    async def _grouped(self, one_statement: bool = False) -> AsyncIterator[Tx]:
         """Group commit: this body joins the open transaction (a batch) in a SAVEPOINT,
         and returns once the batch's COMMIT (scheduled for the next loop
         iteration, see _end_batch) has finished.
@@ -211,11 +215,17 @@ class SqliteBackend:
         batch before they commit, so a failing body also waits for the COMMIT
         (a 409 or an idempotency replay must find the row it met committed),
         and gets 503 instead of its own error when that COMMIT fails.
+
+        A `one_statement` body has no savepoint (SAVEPOINT and RELEASE would be two
+        statements of its three): SQLite backs out a failing statement whole and
+        keeps the transaction, so there is nothing of it to undo; a statement that
+        succeeded is the whole write, kept whatever the body does next, as on
+        PostgreSQL where it commits on its own. A second statement is refused.
         """
         loop = asyncio.get_running_loop()
         failed: Exception | None = None
         async with self._write_lock:
-            tx = SyncTx(self.connection("w"))
+            tx = (OneStatementTx if one_statement else SyncTx)(self.connection("w"))
             raw = tx.raw
             batch = self._batch
             if batch is not None and batch.bodies >= MAX_BATCH:
@@ -231,20 +241,17 @@ class SqliteBackend:
             tx.changes = batch.changed
             batch.bodies += 1
             try:
-                try:
-                    raw.execute(f"SAVEPOINT {_BODY}")
-                except sqlite3.Error as exc:
-                    if not raw.in_transaction:
-                        self._fail_batch(batch, exc)
-                    raise
+                if not one_statement:
+                    self._savepoint(raw, batch)
                 try:
                     yield tx
-                    raw.execute(f"RELEASE {_BODY}")
+                    if not one_statement:
+                        raw.execute(f"RELEASE {_BODY}")
                 except Exception as exc:
-                    self._undo_body(raw, batch)
+                    self._undo_body(raw, batch, one_statement)
                     failed = exc
                 except BaseException:  # cancelled: no waiting
-                    self._undo_body(raw, batch)
+                    self._undo_body(raw, batch, one_statement)
                     raise
             finally:
                 if not batch.scheduled:  # the first body to finish schedules the COMMIT
@@ -258,9 +265,20 @@ class SqliteBackend:
         if failed is not None:
             raise failed
 
-    def _undo_body(self, raw: sqlite3.Connection, batch: Batch) -> None:
-        """Roll back one body; if SQLite already rolled back the whole transaction
-        (some I/O and disk-full errors do), the batch fails."""
+    def _savepoint(self, raw: sqlite3.Connection, batch: Batch) -> None:
+        try:
+            raw.execute(f"SAVEPOINT {_BODY}")
+        except sqlite3.Error as exc:
+            if not raw.in_transaction:
+                self._fail_batch(batch, exc)
+            raise
+
+    def _undo_body(self, raw: sqlite3.Connection, batch: Batch, one_statement: bool) -> None:
+        """Roll back one body (a one-statement body has nothing to undo); if SQLite
+        already rolled back the whole transaction (some I/O and disk-full errors do),
+        the batch fails."""
+        if raw.in_transaction and one_statement:
+            return
         if raw.in_transaction:
             try:
                 raw.execute(f"ROLLBACK TO {_BODY}")
@@ -394,6 +412,18 @@ class SqliteBackend:
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="chainkeys-sqlite-writer")
         return self._thread
+
+
+def _joined(conn: Connection, install: bool) -> None:
+    """The joined inserts' TEMP views (store/joined.py) on the writer, where writes run;
+    removed from a connection that runs migrations (a pooled connection may have been a
+    writer), whose table renames SQLite checks every trigger against."""
+    raw = conn.connection.driver_connection
+    if not isinstance(raw, sqlite3.Connection):
+        raise TypeError("a SQLite connection is not a sqlite3 connection")
+    for joined in JOINED:
+        for ddl in joined.sqlite_ddl() if install else [joined.sqlite_drop()]:
+            raw.execute(ddl)
 
 
 def make_engine(url: str, settings: Settings) -> Engine:

@@ -75,7 +75,6 @@ class FastRows:
 
 class SyncTx:
     __slots__ = ("_conn", "changes", "raw")
-    writes_in_one_statement = False
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
@@ -112,6 +111,23 @@ class SyncTx:
 
     async def serialize(self, scope: str) -> None:
         """SQLite writes one transaction at a time already."""
+
+
+class OneStatementTx(SyncTx):
+    """A `one_statement` write's: the first statement is the whole write (no savepoint
+    around it, store/sqlite/backend.py `_grouped`), so a second is refused."""
+
+    __slots__ = ("_ran",)
+
+    def __init__(self, conn: Connection) -> None:
+        super().__init__(conn)
+        self._ran = False
+
+    async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
+        if self._ran:
+            raise RuntimeError("a one-statement write ran a second statement")
+        self._ran = True
+        return await super().execute(stmt, params)
 
 
 class SqliteRead:
