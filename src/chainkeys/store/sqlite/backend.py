@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Executable, Table, create_engine, event
+from sqlalchemy import Connection, Engine, Executable, Table
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
@@ -40,8 +40,8 @@ from chainkeys.store.sqlite.batch import (
     wait_thread,
 )
 from chainkeys.store.sqlite.counter import ChangeCounter, reader_counter
+from chainkeys.store.sqlite.engine import joined_views, make_engine
 from chainkeys.store.sqlite.read import OneStatementTx, SqliteRead, SyncTx
-from chainkeys.store.tables import JOINED
 
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
 SLOW_COMMIT = 0.002  # seconds: slower COMMITs move to the writer thread (see _end_batch)
@@ -112,10 +112,10 @@ class SqliteBackend:
         with storage_errors():
             if transaction:
                 with self.engine().begin() as conn:
-                    _joined(conn, install=False)  # (a migration's renames would check them)
+                    joined_views(conn, install=False)  # (a migration's renames would check them)
                     return work(conn)
             with self.engine().connect() as conn:
-                _joined(conn, install=False)
+                joined_views(conn, install=False)
                 return work(conn)
 
     @contextlib.asynccontextmanager
@@ -147,7 +147,7 @@ class SqliteBackend:
             else:
                 # Never busy-wait on the event loop; see _begin.
                 conn.connection.driver_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
-                _joined(conn, install=True)
+                joined_views(conn, install=True)
                 self._writer = conn
         return conn
 
@@ -412,35 +412,6 @@ class SqliteBackend:
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="chainkeys-sqlite-writer")
         return self._thread
-
-
-def _joined(conn: Connection, install: bool) -> None:
-    """The joined inserts' TEMP views (store/joined.py) on the writer, where writes run;
-    removed from a connection that runs migrations (a pooled connection may have been a
-    writer), whose table renames SQLite checks every trigger against."""
-    raw = conn.connection.driver_connection
-    if not isinstance(raw, sqlite3.Connection):
-        raise TypeError("a SQLite connection is not a sqlite3 connection")
-    for joined in JOINED:
-        for ddl in joined.sqlite_ddl() if install else [joined.sqlite_drop()]:
-            raw.execute(ddl)
-
-
-def make_engine(url: str, settings: Settings) -> Engine:
-    engine = create_engine(url, connect_args={"check_same_thread": False}, hide_parameters=True)
-    sync_mode = settings.sqlite_synchronous
-    busy = settings.sqlite_busy_timeout_ms
-
-    @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute(f"PRAGMA synchronous={sync_mode}")
-        cur.execute(f"PRAGMA busy_timeout={int(busy)}")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.close()
-
-    return engine
 
 
 class _CopySession:
