@@ -35,12 +35,14 @@ from chainkeys.store.sqlite.batch import (
     CohortLock,
     Doorbell,
     begin_waiting,
+    checkpoint,
     commit,
     is_busy,
     wait_thread,
 )
+from chainkeys.store.sqlite.checkpoint import SAFETY_NET_PAGES, Checkpoints
 from chainkeys.store.sqlite.counter import ChangeCounter, reader_counter
-from chainkeys.store.sqlite.engine import joined_views, make_engine
+from chainkeys.store.sqlite.engine import as_sqlite, joined_views, make_engine
 from chainkeys.store.sqlite.read import OneStatementTx, SqliteRead, SyncTx
 
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
@@ -70,6 +72,7 @@ class SqliteBackend:
         self._sqlite_read = SqliteRead(self)
         self._counter: ChangeCounter | None = None  # see change_counter
         self._bell: Doorbell | None = None  # rings _batch_due once the loop has run its ready work
+        self._checkpoints = Checkpoints(self.engine)  # see _end_batch
 
     def engine(self) -> Engine:
         """SQLAlchemy's engine over the file: the connections for serving, migrations
@@ -83,6 +86,7 @@ class SqliteBackend:
             async with self._write_lock:
                 if self._batch is not None:
                     await self._end_batch(self._batch)
+        await self._checkpoints.close()
         if self._thread is not None:
             self._thread.shutdown(wait=True)
             self._thread = None
@@ -145,8 +149,9 @@ class SqliteBackend:
             if which == "r":
                 self._reader = conn
             else:
-                # Never busy-wait on the event loop; see _begin.
-                conn.connection.driver_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
+                raw = as_sqlite(conn.connection.driver_connection)
+                raw.execute("PRAGMA busy_timeout=0")  # never busy-wait on the loop; see _begin
+                raw.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")  # see _end_batch
                 joined_views(conn, install=True)
                 self._writer = conn
         return conn
@@ -311,7 +316,7 @@ class SqliteBackend:
         batch = self._batch
         if batch is None:
             return
-        if self._commit_inline and not self._write_lock.locked():
+        if self._commit_inline and not self._write_lock.locked() and not self._checkpoints.finish:
             try:
                 self._commit_now(batch)
             except Exception as exc:  # (a callback's error would only be logged: fail the batch)
@@ -335,12 +340,27 @@ class SqliteBackend:
         a quick fsync. A COMMIT slower than SLOW_COMMIT (a slow disk, a
         checkpoint) moves the next ones to the writer thread, where the loop
         keeps serving reads meanwhile; a quick one there moves them back.
+
+        Then, when due, the second step of a WAL checkpoint (store/sqlite/checkpoint.py):
+        in the writer thread, after the batch's callers were answered, the lock held.
         """
         if self._batch is not batch:
             return  # already committed (it was full) or failed
         if self._commit_inline:
             self._commit_now(batch)
-            return
+        else:
+            await self._commit_in_thread(batch)
+        if self._checkpoints.finish:
+            self._checkpoints.finish = False
+            fut = asyncio.get_running_loop().run_in_executor(
+                self._writer_thread(), checkpoint, self._writer_raw()
+            )
+            cancelled = await wait_thread(fut)
+            self._checkpoints.taken += fut.exception() is None
+            if cancelled:
+                raise asyncio.CancelledError
+
+    async def _commit_in_thread(self, batch: Batch) -> None:
         self._batch = None
         raw = self._writer_raw()
         if self._counter is not None and batch.began is not None:
@@ -369,6 +389,7 @@ class SqliteBackend:
     ) -> None:
         if error is None:
             self.commits += 1
+            self._checkpoints.after_commit(self._counter)
         if self._counter is not None:
             reported = None
             if error is None:
@@ -380,10 +401,7 @@ class SqliteBackend:
         batch.finish(error)
 
     def _writer_raw(self) -> sqlite3.Connection:
-        raw = self.connection("w").connection.driver_connection
-        if not isinstance(raw, sqlite3.Connection):
-            raise TypeError("the SQLite writer is not a sqlite3 connection")
-        return raw
+        return as_sqlite(self.connection("w").connection.driver_connection)
 
     async def _begin(self, raw: sqlite3.Connection) -> None:
         """BEGIN IMMEDIATE: inline when the write lock is free, else waiting in the

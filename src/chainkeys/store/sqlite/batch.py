@@ -129,6 +129,11 @@ def commit(raw: sqlite3.Connection) -> float:
     return elapsed
 
 
+def checkpoint(raw: sqlite3.Connection) -> None:
+    """A PASSIVE WAL checkpoint (it waits for no reader); the writer thread runs it."""
+    raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
 def begin_waiting(raw: sqlite3.Connection, busy_ms: int) -> None:
     """BEGIN IMMEDIATE, retried every millisecond up to the busy timeout.
 

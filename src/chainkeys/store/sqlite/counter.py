@@ -175,6 +175,11 @@ class ChangeCounter:
         """The WAL-index header now (None: not mapped, or a writer mid-update)."""
         return self._mapped(time.perf_counter())
 
+    def frames(self) -> int | None:
+        """The WAL's frames (pages) now: its `mxFrame` (None: not readable)."""
+        head = self.header()
+        return None if head is None else _frames_in(head)
+
     def begin(self, writer: sqlite3.Connection) -> tuple[bytes, int] | None:
         """Where an own write transaction begins, read holding the write lock (so the
         latest commit's header): the header, and the writer's `PRAGMA data_version`,
@@ -307,6 +312,11 @@ class ChangeCounter:
             else:
                 held.close()
         self._held.clear()
+
+
+def _frames_in(header: bytes) -> int:
+    """A WAL-index header's `mxFrame`: the frames in the WAL (0 after a restart)."""
+    return int.from_bytes(header[16:20], sys.byteorder)
 
 
 def reader_counter(reader: Callable[[], sqlite3.Connection]) -> ChangeCounter:

@@ -13,13 +13,18 @@ from chainkeys.config import Settings
 from chainkeys.store.tables import JOINED
 
 
+def as_sqlite(driver: object) -> sqlite3.Connection:
+    """A driver connection of this engine, typed (a TypeError if it is not sqlite3's)."""
+    if not isinstance(driver, sqlite3.Connection):
+        raise TypeError("a SQLite connection is not a sqlite3 connection")
+    return driver
+
+
 def joined_views(conn: Connection, install: bool) -> None:
     """The joined inserts' TEMP views (store/joined.py) on the writer, where writes run;
     removed from a connection that runs migrations (a pooled connection may have been a
     writer), whose table renames SQLite checks every trigger against."""
-    raw = conn.connection.driver_connection
-    if not isinstance(raw, sqlite3.Connection):
-        raise TypeError("a SQLite connection is not a sqlite3 connection")
+    raw = as_sqlite(conn.connection.driver_connection)
     for joined in JOINED:
         for ddl in joined.sqlite_ddl() if install else [joined.sqlite_drop()]:
             raw.execute(ddl)
