@@ -42,7 +42,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def open_db(url: str) -> Backend:
-    settings = Settings(master_key=TEST_MASTER_KEY, data_dir=Path(url).parent)
+    settings = Settings(master_key=TEST_MASTER_KEY)  # (the store is the URL's)
     if url.startswith("sqlite"):
         return SqliteBackend(url, settings)
     return PostgresBackend(url, settings)

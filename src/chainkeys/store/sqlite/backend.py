@@ -35,7 +35,6 @@ from chainkeys.store.sqlite.batch import (
     CohortLock,
     Doorbell,
     begin_waiting,
-    checkpoint,
     commit,
     is_busy,
     wait_thread,
@@ -351,14 +350,7 @@ class SqliteBackend:
         else:
             await self._commit_in_thread(batch)
         if self._checkpoints.finish:
-            self._checkpoints.finish = False
-            fut = asyncio.get_running_loop().run_in_executor(
-                self._writer_thread(), checkpoint, self._writer_raw()
-            )
-            cancelled = await wait_thread(fut)
-            self._checkpoints.taken += fut.exception() is None
-            if cancelled:
-                raise asyncio.CancelledError
+            await self._checkpoints.step_two(self._writer_thread(), self._writer_raw())
 
     async def _commit_in_thread(self, batch: Batch) -> None:
         self._batch = None

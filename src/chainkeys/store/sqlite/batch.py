@@ -130,7 +130,8 @@ def commit(raw: sqlite3.Connection) -> float:
 
 
 def checkpoint(raw: sqlite3.Connection) -> None:
-    """A PASSIVE WAL checkpoint (it waits for no reader); the writer thread runs it."""
+    """A PASSIVE WAL checkpoint: it waits for no reader and no writer (both steps of
+    store/sqlite/checkpoint.py)."""
     raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 

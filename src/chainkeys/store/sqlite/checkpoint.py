@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import Engine
 
-from chainkeys.store.sqlite.batch import wait_thread
+from chainkeys import metrics
+from chainkeys.store.sqlite.batch import checkpoint, wait_thread
 from chainkeys.store.sqlite.counter import ChangeCounter
 from chainkeys.store.sqlite.engine import as_sqlite
 
 CHECKPOINT_PAGES = 1_000  # WAL pages that start a checkpoint (SQLite's own default)
 SAFETY_NET_PAGES = 10_000  # the writer's own wal_autocheckpoint
-PASSIVE = "PRAGMA wal_checkpoint(PASSIVE)"  # waits for no reader and no writer
 
 log = logging.getLogger("chainkeys.store")
 
@@ -67,10 +68,7 @@ class Checkpoints:
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(1, thread_name_prefix="chainkeys-checkpoint")
             fut = asyncio.get_running_loop().run_in_executor(self._thread, self._passive)
-            cancelled = await wait_thread(fut)
-            if fut.exception() is not None:  # the writer's step 2 and threshold remain
-                log.warning("a WAL checkpoint failed (%s)", type(fut.exception()).__name__)
-            if cancelled:
+            if await _ran(fut, "1"):  # (failed: the writer's step 2 and threshold remain)
                 raise asyncio.CancelledError
             self.finish = True
         finally:
@@ -79,7 +77,16 @@ class Checkpoints:
     def _passive(self) -> None:
         if self._conn is None:
             self._conn = self._engine().raw_connection()
-        as_sqlite(self._conn.driver_connection).execute(PASSIVE).fetchall()
+        checkpoint(as_sqlite(self._conn.driver_connection))
+
+    async def step_two(self, thread: ThreadPoolExecutor, writer: sqlite3.Connection) -> None:
+        """On the writer, in its thread, after a COMMIT, the write lock held (the
+        caller's): only what the writer added during step 1 is left to copy."""
+        self.finish = False
+        fut = asyncio.get_running_loop().run_in_executor(thread, checkpoint, writer)
+        if await _ran(fut, "2"):
+            raise asyncio.CancelledError
+        self.taken += fut.exception() is None
 
     async def settled(self) -> None:
         """Once step 1, if under way, has ended."""
@@ -88,6 +95,7 @@ class Checkpoints:
             await asyncio.gather(task, return_exceptions=True)
 
     async def close(self) -> None:
+        """After the last step 1 (cancelled; its thread finishes the checkpoint under way)."""
         task = self._task
         if task is not None:
             task.cancel()
@@ -98,3 +106,14 @@ class Checkpoints:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+async def _ran(fut: asyncio.Future[None], step: str) -> bool:
+    """Wait for a step's thread (through cancellation: True when cancelled); a failure
+    is logged (its type, never its message) and counted, as a background task's is."""
+    cancelled = await wait_thread(fut)
+    error = None if fut.cancelled() else fut.exception()
+    if error is not None:
+        metrics.BACKGROUND_ERRORS.labels("wal-checkpoint").inc()
+        log.warning("step %s of a WAL checkpoint failed (%s)", step, type(error).__name__)
+    return cancelled
