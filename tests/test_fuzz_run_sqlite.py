@@ -13,5 +13,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.long(80)]  # seconds (busy run): sch
 export_server = server_on("sqlite")
 
 
-def test_every_phase(export_server: Server, tmp_path: Path) -> None:
-    every_phase(export_server, tmp_path)
+def test_every_phase(
+    export_server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    every_phase(export_server, tmp_path, caplog)

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.api.tenants import Tenant
 from tests.conftest import TLS
 
 KEY_HEX = "0c28fca386c7a227600b2fe50b7cae11ec86d3bf1fbe471be89827e19d72aa1d"
@@ -172,3 +173,15 @@ def test_idempotency_keys_are_stored_hashed(server: Any, client: httpx.Client) -
     found = subprocess.run([sys.executable, "-c", code, str(server.settings.data_dir), marker],
                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     assert found == "False"
+
+
+def test_a_refusal_of_a_name_longer_than_its_column_is_audited(tenant: Tenant) -> None:
+    """PostgreSQL enforces the audit columns' lengths (SQLite does not): a sign request
+    with a 150-character name was refused without its audit row (a fuzzer's find). Now
+    the row is written, the name cut to the column's 100 characters."""
+    name = "cosmos1" + "q" * 143
+    r = tenant.client.post(f"/cosmos/{name}/sign-message", json={"message": "aGk="})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_account_name", r.text
+    event = tenant.sign_events()[-1]
+    assert event["outcome"] == "invalid_account_name"
+    assert event["account_name"] == name[:100]

@@ -15,7 +15,7 @@ import asyncpg  # type: ignore[import-untyped]
 import msgspec
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, insert, select, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from tests.conftest import TEST_MASTER_KEY, drop_pg_database, free_port, make_pg_database
 
 from chainkeys.accounts.idempotency_store import Idempotency, IdempotencyRecord
@@ -400,6 +400,28 @@ def test_statement_timeout_gives_storage_unavailable_then_serves(pg_url: str) ->
 
     # cut by the 200 ms statement timeout, not by the sleeps' end (a test timeout would be)
     run_with_db(pg_url, main, db_pool_size=1, db_statement_timeout_ms=200)
+
+
+def test_a_value_the_database_refuses_is_no_503_and_an_audit_text_is_cut_to_fit(
+    pg_url: str,
+) -> None:
+    """A value too long for its column is chainkeys' mistake, not the database's
+    state: a DataError (the 500 that is logged), never "503, try again" (which hid a
+    refusal's lost audit row from the fuzzer). AuditEvent cuts its texts to fit."""
+    long = "x" * 150
+
+    async def main(db: PostgresBackend) -> list[AuditEvent]:
+        with pytest.raises(DataError):
+            async with db.write() as tx:
+                await tx.execute(text("INSERT INTO audit (action, outcome, created_ms, "
+                                      "account_name) VALUES ('a', 'b', 1, :n)"), {"n": long})  # fmt: skip
+        await Audit.record(db, AuditEvent(tenant_id="t-cut", action="sign", outcome="x" * 99,
+                                          created_ms=1, account_name=long))  # fmt: skip
+        async with db.read() as tx:
+            return await Audit.page(tx, AuditQuery(tenant_id="t-cut"), 0, 10)
+
+    [event] = run_with_db(pg_url, main)
+    assert event.account_name == long[:100] and event.outcome == "x" * 64
 
 
 def test_a_killed_connection_is_dropped_and_replaced(pg_url: str) -> None:

@@ -169,18 +169,19 @@ class Accounts:
     async def insert_audited(tx: Tx, row: AccountRow, event: AuditEvent) -> None:
         """Insert an account and the audit event of its creation, together, in one
         statement. AccountExists when (tenant, family, name) is taken."""
+        audit = event.params()  # each text cut to its column
         with _name_taken_is_409(row):
             await tx.execute(
                 _INSERT_ACCOUNT_AUDITED,
                 {
                     **_account_params(row),
-                    "audit_action": event.action,
-                    "audit_request_id": event.request_id,
-                    "audit_outcome": event.outcome,
-                    "audit_ms": event.created_ms,
-                    "audit_actor": event.actor_token_id,
-                    "audit_client_request_id": event.client_request_id,
-                    "audit_details": event.details,
+                    "audit_action": audit["action"],
+                    "audit_request_id": audit["request_id"],
+                    "audit_outcome": audit["outcome"],
+                    "audit_ms": audit["created_ms"],
+                    "audit_actor": audit["actor_token_id"],
+                    "audit_client_request_id": audit["client_request_id"],
+                    "audit_details": audit["details"],
                 },
             )
 

@@ -399,7 +399,7 @@ class AccountService:
             fam, name = self.lookup_name(family, name)
         except AccountNotFound:
             await self._audit(audit_event(who, "delete", AccountNotFound.code, family=family,
-                                          account_name=name[:200]))  # fmt: skip
+                                          account_name=name))  # fmt: skip
             raise
         retain = now_ms() if self.settings.deleted_retention_days else None
         async with self.db.write() as tx:

@@ -16,7 +16,8 @@ the one-off lifespan, its `Router`, and drops the layers:
 - a chainkeys route's endpoint is called directly with the `Request`; anything
   else (the docs' static files) is handed to the route as Starlette would;
 - no such path is the envelope's 404 and a path without the method a 405 with
-  `Allow`, as before.
+  `Allow`, as before; a route of the method is looked for among the patterns too
+  before a literal path's 405 (`resolve`).
 """
 
 from __future__ import annotations
@@ -74,28 +75,13 @@ class Router:
         if scope["type"] != "http":
             await self._lifespan(scope, receive, send)
             return
-        route = self.exact.get(scope["path"])
-        if route is not None:
-            scope["path_params"] = {}
-            if route.methods is not None and scope["method"] not in route.methods:
-                await self._not_allowed(scope, receive, send, route)
-                return
-        else:
-            partial: BaseRoute | None = None
-            for candidate in self.shapes.candidates(scope["path"]):
-                match, child = candidate.matches(scope)
-                if match is Match.FULL:
-                    scope.update(child)
-                    route = candidate  # type: ignore[assignment]
-                    break
-                if match is Match.PARTIAL and partial is None:
-                    partial = candidate
-            if route is None:
-                if partial is not None:
-                    await self._not_allowed(scope, receive, send, partial)
-                else:
-                    await error_response(e.NotFound(NO_SUCH_ENDPOINT))(scope, receive, send)
-                return
+        route, partial = self.resolve(scope)
+        if route is None:
+            if partial is not None:
+                await self._not_allowed(scope, receive, send, partial)
+            else:
+                await error_response(e.NotFound(NO_SUCH_ENDPOINT))(scope, receive, send)
+            return
         scope["route"] = route  # the metrics' label (transport.py)
         endpoint = getattr(route, "endpoint", None)
         if endpoint is None or not hasattr(endpoint, "ops"):
@@ -106,6 +92,25 @@ class Router:
         except Exception as exc:  # the endpoint answers every error itself; never a 5xx page
             response = internal_error(exc)
         await response(scope, receive, send)
+
+    def resolve(self, scope: Scope) -> tuple[BaseRoute | None, BaseRoute | None]:
+        """(the route, None), or (None, a route of the path without the method: 405),
+        or (None, None): 404. As a scan of every route in order would answer: a full
+        match wins over a partial one wherever it is, so `GET /cosmos/multisig` is the
+        account route's (a 400 for its name), not a 405 from `POST /cosmos/multisig`."""
+        exact = self.exact.get(scope["path"])
+        if exact is not None and (exact.methods is None or scope["method"] in exact.methods):
+            scope["path_params"] = {}
+            return exact, None
+        partial: BaseRoute | None = exact
+        for candidate in self.shapes.candidates(scope["path"]):
+            match, child = candidate.matches(scope)
+            if match is Match.FULL:
+                scope.update(child)
+                return candidate, None
+            if match is Match.PARTIAL and partial is None:
+                partial = candidate
+        return None, partial
 
     @staticmethod
     async def _not_allowed(scope: Scope, receive: Receive, send: Send, route: BaseRoute) -> None:

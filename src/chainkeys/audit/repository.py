@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, and_, case, func, insert, select
+from sqlalchemy import Select, String, and_, case, func, insert, select
 
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Prepared, Tx
@@ -19,6 +19,10 @@ AUDIT_COLUMNS = (
     "actor_token_id", "client_request_id", "details",
 )  # fmt: skip
 _INSERT_AUDIT = Prepared(insert(audit), AUDIT_COLUMNS)
+# a column's length, which PostgreSQL enforces and SQLite does not: a refusal of a
+# request with a 200-character name is audited, its name cut to fit, on both engines
+_LENGTHS = {c.name: c.type.length for c in audit.columns
+            if isinstance(c.type, String) and c.type.length is not None}  # fmt: skip
 _AUDIT_COLS = (
     _u.id, _u.tenant_id, _u.action, _u.family, _u.account_name,
     _u.request_id, _u.outcome, _u.created_ms, _u.actor_token_id, _u.client_request_id,
@@ -60,7 +64,9 @@ class AuditEvent:
     id: int | None = None
 
     def params(self) -> dict[str, Any]:
-        return {
+        """The row, each text cut to its column's length (a value the client chose,
+        such as the name in a refused request's path, may be longer)."""
+        row: dict[str, Any] = {
             "tenant_id": self.tenant_id,
             "action": self.action,
             "family": self.family,
@@ -72,6 +78,11 @@ class AuditEvent:
             "client_request_id": self.client_request_id,
             "details": self.details,
         }
+        for column, length in _LENGTHS.items():
+            value = row[column]
+            if value is not None and len(value) > length:
+                row[column] = value[:length]
+        return row
 
 
 class Audit:

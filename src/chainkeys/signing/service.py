@@ -115,7 +115,7 @@ class SigningService:
     ) -> None:
         """Audit a sign request refused before its body could be read (too large, too
         slow, not JSON, wrong field types): nothing was decoded, nothing signed."""
-        await self._audit_refusal(who, family, name[:200], exc.code,
+        await self._audit_refusal(who, family, name, exc.code,
                                   {"kind": kind.path, "reason": exc.message[:500]})  # fmt: skip
 
     async def sign(

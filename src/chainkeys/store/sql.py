@@ -19,11 +19,13 @@ from typing import Any, Protocol
 from sqlalchemy import Executable, Table
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import (
+    DataError,
     DBAPIError,
     IntegrityError,
     MultipleResultsFound,
     NoResultFound,
     OperationalError,
+    ProgrammingError,
 )
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
@@ -210,6 +212,7 @@ async def insert_new(tx: Tx, stmt: Executable | Prepared, params: Params) -> boo
 
 _STORAGE_ERRORS = (
     OperationalError,
+    DataError,
     DBAPIError,
     OSError,
     TimeoutError,  # asyncpg connect and command timeouts
@@ -218,9 +221,16 @@ _STORAGE_ERRORS = (
 )
 
 
+# chainkeys' own mistakes, not the storage's: a value too long for its column, SQL the
+# engine refuses. A "503, try again" would hide them (the same request fails again, and
+# a fuzzer takes a 503 for a database under load); they are the 500 that is logged.
+_OWN_ERRORS = (IntegrityError, DataError, ProgrammingError)
+
+
 def is_storage_error(exc: BaseException) -> bool:
-    """A lost connection or a timeout (a 503), not a constraint violation."""
-    return isinstance(exc, _STORAGE_ERRORS) and not isinstance(exc, IntegrityError)
+    """A lost connection or a timeout (a 503), not a constraint violation or a value
+    the engine refuses (chainkeys' own error: a 500)."""
+    return isinstance(exc, _STORAGE_ERRORS) and not isinstance(exc, _OWN_ERRORS)
 
 
 @contextlib.contextmanager
@@ -228,7 +238,7 @@ def storage_errors() -> Any:
     """Translate lost connections and timeouts into a 503 (constraint errors pass)."""
     try:
         yield
-    except IntegrityError:
+    except _OWN_ERRORS:
         raise
     except _STORAGE_ERRORS as exc:
         raise StorageUnavailable() from exc
