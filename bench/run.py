@@ -828,7 +828,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, help="measured seconds per scenario (8; quick 1)")
     p.add_argument("--warmup", type=float, help="warm-up seconds per scenario (2; quick 0)")
     p.add_argument(
-        "--rounds", type=int, help="runs per scenario and server: best req/s, median p50/p99 (2; quick 1)"
+        "--rounds",
+        type=int,
+        help="runs per scenario and server: best req/s, median p50/p99 (2; quick 1)",
     )
     p.add_argument(
         "--quiet-wait",
