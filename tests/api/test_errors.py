@@ -230,7 +230,11 @@ def test_a_literal_path_is_an_account_name_for_the_other_methods(client: httpx.C
     for family in ("cosmos", "dogecoin", "litecoin"):
         for method in ("GET", "DELETE"):
             err(client.request(method, f"/{family}/multisig"), 400, "invalid_account_name")
-    err(client.put("/cosmos/multisig"), 405, "method_not_allowed")
+    r = client.put("/cosmos/multisig")
+    err(r, 405, "method_not_allowed")
+    assert set(r.headers["allow"].split(", ")) == {"GET", "HEAD", "POST", "DELETE"}, r.headers
+    r = client.put("/cosmos")
+    assert set(r.headers["allow"].split(", ")) == {"GET", "HEAD", "POST"}, r.headers
 
 
 @pytest.mark.parametrize(

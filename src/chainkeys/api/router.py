@@ -112,13 +112,21 @@ class Router:
                 partial = candidate
         return None, partial
 
-    @staticmethod
-    async def _not_allowed(scope: Scope, receive: Receive, send: Send, route: BaseRoute) -> None:
+    def allowed(self, path: str) -> list[str]:
+        """Every method some route answers on `path` (the 405's `Allow`): at
+        `/cosmos/multisig`, `POST` (its own route) and `GET`, `DELETE` (the account's)."""
+        routes = [r for r in (self.exact.get(path), *self.shapes.candidates(path)) if r is not None]
+        scope = {"type": "http", "path": path, "method": "", "root_path": ""}
+        methods = {m for r in routes if r.matches(scope)[0] is not Match.NONE
+                   for m in getattr(r, "methods", None) or ()}  # fmt: skip
+        return sorted((m for m in methods if m in ORDER), key=ORDER.index)
+
+    async def _not_allowed(
+        self, scope: Scope, receive: Receive, send: Send, route: BaseRoute
+    ) -> None:
         scope["route"] = route
-        methods = sorted((m for m in getattr(route, "methods", ()) if m in ORDER),
-                         key=ORDER.index)  # fmt: skip
         message = f"{scope['method'][:20]} is not allowed on {scope['path'][:100]}"
-        refusal = e.MethodNotAllowed(message, allow=", ".join(methods))
+        refusal = e.MethodNotAllowed(message, allow=", ".join(self.allowed(scope["path"])))
         await error_response(refusal)(scope, receive, send)
 
 
