@@ -116,13 +116,21 @@ def main() -> None:
     ) as tmp:
         ds = preload.sqlite_dataset(Path(tmp), args.size)
         costs = asyncio.run(measure(ds.data_dir, ds, args.sync, args.n, args.log_level))
-    print(
-        f"CPU µs per request, in-process (tenant {args.size}, SQLite {args.sync}, log {args.log_level})"
+    report(
+        f"CPU µs per request, in-process (tenant {args.size}, SQLite {args.sync}, "
+        f"log {args.log_level})",
+        costs,
+        decimals=1,
     )
-    print(f"{'case':16} {'chainkeys':>10} {'baseline':>10} {'ratio':>7}")
+
+
+def report(title: str, costs: dict[str, dict[str, float]], decimals: int) -> None:
+    """A case's cost for chainkeys and the baseline, and their ratio, a line each."""
+    print(title)
+    print(f"{'case':24} {'chainkeys':>11} {'baseline':>11} {'ratio':>7}")
     for label, by in costs.items():
         ck, base = by["chainkeys"], by["baseline"]
-        print(f"{label:16} {ck:10.1f} {base:10.1f} {base / ck:7.2f}")
+        print(f"{label:24} {ck:11.{decimals}f} {base:11.{decimals}f} {base / ck:7.2f}")
 
 
 if __name__ == "__main__":

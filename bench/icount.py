@@ -40,8 +40,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench import preload
-from bench.asgi_cost import _lifespan, _scope
+from bench import preload, procs
+from bench.asgi_cost import _lifespan, _scope, report
 from bench.run import PARITY_KEY, sign_requests
 
 CASES = ("get", "import", "create-cosmos", "create-litecoin", "sign-cosmos-transfer",
@@ -158,17 +158,13 @@ def count(impl: str, case: str, n: int, ds: preload.Dataset, tmp: Path, together
     done = subprocess.run(
         [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null",
          sys.executable, "-m", "bench.icount", "--child", impl, case, str(n), str(work), str(together)],
-        capture_output=True, text=True, cwd=preload_repo(),
+        capture_output=True, text=True, cwd=procs.REPO,
         env={**os.environ, "PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"},
     )  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"{impl} {case} failed:\n{done.stderr[-3000:]}")
     shutil.rmtree(work, ignore_errors=True)
     return collected(done.stderr)
-
-
-def preload_repo() -> Path:
-    return Path(__file__).resolve().parent.parent
 
 
 def measure(cases: list[str], n: int, size: int, together: int = 1) -> dict[str, dict[str, float]]:
@@ -210,12 +206,8 @@ def main() -> None:
     if args.n % args.together or WARM % args.together:
         parser.error(f"-n and {WARM} (the warm-up) must be multiples of --together")
     costs = measure(cases, args.n, args.size, args.together)
-    print(f"instructions per request, in process (tenant {args.size}, SQLite {SYNC}, "
-          f"n={args.n}, {args.together} at a time)")  # fmt: skip
-    print(f"{'case':24} {'chainkeys':>11} {'baseline':>11} {'ratio':>7}")
-    for case, by in costs.items():
-        ck, base = by["chainkeys"], by["baseline"]
-        print(f"{case:24} {ck:11.0f} {base:11.0f} {base / ck:7.2f}")
+    report(f"instructions per request, in process (tenant {args.size}, SQLite {SYNC}, "
+           f"n={args.n}, {args.together} at a time)", costs, decimals=0)  # fmt: skip
 
 
 if __name__ == "__main__":
