@@ -27,6 +27,26 @@ class Tenant:
         assert self.server.services is not None
         self.server.call(self.server.services.policies.clear(self.name))
 
+    def age_spends(self, ms: int) -> None:
+        """Move this tenant's counted spends `ms` into the past, in the database (the
+        24 h windows run on the database's clock: no server's clock moves them)."""
+        from sqlalchemy import select, update
+
+        from chainkeys.store.tables import policy_spends, tenants
+
+        assert self.server.services is not None
+        db = self.server.services.db
+
+        async def age() -> None:
+            async with db.write() as tx:
+                spends = policy_spends.c
+                mine = select(tenants.c.id).where(tenants.c.name == self.name)
+                await tx.execute(update(policy_spends)
+                                 .where(spends.tenant_id.in_(mine.scalar_subquery()))
+                                 .values(created_ms=spends.created_ms - ms))  # fmt: skip
+
+        self.server.call(age())
+
     def sign(self, path: str, body: dict[str, Any]) -> httpx.Response:
         return self.client.post(path, json=body)
 

@@ -14,10 +14,15 @@ count (never a second decoder). What a request lacks is absent, not zero: `has()
 tells (`has(tx.memo)`, `has(tx.chain_id)`), and a missing map key is a run-time error.
 
 Evaluation is bounded before it runs: an expression is at most MAX_CHARS characters,
-its comprehensions (`exists`, `all`, `map`, `filter`, `exists_one`) nest at most one
-deep, and every list a request puts in `tx` holds at most MAX_ITEMS entries (a request
-with more is an error for any expression, which fails closed). So an evaluation costs
-at most about MAX_CHARS x MAX_ITEMS steps, in C++, on the request's own thread.
+and what it may cost on the largest request is estimated from its checked tree when the
+policy is set (`analysis.py`: a rule over RULE_COST, or the rules one request can meet
+over SCOPE_COST together, are refused), so a decision holds the event loop for a few
+milliseconds at most. Every list a request puts in `tx` holds at most MAX_ITEMS entries
+(an expression that reads a longer one fails closed), and a number CEL's 64-bit int
+cannot hold is bound as 0 with its part marked: an expression that reads that part
+fails closed too, so no part of `tx` reads as a smaller number than was sent.
+Each rule is evaluated on its own (its own iteration budget): an error, whatever its
+kind, is that rule's "error: …" value, never an exception.
 """
 
 from __future__ import annotations
@@ -33,10 +38,9 @@ from cel_expr_python import cel
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from chainkeys.chains.tx.base import Summary
+from chainkeys.policies.analysis import MAX_ITEMS, RULE_COST, analyse
 
 MAX_CHARS = 4096
-MAX_ITEMS = 1000
-MAX_NESTING = 1
 INT64 = 2**63
 PACKAGE = "chainkeys.policy"
 _F = descriptor_pb2.FieldDescriptorProto
@@ -65,12 +69,6 @@ KINDS = {"sign-transfer": "transfer", "sign-ibc-transfer": "ibc-transfer",
          "sign-direct": "direct", "sign-amino": "amino", "sign-psbt": "psbt",
          "sign-raw-transaction": "raw-transaction", "sign-transaction": "transaction",
          "sign-message": "message"}  # fmt: skip
-AMOUNT_FIELDS = re.compile(r"\b(outputs|total|fee|spent)\b")  # reads amounts (int64)
-_STRINGS = re.compile(  # CEL's string and bytes literals: raw, triple-quoted, escaped
-    r"""[rRbB]{0,2}('''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""",
-    re.S,
-)
-_MACRO = re.compile(r"\.\s*(exists|all|exists_one|map|filter)\s*\(")
 
 
 class ConditionError(ValueError):
@@ -127,7 +125,8 @@ class Condition:
 
     source: str
     program: Any
-    reads_amounts: bool
+    reads: frozenset[str]  # the parts of the variables it reads ("tx.outputs", "spent")
+    cost: int  # its estimated cost on the largest request (analysis.py)
 
 
 def compile_condition(source: str) -> Condition:
@@ -136,11 +135,6 @@ def compile_condition(source: str) -> Condition:
         raise ConditionError("an empty expression")
     if len(source) > MAX_CHARS:
         raise ConditionError(f"longer than {MAX_CHARS} characters")
-    if _nesting(source) > MAX_NESTING:
-        raise ConditionError(
-            "comprehensions (exists, all, map, filter, exists_one) nest more than "
-            f"{MAX_NESTING} deep: its cost could grow with the square of a request's size"
-        )
     try:
         program = _env().compile(source)
     except RuntimeError as exc:  # cel's INVALID_ARGUMENT: the position and what it expected
@@ -148,32 +142,15 @@ def compile_condition(source: str) -> Condition:
     kind = program.return_type().name()
     if kind != "BOOL":
         raise ConditionError(f"the expression is {kind.lower()}, not a bool")
-    return Condition(source, program, AMOUNT_FIELDS.search(_strip(source)) is not None)
-
-
-def _strip(source: str) -> str:
-    return _STRINGS.sub('""', source)
-
-
-def _nesting(source: str) -> int:
-    """How deep comprehensions nest (string literals left out of the count)."""
-    text = _strip(source)
-    depth, deepest, stack = 0, 0, []
-    i = 0
-    while i < len(text):
-        m = _MACRO.match(text, i)
-        if m is not None:
-            depth += 1
-            deepest = max(deepest, depth)
-            stack.append(True)
-            i = m.end()
-            continue
-        if text[i] == "(":
-            stack.append(False)
-        elif text[i] == ")" and stack and stack.pop():
-            depth -= 1
-        i += 1
-    return deepest
+    found = analyse(program.serialize())
+    if found.cost > RULE_COST:
+        raise ConditionError(
+            f"it could cost about {found.cost:,} steps on a large request, over the "
+            f"{RULE_COST:,} a condition may take (a comprehension inside another, `in` "
+            "over a request's list inside a comprehension, map or filter over a request's "
+            'list, a regular expression per item: docs/policies.md, "Cost")'
+        )
+    return Condition(source, program, found.reads, found.cost)
 
 
 def _explain(message: str) -> str:
@@ -203,20 +180,19 @@ class Facts:
 
 
 class Bindings:
-    """The variables of one request, built once and shared by every rule's `when`.
+    """The variables of one request, built once and shared by every rule's `when`:
+    repeated and map fields are filled in place, the token's and the account's
+    messages are kept per value, and one Activation converts them for CEL once for
+    every rule evaluated on them.
 
-    Built for speed (a sign request under conditions pays for it, docs/policies.md):
-    repeated and map fields are filled in place (a message built from keyword lists and
-    dicts costs about three times as much), the token's and the account's messages are
-    kept per value (they are the same on every request of a token and an account), and
-    the variables go to CEL as a mapping, not an Activation, unless one is evaluated
-    after another (then one Activation converts them once for all)."""
+    `marked` names the parts (`tx.outputs`, `tx.ibc`, `tx.total`, `tx.fee`, `spent`)
+    holding a number CEL's int cannot hold (bound as 0) or more than MAX_ITEMS entries:
+    an expression that reads a marked part fails closed."""
 
-    __slots__ = ("_activation", "data", "overflow", "too_many")
+    __slots__ = ("_activation", "data", "marked")
 
     def __init__(self, summary: Summary, facts: Facts) -> None:
-        self.overflow = False  # an amount CEL's int cannot hold: amount readers fail closed
-        self.too_many = False  # a list of the request longer than MAX_ITEMS
+        self.marked: dict[str, str] = {}  # part -> why it cannot be read
         self.data = self._data(summary, facts)
         self._activation: Any = None
 
@@ -226,9 +202,9 @@ class Bindings:
             self._activation = _env().Activation(data=self.data)
         return self._activation
 
-    def _int(self, value: int) -> int:
+    def _int(self, value: int, part: str) -> int:
         if value >= INT64:
-            self.overflow = True
+            self.marked.setdefault(part, f"a number in {part} does not fit CEL's int (64 bits)")
             return 0
         return value
 
@@ -236,33 +212,36 @@ class Bindings:
         tx = _classes()["Tx"](family=summary.family, network=summary.network,
                               kind=KINDS.get(summary.kind, summary.kind),
                               fee_known=summary.fee is not None)  # fmt: skip
-        utxo = summary.family in ("dogecoin", "litecoin")
         outputs, ibc, messages = tx.outputs, tx.ibc, tx.messages
         for item in summary.items:
-            if not utxo:
+            if item.type != "output":  # a UTXO output is not a message
                 messages.append(item.type)
             if not item.change:
+                recipient = item.recipient or ""  # canonical: the decoders' form
                 for a in item.amounts:
-                    outputs.add(recipient=item.recipient or "", denom=a.denom,
-                                amount=self._int(a.amount))  # fmt: skip
+                    outputs.add(recipient=recipient, denom=a.denom,
+                                amount=self._int(a.amount, "tx.outputs"))  # fmt: skip
             if item.ibc is not None:
                 ibc.add(channel=item.ibc.channel, port=item.ibc.port,
                         receiver=item.recipient or "", memo=item.memo or "",
                         timeout_height=item.ibc.timeout_height or "",
-                        timeout_timestamp=self._int(item.ibc.timeout_timestamp or 0))  # fmt: skip
-        if max(len(outputs), len(ibc), len(messages)) > MAX_ITEMS:
-            self.too_many = True  # every expression fails closed: the lists are not read
+                        timeout_timestamp=self._int(item.ibc.timeout_timestamp or 0,
+                                                    "tx.ibc"))  # fmt: skip
         for denom, amount in summary.spent().items():
-            tx.total[denom] = self._int(amount)
+            tx.total[denom] = self._int(amount, "tx.total")
         for a in summary.fee or ():
-            tx.fee[a.denom] = self._int(a.amount)
+            tx.fee[a.denom] = self._int(a.amount, "tx.fee")
+        for part, found in (("tx.outputs", outputs), ("tx.ibc", ibc), ("tx.messages", messages),
+                            ("tx.total", tx.total), ("tx.fee", tx.fee)):  # fmt: skip
+            if len(found) > MAX_ITEMS:
+                self.marked[part] = f"{part} holds more than {MAX_ITEMS} entries"
         if summary.chain_id is not None:
             tx.chain_id = summary.chain_id
         if summary.memo is not None:
             tx.memo = summary.memo
         if summary.message is not None:
             tx.message = summary.message
-        spent = {k: self._int(v) for k, v in facts.spent.items()}
+        spent = {k: self._int(v, "spent") for k, v in facts.spent.items()}
         now = dt.datetime.fromtimestamp(facts.now_ms / 1000, dt.UTC)
         return {"tx": tx, "account": _account(facts), "token": _token(facts), "spent": spent,
                 "now": now}  # fmt: skip
@@ -293,49 +272,16 @@ def _account(facts: Facts) -> Any:
                     wallet=facts.wallet, path=facts.path, index=facts.index)  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """The conditions of every rule that covers one family and network, compiled as one
-    list expression: a request evaluates them in one call into CEL instead of one each
-    (the per-call cost was most of a condition's cost)."""
-
-    conditions: tuple[Condition, ...]
-    indexes: tuple[int, ...]  # the rule of each condition
-    program: Any
-    reads_amounts: bool
-
-
-def compile_batch(conditions: tuple[Condition, ...], indexes: tuple[int, ...]) -> Batch | None:
-    """None when they do not compile together (then each is evaluated on its own)."""
-    # each on lines of its own: a `//` comment at the end of one must not hide the rest
-    source = "[" + ",".join(f"(\n{c.source}\n)" for c in conditions) + "]"
-    try:
-        program = _env().compile(source)
-    except RuntimeError:
-        return None
-    return Batch(conditions, indexes, program, any(c.reads_amounts for c in conditions))
-
-
-def evaluate_batch(batch: Batch, bindings: Bindings) -> list[bool] | None:
-    """Every condition's value, or None when any is not a bool (an error, or a bound
-    the request passes): then each is evaluated on its own to say which and why."""
-    if bindings.too_many or (batch.reads_amounts and bindings.overflow):
-        return None
-    values = batch.program.eval(data=bindings.data).plain_value()
-    if not isinstance(values, list) or len(values) != len(batch.conditions):
-        return None
-    if not all(v is True or v is False for v in values):
-        return None
-    return values
-
-
 def evaluate(condition: Condition, bindings: Bindings) -> bool | str:
-    """True or False, or why it could not be evaluated (a run-time error: fail closed)."""
-    if bindings.too_many:
-        return f"error: a list of the request holds more than {MAX_ITEMS} items"
-    if condition.reads_amounts and bindings.overflow:
-        return "error: an amount does not fit CEL's int (64 bits)"
-    value = condition.program.eval(bindings.activation).plain_value()
+    """True or False, or why it could not be evaluated ("error: …": fail closed). Never
+    raises: a runtime error (a missing key, an overflow, the iteration budget) is the
+    rule's value, not the request's failure."""
+    for part in sorted(condition.reads & bindings.marked.keys()):
+        return f"error: {bindings.marked[part]}"
+    try:
+        value = condition.program.eval(bindings.activation).plain_value()
+    except Exception as exc:  # cel raises RuntimeError ("Iteration budget exceeded"), …
+        return f"error: {str(exc).replace('INTERNAL: ', '')[:200]}"
     if value is True or value is False:  # checked a bool: anything else is an error value
         return value
     return f"error: {str(value)[:200]}"

@@ -19,13 +19,8 @@ from chainkeys.chains import encoding
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
-from chainkeys.policies.conditions import (
-    Batch,
-    Condition,
-    ConditionError,
-    compile_batch,
-    compile_condition,
-)
+from chainkeys.policies.analysis import SCOPE_COST
+from chainkeys.policies.conditions import Condition, ConditionError, compile_condition
 from chainkeys.tokens.service import GROUP, parse_duration
 
 UTXO = ("dogecoin", "litecoin")
@@ -111,7 +106,6 @@ class Scope:
     allow: tuple[Rule, ...]  # in the order they are tried
     deny: tuple[Rule, ...]
     conditional: tuple[Rule, ...]  # the covering rules with a `when`, in file order
-    batch: Batch | None  # their `when`s as one program (None: none, or each on its own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +121,9 @@ class Policy:
     reads_spent: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        whens = [rule.when.source for rule in self.rules if rule.when is not None]
+        whens = [rule.when for rule in self.rules if rule.when is not None]
         object.__setattr__(self, "conditional", bool(whens))
-        object.__setattr__(self, "reads_spent", any("spent" in when for when in whens))
+        object.__setattr__(self, "reads_spent", any("spent" in w.reads for w in whens))
 
     def scope(self, family: str, network: str) -> Scope:
         """The covering rules of (family, network), kept on the policy (a policy is
@@ -140,11 +134,8 @@ class Policy:
             allow = sorted((r for r in covering if r.effect == "allow"),
                            key=lambda r: r.network is None)  # fmt: skip
             conditional = tuple(r for r in covering if r.when is not None)
-            batch = (compile_batch(tuple(r.when for r in conditional if r.when is not None),
-                                   tuple(r.index for r in conditional))
-                     if len(conditional) > 1 else None)  # fmt: skip
             found = Scope(tuple(allow), tuple(r for r in covering if r.effect == "deny"),
-                          conditional, batch)  # fmt: skip
+                          conditional)  # fmt: skip
             self._scopes[(family, network)] = found
         return found
 
@@ -204,7 +195,26 @@ def _validate(doc: PolicyFile) -> Policy:
             seen[key] = i
         rules.append(rule)
     canonical = msgspec.json.encode(doc, order="sorted").decode()
-    return Policy(tuple(rules), canonical)
+    policy = Policy(tuple(rules), canonical)
+    _within_cost(policy)
+    return policy
+
+
+def _within_cost(policy: Policy) -> None:
+    """The conditions one request can meet (every rule that covers one family and
+    network) cost at most SCOPE_COST together (analysis.py): a decision, or a dry run
+    that evaluates them all, holds the event loop a few milliseconds at most."""
+    for family in {r.family for r in policy.rules}:
+        for network in FAMILIES[family].networks:
+            rules = policy.scope(family, network).conditional
+            cost = sum(r.when.cost for r in rules if r.when is not None)
+            if cost > SCOPE_COST:
+                names = ", ".join(f"rules[{r.index}]" for r in rules)
+                raise PolicyError(
+                    f"the conditions of {names} ({family} on {network}) could cost about "
+                    f"{cost:,} steps together on a large request, over the {SCOPE_COST:,} "
+                    'one request may take: simplify or merge them (docs/policies.md, "Cost")'
+                )
 
 
 def _rule(index: int, raw: RuleFile, at: str) -> Rule:

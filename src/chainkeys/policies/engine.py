@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from chainkeys.chains.tx.base import Item, Summary
-from chainkeys.policies.conditions import Bindings, Facts, evaluate, evaluate_batch
+from chainkeys.policies.conditions import Bindings, Facts, evaluate
 from chainkeys.policies.document import UTXO, Approval, Policy, Rule, Scope
 
 Evaluated = bool | str  # a `when`'s value, or "error: …"
@@ -62,14 +62,13 @@ class Decision:
 
 
 class Conditions:
-    """The `when`s of one request, each evaluated at most once, on variables bound once:
-    at the first one needed, every covering rule's in one call (the scope's batch); one
-    by one only when that batch holds a value that is not a bool (which, and why)."""
+    """The `when`s of one request, each evaluated at most once, on variables bound once
+    (at the first one needed); each rule on its own, within its own budget."""
 
-    __slots__ = ("_bindings", "facts", "scope", "summary", "values")
+    __slots__ = ("_bindings", "facts", "summary", "values")
 
-    def __init__(self, summary: Summary, facts: Facts | None, scope: Scope) -> None:
-        self.summary, self.facts, self.scope = summary, facts, scope
+    def __init__(self, summary: Summary, facts: Facts | None) -> None:
+        self.summary, self.facts = summary, facts
         self.values: dict[int, Evaluated] = {}
         self._bindings: Bindings | None = None
 
@@ -80,19 +79,12 @@ class Conditions:
         if found is not None:
             return found
         if self.facts is None:
-            self.values[rule.index] = "error: no request to evaluate it on"
-            return self.values[rule.index]
-        if self._bindings is None:
-            self._bindings = Bindings(self.summary, self.facts)
-            batch = self.scope.batch
-            if batch is not None:
-                values = evaluate_batch(batch, self._bindings)
-                if values is not None:
-                    self.values.update(zip(batch.indexes, values, strict=True))
-        found = self.values.get(rule.index)
-        if found is not None:
-            return found
-        value = self.values[rule.index] = evaluate(rule.when, self._bindings)
+            value: Evaluated = "error: no request to evaluate it on"
+        else:
+            if self._bindings is None:
+                self._bindings = Bindings(self.summary, self.facts)
+            value = evaluate(rule.when, self._bindings)
+        self.values[rule.index] = value
         return value
 
 
@@ -101,7 +93,7 @@ def decide(policy: Policy, summary: Summary, facts: Facts | None = None,
     """Refusal unless a rule allows every part of `summary` (default deny). With `every`
     (a dry run), every covering rule's `when` is evaluated, not only those needed."""
     scope = policy.scope(summary.family, summary.network)
-    conditions = Conditions(summary, facts, scope)
+    conditions = Conditions(summary, facts)
     try:
         return _allowed_by(_deciding(scope, summary, conditions, every), summary,
                            conditions.values)  # fmt: skip
@@ -209,8 +201,7 @@ def _check_item(rule: Rule, family: str, n: int, item: Item) -> None:
     if rule.recipients is not None:
         if item.recipient is None:
             raise Refusal(rule, f"{item.type} names no recipient to check")
-        recipient = item.recipient.lower() if family == "cosmos" else item.recipient
-        if recipient not in rule.recipients:
+        if item.recipient not in rule.recipients:  # both in the family's canonical form
             raise Refusal(rule, f"recipient {item.recipient[:100]} is not on the allow-list")
         if item.memo and not rule.ibc_memo and instructs(item.memo):
             raise Refusal(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import bindparam, delete, insert, select, update
 
-from chainkeys.store.sql import Prepared, Tx
+from chainkeys.store.sql import DB_NOW_MS, Prepared, Tx
 from chainkeys.store.tables import policy_spends, policy_totals, policy_versions
 
 
@@ -98,20 +98,36 @@ class Policies:
         await tx.execute(_INSERT_VERSION, params)
 
 
+DAY_MS = 24 * 3600 * 1000
+
+
 class Spends:
     """The rolling window of one tenant's spends on one family and network.
 
     Callers hold `lock` for the whole transaction: SQLite has one writer at a
     time already; PostgreSQL serialises the scope with an advisory lock, so
-    replicas never both admit the last unit under a cap.
+    replicas never both admit the last unit under a cap. Every time here is the
+    database's clock (`now`), never a replica's: spends are stamped and expired on one
+    clock, so a replica whose clock is ahead cannot expire anyone's spends early.
     """
 
     def __init__(self, tx: Tx, tenant_id: str, family: str, network: str) -> None:
         self.tx = tx
         self.scope = {"tenant_id": tenant_id, "family": family, "network": network}
+        self._locked = False
 
     async def lock(self) -> None:
-        await self.tx.serialize("policy/" + "/".join(self.scope.values()))
+        if not self._locked:
+            await self.tx.serialize("policy/" + "/".join(self.scope.values()))
+            self._locked = True
+
+    async def now(self) -> int:
+        """The database's clock (ms since the epoch)."""
+        return int((await self.tx.execute(DB_NOW_MS)).all()[0][0])
+
+    async def cutoff(self) -> int:
+        """Spends at or before this left the 24 h window (the database's clock)."""
+        return await self.now() - DAY_MS
 
     async def seen(self, digest: str, cutoff_ms: int) -> bool:
         """Whether these exact bytes were counted in the window already."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from chainkeys.audit.repository import Audit
@@ -21,9 +21,9 @@ from chainkeys.chains.tx.base import Summary
 from chainkeys.clock import monotonic, now_ms
 from chainkeys.errors import NotFound
 from chainkeys.policies.conditions import Facts
-from chainkeys.policies.decider import Decider
 from chainkeys.policies.document import Policy, PolicyError, Rule, parse
-from chainkeys.policies.engine import Decision, Refusal
+from chainkeys.policies.engine import Decision, Refusal, decide
+from chainkeys.policies.repository import DAY_MS as DAY_MS
 from chainkeys.policies.repository import Policies, Spends, Version
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
@@ -31,7 +31,6 @@ from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
 
 log = logging.getLogger("chainkeys")
-DAY_MS = 24 * 3600 * 1000
 T = TypeVar("T")
 
 
@@ -68,7 +67,6 @@ class PolicyService:
         self.db = db
         self.refresh = refresh_seconds
         self._cache: dict[str, tuple[float, Policy | None]] = {}
-        self._decider = Decider()
 
     # -- serving -----------------------------------------------------------------
 
@@ -101,18 +99,18 @@ class PolicyService:
         if not policy.conditional:
             return None
         spent: dict[str, int] = {}
-        if policy.reads_spent:
+        if policy.reads_spent:  # a first look: decided again under the lock (`count`)
             async with self.db.read() as tx:
                 window = Spends(tx, who.tenant_id, summary.family, summary.network)
-                spent = await window.window(now_ms() - DAY_MS)
+                spent = await window.window(await window.cutoff())
         return Facts(who.token_id, who.label, tuple(sorted(who.scopes)),
                      tuple(sorted(who.families or ())), account.name, account.address,
                      account.wallet, account.path, account.index, now_ms(), spent)  # fmt: skip
 
     async def decide(self, policy: Policy, summary: Summary, facts: Facts | None) -> Decision:
-        """The decision on a request (Refusal), run back to back with the others that
-        arrive in the same turn of the event loop (policies/decider.py says why)."""
-        return await self._decider.decide(policy, summary, facts)
+        """The decision on a request (Refusal). Pure and bounded (each condition's cost is
+        checked when the policy is set), so it runs on the event loop."""
+        return decide(policy, summary, facts)
 
     async def usage(self, who: Principal) -> list[Usage]:
         """Every daily cap of the policy in force (rules of the families this token may
@@ -121,10 +119,10 @@ class PolicyService:
         policy = await self.current(who.tenant_id, fresh=True)
         if policy is None:
             return []
-        cutoff = now_ms() - DAY_MS
         windows: dict[tuple[str, str], dict[str, int]] = {}
         out: list[Usage] = []
         async with self.db.read() as tx:
+            cutoff = await Spends(tx, who.tenant_id, "", "").cutoff()
             for rule in policy.rules:
                 if rule.effect != "allow" or not rule.max_per_day or not who.may_use(rule.family):
                     continue
@@ -141,20 +139,31 @@ class PolicyService:
         return out
 
     @staticmethod
-    async def count(tx: Tx, tenant_id: str, family: str, network: str, decision: Decision,
-                    digest: str, record: bool = True) -> None:  # fmt: skip
+    async def count(tx: Tx, tenant_id: str, network: str, decision: Decision,
+                    summary: Summary, record: bool = True,
+                    again: tuple[Policy, Facts | None] | None = None) -> Decision:  # fmt: skip
         """Check the 24 h caps and count this request's spend, in the caller's
-        transaction (Refusal rolls it back). A digest counted in the window is free.
-        Without `record`, only check (a request that waits for approval: its spend is
-        counted when it is signed)."""
+        transaction (Refusal rolls it back); the decision that counted. A digest counted
+        in the window is free. Without `record`, only check (a request that waits for
+        approval: its spend is counted when it is signed).
+
+        `again` (the policy and the request's facts), when the policy's conditions read
+        `spent`: the decision is made again here, under the scope's lock, on the window
+        this transaction sees, so concurrent requests (on any replica) never all pass a
+        budget on the same stale `spent`."""
+        spends = Spends(tx, tenant_id, summary.family, network)
+        if again is not None and (facts := again[1]) is not None:
+            policy = again[0]
+            await spends.lock()
+            spent = await spends.window(await spends.cutoff())
+            decision = decide(policy, summary, replace(facts, spent=spent))
         if not decision.spent:
-            return
-        spends = Spends(tx, tenant_id, family, network)
+            return decision
         await spends.lock()
-        at = now_ms()
+        at = await spends.now()
         cutoff = at - DAY_MS
-        if await spends.seen(digest, cutoff):
-            return
+        if await spends.seen(summary.digest, cutoff):
+            return decision
         totals = await spends.totals(cutoff)
         for denom, cap in decision.daily.items():
             total = totals.get(denom, 0) + decision.spent[denom]
@@ -165,7 +174,8 @@ class PolicyService:
                     f"over the cap of {cap}",
                 )
         if record:
-            await spends.add(digest, dict(decision.spent), totals, at)
+            await spends.add(summary.digest, dict(decision.spent), totals, at)
+        return decision
 
     # -- operator ----------------------------------------------------------------
 

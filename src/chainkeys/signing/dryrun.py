@@ -16,14 +16,13 @@ from chainkeys.accounts.families import family_of
 from chainkeys.accounts.repository import Accounts
 from chainkeys.chains.spec import ChainError
 from chainkeys.chains.tx.base import summary_record
-from chainkeys.clock import now_ms
 from chainkeys.errors import AccountNotFound, BadRequest
 from chainkeys.jsonvalues import convert
 from chainkeys.policies.document import Approval, Policy, Rule
 from chainkeys.policies.engine import Decision, Evaluated, Refusal, decide
 from chainkeys.policies.repository import Spends
-from chainkeys.policies.service import DAY_MS, PolicyService
-from chainkeys.signing.service import account_of, kind_of, owner_of
+from chainkeys.policies.service import PolicyService
+from chainkeys.signing.service import account_for, kind_of, owner_of, prepare
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal
 
@@ -64,17 +63,13 @@ async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: 
         row = await Accounts.get(tx, who.tenant_id, fam.name, name)
     if row is None:
         raise AccountNotFound(f"no {fam.name} account by that name")
-    owner = owner_of(row)
-    try:
-        summary = kind.prepare(request, owner).summary
-    except ChainError as exc:
-        raise BadRequest(exc.message, code=exc.code) from None
+    summary = prepare(kind, request, owner_of(row)).summary  # as the sign endpoint does
     if policy is None:
         policy = await policies.current(who.tenant_id, fresh=True)
     record = summary_record(summary)
     if policy is None:
         return DryRun("allow", None, "no policy: the token's scopes decide", None, [], record)
-    facts = await policies.facts(who, account_of(row), summary, policy)
+    facts = await policies.facts(who, await account_for(db, row), summary, policy)
     try:
         decision = decide(policy, summary, facts, every=True)
     except Refusal as refusal:
@@ -102,9 +97,9 @@ async def _over_daily_cap(db: Backend, who: Principal, family: str, network: str
     """Why the 24 h window would refuse it (read, never counted); None when it fits."""
     if not decision.daily:
         return None
-    cutoff = now_ms() - DAY_MS
     async with db.read() as tx:
         window = Spends(tx, who.tenant_id, family, network)
+        cutoff = await window.cutoff()
         if await window.seen(digest, cutoff):
             return None  # the same bytes were counted already: free
         totals = await window.window(cutoff)

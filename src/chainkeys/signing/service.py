@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import traceback
 from typing import Any
 
 import msgspec
@@ -48,11 +49,14 @@ from chainkeys.chains.tx.cosmos.common import CosmosDoc
 from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig, combine
 from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
 from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
+from chainkeys.policies.conditions import Facts
+from chainkeys.policies.document import Policy
 from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.service import Account, PolicyService
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal, TokenService
 from chainkeys.vault.barrier import Barrier
+from chainkeys.wallets.repository import WalletMultisigs
 
 log = logging.getLogger("chainkeys.signing")
 MULTISIG_KINDS = ("sign-psbt", "sign-amino")  # the kinds whose prepared request can `cosign`
@@ -81,12 +85,74 @@ def kind_of(family: str, path: str) -> SignKind:
     raise BadRequest(f"{family} has no {path}")
 
 
-def account_of(row: AccountRow) -> Account:
-    """What policy conditions read of an account (`account` in CEL)."""
-    wallet = row.details.get("wallet") or ""
-    index = row.details.get("index")
-    return Account(row.name, row.address, str(wallet), str(row.details.get("path") or ""),
-                   int(index) if wallet and isinstance(index, int) else -1)  # fmt: skip
+def account_of(row: AccountRow, wallet: str | None = None) -> Account:
+    """What policy conditions read of an account (`account` in CEL): a key derived from
+    a wallet, or a multisig derived from a wallet's registration (`details["hd"]`, its
+    wallet given as `wallet`: `SigningService._account` looks it up), is that wallet's."""
+    hd = row.details.get("hd")
+    if isinstance(hd, dict):
+        found, path, index = wallet or "", hd.get("path"), hd.get("index")
+    else:
+        found, path, index = (
+            row.details.get("wallet") or "",
+            row.details.get("path"),
+            row.details.get("index"),
+        )
+    if not found or not isinstance(index, int) or isinstance(index, bool):
+        return Account(row.name, row.address, str(found), str(path or "") if found else "")
+    return Account(row.name, row.address, str(found), str(path or ""), index)
+
+
+async def account_for(db: Backend, row: AccountRow) -> Account:
+    """`account_of(row)`, with the wallet of a multisig derived from one."""
+    hd = row.details.get("hd")
+    if not isinstance(hd, dict) or not isinstance(hd.get("id"), str):
+        return account_of(row)
+    async with db.read() as tx:
+        wallet = await WalletMultisigs.wallet_of(tx, row.tenant_id, hd["id"])
+    return account_of(row, wallet)
+
+
+Again = tuple[Policy, Facts | None] | None  # decide again under the caps' lock (`count`)
+SIGN_FAILED = "sign_failed"
+
+
+def prepare(kind: SignKind, request: Any, owner: Owner) -> Decoded:
+    """Decode and check a sign request for `owner` (public data only): the sign
+    endpoint's and the dry run's one path, so both refuse alike (BadRequest)."""
+    try:
+        if owner.multisig is not None and kind.path not in MULTISIG_KINDS:
+            raise ChainError(f"a multisig account signs with {', '.join(MULTISIG_KINDS)} "
+                             "only (each member's signature over the same sighashes)",
+                             "multisig_unsupported")  # fmt: skip
+        return kind.prepare(request, owner)
+    except ChainError as exc:
+        raise BadRequest(exc.message, code=exc.code) from None
+    except Exception as exc:  # a decoder that fails has not understood the request
+        log.error("the %s %s decoder failed (%s); the request is refused\n%s",
+                  owner.family, kind.path, type(exc).__name__, frames(exc))  # fmt: skip
+        raise BadRequest(
+            "the request could not be decoded; nothing was signed", code=BAD_REQUEST
+        ) from None
+
+
+def frames(exc: BaseException) -> str:
+    """Where `exc` was raised: the frames, never its message (it could quote a secret)."""
+    return "".join(traceback.format_tb(exc.__traceback__))
+
+
+def _approved(decision: Decision, approval: ApprovalRow | None) -> None:
+    """Refusal unless the people who approved (if any) are the people the decision asks
+    for: an approval never stands for a larger quorum or another group."""
+    wanted = decision.approval
+    if wanted is None:
+        return
+    if approval is None:
+        raise Refusal(decision.rule, "it needs approval now (the 24 h window changed while "
+                                     "it was decided): send it again")  # fmt: skip
+    if wanted.group != approval.approver_group or wanted.quorum > approval.quorum:
+        raise Refusal(decision.rule, "the policy changed: this request now needs the "
+                                     f"approval of {wanted.quorum} of {wanted.group}")  # fmt: skip
 
 
 def _decoded(signatures: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -133,41 +199,36 @@ class SigningService:
         summary = prepared.summary
         policy = await self.policies.current(who.tenant_id)
         decision: Decision | None = None
+        again: Again = None
         try:
             if policy is not None:
-                facts = await self.policies.facts(who, account_of(row), summary, policy)
+                facts = await self.policies.facts(who, await self._account(row), summary,
+                                                  policy)  # fmt: skip
                 decision = await self.policies.decide(policy, summary, facts)
+                again = (policy, facts) if policy.reads_spent else None
             if decision is not None and decision.approval is not None:
-                return await self._hold(who, row, owner, kind, request, summary, decision)
+                return await self._hold(who, row, owner, kind, request, summary, decision,
+                                        again)  # fmt: skip
         except Refusal as refusal:
             await self._policy_refused(who, row, kind, summary, decision, refusal)
             raise PolicyDenied(refusal.message) from None
-        return await self._sign(who, row, owner, kind, prepared, decision)
+        return await self._sign(who, row, owner, kind, prepared, decision, again=again)
 
     async def _prepare(
         self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any
     ) -> Decoded:
         try:
-            if owner.multisig is not None and kind.path not in MULTISIG_KINDS:
-                raise ChainError(f"a multisig account signs with {', '.join(MULTISIG_KINDS)} "
-                                 "only (each member's signature over the same sighashes)",
-                                 "multisig_unsupported")  # fmt: skip
-            return kind.prepare(request, owner)
-        except ChainError as exc:
+            return prepare(kind, request, owner)
+        except BadRequest as exc:
             await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
-            raise BadRequest(exc.message, code=exc.code) from None
-        except Exception as exc:  # a decoder that fails has not understood the request
-            log.error("the %s %s decoder failed (%s); the request is refused",
-                      row.family, kind.path, type(exc).__name__)  # fmt: skip
-            reason = "the request could not be decoded; nothing was signed"
-            await self._refused(who, row, BAD_REQUEST, {"kind": kind.path, "reason": reason})
-            raise BadRequest(reason, code=BAD_REQUEST) from None
+            raise
 
     async def _sign(
         self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, prepared: Decoded,
-        decision: Decision | None, approval: str | None = None,
+        decision: Decision | None, approval: ApprovalRow | None = None, again: Again = None,
     ) -> Signed:  # fmt: skip
-        """Count the caps, open the key, sign and audit, in one transaction."""
+        """Count the caps (deciding again under their lock when conditions read `spent`),
+        open the key, sign and audit, in one transaction. Whatever fails is audited."""
         summary = prepared.summary
         try:
             signers = await self._signers(who, row, owner)
@@ -176,8 +237,10 @@ class SigningService:
             # without caps to count, the audit row is the write's one statement
             async with self.db.write(one_statement=decision is None) as tx:
                 if decision is not None:
-                    await PolicyService.count(tx, who.tenant_id, row.family, owner.network.name,
-                                              decision, summary.digest)  # fmt: skip
+                    decision = await PolicyService.count(
+                        tx, who.tenant_id, owner.network.name, decision, summary, again=again
+                    )
+                    _approved(decision, approval)
                 keys = [self._open(signer) for signer in signers]
                 if owner.multisig is None:
                     signed = prepared.sign(keys[0])
@@ -188,7 +251,7 @@ class SigningService:
                 details = self._details(kind, summary, decision)
                 details["tx_id"] = signed.tx_id
                 if approval is not None:
-                    details["approval"] = approval
+                    details["approval"] = approval.id
                 event = audit_event(who, "sign", "ok", family=row.family,
                                     account_name=row.name, details=details)  # fmt: skip
                 await Audit.insert(tx, event)
@@ -201,6 +264,15 @@ class SigningService:
         except Refusal as refusal:
             await self._policy_refused(who, row, kind, summary, decision, refusal)
             raise PolicyDenied(refusal.message) from None
+        except ChainkeysError as exc:  # the store unavailable, a fence: said as it is
+            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            raise
+        except Exception as exc:  # a key that will not open, a signer that fails: audited
+            log.error("signing with the %s account %s failed (%s); nothing was signed\n%s",
+                      row.family, row.name, type(exc).__name__, frames(exc))  # fmt: skip
+            await self._refused(who, row, SIGN_FAILED, {"kind": kind.path,
+                                                        "reason": "signing failed"})  # fmt: skip
+            raise
         metrics.SIGNATURES.labels(row.family, kind.path).inc()
         return signed
 
@@ -241,6 +313,9 @@ class SigningService:
         await Audit.record(self.db, event)
         answer = CosmosTransactionResponse(signedTx=base64.b64encode(raw).decode(), txHash=tx_hash)
         return Signed(answer, tx_hash)
+
+    async def _account(self, row: AccountRow) -> Account:
+        return await account_for(self.db, row)
 
     async def _signers(self, who: Principal, row: AccountRow, owner: Owner) -> list[AccountRow]:
         """The accounts whose keys sign: this one, or a multisig's members held here."""
@@ -283,7 +358,7 @@ class SigningService:
 
     async def _hold(
         self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any,
-        summary: Summary, decision: Decision,
+        summary: Summary, decision: Decision, again: Again,
     ) -> ApprovalView:  # fmt: skip
         """A request the policy allows only with approval: the caps are checked now (an
         approval never overrides a refusal), nothing is counted or signed, no key is
@@ -292,8 +367,13 @@ class SigningService:
         if approval is None:  # never: the caller checked
             raise RuntimeError("no approval to wait for")
         async with self.db.write() as tx:
-            await PolicyService.count(tx, who.tenant_id, row.family, owner.network.name,
-                                      decision, summary.digest, record=False)  # fmt: skip
+            decision = await PolicyService.count(tx, who.tenant_id, owner.network.name,
+                                                 decision, summary, record=False,
+                                                 again=again)  # fmt: skip
+        approval = decision.approval
+        if approval is None:  # the window moved under the lock: it no longer needs people
+            raise Refusal(decision.rule, "the 24 h window changed while this request was "
+                                         "decided; send it again")  # fmt: skip
         held = ApprovalRequest(
             row.family, row.name, kind.path, msgspec.json.encode(request).decode(),
             summary.digest, summary_record(summary), decision.rule.index, approval.group,
@@ -316,7 +396,26 @@ class SigningService:
     async def complete(self, approval: ApprovalRow) -> None:
         """Sign an approved request: decoded again (it must still be the digest the
         people approved), the current policy and caps checked again, then signed as the
-        requester; the sign endpoint's answer is kept for the requester."""
+        requester; the sign endpoint's answer is kept for the requester. Whatever goes
+        wrong (a refusal, a stored request that no longer decodes, a key that will not
+        open) fails this approval with its reason, audited: never the next one's turn."""
+        try:
+            signed = await self._complete(approval)
+        except ChainkeysError as exc:
+            await self.approvals.finish(approval.id, None, exc.message)
+            return
+        except Exception as exc:
+            log.error("the approved request %s could not be signed (%s); it is failed\n%s",
+                      approval.id, type(exc).__name__, frames(exc))  # fmt: skip
+            await self.approvals.finish(
+                approval.id, None, f"it could not be signed ({type(exc).__name__})"
+            )
+            return
+        if signed is not None:
+            await self.approvals.finish(approval.id, msgspec.json.encode(signed.data).decode(),
+                                        None)  # fmt: skip
+
+    async def _complete(self, approval: ApprovalRow) -> Signed | None:
         requester = await self.tokens.live(approval.requester_token_id)
         if (
             requester is None
@@ -325,43 +424,36 @@ class SigningService:
         ):
             reason = "the requesting token was revoked, has expired or may no longer sign this"
             await self.approvals.finish(approval.id, None, reason)
-            return
+            return None
+        kind = kind_of(approval.family, approval.kind)
         try:
-            kind = kind_of(approval.family, approval.kind)
             request = msgspec.json.decode(approval.request, type=kind.request)
-            row = await self.accounts.row(requester, approval.family, approval.account_name)
-            owner = owner_of(row)
-            prepared = await self._prepare(requester, row, owner, kind, request)
-            if prepared.summary.digest != approval.digest:
-                raise BadRequest("the request no longer decodes to the approved digest")
-            policy = await self.policies.current(approval.tenant_id, fresh=True)
-            decision = None
-            if policy is not None:
-                try:
-                    facts = await self.policies.facts(requester, account_of(row),
-                                                      prepared.summary, policy)  # fmt: skip
-                    decision = await self.policies.decide(policy, prepared.summary, facts)
-                except Refusal as refusal:
-                    await self._policy_refused(requester, row, kind, prepared.summary, None,
-                                               refusal)  # fmt: skip
-                    raise PolicyDenied(refusal.message) from None
-                wanted = decision.approval
-                if wanted is not None and (wanted.group != approval.approver_group
-                                           or wanted.quorum > approval.quorum):  # fmt: skip
-                    raise PolicyDenied(
-                        "the policy changed: this request now needs the approval of "
-                        f"{wanted.quorum} of {wanted.group}"
-                    )
-            signed = await self._sign(requester, row, owner, kind, prepared, decision,
-                                      approval=approval.id)  # fmt: skip
-        except ChainkeysError as exc:
-            await self.approvals.finish(approval.id, None, exc.message)
-            return
-        await self.approvals.finish(approval.id, msgspec.json.encode(signed.data).decode(), None)
+        except msgspec.DecodeError:  # a stored request this version cannot read
+            raise BadRequest("the stored request no longer decodes") from None
+        row = await self.accounts.row(requester, approval.family, approval.account_name)
+        owner = owner_of(row)
+        prepared = await self._prepare(requester, row, owner, kind, request)
+        if prepared.summary.digest != approval.digest:
+            raise BadRequest("the request no longer decodes to the approved digest")
+        policy = await self.policies.current(approval.tenant_id, fresh=True)
+        decision, again = None, None
+        if policy is not None:
+            try:
+                facts = await self.policies.facts(requester, await self._account(row),
+                                                  prepared.summary, policy)  # fmt: skip
+                decision = await self.policies.decide(policy, prepared.summary, facts)
+                _approved(decision, approval)
+            except Refusal as refusal:
+                await self._policy_refused(requester, row, kind, prepared.summary, None,
+                                           refusal)  # fmt: skip
+                raise PolicyDenied(refusal.message) from None
+            again = (policy, facts) if policy.reads_spent else None
+        return await self._sign(requester, row, owner, kind, prepared, decision,
+                                approval=approval, again=again)  # fmt: skip
 
     async def sweep(self) -> None:
         """Expire pending requests past their ttl; sign approved ones a process did not
-        finish (a crash between the quorum and the signature)."""
+        finish (a crash between the quorum and the signature), each on its own."""
         await self.approvals.expire_due()
         await self.approvals.cancel_orphans(self._requester_live)
         for approval in await self.approvals.stuck():

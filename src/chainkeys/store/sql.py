@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Protocol
 
-from sqlalchemy import Executable, Table
+from sqlalchemy import BigInteger, Executable, Table, select
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import (
     DataError,
@@ -28,6 +28,8 @@ from sqlalchemy.exc import (
     ProgrammingError,
 )
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from chainkeys.errors import StorageUnavailable
 
@@ -257,3 +259,26 @@ class CopySession(Protocol):
         """After rows were inserted with their own ids: what the engine needs so the
         next generated id follows them (PostgreSQL: advance the serial)."""
         ...
+
+
+class DbNowMs(FunctionElement[int]):
+    """The database's own clock, in milliseconds since the epoch: one clock for every
+    replica (the 24 h cap windows are read on it, so a replica whose clock is off
+    neither shortens nor lengthens anyone's window)."""
+
+    type = BigInteger()
+    inherit_cache = True
+    name = "db_now_ms"
+
+
+@compiles(DbNowMs, "sqlite")
+def _sqlite_now(element: DbNowMs, compiler: Any, **kw: Any) -> str:
+    return "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+
+
+@compiles(DbNowMs, "postgresql")
+def _pg_now(element: DbNowMs, compiler: Any, **kw: Any) -> str:
+    return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+
+
+DB_NOW_MS = Prepared(select(DbNowMs().label("now_ms")))

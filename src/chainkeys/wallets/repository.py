@@ -284,6 +284,13 @@ class WalletMultisigs:
         return None if found is None else _multisig(found)
 
     @staticmethod
+    async def wallet_of(tx: Tx, tenant_id: str, ms_id: str) -> str | None:
+        """The wallet an HD multisig registration derives from."""
+        stmt = select(_m.wallet_id).where(_m.tenant_id == tenant_id, _m.id == ms_id)
+        found = (await tx.execute(stmt)).first()
+        return None if found is None else str(found[0])
+
+    @staticmethod
     async def of_wallet(tx: Tx, tenant_id: str, wallet_id: str) -> list[WalletMultisigRow]:
         stmt = select(*_MS_COLUMNS).where(_m.tenant_id == tenant_id, _m.wallet_id == wallet_id
                                           ).order_by(_m.seq).limit(1000)  # fmt: skip

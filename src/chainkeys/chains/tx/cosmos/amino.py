@@ -33,6 +33,7 @@ from chainkeys.chains.tx.cosmos.common import (
     ibc_packet,
     integer,
     own,
+    recipient,
     std_signature,
     unb64,
 )
@@ -115,8 +116,8 @@ def fields(
 def _amino_send(value: Any, owner: Owner, what: str) -> Item:
     v = fields(value, what, {"from_address", "to_address", "amount"})
     own(text(v["from_address"], f"{what}.from_address"), owner, f"{what}.from_address")
-    return Item(SEND, text(v["to_address"], f"{what}.to_address"),
-                coins(v["amount"], f"{what}.amount"))  # fmt: skip
+    to = recipient(text(v["to_address"], f"{what}.to_address"), f"{what}.to_address")
+    return Item(SEND, to, coins(v["amount"], f"{what}.amount"))
 
 
 def _amino_transfer(value: Any, owner: Owner, what: str) -> Item:
@@ -137,6 +138,7 @@ def _amino_transfer(value: Any, owner: Owner, what: str) -> Item:
     memo = text(v["memo"], f"{what}.memo") if "memo" in v else None
     receiver = text(v["receiver"], f"{what}.receiver")
     packet = ibc_packet(channel, port, receiver, revision, timestamp, what)
+    receiver = recipient(receiver, f"{what}.receiver")
     return Item(IBC, receiver, (coin(v["token"], f"{what}.token"),), memo=memo, ibc=packet)
 
 

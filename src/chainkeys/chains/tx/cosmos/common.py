@@ -115,6 +115,16 @@ PORT = re.compile(r"[A-Za-z0-9.\_+\-#\[\]<>]{2,128}")
 CHANNEL = re.compile(r"channel-(0|[1-9][0-9]{0,18})")
 
 
+def recipient(text: str, what: str) -> str:
+    """A bech32 address (of any chain: an IBC receiver is the other chain's) in the one
+    form every chain compares: lower case. BIP-173 reads an all-upper-case address as
+    the same address and a mixed-case one as none, so a policy's allow-list and its
+    conditions see one spelling of a recipient, whichever the request used."""
+    if not is_bech32(text):
+        raise refuse(f"{what} is not a bech32 address", "invalid_recipient")
+    return text.lower()
+
+
 def ibc_packet(channel: str, port: str, receiver: str, height: tuple[int, int] | None,
                timestamp: int | None, what: str) -> Ibc:  # fmt: skip
     """Where an IBC transfer sends funds, checked: an ICS-024 channel and port, and a

@@ -36,6 +36,7 @@ from chainkeys.chains.tx.cosmos.common import (
     integer,
     own,
     parse,
+    recipient,
     std_signature,
     unb64,
 )
@@ -96,14 +97,16 @@ def body_items(body: Any, owner: Owner) -> tuple[Item, ...]:
         if any_msg.type_url == SEND:
             m = parse(bank.MsgSend, any_msg.value, what)
             own(m.from_address, owner, f"{what}: from_address")
-            items.append(Item(SEND, m.to_address, coins(list(m.amount), f"{what}.amount")))
+            to = recipient(m.to_address, f"{what}: to_address")
+            items.append(Item(SEND, to, coins(list(m.amount), f"{what}.amount")))
         elif any_msg.type_url == IBC:
             m = parse(ibc.MsgTransfer, any_msg.value, what)
             own(m.sender, owner, f"{what}: sender")
             height = (m.timeout_height.revision_number, m.timeout_height.revision_height)
             packet = ibc_packet(m.source_channel, m.source_port, m.receiver, height,
                                 m.timeout_timestamp, what)  # fmt: skip
-            items.append(Item(IBC, m.receiver, (coin(m.token, f"{what}.token"),), memo=m.memo,
+            items.append(Item(IBC, recipient(m.receiver, f"{what}: receiver"),
+                              (coin(m.token, f"{what}.token"),), memo=m.memo,
                               ibc=packet))  # fmt: skip
         else:
             items.append(Item(any_msg.type_url, decoded=False))

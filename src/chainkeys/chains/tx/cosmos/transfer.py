@@ -44,6 +44,7 @@ from chainkeys.chains.tx.cosmos.common import (
     ibc_packet,
     integer,
     pack_any,
+    recipient,
     sign_bytes,
 )
 from chainkeys.chains.tx.cosmos.common import (
@@ -134,7 +135,8 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
         msg = pack_any(IBC, transfer)
         packet = ibc_packet(req.sourceChannel, req.sourcePort, req.toAddress, None,
                             req.timeoutTimestamp, "the IBC transfer")  # fmt: skip
-        item = Item(IBC, req.toAddress, (amount_of(req.denom, amount),), ibc=packet)
+        item = Item(IBC, recipient(req.toAddress, "toAddress"), (amount_of(req.denom, amount),),
+                    ibc=packet)  # fmt: skip
     else:
         try:
             to = COSMOS.check_address(req.toAddress, owner.network)
