@@ -378,3 +378,40 @@ def test_two_replicas_never_overshoot_a_daily_cap(replicas: Deployment, tmp_path
     assert codes == {200: 50, 403: 150}, codes
     assert {op.response["code"] for op in ops if op.status == 403} == {"policy_denied"}
     assert {op.proc for op in ops if op.status == 200} == {0, 1}  # both replicas signed
+
+
+def test_two_replicas_never_overspend_a_budget_written_as_a_condition(
+    replicas: Deployment, tmp_path: Path
+) -> None:
+    """docs/policies.md's budget by condition (a deny rule over `spent`): 20 concurrent
+    transfers through both replicas against a budget of 5 sign exactly 5 (the condition
+    is decided again under the caps' lock, in the transaction that counts)."""
+    from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
+
+    a, _ = replicas.procs
+    with httpx.Client(
+        verify=TLS, base_url=a.base_url, headers={"Authorization": replicas.token}
+    ) as c:
+        assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    policy = {"rules": [
+        {"family": "cosmos", "network": "cosmoshub", "effect": "deny", "name": "budget",
+         "when": "'uatom' in spent && spent['uatom'] >= 5"},
+        {"family": "cosmos", "network": "cosmoshub"},
+    ]}  # fmt: skip
+    (tmp_path / "budget.json").write_text(json.dumps(policy))
+    env = {"CHAINKEYS_DATABASE_URL": _url_of(a)}
+    done = chainkeys_cli("policy", "set", "default", str(tmp_path / "budget.json"), env=env)
+    assert done.returncode == 0, done.stderr
+    path = f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer"
+    ops = [
+        Op(i % 2, "POST", path, {**TRANSFER, "amount": "1", "feeAmount": "0", "sequence": i})
+        for i in range(20)
+    ]
+    clients = Clients(replicas.procs, replicas.token)
+    try:
+        run_all(clients, ops, threads=20)
+    finally:
+        clients.close()
+    codes = Counter(op.status for op in ops)
+    assert codes == {200: 5, 403: 15}, codes
+    assert all("budget" in op.response["message"] for op in ops if op.status == 403)

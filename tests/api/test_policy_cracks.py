@@ -1,0 +1,289 @@
+"""The policy cracks an outside attack found (issue 49), replayed on both engines: a
+budget written as a `spent` condition raced, a deny rule over a number past 2^63, a
+comment that hid an amount, a recipient spelled in upper case, conditions that cost
+more than the event loop can spare, a stored approval that no longer decodes, and a
+dry run that disagreed with the sign endpoint. Each must refuse (or answer as the
+real request does), never sign, never answer 500."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.api.tenants import Tenant
+from tests.api.test_policy_conditions import COSMOS, IBC, OSMO, SEND, dry_run, send
+from tests.api.test_sign_cosmos import IBC_TRANSFER, OTHER, PRIVATE
+from tests.conftest import Server
+
+from chainkeys.chains.tx.base import Amount, Ibc, Item, Summary
+from chainkeys.policies.analysis import MAX_ITEMS
+from chainkeys.policies.conditions import INT64, Facts
+from chainkeys.policies.document import PolicyError, parse
+from chainkeys.policies.engine import Refusal, decide
+
+BUDGET = "'uatom' in spent && spent['uatom'] >= 5"  # docs/policies.md: a budget by condition
+
+
+@pytest.fixture
+def cosmos(tenant: Tenant) -> Tenant:
+    assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    return tenant
+
+
+def test_a_budget_written_as_a_condition_holds_under_concurrency(cosmos: Tenant) -> None:
+    """20 transfers of 1 uatom at once against a budget of 5: exactly 5 sign (the
+    condition is decided again under the caps' lock, on the window it counts)."""
+    cosmos.policy({**COSMOS, "effect": "deny", "name": "budget", "when": BUDGET}, COSMOS)
+    bodies = [send(1, sequence=i, fee=0) for i in range(20)]
+    with ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(lambda b: cosmos.sign(SEND, b), bodies))
+    codes = sorted(r.status_code for r in answers)
+    assert codes == [200] * 5 + [403] * 15, codes
+    refused = [r.json() for r in answers if r.status_code == 403]
+    assert all(r["code"] == "policy_denied" and "budget" in r["message"] for r in refused)
+    signed = [e for e in cosmos.sign_events() if e["outcome"] == "ok"]
+    assert len(signed) == 5
+
+
+@pytest.mark.parametrize("timeout", [2**63 + 5, 2**64 - 1, 2**63 - 1, 10**18])
+def test_a_deny_rule_over_an_ibc_timeout_fires_whatever_its_size(
+    cosmos: Tenant, timeout: int
+) -> None:
+    cosmos.policy(
+        {**COSMOS, "effect": "deny", "name": "no-late-timeouts",
+         "when": "tx.ibc.exists(p, p.timeout_timestamp > 1000)"},
+        {**COSMOS, "messages": ["/ibc.applications.transfer.v1.MsgTransfer"]},
+    )  # fmt: skip
+    body = {**IBC_TRANSFER, "toAddress": OSMO, "amount": "10", "timeoutTimestamp": timeout}
+    cosmos.denied(IBC, body, "no-late-timeouts")
+    assert dry_run(cosmos, IBC, body)["decision"] == "deny"
+
+
+def test_a_comment_with_an_apostrophe_hides_no_amount(cosmos: Tenant) -> None:
+    """A `//` comment holding a quote once fooled the regex that decided whether an
+    expression reads amounts: 2^63 uatom then read as 0 and the deny never fired."""
+    cosmos.policy(
+        {**COSMOS, "effect": "deny", "name": "big",
+         "when": "tx.total['uatom'] > 1000000 // don't let big ones through"},
+        COSMOS,
+    )  # fmt: skip
+    cosmos.denied(SEND, send(2**63, fee=0), "big")
+    cosmos.denied(SEND, send(2**63 + 12345, fee=1), "big")
+    cosmos.denied(SEND, send(2_000_000, fee=0), "big")
+    assert cosmos.sign(SEND, send(10, fee=0)).status_code == 200
+
+
+def test_a_deny_rule_on_a_recipient_holds_for_every_spelling(cosmos: Tenant) -> None:
+    cosmos.policy(
+        {**COSMOS, "effect": "deny", "name": "blocked",
+         "when": f"tx.outputs.exists(o, o.recipient == '{OTHER}')"},
+        {**COSMOS, "effect": "deny", "name": "blocked-ibc",
+         "when": f"tx.ibc.exists(p, p.receiver == '{OSMO}')"},
+        COSMOS,
+    )  # fmt: skip
+    cosmos.denied(SEND, send(10, to=OTHER), "blocked")
+    cosmos.denied(SEND, send(10, to=OTHER.upper()), "blocked")
+    mixed = OTHER[:10] + OTHER[10:].upper()
+    r = cosmos.sign(SEND, send(10, to=mixed))
+    assert r.status_code == 400, r.text  # mixed case is no bech32 address: refused unread
+    body = {**IBC_TRANSFER, "amount": "10"}
+    cosmos.denied(IBC, {**body, "toAddress": OSMO.upper()}, "blocked-ibc")
+    cosmos.denied(IBC, {**body, "toAddress": OSMO}, "blocked-ibc")
+
+
+def test_an_allow_list_and_a_condition_see_one_spelling(cosmos: Tenant) -> None:
+    cosmos.policy({**COSMOS, "recipients": [OTHER.upper()],
+                   "when": f"tx.outputs.all(o, o.recipient == '{OTHER}')"})  # fmt: skip
+    assert cosmos.sign(SEND, send(10, to=OTHER.upper())).status_code == 200
+    assert cosmos.sign(SEND, send(10, sequence=2, to=OTHER)).status_code == 200
+
+
+@pytest.mark.parametrize("when", [
+    "tx.outputs.all(o, o in tx.outputs)",
+    "tx.outputs.exists(o, tx.outputs.exists(p, p.amount > o.amount))",
+    "tx.outputs.map(o, o.amount).exists(a, a > 5)",
+    "tx.outputs.exists(o, o.recipient.matches('^cosmos1.*q$'))",
+    "tx.messages.exists(m, m in tx.messages)",
+])  # fmt: skip
+def test_a_condition_that_could_hold_the_event_loop_is_refused_at_set(when: str) -> None:
+    with pytest.raises(PolicyError) as refused:
+        parse(json.dumps({"rules": [{**COSMOS, "when": when}]}))
+    assert "could cost" in refused.value.message
+
+
+def test_rules_that_cost_too_much_together_are_refused_at_set() -> None:
+    one = "tx.outputs.exists(o, o.amount > 5 && o.recipient != 'a' && o.denom != 'b')"
+    parse(json.dumps({"rules": [{**COSMOS, "when": one, "effect": "deny"}] * 2}))
+    with pytest.raises(PolicyError) as refused:
+        parse(json.dumps({"rules": [{**COSMOS, "when": one, "effect": "deny"}] * 10}))
+    assert "together" in refused.value.message
+
+
+def _summary(outputs: int, amount: int = 5, timeout: int | None = None) -> Summary:
+    items = tuple(Item("/cosmos.bank.v1beta1.MsgSend", f"cosmos1x{i}", (Amount("uatom", amount),))
+                  for i in range(outputs))  # fmt: skip
+    if timeout is not None:
+        items += (
+            Item(
+                "/ibc.applications.transfer.v1.MsgTransfer",
+                "osmo1x",
+                (Amount("uatom", 1),),
+                ibc=Ibc("channel-1", "transfer", None, timeout),
+            ),
+        )
+    return Summary("cosmos", "cosmoshub", "sign-amino", "cosmoshub-4", items,
+                   (Amount("uatom", 0),), "00" * 32)  # fmt: skip
+
+
+FACTS = Facts("tok", "label", ("sign",), (), "a", "a", "", "", -1, 1_795_521_600_000, {})
+
+
+def test_many_rules_over_a_long_request_fail_closed_never_raise() -> None:
+    """Ten deny rules that each iterate a request's list once (CEL's iteration budget
+    was shared by all of them: 500): each has its own, and a list longer than any
+    budget allows makes the rules that read it fail closed, not the request crash."""
+    rule = "tx.outputs.exists(o, o.amount > 100)"
+    policy = parse(
+        json.dumps(
+            {
+                "rules": [{**COSMOS, "effect": "deny", "when": rule}] * 8
+                + [{**COSMOS, "messages": ["/cosmos.bank.v1beta1.MsgSend"]}]
+            }
+        )
+    )
+    assert decide(policy, _summary(MAX_ITEMS), FACTS).rule.index == 8
+    with pytest.raises(Refusal) as refused:
+        decide(policy, _summary(MAX_ITEMS + 1), FACTS)
+    assert "more than" in refused.value.reason
+    with pytest.raises(Refusal):
+        decide(policy, _summary(10, amount=101), FACTS)
+
+
+NUMBERS = st.one_of(st.integers(0, 2**64), st.integers(2**62, 2**70), st.just(2**63))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(amount=NUMBERS, timeout=NUMBERS, limit=st.integers(0, 2**63 - 1))
+def test_no_part_of_tx_reads_as_a_smaller_number_than_was_sent(
+    amount: int, timeout: int, limit: int
+) -> None:
+    """Whatever the numbers, an expression over them is either right or fails closed
+    (a deny applies): never the value CEL's int could not hold, read as 0."""
+    summary = _summary(1, amount=amount, timeout=timeout)
+    for when, truth, fits in [  # the IBC transfer moves 1 uatom too
+        (f"tx.outputs.exists(o, o.amount > {limit})", max(amount, 1) > limit, amount < INT64),
+        (f"tx.total['uatom'] > {limit}", amount + 1 > limit, amount + 1 < INT64),
+        (f"tx.ibc.exists(p, p.timeout_timestamp > {limit})", timeout > limit, timeout < INT64),
+    ]:
+        policy = parse(
+            json.dumps(
+                {
+                    "rules": [
+                        {**COSMOS, "effect": "deny", "when": when},
+                        {
+                            **COSMOS,
+                            "messages": [
+                                "/cosmos.bank.v1beta1.MsgSend",
+                                "/ibc.applications.transfer.v1.MsgTransfer",
+                            ],
+                        },
+                    ]
+                }
+            )
+        )
+        try:
+            decide(policy, summary, FACTS)
+            denied = False
+        except Refusal as refusal:
+            denied = refusal.rule is not None and refusal.rule.index == 0
+        assert denied or (not truth and fits), (when, amount, timeout)
+        if fits:
+            assert denied == truth, (when, amount, timeout)
+
+
+SPELLINGS = st.sampled_from([str.lower, str.upper])
+
+
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(spell=SPELLINGS, amount=st.integers(1, 10**6))
+def test_the_dry_run_and_the_sign_endpoint_agree(cosmos: Tenant, spell: Any, amount: int) -> None:
+    cosmos.policy(
+        {**COSMOS, "effect": "deny", "name": "big", "when": "tx.total['uatom'] > 500000"},
+        {**COSMOS, "recipients": [OTHER], "approval": {"quorum": 1, "group": "g"},
+         "above": {"uatom": "300000"}},
+    )  # fmt: skip
+    body = send(amount, sequence=amount, to=spell(OTHER), fee=0)
+    run = dry_run(cosmos, SEND, body)
+    r = cosmos.sign(SEND, body)
+    expected = {"allow": 200, "deny": 403, "approval": 202}[run["decision"]]
+    assert r.status_code == expected, (run, r.text)
+
+
+def test_a_stored_approval_that_no_longer_decodes_fails_alone(
+    server: Server, cosmos: Tenant
+) -> None:
+    """Its vote answers, the approval fails with its reason (audited), the sweep goes on
+    to the next approved request: never a 500, never a loop that stops."""
+    from sqlalchemy import update
+
+    from chainkeys.store.tables import approvals
+
+    cosmos.policy({**COSMOS, "approval": {"quorum": 1, "group": "treasury"}})
+    pending = [cosmos.sign(SEND, send(10, sequence=i)).json()["data"] for i in (1, 2)]
+    ids = [p["id"] for p in pending]
+    assert server.services is not None
+    db = server.services.db
+
+    async def poison() -> None:
+        async with db.write() as tx:
+            await tx.execute(update(approvals).where(approvals.c.id == ids[0])
+                             .values(request='{"not": "a transfer"'))  # fmt: skip
+
+    server.call(poison())
+    alice = _approver(server, cosmos)
+    try:
+        first = alice.post(f"/approvals/{ids[0]}/approve", json={"digest": pending[0]["digest"]})
+        assert first.status_code < 500, first.text
+        assert alice.get(f"/approvals/{ids[0]}").json()["data"]["state"] == "failed"
+        second = alice.post(f"/approvals/{ids[1]}/approve",
+                            json={"digest": pending[1]["digest"]})  # fmt: skip
+        assert second.status_code == 200, second.text
+        assert alice.get(f"/approvals/{ids[1]}").json()["data"]["state"] == "signed"
+    finally:
+        alice.close()
+    events = cosmos.client.get("/audit", params={"limit": 100}).json()["data"]["events"]
+    assert any(ids[0] in json.dumps(e) and "fail" in json.dumps(e) for e in events), events
+
+
+def _approver(server: Server, t: Tenant) -> Any:
+    """A client with an approve token of `t`'s tenant in group treasury."""
+    assert server.services is not None
+    _, token = server.call(server.services.tokens.create(
+        t.name, "alice", frozenset({"read", "approve"}), None, None, "treasury"))  # fmt: skip
+    return server.client(token)
+
+
+def test_the_dry_run_refuses_what_the_sign_endpoint_refuses_on_a_multisig(
+    cosmos: Tenant,
+) -> None:
+    """sign-message on a multisig account is a 400 `multisig_unsupported`: the dry run
+    says the same, not "allow"."""
+    keys = [cosmos.client.post("/litecoin", json={}).json()["data"]["public_key"]
+            for _ in range(2)]  # fmt: skip
+    r = cosmos.client.post("/litecoin/multisig", json={"threshold": 2, "public_keys": keys})
+    assert r.status_code == 200, r.text
+    address = r.json()["data"]["address"]
+    cosmos.policy({"family": "litecoin", "raw_messages": True})
+    body = {"message": "hello"}
+    real = cosmos.client.post(f"/litecoin/{address}/sign-message", json=body)
+    assert (real.status_code, real.json()["code"]) == (400, "multisig_unsupported")
+    test = cosmos.client.post(
+        "/policy/test",
+        json={"family": "litecoin", "account": address, "kind": "sign-message", "request": body},
+    )
+    assert (test.status_code, test.json()["code"]) == (400, "multisig_unsupported"), test.text
