@@ -79,8 +79,8 @@ def test_cap_usage_is_what_the_caps_count(tenant: Tenant) -> None:
     tenant.allowed(SEND, send(395, 3, fee=1))
     [cap] = data(tenant.client.get("/policy/usage"))["caps"]
     assert (cap["spent"], cap["remaining"]) == ("1000", "0")
-    with clock.shift(25 * HOUR):
-        [cap] = data(tenant.client.get("/policy/usage"))["caps"]
+    tenant.age_spends(25 * HOUR)  # the windows run on the database's clock
+    [cap] = data(tenant.client.get("/policy/usage"))["caps"]
     assert cap["spent"] == "0"
 
 
