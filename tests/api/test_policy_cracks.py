@@ -287,3 +287,79 @@ def test_the_dry_run_refuses_what_the_sign_endpoint_refuses_on_a_multisig(
         json={"family": "litecoin", "account": address, "kind": "sign-message", "request": body},
     )
     assert (test.status_code, test.json()["code"]) == (400, "multisig_unsupported"), test.text
+
+
+def test_a_multisig_derived_from_a_wallet_is_that_wallets_account(tenant: Tenant) -> None:
+    """docs' example 4 (approval above an amount for one wallet's accounts) and a
+    catch-all: the wallet's HD multisig account is the wallet's to conditions (its
+    wallet, path and index), so its 0.0029 LTC above 0.001 waits for people."""
+    from tests.api.test_multisig import RECIPIENT
+    from tests.node import require_node, run_node
+
+    from chainkeys.chains import hd
+
+    require_node()
+    c = tenant.client
+    wallet = c.post("/wallets", json={"name": "treasury"}).json()["data"]
+    path = "m/48'/2'/0'/2'"
+    other = hd.Seed(bytes(range(64))).xpub(path, "Ltub").xpub
+    made = c.post(
+        f"/wallets/{wallet['id']}/multisig",
+        json={"family": "litecoin", "threshold": 1, "xpubs": [other]},
+    ).json()["data"]
+    base = f"/wallets/{wallet['id']}/multisig/{made['id']}"
+    [account] = c.post(f"{base}/accounts", json={"index": 3}).json()["data"]["accounts"]
+    keys = sorted(m["public_key"] for m in account["members"])
+    tenant.policy(
+        {"family": "litecoin", "name": "treasury-large",
+         "when": f"account.wallet == '{wallet['id']}' && account.index == 3 "
+                 f"&& account.path.endsWith('/0/3')",
+         "approval": {"quorum": 2, "group": "treasury"}, "above": {"LTC": "100000"}},
+        {"family": "litecoin"},
+    )  # fmt: skip
+    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": "litecoin/mainnet",
+                                  "m": 1, "pubkeys": keys, "kind": "p2wsh", "amountIn": 300_000,
+                                  "outputs": [{"address": RECIPIENT["litecoin"],
+                                               "value": 290_000}]})  # fmt: skip
+    assert built["address"] == account["address"]
+    body = {"psbt": built["psbt"]}
+    run = c.post(
+        "/policy/test",
+        json={
+            "family": "litecoin",
+            "account": account["address"],
+            "kind": "sign-psbt",
+            "request": body,
+        },
+    ).json()["data"]
+    assert (run["decision"], run["rule_name"]) == ("approval", "treasury-large"), run
+    r = c.post(f"/litecoin/{account['address']}/sign-psbt", json=body)
+    assert r.status_code == 202, r.text
+
+
+def test_a_key_that_will_not_open_is_an_audited_failure(server: Server, cosmos: Tenant) -> None:
+    """A sealed key edited in the database (it no longer opens): nothing is signed, the
+    answer is the envelope's 500, and the failure is in the audit log with its code."""
+    from sqlalchemy import select, update
+    from tests.api.test_sign_cosmos import ADDRESS
+
+    from chainkeys.store.tables import accounts, tenants
+
+    assert server.services is not None
+    db = server.services.db
+
+    async def corrupt() -> None:  # this tenant's row only: the server is shared
+        mine = select(tenants.c.id).where(tenants.c.name == cosmos.name).scalar_subquery()
+        async with db.write() as tx:
+            await tx.execute(update(accounts)
+                             .where(accounts.c.name == ADDRESS, accounts.c.tenant_id == mine)
+                             .values(secret=b"\x01" * 60))  # fmt: skip
+
+    server.call(corrupt())
+    try:
+        r = cosmos.sign(SEND, send(10))
+        assert r.status_code == 500 and r.json()["code"] == "internal_error", r.text
+        [event] = cosmos.sign_events()
+        assert (event["outcome"], event["details"]["kind"]) == ("sign_failed", "sign-transfer")
+    finally:
+        assert cosmos.client.delete(f"/cosmos/{ADDRESS}").status_code == 200
