@@ -16,6 +16,7 @@ from bench.asgi_cost import _lifespan
 pytestmark = pytest.mark.long(150)  # seconds (busy run): scheduled first
 
 
+@pytest.mark.timeout(900)  # valgrind runs ~50x slower: beside two CPU hogs it passed 300 s
 def test_a_sign_is_priced_for_both_apps() -> None:
     by = icount.measure(["sign-dogecoin-message"], n=4, size=50)["sign-dogecoin-message"]
     # More than the signature alone (coincurve's ~100,000 instructions), far less than a
