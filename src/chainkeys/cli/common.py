@@ -63,11 +63,12 @@ def run(settings: Settings, work: Callable[[Services], Awaitable[T]], create: bo
     return finish(main)
 
 
-def run_admin(settings: Settings, work: Callable[[Admin], Awaitable[T]]) -> T:
-    """As `run`, for commands that need no master key (tokens, tenants, audit)."""
+def run_admin(settings: Settings, work: Callable[[Admin], Awaitable[T]], keyed: bool = False) -> T:
+    """As `run`, for administration (tokens, tenants, policies, audit); `keyed` loads
+    the master key for a command that writes an authenticated row."""
 
     async def main() -> T:
-        admin = await open_admin(settings)
+        admin = await open_admin(settings, keyed=keyed)
         try:
             return await work(admin)
         finally:

@@ -168,9 +168,10 @@ def token_create(
         families = parse_families(family)
     except ChainkeysError as exc:
         fail(exc.message)
-    row, token = run_admin(
+    row, token = run_admin(  # keyed: the token's row is authenticated under the master key
         settings_for(data_dir),
         lambda admin: admin.tokens.create(tenant, label, scopes, lifetime, families, group),
+        keyed=True,
     )
     typer.echo(
         f"token id {row.id} for tenant {row.tenant}, scopes {row.scopes}"
@@ -215,7 +216,7 @@ def token_list(
 @token_app.command("revoke")
 def token_revoke(token_id: str, data_dir: DataDir = None) -> None:
     """Revoke a token by id; requests with it fail at once."""
-    run_admin(settings_for(data_dir), lambda admin: admin.tokens.revoke(token_id))
+    run_admin(settings_for(data_dir), lambda admin: admin.tokens.revoke(token_id), keyed=True)
     typer.echo(f"revoked {token_id}")
 
 

@@ -40,7 +40,9 @@ def policy_set(
         except OSError as exc:
             fail(f"cannot read {file}: {exc.strerror}")
         fmt = _format_of(file, text)
-    version = run_admin(settings_for(data_dir), lambda a: a.policies.set(tenant, text, fmt))
+    version = run_admin(  # keyed: its version is authenticated under the master key
+        settings_for(data_dir), lambda a: a.policies.set(tenant, text, fmt), keyed=True
+    )
     typer.echo(f"policy version {version.version} set for tenant {tenant}")
 
 
@@ -84,7 +86,7 @@ def policy_show(
 @policy_app.command("clear")
 def policy_clear(tenant: Tenant, data_dir: DataDir = None) -> None:
     """Remove the tenant's policy (a new, empty version; history is kept)."""
-    version = run_admin(settings_for(data_dir), lambda a: a.policies.clear(tenant))
+    version = run_admin(settings_for(data_dir), lambda a: a.policies.clear(tenant), keyed=True)
     typer.echo(f"policy cleared for tenant {tenant} (version {version.version})")
 
 
