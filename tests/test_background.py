@@ -1,21 +1,27 @@
 """Background work never dies quietly: every round's error is logged and counted and the
 task goes on (api/background.py); the webhook counts a redirect and an answer that is
-not HTTP as failed deliveries and keeps sending."""
+not HTTP as failed deliveries and keeps sending, and signs with the clock seam's time."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import logging
 import socket
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
 
+from chainkeys import clock
 from chainkeys.api.background import Task, supervise
 from chainkeys.approvals.repository import Outbox
-from chainkeys.approvals.webhook import Webhook
+from chainkeys.approvals.webhook import HEADER, Webhook
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.store import migrate
@@ -119,3 +125,69 @@ def test_the_webhook_counts_a_redirect_and_a_non_http_answer_as_failures(tmp_pat
     assert seen[1][0] == 2 and seen[1][1] and seen[1][2] is None  # not HTTP: a failure
     assert seen[2][2] is not None  # the third answer, a 200, delivered it
     assert receiver.methods == ["POST", "POST", "POST"]  # never re-sent as a GET
+
+
+class Recording:
+    """A local receiver that answers 200 and keeps each delivery's signature and body."""
+
+    def __init__(self) -> None:
+        received: list[tuple[str, bytes]] = []
+        self.received = received
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.append((self.headers.get(HEADER, ""), body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def signed_at(secret: bytes, header: str, body: bytes) -> int:
+    """What a receiver does: check the HMAC over "<t>.<body>"; the `t` it was made at."""
+    parts = dict(p.split("=", 1) for p in header.split(","))
+    expected = hmac.new(secret, parts["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(expected, parts["v1"]), header
+    return int(parts["t"])
+
+
+def test_the_webhook_signs_with_the_clock_seam(tmp_path: Path) -> None:
+    receiver = Recording()
+    later = 3 * 3600  # seconds: far past any receiver's tolerance for an old or early `t`
+
+    async def main() -> None:
+        db = open_backend(f"sqlite:///{tmp_path / 'w.db'}", Settings(data_dir=tmp_path))
+        try:
+            await migrate.upgrade(db)
+            hook = Webhook(db, f"http://127.0.0.1:{receiver.port}/hook", b"secret")
+            async with db.write() as tx:
+                await Outbox.add(tx, "evt_now", '{"id":"evt_now"}', now_ms())
+            assert await hook.send_due() == 1
+            with clock.shift(later * 1000):
+                async with db.write() as tx:
+                    await Outbox.add(tx, "evt_later", '{"id":"evt_later"}', now_ms())
+                assert await hook.send_due() == 1
+        finally:
+            await db.close()
+
+    before = int(time.time())
+    try:
+        asyncio.run(main())
+    finally:
+        receiver.close()
+    after = int(time.time())
+    [(header, body), (shifted, shifted_body)] = receiver.received
+    assert shifted_body == b'{"id":"evt_later"}'
+    assert before <= signed_at(b"secret", header, body) <= after
+    assert before + later <= signed_at(b"secret", shifted, shifted_body) <= after + later
