@@ -1,6 +1,8 @@
 """Background work never dies quietly: every round's error is logged and counted and the
-task goes on (api/background.py); the webhook counts a redirect and an answer that is
-not HTTP as failed deliveries and keeps sending, and signs with the clock seam's time."""
+task goes on (api/background.py), and shutdown waits for a round cancelled in the
+middle of a database call before the store closes; the webhook counts a redirect and
+an answer that is not HTTP as failed deliveries and keeps sending, and signs with the
+clock seam's time."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import hashlib
 import hmac
 import logging
 import socket
+import sqlite3
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,8 +20,10 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
+from sqlalchemy import func, select
 
 from chainkeys import clock
+from chainkeys.api import background
 from chainkeys.api.background import Task, supervise
 from chainkeys.approvals.repository import Outbox
 from chainkeys.approvals.webhook import HEADER, Webhook
@@ -26,6 +31,8 @@ from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.store import migrate
 from chainkeys.store.backend import open_backend
+from chainkeys.store.tables import webhook_outbox
+from tests.conftest import BACKENDS, backend_settings, drop_pg_database
 
 
 def errors(task: str) -> float:
@@ -191,3 +198,100 @@ def test_the_webhook_signs_with_the_clock_seam(tmp_path: Path) -> None:
     assert shifted_body == b'{"id":"evt_later"}'
     assert before <= signed_at(b"secret", header, body) <= after
     assert before + later <= signed_at(b"secret", shifted, shifted_body) <= after + later
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shutdown_waits_for_a_round_cancelled_in_the_middle_of_a_database_call(
+    backend: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The round's write waits for another connection's lock when shutdown comes
+    (SQLite: in the writer thread, which a cancelled write still waits for; PostgreSQL:
+    on the server): `stop` returns once the round has ended, and the store closes after."""
+    settings, pg_url = backend_settings(backend, tmp_path)
+    url = settings.db_url
+    caplog.set_level(logging.WARNING)
+    order: list[str] = []
+
+    async def main() -> set[asyncio.Task[Any]]:
+        db = open_backend(url, settings)
+        await migrate.upgrade(db)
+        inside = asyncio.Event()
+
+        async def round_() -> None:
+            inside.set()
+            try:
+                async with db.write() as tx:
+                    await Outbox.add(tx, "evt_blocked", "{}", now_ms())
+                order.append("written")  # never: shutdown comes first
+            finally:
+                order.append("round ended")
+
+        async with OutboxLock(url) as lock:
+            tasks = [asyncio.create_task(supervise(Task("blocked", round_, 60.0)))]
+            await inside.wait()
+            await lock.waited_for()
+            lock.release_soon()  # the round's call goes on after it is cancelled
+            await background.stop(tasks)
+            order.append("stopped")
+            assert all(t.cancelled() for t in tasks)
+        async with db.read() as tx:
+            rows = (await tx.execute(select(func.count()).select_from(webhook_outbox))).first()[0]
+        assert rows == 0  # the cancelled write was rolled back
+        await db.close()
+        order.append("closed")
+        return asyncio.all_tasks() - {asyncio.current_task()}
+
+    try:
+        left = asyncio.run(main())
+    finally:
+        if pg_url:
+            drop_pg_database(pg_url)
+    assert order == ["round ended", "stopped", "closed"]
+    assert left == set()  # nothing left pending
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+class OutboxLock:
+    """Another connection holding the write lock (SQLite: given up by a thread of its own
+    0.2 s after `release_soon`) or a lock on the outbox table (PostgreSQL, where a
+    cancelled statement ends at once: given up at the end)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.sqlite: sqlite3.Connection | None = None
+        self.pg: Any = None
+        self.timer: threading.Timer | None = None
+
+    async def __aenter__(self) -> OutboxLock:
+        if self.url.startswith("sqlite"):
+            self.sqlite = sqlite3.connect(self.url.removeprefix("sqlite:///"),
+                                          isolation_level=None, check_same_thread=False)  # fmt: skip
+            self.sqlite.execute("BEGIN IMMEDIATE")
+        else:
+            import asyncpg  # type: ignore[import-untyped]
+
+            self.pg = await asyncpg.connect(self.url)
+            await self.pg.execute("BEGIN; LOCK TABLE webhook_outbox IN ACCESS EXCLUSIVE MODE")
+        return self
+
+    async def waited_for(self) -> None:
+        """Until a write waits for the lock. (SQLite: at once, since a write's first
+        suspension is its wait for the writer thread, which retries BEGIN IMMEDIATE.)"""
+        while self.pg is not None and not await self.pg.fetchval(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted "
+            "AND relation = 'webhook_outbox'::regclass"
+        ):
+            await asyncio.sleep(0.01)
+
+    def release_soon(self) -> None:
+        if self.sqlite is not None:
+            self.timer = threading.Timer(0.2, self.sqlite.rollback)
+            self.timer.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.timer is not None:
+            self.timer.join()
+        if self.sqlite is not None:
+            self.sqlite.close()
+        if self.pg is not None:
+            await self.pg.close()

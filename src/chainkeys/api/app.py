@@ -96,8 +96,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
             app.state.services = opened
             yield
         finally:
-            for task in tasks:
-                task.cancel()
+            await background.stop(tasks)  # before the store closes under a round
             if tasks and opened is not None:
                 await opened.barrier.leave()
             if opened is not None and svc is None:

@@ -6,7 +6,10 @@ that stops delivers nothing. So each task here is one round of work, repeated
 every few seconds by `supervise`, which catches everything a round raises, logs it
 with the task's name (the frames, never the message: it could quote a secret),
 counts it (`chainkeys_background_errors_total{task}`), waits with a backoff that
-doubles up to a minute, and goes on. Only shutdown (cancellation) ends a task.
+doubles up to a minute, and goes on. Only shutdown (cancellation) ends a task, and
+shutdown (`stop`) waits until every task has ended before the services close: a round
+cancelled in the middle of a database call finishes its cancellation (rolls back,
+gives its connection back) on a store that is still open.
 """
 
 from __future__ import annotations
@@ -81,3 +84,10 @@ async def purge_expired(svc: Services) -> None:
 
 def start(svc: Services, purge: bool) -> list[asyncio.Task[None]]:
     return [asyncio.create_task(supervise(t), name=t.name) for t in tasks_of(svc, purge)]
+
+
+async def stop(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel every task and wait until each has ended (its cancellation included)."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
