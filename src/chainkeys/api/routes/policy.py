@@ -38,18 +38,30 @@ def _document(text: str | None) -> dict[str, Any] | None:
     return None if text is None else msgspec.json.decode(text)
 
 
+def _shown_to(principal: Principal, text: str | None) -> dict[str, Any] | None:
+    """The stored document as this token may read it: only the rules of the families it
+    may use, as /audit, /overview and /policy/usage show it only those; of the others
+    nothing is said, not even that there are any."""
+    document = _document(text)
+    if document is None or principal.families is None:
+        return document
+    rules = [r for r in document["rules"] if principal.may_use(r.get("family", ""))]
+    return {**document, "rules": rules}
+
+
 async def get_policy(request: Request, principal: Principal) -> Response:
     shown = await services_of(request).policies.show(principal.tenant)
     v = shown.version
     data = ps.PolicyShown(version=v.version if v else None, set=iso(v.created_ms) if v else None,
-                          policy=_document(v.document) if v else None)  # fmt: skip
+                          policy=_shown_to(principal, v.document) if v else None)  # fmt: skip
     return ok(s.Envelope(success=True, message="policy", data=data))
 
 
 async def policy_history(request: Request, principal: Principal) -> Response:
     versions = await services_of(request).policies.history(principal.tenant)
     data = ps.PolicyHistory(versions=[
-        ps.PolicyVersion(version=v.version, set=iso(v.created_ms), policy=_document(v.document))
+        ps.PolicyVersion(version=v.version, set=iso(v.created_ms),
+                         policy=_shown_to(principal, v.document))
         for v in versions
     ])  # fmt: skip
     return ok(s.Envelope(success=True, message="policy history", data=data))
