@@ -8,7 +8,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from chainkeys.api.params import ACCOUNT_NAMES, enum
-from chainkeys.api.schemas import Envelope
+from chainkeys.api.schemas import Envelope, sign_request
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.together import Together
 
@@ -45,7 +45,7 @@ def _policy_test(family: str) -> type[Struct]:
         ("request", Annotated[dict[str, Any],
                               Meta(description="the sign endpoint's request body")]),
     ]  # fmt: skip
-    requests = {kind.path: kind.request for kind in FAMILIES[family].signers}
+    requests = {kind.path: sign_request(kind.request) for kind in FAMILIES[family].signers}
     return msgspec.defstruct(
         f"PolicyTest{family.capitalize()}", fields, kw_only=True, forbid_unknown_fields=True,
         tag_field="family", tag=family,

@@ -329,6 +329,25 @@ def _create_struct(family: str) -> type[Struct]:
 CREATE_REQUESTS: dict[str, type[Struct]] = {name: _create_struct(name) for name in FAMILIES}
 
 
+_SIGN_REQUESTS: dict[type[Struct], type[Struct]] = {}
+
+
+def sign_request(request: type[Struct]) -> type[Struct]:
+    """A sign kind's request type as the API decodes and documents it: the chain's Struct,
+    or, when it declares pairs of fields of which exactly one is sent (`one_of`: chains/
+    declares, it does not validate requests), a subclass of the same name that carries
+    them as the `Together` the body decoder checks and the document states (made once:
+    the sign route and the policy dry run name the same type)."""
+    found = _SIGN_REQUESTS.get(request)
+    if found is None:
+        pairs: tuple[tuple[str, str], ...] = getattr(request, "one_of", ())
+        found = request if not pairs else msgspec.defstruct(
+            request.__name__, (), bases=(request,),
+            namespace={"together": Together(one_of=pairs), "__doc__": request.__doc__})  # fmt: skip
+        _SIGN_REQUESTS[request] = found
+    return found
+
+
 def family_of(body: Struct) -> str:
     """The family a body of one of the unions tagged by `family` names (a derive request,
     a policy dry run)."""

@@ -85,6 +85,31 @@ class OptionSpec:
     pattern: str | None = None  # JSON Schema pattern: what a value must look like
 
 
+class ThresholdKey(Protocol):
+    """A multisig account's key: `threshold` of the member `keys` (public data only).
+    Each family that has multisig accounts has its own (chains/tx/); the layers above
+    and the neutral signing shapes (tx/base.py `Owner`) know it by this alone."""
+
+    @property
+    def threshold(self) -> int: ...
+
+    @property
+    def keys(self) -> tuple[bytes, ...]:
+        """The members' compressed keys, in the family's own order."""
+        ...
+
+    @property
+    def address_type(self) -> str: ...
+
+    def address(self, network: Network) -> str:
+        """Its address on `network`."""
+        ...
+
+    def descriptor(self) -> str | None:
+        """Its output descriptor (BIP380), None where the family has none."""
+        ...
+
+
 class Networks(Protocol):
     """A family's networks: the one capability every other one needs."""
 

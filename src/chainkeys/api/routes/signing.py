@@ -49,13 +49,14 @@ def operation_id(family: str, kind: SignKind) -> str:
 
 def kind_route(family: str, kind: SignKind) -> Route:
     response_type = envelope_type(kind.response)
+    request_type = s.sign_request(kind.request)
     account = ACCOUNT_NAMES[family]
 
     async def sign(request: Request, principal: Any) -> Response:
         signing = services_of(request).signing
         try:
             name = account.read(request)
-            body = await required_body(request, kind.request)
+            body = await required_body(request, request_type)
         except ChainkeysError as exc:  # a bad name; too large, too slow, malformed: audited
             given = str(request.path_params.get("accountName", ""))
             await signing.refuse_unread(principal, family, given, kind, exc)
@@ -68,7 +69,7 @@ def kind_route(family: str, kind: SignKind) -> Route:
     title = family.capitalize()
     doc = Doc(
         operation_id(family, kind), f"{title}: {kind.summary}", f"{title} signing", response_type,
-        ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH), request=kind.request,
+        ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH), request=request_type,
         parameters=(account,), description=f"{kind.description} {BEYOND_THE_SCHEMA}".strip(),
         examples=kind.examples,
     )  # fmt: skip

@@ -13,13 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
-from chainkeys.chains.spec import ChainError, Key, Network
-
-if TYPE_CHECKING:  # the type only: the generic layer does not load a family's code
-    from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig
-    from chainkeys.chains.tx.utxo.multisig import Multisig
+from chainkeys.chains.spec import ChainError, Key, Network, ThresholdKey
 
 BAD: Final = "invalid_sign_request"
 INVALID_AMOUNT: Final = "invalid_amount"
@@ -51,8 +47,9 @@ class Owner:
     public_key: bytes  # SEC1: 33 bytes compressed, 65 for an uncompressed-key wallet
     network: Network
     address_type: str | None = None  # Litecoin: p2wpkh, p2pkh, p2sh-p2wpkh
-    # a multisig account (its keys and threshold; public_key is empty)
-    multisig: Multisig | CosmosMultisig | None = None
+    # a multisig account (its keys and threshold; public_key is empty): the family's own
+    # kind, which its signers narrow (the neutral layer names no family's type)
+    multisig: ThresholdKey | None = None
 
 
 @dataclass(frozen=True, slots=True)

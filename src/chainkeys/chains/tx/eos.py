@@ -43,7 +43,6 @@ from chainkeys.chains.tx.base import (
 from chainkeys.chains.tx.cosmos.common import cosmos_sign_bytes
 from chainkeys.chains.tx.ecdsa import sign_recoverable_with_entropy
 from chainkeys.chains.tx.fields import HASH, HEX
-from chainkeys.together import Together
 
 _CHARMAP = ".12345abcdefghijklmnopqrstuvwxyz"
 MAX_ASSET = 2**62 - 1  # eosio::asset::max_amount
@@ -287,7 +286,9 @@ def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _EosDigest:
 class EosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """eosjs-ecc `sign(data)`: UTF-8 `message` or hex `data`; the sha256 of the bytes is signed."""
 
-    together: ClassVar = Together(one_of=(("message", "data"),))
+    # exactly one of each pair is sent: declared here, checked and documented by the
+    # API's type for it (api/schemas.py `sign_request`); prepare_message checks it again
+    one_of: ClassVar[tuple[tuple[str, str], ...]] = (("message", "data"),)
 
     message: str | None = None
     data: HEX | None = None

@@ -38,7 +38,6 @@ from chainkeys.chains.tx.cosmos.common import (
     unb64,
 )
 from chainkeys.chains.tx.fields import BASE64
-from chainkeys.together import Together
 
 
 def _js_sorted(value: Any) -> Any:
@@ -197,7 +196,9 @@ def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> CosmosDoc:
 class CosmosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Moon's `{"message"}` (UTF-8 text) or Keplr's raw `{"data"}` (base64)."""
 
-    together: ClassVar = Together(one_of=(("message", "data"),))
+    # exactly one of each pair is sent: declared here, checked and documented by the
+    # API's type for it (api/schemas.py `sign_request`); prepare_message checks it again
+    one_of: ClassVar[tuple[tuple[str, str], ...]] = (("message", "data"),)
 
     message: str | None = None
     data: BASE64 | None = None
