@@ -26,7 +26,15 @@ from chainkeys.chains.encoding import (
     select_network,
 )
 from chainkeys.chains.secp256k1 import parse_hex_key
-from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
+from chainkeys.chains.spec import (
+    Account,
+    ChainError,
+    Key,
+    Network,
+    NeverSign,
+    OptionSpec,
+    signs_nothing_raw,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +92,7 @@ class Base58Family:
     address_types: Mapping[str, AddressType]
     default_address_type: str
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
+    never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
 
     @property
     def option_specs(self) -> tuple[OptionSpec, ...]:

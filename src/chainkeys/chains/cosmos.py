@@ -9,7 +9,16 @@ from typing import Any, Final
 
 from chainkeys.chains import encoding
 from chainkeys.chains.secp256k1 import parse_hex_key
-from chainkeys.chains.spec import Account, ChainError, Key, Network, NoOptions, OptionSpec
+from chainkeys.chains.spec import (
+    Account,
+    ChainError,
+    Key,
+    Network,
+    NeverSign,
+    NoOptions,
+    OptionSpec,
+    signs_nothing_raw,
+)
 
 NETWORKS: Final = encoding.network_table(
     Network("cosmoshub", 118, chain_id="cosmoshub-4", hrp="cosmos"),
@@ -43,6 +52,7 @@ class CosmosFamily:
     default_network: str
     option_specs: tuple[OptionSpec, ...] = ()  # Cosmos takes no create options
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
+    never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
 
     def network(self, name: str | None) -> Network:
         """The named network (None: cosmoshub); ChainError listing accepted names."""

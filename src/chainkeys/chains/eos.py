@@ -25,7 +25,15 @@ from coincurve import PublicKey
 
 from chainkeys.chains import encoding
 from chainkeys.chains.secp256k1 import key_from_secret, parse_hex_key
-from chainkeys.chains.spec import Account, ChainError, Key, Network, OptionSpec
+from chainkeys.chains.spec import (
+    Account,
+    ChainError,
+    Key,
+    Network,
+    NeverSign,
+    OptionSpec,
+    signs_nothing_raw,
+)
 
 # Chain ids as published by each chain (wharfkit/common Chains, Anchor).
 NETWORKS: Final = encoding.network_table(
@@ -261,6 +269,7 @@ class EosFamily:
     networks: Mapping[str, Network]
     default_network: str
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
+    never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     option_specs: tuple[OptionSpec, ...] = (
         OptionSpec(
             "name",

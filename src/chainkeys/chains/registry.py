@@ -2,7 +2,9 @@
 
 A family's signers (`chains/tx/`) are attached here, not in the family's module:
 signers read a family's key forms and addresses, so the dependency runs one way,
-tx -> family, and this table is the one place that joins them.
+tx -> family, and this table is the one place that joins them. So is what each
+family's transactions forbid a raw message signer (`never_sign`): a message signer
+asks the table (`never_signed`), never another family's module.
 """
 
 from __future__ import annotations
@@ -13,21 +15,40 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from chainkeys.chains import cosmos, dogecoin, eos, litecoin
-from chainkeys.chains.spec import ChainError, Family
+from chainkeys.chains.spec import ChainError, Family, NeverSign
 from chainkeys.chains.tx import cosmos as cosmos_signers
 from chainkeys.chains.tx import eos as eos_signers
 from chainkeys.chains.tx import utxo
 
 _UTXO: Final = (utxo.psbt.KIND, utxo.rawtx.KIND, utxo.message.KIND)
 
+
+def never_signed(data: bytes, but: str = "") -> str | None:
+    """Why no raw message signer may sign `data` (spec.py `NeverSign`): the first
+    family's reason, in this table's order (each check once), leaving out `but` (the
+    asking family, which checks its own first); None when no family's is at stake."""
+    checks = dict.fromkeys(f.never_sign for name, f in FAMILIES.items() if name != but)
+    for check in checks:
+        reason = check(data)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _others_than(name: str) -> NeverSign:
+    return lambda data: never_signed(data, but=name)
+
+
 FAMILIES: Final[Mapping[str, Family[Any]]] = MappingProxyType(
     {
-        "cosmos": replace(cosmos.FAMILY, signers=cosmos_signers.KINDS),
-        "dogecoin": replace(dogecoin.FAMILY, signers=_UTXO),
-        "eos": replace(eos.FAMILY, signers=eos_signers.KINDS),
-        "litecoin": replace(litecoin.FAMILY, signers=_UTXO),
+        "cosmos": replace(cosmos.FAMILY, signers=cosmos_signers.KINDS,
+                          never_sign=cosmos_signers.never_sign),
+        "dogecoin": replace(dogecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign),
+        "eos": replace(eos.FAMILY, signers=eos_signers.kinds(_others_than("eos")),
+                       never_sign=eos_signers.never_sign),
+        "litecoin": replace(litecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign),
     }
-)
+)  # fmt: skip
 
 
 def family(name: str) -> Family[Any]:

@@ -7,7 +7,7 @@ about HTTP or storage.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -55,6 +55,18 @@ class Key:
 @dataclass(frozen=True, slots=True)
 class NoOptions:
     """The create options of a family that takes none (Cosmos, Dogecoin)."""
+
+
+NeverSign = Callable[[bytes], "str | None"]
+"""Why a raw message signer (one that signs sha256(data) with a key of this family) must
+not sign `data`, because its signature would also sign one of this family's
+transactions; None when nothing of the family's is at stake (see `Family.never_sign`)."""
+
+
+def signs_nothing_raw(data: bytes) -> str | None:
+    """The `never_sign` of a family none of whose signatures is over sha256 of bytes a
+    caller could hand another family's raw message signer."""
+    return None
 
 
 OptionsT = TypeVar("OptionsT")  # a family's own create options type (each family module defines it)
@@ -199,3 +211,11 @@ class Family(
 
     @property
     def signers(self) -> tuple[Any, ...]: ...
+
+    @property
+    def never_sign(self) -> NeverSign:
+        """What a raw message signer must never sign, as this family's transactions are
+        signed: every family's sign-message that signs sha256(bytes) checks every
+        family's (chains/registry.py `never_signed`), so a new family's transactions are
+        guarded on the others' message signers without reading them."""
+        ...

@@ -9,19 +9,21 @@ signature).
 
 eosjs-ecc's `sign(data)` signs sha256(data), and a transaction's digest is
 sha256(chain id ‖ transaction ‖ 32 bytes): a message signer that took any
-bytes would sign transactions unread. `prepare_message` refuses data that
-begins with a known Antelope chain id or that has a transaction's shape
-whatever its chain id, 32-byte data (its sha256 is a Bitcoin-family sighash:
-the same key in a Dogecoin or Litecoin account would sign an input), and
-data that reads as a Cosmos sign document, protobuf or amino JSON (the same
-key in a Cosmos account).
+bytes would sign transactions unread. `prepare_message` refuses what every
+family says a raw message signer must never sign (each family's `never_sign`,
+asked through the registry, which hands them to `kinds`): EOS's own (`never_sign`
+here: data that begins with a known Antelope chain id or that has a
+transaction's shape whatever its chain id), and the other families' (the same
+key may be a Cosmos, Dogecoin or Litecoin account's), without this module
+knowing them.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Final
 
 import msgspec
 from msgspec import Meta
@@ -40,7 +42,6 @@ from chainkeys.chains.tx.base import (
     refuse,
     unhex,
 )
-from chainkeys.chains.tx.cosmos.common import cosmos_sign_bytes
 from chainkeys.chains.tx.ecdsa import sign_recoverable_with_entropy
 from chainkeys.chains.tx.fields import HASH, HEX
 
@@ -298,57 +299,69 @@ class EosMessageResponse(msgspec.Struct, kw_only=True):
     signature: str
 
 
-def not_a_transaction(data: bytes) -> None:
-    """Refuse message bytes whose signature would also be a transaction's (module doc)."""
+Refusal = Callable[[bytes], "str | None"]  # spec.py `NeverSign`: why data is not signed
+
+
+def never_sign(data: bytes) -> str | None:
+    """What a raw message signer must never sign (spec.py `NeverSign`): an EOS
+    transaction's digest is sha256(chain id ‖ transaction ‖ hash), so data that begins
+    with a chain id or has that shape is refused (a prefix too, whatever follows)."""
     if data[:32] in KNOWN_CHAIN_IDS:
-        raise refuse("data begins with an Antelope chain id: its signature would sign a "
-                     "transaction; use sign-transaction", "message_is_transaction")  # fmt: skip
+        return ("data begins with an Antelope chain id: its signature would sign a "
+                "transaction; use sign-transaction")  # fmt: skip
     if len(data) > 64:
         try:
             read_transaction(data[32:-32])
         except ChainError:
             pass
         else:
-            raise refuse("data is shaped as chain id, transaction and context-free data "
-                         "hash: its signature would sign that transaction; use "
-                         "sign-transaction", "message_is_transaction")  # fmt: skip
-    if len(data) == 32:
-        raise refuse("32 bytes of data is a digest's shape: its sha256 is what a Dogecoin "
-                     "or Litecoin input signature signs; send text or other bytes",
-                     "message_is_transaction")  # fmt: skip
-    if cosmos_sign_bytes(data):
-        raise refuse("data is a Cosmos sign document: its signature would sign that "
-                     "transaction", "message_is_transaction")  # fmt: skip
+            return (
+                "data is shaped as chain id, transaction and context-free data hash: "
+                "its signature would sign that transaction; use sign-transaction"
+            )
+    return None
 
 
-def prepare_message(req: EosMessageRequest, owner: Owner) -> _EosDigest:
+def prepare_message(req: EosMessageRequest, owner: Owner, others: Refusal) -> _EosDigest:
+    """The sha256 of the bytes, unless EOS or another family (`others`: the registry
+    asks each) says no raw message signer may sign them."""
     if (req.message is None) == (req.data is None):
         raise refuse('send "message" (text) or "data" (hex), one of them')
     raw = req.message.encode() if req.message is not None else unhex(req.data or "", "data")
-    not_a_transaction(raw)
+    reason = never_sign(raw) or others(raw)
+    if reason is not None:
+        raise refuse(reason, "message_is_transaction")
     digest = hashlib.sha256(raw).digest()
     summary = Summary("eos", owner.network.name, "sign-message", None, (), (), digest.hex(),
                       raw=True, message=raw)  # fmt: skip
     return _EosDigest(summary, digest, lambda sig: Signed(EosMessageResponse(signature=sig)))
 
 
-KINDS: tuple[SignKind, ...] = (
-    SignKind(
-        "sign-transaction", ("eos",), EosTransactionRequest, EosTransactionResponse,
-        prepare_transaction, "sign a transaction (eosjs SignatureProvider.sign)",
-        "Digest: sha256(chainId || transaction || sha256(context-free data) or 32 zero "
-        "bytes). Every action must be authorized by this account only.",
-        {"eosjs": {"chainId": "aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906",
-                   # custodytest1 sends 1.2345 EOS to exchange1234 (memo "m")
-                   "serializedTransaction": (
-                       "000e0e6bd2042e160000000000000100a6823403ea3055000000572d3ccdcd01103256d9279a"
-                       "b14600000000a8ed323222103256d9279ab1464086088a4dd35057393000000000000004454f"
-                       "5300000000016d00")}},
-    ),
-    SignKind(
-        "sign-message", ("eos",), EosMessageRequest, EosMessageResponse, prepare_message,
+TRANSACTION: Final = SignKind(
+    "sign-transaction", ("eos",), EosTransactionRequest, EosTransactionResponse,
+    prepare_transaction, "sign a transaction (eosjs SignatureProvider.sign)",
+    "Digest: sha256(chainId || transaction || sha256(context-free data) or 32 zero "
+    "bytes). Every action must be authorized by this account only.",
+    {"eosjs": {"chainId": "aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906",
+               # custodytest1 sends 1.2345 EOS to exchange1234 (memo "m")
+               "serializedTransaction": (
+                   "000e0e6bd2042e160000000000000100a6823403ea3055000000572d3ccdcd01103256d9279a"
+                   "b14600000000a8ed323222103256d9279ab1464086088a4dd35057393000000000000004454f"
+                   "5300000000016d00")}},
+)  # fmt: skip
+
+
+def kinds(others: Refusal) -> tuple[SignKind, ...]:
+    """EOS's sign kinds; `others` says why another family forbids a raw message signer
+    to sign some bytes (chains/registry.py `never_signed`: every other family's
+    `never_sign`), so this module knows no other family."""
+
+    def message(req: EosMessageRequest, owner: Owner) -> _EosDigest:
+        return prepare_message(req, owner, others)
+
+    return TRANSACTION, SignKind(
+        "sign-message", ("eos",), EosMessageRequest, EosMessageResponse, message,
         "sign the sha256 of arbitrary bytes (eosjs-ecc sign)",
         "",
         {"text": {"message": "I own this account"}, "bytes": {"data": "00ff10"}},
-    ),
-)  # fmt: skip
+    )  # fmt: skip

@@ -16,5 +16,8 @@ from __future__ import annotations
 
 from chainkeys.chains.tx.base import SignKind
 from chainkeys.chains.tx.cosmos import amino, direct, transfer
+from chainkeys.chains.tx.cosmos.common import never_sign
+
+__all__ = ["KINDS", "never_sign"]
 
 KINDS: tuple[SignKind, ...] = (direct.KIND, *amino.KINDS, *transfer.KINDS)

@@ -147,8 +147,8 @@ def coins(items: Any, what: str) -> tuple[Amount, ...]:
 
 def cosmos_sign_bytes(data: bytes) -> bool:
     """Whether `data` reads as what a Cosmos transaction signature signs: a SignDoc
-    with a body, or an amino StdSignDoc. Lenient on purpose: another family's
-    message signer refuses anything that might be one (eos.not_a_transaction)."""
+    with a body, or an amino StdSignDoc. Lenient on purpose: another family's raw
+    message signer refuses anything that might be one (`never_sign`)."""
     if data[:1] == b"{":
         try:
             doc = json.loads(data)
@@ -163,6 +163,15 @@ def cosmos_sign_bytes(data: bytes) -> bool:
     except (DecodeError, RecursionError, ValueError):
         return False
     return bool(doc.chain_id) and len(body.messages) > 0
+
+
+def never_sign(data: bytes) -> str | None:
+    """What a raw message signer must never sign (spec.py `NeverSign`): a Cosmos
+    transaction signature is over sha256 of its sign document, so a signer that signs
+    sha256(data) would sign the transaction when handed the document."""
+    if cosmos_sign_bytes(data):
+        return "data is a Cosmos sign document: its signature would sign that transaction"
+    return None
 
 
 def check_chain(chain_id: str, owner: Owner) -> None:

@@ -5,5 +5,6 @@ segwit exists. No per-coin code paths.
 """
 
 from chainkeys.chains.tx.utxo import message, psbt, rawtx
+from chainkeys.chains.tx.utxo.transaction import never_sign
 
-__all__ = ["message", "psbt", "rawtx"]
+__all__ = ["message", "never_sign", "psbt", "rawtx"]

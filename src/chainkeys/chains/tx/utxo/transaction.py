@@ -29,6 +29,16 @@ from chainkeys.chains.tx.utxo.params import COIN_DECIMALS, PARAMS
 SIGHASH_ALL = 1
 
 
+def never_sign(data: bytes) -> str | None:
+    """What a raw message signer must never sign (spec.py `NeverSign`): 32 bytes, a
+    digest's shape. An input signature signs sha256(sha256(transaction)), so a signer
+    that signs sha256(data) would sign an input when handed its sha256."""
+    if len(data) == 32:
+        return ("32 bytes of data is a digest's shape: its sha256 is what a Dogecoin or "
+                "Litecoin input signature signs; send text or other bytes")  # fmt: skip
+    return None
+
+
 def push(data: bytes) -> bytes:
     """A script push of fewer than 76 bytes (signatures, keys, redeem scripts)."""
     if len(data) >= 0x4C:
