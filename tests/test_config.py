@@ -1,15 +1,37 @@
 """Configuration as an operator meets it: every bad setting is one line naming the
 variable, what it got and what it accepts (exit 2); misspelled CHAINKEYS_* variables
 are warned about with a "did you mean"; a TOML file and `_FILE` secrets work; a
-database that cannot be reached is named with its cause, never its password."""
+database that cannot be reached is named with its cause, never its password. No test
+here needs the default port (8000) free: `./scripts/serve` may hold it meanwhile."""
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import chainkeys_cli, pg_available
+from chainkeys.api.serve import claim_port
+from chainkeys.config import Settings
+from chainkeys.errors import StartupError
+from tests.conftest import chainkeys_cli, free_port, pg_available
+
+
+@contextmanager
+def default_port_in_use() -> Iterator[None]:
+    """The default host and port held as a running `chainkeys serve` holds them (its
+    lock), or already held (by the README's `./scripts/serve`, or another program)."""
+    host, port = Settings.model_fields["host"].default, Settings.model_fields["port"].default
+    lock: socket.socket | None = None
+    with suppress(StartupError):  # in use already: the same for the test
+        lock = claim_port(host, port)
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.close()
 
 
 def one_line(stderr: str) -> str:
@@ -104,7 +126,8 @@ def test_a_toml_file_and_secret_files(tmp_path: Path) -> None:
 def test_an_unreachable_database_names_host_and_cause_not_password(tmp_path: Path) -> None:
     env = {"CHAINKEYS_DATA_DIR": str(tmp_path),
            "CHAINKEYS_DATABASE_URL": "postgresql://app:hunter2@127.0.0.1:1/chainkeys"}  # fmt: skip
-    done = chainkeys_cli("serve", env=env)
+    with default_port_in_use():  # as when `./scripts/serve` runs: this test still passes
+        done = chainkeys_cli("serve", f"--port={free_port()}", env=env)
     assert done.returncode == 1
     assert one_line(done.stderr) == (
         "chainkeys: cannot open the database postgresql://app:***@127.0.0.1:1/chainkeys: "
