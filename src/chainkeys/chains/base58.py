@@ -27,12 +27,14 @@ from chainkeys.chains.encoding import (
 )
 from chainkeys.chains.secp256k1 import parse_hex_key
 from chainkeys.chains.spec import (
+    SIGNS_NOTHING,
     Account,
     ChainError,
     Key,
     Network,
     NeverSign,
     OptionSpec,
+    Vocabulary,
     signs_nothing_raw,
 )
 
@@ -93,6 +95,7 @@ class Base58Family:
     default_address_type: str
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
+    vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
 
     @property
     def option_specs(self) -> tuple[OptionSpec, ...]:
@@ -194,6 +197,17 @@ class Base58Family:
             ChainError: code "invalid_address".
         """
         return self._check(text, (network,), INVALID_ADDRESS)
+
+    def canonical_recipient(self, text: str, network: Network | None) -> str:
+        """An address of `network` (any of the family's when None), as `check_address`
+        gives it."""
+        error: ChainError | None = None
+        for net in [network] if network else self.networks.values():
+            try:
+                return self.check_address(text, net)
+            except ChainError as exc:
+                error = exc
+        raise error or ChainError("no network to check the address against")
 
     def _check(self, text: str, networks: Iterable[Network], code: str) -> str:
         networks = tuple(networks)

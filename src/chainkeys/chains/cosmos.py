@@ -10,6 +10,7 @@ from typing import Any, Final
 from chainkeys.chains import encoding
 from chainkeys.chains.secp256k1 import parse_hex_key
 from chainkeys.chains.spec import (
+    SIGNS_NOTHING,
     Account,
     ChainError,
     Key,
@@ -17,6 +18,7 @@ from chainkeys.chains.spec import (
     NeverSign,
     NoOptions,
     OptionSpec,
+    Vocabulary,
     signs_nothing_raw,
 )
 
@@ -53,6 +55,7 @@ class CosmosFamily:
     option_specs: tuple[OptionSpec, ...] = ()  # Cosmos takes no create options
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
+    vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
 
     def network(self, name: str | None) -> Network:
         """The named network (None: cosmoshub); ChainError listing accepted names."""
@@ -113,6 +116,18 @@ class CosmosFamily:
             ChainError: code "invalid_address".
         """
         return self._check(text, (network,), encoding.INVALID_ADDRESS)
+
+    def canonical_recipient(self, text: str, network: Network | None) -> str:
+        """Any bech32 address, lowercased: a recipient may be on another chain (an IBC
+        receiver), so the prefix is not the network's."""
+        lowered = text.lower()
+        if lowered != text and text.upper() != text:
+            raise ChainError("a bech32 address is all lower or all upper case")
+        hrp = lowered.rpartition("1")[0]
+        if not hrp:
+            raise ChainError("not a bech32 address")
+        encoding.decode_bech32(lowered, {hrp}, what="address", code=encoding.INVALID_ADDRESS)
+        return lowered
 
     def _check(self, text: str, networks: Iterable[Network], code: str) -> str:
         hrps = {n.hrp for n in networks if n.hrp}

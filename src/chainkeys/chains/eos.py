@@ -26,12 +26,14 @@ from coincurve import PublicKey
 from chainkeys.chains import encoding
 from chainkeys.chains.secp256k1 import key_from_secret, parse_hex_key
 from chainkeys.chains.spec import (
+    SIGNS_NOTHING,
     Account,
     ChainError,
     Key,
     Network,
     NeverSign,
     OptionSpec,
+    Vocabulary,
     signs_nothing_raw,
 )
 
@@ -270,6 +272,7 @@ class EosFamily:
     default_network: str
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
+    vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
     option_specs: tuple[OptionSpec, ...] = (
         OptionSpec(
             "name",
@@ -324,6 +327,10 @@ class EosFamily:
 
     def check_address(self, text: str, network: Network) -> str:
         """An EOS "address" is its account name; names are not network-specific."""
+        return check_name(text)
+
+    def canonical_recipient(self, text: str, network: Network | None) -> str:
+        """An account name (a transfer's `to`), as it is."""
         return check_name(text)
 
 

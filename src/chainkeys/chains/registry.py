@@ -42,11 +42,14 @@ def _others_than(name: str) -> NeverSign:
 FAMILIES: Final[Mapping[str, Family[Any]]] = MappingProxyType(
     {
         "cosmos": replace(cosmos.FAMILY, signers=cosmos_signers.KINDS,
-                          never_sign=cosmos_signers.never_sign),
-        "dogecoin": replace(dogecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign),
+                          never_sign=cosmos_signers.never_sign,
+                          vocabulary=cosmos_signers.VOCABULARY),
+        "dogecoin": replace(dogecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign,
+                            vocabulary=utxo.VOCABULARY),
         "eos": replace(eos.FAMILY, signers=eos_signers.kinds(_others_than("eos")),
-                       never_sign=eos_signers.never_sign),
-        "litecoin": replace(litecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign),
+                       never_sign=eos_signers.never_sign, vocabulary=eos_signers.VOCABULARY),
+        "litecoin": replace(litecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign,
+                            vocabulary=utxo.VOCABULARY),
     }
 )  # fmt: skip
 

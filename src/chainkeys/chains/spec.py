@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 
 class ChainError(ValueError):
@@ -97,6 +97,25 @@ class OptionSpec:
     pattern: str | None = None  # JSON Schema pattern: what a value must look like
 
 
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """What a family's policy rules say about the items of what it signs (each decoded
+    `Item`): policies/document.py reads it to check a rule, policies/engine.py to apply
+    one, so a new family's items need no code there."""
+
+    lists: str | None  # the rule field that lists the item types a rule allows (Cosmos
+    # "messages": type URLs; EOS "actions": contract::action); None: rules list none
+    item: str  # one item, as a refusal names it ("message type", "action", "output")
+    default: tuple[str, ...] = ()  # the types a rule that leaves `lists` out allows
+    ibc: bool = False  # items may be IBC transfers whose memo the receiving chain acts on
+    # (a rule may then set `ibc_memo`)
+    outputs: bool = False  # items are UTXO outputs: change is not spent, an output with
+    # no address pays a script (its amount known); there are no types to allow
+
+
+SIGNS_NOTHING: Final = Vocabulary(None, "item")  # a family without signers
+
+
 class ThresholdKey(Protocol):
     """A multisig account's key: `threshold` of the member `keys` (public data only).
     Each family that has multisig accounts has its own (chains/tx/); the layers above
@@ -182,6 +201,16 @@ class Addresses(Protocol[OptionsIn]):
         """The SEC1 public key from the form `account` stored (for signing checks)."""
         ...
 
+    def canonical_recipient(self, text: str, network: Network | None) -> str:
+        """A recipient as a policy holds and compares it: the form the family's decoders
+        give `Item.recipient` (a bech32 address lowercased; base58 and EOS names as they
+        are). `network` is the rule's (None: any of the family's).
+
+        Raises:
+            ChainError: saying why `text` is no recipient of the family.
+        """
+        ...
+
 
 class CreateOptions(Protocol[OptionsOut]):
     """The options a create request may carry for this family, typed per family."""
@@ -211,6 +240,11 @@ class Family(
 
     @property
     def signers(self) -> tuple[Any, ...]: ...
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """What its policy rules say about the items of what it signs."""
+        ...
 
     @property
     def never_sign(self) -> NeverSign:

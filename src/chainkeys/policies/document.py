@@ -11,11 +11,10 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
-from chainkeys.chains import encoding
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
@@ -23,11 +22,10 @@ from chainkeys.policies.analysis import SCOPE_COST
 from chainkeys.policies.conditions import Condition, ConditionError, compile_condition
 from chainkeys.tokens.service import GROUP, parse_duration
 
-UTXO = ("dogecoin", "litecoin")
-# What `messages` / `actions` allow when a rule leaves them out: transfers only.
-DEFAULT_MESSAGES = ("/cosmos.bank.v1beta1.MsgSend", "/ibc.applications.transfer.v1.MsgTransfer")
-DEFAULT_ACTIONS = ("eosio.token::transfer",)
 MAX_AMOUNT = 2**256  # Cosmos amounts are sdk.Int (256 bits); no cap is larger
+# The rule fields that list item types, as the families' vocabularies name them (Cosmos
+# `messages`, EOS `actions`): a family's own, and refused on every other family's rule.
+LISTS: Final = tuple(sorted({f.vocabulary.lists for f in FAMILIES.values() if f.vocabulary.lists}))
 
 
 class PolicyError(BadRequest):
@@ -40,15 +38,15 @@ class ApprovalFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     ttl: str = "24h"
 
 
-class RuleFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+class RuleFields(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A rule's fields but those listing item types (`RuleFile` adds them, from `LISTS`)."""
+
     family: str
     network: str | None = None
     name: str | None = None
     recipients: list[str] | None = None
     max_per_tx: dict[str, Any] | None = None  # values checked by _caps: messages name the denom
     max_per_day: dict[str, Any] | None = None
-    messages: list[str] | None = None
-    actions: list[str] | None = None
     raw_messages: bool = False
     ibc_memo: bool = False
     approval: ApprovalFile | None = None
@@ -57,8 +55,12 @@ class RuleFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     effect: str = "allow"  # or "deny"
 
 
-class PolicyFile(msgspec.Struct, forbid_unknown_fields=True):
-    rules: list[RuleFile]
+RuleFile: Final = msgspec.defstruct(
+    "RuleFile", [(name, list[str] | None, None) for name in LISTS], bases=(RuleFields,),
+    forbid_unknown_fields=True, omit_defaults=True,
+)  # fmt: skip
+PolicyFile: Final = msgspec.defstruct("PolicyFile", [("rules", list[RuleFile])],  # type: ignore[valid-type]
+                                      forbid_unknown_fields=True)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +83,8 @@ class Rule:
     recipients: frozenset[str] | None
     max_per_tx: Mapping[str, int] | None
     max_per_day: Mapping[str, int] | None
-    allowed: frozenset[str]  # Cosmos type URLs / EOS actions (defaults filled in)
-    listed: bool  # `messages`/`actions` given explicitly
+    allowed: frozenset[str]  # the item types its family's vocabulary lists (defaults filled in)
+    listed: bool  # the family's list (`messages`, `actions`) given explicitly
     raw_messages: bool
     ibc_memo: bool = False  # IBC memos that may instruct the receiving chain are allowed
     approval: Approval | None = None
@@ -178,10 +180,11 @@ def _where(message: str) -> str:
     return f"{path.rstrip('`').lstrip('.')}: {text[0].lower()}{text[1:]}"
 
 
-def _validate(doc: PolicyFile) -> Policy:
+def _validate(doc: Any) -> Policy:
     rules: list[Rule] = []
     seen: dict[tuple[str, str | None], int] = {}
-    for i, raw in enumerate(doc.rules):
+    raws: list[RuleFields] = doc.rules
+    for i, raw in enumerate(raws):
         at = f"rules[{i}]"
         rule = _rule(i, raw, at)
         key = (rule.family, rule.network)
@@ -217,19 +220,22 @@ def _within_cost(policy: Policy) -> None:
                 )
 
 
-def _rule(index: int, raw: RuleFile, at: str) -> Rule:
+def _rule(index: int, raw: RuleFields, at: str) -> Rule:
     fam = FAMILIES.get(raw.family)
     if fam is None:
         raise PolicyError(f"{at}.family: {raw.family!r} is not one of {', '.join(FAMILIES)}")
     if raw.network is not None and raw.network not in fam.networks:
         names = ", ".join(fam.networks)
         raise PolicyError(f"{at}.network: {raw.network!r} is not a {raw.family} network ({names})")
-    if raw.messages is not None and raw.family != "cosmos":
-        raise PolicyError(f"{at}.messages: only cosmos rules list message types")
-    if raw.actions is not None and raw.family != "eos":
-        raise PolicyError(f"{at}.actions: only eos rules list actions")
-    if raw.ibc_memo and raw.family != "cosmos":
-        raise PolicyError(f"{at}.ibc_memo: only cosmos rules carry IBC transfers")
+    words = fam.vocabulary
+    for name in LISTS:  # another family's list: say whose it is
+        if getattr(raw, name) is not None and name != words.lists:
+            theirs = [(n, f.vocabulary) for n, f in FAMILIES.items() if f.vocabulary.lists == name]
+            raise PolicyError(f"{at}.{name}: only {' and '.join(n for n, _ in theirs)} rules "
+                              f"list {theirs[0][1].item}s")  # fmt: skip
+    if raw.ibc_memo and not words.ibc:
+        ibc = " and ".join(n for n, f in FAMILIES.items() if f.vocabulary.ibc)
+        raise PolicyError(f"{at}.ibc_memo: only {ibc} rules carry IBC transfers")
     if raw.above is not None and raw.approval is None:
         raise PolicyError(f"{at}.above: says when approval is needed; add approval")
     if raw.effect not in ("allow", "deny"):
@@ -240,12 +246,10 @@ def _rule(index: int, raw: RuleFile, at: str) -> Rule:
             when = compile_condition(raw.when)
         except ConditionError as exc:
             raise PolicyError(f"{at}.when: {exc}") from None
-    listed = raw.messages if raw.family == "cosmos" else raw.actions
-    default = DEFAULT_MESSAGES if raw.family == "cosmos" else DEFAULT_ACTIONS
+    listed: list[str] | None = getattr(raw, words.lists) if words.lists else None
     for j, item in enumerate(listed or ()):
         if not item.strip():
-            field = "messages" if raw.family == "cosmos" else "actions"
-            raise PolicyError(f"{at}.{field}[{j}]: empty")
+            raise PolicyError(f"{at}.{words.lists}[{j}]: empty")
     recipients = None
     if raw.recipients is not None:
         recipients = frozenset(
@@ -255,7 +259,7 @@ def _rule(index: int, raw: RuleFile, at: str) -> Rule:
     return Rule(
         index, raw.family, raw.network, raw.name, recipients,
         _caps(raw.max_per_tx, f"{at}.max_per_tx"), _caps(raw.max_per_day, f"{at}.max_per_day"),
-        frozenset(listed if listed is not None else default), listed is not None,
+        frozenset(listed if listed is not None else words.default), listed is not None,
         raw.raw_messages, raw.ibc_memo, _approval(raw.approval, f"{at}.approval"),
         _caps(raw.above, f"{at}.above"), when, raw.effect,
     )  # fmt: skip
@@ -307,40 +311,11 @@ def _caps(raw: dict[str, Any] | None, at: str) -> Mapping[str, int] | None:
 
 
 def _recipient(fam: Family[Any], network: str | None, text: str, at: str) -> str:
-    """The canonical form of an allow-listed recipient, as summaries carry them."""
+    """The canonical form of an allow-listed recipient, as summaries carry them (the
+    family's `canonical_recipient`: Cosmos recipients may be on another chain, an IBC
+    receiver; UTXO addresses must be of the rule's network, any of the family's when it
+    names none)."""
     try:
-        return canonical_recipient(fam, network, text)
+        return fam.canonical_recipient(text, fam.network(network) if network else None)
     except ChainError as exc:
         raise PolicyError(f"{at}: {text!r} is not a valid recipient: {exc.message}") from None
-
-
-def canonical_recipient(fam: Family[Any], network: str | None, text: str) -> str:
-    """A recipient as it is compared: bech32 lowercased; base58 and EOS names as they are.
-
-    Cosmos recipients may be on another chain (an IBC receiver), so any bech32
-    address is accepted there; UTXO addresses must be of the rule's network
-    (any of the family's networks when the rule names none).
-    """
-    if fam.name == "cosmos":
-        lowered = text.lower()
-        if lowered != text and text.upper() != text:
-            raise ChainError("a bech32 address is all lower or all upper case")
-        _bech32_any(lowered)
-        return lowered
-    if fam.name == "eos":
-        return fam.check_name(text)
-    networks = [fam.network(network)] if network else list(fam.networks.values())
-    error: ChainError | None = None
-    for net in networks:
-        try:
-            return fam.check_address(text, net)
-        except ChainError as exc:
-            error = exc
-    raise error or ChainError("no network to check the address against")
-
-
-def _bech32_any(text: str) -> None:
-    hrp = text.rpartition("1")[0]
-    if not hrp:
-        raise ChainError("not a bech32 address")
-    encoding.decode_bech32(text, {hrp}, what="address", code="invalid_address")

@@ -27,9 +27,11 @@ import json  # the standard library's on purpose: its lenient parser (NaN, dupli
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.spec import Vocabulary
 from chainkeys.chains.tx.base import Item, Summary
 from chainkeys.policies.conditions import Bindings, Facts, evaluate
-from chainkeys.policies.document import UTXO, Approval, Policy, Rule, Scope
+from chainkeys.policies.document import Approval, Policy, Rule, Scope
 
 Evaluated = bool | str  # a `when`'s value, or "error: …"
 
@@ -129,8 +131,9 @@ def _allowed_by(rule: Rule, summary: Summary, evaluations: dict[int, Evaluated])
             "the fee is unknown (an input's previous output is missing): "
             "this rule caps amounts, so every input's amount must be given",
         )
+    words = FAMILIES[summary.family].vocabulary
     for n, item in enumerate(summary.items):
-        _check_item(rule, summary.family, n, item)
+        _check_item(rule, words, n, item)
     spent = {denom: amount for denom, amount in summary.spent().items() if amount > 0}
     daily: dict[str, int] = {}
     for denom, amount in spent.items():
@@ -147,7 +150,8 @@ def _approval_needed(rule: Rule, summary: Summary, spent: Mapping[str, int]) -> 
     not known (an unknown fee, a message not decoded) is never "within": people look."""
     if rule.approval is None or rule.above is None:
         return rule.approval
-    unread = summary.family not in UTXO and any(not item.decoded for item in summary.items)
+    outputs = FAMILIES[summary.family].vocabulary.outputs  # an output's amount is known
+    unread = not outputs and any(not item.decoded for item in summary.items)
     if summary.fee is None or unread:
         return rule.approval
     for denom, amount in spent.items():
@@ -170,8 +174,8 @@ def _within(
     return cap
 
 
-def _check_item(rule: Rule, family: str, n: int, item: Item) -> None:
-    if family in UTXO:
+def _check_item(rule: Rule, words: Vocabulary, n: int, item: Item) -> None:
+    if words.outputs:
         if item.change:
             return
         if not item.decoded:  # a script with no address; its amount is known and counted
@@ -179,7 +183,7 @@ def _check_item(rule: Rule, family: str, n: int, item: Item) -> None:
                 raise Refusal(rule, f"output {n} pays a script with no address")
             return
     else:
-        what = "message type" if family == "cosmos" else "action"
+        what = words.item
         if not item.decoded:
             # A message the service cannot read: only when raw messages are allowed,
             # if the rule lists types only a listed one, and never under a rule that

@@ -30,7 +30,7 @@ from msgspec import Meta
 
 from chainkeys.chains import encoding
 from chainkeys.chains.eos import parse_public_key
-from chainkeys.chains.spec import ChainError, Key
+from chainkeys.chains.spec import ChainError, Key, Vocabulary
 from chainkeys.chains.tx.base import (
     INVALID_AMOUNT,
     Amount,
@@ -336,6 +336,9 @@ def prepare_message(req: EosMessageRequest, owner: Owner, others: Refusal) -> _E
                       raw=True, message=raw)  # fmt: skip
     return _EosDigest(summary, digest, lambda sig: Signed(EosMessageResponse(signature=sig)))
 
+
+# rules list contract::action; left out: token transfers only
+VOCABULARY: Final = Vocabulary("actions", "action", ("eosio.token::transfer",))
 
 TRANSACTION: Final = SignKind(
     "sign-transaction", ("eos",), EosTransactionRequest, EosTransactionResponse,

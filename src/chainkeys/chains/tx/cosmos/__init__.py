@@ -14,10 +14,13 @@ a known message is read, any other key is a refusal.
 
 from __future__ import annotations
 
+from chainkeys.chains.spec import Vocabulary
 from chainkeys.chains.tx.base import SignKind
 from chainkeys.chains.tx.cosmos import amino, direct, transfer
-from chainkeys.chains.tx.cosmos.common import never_sign
+from chainkeys.chains.tx.cosmos.common import IBC, SEND, never_sign
 
-__all__ = ["KINDS", "never_sign"]
+__all__ = ["KINDS", "VOCABULARY", "never_sign"]
 
 KINDS: tuple[SignKind, ...] = (direct.KIND, *amino.KINDS, *transfer.KINDS)
+# rules list message type URLs; left out: transfers only
+VOCABULARY = Vocabulary("messages", "message type", (SEND, IBC), ibc=True)

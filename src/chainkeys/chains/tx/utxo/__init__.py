@@ -4,7 +4,10 @@ The coins differ only in data (`PARAMS`): message magic, ticker, whether
 segwit exists. No per-coin code paths.
 """
 
+from chainkeys.chains.spec import Vocabulary
 from chainkeys.chains.tx.utxo import message, psbt, rawtx
 from chainkeys.chains.tx.utxo.transaction import never_sign
 
-__all__ = ["message", "never_sign", "psbt", "rawtx"]
+__all__ = ["VOCABULARY", "message", "never_sign", "psbt", "rawtx"]
+
+VOCABULARY = Vocabulary(None, "output", outputs=True)  # outputs: no types to list
