@@ -24,7 +24,6 @@ from starlette.requests import Request
 
 from chainkeys.api.body import query
 from chainkeys.approvals.repository import STATES
-from chainkeys.chains.eos import NAME_PATTERN
 from chainkeys.chains.hd import VERSIONS
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest
@@ -102,49 +101,15 @@ CURSOR = Param(
     "empty or absent: the first page",
 )  # fmt: skip
 
-# Bech32 (BIP173: one case, no 1, b, i, o after the separator) of 20 bytes (32 data
-# characters and 6 of checksum); base58 (no 0, O, I, l) of 25 bytes.
-_BECH32 = "[02-9ac-hj-np-z]"
-_BECH32_UPPER = "[02-9AC-HJ-NP-Z]"
-_BASE58 = "[1-9A-HJ-NP-Za-km-z]"
-
-
-def _hrps(family: str) -> list[str]:
-    return sorted({n.hrp for n in FAMILIES[family].networks.values() if n.hrp})
-
-
-def _bech32(hrps: list[str], version: str, *lengths: str) -> str:
-    """Either case, never mixed (BIP173), for any of these prefixes: the separator, the
-    witness version character (if any), then data of one of these lengths."""
-    out = []
-    for chars, prefixes, v in (
-        (_BECH32, hrps, version),
-        (_BECH32_UPPER, [h.upper() for h in hrps], version.upper()),
-    ):
-        data = "|".join(f"{chars}{n}" for n in lengths)
-        out.append(f"(?:{'|'.join(prefixes)})1{v}(?:{data})")
-    return "|".join(out)
-
-
-def _account_name_pattern(family: str) -> str:
-    if family == "eos":
-        return NAME_PATTERN
-    if family == "cosmos":
-        return rf"^(?:{_bech32(_hrps(family), '', '{38}')})\Z"
-    base58 = f"{_BASE58}{{25,35}}"
-    if family == "litecoin":  # witness v0 ('q'): a p2wpkh (20 bytes) or p2wsh (32) program
-        return rf"^(?:{base58}|{_bech32(_hrps(family), 'q', '{38}', '{58}')})\Z"
-    return rf"^{base58}\Z"
-
 
 def account_name(family: str) -> Param:
-    """An account's name in its family's path: its address (EOS: its account name)."""
-    if family == "eos":
-        what = "the EOS account name (1 to 12 of a-z, 1-5 and '.', not ending in '.')"
-    else:
-        what = (f"the account's {family} address (its checksum is checked too: a name "
-                "that fails it is a 400)")  # fmt: skip
-    meta = Meta(pattern=_account_name_pattern(family), max_length=90,
+    """An account's name in its family's path: its address (EOS: its account name), of
+    the shape the family declares (chains/ `names`)."""
+    names = FAMILIES[family].names
+    what = names.description
+    if names.checksummed:
+        what += " (its checksum is checked too: a name that fails it is a 400)"
+    meta = Meta(pattern=names.pattern, max_length=90,
                 extra_json_schema={"format": f"chainkeys-{family}-name"})  # fmt: skip
     return Param("accountName", "path", Annotated[str, meta], what, code="invalid_account_name")
 

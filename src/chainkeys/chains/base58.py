@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from chainkeys.chains import patterns
 from chainkeys.chains.encoding import (
     INVALID_ADDRESS,
     INVALID_KEY,
@@ -27,10 +28,12 @@ from chainkeys.chains.encoding import (
 )
 from chainkeys.chains.secp256k1 import parse_hex_key
 from chainkeys.chains.spec import (
+    ACCOUNT_SHAPE,
     SIGNS_NOTHING,
     Account,
     ChainError,
     Key,
+    NameForm,
     Network,
     NeverSign,
     OptionSpec,
@@ -96,6 +99,7 @@ class Base58Family:
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
+    response_shape: str = ACCOUNT_SHAPE
 
     @property
     def option_specs(self) -> tuple[OptionSpec, ...]:
@@ -120,6 +124,26 @@ class Base58Family:
 
     def public_key_bytes(self, display: str) -> bytes:
         return bytes.fromhex(display)
+
+    def public_key_text(self, public: bytes) -> str:
+        return public.hex()
+
+    def public_key_forms(self, display: str) -> Mapping[str, str]:
+        return {}
+
+    @property
+    def names(self) -> NameForm:
+        """A base58 address; with segwit, a witness v0 ('q') program too: a p2wpkh (20
+        bytes) or p2wsh (32), with one of the networks' prefixes."""
+        if "p2wpkh" not in self.address_types:
+            return NameForm(patterns.whole(patterns.BASE58_ADDRESS), self._named)
+        segwit = patterns.bech32(patterns.hrps(self.networks.values()), "q", patterns.HASH20,
+                                 patterns.HASH32)  # fmt: skip
+        return NameForm(patterns.whole(patterns.BASE58_ADDRESS, segwit), self._named)
+
+    @property
+    def _named(self) -> str:
+        return f"the account's {self.name} address"
 
     def options(self, given: Mapping[str, str], key: Key | None) -> AddressOptions:
         """The address type asked for, or the default for `key`.

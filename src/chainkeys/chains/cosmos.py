@@ -7,13 +7,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from chainkeys.chains import encoding
+from chainkeys.chains import encoding, patterns
 from chainkeys.chains.secp256k1 import parse_hex_key
 from chainkeys.chains.spec import (
+    KEYRING,
     SIGNS_NOTHING,
     Account,
     ChainError,
     Key,
+    NameForm,
     Network,
     NeverSign,
     NoOptions,
@@ -56,6 +58,7 @@ class CosmosFamily:
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
+    response_shape: str = KEYRING
 
     def network(self, name: str | None) -> Network:
         """The named network (None: cosmoshub); ChainError listing accepted names."""
@@ -108,6 +111,19 @@ class CosmosFamily:
 
     def public_key_bytes(self, display: str) -> bytes:
         return base64.b64decode(display)
+
+    def public_key_text(self, public: bytes) -> str:
+        return base64.b64encode(public).decode("ascii")
+
+    def public_key_forms(self, display: str) -> Mapping[str, str]:
+        return {"pubkey": keyring_pubkey(display)}
+
+    @property
+    def names(self) -> NameForm:
+        """A bech32 address of a 20-byte hash, with one of the networks' prefixes."""
+        hrps = patterns.hrps(self.networks.values())
+        return NameForm(patterns.whole(patterns.bech32(hrps, "", patterns.HASH20)),
+                        f"the account's {self.name} address")  # fmt: skip
 
     def check_address(self, text: str, network: Network) -> str:
         """A bech32 address of exactly `network`'s prefix (osmo1… is refused for cosmoshub).

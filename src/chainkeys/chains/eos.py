@@ -26,10 +26,12 @@ from coincurve import PublicKey
 from chainkeys.chains import encoding
 from chainkeys.chains.secp256k1 import key_from_secret, parse_hex_key
 from chainkeys.chains.spec import (
+    ACCOUNT_SHAPE,
     SIGNS_NOTHING,
     Account,
     ChainError,
     Key,
+    NameForm,
     Network,
     NeverSign,
     OptionSpec,
@@ -72,6 +74,11 @@ _NAME = re.compile(r"[a-z1-5.]{0,11}[a-z1-5]")
 NAME_PATTERN: Final = rf"^{_NAME.pattern}\Z"  # \Z: the end (api/openapi.py `ecma_patterns`)
 _NAME_RULE: Final = (
     "EOS account names are 1 to 12 characters of a-z, 1-5 and '.', not ending in '.'"
+)
+NAMES: Final = NameForm(
+    NAME_PATTERN,
+    "the EOS account name (1 to 12 of a-z, 1-5 and '.', not ending in '.')",
+    checksummed=False,
 )
 
 
@@ -273,6 +280,8 @@ class EosFamily:
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
+    response_shape: str = ACCOUNT_SHAPE
+    names: NameForm = NAMES
     option_specs: tuple[OptionSpec, ...] = (
         OptionSpec(
             "name",
@@ -324,6 +333,12 @@ class EosFamily:
 
     def public_key_bytes(self, display: str) -> bytes:
         return parse_public_key(display)
+
+    def public_key_text(self, public: bytes) -> str:
+        return public_key_legacy(public)
+
+    def public_key_forms(self, display: str) -> Mapping[str, str]:
+        return {}  # the PUB_K1_ form is stored with the account (`extra`)
 
     def check_address(self, text: str, network: Network) -> str:
         """An EOS "address" is its account name; names are not network-specific."""

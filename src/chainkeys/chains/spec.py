@@ -98,6 +98,24 @@ class OptionSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class NameForm:
+    """What a family's account names look like, as data for the API's path parameter
+    (its pattern, its words in the document)."""
+
+    pattern: str  # JSON Schema pattern every name matches (chains/patterns.py builds them)
+    description: str  # for people: "the account's cosmos address"
+    checksummed: bool = True  # the pattern is not all: `check_name` checks a checksum too
+
+
+# How the API answers for a family's accounts (DESIGN.md "Contract decisions"): as the
+# Cosmos SDK keyring lists keys (`data.data`; `pubkey`, the keyring JSON, from
+# `public_key_forms`), or the shape the other families share (`address`, `public_key`,
+# `data` and `data.data` the same fields).
+KEYRING: Final = "keyring"
+ACCOUNT_SHAPE: Final = "account"
+
+
+@dataclass(frozen=True, slots=True)
 class Vocabulary:
     """What a family's policy rules say about the items of what it signs (each decoded
     `Item`): policies/document.py reads it to check a rule, policies/engine.py to apply
@@ -201,6 +219,21 @@ class Addresses(Protocol[OptionsIn]):
         """The SEC1 public key from the form `account` stored (for signing checks)."""
         ...
 
+    @property
+    def names(self) -> NameForm:
+        """What its account names look like (any network's), for the API."""
+        ...
+
+    def public_key_text(self, public: bytes) -> str:
+        """A compressed public key in the form `account` stores (the inverse of
+        `public_key_bytes`): how a multisig's member is found among the accounts."""
+        ...
+
+    def public_key_forms(self, display: str) -> Mapping[str, str]:
+        """Other forms of a stored public key that responses show beside it, by response
+        field (Cosmos: the keyring `pubkey` JSON); derived, so a listed row shows them."""
+        ...
+
     def canonical_recipient(self, text: str, network: Network | None) -> str:
         """A recipient as a policy holds and compares it: the form the family's decoders
         give `Item.recipient` (a bech32 address lowercased; base58 and EOS names as they
@@ -240,6 +273,11 @@ class Family(
 
     @property
     def signers(self) -> tuple[Any, ...]: ...
+
+    @property
+    def response_shape(self) -> str:
+        """How the API answers for its accounts: KEYRING or ACCOUNT_SHAPE."""
+        ...
 
     @property
     def vocabulary(self) -> Vocabulary:

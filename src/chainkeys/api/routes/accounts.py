@@ -102,14 +102,11 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     following = [f"{verb}{title}Account" for verb in ("get", "delete", "export")]
     following.append(f"delete{title}AccountMoon")
     following += [operation_id(family, k) for k in FAMILIES[family].signers]
-    address = (
-        "$response.body#/data/data/address" if family == "cosmos" else "$response.body#/address"
-    )
     creating = Doc(
         f"create{title}Account", f"Create (generate) or import a {title} account", title,
         shape.account_response, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
         request=create_type, request_required=False, parameters=(params.IDEMPOTENCY_KEY,),
-        links=links(following, accountName=address),
+        links=links(following, accountName=shape.address_at),
     )  # fmt: skip
     getting = Doc(
         f"get{title}Account", f"Look up one {title} account by name", title,

@@ -1,7 +1,8 @@
 """How each family's account responses look (the contract's shapes, per family).
 
-Cosmos nests its payload twice; Dogecoin, EOS and Litecoin share one shape.
-Only data differs between families, so routes are built from this table.
+A family says which shape its responses take (chains/ `response_shape`): the Cosmos
+SDK keyring's, which nests its payload twice, or the one the others share. Only data
+differs between families, so routes are built from this table.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from msgspec import UNSET
 
 from chainkeys.accounts.models import AccountView, Created, Page
 from chainkeys.api import schemas as s
-from chainkeys.chains.cosmos import keyring_pubkey
+from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.spec import KEYRING, Family
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,11 +28,13 @@ class Shape:
     listed: Callable[[Page], Any]
     account_response: type
     list_response: type
+    address_at: str  # where a created account's address is in the response (a link's value)
 
 
-def _cosmos_account(
-    view: AccountView, message: str, private_key: str | None, path: str | None = None
-) -> Any:
+def _keyring_account(
+    fam: Family[Any], view: AccountView, message: str, private_key: str | None,
+    path: str | None = None,
+) -> Any:  # fmt: skip
     origin = view.origin
     account = s.CosmosAccount(
         address=view.address,
@@ -38,7 +42,7 @@ def _cosmos_account(
         path=path or (origin.path if origin else UNSET),
         wallet=origin.wallet if origin else UNSET,
         index=origin.index if origin else UNSET,
-        pubkey=keyring_pubkey(view.public_key),
+        pubkey=fam.public_key_forms(view.public_key)["pubkey"],
         network=view.network,
         created_at=iso(view.created_ms),
     )
@@ -52,8 +56,9 @@ def iso(ms: int | None) -> Any:
     return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _cosmos_list(page: Page) -> Any:
-    keys = [s.CosmosKey(address=r.address, pubkey=keyring_pubkey(r.public_key)) for r in page.items]
+def _keyring_list(fam: Family[Any], page: Page) -> Any:
+    keys = [s.CosmosKey(address=r.address, pubkey=fam.public_key_forms(r.public_key)["pubkey"])
+            for r in page.items]  # fmt: skip
     inner = s.CosmosKeys(keys=keys, next_cursor=page.next_cursor or UNSET)
     return s.Envelope(success=True, message="accounts listed", data=s.CosmosKeysData(data=inner))
 
@@ -100,14 +105,19 @@ def created_message(created: Created) -> str:
     return "account imported" if created.imported else "account created"
 
 
-COSMOS = Shape(
-    exported=lambda v, k, p, _: _cosmos_account(v, "account exported", k, p),
-    created=lambda c: _cosmos_account(c.view, created_message(c), c.private_key),
-    found=lambda v: _cosmos_account(v, "account found", None),
-    listed=_cosmos_list,
-    account_response=s.CosmosAccountResponse,
-    list_response=s.CosmosListResponse,
-)
+def keyring(fam: Family[Any]) -> Shape:
+    """The Cosmos SDK keyring's shape, for a family whose `pubkey` form it shows."""
+    return Shape(
+        exported=lambda v, k, p, _: _keyring_account(fam, v, "account exported", k, p),
+        created=lambda c: _keyring_account(fam, c.view, created_message(c), c.private_key),
+        found=lambda v: _keyring_account(fam, v, "account found", None),
+        listed=lambda page: _keyring_list(fam, page),
+        account_response=s.CosmosAccountResponse,
+        list_response=s.CosmosListResponse,
+        address_at="$response.body#/data/data/address",
+    )
+
+
 ACCOUNT = Shape(
     exported=lambda v, k, p, o: _account(v, "account exported", k, p, o),
     created=lambda c: _account(c.view, created_message(c), c.private_key),
@@ -115,10 +125,9 @@ ACCOUNT = Shape(
     listed=_names,
     account_response=s.AccountResponse,
     list_response=s.ListResponse,
+    address_at="$response.body#/address",
 )
 SHAPES: dict[str, Shape] = {
-    "cosmos": COSMOS,
-    "dogecoin": ACCOUNT,
-    "eos": ACCOUNT,
-    "litecoin": ACCOUNT,
+    name: keyring(fam) if fam.response_shape == KEYRING else ACCOUNT
+    for name, fam in FAMILIES.items()
 }

@@ -19,7 +19,7 @@ from chainkeys.api.body import json_body, required_body
 from chainkeys.api.doc import Doc, links
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, paged, resource
 from chainkeys.api.routes.shapes import iso
-from chainkeys.chains.cosmos import keyring_pubkey
+from chainkeys.chains.registry import FAMILIES
 from chainkeys.tokens.service import Principal
 from chainkeys.wallets.models import DeriveRequest, WalletView
 
@@ -37,12 +37,14 @@ def derived(view: AccountView) -> ws.DerivedAccount:
     origin = view.origin
     if origin is None:  # never: every account the wallet service answers was derived
         raise ValueError("not a derived account")
+    fam = FAMILIES[view.family]
+    chosen = any(spec.name == "address_type" for spec in fam.option_specs)  # more than one
     return ws.DerivedAccount(
         family=view.family, network=view.network, name=view.name, address=view.address,
         public_key=view.public_key,
         public_key_k1=view.extra.get("public_key_k1", UNSET),
-        pubkey=keyring_pubkey(view.public_key) if view.family == "cosmos" else UNSET,
-        address_type=view.address_type or UNSET if view.family == "litecoin" else UNSET,
+        pubkey=fam.public_key_forms(view.public_key).get("pubkey", UNSET),
+        address_type=view.address_type or UNSET if chosen else UNSET,
         wallet=origin.wallet, path=origin.path, index=origin.index,
         created_at=iso(view.created_ms),
     )  # fmt: skip
