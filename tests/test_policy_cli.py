@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from chainkeys import clock
 from chainkeys.policies.document import PolicyError, parse
+from chainkeys.tokens.service import SCOPES
 from tests.api.tenants import Tenant
 from tests.api.test_policies import SEND, send
 from tests.api.test_sign_cosmos import OTHER, PRIVATE
@@ -145,10 +147,10 @@ def test_policy_test_tries_a_candidate_before_it_is_set(
                                      "kind": "sign-transfer", "request": send(amount, fee=0),
                                      "token": {"label": label}}))  # fmt: skip
         done = chainkeys_cli("policy", "test", tenant.name, str(candidate), str(asked), env=env)
-        assert done.returncode == 0, done.stderr
         out = json.loads(done.stdout)
         weekend = out["rules"][0]["value"]
         assert out["decision"] == ("deny" if weekend else decision), out
+        assert done.returncode == EXIT[out["decision"]], done.stderr
         assert out["rules"][1]["value"] is (label == "payouts")
     shown = chainkeys_cli("policy", "show", tenant.name, "--json", env=env)
     assert json.loads(shown.stdout)["policy"] is None  # the candidate was not set
@@ -156,4 +158,63 @@ def test_policy_test_tries_a_candidate_before_it_is_set(
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"rules": [{"family": "cosmos", "when": "tx.fmaily == 1"}]}))
     refused = chainkeys_cli("policy", "test", tenant.name, str(bad), str(asked), env=env)
-    assert refused.returncode != 0 and "line 1, column 3" in refused.stderr
+    assert refused.returncode == 1 and "line 1, column 3" in refused.stderr
+
+
+EXIT = {"allow": 0, "deny": 3, "approval": 4}  # `chainkeys policy test --help` documents them
+
+
+def test_policy_test_exits_by_decision_and_names_the_token_it_assumed(
+    server: Server, tenant: Tenant, tmp_path: Path
+) -> None:
+    """A CI step gates on the exit status (0 allow, 3 deny, 4 approval, 1 an error); a
+    request file without "token" is tried as a token it prints (stderr), which is what
+    token conditions see (here: no label, so the payouts cap does not apply)."""
+    from tests.api.test_sign_cosmos import ADDRESS
+
+    env = env_of(server.settings)
+    assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    candidate = tmp_path / "candidate.json"
+    candidate.write_text(json.dumps({"rules": [
+        {"family": "cosmos", "effect": "deny", "name": "no-huge",
+         "when": "'uatom' in tx.total && tx.total['uatom'] > 1000"},
+        {"family": "cosmos", "when": "token.label == 'payouts'", "max_per_tx": {"uatom": "50"}},
+        {"family": "cosmos", "approval": {"quorum": 1, "group": "treasury"},
+         "above": {"uatom": "100"}},
+    ]}))  # fmt: skip
+    asked = tmp_path / "request.json"
+
+    def test(amount: int, token: dict[str, object] | None) -> tuple[int, dict[str, Any], str]:
+        body = {"family": "cosmos", "account": ADDRESS, "kind": "sign-transfer",
+                "request": send(amount, fee=0)}  # fmt: skip
+        if token is not None:
+            body["token"] = token
+        asked.write_text(json.dumps(body))
+        done = chainkeys_cli("policy", "test", tenant.name, str(candidate), str(asked), env=env)
+        return done.returncode, json.loads(done.stdout), done.stderr
+
+    payouts: dict[str, object] = {
+        "label": "payouts",
+        "scopes": ["sign"],
+        "families": ["cosmos"],
+        "id": "tok_1",
+    }
+    for amount, token, decision in ((10, payouts, "allow"), (60, payouts, "deny"),
+                                    (5000, payouts, "deny"), (60, None, "allow"),
+                                    (500, None, "approval")):  # fmt: skip
+        status, out, stderr = test(amount, token)
+        assert (out["decision"], status) == (decision, EXIT[decision]), (amount, token, out)
+        if token is None:  # said which token it assumed, and showed it in the answer
+            assert out["token"] == {"id": "", "label": "", "scopes": sorted(SCOPES),
+                                    "families": []}  # fmt: skip
+            assert f'{asked} gives no "token": assumed the token {{"id":"","label":""' in stderr
+            assert out["rules"][1]["value"] is False  # token.label == 'payouts' on ""
+        else:
+            assert out["token"] == payouts and stderr == ""
+    status, out, stderr = test(10, {"label": "payouts"})
+    assert status == 0 and 'no id, scopes, families in "token"' in stderr
+    help_text = chainkeys_cli("policy", "test", "--help", env=env).stdout
+    assert "0 allow, 3 deny, 4 approval needed" in " ".join(help_text.split())
+    missing = chainkeys_cli("policy", "test", tenant.name, str(candidate),
+                            str(tmp_path / "no.json"), env=env)  # fmt: skip
+    assert missing.returncode == 1  # an error is 1, never a decision's code

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 import typer
 
 from chainkeys.bootstrap import Admin
 from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
+
+if TYPE_CHECKING:
+    from chainkeys.api.policy_schemas import PolicyDecision
 
 policy_app = group("Signing policies per tenant.")
 
@@ -111,7 +114,13 @@ def policy_history(
                    f"{'cleared' if rules is None else rules}")  # fmt: skip
 
 
-@policy_app.command("test")
+# `policy test`'s exit status, so CI can gate on a policy change (1 and 2 stay the
+# errors every command has: a bad file or request, a setting or store that cannot be used).
+TEST_EXIT = {"allow": 0, "deny": 3, "approval": 4}
+
+
+@policy_app.command("test", epilog="Exit status: 0 allow, 3 deny, 4 approval needed; 1 a bad "
+                     "file or request, 2 a setting or store that cannot be used.")  # fmt: skip
 def policy_test(
     tenant: Tenant,
     file: Annotated[Path, typer.Argument(help="a candidate policy file (.json or .toml)")],
@@ -119,15 +128,17 @@ def policy_test(
         Path,
         typer.Argument(
             help='{"family", "account", "kind", "request"} as POST /policy/test '
-            'takes it, and optionally "token": {"label", "scopes", "families"}'
+            'takes it, and optionally "token": {"id", "label", "scopes", "families"}'
         ),
     ],
     data_dir: DataDir = None,
 ) -> None:
     """Try a candidate policy on a sign request before setting it.
 
-    Prints the decision (allow, deny or approval), the rule that decided and each
-    rule's when value, as JSON. Nothing is signed, no key is opened, no cap counted.
+    Prints the decision (allow, deny or approval), the rule that decided, each rule's
+    when value and the token the conditions saw, as JSON; without a "token" in
+    REQUEST (or with some of its fields missing) it says on stderr which token it
+    assumed. Nothing is signed, no key is opened, no cap counted.
     """
     from chainkeys.policies.document import PolicyError, parse
     from chainkeys.tokens.service import SCOPES, Principal
@@ -143,21 +154,40 @@ def policy_test(
         fail(exc.message)
     if not isinstance(asked, dict) or not {"family", "account", "kind", "request"} <= set(asked):
         fail(f'{request}: give "family", "account", "kind" and "request"')
-    token = asked.get("token") or {}
+    token = asked.get("token")
+    token = {} if token is None else token
+    if not isinstance(token, dict):
+        fail(f'{request}: "token" is an object: {{"id", "label", "scopes", "families"}}')
+    scopes = token["scopes"] if token.get("scopes") is not None else list(SCOPES)
+    families = token.get("families") or []
+    if not _strings(scopes) or not _strings(families):
+        fail(f'{request}: "token"\'s "scopes" and "families" are lists of strings')
+    token_id, label = str(token.get("id") or ""), str(token.get("label") or "")
+    seen = {"id": token_id, "label": label, "scopes": sorted(scopes), "families": sorted(families)}
+    assumed = [k for k in seen if token.get(k) is None]
+    if assumed:
+        given = f'no {", ".join(assumed)} in "token"' if token else 'no "token"'
+        typer.echo(f"chainkeys: {request} gives {given}: assumed the token "
+                   f"{msgspec.json.encode(seen).decode()} (token conditions see these values; "
+                   "families [] is every family)", err=True)  # fmt: skip
 
-    async def work(admin: Admin) -> str:
+    async def work(admin: Admin) -> PolicyDecision:
         from chainkeys.api.routes.policy import decision
         from chainkeys.signing.dryrun import dry_run
 
         tenant_id = await admin.tokens.tenant_id(tenant)
-        families = token.get("families")
-        who = Principal(tenant_id, tenant, str(token.get("id", "")),
-                        frozenset(token.get("scopes", SCOPES)),
-                        frozenset(families) if families else None, None,
-                        str(token.get("label", "")))  # fmt: skip
+        who = Principal(tenant_id, tenant, token_id, frozenset(scopes),
+                        frozenset(families) if families else None, None, label)  # fmt: skip
         run = await dry_run(admin.db, admin.policies, who, str(asked["family"]),
                             str(asked["account"]), str(asked["kind"]), asked["request"],
                             candidate)  # fmt: skip
-        return msgspec.json.format(msgspec.json.encode(decision(run)).decode(), indent=2)
+        return decision(run)
 
-    typer.echo(run_admin(settings_for(data_dir), work))
+    decided = run_admin(settings_for(data_dir), work)
+    shown = {**msgspec.to_builtins(decided), "token": seen}
+    typer.echo(msgspec.json.format(msgspec.json.encode(shown).decode(), indent=2))
+    raise typer.Exit(TEST_EXIT.get(decided.decision, 1))
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
