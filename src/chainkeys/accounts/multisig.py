@@ -18,7 +18,6 @@ restore and copies treat the row as every other; it is never opened as a key
 
 from __future__ import annotations
 
-import base64
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,9 +29,9 @@ from chainkeys.accounts.families import chain_errors, family_of
 from chainkeys.accounts.repository import AccountRow, Accounts
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
-from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig, parse_cosmos_multisig
+from chainkeys.chains.registry import FAMILIES as REGISTRY
+from chainkeys.chains.spec import ThresholdKey
 from chainkeys.chains.tx.threshold import INVALID
-from chainkeys.chains.tx.utxo.multisig import Multisig, parse_multisig
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.store.backend import Backend
@@ -40,14 +39,15 @@ from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.seal import Context
 
-# The form each family stores an account's public key in (`Account.public_key`): how
-# a member key is looked up among the tenant's accounts.
-KEY_FORMS: Final[dict[str, Callable[[bytes], str]]] = {
-    "cosmos": lambda k: base64.b64encode(k).decode(),
-    "dogecoin": bytes.hex,
-    "litecoin": bytes.hex,
-}
-FAMILIES: Final = tuple(KEY_FORMS)
+# The families with multisig accounts (their registry row's `multisig`).
+FAMILIES: Final = tuple(name for name, fam in REGISTRY.items() if fam.multisig is not None)
+# Each address type a record may hold, and how its family builds the multisig again (an
+# address type names one form whichever family has it: p2sh is Dogecoin's and Litecoin's)
+_BUILDS: Final[dict[str, Callable[[int, Sequence[bytes], str], ThresholdKey]]] = {
+    kind: fam.multisig.build
+    for fam in REGISTRY.values() if fam.multisig is not None
+    for kind in fam.multisig.types
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,27 +61,26 @@ class MultisigView:
     family: str
     network: str
     address: str
-    multisig: Multisig | CosmosMultisig
+    multisig: ThresholdKey
     members: tuple[Member, ...]
     descriptor: str | None
     created_ms: int
 
 
-def record(ms: Multisig | CosmosMultisig, held: dict[str, str]) -> dict[str, Any]:
+def record(ms: ThresholdKey, held: dict[str, str]) -> dict[str, Any]:
     """What the row's details keep of it (public data)."""
     return {"threshold": ms.threshold, "keys": [k.hex() for k in ms.keys],
             "address_type": ms.address_type, "held": held}  # fmt: skip
 
 
-def multisig_of(details: dict[str, Any]) -> Multisig | CosmosMultisig | None:
+def multisig_of(details: dict[str, Any]) -> ThresholdKey | None:
     """The multisig a row's details describe, None for a single-key account."""
     rec = details.get("multisig")
     if not isinstance(rec, dict):
         return None
     keys = tuple(bytes.fromhex(k) for k in rec["keys"])
-    if rec["address_type"] == "multisig":  # Cosmos: LegacyAminoPubKey
-        return CosmosMultisig(int(rec["threshold"]), keys)
-    return Multisig(int(rec["threshold"]), keys, str(rec["address_type"]))
+    kind = str(rec["address_type"])
+    return _BUILDS[kind](int(rec["threshold"]), keys, kind)
 
 
 def held_members(details: dict[str, Any]) -> dict[str, str]:
@@ -119,21 +118,15 @@ class MultisigService:
             raise BadRequest(f"multisig accounts are registered on {', '.join(FAMILIES)}",
                              code=INVALID)  # fmt: skip
         fam = family_of(family)
-        ms: Multisig | CosmosMultisig
+        forms = fam.multisig
+        if forms is None:  # never: FAMILIES are those with one
+            raise BadRequest(f"{family} has no multisig accounts", code=INVALID)
         with chain_errors():
             network = fam.network(network_name)
-            if family == "cosmos":
-                if address_type is not None:
-                    raise BadRequest("a Cosmos multisig is a LegacyAminoPubKey: no "
-                                     "address_type", code=INVALID)  # fmt: skip
-                ms = parse_cosmos_multisig(threshold, public_keys)
-            else:
-                segwit_chain = network.hrp is not None
-                kind = address_type or ("p2wsh" if segwit_chain else "p2sh")
-                ms = parse_multisig(threshold, public_keys, kind, segwit_chain)
+            ms = forms.register(threshold, public_keys, address_type, network)
             address = ms.address(network)
-        form = KEY_FORMS[family]
-        shown = {form(k): k.hex() for k in ms.keys}
+        # a member key as the family stores an account's: how it is found among them
+        shown = {fam.public_key_text(k): k.hex() for k in ms.keys}
         async with self.db.read() as tx:
             found = await Accounts.holding(tx, who.tenant_id, family, network.name, list(shown))
         held: dict[str, str] = {}

@@ -11,7 +11,7 @@ from chainkeys.accounts.multisig import FAMILIES as MULTISIG_FAMILIES
 from chainkeys.api.schemas import Envelope
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.threshold import MAX_KEYS
-from chainkeys.chains.tx.utxo.multisig import TYPES
+from chainkeys.wallets.multisig import FAMILIES as HD_FAMILIES
 
 PUBLIC_KEY = Annotated[
     str,
@@ -40,9 +40,9 @@ def _multisig_create(family: str) -> type[Struct]:
                              extra_json_schema={"enum": sorted(fam.networks)})] | None,
          None),
     ]  # fmt: skip
-    if family != "cosmos":  # a Cosmos multisig is a LegacyAminoPubKey: no address type
-        segwit = any(n.hrp is not None for n in fam.networks.values())
-        types = list(TYPES) if segwit else ["p2sh"]
+    forms = fam.multisig
+    if forms is not None and forms.chosen:  # Cosmos's one form (LegacyAminoPubKey): none
+        types = list(forms.types)
         fields.append(("address_type",
                        Annotated[str, Meta(extra_json_schema={"enum": types},
                                            description=f"default {types[0]}")] | None,
@@ -99,10 +99,16 @@ class CombineRequest(Struct, kw_only=True, forbid_unknown_fields=True):
     signatures: Annotated[list[StdSignature], Meta(min_length=1, max_length=MAX_KEYS)]
 
 
+# the families a wallet makes HD multisigs on, their networks and BIP48 address types
+_HD = [FAMILIES[f] for f in HD_FAMILIES]
+_HD_NETWORKS = sorted({n for f in _HD for n in f.networks})
+_HD_TYPES = list(dict.fromkeys(t for f in _HD if f.multisig for t in f.multisig.hd_types))
+
+
 class WalletMultisigCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     """An HD multisig of this wallet's BIP48 key and the other co-signers' keys."""
 
-    family: Annotated[str, Meta(extra_json_schema={"enum": ["litecoin"]})]
+    family: Annotated[str, Meta(extra_json_schema={"enum": list(HD_FAMILIES)})]
     threshold: Annotated[int, Meta(ge=1, le=MAX_KEYS, description="m: signatures needed")]
     xpubs: Annotated[
         list[Annotated[str, Meta(min_length=100, max_length=300,
@@ -112,13 +118,15 @@ class WalletMultisigCreate(Struct, kw_only=True, forbid_unknown_fields=True):
              "Zpub…), each with an optional [fingerprint/path] key origin"),
     ]  # fmt: skip
     network: (
-        Annotated[str, Meta(description="default mainnet",
-                            extra_json_schema={"enum": sorted(FAMILIES["litecoin"].networks)})]
+        Annotated[str, Meta(description="default " + ", ".join(
+                                sorted({f.default_network for f in _HD})),
+                            extra_json_schema={"enum": _HD_NETWORKS})]
         | None
     ) = None  # fmt: skip
     address_type: (
-        Annotated[str, Meta(extra_json_schema={"enum": ["p2wsh", "p2sh-p2wsh"]},
-                            description="p2wsh (default) or p2sh-p2wsh")]
+        Annotated[str, Meta(extra_json_schema={"enum": _HD_TYPES},
+                            description=f"{_HD_TYPES[0]} (default) or "
+                            f"{' or '.join(_HD_TYPES[1:])}")]
         | None
     ) = None  # fmt: skip
     account: Annotated[int, Meta(ge=0, lt=2**31, description="BIP48 account (hardened)")] = 0

@@ -33,6 +33,7 @@ from chainkeys.chains.spec import (
     Account,
     ChainError,
     Key,
+    MultisigForms,
     NameForm,
     Network,
     NeverSign,
@@ -99,6 +100,7 @@ class Base58Family:
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
+    multisig: MultisigForms | None = None  # likewise, where the family has multisigs
     response_shape: str = ACCOUNT_SHAPE
 
     @property

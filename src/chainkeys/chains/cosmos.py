@@ -15,6 +15,7 @@ from chainkeys.chains.spec import (
     Account,
     ChainError,
     Key,
+    MultisigForms,
     NameForm,
     Network,
     NeverSign,
@@ -58,6 +59,7 @@ class CosmosFamily:
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
+    multisig: MultisigForms | None = None  # likewise, where the family has multisigs
     response_shape: str = KEYRING
 
     def network(self, name: str | None) -> Network:

@@ -31,6 +31,7 @@ from chainkeys.chains.spec import (
     Account,
     ChainError,
     Key,
+    MultisigForms,
     NameForm,
     Network,
     NeverSign,
@@ -280,6 +281,7 @@ class EosFamily:
     signers: tuple[Any, ...] = ()  # SignKinds (chains/tx/), filled when the family can sign
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
+    multisig: MultisigForms | None = None  # likewise, where the family has multisigs
     response_shape: str = ACCOUNT_SHAPE
     names: NameForm = NAMES
     option_specs: tuple[OptionSpec, ...] = (

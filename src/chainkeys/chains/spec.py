@@ -7,7 +7,7 @@ about HTTP or storage.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
 
@@ -158,6 +158,34 @@ class ThresholdKey(Protocol):
         """Its output descriptor (BIP380), None where the family has none."""
         ...
 
+    def public_json(self) -> dict[str, Any] | None:
+        """The threshold key as the family's wallets write it (Cosmos: its amino JSON),
+        None where the family has no such form."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class MultisigForms:
+    """How a family's m-of-n multisig accounts are made and kept: read by the account
+    and wallet services and the API, so they name no family's multisig type."""
+
+    types: tuple[str, ...]  # the address types its multisigs have; the first, the default
+    # the multisig of a registration's fields (threshold, public keys, the address type
+    # asked or None, the network), checked: ChainError "invalid_multisig" saying why
+    register: Callable[[object, Sequence[object], str | None, Network], ThresholdKey]
+    # the multisig of checked keys (a stored record, a wallet's index), in the family's
+    # own order of its keys (so the same keys in any order are the same multisig)
+    build: Callable[[int, Sequence[bytes], str], ThresholdKey]
+    chosen: bool = True  # a registration may name its address type (False: one form)
+    hd_types: tuple[str, ...] = ()  # the types a wallet's HD multisig (BIP48) may have,
+    # the default first; empty: no HD multisig
+    # the ranged descriptor an HD multisig's co-signers import: (threshold, every
+    # member's [origin]xpub, address type) -> descriptor with checksum
+    hd_descriptor: Callable[[int, Sequence[str], str], str] | None = None
+    # the answer of POST /{family}/{name}/combine, which assembles the transaction its
+    # members signed (None: the family has no such step)
+    combined: type | None = None
+
 
 class Networks(Protocol):
     """A family's networks: the one capability every other one needs."""
@@ -282,6 +310,11 @@ class Family(
     @property
     def vocabulary(self) -> Vocabulary:
         """What its policy rules say about the items of what it signs."""
+        ...
+
+    @property
+    def multisig(self) -> MultisigForms | None:
+        """How its multisig accounts are made; None: it has none."""
         ...
 
     @property

@@ -1,4 +1,5 @@
-"""HD multisig from a wallet (Litecoin, BIP48): one m-of-n address per index.
+"""HD multisig from a wallet (BIP48: the families whose multisig forms have `hd_types`,
+Litecoin): one m-of-n address per index.
 
 The wallet's own member key is its BIP48 key, m/48'/coin'/account'/script' (2' for
 P2WSH, 1' for P2SH-P2WSH), as Sparrow, Electrum and Core derive a multisig
@@ -17,12 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import msgspec
-from embit.descriptor.checksum import add_checksum  # type: ignore[import-untyped]
 
 from chainkeys.accounts.families import chain_errors, family_of
 from chainkeys.accounts.models import Derivation, Origin
@@ -32,8 +32,9 @@ from chainkeys.accounts.service import AccountService
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains import hd
+from chainkeys.chains.registry import FAMILIES as REGISTRY
+from chainkeys.chains.spec import Family, MultisigForms, ThresholdKey
 from chainkeys.chains.tx.threshold import INVALID, MAX_KEYS
-from chainkeys.chains.tx.utxo.multisig import Multisig
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound
 from chainkeys.store.backend import Backend
@@ -44,8 +45,18 @@ from chainkeys.vault.seal import Context
 from chainkeys.wallets.repository import Chain, Counters, WalletMultisigRow, WalletMultisigs
 from chainkeys.wallets.service import WalletService
 
-FAMILIES: Final = ("litecoin",)
+# the families a wallet makes HD multisigs on: those whose multisig forms have BIP48 types
+FAMILIES: Final = tuple(name for name, fam in REGISTRY.items()
+                        if fam.multisig is not None and fam.multisig.hd_types)  # fmt: skip
 MAX_COUNT: Final = 100
+
+
+def _hd(fam: Family[Any]) -> tuple[MultisigForms, Callable[[int, Sequence[str], str], str]]:
+    """The family's multisig forms and its HD multisig's descriptor (FAMILIES have them)."""
+    forms = fam.multisig
+    if forms is None or forms.hd_descriptor is None or not forms.hd_types:
+        raise BadRequest(f"an HD multisig is made on {', '.join(FAMILIES)}", code=INVALID)
+    return forms, forms.hd_descriptor
 
 
 class MultisigNotFound(NotFound):
@@ -82,11 +93,12 @@ class WalletMultisigService:
         if not who.may_use(family):
             raise Forbidden(f"this token may not use {family} accounts")
         fam = family_of(family)
-        kind = address_type or "p2wsh"
+        forms, descriptor_of = _hd(fam)
+        kind = address_type or forms.hd_types[0]
         with chain_errors():
             network = fam.network(network_name)
-            if kind not in hd.BIP48_SCRIPT:
-                raise BadRequest("address_type is p2wsh or p2sh-p2wsh", code=INVALID)
+            if kind not in forms.hd_types:
+                raise BadRequest(f"address_type is {' or '.join(forms.hd_types)}", code=INVALID)
             path = hd.multisig_path(network, account, kind)
             others = [hd.parse_xpub(x, network.testnet) for x in xpubs]
         if not 1 <= len(others) < MAX_KEYS:
@@ -100,9 +112,7 @@ class WalletMultisigService:
         if len(set(keys)) != len(keys):
             raise BadRequest("the same extended key is listed twice (or is this wallet's own)",
                              code=INVALID)  # fmt: skip
-        inner = ",".join(f"{n.descriptor_key()}/0/*" for n in (own, *others))
-        text = f"wsh(sortedmulti({threshold},{inner}))"
-        descriptor = str(add_checksum(text if kind == "p2wsh" else f"sh({text})"))
+        descriptor = descriptor_of(threshold, [n.descriptor_key() for n in (own, *others)], kind)
         row = WalletMultisigRow(
             id="wms_" + secrets.token_hex(6), tenant_id=who.tenant_id, wallet_id=wallet.id,
             family=family, network=network.name, address_type=kind, threshold=threshold,
@@ -142,6 +152,7 @@ class WalletMultisigService:
         wallet, seed = await self.wallets.opened(who, ref)
         row = await self._row(who, wallet.id, ms_id)
         fam = family_of(row.family)
+        forms, _ = _hd(fam)
         network = fam.network(row.network)
         path = hd.multisig_path(network, row.account, row.address_type)
         others = [hd.parse_xpub(x, network.testnet) for x in row.xpubs]
@@ -161,12 +172,12 @@ class WalletMultisigService:
                 out.append(Derivation(key, account, Origin(wallet.id, key.path or "", i)))
             return out
 
-        def multisig_rows(derived: Sequence[Derivation]) -> list[tuple[AccountRow, Multisig]]:
+        def multisig_rows(derived: Sequence[Derivation]) -> list[tuple[AccountRow, ThresholdKey]]:
             rows = []
             for d in derived:
                 with chain_errors():
                     keys = [d.key.public, *(o.derive(0, d.origin.index) for o in others)]
-                    ms = Multisig(row.threshold, tuple(sorted(keys)), row.address_type)
+                    ms = forms.build(row.threshold, keys, row.address_type)
                     address = ms.address(network)
                 rec = record(ms, {d.key.public.hex(): d.account.name})
                 rows.append((AccountRow(

@@ -1,5 +1,7 @@
-"""POST /{family}/multisig (Dogecoin, Litecoin): register an m-of-n multisig account;
-GET /{family}/{accountName}/multisig: its members and descriptor."""
+"""POST /{family}/multisig (the families with multisig forms): register an m-of-n
+multisig account; GET /{family}/{accountName}/multisig: its members and descriptor;
+POST /{family}/{accountName}/combine where the family assembles its members'
+signatures (Cosmos)."""
 
 from __future__ import annotations
 
@@ -22,11 +24,10 @@ from chainkeys.api.routes.signing import operation_id
 from chainkeys.api.routes.wallets import wallet_ref
 from chainkeys.api.schemas import Envelope
 from chainkeys.chains.registry import FAMILIES as FAMILIES_BY_NAME
-from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig
-from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
 from chainkeys.errors import BadRequest
 from chainkeys.signing.service import MULTISIG_KINDS
 from chainkeys.tokens.service import Principal
+from chainkeys.wallets.multisig import FAMILIES as HD_FAMILIES
 from chainkeys.wallets.multisig import WalletMultisigView
 
 DESCRIPTION = (
@@ -50,13 +51,16 @@ def answer(view: MultisigView) -> ms.MultisigResponse:
     )  # fmt: skip
     if view.descriptor is not None:
         data.descriptor = view.descriptor
-    if isinstance(view.multisig, CosmosMultisig):
-        data.pubkey = view.multisig.pubkey_json()
+    pubkey = view.multisig.public_json()
+    if pubkey is not None:
+        data.pubkey = pubkey
     return ms.MultisigResponse(success=True, message="multisig account", data=data)
 
 
 def family_routes(family: str) -> list[Route]:
     title = family.capitalize()
+    forms = FAMILIES_BY_NAME[family].multisig
+    combined = forms.combined if forms is not None else None
 
     async def register(request: Request, principal: Principal) -> Response:
         body: Any = await json_body(request, ms.MULTISIG_CREATES[family])
@@ -80,8 +84,8 @@ def family_routes(family: str) -> list[Route]:
     following = [f"get{title}Multisig", f"get{title}Account", f"delete{title}Account"]
     following += [operation_id(family, k) for k in FAMILIES_BY_NAME[family].signers
                   if k.path in MULTISIG_KINDS]  # fmt: skip
-    if family == "cosmos":
-        following.append("combineCosmosMultisig")
+    if combined is not None:
+        following.append(f"combine{title}Multisig")
     registering = Doc(
         f"register{title}Multisig", f"Register an m-of-n {title} multisig account", title,
         ms.MultisigResponse, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
@@ -97,44 +101,49 @@ def family_routes(family: str) -> list[Route]:
         resource(f"/{family}/{{accountName}}/multisig",
                  {"GET": Op(get, "read", family, getting)}),
     ]  # fmt: skip
-    if family == "cosmos":
-        routes.append(resource("/cosmos/{accountName}/combine",
-                               {"POST": Op(combine, "sign", family, COMBINING)}))  # fmt: skip
+    if combined is not None:
+        routes.append(combine_route(family, combined))
     return routes
 
 
-async def combine(request: Request, principal: Principal) -> Response:
-    body = await json_body(request, ms.CombineRequest)
-    if body is None:
-        raise BadRequest("a body with signDoc and signatures is required",
-                         code="invalid_sign_request")  # fmt: skip
-    pairs = [(s.pub_key.value, s.signature) for s in body.signatures]
-    signed = await services_of(request).signing.combine(
-        principal, "cosmos", path_name(request, "cosmos"), body.signDoc, pairs
-    )
-    return ok(Envelope[CosmosTransactionResponse](success=True, message="combined",
-                                                  data=signed.data))  # fmt: skip
+def combine_route(family: str, combined: type) -> Route:
+    """POST /{family}/{accountName}/combine: the transaction its members signed, answered
+    in the family's `combined` shape (Cosmos: the TxRaw, as sign-transfer answers)."""
+    title = family.capitalize()
+    answered: Any = Envelope[combined]  # type: ignore[valid-type]
 
+    async def combine(request: Request, principal: Principal) -> Response:
+        body = await json_body(request, ms.CombineRequest)
+        if body is None:
+            raise BadRequest("a body with signDoc and signatures is required",
+                             code="invalid_sign_request")  # fmt: skip
+        pairs = [(s.pub_key.value, s.signature) for s in body.signatures]
+        signed = await services_of(request).signing.combine(
+            principal, family, path_name(request, family), body.signDoc, pairs
+        )
+        return ok(answered(success=True, message="combined", data=signed.data))
 
-COMBINING = Doc(
-    "combineCosmosMultisig", "Assemble a Cosmos multisig transaction from its members' "
-    "signatures", "Cosmos", Envelope[CosmosTransactionResponse],
-    ("400", "404", "408", "413", "415", *ERRORS_AUTH), request=ms.CombineRequest,
-    parameters=(ACCOUNT_NAMES["cosmos"],),
-    description="The amino StdSignDoc every member signed (read in full, as sign-amino "
-    "reads it) and at least threshold member signatures; each is verified. The answer is "
-    "the TxRaw cosmjs makeMultisignedTx builds (SIGN_MODE_LEGACY_AMINO_JSON), ready to "
-    "broadcast. Nothing is signed here. Beyond the schema: the account is a Cosmos "
-    "multisig (else 400 `not_multisig`), the document is its, each signature its member's "
-    "over it (`invalid_signature`).",
-)  # fmt: skip
+    combining = Doc(
+        f"combine{title}Multisig", f"Assemble a {title} multisig transaction from its "
+        "members' signatures", title, answered,
+        ("400", "404", "408", "413", "415", *ERRORS_AUTH), request=ms.CombineRequest,
+        parameters=(ACCOUNT_NAMES[family],),
+        description="The amino StdSignDoc every member signed (read in full, as sign-amino "
+        "reads it) and at least threshold member signatures; each is verified. The answer "
+        "is the TxRaw cosmjs makeMultisignedTx builds (SIGN_MODE_LEGACY_AMINO_JSON), ready "
+        f"to broadcast. Nothing is signed here. Beyond the schema: the account is a {title} "
+        "multisig (else 400 `not_multisig`), the document is its, each signature its "
+        "member's over it (`invalid_signature`).",
+    )  # fmt: skip
+    return resource(f"/{family}/{{accountName}}/combine",
+                    {"POST": Op(combine, "sign", family, combining)})  # fmt: skip
 
 
 def multisig_routes() -> list[Route]:
     return [r for family in FAMILIES for r in family_routes(family)]
 
 
-# ---- HD multisig of a wallet (Litecoin, BIP48) -----------------------------------------
+# ---- HD multisig of a wallet (BIP48: wallets/multisig.py FAMILIES) ---------------------
 
 
 def wallet_multisig(view: WalletMultisigView) -> ms.WalletMultisig:
@@ -184,7 +193,8 @@ async def derive_wallet_multisig(request: Request, principal: Principal) -> Resp
 
 def wallet_multisig_routes() -> list[Route]:
     base = "/wallets/{wallet}/multisig"
-    creating = Doc("createWalletMultisig", "Make an HD multisig of this wallet (Litecoin)",
+    creating = Doc("createWalletMultisig", "Make an HD multisig of this wallet "
+                   f"({', '.join(f.capitalize() for f in HD_FAMILIES)})",
                    "Wallets", ms.WalletMultisigResponse,
                    ("400", "403", "404", "408", "413", "415", *ERRORS_AUTH),
                    request=ms.WalletMultisigCreate, parameters=(params.WALLET,),

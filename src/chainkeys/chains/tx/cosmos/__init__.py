@@ -14,13 +14,16 @@ a known message is read, any other key is a refusal.
 
 from __future__ import annotations
 
-from chainkeys.chains.spec import Vocabulary
+from chainkeys.chains.spec import MultisigForms, Vocabulary
 from chainkeys.chains.tx.base import SignKind
-from chainkeys.chains.tx.cosmos import amino, direct, transfer
+from chainkeys.chains.tx.cosmos import amino, direct, multisig, transfer
 from chainkeys.chains.tx.cosmos.common import IBC, SEND, never_sign
 
-__all__ = ["KINDS", "VOCABULARY", "never_sign"]
+__all__ = ["KINDS", "MULTISIG", "VOCABULARY", "never_sign"]
 
 KINDS: tuple[SignKind, ...] = (direct.KIND, *amino.KINDS, *transfer.KINDS)
 # rules list message type URLs; left out: transfers only
 VOCABULARY = Vocabulary("messages", "message type", (SEND, IBC), ibc=True)
+# LegacyAminoPubKey threshold keys; `combine` assembles the TxRaw its members signed
+MULTISIG = MultisigForms(("multisig",), multisig.register, multisig.build, chosen=False,
+                         combined=transfer.CosmosTransactionResponse)  # fmt: skip

@@ -37,7 +37,7 @@ from chainkeys.chains.spec import ChainError, Network
 from chainkeys.chains.tx.base import refuse
 from chainkeys.chains.tx.cosmos.common import IBC, PUBKEY, SEND, pack_any
 from chainkeys.chains.tx.ecdsa import verify_compact
-from chainkeys.chains.tx.threshold import members
+from chainkeys.chains.tx.threshold import INVALID, members
 
 LEGACY_AMINO_PUBKEY: Final = "/cosmos.crypto.multisig.LegacyAminoPubKey"
 _SECP_PREFIX: Final = bytes.fromhex("eb5ae987")
@@ -81,6 +81,9 @@ class CosmosMultisig:
     def descriptor(self) -> str | None:
         return None  # output descriptors are a Bitcoin notion
 
+    def public_json(self) -> dict[str, Any]:
+        return self.pubkey_json()
+
     def proto(self) -> any_pb2.Any:
         keys = [pack_any(PUBKEY, keys_pb2.PubKey(key=k)) for k in self.keys]
         return pack_any(
@@ -97,6 +100,20 @@ def parse_cosmos_multisig(threshold: object, public_keys: Sequence[object]) -> C
     """
     m, keys = members(threshold, public_keys)
     return CosmosMultisig(m, tuple(sorted(keys, key=encoding.hash160)))
+
+
+def register(
+    threshold: object, public_keys: Sequence[object], address_type: str | None, network: Network
+) -> CosmosMultisig:
+    """A registration's threshold key; it has one form, so no address type is named."""
+    if address_type is not None:
+        raise ChainError("a Cosmos multisig is a LegacyAminoPubKey: no address_type", INVALID)
+    return parse_cosmos_multisig(threshold, public_keys)
+
+
+def build(threshold: int, keys: Sequence[bytes], address_type: str) -> CosmosMultisig:
+    """The threshold key of checked members, in cosmjs' order."""
+    return CosmosMultisig(threshold, tuple(sorted(keys, key=encoding.hash160)))
 
 
 def _bits(signed: Sequence[bool]) -> multisig_pb2.CompactBitArray:

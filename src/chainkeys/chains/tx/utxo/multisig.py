@@ -25,7 +25,7 @@ from embit.descriptor.checksum import add_checksum
 from embit.script import Script, Witness, multisig, p2sh, p2wsh
 
 from chainkeys.chains import encoding
-from chainkeys.chains.spec import ChainError, Network
+from chainkeys.chains.spec import ChainError, MultisigForms, Network
 from chainkeys.chains.tx.threshold import INVALID, members
 
 TYPES: Final = ("p2wsh", "p2sh-p2wsh", "p2sh")
@@ -73,9 +73,10 @@ class Multisig:
 
     def descriptor(self) -> str:
         """Core's output descriptor (BIP380/383), with its checksum."""
-        inner = f"sortedmulti({self.threshold},{','.join(k.hex() for k in self.keys)})"
-        text = {"p2wsh": "wsh({})", "p2sh-p2wsh": "sh(wsh({}))", "p2sh": "sh({})"}
-        return str(add_checksum(text[self.address_type].format(inner)))
+        return _descriptor(self.threshold, [k.hex() for k in self.keys], self.address_type)
+
+    def public_json(self) -> None:
+        return None  # the descriptor says it
 
 
 def utxo_multisig(owner: Any) -> Multisig | None:
@@ -100,6 +101,40 @@ def parse_multisig(
         raise ChainError("this coin has no segwit: a multisig is p2sh", INVALID)
     m, keys = members(threshold, public_keys)
     return Multisig(m, tuple(sorted(keys)), address_type)
+
+
+def _descriptor(threshold: int, keys: Sequence[str], address_type: str) -> str:
+    inner = f"sortedmulti({threshold},{','.join(keys)})"
+    text = {"p2wsh": "wsh({})", "p2sh-p2wsh": "sh(wsh({}))", "p2sh": "sh({})"}
+    return str(add_checksum(text[address_type].format(inner)))
+
+
+def register(
+    threshold: object, public_keys: Sequence[object], address_type: str | None, network: Network
+) -> Multisig:
+    """A registration's multisig: P2WSH by default where the coin has segwit (a network
+    with a bech32 prefix), else P2SH (`parse_multisig` checks the rest)."""
+    segwit_chain = network.hrp is not None
+    kind = address_type or ("p2wsh" if segwit_chain else "p2sh")
+    return parse_multisig(threshold, public_keys, kind, segwit_chain)
+
+
+def build(threshold: int, keys: Sequence[bytes], address_type: str) -> Multisig:
+    """The multisig of checked keys, sorted (BIP67)."""
+    return Multisig(threshold, tuple(sorted(keys)), address_type)
+
+
+def ranged_descriptor(threshold: int, keys: Sequence[str], address_type: str) -> str:
+    """An HD multisig's receive chain: `sortedmulti` of each member's [origin]xpub/0/*,
+    as P2WSH or P2SH-P2WSH (BIP48's script types), with its checksum."""
+    return _descriptor(threshold, [f"{k}/0/*" for k in keys], address_type)
+
+
+# A segwit coin's multisigs (Litecoin): every form, and HD ones of a wallet (BIP48 has
+# script types for the segwit forms only); a coin without segwit (Dogecoin): P2SH.
+SEGWIT_FORMS: Final = MultisigForms(TYPES, register, build, hd_types=("p2wsh", "p2sh-p2wsh"),
+                                    hd_descriptor=ranged_descriptor)  # fmt: skip
+LEGACY_FORMS: Final = MultisigForms(("p2sh",), register, build)
 
 
 def pushdata(data: bytes) -> bytes:
