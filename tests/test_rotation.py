@@ -34,6 +34,8 @@ def env_of(settings: Settings) -> dict[str, str]:
     env = {"CHAINKEYS_DATA_DIR": str(settings.data_dir)}
     if settings.database_url is not None:
         env["CHAINKEYS_DATABASE_URL"] = settings.database_url.get_secret_value()
+    if settings.master_key is not None:  # commands that write authenticated rows load it
+        env["CHAINKEYS_MASTER_KEY"] = settings.master_key.get_secret_value()
     return env
 
 

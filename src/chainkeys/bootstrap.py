@@ -25,6 +25,7 @@ from chainkeys.store.dbcopy import CopyReport, Opener, copy_database, display_ur
 from chainkeys.store.sealed import SealedRow
 from chainkeys.tokens.service import TokenService
 from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.integrity import Integrity, open_integrity
 from chainkeys.vault.opening import open_barrier
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context, SealError
@@ -94,12 +95,14 @@ def _sqlite_companions(db: Path) -> tuple[Path, Path]:
 
 @dataclass
 class Admin:
-    """What token, tenant and audit administration needs: no master key, no vault."""
+    """What token, tenant, policy and audit administration needs: the store, and the
+    integrity key only for the commands that write an authenticated row (`keyed`)."""
 
     db: Backend
     tokens: TokenService
     audit: AuditService
     keys: KeyService  # moves between providers open the key themselves
+    integrity: Integrity | None = None
 
     @functools.cached_property
     def policies(self) -> PolicyService:
@@ -107,7 +110,7 @@ class Admin:
         token and audit commands never need."""
         from chainkeys.policies.service import PolicyService
 
-        return PolicyService(self.db)
+        return PolicyService(self.db, integrity=self.integrity)
 
     async def close(self) -> None:
         await self.db.close()
@@ -146,6 +149,8 @@ async def _open_store(
                               f"store; {where_to_point()}")  # fmt: skip
             await migrate.ensure_schema(db)
             barrier = await open_barrier(db, settings) if unseal else None
+            if barrier is not None:
+                barrier.integrity = await open_integrity(db, barrier)
     except StorageUnavailable as exc:
         await db.close()
         raise StartupError(f"cannot open the database {display_url(settings.db_url)}: "
@@ -165,11 +170,14 @@ def storage_cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:300]
 
 
-async def open_admin(settings: Settings, create: bool = False) -> Admin:
-    """The store only, without loading the master key: issuing, listing and revoking
-    tokens and reading the audit log need no secret."""
-    db, _ = await _open_store(settings, unseal=False, create=create)
-    return Admin(db, TokenService(db), AuditService(db, settings, None), KeyService(db, settings))
+async def open_admin(settings: Settings, create: bool = False, keyed: bool = False) -> Admin:
+    """The store; with `keyed`, the master key too (a command that writes an
+    authenticated row: issuing or revoking a token, setting a policy). Listing tokens and
+    reading the audit log need no secret."""
+    db, barrier = await _open_store(settings, unseal=keyed, create=create)
+    integrity = barrier.integrity if barrier is not None else None
+    return Admin(db, TokenService(db, integrity), AuditService(db, settings, None),
+                 KeyService(db, settings), integrity)  # fmt: skip
 
 
 async def upgrade_schema(settings: Settings) -> tuple[str, bool]:
@@ -241,9 +249,9 @@ async def open_services(settings: Settings, create: bool = True) -> Services:
         raise StartupError("the barrier did not open")  # never: unseal=True opens it
     cursors = Cursors(barrier.vault)
     accounts = AccountService(db, barrier, settings, cursors)
-    policies = PolicyService(db, settings.policy_refresh_seconds)
+    policies = PolicyService(db, settings.policy_refresh_seconds, barrier.integrity)
     approvals = ApprovalService(db, settings, cursors)
-    tokens = TokenService(db)
+    tokens = TokenService(db, barrier.integrity)
     wallets = WalletService(db, barrier, settings, cursors, accounts)
     accounts.derived_export = wallets.derived_export
     return Services(

@@ -102,6 +102,15 @@ class KeyMismatch(ChainkeysError):
     message = "this account's stored key does not match its public key; nothing was signed"
 
 
+class IntegrityFailure(ChainkeysError):
+    """A row that authorizes something failed its MAC: the database was written by
+    someone without the master key (vault/integrity.py). Never used; answered as an
+    internal error (500), logged and counted."""
+
+    code = "integrity_failure"
+    message = "a stored record failed its integrity check; nothing was done"
+
+
 class StorageUnavailable(ChainkeysError):
     code, message = "storage_unavailable", "storage is unavailable; try again"
 

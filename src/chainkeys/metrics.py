@@ -47,6 +47,11 @@ COMMIT_SECONDS = Histogram(
 SEAL_REFUSALS = Counter(
     "chainkeys_seal_refusals", "Seals and opens the barrier refused, by reason", ["reason"]
 )
+INTEGRITY_FAILURES = Counter(
+    "chainkeys_integrity_failures",
+    "Rows refused because their MAC failed (the database was edited), by table",
+    ["table"],
+)
 BACKGROUND_ERRORS = Counter(
     "chainkeys_background_errors", "Errors that ended a round of a background task", ["task"]
 )

@@ -115,8 +115,9 @@ def test_sqlite_to_postgresql_and_back(tmp_path: Path, pg_url: str) -> None:
     code, out, err = copy_cli(source, pg_url)
     assert code == 0, err
     assert "tenants      2" in out and "tokens       4" in out and "accounts     32" in out
-    # 32 accounts, 1 retained after its delete and the master-key check record
-    assert "34 sealed values open" in out
+    # 32 accounts, 1 retained after its delete, the master-key check record and the
+    # integrity key (vault/integrity.py): the copy's tokens and policies still check
+    assert "35 sealed values open" in out
     assert asyncio.run(read_back(pg_url, tmp_path, before.tokens)) == before
 
     back = sqlite_url(tmp_path / "back" / "chainkeys.db")  # the directory is made
@@ -218,7 +219,7 @@ def test_batches_preserve_ids(tmp_path: Path) -> None:
         src, dst = open_backend(sqlite_url(source), s), open_backend(sqlite_url(target), s)
         try:
             report = await copy_database(src, dst, lambda db: sealed_opener(db, s), batch=5)
-            assert report.counts["accounts"] == 32 and report.opened == 34
+            assert report.counts["accounts"] == 32 and report.opened == 35
         finally:
             await src.close()
             await dst.close()

@@ -15,22 +15,28 @@ class Version:
     version: int
     document: str | None  # None: cleared
     created_ms: int
+    mac: str | None = None  # store/integrity.py
+
+    def covered(self, tenant_id: str) -> dict[str, object]:
+        """The row by column name, as its MAC covers it (store/integrity.py)."""
+        return {"tenant_id": tenant_id, "version": self.version, "document": self.document,
+                "created_ms": self.created_ms, "mac": self.mac}  # fmt: skip
 
 
 _v, _s, _t = policy_versions.c, policy_spends.c, policy_totals.c
 _LATEST = Prepared(
-    select(_v.version, _v.document, _v.created_ms)
+    select(_v.version, _v.document, _v.created_ms, _v.mac)
     .where(_v.tenant_id == bindparam("tenant_id"))
     .order_by(_v.version.desc())
     .limit(1)
 )
 _HISTORY = Prepared(
-    select(_v.version, _v.document, _v.created_ms)
+    select(_v.version, _v.document, _v.created_ms, _v.mac)
     .where(_v.tenant_id == bindparam("tenant_id"))
     .order_by(_v.version)
 )
 _INSERT_VERSION = Prepared(
-    insert(policy_versions), ("tenant_id", "version", "document", "created_ms")
+    insert(policy_versions), ("tenant_id", "version", "document", "created_ms", "mac")
 )
 _SCOPE = (
     (_s.tenant_id == bindparam("tenant_id"))
@@ -84,17 +90,18 @@ class Policies:
     @staticmethod
     async def latest(tx: Tx, tenant_id: str) -> Version | None:
         row = (await tx.execute(_LATEST, {"tenant_id": tenant_id})).first()
-        return None if row is None else Version(int(row[0]), row[1], int(row[2]))
+        return None if row is None else Version(int(row[0]), row[1], int(row[2]), row[3])
 
     @staticmethod
     async def history(tx: Tx, tenant_id: str) -> list[Version]:
         rows = (await tx.execute(_HISTORY, {"tenant_id": tenant_id})).all()
-        return [Version(int(r[0]), r[1], int(r[2])) for r in rows]
+        return [Version(int(r[0]), r[1], int(r[2]), r[3]) for r in rows]
 
     @staticmethod
     async def insert(tx: Tx, tenant_id: str, version: Version) -> None:
         params = {"tenant_id": tenant_id, "version": version.version,
-                  "document": version.document, "created_ms": version.created_ms}  # fmt: skip
+                  "document": version.document, "created_ms": version.created_ms,
+                  "mac": version.mac}  # fmt: skip
         await tx.execute(_INSERT_VERSION, params)
 
 

@@ -19,16 +19,18 @@ from chainkeys.audit.service import audit_event
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import Summary
 from chainkeys.clock import monotonic, now_ms
-from chainkeys.errors import NotFound
+from chainkeys.errors import NotFound, StartupError
 from chainkeys.policies.conditions import Facts
 from chainkeys.policies.document import Policy, PolicyError, Rule, parse
 from chainkeys.policies.engine import Decision, Refusal, decide
 from chainkeys.policies.repository import DAY_MS as DAY_MS
 from chainkeys.policies.repository import Policies, Spends, Version
 from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import POLICY_VERSIONS
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.integrity import Integrity, failed
 
 log = logging.getLogger("chainkeys")
 T = TypeVar("T")
@@ -63,9 +65,11 @@ class Shown:
 
 
 class PolicyService:
-    def __init__(self, db: Backend, refresh_seconds: float = 5.0) -> None:
+    def __init__(self, db: Backend, refresh_seconds: float = 5.0,
+                 integrity: Integrity | None = None) -> None:  # fmt: skip
         self.db = db
         self.refresh = refresh_seconds
+        self.integrity = integrity  # None: an administration process without the key
         self._cache: dict[str, tuple[float, Policy | None]] = {}
 
     # -- serving -----------------------------------------------------------------
@@ -80,6 +84,11 @@ class PolicyService:
             return hit[1]
         async with self.db.read() as tx:
             latest = await Policies.latest(tx, tenant_id)
+        if latest is not None:  # a version a database writer made or edited: sign nothing
+            what = f"policy version {latest.version} of tenant {tenant_id}"
+            if not self._keyed().valid(POLICY_VERSIONS, latest.covered(tenant_id)):
+                self._cache.pop(tenant_id, None)  # no request uses what it held either
+                raise failed(POLICY_VERSIONS, what)
         policy = None
         if latest is not None and latest.document is not None:
             try:
@@ -208,6 +217,8 @@ class PolicyService:
             tenant_id = await _tenant_id(tx, tenant)
             latest = await Policies.latest(tx, tenant_id)
             version = Version((latest.version if latest else 0) + 1, document, now_ms())
+            mac = self._keyed().mac(POLICY_VERSIONS, version.covered(tenant_id))
+            version = replace(version, mac=mac)
             await Policies.insert(tx, tenant_id, version)
             details = {
                 "version": version.version,
@@ -218,6 +229,12 @@ class PolicyService:
             await Audit.insert(tx, audit_event(actor, action, "ok", details=details))
         self._cache.pop(tenant_id, None)
         return version
+
+    def _keyed(self) -> Integrity:
+        if self.integrity is None:
+            raise StartupError("setting and applying a policy needs the master key (its "
+                               "versions are authenticated under it)")  # fmt: skip
+        return self.integrity
 
 
 async def _tenant_id(tx: Tx, tenant: str) -> str:

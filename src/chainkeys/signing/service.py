@@ -48,7 +48,14 @@ from chainkeys.chains.tx.base import (
 from chainkeys.chains.tx.cosmos.common import CosmosDoc
 from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig, combine
 from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
-from chainkeys.errors import AccountNotFound, BadRequest, ChainkeysError, KeyMismatch, PolicyDenied
+from chainkeys.errors import (
+    AccountNotFound,
+    BadRequest,
+    ChainkeysError,
+    IntegrityFailure,
+    KeyMismatch,
+    PolicyDenied,
+)
 from chainkeys.policies.conditions import Facts
 from chainkeys.policies.document import Policy
 from chainkeys.policies.engine import Decision, Refusal
@@ -197,7 +204,11 @@ class SigningService:
         owner = owner_of(row)
         prepared = await self._prepare(who, row, owner, kind, request)
         summary = prepared.summary
-        policy = await self.policies.current(who.tenant_id)
+        try:
+            policy = await self.policies.current(who.tenant_id)
+        except IntegrityFailure as exc:  # the policy was edited: sign nothing until reset
+            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            raise
         decision: Decision | None = None
         again: Again = None
         try:

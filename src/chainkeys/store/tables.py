@@ -55,6 +55,7 @@ tokens = Table(
     Column("expires_ms", BigInteger, nullable=True),  # None: never expires
     Column("families", String(64), nullable=True),  # comma-separated; None: every family
     Column("approver_group", String(64), nullable=True),  # `approve` tokens: their group
+    Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
 )
 
 
@@ -174,6 +175,7 @@ policy_versions = Table(
     Column("version", Integer, primary_key=True),
     Column("document", Text, nullable=True),  # canonical JSON
     Column("created_ms", BigInteger, nullable=False),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
 )
 
 # What each counted signature spent, per denom, for the rolling 24 h caps; rows
@@ -339,6 +341,7 @@ approvals = Table(
     Column("expires_ms", BigInteger, nullable=False),
     Column("decided_ms", BigInteger, nullable=True),
     Column("result", Text, nullable=True),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
     Index("ix_approvals_tenant_id_seq", "tenant_id", "seq"),
     Index("ix_approvals_state_expires_ms", "state", "expires_ms"),
 )
@@ -354,6 +357,7 @@ approval_votes = Table(
     Column("digest", String(64), nullable=False),
     Column("reason", Text, nullable=True),
     Column("created_ms", BigInteger, nullable=False),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
 )
 
 # Webhook events, written in the transaction of the change they announce and sent

@@ -31,6 +31,16 @@ class TokenRow:
     expires_ms: int | None = None
     families: str | None = None
     group: str | None = None  # the approver group of an `approve` token
+    token_hash: str = ""
+    mac: str | None = None  # store/integrity.py
+
+    def covered(self) -> dict[str, object]:
+        """The row by column name, as its MAC covers it (store/integrity.py TOKENS)."""
+        return {"id": self.id, "tenant_id": self.tenant_id, "label": self.label,
+                "token_hash": self.token_hash, "created_ms": self.created_ms,
+                "revoked_ms": self.revoked_ms, "scopes": self.scopes,
+                "expires_ms": self.expires_ms, "families": self.families,
+                "approver_group": self.group, "mac": self.mac}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +53,17 @@ class LiveToken:
     families: str | None
     label: str = ""
     group: str | None = None
+    created_ms: int = 0
+    token_hash: str = ""
+    mac: str | None = None
+
+    def covered(self) -> dict[str, object]:
+        """As TokenRow.covered (a live token is not revoked)."""
+        return {"id": self.token_id, "tenant_id": self.tenant_id, "label": self.label,
+                "token_hash": self.token_hash, "created_ms": self.created_ms,
+                "revoked_ms": None, "scopes": self.scopes, "expires_ms": self.expires_ms,
+                "families": self.families, "approver_group": self.group,
+                "mac": self.mac}  # fmt: skip
 
 
 _t, _k = tenants.c, tokens.c
@@ -56,6 +77,9 @@ _TENANT_BY_TOKEN = Prepared(
         _k.families,
         _k.label,
         _k.approver_group,
+        _k.created_ms,
+        _k.token_hash,
+        _k.mac,
     )
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
@@ -75,6 +99,7 @@ _INSERT_TOKEN = Prepared(
         "expires_ms",
         "families",
         "approver_group",
+        "mac",
     ),
 )
 _LIST_TOKENS = (
@@ -89,6 +114,8 @@ _LIST_TOKENS = (
         _k.expires_ms,
         _k.families,
         _k.approver_group,
+        _k.token_hash,
+        _k.mac,
     )
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .order_by(_k.created_ms, _k.id)
@@ -96,7 +123,7 @@ _LIST_TOKENS = (
 _REVOKE_TOKEN = Prepared(
     update(tokens)
     .where(_k.id == bindparam("token_id"), _k.revoked_ms.is_(None))
-    .values(revoked_ms=bindparam("now"))
+    .values(revoked_ms=bindparam("now"), mac=bindparam("mac"))
     .returning(_k.tenant_id)
 )
 _COUNT_TOKENS = Prepared(select(func.count()).select_from(tokens))
@@ -121,7 +148,7 @@ class Tenants:
         await tx.execute(_INSERT_TENANT, {"id": tenant_id, "name": name, "created_ms": now_ms})
 
     @staticmethod
-    async def insert_token(tx: Tx, row: TokenRow, token_hash: str) -> None:
+    async def insert_token(tx: Tx, row: TokenRow, token_hash: str, mac: str | None) -> None:
         await tx.execute(
             _INSERT_TOKEN,
             {
@@ -134,6 +161,7 @@ class Tenants:
                 "expires_ms": row.expires_ms,
                 "families": row.families,
                 "approver_group": row.group,
+                "mac": mac,
             },
         )
 
@@ -149,9 +177,11 @@ class Tenants:
         return [TokenRow(*r) for r in rows]
 
     @staticmethod
-    async def revoke_token(tx: Tx, token_id: str, now_ms: int) -> str | None:
-        """The tenant id of the token revoked, None when no live token has that id."""
-        row = (await tx.execute(_REVOKE_TOKEN, {"token_id": token_id, "now": now_ms})).first()
+    async def revoke_token(tx: Tx, token_id: str, now_ms: int, mac: str | None) -> str | None:
+        """The tenant id of the token revoked (its row's new MAC `mac`), None when no live
+        token has that id."""
+        params = {"token_id": token_id, "now": now_ms, "mac": mac}
+        row = (await tx.execute(_REVOKE_TOKEN, params)).first()
         return None if row is None else str(row[0])
 
     @staticmethod

@@ -1,4 +1,9 @@
-"""Tenants and their tokens: random, shown once, stored as a hash."""
+"""Tenants and their tokens: random, shown once, stored as a keyed digest with a MAC.
+
+The digest is HMAC(integrity key, sha256(token)) and each row carries a MAC over what
+it grants (vault/integrity.py): a token row inserted or widened by someone who can
+write the database but does not hold the master key is refused (401, logged,
+counted). Issuing and revoking a token therefore need the master key."""
 
 from __future__ import annotations
 
@@ -13,11 +18,13 @@ from dataclasses import dataclass
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
-from chainkeys.errors import BadRequest, NotFound, Unauthorized
+from chainkeys.errors import BadRequest, IntegrityFailure, NotFound, StartupError, Unauthorized
 from chainkeys.store import tables
 from chainkeys.store.backend import Backend
 from chainkeys.store.cache import StoreCache
+from chainkeys.store.integrity import TOKENS
 from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
+from chainkeys.vault.integrity import Integrity
 
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
 SCOPES = ("read", "create", "delete", "sign", "export", "approve")
@@ -89,6 +96,7 @@ def parse_duration(text: str) -> int:
 
 
 def hash_token(token: str) -> str:
+    """The unkeyed digest tokens were stored as before integrity (adoption keys them)."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -97,8 +105,9 @@ class TokenService:
 
     SEEN_MAX = 4096  # live tokens remembered while the SQLite file is unchanged
 
-    def __init__(self, db: Backend) -> None:
+    def __init__(self, db: Backend, integrity: Integrity | None = None) -> None:
         self.db = db
+        self.integrity = integrity  # None: an administration process without the key
         self._seen: StoreCache[str, Principal] = StoreCache(
             db, self.SEEN_MAX, frozenset({tables.tokens.name, tables.tenants.name}), "tokens"
         )  # hash -> caller
@@ -115,7 +124,8 @@ class TokenService:
         arrives after it commits; requests that arrived together share one read.
         Unknown tokens are never remembered.
         """
-        digest = hash_token(token)
+        integrity = self._keyed()
+        digest = integrity.token_digest(token)
         if arrived is None or arrived >= self._checked:
             checked = time.perf_counter()
             stamp = self._seen.refresh()
@@ -131,6 +141,10 @@ class TokenService:
             found = await Tenants.by_token_hash(tx, digest)
         if found is None:
             return None
+        try:
+            integrity.check(TOKENS, found.covered(), f"token {found.token_id}")
+        except IntegrityFailure:
+            return None  # refused as an unknown token would be: 401
         principal = Principal.of(found)
         self._seen.put(digest, principal, stamp)
         if principal.expires_ms is not None and principal.expires_ms <= now_ms():
@@ -157,6 +171,7 @@ class TokenService:
                                  "64 of A-Z a-z 0-9 . _ -)", code="invalid_scope")  # fmt: skip
         elif group is not None:
             raise BadRequest("--group goes with the approve scope", code="invalid_scope")
+        integrity = self._keyed()
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token_id, ts = uuid.uuid4().hex, now_ms()
         async with self.db.write() as tx:
@@ -169,8 +184,10 @@ class TokenService:
                 scopes=",".join(sorted(scopes)),
                 expires_ms=ts + expires_in_ms if expires_in_ms else None,
                 families=",".join(sorted(families)) if families else None, group=group,
+                token_hash=integrity.token_digest(token),
             )  # fmt: skip
-            await Tenants.insert_token(tx, row, hash_token(token))
+            mac = integrity.mac(TOKENS, row.covered())
+            await Tenants.insert_token(tx, row, row.token_hash, mac)
             owner = Principal(tenant_id, tenant, token_id)
             details = {
                 "scopes": sorted(scopes), "expires_ms": row.expires_ms,
@@ -196,6 +213,7 @@ class TokenService:
             row = await Tenants.token(tx, token_id)
         if row is None or row.revoked_ms is not None:
             return None
+        self._keyed().check(TOKENS, row.covered(), f"token {row.id}")
         if row.expires_ms is not None and row.expires_ms <= now_ms():
             return None
         families = frozenset(row.families.split(",")) if row.families else None
@@ -207,12 +225,25 @@ class TokenService:
             return await Tenants.list_tokens(tx, tenant)
 
     async def revoke(self, token_id: str) -> None:
+        integrity = self._keyed()
         async with self.db.write() as tx:
-            tenant_id = await Tenants.revoke_token(tx, token_id, now_ms())
+            at = now_ms()
+            row = await Tenants.token(tx, token_id)
+            mac = None
+            if row is not None and integrity.valid(TOKENS, row.covered()):
+                revoked = {**row.covered(), "revoked_ms": at}
+                mac = integrity.mac(TOKENS, revoked)  # a row edited before stays refused
+            tenant_id = await Tenants.revoke_token(tx, token_id, at, mac)
             if tenant_id is None:
                 raise NotFound(f"no live token with id {token_id}")
             owner = Principal(tenant_id, "", token_id)
             await Audit.insert(tx, audit_event(owner, "token.revoke", "ok", account_name=token_id))
+
+    def _keyed(self) -> Integrity:
+        if self.integrity is None:
+            raise StartupError("issuing, revoking and checking tokens needs the master key "
+                               "(their rows are authenticated under it)")  # fmt: skip
+        return self.integrity
 
     async def issue_first(self) -> str | None:
         """On a store with no tokens at all, issue one for tenant `default` (once, ever)."""

@@ -1,0 +1,147 @@
+"""The database is not trusted (issue 51): someone who can write it but does not hold
+the master key mints a token, widens one, loosens a policy or forges a vote; each is
+refused, on both engines, through real HTTP. The integrity key's start-up (adoption of
+a store from before it, a store whose key record is gone) is in tests/test_integrity.py."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import insert, select, update
+from tests.api.tenants import Tenant
+from tests.conftest import Server
+
+from chainkeys.errors import IntegrityFailure
+from chainkeys.store.tables import tenants, tokens
+
+
+def _write(server: Server, stmt: Any) -> None:
+    assert server.services is not None
+    db = server.services.db
+
+    async def run() -> None:
+        async with db.write() as tx:
+            await tx.execute(stmt)
+
+    server.call(run())
+
+
+def _read(server: Server, stmt: Any) -> list[Any]:
+    assert server.services is not None
+    db = server.services.db
+
+    async def run() -> list[Any]:
+        async with db.read() as tx:
+            return list((await tx.execute(stmt)).all())
+
+    return server.call(run())
+
+
+def _failures(server: Server, table: str) -> float:
+    from prometheus_client import REGISTRY
+
+    value = REGISTRY.get_sample_value("chainkeys_integrity_failures_total", {"table": table})
+    return value or 0.0
+
+
+def test_a_token_row_inserted_by_a_database_writer_is_refused(
+    server: Server, tenant: Tenant
+) -> None:
+    """Its digest is sha256 of a token of the writer's choosing (what the store held
+    before), or a copy of a real row's digest and MAC under another id: both 401."""
+    chosen = "ck_" + uuid.uuid4().hex
+    [tenant_id] = [r[0] for r in _read(server, select(tenants.c.id)
+                                       .where(tenants.c.name == tenant.name))]  # fmt: skip
+    [real] = _read(server, select(tokens).where(tokens.c.tenant_id == tenant_id))
+    row = dict(real._mapping)
+    forged = {**row, "id": uuid.uuid4().hex,
+              "token_hash": hashlib.sha256(chosen.encode()).hexdigest()}  # fmt: skip
+    _write(server, insert(tokens).values(**forged))
+    with server.client(chosen) as c:
+        assert c.get("/cosmos").status_code == 401
+    assert tenant.client.get("/cosmos").status_code == 200  # the real token still works
+
+
+def test_a_token_widened_by_a_database_writer_is_refused(server: Server, tenant: Tenant) -> None:
+    assert server.services is not None
+    row, token = server.call(server.services.tokens.create(
+        tenant.name, "narrow", frozenset({"read"}), None, frozenset({"dogecoin"})))  # fmt: skip
+    with server.client(token) as c:
+        assert c.get("/dogecoin").status_code == 200
+        assert c.post("/dogecoin", json={}).status_code == 403
+    before = _failures(server, "tokens")
+    _write(server, update(tokens).where(tokens.c.id == row.id)
+           .values(scopes="create,delete,read,sign", families=None))  # fmt: skip
+    with server.client(token) as c:
+        assert c.get("/dogecoin").status_code == 401
+        assert c.post("/cosmos", json={}).status_code == 401
+    assert _failures(server, "tokens") > before
+    revoked = tenant.client  # the tenant's own token is untouched
+    assert revoked.get("/cosmos").status_code == 200
+
+
+def test_issued_tokens_are_stored_keyed_never_as_a_bare_hash(server: Server) -> None:
+    assert server.services is not None
+    row, token = server.call(server.services.tokens.create(f"t-{uuid.uuid4().hex[:8]}"))
+    [(stored, mac)] = _read(server, select(tokens.c.token_hash, tokens.c.mac)
+                            .where(tokens.c.id == row.id))  # fmt: skip
+    assert stored != hashlib.sha256(token.encode()).hexdigest()
+    assert isinstance(mac, str) and mac.startswith("v1:")
+    with server.client(token) as c:
+        assert c.get("/cosmos").status_code == 200
+
+
+def test_a_revoked_token_stays_revoked_when_the_writer_clears_revoked_ms(
+    server: Server,
+) -> None:
+    assert server.services is not None
+    row, token = server.call(server.services.tokens.create(f"t-{uuid.uuid4().hex[:8]}"))
+    server.call(server.services.tokens.revoke(row.id))
+    with server.client(token) as c:
+        assert c.get("/cosmos").status_code == 401
+    _write(server, update(tokens).where(tokens.c.id == row.id).values(revoked_ms=None))
+    with server.client(token) as c:
+        assert c.get("/cosmos").status_code == 401
+
+
+def _client(server: Server, token: str) -> httpx.Client:
+    return server.client(token)
+
+
+def test_a_policy_loosened_by_a_database_writer_fails_closed(
+    server: Server, tenant: Tenant
+) -> None:
+    """raw_messages false → true in the stored version: the refused sign-message does
+    not sign; the tenant signs nothing (integrity_failure, audited) until an operator
+    sets a policy again."""
+    from chainkeys.store.tables import policy_versions
+
+    assert tenant.client.post("/dogecoin", json={}).status_code == 200
+    [name] = tenant.client.get("/dogecoin").json()["data"]["keys"]
+    tenant.policy({"family": "dogecoin", "raw_messages": False})
+    path = f"/dogecoin/{name}/sign-message"
+    refused = tenant.sign(path, {"message": "hello"})
+    assert refused.status_code == 403, refused.text
+    [tenant_id] = [r[0] for r in _read(server, select(tenants.c.id)
+                                       .where(tenants.c.name == tenant.name))]  # fmt: skip
+    [(document,)] = _read(server, select(policy_versions.c.document)
+                          .where(policy_versions.c.tenant_id == tenant_id))  # fmt: skip
+    loosened = document.replace(
+        '{"family":"dogecoin"}', '{"family":"dogecoin","raw_messages":true}'
+    )
+    assert loosened != document
+    _write(server, update(policy_versions).where(policy_versions.c.tenant_id == tenant_id)
+           .values(document=loosened))  # fmt: skip
+    assert server.services is not None
+    with pytest.raises(IntegrityFailure):  # what the next refresh finds (read now)
+        server.call(server.services.policies.current(tenant_id, fresh=True))
+    r = tenant.sign(path, {"message": "hello"})
+    assert (r.status_code, r.json()["code"]) == (500, "integrity_failure"), r.text
+    events = tenant.client.get("/audit", params={"action": "sign"}).json()["data"]["events"]
+    assert events[0]["outcome"] == "integrity_failure"
+    tenant.policy({"family": "dogecoin", "raw_messages": True})  # an operator sets it again
+    assert tenant.sign(path, {"message": "hello"}).status_code == 200
