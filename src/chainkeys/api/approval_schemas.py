@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from chainkeys.api.schemas import Envelope
+from chainkeys.chains.registry import FAMILIES
 
 # ---- approvals -------------------------------------------------------------------
 
@@ -55,22 +56,17 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
 ApprovalResponse = Envelope[Approval]
 
 
-APPROVAL_EXAMPLE: dict[str, Any] = {  # the OpenAPI document's example of one
+# the OpenAPI document's example of one: the approval example a sign kind declares
+_FAMILY, _KIND = next((name, k) for name, fam in FAMILIES.items() for k in fam.signers
+                      if k.approval_example is not None)  # fmt: skip
+_EXAMPLE: dict[str, Any] = _KIND.approval_example or {}
+APPROVAL_EXAMPLE: dict[str, Any] = {
     "success": True,
     "message": "approval required: nothing is signed yet",
     "data": {
-        "id": "apr_5c1f0e9a7b3d2c4e6f801a2b", "state": "pending", "family": "cosmos",
-        "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c", "kind": "sign-transfer",
-        "summary": {
-            "family": "cosmos", "network": "cosmoshub", "kind": "sign-transfer",
-            "chain_id": "cosmoshub-4", "memo": "payout 7", "raw": False,
-            "digest": "1fb1a5dee5fcb6b2c2f6a38efea23ad623c57d50c5773b63434b8958b36780a1",
-            "items": [{"type": "/cosmos.bank.v1beta1.MsgSend",
-                       "recipient": "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv",
-                       "amounts": [{"denom": "uatom", "amount": "1500000"}]}],
-            "fee": [{"denom": "uatom", "amount": "5000"}],
-        },
-        "digest": "1fb1a5dee5fcb6b2c2f6a38efea23ad623c57d50c5773b63434b8958b36780a1",
+        "id": "apr_5c1f0e9a7b3d2c4e6f801a2b", "state": "pending", "family": _FAMILY,
+        "account": _EXAMPLE["account"], "kind": _KIND.path, "summary": _EXAMPLE["summary"],
+        "digest": _EXAMPLE["summary"]["digest"],
         "required": 2, "group": "treasury",
         "votes": [{"label": "bob", "decision": "approve", "time": "2026-11-25T15:02:11.204Z"}],
         "created_at": "2026-11-25T15:00:00.000Z", "expires_at": "2026-11-26T15:00:00.000Z",

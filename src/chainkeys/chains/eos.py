@@ -290,6 +290,7 @@ class EosFamily:
             "EOS account name (a-z, 1-5, '.'); derived from the key when omitted",
             max_length=12,
             pattern=NAME_PATTERN,
+            example="deposit12345",
         ),
     )
 

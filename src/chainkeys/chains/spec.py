@@ -95,6 +95,7 @@ class OptionSpec:
     choices: tuple[str, ...] = ()  # allowed values (empty: free text)
     max_length: int | None = None
     pattern: str | None = None  # JSON Schema pattern: what a value must look like
+    example: str | None = None  # a value, for the document's examples
 
 
 @dataclass(frozen=True, slots=True)

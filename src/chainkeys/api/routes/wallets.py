@@ -50,6 +50,16 @@ def derived(view: AccountView) -> ws.DerivedAccount:
     )  # fmt: skip
 
 
+# two families of the table, and each family option's example (EOS: a chosen name)
+_FIRST, *_, _LAST = FAMILIES
+DERIVE_EXAMPLES = {
+    "next": {"family": _LAST, "count": 10},
+    "index": {"family": _FIRST, "index": 7},
+    **{name: {"family": name, spec.name: spec.example}
+       for name, fam in FAMILIES.items() for spec in fam.option_specs if spec.example},
+}  # fmt: skip
+
+
 def wallet_ref(request: Request) -> str:
     ref: str = params.WALLET.read(request)
     return ref
@@ -159,9 +169,7 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
                       "same path again answers the same account; preview stores nothing. "
                       "Beyond the schema: index + count stays below 2^31 (400 "
                       "`invalid_index`).",
-                      examples={"next": {"family": "litecoin", "count": 10},
-                                "index": {"family": "cosmos", "index": 7},
-                                "eos": {"family": "eos", "name": "deposit12345"}}),
+                      examples=DERIVE_EXAMPLES),
         "accounts": Doc("listWalletAccounts", "The accounts derived from a wallet (of the "
                         "families the token may use), oldest first", TAG,
                         ws.WalletAccountsResponse, ("400", "404", *ERRORS_AUTH),

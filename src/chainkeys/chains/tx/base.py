@@ -281,3 +281,6 @@ class SignKind:
     summary: str  # one line for the OpenAPI document
     description: str = ""
     examples: dict[str, Any] = field(default_factory=dict)  # name -> request example
+    # an approval request for it as the API shows one (`account`, `summary`): the
+    # document's example of an approval (one kind of one family declares it)
+    approval_example: dict[str, Any] | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar, Final
 
 import msgspec
 from cosmospy_protobuf.cosmos.bank.v1beta1 import tx_pb2 as bank
@@ -178,6 +178,21 @@ def prepare_ibc_transfer(req: CosmosIBCTransferInput, owner: Owner) -> _Transfer
     return _prepare(req, owner, "sign-ibc-transfer")
 
 
+# an approval request for a transfer, as the API shows one (the OpenAPI example)
+APPROVAL_EXAMPLE: Final[dict[str, Any]] = {
+    "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
+    "summary": {
+        "family": "cosmos", "network": "cosmoshub", "kind": "sign-transfer",
+        "chain_id": "cosmoshub-4", "memo": "payout 7", "raw": False,
+        "digest": "1fb1a5dee5fcb6b2c2f6a38efea23ad623c57d50c5773b63434b8958b36780a1",
+        "items": [{"type": "/cosmos.bank.v1beta1.MsgSend",
+                   "recipient": "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv",
+                   "amounts": [{"denom": "uatom", "amount": "1500000"}]}],
+        "fee": [{"denom": "uatom", "amount": "5000"}],
+    },
+}  # fmt: skip
+
+
 KINDS: tuple[SignKind, ...] = (
     SignKind(
         "sign-transfer", ("cosmos",), CosmosTransferInput, CosmosTransactionResponse,
@@ -187,6 +202,7 @@ KINDS: tuple[SignKind, ...] = (
                   "denom": "uatom", "chainId": "cosmoshub-4", "sequence": 0,
                   "accountNumber": 12345, "feeDenom": "uatom", "feeAmount": "5000",
                   "gasLimit": 200000, "memo": "", "timeoutHeight": 0}},
+        approval_example=APPROVAL_EXAMPLE,
     ),
     SignKind(
         "sign-ibc-transfer", ("cosmos",), CosmosIBCTransferInput, CosmosTransactionResponse,
