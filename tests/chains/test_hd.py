@@ -58,12 +58,12 @@ def test_descriptor_checksums_are_bip380s() -> None:
 
 def test_formats_and_paths_refuse_what_does_not_fit() -> None:
     mainnet, testnet = LITECOIN.network("mainnet"), LITECOIN.network("testnet")
-    assert hd.check_format("litecoin", mainnet, "p2wpkh", None) == "xpub"
-    assert hd.check_format("litecoin", testnet, "p2wpkh", None) == "tpub"
+    assert hd.check_format(LITECOIN, mainnet, "p2wpkh", None) == "xpub"
+    assert hd.check_format(LITECOIN, testnet, "p2wpkh", None) == "tpub"
     with pytest.raises(ChainError, match="does not fit"):
-        hd.check_format("litecoin", mainnet, "p2pkh", "zpub")
+        hd.check_format(LITECOIN, mainnet, "p2pkh", "zpub")
     with pytest.raises(ChainError, match="tpub"):
-        hd.check_format("litecoin", testnet, "p2wpkh", "xpub")
+        hd.check_format(LITECOIN, testnet, "p2wpkh", "xpub")
     with pytest.raises(ChainError, match="index"):
         hd.hd_path(44, 118, 0, 0, 2**31)
     with pytest.raises(ChainError, match="change"):

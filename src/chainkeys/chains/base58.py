@@ -4,7 +4,7 @@ address types (P2PKH, P2SH-P2WPKH, P2WPKH) as data."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from chainkeys.chains import patterns
@@ -101,6 +101,9 @@ class Base58Family:
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
     multisig: MultisigForms | None = None  # likewise, where the family has multisigs
+    units: Mapping[str, tuple[str, int]] = field(default_factory=dict)  # likewise
+    # extended public key formats by address type, the default first (xpub_formats)
+    xpubs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     response_shape: str = ACCOUNT_SHAPE
 
     @property
@@ -186,6 +189,9 @@ class Base58Family:
         if not text or text.startswith("0x") or len(text) >= _HEX_SIZED:
             return parse_hex_key(text)
         return decode_wif(text, network, self.networks, self.name)
+
+    def xpub_formats(self, address_type: str | None) -> tuple[str, ...]:
+        return self.xpubs.get(address_type or self.default_address_type, ("xpub",))
 
     def purpose(self, options: AddressOptions) -> int:
         return options.address_type.purpose

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from chainkeys.chains import encoding, patterns
@@ -60,6 +60,7 @@ class CosmosFamily:
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
     multisig: MultisigForms | None = None  # likewise, where the family has multisigs
+    units: Mapping[str, tuple[str, int]] = field(default_factory=dict)  # likewise
     response_shape: str = KEYRING
 
     def network(self, name: str | None) -> Network:
@@ -76,6 +77,9 @@ class CosmosFamily:
         if len(text) > encoding.MAX_KEY_CHARS:
             raise ChainError("private key text is too long", encoding.INVALID_KEY)
         return parse_hex_key(text)
+
+    def xpub_formats(self, address_type: str | None) -> tuple[str, ...]:
+        return ("xpub",)
 
     def purpose(self, options: NoOptions) -> int:
         return 44

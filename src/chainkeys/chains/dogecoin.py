@@ -24,4 +24,5 @@ FAMILY: Final = Base58Family(
     default_network="mainnet",
     address_types={"p2pkh": P2PKH},
     default_address_type="p2pkh",
+    xpubs={"p2pkh": ("dgub", "xpub")},  # Dogecoin Core's dgub, and Bitcoin's
 )

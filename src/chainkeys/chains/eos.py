@@ -18,7 +18,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coincurve import PublicKey
@@ -282,6 +282,7 @@ class EosFamily:
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
     multisig: MultisigForms | None = None  # likewise, where the family has multisigs
+    units: Mapping[str, tuple[str, int]] = field(default_factory=dict)  # likewise
     response_shape: str = ACCOUNT_SHAPE
     names: NameForm = NAMES
     option_specs: tuple[OptionSpec, ...] = (
@@ -307,6 +308,9 @@ class EosFamily:
     def parse_private_key(self, text: str, network: Network) -> Key:
         """Legacy WIF, PVT_K1_ or hex; the same on every network."""
         return parse_private_key(text)
+
+    def xpub_formats(self, address_type: str | None) -> tuple[str, ...]:
+        return ("xpub",)
 
     def purpose(self, options: EosOptions) -> int:
         return 44

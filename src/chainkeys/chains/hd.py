@@ -154,33 +154,27 @@ class Seed:
         return ExtendedKey(encoding.base58check_encode(payload), fmt, path, self.fingerprint)
 
 
-def formats(family: str, network: Network, address_type: str | None) -> tuple[str, ...]:
-    """The extended-key formats that fit; the first is the default."""
+def formats(fam: Family[Any], network: Network, address_type: str | None) -> tuple[str, ...]:
+    """The extended-key formats that fit (the family's); the first is the default."""
     if network.testnet:
         return ("tpub",)
-    if family == "litecoin":
-        return {
-            "p2pkh": ("xpub", "Ltub"),
-            "p2sh-p2wpkh": ("xpub", "Ltub", "ypub", "Mtub"),
-            "p2wpkh": ("xpub", "Ltub", "zpub"),
-        }[address_type or "p2wpkh"]
-    if family == "dogecoin":
-        return ("dgub", "xpub")
-    return ("xpub",)
+    return fam.xpub_formats(address_type)
 
 
-def check_format(family: str, network: Network, address_type: str | None, fmt: str | None) -> str:
+def check_format(
+    fam: Family[Any], network: Network, address_type: str | None, fmt: str | None
+) -> str:
     """`fmt`, or the default, when it fits the family, network and address type.
 
     Raises:
         ChainError: code "invalid_format", naming the formats that fit.
     """
-    allowed = formats(family, network, address_type)
+    allowed = formats(fam, network, address_type)
     if fmt is None:
         return allowed[0]
     if fmt not in allowed:
         kind = f" {address_type}" if address_type else ""
-        raise ChainError(f"the format asked does not fit {family}{kind} on {network.name}; "
+        raise ChainError(f"the format asked does not fit {fam.name}{kind} on {network.name}; "
                          f"use {', '.join(allowed)}", "invalid_format")  # fmt: skip
     return fmt
 

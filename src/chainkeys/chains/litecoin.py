@@ -26,4 +26,11 @@ FAMILY: Final = Base58Family(
     default_network="mainnet",
     address_types={t.name: t for t in (P2WPKH, P2PKH, P2SH_P2WPKH)},
     default_address_type="p2wpkh",
+    # Bitcoin's xpub (what Litecoin Core and BIP380 descriptors use), Litecoin's Ltub/Mtub,
+    # SLIP-132's ypub/zpub for the segwit types
+    xpubs={
+        "p2pkh": ("xpub", "Ltub"),
+        "p2sh-p2wpkh": ("xpub", "Ltub", "ypub", "Mtub"),
+        "p2wpkh": ("xpub", "Ltub", "zpub"),
+    },
 )

@@ -44,13 +44,15 @@ FAMILIES: Final[Mapping[str, Family[Any]]] = MappingProxyType(
         "cosmos": replace(cosmos.FAMILY, signers=cosmos_signers.KINDS,
                           never_sign=cosmos_signers.never_sign,
                           vocabulary=cosmos_signers.VOCABULARY,
-                          multisig=cosmos_signers.MULTISIG),
+                          multisig=cosmos_signers.MULTISIG, units=cosmos_signers.DISPLAY),
         "dogecoin": replace(dogecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign,
-                            vocabulary=utxo.VOCABULARY, multisig=utxo.multisig.LEGACY_FORMS),
+                            vocabulary=utxo.VOCABULARY, multisig=utxo.multisig.LEGACY_FORMS,
+                            units=utxo.units("dogecoin")),
         "eos": replace(eos.FAMILY, signers=eos_signers.kinds(_others_than("eos")),
                        never_sign=eos_signers.never_sign, vocabulary=eos_signers.VOCABULARY),
         "litecoin": replace(litecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign,
-                            vocabulary=utxo.VOCABULARY, multisig=utxo.multisig.SEGWIT_FORMS),
+                            vocabulary=utxo.VOCABULARY, multisig=utxo.multisig.SEGWIT_FORMS,
+                            units=utxo.units("litecoin")),
     }
 )  # fmt: skip
 

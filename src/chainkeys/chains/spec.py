@@ -212,6 +212,12 @@ class KeyForms(Protocol[OptionsIn]):
         """Decode an imported private key in any of the family's forms."""
         ...
 
+    def xpub_formats(self, address_type: str | None) -> tuple[str, ...]:
+        """The extended public key formats (chains/hd.py VERSIONS) a mainnet account of
+        this address type (None: the default) is shown in; the first is the default
+        (test networks take tpub)."""
+        ...
+
     def purpose(self, options: OptionsIn) -> int:
         """The BIP43 purpose its keys derive under: 44, or 49/84 for segwit address types
         (chains/hd.py builds every path from it)."""
@@ -311,6 +317,13 @@ class Family(
     @property
     def vocabulary(self) -> Vocabulary:
         """What its policy rules say about the items of what it signs."""
+        ...
+
+    @property
+    def units(self) -> Mapping[str, tuple[str, int]]:
+        """Display units of the denoms its amounts are in, where the denom alone says
+        them: denom -> (unit, decimals) (EOS: none, an asset's precision is in the
+        transaction). chains/tx/units.py reads every family's."""
         ...
 
     @property

@@ -418,7 +418,7 @@ class WalletService:
         fam, net, options = self._target(who, family, network, address_type)
         kind = _type_of(options)
         with chain_errors():
-            chosen = hd.check_format(fam.name, net, kind, fmt)
+            chosen = hd.check_format(fam, net, kind, fmt)
             path = hd.account_path(fam, net, options, account)
         seed = await self._seed(await self._row(who, ref))
         key = seed.xpub(path, chosen)

@@ -25,3 +25,9 @@ PARAMS: Final = {
         "Litecoin Signed Message:\n", "LTC", segwit=True, max_money=84_000_000 * COIN
     ),
 }
+
+
+def units(family: str) -> dict[str, tuple[str, int]]:
+    """The coin's display unit: its ticker, 8 decimals (a registry row's `units`)."""
+    ticker = PARAMS[family].ticker
+    return {ticker: (ticker, COIN_DECIMALS)}
