@@ -145,3 +145,44 @@ def test_a_policy_loosened_by_a_database_writer_fails_closed(
     assert events[0]["outcome"] == "integrity_failure"
     tenant.policy({"family": "dogecoin", "raw_messages": True})  # an operator sets it again
     assert tenant.sign(path, {"message": "hello"}).status_code == 200
+
+
+def test_a_forged_vote_counts_for_nothing(server: Server, tenant: Tenant) -> None:
+    """Quorum 2: a vote a database writer added (a copy of a real vote's MAC under
+    another person's name, or none) and one real vote leave the request pending; marked
+    approved by hand, the sweep fails it (its authenticated votes do not reach 2)."""
+    from tests.api.test_policy_conditions import COSMOS, SEND, send
+    from tests.api.test_policy_cracks import _approver
+    from tests.api.test_sign_cosmos import PRIVATE
+
+    from chainkeys.store.tables import approval_votes, approvals
+
+    assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    tenant.policy({**COSMOS, "approval": {"quorum": 2, "group": "treasury"}})
+    waiting = [tenant.sign(SEND, send(10, sequence=i)).json()["data"] for i in (1, 2)]
+    alice = _approver(server, tenant)
+    try:
+        r = alice.post(f"/approvals/{waiting[0]['id']}/approve",
+                       json={"digest": waiting[0]["digest"]})  # fmt: skip
+        assert r.status_code == 200 and r.json()["data"]["state"] == "pending", r.text
+        [real] = _read(server, select(approval_votes)
+                       .where(approval_votes.c.approval_id == waiting[0]["id"]))  # fmt: skip
+        forged = {**dict(real._mapping), "voter_label": "mallory", "voter_token_id": "x" * 32}
+        _write(server, insert(approval_votes).values(**forged))
+        state = alice.get(f"/approvals/{waiting[0]['id']}").json()["data"]["state"]
+        assert state == "pending"  # two rows, one person's authenticated vote
+
+        for n, label in enumerate(("mallory", "trudy")):  # the other: two forged votes
+            _write(server, insert(approval_votes).values(
+                approval_id=waiting[1]["id"], voter_label=label, voter_token_id=str(n) * 32,
+                decision="approve", digest=waiting[1]["digest"], reason=None, created_ms=1,
+                mac=None))  # fmt: skip
+        _write(server, update(approvals).where(approvals.c.id == waiting[1]["id"])
+               .values(state="approved", decided_ms=1))  # fmt: skip
+        assert server.services is not None
+        server.call(server.services.signing.sweep())
+        ended = alice.get(f"/approvals/{waiting[1]['id']}").json()["data"]
+        assert ended["state"] == "failed" and "integrity" in ended["reason"], ended
+    finally:
+        alice.close()
+    assert not [e for e in tenant.sign_events() if e["outcome"] == "ok"]  # nothing signed

@@ -227,8 +227,9 @@ def test_the_dry_run_and_the_sign_endpoint_agree(cosmos: Tenant, spell: Any, amo
 def test_a_stored_approval_that_no_longer_decodes_fails_alone(
     server: Server, cosmos: Tenant
 ) -> None:
-    """Its vote answers, the approval fails with its reason (audited), the sweep goes on
-    to the next approved request: never a 500, never a loop that stops."""
+    """A stored request edited so it no longer decodes (it fails its MAC too): voting on
+    it fails that approval alone (integrity_failure, audited, `failed`), nothing is
+    signed, and the next request of the same tenant is approved and signed."""
     from sqlalchemy import update
 
     from chainkeys.store.tables import approvals
@@ -248,7 +249,7 @@ def test_a_stored_approval_that_no_longer_decodes_fails_alone(
     alice = _approver(server, cosmos)
     try:
         first = alice.post(f"/approvals/{ids[0]}/approve", json={"digest": pending[0]["digest"]})
-        assert first.status_code < 500, first.text
+        assert (first.status_code, first.json()["code"]) == (500, "integrity_failure"), first.text
         assert alice.get(f"/approvals/{ids[0]}").json()["data"]["state"] == "failed"
         second = alice.post(f"/approvals/{ids[1]}/approve",
                             json={"digest": pending[1]["digest"]})  # fmt: skip
@@ -258,6 +259,48 @@ def test_a_stored_approval_that_no_longer_decodes_fails_alone(
         alice.close()
     events = cosmos.client.get("/audit", params={"limit": 100}).json()["data"]["events"]
     assert any(ids[0] in json.dumps(e) and "fail" in json.dumps(e) for e in events), events
+    assert len([e for e in cosmos.sign_events() if e["outcome"] == "ok"]) == 1
+
+
+def test_the_sweep_fails_a_poisoned_approval_and_signs_the_next(
+    server: Server, cosmos: Tenant
+) -> None:
+    """Two requests marked approved by hand (a crash between the quorum and the
+    signature looks the same), the older one also edited: the sweep fails it with its
+    reason and goes on; the other is signed only if its votes reach the quorum."""
+    from sqlalchemy import update
+
+    from chainkeys.store.tables import approvals
+
+    cosmos.policy({**COSMOS, "approval": {"quorum": 1, "group": "treasury"}})
+    pending = [cosmos.sign(SEND, send(10, sequence=i)).json()["data"] for i in (3, 4, 5)]
+    ids = [p["id"] for p in pending]
+    alice = _approver(server, cosmos)
+    try:
+        assert alice.post(f"/approvals/{ids[2]}/approve",  # a real quorum, then the crash
+                          json={"digest": pending[2]["digest"]}).status_code == 200  # fmt: skip
+    finally:
+        alice.close()
+    assert server.services is not None
+    db = server.services.db
+    signed_before = len([e for e in cosmos.sign_events() if e["outcome"] == "ok"])
+
+    async def edit() -> None:
+        async with db.write() as tx:
+            await tx.execute(update(approvals).where(approvals.c.id.in_(ids[:2]))
+                             .values(state="approved", decided_ms=1))  # fmt: skip
+            await tx.execute(update(approvals).where(approvals.c.id == ids[0])
+                             .values(request='{"not": "a transfer"'))  # fmt: skip
+            await tx.execute(update(approvals).where(approvals.c.id == ids[2])
+                             .values(state="approved", decided_ms=1, result=None))  # fmt: skip
+
+    server.call(edit())
+    server.call(server.services.signing.sweep())
+    states = {i: cosmos.client.get(f"/approvals/{i}").json()["data"]["state"] for i in ids}
+    assert states == {ids[0]: "failed", ids[1]: "failed", ids[2]: "signed"}, states
+    # ids[1] had no vote at all: its state said approved, its votes did not
+    signed = len([e for e in cosmos.sign_events() if e["outcome"] == "ok"])
+    assert signed == signed_before + 1
 
 
 def _approver(server: Server, t: Tenant) -> Any:

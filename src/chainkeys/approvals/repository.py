@@ -39,6 +39,11 @@ class ApprovalRow:
     decided_ms: int | None = None
     result: str | None = None  # the sign endpoint's `data`, JSON
     seq: int = 0
+    mac: str | None = None  # store/integrity.py
+
+    def covered(self) -> dict[str, Any]:
+        """The row by column name (store/integrity.py APPROVALS picks what it covers)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +55,10 @@ class Vote:
     digest: str
     reason: str | None
     created_ms: int
+    mac: str | None = None  # store/integrity.py
+
+    def covered(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 _a, _v, _o = approvals.c, approval_votes.c, webhook_outbox.c
@@ -80,19 +89,15 @@ _STUCK = Prepared(
 )
 _VOTE_INSERT = Prepared(
     insert(approval_votes),
-    ("approval_id", "voter_label", "voter_token_id", "decision", "digest", "reason", "created_ms"),
-)
+    ("approval_id", "voter_label", "voter_token_id", "decision", "digest", "reason", "created_ms",
+     "mac"),
+)  # fmt: skip
 _VOTES = Prepared(
     select(_v.approval_id, _v.voter_label, _v.voter_token_id, _v.decision, _v.digest, _v.reason,
-           _v.created_ms)
+           _v.created_ms, _v.mac)
     .where(_v.approval_id == bindparam("id"))
     .order_by(_v.created_ms, _v.voter_label)
 )  # fmt: skip
-_APPROVE_COUNT = Prepared(
-    select(func.count())
-    .select_from(approval_votes)
-    .where(_v.approval_id == bindparam("id"), _v.decision == "approve")
-)
 _OUTBOX_INSERT = Prepared(
     insert(webhook_outbox), ("event_id", "body", "created_ms", "attempts", "next_ms")
 )
@@ -208,10 +213,6 @@ class Votes:
     @staticmethod
     async def of(tx: Tx, approval_id: str) -> list[Vote]:
         return [Vote(*r) for r in (await tx.execute(_VOTES, {"id": approval_id})).all()]
-
-    @staticmethod
-    async def approvals(tx: Tx, approval_id: str) -> int:
-        return int((await tx.execute(_APPROVE_COUNT, {"id": approval_id})).scalar_one())
 
 
 class Outbox:

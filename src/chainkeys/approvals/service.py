@@ -21,7 +21,7 @@ import logging
 import secrets
 import unicodedata
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import msgspec
@@ -46,11 +46,13 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import iso, now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound
+from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound, StartupError
 from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import APPROVAL_VOTES, APPROVALS
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
+from chainkeys.vault.integrity import Integrity, failed
 
 log = logging.getLogger("chainkeys.approvals")
 ID_PREFIX: Final = "apr_"
@@ -103,10 +105,12 @@ class Request:
 
 
 class ApprovalService:
-    def __init__(self, db: Backend, settings: Settings, cursors: Cursors) -> None:
+    def __init__(self, db: Backend, settings: Settings, cursors: Cursors,
+                 integrity: Integrity | None = None) -> None:  # fmt: skip
         self.db = db
         self.settings = settings
         self.cursors = cursors
+        self.integrity = integrity
         self.webhook = settings.webhook_url is not None
 
     # -- requests ----------------------------------------------------------------------
@@ -129,6 +133,7 @@ class ApprovalService:
                 msgspec.json.encode(req.summary).decode(), req.rule_index, req.group, req.quorum,
                 PENDING, None, at, at + req.ttl_ms,
             )  # fmt: skip
+            row = replace(row, mac=self._keyed().mac(APPROVALS, row.covered()))
             try:
                 async with self.db.write() as tx:
                     if not await Approvals.insert(tx, row):
@@ -196,6 +201,10 @@ class ApprovalService:
         row = await self._visible(who, approval_id)
         if "approve" not in who.scopes or who.group != row.approver_group:
             raise Forbidden("only an approver of this request's group may vote on it")
+        if not self._keyed().valid(APPROVALS, row.covered()):  # nobody's request: it ends
+            error = failed(APPROVALS, f"approval {row.id}")
+            await self.finish_pending(row.id, error.message)
+            raise error
         if who.token_id == row.requester_token_id or (
             row.requester_label and person(who.label) == person(row.requester_label)
         ):
@@ -209,6 +218,7 @@ class ApprovalService:
         at = now_ms()
         vote = Vote(row.id, who.label, who.token_id, "approve" if approve else "reject",
                     digest or row.digest, reason, at)  # fmt: skip
+        vote = replace(vote, mac=self._keyed().mac(APPROVAL_VOTES, vote.covered()))
         won, closed = False, None
         async with self.db.write() as tx:
             await tx.serialize(f"approval/{row.id}")  # one transition of this request at a time
@@ -227,7 +237,7 @@ class ApprovalService:
                 if not approve:
                     if await Approvals.move(tx, row.id, PENDING, REJECTED, at, reason=reason):
                         await self._changed(tx, who, row, REJECTED)
-                elif await Votes.approvals(tx, row.id) >= row.quorum:
+                elif self.approvers(row, await Votes.of(tx, row.id)) >= row.quorum:
                     won = await Approvals.move(tx, row.id, PENDING, APPROVED, at)
                     if won:
                         await self._changed(tx, who, row, APPROVED)
@@ -235,6 +245,46 @@ class ApprovalService:
             raise Conflict(f"this request is {closed}; votes are closed",
                            code="approval_closed")  # fmt: skip
         return await self.get(who, row.id), won
+
+    async def finish_pending(self, approval_id: str, reason: str) -> None:
+        """Pending → failed with `reason` (audited, announced), if it is still pending."""
+        async with self.db.write() as tx:
+            await tx.serialize(f"approval/{approval_id}")
+            row = await Approvals.get(tx, approval_id)
+            if row is not None and await Approvals.move(tx, row.id, PENDING, FAILED, now_ms(),
+                                                        reason=reason):  # fmt: skip
+                await self._changed(tx, None, row, FAILED)
+
+    def approvers(self, row: ApprovalRow, votes: list[Vote]) -> int:
+        """The people whose authenticated votes approve `row`'s digest: the quorum is
+        counted from these, never from a state column or a row count (a vote a
+        database writer added or edited fails its MAC: logged, counted, not counted)."""
+        integrity = self._keyed()
+        people = set()
+        for v in votes:
+            if not integrity.valid(APPROVAL_VOTES, v.covered()):
+                failed(APPROVAL_VOTES, f"a vote on approval {row.id}")
+                continue
+            if v.approval_id == row.id and v.decision == "approve" and v.digest == row.digest:
+                people.add(person(v.voter_label))
+        return len(people)
+
+    async def verified(self, row: ApprovalRow) -> None:
+        """IntegrityFailure unless `row` is the request that was opened (its MAC) and its
+        authenticated votes reach its quorum: checked again when it is signed."""
+        integrity = self._keyed()
+        integrity.check(APPROVALS, row.covered(), f"approval {row.id}")
+        async with self.db.read() as tx:
+            votes = await Votes.of(tx, row.id)
+        if self.approvers(row, votes) < row.quorum:
+            raise failed(APPROVALS, f"the quorum of approval {row.id} (its authenticated votes "
+                                    f"do not reach {row.quorum})")  # fmt: skip
+
+    def _keyed(self) -> Integrity:
+        if self.integrity is None:
+            raise StartupError("approvals need the master key (their rows are authenticated "
+                               "under it)")  # fmt: skip
+        return self.integrity
 
     async def _closed(self, tx: Tx, row: ApprovalRow, at: int) -> str | None:
         """Why a request takes no vote or cancel any more (None: it is pending); one past

@@ -427,6 +427,7 @@ class SigningService:
                                         None)  # fmt: skip
 
     async def _complete(self, approval: ApprovalRow) -> Signed | None:
+        await self.approvals.verified(approval)  # the request and its votes, authenticated
         requester = await self.tokens.live(approval.requester_token_id)
         if (
             requester is None
