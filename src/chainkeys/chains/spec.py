@@ -302,9 +302,11 @@ class CreateOptions(Protocol[OptionsOut]):
 class Family(
     Networks, KeyForms[OptionsT], Addresses[OptionsT], CreateOptions[OptionsT], Protocol[OptionsT]
 ):
-    """Everything the account service needs from a family: the narrow capabilities
-    together. Signing is the `signers` slot: each family's `SignKind`s (chains/tx/),
-    empty until a family can sign."""
+    """Everything the services and the API need from a family: the narrow capabilities
+    together, and what the layers above read instead of naming it. Its module declares
+    `response_shape`; its registry row (chains/registry.py), where the module and its
+    signers (chains/tx/) meet, fills `signers` (its `SignKind`s, empty until it can
+    sign), `vocabulary`, `units`, `multisig` and `never_sign` (docs/families.md)."""
 
     @property
     def signers(self) -> tuple[Any, ...]: ...
