@@ -13,8 +13,8 @@ from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import AccountNotFound, BadRequest, NotFound
 
 # A name every family's names look like (a letter or digit at both ends): one that is not
-# is refused before any storage work; one that is may be looked up first (api/params.py
-# has each family's exact shape).
+# is refused before any storage work; one that is may be looked up first (each family's
+# exact shape is its `names` pattern, which api/params.py checks).
 PLAUSIBLE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.]{0,98}[A-Za-z0-9])?")
 
 
