@@ -82,3 +82,27 @@ def test_a_family_limited_token_reads_only_its_families_rules(
     with limited(server, tenant, "cosmos", "dogecoin", "eos", "litecoin") as c:
         assert data(c.get("/policy")) == full  # every family: every rule
         assert data(c.get("/policy/history"))["versions"] == full_history
+
+
+def test_the_dry_run_shows_a_family_limited_token_only_its_families_rules(
+    server: Server, tenant: Tenant
+) -> None:
+    from tests.api.test_policy_conditions import SEND, send
+    from tests.api.test_sign_cosmos import ADDRESS, PRIVATE
+
+    assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+    tenant.policy(LITECOIN, PAYOUTS, DOGECOIN, NO_MESSAGES)
+    with limited(server, tenant, "cosmos") as c:
+        r = c.post(
+            "/policy/test",
+            json={
+                "family": "cosmos",
+                "account": ADDRESS,
+                "kind": SEND.rsplit("/", 1)[1],
+                "request": send(10),
+            },
+        )
+        run = data(r)
+    assert [rule.get("rule_name") or rule.get("name") for rule in run["rules"]] == [
+        "payouts", "no-messages"], run["rules"]  # fmt: skip
+    assert not [word for word in HIDDEN if word in r.text], r.text

@@ -22,7 +22,7 @@ from chainkeys.policies.document import Approval, Policy, Rule
 from chainkeys.policies.engine import Decision, Evaluated, Refusal, decide
 from chainkeys.policies.repository import Spends
 from chainkeys.policies.service import PolicyService
-from chainkeys.signing.service import account_for, kind_of, owner_of, prepare
+from chainkeys.signing.requests import account_for, kind_of, owner_of, prepare
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal
 
@@ -74,9 +74,9 @@ async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: 
         decision = decide(policy, summary, facts, every=True)
     except Refusal as refusal:
         return DryRun("deny", refusal.rule, refusal.message, None,
-                      _values(policy, summary.family, summary.network, refusal.evaluations),
-                      record)  # fmt: skip
-    values = _values(policy, summary.family, summary.network, decision.evaluations)
+                      _values(who, policy, summary.family, summary.network,
+                              refusal.evaluations), record)  # fmt: skip
+    values = _values(who, policy, summary.family, summary.network, decision.evaluations)
     over = await _over_daily_cap(db, who, summary.family, summary.network, decision,
                                  summary.digest)  # fmt: skip
     if over is not None:
@@ -86,10 +86,12 @@ async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: 
     return DryRun("allow", decision.rule, None, None, values, record)
 
 
-def _values(policy: Policy, family: str, network: str,
+def _values(who: Principal, policy: Policy, family: str, network: str,
             evaluations: dict[int, Evaluated] | Any) -> list[RuleValue]:  # fmt: skip
+    """Every rule of the families this token may use (a family-limited token sees no
+    other family's rules here either, as in `GET /policy`)."""
     return [RuleValue(r, r.covers(family, network), evaluations.get(r.index))
-            for r in policy.rules]  # fmt: skip
+            for r in policy.rules if who.may_use(r.family)]  # fmt: skip
 
 
 async def _over_daily_cap(db: Backend, who: Principal, family: str, network: str,

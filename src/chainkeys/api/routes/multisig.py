@@ -25,7 +25,7 @@ from chainkeys.api.routes.wallets import wallet_ref
 from chainkeys.api.schemas import Envelope
 from chainkeys.chains.registry import FAMILIES as FAMILIES_BY_NAME
 from chainkeys.errors import BadRequest
-from chainkeys.signing.service import MULTISIG_KINDS
+from chainkeys.signing.requests import MULTISIG_KINDS
 from chainkeys.tokens.service import Principal
 from chainkeys.wallets.multisig import FAMILIES as HD_FAMILIES
 from chainkeys.wallets.multisig import WalletMultisigView
