@@ -186,3 +186,26 @@ def test_a_forged_vote_counts_for_nothing(server: Server, tenant: Tenant) -> Non
     finally:
         alice.close()
     assert not [e for e in tenant.sign_events() if e["outcome"] == "ok"]  # nothing signed
+
+
+def test_a_sealed_key_copied_onto_another_account_does_not_open(
+    server: Server, tenant: Tenant
+) -> None:
+    """Account A's sealed secret (and its key id) written onto account B: B's sign is
+    refused and nothing signs with A's key under B's name."""
+    from chainkeys.store.tables import accounts
+
+    made = [tenant.client.post("/dogecoin", json={}).json()["address"] for _ in range(2)]
+    [tenant_id] = [r[0] for r in _read(server, select(tenants.c.id)
+                                       .where(tenants.c.name == tenant.name))]  # fmt: skip
+    [(secret, key_id)] = _read(server, select(accounts.c.secret, accounts.c.key_id).where(
+        accounts.c.tenant_id == tenant_id, accounts.c.name == made[0]))  # fmt: skip
+    _write(server, update(accounts).where(accounts.c.tenant_id == tenant_id,
+                                          accounts.c.name == made[1])
+           .values(secret=secret, key_id=key_id))  # fmt: skip
+    tenant.policy({"family": "dogecoin", "raw_messages": True})
+    assert tenant.sign(f"/dogecoin/{made[0]}/sign-message", {"message": "a"}).status_code == 200
+    r = tenant.sign(f"/dogecoin/{made[1]}/sign-message", {"message": "b"})
+    assert r.status_code == 500 and "signature" not in r.json().get("data", {}), r.text
+    [event] = [e for e in tenant.sign_events() if e["account_name"] == made[1]]
+    assert event["outcome"] == "sign_failed"
