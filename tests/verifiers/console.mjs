@@ -121,7 +121,7 @@ try {
     await page.waitForFunction((x) => location.hash.includes(`prefix=${x}`), encodeURIComponent(input.prefix));
     await page.waitForFunction(() => !document.getElementById("page").hasAttribute("aria-busy"));
     await page.waitForSelector("table.accounts, p.empty");
-    seen.search = await page.locator("table.accounts tbody tr td").allTextContents();
+    seen.search = await page.locator("table.accounts tbody tr td:first-child").allTextContents();
     // An account: its QR code read back by an independent decoder, its recent events
     p = await visit(page, "account", `#/account/cosmos/${encodeURIComponent(input.cosmos)}`);
     seen.qr = await decodeQr(page);
@@ -141,7 +141,7 @@ try {
     seen.derivedMessage = await page.textContent("#message");
     // Audit: refusals with their reason, the filtered download
     p = await visit(page, "audit", "#/audit?outcome=refused");
-    seen.refusals = await p.locator("table.audit tbody tr").allInnerTexts();
+    seen.refusals = await p.locator("table.audit tbody tr.event").allInnerTexts();
     const [download] = await Promise.all([page.waitForEvent("download"), page.click("button.download.csv")]);
     seen.csv = readFileSync(await download.path(), "utf8");
     seen.csvName = download.suggestedFilename();

@@ -4,7 +4,7 @@
 // and its control and bidi characters are shown as code points (⟨U+202E⟩), so
 // nothing can reorder what a person reads next to it.
 
-export const BIDI_AND_CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+export const BIDI_AND_CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 
 /** An element: h("a", {href: "#/x", class: "y"}, "text", child, ...). */
 export function h(tag, props = {}, ...children) {
@@ -42,6 +42,33 @@ export function untrusted(text) {
   }
   bdi.append(value.slice(last));
   return bdi;
+}
+
+/** A JSON value pretty-printed, in a <pre>: the layout (indents, line breaks, brackets)
+ * is the console's own text; each key and string came from the service and is shown
+ * as untrusted, in its JSON form (a newline in a value reads \n, a bidi control its
+ * code point), so it cannot pass for a line of the layout. */
+export function pretty(value) {
+  const out = [];
+  const walk = (v, indent) => {
+    const inner = indent + "  ";
+    if (v !== null && typeof v === "object") {
+      const entries = Array.isArray(v) ? v.map((x) => [null, x]) : Object.entries(v);
+      const [open, close] = Array.isArray(v) ? ["[", "]"] : ["{", "}"];
+      if (!entries.length) return out.push(open + close);
+      out.push(`${open}\n`);
+      entries.forEach(([key, x], i) => {
+        out.push(inner);
+        if (key !== null) out.push(h("span", { class: "key" }, untrusted(JSON.stringify(key))), ": ");
+        walk(x, inner);
+        out.push(i < entries.length - 1 ? ",\n" : "\n");
+      });
+      return out.push(indent + close);
+    }
+    return out.push(typeof v === "string" ? untrusted(JSON.stringify(v)) : String(JSON.stringify(v) ?? null));
+  };
+  walk(value, "");
+  return h("pre", { class: "json" }, out);
 }
 
 /** An amount record ({denom, amount, display?}): display units beside base units. */

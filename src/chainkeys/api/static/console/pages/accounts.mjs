@@ -1,6 +1,8 @@
-// Accounts: per family, searched by the start of a name or address, a page at a time
-// (the service's keyset pages: a tenant of a million accounts costs one page); an
-// account's page with its deposit QR code and its recent signatures and refusals.
+// Accounts: per family (#/accounts/litecoin), searched by the start of a name or
+// address, a page at a time (the service's keyset pages: a tenant of a million accounts
+// costs one page), each with its network; create on a chosen network (a main network
+// asks once more, naming it); an account's page with its deposit QR code and its
+// recent signatures and refusals.
 import { copyable, facts, h, heading, link, table, untrusted, when } from "../dom.mjs";
 import { qrcode } from "../vendor/qrcode-generator.mjs";
 
@@ -17,19 +19,30 @@ function names(family, data) {
   return [data.keys, data.next_cursor];
 }
 
-export async function accounts({ api, params, me, go, say }) {
+/** The route's family: #/accounts/litecoin (the address form), or ?family= (older links). */
+function familyOf(families, args, params) {
+  const asked = args[0] || params.get("family");
+  if (!asked) return families[0];
+  if (!families.includes(asked)) throw new Error(`${asked} is not a family this token may see (${families.join(", ")})`);
+  return asked;
+}
+
+export async function accounts({ api, args, params, me, go, say }) {
   const families = familiesOf(me);
-  const family = families.includes(params.get("family")) ? params.get("family") : families[0];
+  const family = familyOf(families, args, params);
   const prefix = params.get("prefix") || "";
   const cursor = params.get("cursor") || "";
   const query = new URLSearchParams({ limit: String(PAGE) });
   if (prefix) query.set("prefix", prefix);
   if (cursor) query.set("cursor", cursor);
-  const [shown, next] = names(family, await api("GET", `/${family}?${query}`));
+  const [[shown, next], networks] = await Promise.all([
+    api("GET", `/${family}?${query}`).then((data) => names(family, data)),
+    me.scopes.includes("create") ? api("GET", "/networks") : null,
+  ]);
 
   const tabs = h("nav", { class: "tabs", "aria-label": "Families" },
     families.map((f) => {
-      const a = link(f, ["accounts"], { family: f });
+      const a = link(f, ["accounts", f]);
       if (f === family) a.setAttribute("aria-current", "page");
       return a;
     }));
@@ -37,36 +50,94 @@ export async function accounts({ api, params, me, go, say }) {
     h("label", { for: "prefix" }, "Name or address starts with"),
     h("input", { id: "prefix", name: "prefix", value: prefix, spellcheck: "false", autocomplete: "off", maxlength: "100" }),
     h("button", { type: "submit" }, "Search"),
-    prefix ? link("Clear", ["accounts"], { family }) : null);
+    prefix ? link("Clear", ["accounts", family]) : null);
   search.addEventListener("submit", (e) => {
     e.preventDefault();
     const value = search.querySelector("#prefix").value.trim();
-    go(`#/accounts?${new URLSearchParams({ family, ...(value ? { prefix: value } : {}) })}`);
+    go(`#/accounts/${encodeURIComponent(family)}${value ? `?${new URLSearchParams({ prefix: value })}` : ""}`);
   });
-  const rows = shown.map((name) => [link(untrusted(name), ["account", family, name])]);
+  const rows = shown.map((name) => {
+    const network = h("span", { class: "network", "aria-busy": "true" }, "…");
+    return { name, network, cells: [link(untrusted(name), ["account", family, name]), network] };
+  });
   const list = rows.length
-    ? table(`${family} accounts${prefix ? ` starting with “${prefix}”` : ""}`, ["Name (address)"], rows, { class: "list accounts" })
+    ? table(`${family} accounts${prefix ? ` starting with “${prefix}”` : ""}`, ["Name (address)", "Network"],
+      rows.map((r) => r.cells), { class: "list accounts" })
     : h("p", { class: "empty" }, prefix ? "No account starts with that." : "No account yet.");
+  networksOf(api, family, rows);
   const pager = h("p", { class: "bar" },
-    cursor ? link("First page", ["accounts"], { family, prefix }) : null,
-    next ? link("Next page", ["accounts"], { family, prefix, cursor: next }) : null);
-  let create = null;
-  if (me.scopes.includes("create") && family !== "eos") {
-    create = h("button", { type: "button" }, `Create a ${family} account`);
-    create.addEventListener("click", async () => {
-      create.disabled = true;
+    cursor ? link("First page", ["accounts", family], { prefix }) : null,
+    next ? link("Next page", ["accounts", family], { prefix, cursor: next }) : null);
+  const create = networks ? creator(api, family, networks.families[family], go, say) : null;
+  return h("section", {}, heading("Accounts"), tabs, h("div", { class: "bar" }, search), create, list, pager);
+}
+
+/** Fill each row's network cell: a list names accounts only (Moon's shape), so each
+ * shown account is looked up, a few at a time, after the page is drawn. */
+async function networksOf(api, family, rows) {
+  const queue = rows.slice();
+  const one = async () => {
+    for (let r = queue.shift(), first = true; r; r = queue.shift(), first = false) {
+      if (!first && !r.network.isConnected) return; // the page was left (or never shown)
       try {
-        const made = await api("POST", `/${family}`, {});
-        const address = family === "cosmos" ? made.data.address : made.address;
-        go(`#/account/${encodeURIComponent(family)}/${encodeURIComponent(address)}`);
-        say(`Created ${address}`);
+        const data = await api("GET", `/${family}/${encodeURIComponent(r.name)}`);
+        r.network.textContent = (family === "cosmos" ? data.data : data).network || "—";
       } catch (e) {
-        say(e.message, true);
-        create.disabled = false;
+        r.network.textContent = "—";
+        r.network.title = e.message;
+        if (e.status === 429) queue.length = 0; // rate limited: ask no more
       }
-    });
-  }
-  return h("section", {}, heading("Accounts"), tabs, h("div", { class: "bar" }, search, create), list, pager);
+      r.network.removeAttribute("aria-busy");
+    }
+  };
+  await Promise.all([one(), one(), one(), one()]);
+  for (const r of rows) r.network.removeAttribute("aria-busy");
+}
+
+/** Create a key on a chosen network (the family's default first); on a network that
+ * is not a testnet, a second step names it before anything is made. */
+function creator(api, family, info, go, say) {
+  if (!info) return null;
+  const id = "create-network";
+  const select = h("select", { id },
+    info.networks.map((n) => h("option", { value: n.name, selected: n.name === info.default },
+      `${n.name}${n.testnet ? " (testnet)" : ""}`)));
+  const button = h("button", { type: "submit" }, "Create");
+  const confirm = h("div", { class: "confirm", id: "create-confirm", role: "group", "aria-labelledby": "create-confirm-text", hidden: true });
+  const form = h("form", { class: "bar create", id: "create" },
+    h("label", { for: id }, `Create a ${family} account on`), select, button, confirm);
+  const make = async (network) => {
+    button.disabled = true;
+    confirm.hidden = true;
+    try {
+      const made = await api("POST", `/${family}`, network === info.default ? {} : { network });
+      const address = family === "cosmos" ? made.data.address : made.address;
+      go(`#/account/${encodeURIComponent(family)}/${encodeURIComponent(address)}`);
+      say(`Created ${address} on ${network}`);
+    } catch (e) {
+      say(e.message, true);
+      button.disabled = false;
+    }
+  };
+  select.addEventListener("change", () => { confirm.hidden = true; button.disabled = false; });
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const network = info.networks.find((n) => n.name === select.value);
+    if (!network) return;
+    if (network.testnet) return make(network.name);
+    const yes = h("button", { type: "button", class: "danger" }, `Create on ${network.name}`);
+    const no = h("button", { type: "button" }, "Cancel");
+    yes.addEventListener("click", () => make(network.name));
+    no.addEventListener("click", () => { confirm.hidden = true; button.disabled = false; button.focus(); });
+    confirm.replaceChildren(
+      h("p", { id: "create-confirm-text" }, h("strong", {}, `${network.name} is a main network.`),
+        ` The new ${family} key holds real funds once anything is sent to it. Create it on ${network.name}?`),
+      yes, " ", no);
+    confirm.hidden = false;
+    button.disabled = true;
+    yes.focus();
+  });
+  return form;
 }
 
 /** The deposit QR code of `text`, drawn as SVG rectangles (no markup string). */

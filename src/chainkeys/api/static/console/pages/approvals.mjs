@@ -2,7 +2,8 @@
 // everything that decides where value goes: recipients, amounts in display units
 // beside base units, the fee (or that it is unknown), memos, IBC channel, port and
 // timeouts, a signed message as text or hex. Approve (on the digest shown) and
-// reject are buttons: Tab and Enter work, nothing needs a mouse.
+// reject are buttons: Tab and Enter work, nothing needs a mouse; once this token's
+// person voted, the card says so instead.
 import { amounts, facts, h, heading, untrusted } from "../dom.mjs";
 
 const STATES = ["pending", "approved", "signed", "failed", "rejected", "expired", "cancelled"];
@@ -50,6 +51,12 @@ function message(m) {
     : h("span", {}, h("code", { class: "hex" }, m.hex), ` (hex: not printable text)${cut}`);
 }
 
+/** Who a label names, as the service counts votes (approvals/service.py `person`): labels
+ * that differ only in case or Unicode form are one person, with one vote. */
+function person(label) {
+  return (label || "").normalize("NFKC").toUpperCase().toLowerCase().trim();
+}
+
 function card(a, me, api, go, say) {
   const s = a.summary || {};
   const node = h("li", { class: "approval", dataset: { id: a.id } });
@@ -72,7 +79,12 @@ function card(a, me, api, go, say) {
     h("ol", { class: "items", "aria-label": "What it does" }, (s.items || []).map(item)),
     h("div", { class: "votes" }, h("h3", {}, "Votes"), votes.length ? h("ul", {}, votes) : h("p", {}, "none yet")));
   const mayVote = a.state === "pending" && me.scopes.includes("approve") && me.group === a.group;
-  if (mayVote) {
+  const mine = (a.votes || []).find((v) => person(v.label) === person(me.label));
+  if (mayVote && mine) {
+    const approvals = a.votes.filter((v) => v.decision === "approve").length;
+    node.append(h("p", { class: "voted" }, `You ${mine.decision}d this request`,
+      mine.decision === "approve" ? `; it waits for ${a.required - approvals} more approval${a.required - approvals === 1 ? "" : "s"}.` : "."));
+  } else if (mayVote) {
     const reason = h("input", { class: "reason", id: `reason-${a.id}`, maxlength: "500" });
     const approve = h("button", { type: "button", class: "approve" }, "Approve");
     const reject = h("button", { type: "button", class: "reject" }, "Reject");

@@ -1,7 +1,8 @@
 // Audit: the tenant's events, newest first, filtered by action, family, account,
-// outcome and time; a row opens its details (a refusal's reason); the filtered view
-// downloads as CSV or JSON Lines (the service renders it: the same filters).
-import { h, heading, link, untrusted, when } from "../dom.mjs";
+// outcome and time; a refusal's reason is in its row, which opens its details (the
+// event's JSON) in a row under it; the filtered view downloads as CSV or JSON Lines
+// (the service renders it: the same filters).
+import { h, heading, link, pretty, untrusted, when } from "../dom.mjs";
 import { familiesOf } from "./accounts.mjs";
 
 const ACTIONS = ["sign", "create", "import", "derive", "delete", "export", "restore"];
@@ -63,19 +64,29 @@ export async function audit({ api, params, me, go, say }) {
     return b;
   };
 
-  const rows = data.events.map((e) => {
-    const details = e.details ? JSON.stringify(e.details, null, 2) : "";
+  // An event is a row; its details (pretty JSON) open in a row of their own under it,
+  // across every column, so the other columns keep their width.
+  const rows = data.events.flatMap((e) => {
     const refused = e.outcome !== "ok";
-    return h("tr", { class: refused ? "refused" : null, dataset: { id: String(e.id) } },
-      h("td", {}, when(e.time_ms)),
-      h("td", {}, e.action),
-      h("td", { class: refused ? "warn" : "ok" }, e.outcome),
-      h("td", {}, e.family || ""),
+    const row = h("tr", { class: refused ? "event refused" : "event", dataset: { id: String(e.id) } },
+      h("td", { class: "time" }, when(e.time_ms)),
+      h("td", { class: "word" }, e.action),
+      h("td", { class: refused ? "word warn" : "word ok" }, e.outcome),
+      h("td", { class: "word" }, e.family || ""),
       h("td", {}, e.account_name ? (e.family ? link(untrusted(e.account_name), ["account", e.family, e.account_name]) : untrusted(e.account_name)) : ""),
-      h("td", {}, details
-        ? h("details", {}, h("summary", {}, refused && e.details.reason ? untrusted(e.details.reason) : "details"),
-          h("pre", {}, untrusted(details)))
-        : ""));
+      h("td", {}, refused && e.details && e.details.reason ? h("span", { class: "reason" }, untrusted(e.details.reason), " ") : null));
+    if (!e.details) return [row];
+    const id = `details-${e.id}`;
+    const toggle = h("button", { type: "button", class: "details", "aria-expanded": "false", "aria-controls": id }, "Details");
+    const detail = h("tr", { class: "detail", id, hidden: true },
+      h("td", { colspan: "6" }, pretty(e.details)));
+    toggle.addEventListener("click", () => {
+      const open = detail.hidden;
+      detail.hidden = !open;
+      toggle.setAttribute("aria-expanded", String(open)); // its label stays: the column keeps its width
+    });
+    row.lastElementChild.append(toggle);
+    return [row, detail];
   });
   const table = h("table", { class: "list audit" },
     h("caption", {}, "Newest first"),

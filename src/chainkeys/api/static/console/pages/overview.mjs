@@ -11,7 +11,7 @@ export async function overview({ api, me }) {
   const tiles = h("ul", { class: "tiles" },
     Object.entries(seen.accounts).map(([family, n]) =>
       h("li", {}, link(h("span", {}, h("strong", { class: "count" }, String(n)), ` ${family} accounts`),
-        ["accounts"], { family }))),
+        ["accounts", family]))),
     h("li", {}, link(h("span", {}, h("strong", { class: "count" }, String(seen.wallets)), " wallets"), ["wallets"])),
     me.scopes.includes("approve") || me.scopes.includes("sign")
       ? h("li", {}, link(h("span", {}, h("strong", { class: "count", id: "pending-count" }, String(seen.approvals_pending)),

@@ -1,7 +1,7 @@
 // Policy: the rules in force drawn one by one (and the document), the history with
 // what each version changed, and the dry run: a sign request tried against the
 // policy (nothing signed, no key opened, no cap counted).
-import { facts, h, heading, untrusted } from "../dom.mjs";
+import { facts, h, heading, pretty, untrusted } from "../dom.mjs";
 import { familiesOf } from "./accounts.mjs";
 
 const KINDS = ["sign-transfer", "sign-ibc-transfer", "sign-direct", "sign-amino", "sign-psbt",
@@ -88,7 +88,7 @@ export async function policy({ api, me, say }) {
       : h("p", {}, `Version ${shown.version}, set ${shown.set}.`, rules ? "" : " It was cleared: the token's scopes decide."),
     rules ? h("h2", {}, "Rules, in the order they are tried") : null,
     rules ? h("ol", { class: "rules", start: "0" }, rules.map(rule)) : null,
-    rules ? h("details", {}, h("summary", {}, "The document (JSON)"), h("pre", {}, untrusted(JSON.stringify(shown.policy, null, 2)))) : null,
+    rules ? h("details", {}, h("summary", {}, "The document (JSON)"), pretty(shown.policy)) : null,
     h("h2", {}, "History"),
     versions.length ? h("ol", { class: "history" }, versions) : h("p", { class: "empty" }, "No version yet."),
     h("h2", {}, "Try a request"),

@@ -16,7 +16,9 @@ export async function wallets({ api, params }) {
   ]);
   return h("section", {}, heading("Wallets"),
     rows.length ? table(null, ["Name", "Fingerprint", "Created", "Phrase exported"], rows)
-      : h("p", { class: "empty" }, "No wallet yet (chainkeys wallet create, or POST /wallets)."),
+      : h("p", { class: "empty" }, "No wallet yet. Make one with the API: ",
+        h("code", {}, 'POST /wallets {"name": "deposits"}'),
+        " (a token with the create scope; docs/wallets.md). The chainkeys command has no wallet create."),
     data.next_cursor ? h("p", {}, link("Next page", ["wallets"], { cursor: data.next_cursor })) : null);
 }
 

@@ -1,0 +1,129 @@
+"""The console (/ui) in headless Chromium, where a new user found it wrong (issue 55), on
+both engines: an audit row's details read as lines (the layout is not escaped, only
+what came from a request) in a row of their own, the other columns as wide as before;
+a family's page by its address with a query after it; each account's network; create
+asks once more on a main network, naming it, and EOS creates too; the empty Wallets
+page names a call that exists; an approver's card after its vote offers no Approve.
+Screenshots go to build/test-artifacts/ with the other console tests'."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.api.tenants import Tenant
+from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, TRANSFER
+from tests.conftest import Server
+from tests.node import chromium, run_node
+
+pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
+ARTIFACTS = Path(os.environ.get("CHAINKEYS_TEST_ARTIFACTS", "build/test-artifacts"))
+SEND = f"/cosmos/{ADDRESS}/sign-transfer"
+MEMO = "line one\nline two \u202eexe.txt"  # a newline and a bidi override, from a request
+RULE = {"family": "cosmos", "network": "cosmoshub", "max_per_tx": {"uatom": "100000"},
+        "approval": {"quorum": 2, "group": "treasury"}, "above": {"uatom": "50000"}}  # fmt: skip
+
+
+def send(amount: int, sequence: int, memo: str = "") -> dict[str, Any]:
+    return {**TRANSFER, "amount": str(amount), "sequence": sequence, "toAddress": OTHER,
+            "feeAmount": "100", "memo": memo}  # fmt: skip
+
+
+def ok(r: httpx.Response) -> Any:
+    assert r.status_code in (200, 202), r.text
+    return r.json()["data"]
+
+
+def names(c: httpx.Client, family: str) -> list[str]:
+    listed: list[str] = ok(c.get(f"/{family}", params={"limit": 100}))["keys"]
+    return listed
+
+
+def test_what_a_new_user_met_in_the_console(
+    server: Server, tenant: Tenant, request: pytest.FixtureRequest
+) -> None:
+    browser = chromium()
+    assert server.services is not None
+    c = tenant.client
+    ok(c.post("/cosmos", json={"private_key": PRIVATE}))
+    doge = {ok(c.post("/dogecoin", json=body))["address"]: body.get("network", "mainnet")
+            for body in ({}, {"network": "testnet"}, {})}  # fmt: skip
+    segwit = ok(c.post("/litecoin", json={}))["address"]
+    legacy = ok(c.post("/litecoin", json={"address_type": "p2pkh"}))["address"]
+    tenant.policy(RULE)
+    refused = tenant.denied(SEND, send(200_000, 1, memo=MEMO), "per-transaction cap")
+    [event] = ok(c.get("/audit", params={"outcome": "refused"}))["events"]
+    assert event["details"]["summary"]["memo"] == MEMO and refused
+    pending = ok(c.post(SEND, json=send(60_000, 2)))
+    assert pending["state"] == "pending"
+    approvers = [server.call(server.services.tokens.create(
+        tenant.name, who, frozenset({"approve"}), None, None, "treasury"))[1]
+        for who in ("alice", "Bob")]  # fmt: skip
+    shots = ARTIFACTS.resolve()
+    shots.mkdir(parents=True, exist_ok=True)
+    seen = run_node("console_pages.mjs", {
+        "url": server.base_url, "chromium": browser, "shots": str(shots),
+        "tag": request.node.callspec.id, "token": server.new_token(tenant.name),
+        "approver": approvers[0], "approver2": approvers[1],
+        "refused": event["id"], "pending": pending["id"],
+    }, timeout=300)  # fmt: skip
+
+    assert "failure" not in seen, json.dumps(seen)
+    assert seen["failures"] == {}, "\n\n".join(f"{k}: {v}" for k, v in seen["failures"].items())
+    assert seen["errors"] == []
+    assert {page: found for page, found in seen["axe"].items() if found} == {}
+    assert set(seen["axe"]) == {"audit-details", "create-confirm", "approvals-voted"}
+    # Audit: the details are lines of JSON; only the memo's own characters are escaped
+    assert seen["auditRows"] == 1 and seen["detailHiddenBefore"] and seen["expanded"] == "true"
+    details = seen["details"]
+    assert "⟨U+000A⟩" not in details and len(details.splitlines()) > 10, details
+    assert '"memo": "line one\\nline two ⟨U+202E⟩exe.txt"' in details, details
+    assert "\u202e" not in details
+    assert f'"recipient": "{OTHER}"' in details
+    # ...in a row of their own across the table; the columns keep their widths
+    assert seen["detailSpan"] == "6"
+    assert abs(seen["preBox"][1] - seen["tableBox"][1]) < 40, (seen["preBox"], seen["tableBox"])
+    assert seen["widthsAfter"] == seen["widthsBefore"]
+    assert (seen["timeLines"], seen["outcomeLines"]) == (1, 1), seen["outcome"]
+    assert seen["outcome"] == "policy_denied" and seen["detailHiddenAgain"]
+    document = seen["policyDocument"]
+    assert "⟨U+000A⟩" not in document
+    assert '"group": "treasury",' in [line.strip() for line in document.splitlines()], document
+    # Accounts: #/accounts/litecoin?prefix=ltc1 is litecoin's tab, searched
+    assert seen["tab"] == "litecoin" and seen["prefixValue"] == "ltc1"
+    assert seen["litecoinRows"] == [segwit] and legacy not in seen["litecoinRows"]
+    # each account's network, as the API has it
+    assert seen["columns"] == ["Name (address)", "Network"]
+    assert sorted(map(tuple, seen["networks"])) == sorted(doge.items())
+    # create on a main network: a second step names it; Cancel made nothing
+    assert (
+        seen["mainnetConfirm"] is not None and "mainnet is a main network" in seen["mainnetConfirm"]
+    )
+    assert seen["confirmFocused"] == "Create on mainnet"
+    assert seen["confirmHiddenAfterCancel"] and seen["hashAfterCancel"] == "#/accounts/litecoin"
+    assert seen["mainnetConfirmAgain"] is not None
+    made = seen["mainnetCreated"]["hash"].removeprefix("#/account/litecoin/")
+    assert ok(c.get(f"/litecoin/{made}"))["network"] == "mainnet"
+    assert seen["mainnetCreated"]["message"] == f"Created {made} on mainnet"
+    # on a testnet at once; EOS too, after naming its main network
+    assert seen["testnetConfirm"] is None
+    made = seen["testnetCreated"]["hash"].removeprefix("#/account/litecoin/")
+    assert ok(c.get(f"/litecoin/{made}"))["network"] == "testnet"
+    assert len(names(c, "litecoin")) == 4  # two made here, none by the Cancel
+    assert seen["eosForm"] == 1 and "eos is a main network" in (seen["eosConfirm"] or "")
+    made = seen["eosCreated"]["hash"].removeprefix("#/account/eos/")
+    assert names(c, "eos") == [made] and ok(c.get(f"/eos/{made}"))["network"] == "eos"
+    # Wallets: the empty page names a call that exists
+    assert "POST /wallets" in seen["walletsEmpty"]
+    assert "chainkeys wallet create" not in seen["walletsEmpty"]
+    # Approvals: voted, the card says so and offers no second vote; Bob still votes
+    assert seen["approveBefore"] == 1
+    assert "approved by you; now pending" in seen["approveMessage"]
+    assert (seen["approveAfter"], seen["rejectAfter"]) == (0, 0)
+    assert seen["voted"] == "You approved this request; it waits for 1 more approval."
+    assert seen["stateAfter"] == "pending" and seen["otherApprove"] == 1
+    assert [v["label"] for v in ok(c.get(f"/approvals/{pending['id']}"))["votes"]] == ["alice"]
