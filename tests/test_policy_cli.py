@@ -40,6 +40,22 @@ def tenant(server: Server) -> Iterator[Tenant]:
     made.client.close()
 
 
+def test_every_invalid_field_is_named_at_once() -> None:
+    """An operator fixes the file in one go: every invalid rule is named, shape errors
+    and value errors alike (issue 55)."""
+    for rules, says in [
+        ([{"family": "cosmoss"}, {"family": "cosmos", "max_per_tx": {"uatom": "1.5"}},
+          {"family": "cosmos", "effect": "maybe"}],
+         ["rules[0].family", "rules[1].max_per_tx.uatom", "rules[2].effect"]),
+        ([{"family": "cosmos", "bogus": 1}, {"family": 5}, {"family": "eos"}],
+         ["rules[0].bogus", "rules[1].family"]),
+    ]:  # fmt: skip
+        with pytest.raises(PolicyError) as refused:
+            parse(json.dumps({"rules": rules}))
+        for word in says:
+            assert word in refused.value.message, refused.value.message
+
+
 @pytest.mark.parametrize(("rules", "says"), [
     ([{"family": "cosmoss"}], "rules[0].family: 'cosmoss' is not one of cosmos"),
     ([{"family": "cosmos", "network": "mainnet"}], "rules[0].network: 'mainnet' is not a cosmos"),
@@ -49,7 +65,7 @@ def tenant(server: Server) -> Iterator[Tenant]:
     ([{"family": "cosmos", "recipients": ["cosmos1notanaddress"]}], "rules[0].recipients[0]"),
     ([{"family": "dogecoin", "recipients": ["LKqJxEKxN7SnCEpj3ia3Z9DuAD1HNjh1hx"]}],
      "rules[0].recipients[0]"),
-    ([{"family": "cosmos", "recipient": [OTHER]}], "unknown field `recipient`"),
+    ([{"family": "cosmos", "recipient": [OTHER]}], "rules[0].recipient is not a field"),
     ([{"family": "dogecoin", "messages": ["x"]}], "rules[0].messages: only cosmos rules"),
     ([{"family": "cosmos"}, {"family": "cosmos"}], "rules[1]: rules[0] already covers cosmos"),
 ])  # fmt: skip

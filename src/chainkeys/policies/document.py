@@ -18,6 +18,7 @@ import msgspec
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
+from chainkeys.jsonvalues import in_words
 from chainkeys.policies.analysis import SCOPE_COST
 from chainkeys.policies.conditions import Condition, ConditionError, compile_condition
 from chainkeys.tokens.service import GROUP, parse_duration
@@ -168,8 +169,23 @@ def parse(text: str | bytes, fmt: str = "json") -> Policy:
     try:
         doc = msgspec.convert(data, PolicyFile)
     except msgspec.ValidationError as exc:
-        raise PolicyError(f"policy: {_where(str(exc))}") from None
+        raise PolicyError(_every_shape_error(data, str(exc))) from None
     return _validate(doc)
+
+
+def _every_shape_error(data: Any, first: str) -> str:
+    """Every rule whose shape is wrong, each with its field (msgspec stops at the
+    first: each rule is converted on its own to find the others)."""
+    rules = data.get("rules") if isinstance(data, dict) else None
+    if not isinstance(rules, list) or set(data) != {"rules"}:
+        return f"policy: {_where(first)}"
+    found = []
+    for i, rule in enumerate(rules):
+        try:
+            msgspec.convert(rule, RuleFile)
+        except msgspec.ValidationError as exc:
+            found.append(in_words(RuleFile, str(exc), f"rules[{i}]"))
+    return "policy: " + "; ".join(found or [_where(first)])
 
 
 def _where(message: str) -> str:
@@ -184,19 +200,24 @@ def _validate(doc: Any) -> Policy:
     rules: list[Rule] = []
     seen: dict[tuple[str, str | None], int] = {}
     raws: list[RuleFields] = doc.rules
+    errors: list[str] = []  # every invalid rule is named, not only the first
     for i, raw in enumerate(raws):
         at = f"rules[{i}]"
-        rule = _rule(i, raw, at)
+        try:
+            rule = _rule(i, raw, at)
+        except PolicyError as exc:
+            errors.append(exc.message)
+            continue
         key = (rule.family, rule.network)
         if rule.effect == "allow" and rule.when is None:  # it always applies: a later
             if key in seen:  # unconditional allow rule of the same scope never would
                 where = rule.network or "every network"
-                raise PolicyError(
-                    f"{at}: rules[{seen[key]}] already covers {rule.family} on {where} with "
-                    "no condition (give one of them a when)"
-                )
+                errors.append(f"{at}: rules[{seen[key]}] already covers {rule.family} on "
+                              f"{where} with no condition (give one of them a when)")  # fmt: skip
             seen[key] = i
         rules.append(rule)
+    if errors:
+        raise PolicyError("; ".join(errors))
     canonical = msgspec.json.encode(doc, order="sorted").decode()
     policy = Policy(tuple(rules), canonical)
     _within_cost(policy)
