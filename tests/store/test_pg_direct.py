@@ -301,7 +301,7 @@ def test_rarer_statements_compiled_per_call(pg_url: str) -> None:
         tenant = await new_tenant(db)
         async with db.write() as tx:
             row = TokenRow("tok-x", tenant, f"name-{tenant}", "lbl", 5, None)
-            await Tenants.insert_token(tx, row, "ab" * 32)
+            await Tenants.insert_token(tx, row, "ab" * 32, None)
             await Audit.insert(tx, AuditEvent(tenant, "create", "ok", 7, "eos", "n1", "req"))
             await Meta.insert(tx, f"m-{tenant}", b"\x00\xff", "k9")
         async with db.read() as tx:
@@ -331,8 +331,8 @@ def test_rarer_statements_compiled_per_call(pg_url: str) -> None:
         assert n == 1
         assert listed == []
         async with db.write() as tx:
-            assert await Tenants.revoke_token(tx, "tok-x", 9) == tenant
-            assert await Tenants.revoke_token(tx, "tok-x", 9) is None
+            assert await Tenants.revoke_token(tx, "tok-x", 9, None) == tenant
+            assert await Tenants.revoke_token(tx, "tok-x", 9, None) is None
 
     run_with_db(pg_url, main)
 
