@@ -223,7 +223,7 @@ def test_unique_violation_is_an_integrity_error_that_quotes_no_value(pg_url: str
         tenant = await new_tenant(db)
         secret_hash = "feedface" * 8
         token = {"id": "tok-a", "tenant_id": tenant, "label": "", "created_ms": 1,
-                 "scopes": "read", "expires_ms": None, "families": None, "approver_group": None}  # fmt: skip
+                 "scopes": "read", "expires_ms": None, "families": None, "approver_group": None, "mac": None}  # fmt: skip
         async with db.write() as tx:
             await tx.execute(_INSERT_TOKEN, {**token, "token_hash": secret_hash})
         with pytest.raises(IntegrityError) as caught:
