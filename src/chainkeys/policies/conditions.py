@@ -37,6 +37,7 @@ from typing import Any
 from cel_expr_python import cel
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import Summary
 from chainkeys.policies.analysis import MAX_ITEMS, RULE_COST, analyse
 
@@ -213,8 +214,9 @@ class Bindings:
                               kind=KINDS.get(summary.kind, summary.kind),
                               fee_known=summary.fee is not None)  # fmt: skip
         outputs, ibc, messages = tx.outputs, tx.ibc, tx.messages
+        typed = not FAMILIES[summary.family].vocabulary.outputs  # outputs are no messages
         for item in summary.items:
-            if item.type != "output":  # a UTXO output is not a message
+            if typed:
                 messages.append(item.type)
             if not item.change:
                 recipient = item.recipient or ""  # canonical: the decoders' form

@@ -24,6 +24,7 @@ from chainkeys.policies.repository import Spends
 from chainkeys.policies.service import PolicyService
 from chainkeys.signing.requests import account_for, kind_of, owner_of, prepare
 from chainkeys.store.backend import Backend
+from chainkeys.together import Together
 from chainkeys.tokens.service import Principal
 
 
@@ -55,6 +56,7 @@ async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: 
     fam = family_of(family)
     kind = kind_of(fam.name, kind_path)
     request = convert(body, kind.request, "request: ")
+    Together(one_of=getattr(kind.request, "one_of", ())).check(request)  # as the endpoint's
     try:
         name = fam.check_name(account)
     except ChainError as exc:
