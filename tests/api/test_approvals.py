@@ -254,7 +254,8 @@ def test_an_approver_sees_what_decides_where_value_goes(team: Team, server: Serv
     assert item["recipient"] == IBC_TRANSFER["toAddress"] and summary["memo"] == "payout 7"
     assert item["ibc"] == {"channel": "channel-141", "port": "transfer", "timeout_height": None,
                            "timeout_timestamp": IBC_TRANSFER["timeoutTimestamp"]}  # fmt: skip
-    assert item["amounts"] == [{"denom": "uatom", "amount": "5000000000", "display": "5000 ATOM"}]
+    assert item["amounts"] == [{"denom": "uatom", "amount": "5000000000", "base_unit": "uatom",
+                                "display": "5000 ATOM"}]  # fmt: skip
     for bad in ("osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsx",  # a checksum that fails
                 "osmo1qypqxpq9\u202eqcrsszg2pvxq6rs0zqg3yyc5helwsw"):  # fmt: skip
         refused = t.sign(f"/cosmos/{ADDRESS}/sign-ibc-transfer", {**ibc, "toAddress": bad})

@@ -446,7 +446,8 @@ def test_amounts_beyond_64_bits_sign_and_their_refusals_are_audited(
     t.denied(path, body, f"{big} inj is over the per-transaction cap")
     denied = sign_events(t)[-1]
     assert denied["outcome"] == "policy_denied"
-    assert denied["details"]["summary"]["items"][0]["amounts"] == [{"denom": "inj", "amount": big}]
+    assert denied["details"]["summary"]["items"][0]["amounts"] == [
+        {"denom": "inj", "amount": big, "base_unit": "inj"}]  # fmt: skip
     refused(t, path, {**body, "amount": str(2**256)}, "invalid_amount")
     refused(t, path, {**body, "amount": "-5"}, "invalid_amount")
 

@@ -3,7 +3,8 @@ both engines: an audit row's details read as lines (the layout is not escaped, o
 what came from a request) in a row of their own, the other columns as wide as before;
 a family's page by its address with a query after it; each account's network; create
 asks once more on a main network, naming it, and EOS creates too; the empty Wallets
-page names a call that exists; an approver's card after its vote offers no Approve.
+page names a call that exists; an approver's card after its vote offers no Approve;
+amounts (a Litecoin approval, the policy's caps, the cap bars) in the unit they count.
 Screenshots go to build/test-artifacts/ with the other console tests'."""
 
 from __future__ import annotations
@@ -127,3 +128,41 @@ def test_what_a_new_user_met_in_the_console(
     assert seen["voted"] == "You approved this request; it waits for 1 more approval."
     assert seen["stateAfter"] == "pending" and seen["otherApprove"] == 1
     assert [v["label"] for v in ok(c.get(f"/approvals/{pending['id']}"))["votes"]] == ["alice"]
+
+
+def test_amounts_read_in_the_unit_they_count(
+    server: Server, tenant: Tenant, request: pytest.FixtureRequest
+) -> None:
+    """A Litecoin approval's amounts, the policy's caps and the daily cap bars in
+    Chromium: `0.009 LTC (900000 litoshi)`, never `900000 LTC` (issue 55, item 1)."""
+    from tests.api.test_sign_utxo import KEY, RECIPIENT
+    from tests.api.test_units import RULE
+
+    browser = chromium()
+    c = tenant.client
+    made = ok(c.post("/litecoin", json={"private_key": KEY["private_key_hex"]}))
+    built = run_node("utxo.mjs", {
+        "action": "build_psbt", "network": "litecoin/mainnet", "kind": "p2wpkh",
+        "pubkey": made["public_key"], "amountIn": 1_000_000, "witness": True,
+        "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
+    })  # fmt: skip
+    tenant.policy(RULE)
+    pending = ok(c.post(f"/litecoin/{made['address']}/sign-psbt", json={"psbt": built["psbt"]}))
+    shots = ARTIFACTS.resolve()
+    shots.mkdir(parents=True, exist_ok=True)
+    seen = run_node("console_pages.mjs", {
+        "walk": "units", "url": server.base_url, "chromium": browser, "shots": str(shots),
+        "tag": request.node.callspec.id, "token": c.headers["Authorization"],  # the requester
+        "pending": pending["id"],
+    }, timeout=300)  # fmt: skip
+
+    assert "failure" not in seen, json.dumps(seen)
+    assert seen["failures"] == {}, "\n\n".join(f"{k}: {v}" for k, v in seen["failures"].items())
+    assert seen["errors"] == [] and seen["axe"] == {"units-approvals": []}
+    card = seen["card"]
+    assert "0.009 LTC (900000 litoshi)" in card and "0.001 LTC (100000 litoshi)" in card, card
+    assert "900000 LTC" not in card and "100000 LTC" not in card
+    rules = seen["rules"]
+    assert "100000000 litoshi (1 LTC)" in rules and "200000000 litoshi (2 LTC)" in rules, rules
+    assert "500000 litoshi (0.005 LTC)" in rules and " LTC\n" not in rules
+    assert "0 LTC (0 litoshi)" in seen["caps"] and "2 LTC (200000000 litoshi)" in seen["caps"]

@@ -113,7 +113,9 @@ def test_eos_actions_recipients_and_caps(tenant: Tenant) -> None:
     tenant.policy({"family": "eos", "network": "eos", "recipients": ["exchange1234"],
                    "max_per_tx": {"eosio.token:EOS": "20000"}})  # fmt: skip
     tenant.allowed(path, tx(transfer(quantity="2.0000 EOS")))
-    tenant.denied(path, tx(transfer(quantity="2.0001 EOS")), "20001 eosio.token:EOS")
+    tenant.denied(path, tx(transfer(quantity="2.0001 EOS")),
+                  "20001 units of 0.0001 EOS (2.0001 EOS) is over the per-transaction cap of "
+                  "20000 units of 0.0001 EOS (2 EOS)")  # fmt: skip
     other = transfer()
     other["data"] = {**other["data"], "to": "someoneelse1"}
     tenant.denied(path, tx(other), "someoneelse1")
@@ -131,7 +133,9 @@ def test_utxo_recipients_change_and_fee(tenant: Tenant, family: str) -> None:
     address, pubkey = made.json()["address"], made.json()["data"]["public_key"]
     network = f"{family}/mainnet"
     kind = "p2pkh" if family == "dogecoin" else "p2wpkh"
-    ticker = "DOGE" if family == "dogecoin" else "LTC"
+    ticker, base = ("DOGE", "koinu") if family == "dogecoin" else ("LTC", "litoshi")
+    over = (f"610001 {base} (0.00610001 {ticker}) is over the per-transaction cap of "
+            f"610000 {base} (0.0061 {ticker})")  # fmt: skip
 
     def psbt(to: str, value: int, change: int) -> dict[str, Any]:
         built = run_node("utxo.mjs", {
@@ -146,7 +150,7 @@ def test_utxo_recipients_change_and_fee(tenant: Tenant, family: str) -> None:
     tenant.policy({"family": family, "network": "mainnet", "recipients": [RECIPIENT[family]],
                    "max_per_tx": {ticker: "610000"}})  # fmt: skip
     tenant.allowed(path, psbt(RECIPIENT[family], 600_000, 390_000))
-    tenant.denied(path, psbt(RECIPIENT[family], 600_000, 389_999), f"610001 {ticker}")
+    tenant.denied(path, psbt(RECIPIENT[family], 600_000, 389_999), over)
     stranger = VECTORS["keys"][1][family]["mainnet"]["p2pkh"]
     tenant.denied(path, psbt(stranger, 600_000, 390_000), "allow-list", stranger)
     tenant.denied(f"/{family}/{address}/sign-message", {"message": "hi"}, "raw message")
@@ -165,7 +169,7 @@ def test_utxo_recipients_change_and_fee(tenant: Tenant, family: str) -> None:
 
     path = f"/{family}/{address}/sign-raw-transaction"
     assert tenant.allowed(path, raw(RECIPIENT[family], 600_000, 390_000))["complete"] is True
-    tenant.denied(path, raw(RECIPIENT[family], 600_000, 389_999), f"610001 {ticker}")
+    tenant.denied(path, raw(RECIPIENT[family], 600_000, 389_999), over)
     tenant.denied(path, raw(stranger, 600_000, 390_000), "allow-list", stranger)
 
 

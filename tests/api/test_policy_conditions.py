@@ -169,7 +169,7 @@ def test_a_condition_that_does_not_check_is_refused_at_set_with_its_position(
 
 def test_tenants_read_their_policy_and_its_history(cosmos: Tenant) -> None:
     empty = cosmos.client.get("/policy").json()["data"]
-    assert empty == {"version": None, "set": None, "policy": None}
+    assert empty == {"version": None, "set": None, "policy": None, "units": {}}
     cosmos.policy({**COSMOS, "when": "tx.kind == 'transfer'"})
     cosmos.clear()
     cosmos.policy({**COSMOS})

@@ -4,6 +4,8 @@
 // create on a main network (a second step naming it) and on a testnet (none), EOS
 // create, the empty Wallets page's hint, and an approver's card after its vote.
 // Input: {url, chromium, shots?, tag?, token, approver, approver2, refused, pending}.
+// With walk "units": the amounts of a Litecoin approval, the policy's caps and the daily
+// cap bars, each named by the unit it counts (input {…, token, pending}).
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
@@ -83,8 +85,11 @@ async function created(page) {
   return { hash: await page.evaluate(() => decodeURIComponent(location.hash)), message: await page.textContent("#message") };
 }
 
-/** One part of the walk: a failure is reported under its name, and the next part runs. */
+/** One part of the walk: a failure is reported under its name, and the next part runs.
+ * A part named `walk:name` runs only in that walk (input.walk); the others without one. */
 async function part(name, walk) {
+  const group = name.includes(":") ? name.split(":")[0] : undefined;
+  if (group !== input.walk) return;
   try {
     await walk();
   } catch (e) {
@@ -195,6 +200,24 @@ try {
     const other = await signIn(input.approver2);
     await open(other, "approvals-other", "#/approvals");
     seen.otherApprove = await other.locator(`${card} button.approve`).count();
+  });
+
+  // Units: a Litecoin approval's amounts and fee in LTC beside litoshi, never "900000 LTC"
+  await part("units:approvals", async () => {
+    const card = `li.approval[data-id="${input.pending}"]`;
+    await open(page, "units-approvals", "#/approvals");
+    seen.card = await page.innerText(card);
+    await axe(page, "units-approvals");
+  });
+  // the policy's caps as people read them, the document as it was set
+  await part("units:policy", async () => {
+    await open(page, "units-policy", "#/policy");
+    seen.rules = await page.innerText("ol.rules");
+  });
+  // the daily cap bars
+  await part("units:overview", async () => {
+    await open(page, "units-overview", "#/overview");
+    seen.caps = await page.innerText("table.caps");
   });
 } catch (e) {
   seen.failure = String(e.stack || e);

@@ -21,6 +21,18 @@ class PolicyVersion(Struct, kw_only=True):
     ]
 
 
+class DenomUnit(Struct, kw_only=True, omit_defaults=True):
+    base_unit: Annotated[
+        str,
+        Meta(
+            description="what the integers count: litoshi, koinu, "
+            "uatom, `units of 0.0001 EOS` (never the ticker)"
+        ),
+    ]
+    unit: Annotated[str | UnsetType, Meta(description="display unit, when known")] = UNSET
+    decimals: Annotated[int | UnsetType, Meta(description="base units per unit: 10^n")] = UNSET
+
+
 class PolicyShown(Struct, kw_only=True):
     version: Annotated[int | None, Meta(description="null: the tenant never had a policy")]
     set: str | None
@@ -28,6 +40,14 @@ class PolicyShown(Struct, kw_only=True):
         dict[str, Any] | None,
         Meta(description="the policy in force (null: none; the token's scopes decide)"),
     ]
+    units: Annotated[
+        dict[str, dict[str, DenomUnit]],
+        Meta(
+            description="by family, then denom: the unit of each amount the rules name "
+            "(max_per_tx, max_per_day, above), which the document gives in the smallest "
+            "unit"
+        ),
+    ] = {}
 
 
 class PolicyHistory(Struct, kw_only=True):
@@ -87,9 +107,21 @@ class CapUsage(Struct, kw_only=True, omit_defaults=True):
     family: str
     network: str
     denom: str
+    base_unit: Annotated[
+        str,
+        Meta(
+            description="the unit cap, spent and remaining count: "
+            "litoshi, koinu, uatom (never the ticker)"
+        ),
+    ]
     cap: Annotated[str, Meta(description="max_per_day, in the denom's base unit (decimal)")]
     spent: Annotated[str, Meta(description="the last 24 h, counted as the cap counts it")]
     remaining: Annotated[str, Meta(description="what may still be signed in the window")]
+    cap_display: Annotated[
+        str | UnsetType, Meta(description="the cap in the display unit (`1 LTC`), when known")
+    ] = UNSET
+    spent_display: str | UnsetType = UNSET
+    remaining_display: str | UnsetType = UNSET
     unit: Annotated[str | UnsetType, Meta(description="display unit, when known")] = UNSET
     decimals: Annotated[int | UnsetType, Meta(description="base units per unit: 10^n")] = UNSET
 

@@ -29,6 +29,7 @@ from chainkeys.chains.encoding import (
 from chainkeys.chains.secp256k1 import parse_hex_key
 from chainkeys.chains.spec import (
     ACCOUNT_SHAPE,
+    NO_UNITS,
     SIGNS_NOTHING,
     Account,
     ChainError,
@@ -38,6 +39,7 @@ from chainkeys.chains.spec import (
     Network,
     NeverSign,
     OptionSpec,
+    Units,
     Vocabulary,
     signs_nothing_raw,
 )
@@ -101,7 +103,7 @@ class Base58Family:
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
     multisig: MultisigForms | None = None  # likewise, where the family has multisigs
-    units: Mapping[str, tuple[str, int]] = field(default_factory=dict)  # likewise
+    units: Units = NO_UNITS  # likewise
     # extended public key formats by address type, the default first (xpub_formats)
     xpubs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     response_shape: str = ACCOUNT_SHAPE

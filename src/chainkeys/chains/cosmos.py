@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from chainkeys.chains import encoding, patterns
 from chainkeys.chains.secp256k1 import parse_hex_key
 from chainkeys.chains.spec import (
     KEYRING,
+    NO_UNITS,
     SIGNS_NOTHING,
     Account,
     ChainError,
@@ -21,6 +22,7 @@ from chainkeys.chains.spec import (
     NeverSign,
     NoOptions,
     OptionSpec,
+    Units,
     Vocabulary,
     signs_nothing_raw,
 )
@@ -60,7 +62,7 @@ class CosmosFamily:
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
     multisig: MultisigForms | None = None  # likewise, where the family has multisigs
-    units: Mapping[str, tuple[str, int]] = field(default_factory=dict)  # likewise
+    units: Units = NO_UNITS  # likewise
     response_shape: str = KEYRING
 
     def network(self, name: str | None) -> Network:

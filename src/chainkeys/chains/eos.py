@@ -18,7 +18,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from coincurve import PublicKey
@@ -27,6 +27,7 @@ from chainkeys.chains import encoding
 from chainkeys.chains.secp256k1 import key_from_secret, parse_hex_key
 from chainkeys.chains.spec import (
     ACCOUNT_SHAPE,
+    NO_UNITS,
     SIGNS_NOTHING,
     Account,
     ChainError,
@@ -36,6 +37,7 @@ from chainkeys.chains.spec import (
     Network,
     NeverSign,
     OptionSpec,
+    Units,
     Vocabulary,
     signs_nothing_raw,
 )
@@ -282,7 +284,7 @@ class EosFamily:
     never_sign: NeverSign = signs_nothing_raw  # filled with the signers (chains/registry.py)
     vocabulary: Vocabulary = SIGNS_NOTHING  # likewise
     multisig: MultisigForms | None = None  # likewise, where the family has multisigs
-    units: Mapping[str, tuple[str, int]] = field(default_factory=dict)  # likewise
+    units: Units = NO_UNITS  # likewise
     response_shape: str = ACCOUNT_SHAPE
     names: NameForm = NAMES
     option_specs: tuple[OptionSpec, ...] = (

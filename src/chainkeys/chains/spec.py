@@ -135,6 +135,41 @@ class Vocabulary:
 SIGNS_NOTHING: Final = Vocabulary(None, "item")  # a family without signers
 
 
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """How people read amounts of one denom: `base` names what the integers count (the
+    smallest unit: litoshi, koinu, uatom, `units of 0.0001 EOS`), never the coin's
+    ticker when the integers are not whole coins; `display` and `decimals` are the unit
+    people think in (LTC, 8), when known."""
+
+    base: str
+    display: str | None = None
+    decimals: int | None = None
+
+
+def denom_is_base(denom: str, decimals: int | None) -> Unit:
+    """A denom that names its own smallest unit (a Cosmos denom: uatom, ibc/…)."""
+    return Unit(denom, None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Units:
+    """A family's table of display units (docs/families.md): the denoms it knows by name,
+    and how it names the smallest unit of any other (`other`: a denom and the decimals
+    the transaction carries, when it does, e.g. an EOS asset's precision)."""
+
+    known: Mapping[str, Unit] = field(default_factory=dict)
+    other: Callable[[str, int | None], Unit] = denom_is_base
+
+    def of(self, denom: str, decimals: int | None = None) -> Unit:
+        """The unit of `denom` (`decimals`: what the transaction says, if anything)."""
+        found = self.known.get(denom)
+        return found if found is not None else self.other(denom, decimals)
+
+
+NO_UNITS: Final = Units()  # a family without signers: every denom its own base unit
+
+
 class ThresholdKey(Protocol):
     """A multisig account's key: `threshold` of the member `keys` (public data only).
     Each family that has multisig accounts has its own (chains/tx/); the layers above
@@ -322,10 +357,11 @@ class Family(
         ...
 
     @property
-    def units(self) -> Mapping[str, tuple[str, int]]:
-        """Display units of the denoms its amounts are in, where the denom alone says
-        them: denom -> (unit, decimals) (EOS: none, an asset's precision is in the
-        transaction). chains/tx/units.py reads every family's."""
+    def units(self) -> Units:
+        """How people read its amounts: the name of each denom's smallest unit (never
+        the coin's ticker) and its display unit where known (EOS: an asset's precision
+        is in the transaction). Its decoders give every Amount its unit; the API reads
+        it for a policy's caps (chains/tx/units.py)."""
         ...
 
     @property

@@ -138,9 +138,10 @@ def _allowed_by(rule: Rule, summary: Summary, evaluations: dict[int, Evaluated])
     daily: dict[str, int] = {}
     for denom, amount in spent.items():
         if rule.max_per_tx is not None:
-            _within(rule, rule.max_per_tx, "max_per_tx", "per-transaction", denom, amount)
+            _within(rule, rule.max_per_tx, "max_per_tx", "per-transaction", summary, denom, amount)
         if rule.max_per_day is not None:
-            daily[denom] = _within(rule, rule.max_per_day, "max_per_day", "24 h", denom, amount)
+            daily[denom] = _within(rule, rule.max_per_day, "max_per_day", "24 h", summary, denom,
+                                   amount)  # fmt: skip
     return Decision(rule, spent, daily, _approval_needed(rule, summary, spent), evaluations)
 
 
@@ -161,16 +162,18 @@ def _approval_needed(rule: Rule, summary: Summary, spent: Mapping[str, int]) -> 
     return None
 
 
-def _within(
-    rule: Rule, caps: Mapping[str, int], key: str, label: str, denom: str, amount: int
-) -> int:
+def _within(rule: Rule, caps: Mapping[str, int], key: str, label: str, summary: Summary,
+            denom: str, amount: int) -> int:  # fmt: skip
     """The cap of `denom` when `amount` alone is within it (a denom without a cap is not
-    moved by this rule); the 24 h window is checked against it in the store."""
+    moved by this rule); the 24 h window is checked against it in the store. A refusal
+    names both in the smallest unit and the display unit (`300000000 litoshi (3 LTC)`),
+    never the ticker alone beside a count of its smallest unit."""
     cap = caps.get(denom)
     if cap is None:
         raise Refusal(rule, f"{denom} is not in {key}: this rule does not move it")
     if amount > cap:
-        raise Refusal(rule, f"{amount} {denom} is over the {label} cap of {cap}")
+        raise Refusal(rule, f"{summary.words(denom, amount)} is over the {label} cap of "
+                            f"{summary.words(denom, cap)}")  # fmt: skip
     return cap
 
 

@@ -19,7 +19,9 @@ from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.chains.tx.units import with_unit
+from chainkeys.chains.spec import Unit
+from chainkeys.chains.tx.base import in_display
+from chainkeys.chains.tx.units import unit_of
 from chainkeys.clock import iso, now_ms
 from chainkeys.errors import Forbidden
 from chainkeys.policies.service import DAY_MS
@@ -49,11 +51,37 @@ def _shown_to(principal: Principal, text: str | None) -> dict[str, Any] | None:
     return {**document, "rules": rules}
 
 
+# the rule fields that map denoms to amounts (policies/document.py RuleFields)
+_AMOUNTS = ("max_per_tx", "max_per_day", "above")
+
+
+def _shown(amount: int, unit: Unit) -> str | UnsetType:
+    return in_display(amount, unit.display, unit.decimals) or UNSET
+
+
+def _units(document: dict[str, Any] | None) -> dict[str, dict[str, ps.DenomUnit]]:
+    """The unit of each denom the rules' amounts name, by family (the document is shown
+    as it was set; people read its integers in these: `100000000 litoshi (1 LTC)`)."""
+    out: dict[str, dict[str, ps.DenomUnit]] = {}
+    for rule in document["rules"] if document else ():
+        family = rule.get("family")
+        if family not in FAMILIES:
+            continue
+        for key in _AMOUNTS:
+            for denom in rule.get(key) or {}:
+                unit = unit_of(family, denom)
+                out.setdefault(family, {})[denom] = ps.DenomUnit(
+                    base_unit=unit.base, unit=unit.display or UNSET,
+                    decimals=unit.decimals if unit.decimals is not None else UNSET)  # fmt: skip
+    return out
+
+
 async def get_policy(request: Request, principal: Principal) -> Response:
     shown = await services_of(request).policies.show(principal.tenant)
     v = shown.version
+    document = _shown_to(principal, v.document) if v else None
     data = ps.PolicyShown(version=v.version if v else None, set=iso(v.created_ms) if v else None,
-                          policy=_shown_to(principal, v.document) if v else None)  # fmt: skip
+                          policy=document, units=_units(document))  # fmt: skip
     return ok(s.Envelope(success=True, message="policy", data=data))
 
 
@@ -82,13 +110,16 @@ async def test_policy(request: Request, principal: Principal) -> Response:
 async def policy_usage(request: Request, principal: Principal) -> Response:
     caps = []
     for u in await services_of(request).policies.usage(principal):
-        shown = with_unit(u.denom, u.cap)
+        unit = unit_of(u.rule.family, u.denom)
+        remaining = max(0, u.cap - u.spent)
         caps.append(ps.CapUsage(
             rule=u.rule.index, name=u.rule.name or UNSET, family=u.rule.family,
-            network=u.network, denom=u.denom, cap=str(u.cap), spent=str(u.spent),
-            remaining=str(max(0, u.cap - u.spent)),
-            unit=shown.unit if shown.unit is not None else UNSET,
-            decimals=shown.decimals if shown.decimals is not None else UNSET,
+            network=u.network, denom=u.denom, base_unit=unit.base, cap=str(u.cap),
+            spent=str(u.spent), remaining=str(remaining),
+            cap_display=_shown(u.cap, unit), spent_display=_shown(u.spent, unit),
+            remaining_display=_shown(remaining, unit),
+            unit=unit.display if unit.display is not None else UNSET,
+            decimals=unit.decimals if unit.decimals is not None else UNSET,
         ))  # fmt: skip
     data = ps.PolicyUsage(since_ms=now_ms() - DAY_MS, caps=caps)
     return ok(s.Envelope(success=True, message="daily caps used", data=data))

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
-from chainkeys.chains.spec import ChainError, Key, Network, ThresholdKey
+from chainkeys.chains.spec import ChainError, Key, Network, ThresholdKey, Unit
 
 BAD: Final = "invalid_sign_request"
 INVALID_AMOUNT: Final = "invalid_amount"
@@ -52,6 +52,16 @@ class Owner:
     multisig: ThresholdKey | None = None
 
 
+def in_display(amount: int, unit: str | None, decimals: int | None) -> str | None:
+    """`amount` of the smallest unit in the display `unit` of `decimals` (`0.009 LTC`),
+    exactly (no float); None when either is not known."""
+    if unit is None or decimals is None:
+        return None
+    whole, part = divmod(amount, 10**decimals)
+    frac = f"{part:0{decimals}d}".rstrip("0") if decimals else ""
+    return f"{whole}{'.' + frac if frac else ''} {unit}"
+
+
 @dataclass(frozen=True, slots=True)
 class Amount:
     """An exact amount of the smallest unit.
@@ -59,6 +69,8 @@ class Amount:
     `denom` is the Cosmos denom (`uatom`, `ibc/…`), the coin ticker for UTXO
     chains (`DOGE`, `LTC`; amounts in koinu/litoshi), or `contract:SYMBOL`
     for EOS (`eosio.token:EOS`; the asset's integer amount at its precision).
+    The denom is what policies key caps by; `base` is what people read the
+    integer in (the family's `Units`: litoshi, never LTC).
     """
 
     denom: str
@@ -67,14 +79,30 @@ class Amount:
     # decoder knows them (ATOM 6, DOGE and LTC 8, an EOS asset's own precision).
     unit: str | None = field(default=None, compare=False)
     decimals: int | None = field(default=None, compare=False)
+    # the name of the smallest unit the integer counts (None: the denom names it)
+    base: str | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, denom: str, amount: int, unit: Unit) -> Amount:
+        """`amount` of `denom` in the family's `unit` for it."""
+        return cls(denom, amount, unit.display, unit.decimals, unit.base)
+
+    @property
+    def base_unit(self) -> str:
+        """The name of the smallest unit the integer counts: `litoshi`, `uatom`."""
+        return self.base if self.base is not None else self.denom
 
     def display(self) -> str | None:
         """`5000 ATOM` for 5000000000 uatom; None when the unit is not known."""
-        if self.unit is None or self.decimals is None:
-            return None
-        whole, part = divmod(self.amount, 10**self.decimals)
-        frac = f"{part:0{self.decimals}d}".rstrip("0") if self.decimals else ""
-        return f"{whole}{'.' + frac if frac else ''} {self.unit}"
+        return in_display(self.amount, self.unit, self.decimals)
+
+    def words(self, amount: int | None = None) -> str:
+        """For messages: `300000000 litoshi (3 LTC)`, the base unit first (what a policy
+        counts), the display unit beside it when known; `amount` (another sum of the same
+        denom: a cap, a total) in this amount's units."""
+        value = self.amount if amount is None else amount
+        shown = in_display(value, self.unit, self.decimals)
+        return f"{value} {self.base_unit}" + (f" ({shown})" if shown else "")
 
     def __post_init__(self) -> None:
         if not isinstance(self.denom, str) or not self.denom:
@@ -167,6 +195,14 @@ class Summary:
     memo: str | None = None
     message: bytes | None = None  # the bytes a sign-message signs (before any prefix)
 
+    def words(self, denom: str, amount: int) -> str:
+        """`amount` of `denom` for a message, in the units this request's own amounts of
+        it carry (`100000000 litoshi (1 LTC)`: a cap, a total)."""
+        for a in (*(a for item in self.items for a in item.amounts), *(self.fee or ())):
+            if a.denom == denom:
+                return a.words(amount)
+        return f"{amount} base units of {denom}"
+
     def spent(self) -> dict[str, int]:
         """Amount leaving the account per denom: non-change items plus the fee."""
         out: dict[str, int] = {}
@@ -181,9 +217,10 @@ class Summary:
 
 def amount_record(a: Amount) -> dict[str, str]:
     """An amount as the audit log and API show it: the integer as a decimal string
-    (JSON numbers lose precision past 2^53 in JavaScript; sdk.Int goes to 2^256), and
-    in display units beside it when they are known."""
-    out = {"denom": a.denom, "amount": str(a.amount)}
+    (JSON numbers lose precision past 2^53 in JavaScript; sdk.Int goes to 2^256), the
+    name of the unit it counts (`base_unit`: litoshi, uatom), and in display units
+    beside it when they are known."""
+    out = {"denom": a.denom, "amount": str(a.amount), "base_unit": a.base_unit}
     shown = a.display()
     if shown is not None:
         out["display"] = shown

@@ -30,7 +30,7 @@ from msgspec import Meta
 
 from chainkeys.chains import encoding
 from chainkeys.chains.eos import parse_public_key
-from chainkeys.chains.spec import ChainError, Key, Vocabulary
+from chainkeys.chains.spec import ChainError, Key, Unit, Units, Vocabulary
 from chainkeys.chains.tx.base import (
     INVALID_AMOUNT,
     Amount,
@@ -189,7 +189,22 @@ def transfer_item(action: Action, owner: Owner) -> Item:
         raise refuse(f"{kind} sends from another account than this one", "not_owner")
     if not 0 < amount <= MAX_ASSET:
         raise refuse(f"{kind} moves a non-positive or out-of-range quantity", INVALID_AMOUNT)
-    return Item(kind, to, (Amount(f"{action.account}:{code}", amount, code, precision),))
+    denom = f"{action.account}:{code}"
+    return Item(kind, to, (Amount.of(denom, amount, asset_unit(denom, precision)),))
+
+
+def asset_unit(denom: str, precision: int | None) -> Unit:
+    """An asset's (`contract:SYMBOL`) amounts are integers of 10^-precision of its symbol:
+    `units of 0.0001 EOS`, shown in EOS at 4 decimals. Only a transaction's symbol says
+    the precision; without it (a policy's cap) the unit is `base units of <denom>`."""
+    if precision is None:
+        return Unit(f"base units of {denom}")
+    code = denom.rpartition(":")[2]
+    step = f"0.{'0' * (precision - 1)}1" if precision else "1"
+    return Unit(f"units of {step} {code}", code, precision)
+
+
+UNITS: Final = Units(other=asset_unit)  # no denom says its precision alone
 
 
 def signature_k1(secret: bytes, digest: bytes) -> str:

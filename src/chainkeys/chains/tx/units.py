@@ -1,17 +1,21 @@
-"""Display units of denoms, for people (the console's cap bars): each family's own table
-(its registry row's `units`), looked up by denom alone. EOS assets carry their precision
-in the transaction, not in the denom (`eosio.token:EOS`), so they have none here."""
+"""Display units of a family's denoms, for people (a policy's caps on the console, in
+/policy/usage and GET /policy): each family's own table (its registry row's `units`).
+A decoded amount carries its unit already; a cap names only a denom, so an EOS asset's
+precision, which only a transaction's symbol says, is not known here."""
 
 from __future__ import annotations
 
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.chains.spec import Unit
 from chainkeys.chains.tx.base import Amount
 
 
-def with_unit(denom: str, amount: int) -> Amount:
-    """`amount` of `denom`, with its display unit when the denom alone says it."""
-    for fam in FAMILIES.values():
-        found = fam.units.get(denom)
-        if found is not None:
-            return Amount(denom, amount, *found)
-    return Amount(denom, amount)
+def unit_of(family: str, denom: str) -> Unit:
+    """The unit `family`'s amounts of `denom` count, and its display unit when the denom
+    alone says it."""
+    return FAMILIES[family].units.of(denom)
+
+
+def with_unit(family: str, denom: str, amount: int) -> Amount:
+    """`amount` of `family`'s `denom`, in its units."""
+    return Amount.of(denom, amount, unit_of(family, denom))

@@ -71,10 +71,18 @@ export function pretty(value) {
   return h("pre", { class: "json" }, out);
 }
 
-/** An amount record ({denom, amount, display?}): display units beside base units. */
+/** An integer of a denom's smallest unit, named as people read it: `900000 litoshi`
+ * (`base_unit`, the family's name for it; never the ticker the denom may be). A record
+ * from before base units were named says what the integer counts in words. */
+export function baseAmount(value, denom, baseUnit) {
+  return baseUnit ? `${value} ${baseUnit}` : `${value} base units of ${denom}`;
+}
+
+/** An amount record ({denom, amount, base_unit, display?}): display units beside base
+ * units, `0.009 LTC (900000 litoshi)`. */
 export function amount(a) {
   if (!a) return "—";
-  const base = `${a.amount} ${a.denom}`;
+  const base = baseAmount(a.amount, a.denom, a.base_unit);
   return a.display ? `${a.display} (${base})` : base;
 }
 

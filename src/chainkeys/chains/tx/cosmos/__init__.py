@@ -17,9 +17,9 @@ from __future__ import annotations
 from chainkeys.chains.spec import MultisigForms, Vocabulary
 from chainkeys.chains.tx.base import SignKind
 from chainkeys.chains.tx.cosmos import amino, direct, multisig, transfer
-from chainkeys.chains.tx.cosmos.common import DISPLAY, IBC, SEND, never_sign
+from chainkeys.chains.tx.cosmos.common import IBC, SEND, UNITS, never_sign
 
-__all__ = ["DISPLAY", "KINDS", "MULTISIG", "VOCABULARY", "never_sign"]
+__all__ = ["KINDS", "MULTISIG", "UNITS", "VOCABULARY", "never_sign"]
 
 KINDS: tuple[SignKind, ...] = (direct.KIND, *amino.KINDS, *transfer.KINDS)
 # rules list message type URLs; left out: transfers only

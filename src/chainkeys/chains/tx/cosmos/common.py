@@ -10,14 +10,14 @@ import hashlib
 import json  # the standard library's on purpose: JSON.stringify's escapes; a lenient read
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from cosmospy_protobuf.cosmos.tx.v1beta1 import tx_pb2
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from chainkeys.chains.encoding import is_bech32
-from chainkeys.chains.spec import Key
+from chainkeys.chains.spec import Key, Unit, Units
 from chainkeys.chains.tx.base import (
     INVALID_AMOUNT,
     MAX_AMOUNT,
@@ -90,15 +90,16 @@ def denom(text: Any, what: str) -> str:
 
 
 # The display units of the networks' staking denoms (as their chain registries list them);
-# another denom (an IBC voucher, a token factory's) is shown in its base unit only.
-DISPLAY = {"uatom": ("ATOM", 6), "uosmo": ("OSMO", 6), "ujuno": ("JUNO", 6),
-           "uakt": ("AKT", 6), "ustars": ("STARS", 6), "utia": ("TIA", 6)}  # fmt: skip
+# a Cosmos denom names its own smallest unit (uatom), and another denom (an IBC voucher,
+# a token factory's) is shown in that unit only.
+UNITS: Final = Units({denom: Unit(denom, display, 6) for denom, display in (
+    ("uatom", "ATOM"), ("uosmo", "OSMO"), ("ujuno", "JUNO"), ("uakt", "AKT"),
+    ("ustars", "STARS"), ("utia", "TIA"))})  # fmt: skip
 
 
 def amount(denom_: str, value: int) -> Amount:
     """An exact Amount, with its display unit when the denom is a known one."""
-    unit, decimals = DISPLAY.get(denom_, (None, None))
-    return Amount(denom_, value, unit, decimals)
+    return Amount.of(denom_, value, UNITS.of(denom_))
 
 
 def coin(c: Any, what: str) -> Amount:

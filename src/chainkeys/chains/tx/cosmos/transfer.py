@@ -187,8 +187,10 @@ APPROVAL_EXAMPLE: Final[dict[str, Any]] = {
         "digest": "1fb1a5dee5fcb6b2c2f6a38efea23ad623c57d50c5773b63434b8958b36780a1",
         "items": [{"type": "/cosmos.bank.v1beta1.MsgSend",
                    "recipient": "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv",
-                   "amounts": [{"denom": "uatom", "amount": "1500000"}]}],
-        "fee": [{"denom": "uatom", "amount": "5000"}],
+                   "amounts": [{"denom": "uatom", "amount": "1500000", "base_unit": "uatom",
+                                "display": "1.5 ATOM"}]}],
+        "fee": [{"denom": "uatom", "amount": "5000", "base_unit": "uatom",
+                 "display": "0.005 ATOM"}],
     },
 }  # fmt: skip
 

@@ -24,7 +24,7 @@ from embit.script import Script, Witness
 from chainkeys.chains import encoding
 from chainkeys.chains.tx.base import INVALID_AMOUNT, Amount, Item, Owner, Summary, refuse
 from chainkeys.chains.tx.utxo.multisig import utxo_multisig
-from chainkeys.chains.tx.utxo.params import COIN_DECIMALS, PARAMS
+from chainkeys.chains.tx.utxo.params import PARAMS, unit
 
 SIGHASH_ALL = 1
 
@@ -164,7 +164,7 @@ def summarize(
         ChainError: An output to segwit on a coin without it, an amount out of
             range, or outputs paying more than the inputs hold.
     """
-    params = PARAMS[owner.family]
+    params, coin = PARAMS[owner.family], unit(owner.family)
     script, _ = own_scripts(owner)
     items = []
     for n, out in enumerate(tx.vout):
@@ -173,7 +173,7 @@ def summarize(
             raise refuse("this coin has no segwit outputs", "wrong_chain")
         value = check_value(out.value, owner.family, f"output {n}")
         to = address_of(data, owner)
-        shown = Amount(params.ticker, value, params.ticker, COIN_DECIMALS)
+        shown = Amount.of(params.ticker, value, coin)
         items.append(Item("output", to, (shown,), change=data == script,
                           decoded=to is not None))  # fmt: skip
     spent = check_value(sum(o.value for o in tx.vout), owner.family, "the outputs' total")
@@ -183,6 +183,6 @@ def summarize(
         if held < spent:
             raise refuse(f"the outputs pay {spent} but the inputs hold {held}: a negative fee",
                          INVALID_AMOUNT)  # fmt: skip
-        fee = (Amount(params.ticker, held - spent, params.ticker, COIN_DECIMALS),)
+        fee = (Amount.of(params.ticker, held - spent, coin),)
     digest = hashlib.sha256(b"".join(digests)).hexdigest()
     return Summary(owner.family, owner.network.name, kind, None, tuple(items), fee, digest)

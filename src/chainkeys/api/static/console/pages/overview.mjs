@@ -1,6 +1,6 @@
 // Overview: what the tenant holds, what happened in the last 24 h, and how much of
 // each daily cap is left (a native <meter> per rule and denom: no chart library).
-import { h, heading, inUnits, link, table, untrusted, when } from "../dom.mjs";
+import { baseAmount, h, heading, inUnits, link, table, untrusted, when } from "../dom.mjs";
 
 export async function overview({ api, me }) {
   const [seen, usage] = await Promise.all([
@@ -43,7 +43,8 @@ function caps(list) {
     const permille = cap > 0n ? Number((spent > cap ? cap : spent) * 1000n / cap) : 1000;
     const shown = (v) => {
       const units = inUnits(v, u.unit, u.decimals);
-      return units ? `${units} (${v} ${u.denom})` : `${v} ${u.denom}`;
+      const base = baseAmount(v, u.denom, u.base_unit);
+      return units ? `${units} (${base})` : base;
     };
     const label = `${u.name || `rule ${u.rule}`}, ${u.network}, ${u.denom}: ${shown(u.spent)} of ${shown(u.cap)}`;
     return [

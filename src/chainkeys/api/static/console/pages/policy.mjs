@@ -1,14 +1,25 @@
 // Policy: the rules in force drawn one by one (and the document), the history with
 // what each version changed, and the dry run: a sign request tried against the
 // policy (nothing signed, no key opened, no cap counted).
-import { facts, h, heading, pretty, untrusted } from "../dom.mjs";
+import { baseAmount, facts, h, heading, inUnits, pretty, untrusted } from "../dom.mjs";
 import { familiesOf } from "./accounts.mjs";
 
 const KINDS = ["sign-transfer", "sign-ibc-transfer", "sign-direct", "sign-amino", "sign-psbt",
   "sign-raw-transaction", "sign-transaction", "sign-message"];
 
-function rule(r, i) {
-  const caps = (m) => (m ? Object.entries(m).map(([d, v]) => `${v} ${d}`).join(", ") : undefined);
+/** A rule's amounts ({denom: integer}) as people read them: `100000000 litoshi (1 LTC)`,
+ * from the units GET /policy gives beside the document (the document stays as set). */
+function capsIn(units) {
+  return (m) => (m ? Object.entries(m).map(([d, v]) => {
+    const u = units[d] || {};
+    const shown = inUnits(v, u.unit, u.decimals);
+    const base = baseAmount(v, d, u.base_unit);
+    return shown ? `${base} (${shown})` : base;
+  }).join(", ") : undefined);
+}
+
+function rule(r, i, units) {
+  const caps = capsIn((units || {})[r.family] || {});
   return h("li", { class: `rule ${r.effect === "deny" ? "deny" : "allow"}` },
     h("h3", {}, `${i}. ${r.effect === "deny" ? "Deny" : "Allow"} `, `${r.family} on ${r.network || "every network"}`,
       r.name ? h("span", {}, " — ", untrusted(r.name)) : ""),
@@ -87,7 +98,7 @@ export async function policy({ api, me, say }) {
       ? h("p", {}, "This tenant never had a policy: the token's scopes decide.")
       : h("p", {}, `Version ${shown.version}, set ${shown.set}.`, rules ? "" : " It was cleared: the token's scopes decide."),
     rules ? h("h2", {}, "Rules, in the order they are tried") : null,
-    rules ? h("ol", { class: "rules", start: "0" }, rules.map(rule)) : null,
+    rules ? h("ol", { class: "rules", start: "0" }, rules.map((r, i) => rule(r, i, shown.units))) : null,
     rules ? h("details", {}, h("summary", {}, "The document (JSON)"), pretty(shown.policy)) : null,
     h("h2", {}, "History"),
     versions.length ? h("ol", { class: "history" }, versions) : h("p", { class: "empty" }, "No version yet."),
