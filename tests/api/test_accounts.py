@@ -42,8 +42,9 @@ def account_fields(body: dict[str, Any]) -> dict[str, Any]:
 
 
 # Fields added since the contract (issue 16): every response says its network and when
-# it was created; Cosmos create/get carry the keyring pubkey as list does.
-ADDED = {"network", "created_at", "pubkey"}
+# it was created; Cosmos create/get carry the keyring pubkey as list does, and the key as
+# hex beside it (issue 55).
+ADDED = {"network", "created_at", "pubkey", "public_key"}
 
 
 def contract(fields: dict[str, Any]) -> dict[str, Any]:
@@ -139,8 +140,10 @@ def test_cosmos_import_hex_matches_vectors(server: Any, key_id: str) -> None:
             )
             assert contract(body["data"]["data"]) == {"address": vec["cosmos"]["addresses"][hrp]}
             assert body["data"]["data"]["network"] == network
+            assert body["data"]["data"]["public_key"] == vec["public_key_compressed_hex"]
         listed = ok(c.get("/cosmos"))["data"]["data"]["keys"]
         assert {k["pubkey"] for k in listed} == {vec["cosmos"]["pubkey_keyring_json_string"]}
+        assert {k["public_key"] for k in listed} == {vec["public_key_compressed_hex"]}
 
 
 @pytest.mark.parametrize(
@@ -268,7 +271,7 @@ def test_cosmos_list_and_delete(client: httpx.Client) -> None:
     b = ok(client.post("/cosmos", json={"network": "osmosis"}))["data"]["data"]["address"]
     keys = ok(client.get("/cosmos"))["data"]["data"]["keys"]
     assert [k["address"] for k in keys] == [a, b]
-    assert all(set(k) == {"address", "pubkey"} for k in keys)
+    assert all(set(k) == {"address", "pubkey", "public_key"} for k in keys)
     assert all(json.loads(k["pubkey"])["@type"] == "/cosmos.crypto.secp256k1.PubKey" for k in keys)
 
     assert (

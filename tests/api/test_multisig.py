@@ -372,6 +372,58 @@ def test_cosmos_two_held_members_sign_in_one_request(client: httpx.Client) -> No
     assert r.json()["data"]["signedTx"] == reference["signedTx"]
 
 
+def test_a_cosmos_multisig_of_the_keys_the_cosmos_answers_give(client: httpx.Client) -> None:
+    """The keys exactly as GET /cosmos/{name} and its list give them (issue 55, item 5):
+    the base64 `key` inside Moon's `pubkey` and the hex `public_key` beside it register
+    the multisig cosmjs derives from the same keys, which then signs and combines."""
+    import json
+
+    made = []
+    for _ in range(2):
+        secret, public = keypair()
+        r = client.post("/cosmos", json={"private_key": secret})
+        assert r.status_code == 200, r.text
+        made.append((r.json()["data"]["data"]["address"], public))
+    (a_address, a_hex), (b_address, b_hex) = made
+    a = client.get(f"/cosmos/{a_address}").json()["data"]["data"]
+    b = client.get(f"/cosmos/{b_address}").json()["data"]["data"]
+    a_base64 = json.loads(a["pubkey"])["key"]  # Moon's shape: base64 in a JSON string
+    assert (a["public_key"], b["public_key"]) == (a_hex, b_hex)  # and the hex beside it
+    listed = client.get("/cosmos").json()["data"]["data"]["keys"]
+    assert sorted((k["address"], k["public_key"]) for k in listed) == sorted(made)
+    assert all(json.loads(k["pubkey"])["key"] == base64.b64encode(bytes.fromhex(
+        k["public_key"])).decode() for k in listed)  # fmt: skip
+    local = base64.b64encode(bytes.fromhex(keypair()[1])).decode()  # a co-signer's, base64
+    r = client.post("/cosmos/multisig",
+                    json={"threshold": 2, "public_keys": [a_base64, b["public_key"], local]})  # fmt: skip
+    assert r.status_code == 200, r.text
+    ms = r.json()["data"]
+    hexes = [a_hex, b_hex, base64.b64decode(local).hex()]
+    theirs = run_node("cosmos.mjs", {"action": "multisig_addresses", "prefix": "cosmos",
+                                     "sets": [{"m": 2, "pubkeys": hexes}]})[0]  # fmt: skip
+    assert ms["address"] == theirs["address"] and ms["pubkey"] == theirs["pubkey"]
+    assert sorted(m["public_key"] for m in ms["members"] if m["held"]) == sorted([a_hex, b_hex])
+    # the same keys in the other form are the same multisig
+    again = client.post("/cosmos/multisig", json={"threshold": 2, "public_keys": hexes})
+    assert again.status_code == 409, again.text
+    twice = client.post("/cosmos/multisig",
+                        json={"threshold": 1, "public_keys": [a_hex, a_base64]})  # fmt: skip
+    assert twice.status_code == 400 and "twice" in twice.json()["message"]
+    for bad in (a_base64.rstrip("=")[:-1] + "=", a_base64[:-1] + "!", "0x" + a_hex[2:]):
+        r = client.post("/cosmos/multisig", json={"threshold": 1, "public_keys": [bad, b_hex]})
+        assert r.status_code == 400 and "public_keys[0]" in r.json()["message"], r.text
+    doc = send_doc(ms["address"], sequence=0)
+    sigs = client.post(f"/cosmos/{ms['address']}/sign-amino",
+                       json={"signDoc": doc}).json()["data"]["signatures"]  # fmt: skip
+    r = client.post(f"/cosmos/{ms['address']}/combine", json={"signDoc": doc, "signatures": sigs})
+    assert r.status_code == 200, r.text
+    reference = run_node("cosmos.mjs", {"action": "multisigned_tx", "prefix": "cosmos", "m": 2,
+                                        "pubkeys": hexes, "signDoc": doc,
+                                        "signatures": sigs})  # fmt: skip
+    assert reference["verdicts"] == [True, True]
+    assert r.json()["data"]["signedTx"] == reference["signedTx"]
+
+
 # ---- HD multisig of a wallet (Litecoin, BIP48), checked by bip32 + bitcoinjs-lib --------
 
 

@@ -60,6 +60,20 @@ def test_responses_match_their_schemas(server: Any, spec: dict[str, Any]) -> Non
     check(spec, "/cosmos", "get", httpx.get(f"{server.base_url}/cosmos", verify=TLS))
 
 
+def test_the_cosmos_answers_hex_key_and_the_multisig_forms_are_described(
+    spec: dict[str, Any],
+) -> None:
+    """Issue 55, item 5: the hex `public_key` beside Moon's `pubkey` (create, get, list
+    items), and a multisig member's key in hex or base64."""
+    schemas = spec["components"]["schemas"]
+    for name in ("CosmosAccount", "CosmosKey"):
+        assert "public_key" in schemas[name]["required"], name
+        assert "66 hex digits" in schemas[name]["properties"]["public_key"]["description"]
+        assert "pubkey" in schemas[name]["properties"]
+    keys = schemas["CosmosMultisigCreate"]["properties"]["public_keys"]["items"]
+    assert "66 hex digits" in keys["description"] and "base64" in keys["description"]
+
+
 def test_request_schemas_refuse_unknown_fields(spec: dict[str, Any]) -> None:
     for family in ("cosmos", "dogecoin", "eos", "litecoin"):
         ref = spec["paths"][f"/{family}"]["post"]["requestBody"]["content"]["application/json"][

@@ -17,7 +17,8 @@ PUBLIC_KEY = Annotated[
     str,
     Meta(
         extra_json_schema={"format": "chainkeys-public-key"},
-        description="a compressed secp256k1 public key: 66 hex digits, a point of the curve "
+        description="a compressed secp256k1 public key: 66 hex digits, or its 44 base64 "
+        "characters (the `key` in a Cosmos account's `pubkey`); a point of the curve "
         "(checked: one that is not is a 400)",
     ),
 ]

@@ -46,6 +46,11 @@ class Envelope(Struct, Generic[T], kw_only=True):
     data: T
 
 
+# Cosmos: the key as hex beside Moon's `pubkey` (not in Moon's shape; nothing of it removed)
+PUBLIC_KEY_HEX = ("the compressed public key, 66 hex digits (`pubkey` holds it as base64); "
+                  "POST /{family}/multisig takes either form")  # fmt: skip
+
+
 # Cosmos: payload nested twice, `data.data`.
 class CosmosAccount(Struct, kw_only=True, omit_defaults=True):
     address: str
@@ -75,6 +80,7 @@ class CosmosAccount(Struct, kw_only=True, omit_defaults=True):
         Annotated[str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}, as list gives')]
         | UnsetType
     ) = UNSET
+    public_key: Annotated[str, Meta(description=PUBLIC_KEY_HEX)]
     network: Annotated[str, Meta(description="the account's network")] | UnsetType = UNSET
     created_at: (
         Annotated[str, Meta(description="when it was created or imported (UTC, ISO 8601)")]
@@ -92,6 +98,7 @@ CosmosAccountResponse = Envelope[CosmosAccountData]
 class CosmosKey(Struct, kw_only=True):
     address: str
     pubkey: Annotated[str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}')]
+    public_key: Annotated[str, Meta(description=PUBLIC_KEY_HEX)]
 
 
 class CosmosKeys(Struct, kw_only=True, omit_defaults=True):

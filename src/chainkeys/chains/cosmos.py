@@ -124,7 +124,10 @@ class CosmosFamily:
         return base64.b64encode(public).decode("ascii")
 
     def public_key_forms(self, display: str) -> Mapping[str, str]:
-        return {"pubkey": keyring_pubkey(display)}
+        """The keyring `pubkey` JSON (Moon's), and the key as 66 hex digits beside it
+        (`public_key`: the form Bitcoin tools and the other families' answers give)."""
+        return {"pubkey": keyring_pubkey(display),
+                "public_key": base64.b64decode(display).hex()}  # fmt: skip
 
     @property
     def names(self) -> NameForm:

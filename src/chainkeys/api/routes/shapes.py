@@ -35,14 +35,15 @@ def _keyring_account(
     fam: Family[Any], view: AccountView, message: str, private_key: str | None,
     path: str | None = None,
 ) -> Any:  # fmt: skip
-    origin = view.origin
+    origin, forms = view.origin, fam.public_key_forms(view.public_key)
     account = s.CosmosAccount(
         address=view.address,
         private_key=private_key or UNSET,
         path=path or (origin.path if origin else UNSET),
         wallet=origin.wallet if origin else UNSET,
         index=origin.index if origin else UNSET,
-        pubkey=fam.public_key_forms(view.public_key)["pubkey"],
+        pubkey=forms["pubkey"],
+        public_key=forms["public_key"],
         network=view.network,
         created_at=iso(view.created_ms),
     )
@@ -57,8 +58,9 @@ def iso(ms: int | None) -> Any:
 
 
 def _keyring_list(fam: Family[Any], page: Page) -> Any:
-    keys = [s.CosmosKey(address=r.address, pubkey=fam.public_key_forms(r.public_key)["pubkey"])
-            for r in page.items]  # fmt: skip
+    forms = [fam.public_key_forms(r.public_key) for r in page.items]
+    keys = [s.CosmosKey(address=r.address, pubkey=f["pubkey"], public_key=f["public_key"])
+            for r, f in zip(page.items, forms, strict=True)]  # fmt: skip
     inner = s.CosmosKeys(keys=keys, next_cursor=page.next_cursor or UNSET)
     return s.Envelope(success=True, message="accounts listed", data=s.CosmosKeysData(data=inner))
 
@@ -106,7 +108,8 @@ def created_message(created: Created) -> str:
 
 
 def keyring(fam: Family[Any]) -> Shape:
-    """The Cosmos SDK keyring's shape, for a family whose `pubkey` form it shows."""
+    """The Cosmos SDK keyring's shape, for a family whose `pubkey` and `public_key` (hex)
+    forms it shows (`public_key_forms`)."""
     return Shape(
         exported=lambda v, k, p, _: _keyring_account(fam, v, "account exported", k, p),
         created=lambda c: _keyring_account(fam, c.view, created_message(c), c.private_key),
