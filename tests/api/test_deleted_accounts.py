@@ -116,7 +116,8 @@ def test_cli_lists_and_restores(tmp_path: Path) -> None:
     env = {"CHAINKEYS_DATA_DIR": str(tmp_path), "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY}
     listed = chainkeys_cli("account", "deleted", "--tenant", "ops", env=env)
     assert listed.returncode == 0, listed.stderr
-    assert name in listed.stdout
+    [line] = [x for x in listed.stdout.splitlines() if name in x]
+    assert line.split()[-3:] == ["ops", "litecoin", name]  # the tenant by its name, not its id
     restored = chainkeys_cli("account", "restore", "litecoin", name, "--tenant", "ops", env=env)
     assert restored.returncode == 0, restored.stderr
     again = chainkeys_cli("account", "restore", "litecoin", name, "--tenant", "ops", env=env)

@@ -27,7 +27,7 @@ from chainkeys.audit.repository import AuditEvent
 from chainkeys.errors import AccountExists
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Prepared, Tx, is_unique_violation
-from chainkeys.store.tables import account_created, accounts, deleted_accounts
+from chainkeys.store.tables import account_created, accounts, deleted_accounts, tenants
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,10 +299,12 @@ class DeletedRow:
     id: int
     account: AccountRow
     deleted_ms: int
+    tenant: str | None = None  # the tenant's name, where it was read with it (`recent`)
 
 
 def _row_to_deleted(row: Any) -> DeletedRow:
-    return DeletedRow(row.id, _row_to_account(row), row.deleted_ms)
+    return DeletedRow(row.id, _row_to_account(row), row.deleted_ms,
+                      getattr(row, "tenant_name", None))  # fmt: skip
 
 
 class DeletedAccounts:
@@ -324,7 +326,10 @@ class DeletedAccounts:
 
     @staticmethod
     async def recent(tx: Tx, tenant_id: str | None, limit: int) -> list[DeletedRow]:
-        stmt = select(*_DELETED_COLS).order_by(_d.deleted_ms.desc()).limit(limit)
+        """The newest first, each with its tenant's name (what an operator types)."""
+        stmt = (select(*_DELETED_COLS, tenants.c.name.label("tenant_name"))
+                .outerjoin(tenants, tenants.c.id == _d.tenant_id)
+                .order_by(_d.deleted_ms.desc()).limit(limit))  # fmt: skip
         if tenant_id is not None:
             stmt = stmt.where(_d.tenant_id == tenant_id)
         return [_row_to_deleted(r) for r in (await tx.execute(stmt)).all()]

@@ -303,9 +303,9 @@ def account_deleted(
     """List deleted accounts still retained (restorable until the retention period ends)."""
     rows = run(settings_for(data_dir), lambda svc: svc.accounts.deleted(tenant))
     typer.echo(f"{'DELETED':20}  {'TENANT':32}  {'FAMILY':8}  NAME")
-    for d in rows:
+    for d in rows:  # the tenant by its name, as `account restore --tenant` takes it
         a = d.account
-        typer.echo(f"{when(d.deleted_ms):20}  {a.tenant_id:32}  {a.family:8}  {a.name}")
+        typer.echo(f"{when(d.deleted_ms):20}  {d.tenant or a.tenant_id:32}  {a.family:8}  {a.name}")
 
 
 @account_app.command("restore")
