@@ -7,7 +7,9 @@ the GIL, as sqlite3 does on every statement, cost more; bench/README.md). It ope
 schema, same rows, same master key, same pragmas), and per request does what
 chainkeys does:
 
-- auth: sha256 of the token, one point lookup tokens JOIN tenants;
+- auth: the token's keyed digest (HMAC of its sha256 under the store's integrity key,
+  opened at start from `meta` with the master key), one point lookup tokens JOIN
+  tenants;
 - create: os.urandom + PublicKey.from_secret, the family's address, AES-256-GCM
   seal with the same associated data, BEGIN IMMEDIATE / INSERT / COMMIT;
   import: the same from a 64-hex private key;
@@ -33,7 +35,9 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import hashlib
+import hmac
 import os
 import sqlite3
 import time
@@ -155,15 +159,23 @@ def list_body(family: str, rows: list[Any], cursor: str | None) -> dict[str, Any
     return {"success": True, "message": "accounts listed", "data": {**names, "data": names}}
 
 
-def token_digest(scope: dict[str, Any]) -> str | None:
-    """The SHA-256 (hex) of the request's token, alone or as `Bearer <token>`."""
-    for key, value in scope["headers"]:
-        if key == b"authorization":
+def token_digest(scope: dict[str, Any], key: bytes) -> str | None:
+    """The keyed digest (hex) of the request's token, alone or as `Bearer <token>`: what
+    chainkeys stores (vault/integrity.py)."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
             header = value.decode("latin-1").strip()
             scheme, _, rest = header.partition(" ")
             token = rest.strip() if scheme.lower() == "bearer" else header
-            return hashlib.sha256(token.encode()).hexdigest()
+            sha = hashlib.sha256(token.encode()).digest()
+            return hmac.new(key, b"token\x00" + sha, hashlib.sha256).hexdigest()
     return None
+
+
+def integrity_key(aes: AESGCM, sealed: bytes) -> bytes:
+    """The store's integrity key from its sealed `meta` record (vault/integrity.py)."""
+    aad = "\x00".join(("chainkeys/v1", "meta", "-", "-", "integrity_key")).encode()
+    return aes.decrypt(sealed[1:13], sealed[13:], aad)
 
 
 def got(family: str, row: Any) -> tuple[int, bytes]:
@@ -185,6 +197,14 @@ class Baseline:
         self.aes = AESGCM(material)
         self.cursors = Cursors(Vault(MasterKey(material)))  # opaque cursors: the same AES block
         self.key_id = hashlib.sha256(b"chainkeys key id\x00" + material).hexdigest()[:16]
+        self.token_key = b""  # the integrity key: read from the store at start
+        if self.db_path.exists():
+            with contextlib.closing(sqlite3.connect(self.db_path)) as conn:
+                found = conn.execute(
+                    "SELECT value FROM meta WHERE key = 'integrity_key'"
+                ).fetchone()
+            if found is not None:
+                self.token_key = integrity_key(self.aes, bytes(found[0]))
         self.synchronous = synchronous
         self.reader: sqlite3.Connection | None = None
         self.writer: sqlite3.Connection | None = None
@@ -238,7 +258,7 @@ class Baseline:
 
     def _caller(self, scope: dict[str, Any]) -> tuple[str, str] | None:
         """(tenant id, token id) of the request's token."""
-        digest = token_digest(scope)
+        digest = token_digest(scope, self.token_key)
         if digest is None:
             return None
         assert self.reader is not None

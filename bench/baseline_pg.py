@@ -28,6 +28,7 @@ from bench.baseline import (
     PAGE_SQL,
     Baseline,
     got,
+    integrity_key,
     list_body,
     main,
     token_digest,
@@ -60,6 +61,10 @@ class PgBaseline(Baseline):
                 self.pool = await asyncpg.create_pool(
                     self.url, min_size=1, max_size=Settings().db_pool_size
                 )
+                sealed = await self.pool.fetchval(
+                    "SELECT value FROM meta WHERE key = 'integrity_key'"
+                )
+                self.token_key = integrity_key(self.aes, bytes(sealed))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.pool.close()
@@ -86,7 +91,7 @@ class PgBaseline(Baseline):
         return 200, orjson.dumps(list_body(family, rows, cursor))
 
     async def _tenant(self, scope: dict[str, Any]) -> str | None:
-        digest = token_digest(scope)
+        digest = token_digest(scope, self.token_key)
         if digest is None:
             return None
         row = await self.pool.fetchrow(PG_AUTH, digest)

@@ -361,7 +361,7 @@ def test_two_replicas_never_overshoot_a_daily_cap(replicas: Deployment, tmp_path
     policy = {"rules": [{"family": "cosmos", "network": "cosmoshub",
                          "max_per_day": {"uatom": "50"}}]}  # fmt: skip
     (tmp_path / "cap.json").write_text(json.dumps(policy))
-    env = {"CHAINKEYS_DATABASE_URL": _url_of(a)}
+    env = {"CHAINKEYS_DATABASE_URL": _url_of(a), "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY}
     done = chainkeys_cli("policy", "set", "default", str(tmp_path / "cap.json"), env=env)
     assert done.returncode == 0, done.stderr
     path = f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer"
@@ -399,7 +399,7 @@ def test_two_replicas_never_overspend_a_budget_written_as_a_condition(
         {"family": "cosmos", "network": "cosmoshub"},
     ]}  # fmt: skip
     (tmp_path / "budget.json").write_text(json.dumps(policy))
-    env = {"CHAINKEYS_DATABASE_URL": _url_of(a)}
+    env = {"CHAINKEYS_DATABASE_URL": _url_of(a), "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY}
     done = chainkeys_cli("policy", "set", "default", str(tmp_path / "budget.json"), env=env)
     assert done.returncode == 0, done.stderr
     path = f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer"
