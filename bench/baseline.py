@@ -125,7 +125,9 @@ def account_body(
         inner: dict[str, Any] = {"address": address}
         if private is not None:
             inner["private_key"] = private
-        inner.update(pubkey=extra.get("pubkey", ""), network=network, created_at=iso(created_ms))
+        inner.update(pubkey=extra.get("pubkey", ""),
+                     public_key=base64.b64decode(public_key).hex(), network=network,
+                     created_at=iso(created_ms))  # fmt: skip
         return {"success": True, "message": message, "data": {"data": inner}}
     fields: dict[str, Any] = {"address": address, "public_key": public_key}
     if private is not None:
@@ -146,7 +148,11 @@ def list_body(family: str, rows: list[Any], cursor: str | None) -> dict[str, Any
     if family == "cosmos":
         keys: dict[str, Any] = {
             "keys": [
-                {"address": r[2], "pubkey": d.get("extra", {}).get("pubkey", "")}
+                {
+                    "address": r[2],
+                    "pubkey": d.get("extra", {}).get("pubkey", ""),
+                    "public_key": base64.b64decode(r[3]).hex(),
+                }
                 for r, d in zip(rows, details, strict=True)
             ]
         }
