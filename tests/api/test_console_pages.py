@@ -4,7 +4,9 @@ what came from a request) in a row of their own, the other columns as wide as be
 a family's page by its address with a query after it; each account's network; create
 asks once more on a main network, naming it, and EOS creates too; the empty Wallets
 page names a call that exists; an approver's card after its vote offers no Approve;
-amounts (a Litecoin approval, the policy's caps, the cap bars) in the unit they count.
+amounts (a Litecoin approval, the policy's caps, the cap bars) in the unit they count;
+the dry run's form (accounts to choose, the example prefilled, a deny naming its rule),
+Cancel for the requester, and a wallet's key formats.
 Screenshots go to build/test-artifacts/ with the other console tests'."""
 
 from __future__ import annotations
@@ -166,3 +168,75 @@ def test_amounts_read_in_the_unit_they_count(
     assert "100000000 litoshi (1 LTC)" in rules and "200000000 litoshi (2 LTC)" in rules, rules
     assert "500000 litoshi (0.005 LTC)" in rules and " LTC\n" not in rules
     assert "0 LTC (0 litoshi)" in seen["caps"] and "2 LTC (200000000 litoshi)" in seen["caps"]
+
+
+def test_the_dry_run_cancel_and_key_formats(
+    server: Server, tenant: Tenant, request: pytest.FixtureRequest
+) -> None:
+    """Issue 55, item 9: the dry run offers the tenant's accounts of the family and the
+    endpoint's documented example (here the Litecoin sign-psbt example of key 1, which
+    this tenant holds), its fields side by side, and a deny names its rule once; the
+    requester cancels its own pending request (an approver is offered no Cancel); a
+    wallet's Litecoin native segwit key is offered as zpub."""
+    from tests.api.test_sign_utxo import KEY
+
+    browser = chromium()
+    assert server.services is not None
+    c = tenant.client
+    ltc = ok(c.post("/litecoin", json={"private_key": KEY["private_key_hex"]}))["address"]
+    other = ok(c.post("/litecoin", json={}))["address"]
+    ok(c.post("/cosmos", json={"private_key": PRIVATE}))
+    tenant.policy({"family": "litecoin", "effect": "deny", "name": "large-ltc",
+                   "when": "'LTC' in tx.total && tx.total['LTC'] > 500000"},
+                  {"family": "litecoin"}, RULE)  # fmt: skip
+    pending = ok(c.post(SEND, json=send(60_000, 1)))
+    assert pending["state"] == "pending" and pending["cancellable"] is True
+    [approver] = [server.call(server.services.tokens.create(
+        tenant.name, "alice", frozenset({"approve"}), None, None, "treasury"))[1]]  # fmt: skip
+    with server.client(approver) as alice:
+        assert ok(alice.get(f"/approvals/{pending['id']}"))["cancellable"] is False
+    wallet = ok(c.post("/wallets", json={"name": "deposits"}))["id"]
+    spec = httpx.get(f"{server.base_url}/openapi.json", verify=False).json()
+    example = spec["paths"]["/litecoin/{accountName}/sign-psbt"]["post"]["requestBody"]
+    example = next(iter(example["content"]["application/json"]["examples"].values()))["value"]
+    shots = ARTIFACTS.resolve()
+    shots.mkdir(parents=True, exist_ok=True)
+    seen = run_node("console_pages.mjs", {
+        "walk": "more", "url": server.base_url, "chromium": browser, "shots": str(shots),
+        "tag": request.node.callspec.id, "token": c.headers["Authorization"],
+        "approver": approver, "pending": pending["id"], "wallet": wallet,
+    }, timeout=300)  # fmt: skip
+
+    assert "failure" not in seen, json.dumps(seen)
+    assert seen["failures"] == {}, "\n\n".join(f"{k}: {v}" for k, v in seen["failures"].items())
+    assert seen["errors"] == []
+    assert {page: found for page, found in seen["axe"].items() if found} == {}
+    # the dry run: a select of this tenant's Litecoin accounts, the family's endpoints
+    assert seen["accountTag"] == "SELECT" and sorted(seen["accounts"]) == sorted([ltc, other])
+    assert sorted(seen["kinds"]) == ["sign-message", "sign-psbt", "sign-raw-transaction"]
+    assert json.loads(seen["body"]) == example  # the endpoint's documented example
+    # side by side: the controls and their labels each on one line, the controls as tall
+    assert len({top for top, _ in seen["controls"]}) == 1, seen["controls"]
+    assert len({height for _, height in seen["controls"]}) == 1, seen["controls"]
+    assert len({top for top, _ in seen["labels"]}) == 1, seen["labels"]
+    # a deny names its rule, and says its reason once
+    assert seen["decision"] == "The policy would deny: a deny rule applies", seen["decision"]
+    assert seen["decidedBy"] == ("Decided by rule 0 “large-ltc” (a deny rule), whose condition "
+                                 "'LTC' in tx.total && tx.total['LTC'] > 500000 is true.")  # fmt: skip
+    assert "policy rule 0" not in seen["result"]
+    assert seen["result"].count("a deny rule applies") == 1
+    # Cancel: the requester's, not the approver's
+    assert (seen["approverCancel"], seen["requesterCancel"]) == (0, 1)
+    assert seen["cancelMessage"] == f"{pending['id']}: cancelled by you; now cancelled"
+    assert seen["cardAfter"] == 0  # no longer pending
+    assert ok(c.get(f"/approvals/{pending['id']}"))["state"] == "cancelled"
+    # the wallet: each key in the formats the API offers for it
+    formats = {(f, t): (fs, key) for f, t, fs, key in seen["formats"]}
+    assert formats[("litecoin", "p2wpkh")][0] == ["xpub", "Ltub", "zpub"]
+    assert formats[("dogecoin", "")][0] == ["dgub", "xpub"]
+    assert formats[("cosmos", "")][0] is None  # one format: nothing to choose
+    want = ok(c.get(f"/wallets/{wallet}/xpub",
+                    params={"family": "litecoin", "address_type": "p2wpkh", "format": "zpub"}))  # fmt: skip
+    assert want["formats"] == ["xpub", "Ltub", "zpub"]
+    assert seen["zpub"] == want["xpub"] and seen["zpub"].startswith("zpub")
+    assert seen["zpubButton"].startswith("Copy zpub")

@@ -150,7 +150,8 @@ try {
     seen.rules = await p.locator("li.rule h3").allTextContents();
     seen.history = await p.locator("ol.history li summary").allTextContents();
     await page.selectOption("#t-family", "cosmos");
-    await page.fill("#t-account", input.cosmos);
+    await page.waitForSelector(`#t-account option[value="${input.cosmos}"]`, { state: "attached" });
+    await page.selectOption("#t-account", input.cosmos);
     await page.selectOption("#t-kind", "sign-transfer");
     await page.fill("#t-request", JSON.stringify(input.dryRun));
     await page.click("#dryrun button[type=submit]");

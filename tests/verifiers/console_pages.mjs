@@ -5,7 +5,10 @@
 // create, the empty Wallets page's hint, and an approver's card after its vote.
 // Input: {url, chromium, shots?, tag?, token, approver, approver2, refused, pending}.
 // With walk "units": the amounts of a Litecoin approval, the policy's caps and the daily
-// cap bars, each named by the unit it counts (input {…, token, pending}).
+// cap bars, each named by the unit it counts (input {…, token, pending}). With walk
+// "more": the dry-run form (an account select, the endpoint's example prefilled, fields
+// aligned, a deny naming its rule once), Cancel for the requester (none for an
+// approver), and a wallet's key formats (input {…, token, approver, pending, wallet}).
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
@@ -218,6 +221,58 @@ try {
   await part("units:overview", async () => {
     await open(page, "units-overview", "#/overview");
     seen.caps = await page.innerText("table.caps");
+  });
+
+  // The dry run: the family's accounts to choose from, its endpoints, the example body
+  await part("more:dryrun", async () => {
+    await open(page, "more-policy", "#/policy");
+    await page.selectOption("#t-family", "litecoin");
+    await page.waitForFunction(() => document.querySelector("#t-account option") && document.querySelector("#t-account option").value !== "" && document.querySelectorAll("#t-kind option").length > 0);
+    seen.accountTag = await page.evaluate(() => document.getElementById("t-account").tagName);
+    seen.accounts = await page.locator("#t-account option").evaluateAll((os) => os.map((o) => o.value));
+    seen.kinds = await page.locator("#t-kind option").evaluateAll((os) => os.map((o) => o.value));
+    await page.selectOption("#t-kind", "sign-psbt");
+    seen.body = await page.inputValue("#t-request");
+    const box = (s) => page.locator(s).evaluate((e) => { const r = e.getBoundingClientRect(); return [Math.round(r.top), Math.round(r.height)]; });
+    seen.controls = [await box("#t-family"), await box("#t-account"), await box("#t-kind")];
+    seen.labels = [await box("label[for=t-family]"), await box("label[for=t-account]"), await box("label[for=t-kind]")];
+    await page.click("#dryrun button[type=submit]");
+    await page.waitForSelector("#dryrun-result p.decision");
+    seen.decision = await page.innerText("#dryrun-result p.decision");
+    seen.decidedBy = await page.locator("#dryrun-result p.decided-by").count() ? await page.innerText("#dryrun-result p.decided-by") : null;
+    seen.result = await page.innerText("#dryrun-result");
+    await shot(page, "more-dryrun");
+    await axe(page, "more-dryrun");
+  });
+  // The requester cancels its own pending request; an approver is offered no Cancel
+  await part("more:cancel", async () => {
+    const card = `li.approval[data-id="${input.pending}"]`;
+    const ap = await signIn(input.approver);
+    await open(ap, "more-approver", "#/approvals");
+    seen.approverCancel = await ap.locator(`${card} button.cancel`).count();
+    await open(page, "more-requester", "#/approvals");
+    seen.requesterCancel = await page.locator(`${card} button.cancel`).count();
+    await axe(page, "more-requester");
+    await page.click(`${card} button.cancel`);
+    await page.waitForFunction((id) => document.getElementById("message").textContent.startsWith(`${id}:`), input.pending);
+    await page.waitForFunction(() => !document.getElementById("page").hasAttribute("aria-busy"));
+    seen.cancelMessage = await page.textContent("#message");
+    seen.cardAfter = await page.locator(card).count();
+  });
+  // A wallet's keys in each format the API offers (Litecoin native segwit: zpub too)
+  await part("more:wallet", async () => {
+    await open(page, "more-wallet", `#/wallet/${encodeURIComponent(input.wallet)}`);
+    seen.formats = await page.locator("div.xpub").evaluateAll((ds) => ds.map((d) => [
+      d.dataset.family, d.dataset.type, d.querySelector("select.xpub-format") ? [...d.querySelectorAll("select.xpub-format option")].map((o) => o.value) : null,
+      d.querySelector(".xpub-key code").textContent]));
+    const block = 'div.xpub[data-family="litecoin"][data-type="p2wpkh"]';
+    const before = await page.textContent(`${block} .xpub-key code`);
+    await page.selectOption(`${block} select.xpub-format`, "zpub");
+    await page.waitForFunction(([b, was]) => document.querySelector(`${b} .xpub-key code`).textContent !== was, [block, before]);
+    seen.zpub = await page.textContent(`${block} .xpub-key code`);
+    seen.zpubButton = await page.getAttribute(`${block} .xpub-key button`, "aria-label");
+    await shot(page, "more-wallet");
+    await axe(page, "more-wallet");
   });
 } catch (e) {
   seen.failure = String(e.stack || e);

@@ -47,6 +47,13 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
     votes: list[ApprovalVote]
     created_at: str
     expires_at: str
+    cancellable: Annotated[
+        bool,
+        Meta(
+            description="the caller may cancel it: its token made the request, which is "
+            "pending (POST /approvals/{id}/cancel)"
+        ),
+    ]
     reason: Annotated[str, Meta(description="why it was rejected or failed")] | UnsetType = UNSET
     result: Annotated[Any, Meta(description="signed: the sign endpoint's own data")] | UnsetType = (
         UNSET
@@ -70,6 +77,7 @@ APPROVAL_EXAMPLE: dict[str, Any] = {
         "required": 2, "group": "treasury",
         "votes": [{"label": "bob", "decision": "approve", "time": "2026-11-25T15:02:11.204Z"}],
         "created_at": "2026-11-25T15:00:00.000Z", "expires_at": "2026-11-26T15:00:00.000Z",
+        "cancellable": True,
     },
 }  # fmt: skip
 

@@ -136,6 +136,14 @@ WalletAccountsResponse = Envelope[WalletAccounts]
 class Xpub(Struct, kw_only=True, omit_defaults=True):
     xpub: str
     format: str
+    formats: Annotated[
+        list[str],
+        Meta(
+            description="every format this key may be asked in (`format=`), the default "
+            "first: the family's for the address type (a native segwit type's zpub, which "
+            "Electrum's forks take, beside xpub); tpub on a test network"
+        ),
+    ]
     path: str
     fingerprint: str
     descriptor: (

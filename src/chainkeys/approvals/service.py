@@ -87,6 +87,11 @@ class ApprovalView:
             out["result"] = msgspec.json.decode(r.result)
         return out
 
+    def cancellable_by(self, who: Principal) -> bool:
+        """Whether `who` may cancel it (`ApprovalService.cancel`): its token made the
+        request, which is pending."""
+        return self.row.requester_token_id == who.token_id and self.row.state == PENDING
+
 
 @dataclass(frozen=True, slots=True)
 class Request:

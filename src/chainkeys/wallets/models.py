@@ -40,6 +40,7 @@ class XpubAnswer:
     key: hd.ExtendedKey
     descriptor: str | None
     change_descriptor: str | None
+    formats: tuple[str, ...] = ()  # every format it may be asked in, the default first
 
 
 def view_of(row: WalletRow) -> WalletView:

@@ -425,7 +425,7 @@ class WalletService:
         descriptors: Sequence[str | None] = (None, None)
         if kind is not None:
             descriptors = tuple(hd.descriptor(seed, path, net, kind, c) for c in (0, 1))
-        return XpubAnswer(key, descriptors[0], descriptors[1])
+        return XpubAnswer(key, descriptors[0], descriptors[1], hd.formats(fam, net, kind))
 
     async def purge_expired(self) -> int:
         """Forget deleted wallets once their retention period is over; accounts derived

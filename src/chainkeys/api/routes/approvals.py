@@ -24,13 +24,14 @@ from chainkeys.tokens.service import Principal
 TAG = "Approvals"
 
 
-def approval(view: ApprovalView) -> aps.Approval:
+def approval(view: ApprovalView, who: Principal) -> aps.Approval:
+    """The approval as `who` sees it: whether it may cancel it is the caller's own."""
     record: dict[str, Any] = view.record()
-    return msgspec.convert(record, aps.Approval)
+    return msgspec.convert({**record, "cancellable": view.cancellable_by(who)}, aps.Approval)
 
 
-def answer(view: ApprovalView, message: str, status: int = 200) -> Response:
-    response = ok(s.Envelope(success=True, message=message, data=approval(view)))
+def answer(view: ApprovalView, who: Principal, message: str, status: int = 200) -> Response:
+    response = ok(s.Envelope(success=True, message=message, data=approval(view, who)))
     response.status_code = status
     return response
 
@@ -44,13 +45,14 @@ async def list_approvals(request: Request, principal: Principal) -> Response:
     views, cursor = await services_of(request).approvals.page(
         principal, params.APPROVAL_STATE.read(request), *paged(request)
     )
-    data = aps.ApprovalList(approvals=[approval(v) for v in views], next_cursor=cursor or UNSET)
+    data = aps.ApprovalList(approvals=[approval(v, principal) for v in views],
+                            next_cursor=cursor or UNSET)  # fmt: skip
     return ok(s.Envelope(success=True, message="approvals listed", data=data))
 
 
 async def get_approval(request: Request, principal: Principal) -> Response:
     view = await services_of(request).approvals.get(principal, approval_id(request))
-    return answer(view, f"approval {view.row.state}")
+    return answer(view, principal, f"approval {view.row.state}")
 
 
 async def approve(request: Request, principal: Principal) -> Response:
@@ -58,7 +60,7 @@ async def approve(request: Request, principal: Principal) -> Response:
     view = await services_of(request).signing.vote(
         principal, approval_id(request), True, body.digest, None
     )
-    return answer(view, f"approval {view.row.state}")
+    return answer(view, principal, f"approval {view.row.state}")
 
 
 async def reject(request: Request, principal: Principal) -> Response:
@@ -66,12 +68,12 @@ async def reject(request: Request, principal: Principal) -> Response:
     view = await services_of(request).signing.vote(
         principal, approval_id(request), False, None, body.reason
     )
-    return answer(view, f"approval {view.row.state}")
+    return answer(view, principal, f"approval {view.row.state}")
 
 
 async def cancel(request: Request, principal: Principal) -> Response:
     view = await services_of(request).approvals.cancel(principal, approval_id(request))
-    return answer(view, "approval cancelled")
+    return answer(view, principal, "approval cancelled")
 
 
 def approval_routes(list_max_limit: int) -> list[Route]:

@@ -63,7 +63,7 @@ def kind_route(family: str, kind: SignKind) -> Route:
             raise
         signed = await signing.sign(principal, family, name, kind, body)
         if isinstance(signed, ApprovalView):  # the policy asks people first: 202
-            return answer(signed, "approval required: nothing is signed yet", 202)
+            return answer(signed, principal, "approval required: nothing is signed yet", 202)
         return ok(s.Envelope(success=True, message="signed", data=signed.data))
 
     title = family.capitalize()

@@ -123,8 +123,8 @@ async def wallet_xpub(request: Request, principal: Principal) -> Response:
         principal, wallet_ref(request), family, network, address_type, account or 0, fmt
     )
     k = answer.key
-    data = ws.Xpub(xpub=k.xpub, format=k.format, path=k.path, fingerprint=k.fingerprint,
-                  descriptor=answer.descriptor or UNSET,
+    data = ws.Xpub(xpub=k.xpub, format=k.format, formats=list(answer.formats), path=k.path,
+                  fingerprint=k.fingerprint, descriptor=answer.descriptor or UNSET,
                   change_descriptor=answer.change_descriptor or UNSET)  # fmt: skip
     return ok(s.Envelope(success=True, message="extended public key", data=data))
 

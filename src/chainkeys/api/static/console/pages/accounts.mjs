@@ -14,7 +14,7 @@ export function familiesOf(me) {
 }
 
 /** A list page's names and next cursor, whatever the family's answer shape (Moon's). */
-function names(family, data) {
+export function listedNames(family, data) {
   if (family === "cosmos") return [data.data.keys.map((k) => k.address), data.data.next_cursor];
   return [data.keys, data.next_cursor];
 }
@@ -36,7 +36,7 @@ export async function accounts({ api, args, params, me, go, say }) {
   if (prefix) query.set("prefix", prefix);
   if (cursor) query.set("cursor", cursor);
   const [[shown, next], networks] = await Promise.all([
-    api("GET", `/${family}?${query}`).then((data) => names(family, data)),
+    api("GET", `/${family}?${query}`).then((data) => listedNames(family, data)),
     me.scopes.includes("create") ? api("GET", "/networks") : null,
   ]);
 

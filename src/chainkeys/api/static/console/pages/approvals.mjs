@@ -3,7 +3,8 @@
 // beside base units, the fee (or that it is unknown), memos, IBC channel, port and
 // timeouts, a signed message as text or hex. Approve (on the digest shown) and
 // reject are buttons: Tab and Enter work, nothing needs a mouse; once this token's
-// person voted, the card says so instead.
+// person voted, the card says so instead. The token that made a pending request may
+// cancel it (the API says so: `cancellable`).
 import { amounts, facts, h, heading, untrusted } from "../dom.mjs";
 
 const STATES = ["pending", "approved", "signed", "failed", "rejected", "expired", "cancelled"];
@@ -107,6 +108,25 @@ function card(a, me, api, go, say) {
     node.append(h("div", { class: "actions" }, approve,
       h("label", { for: `reason-${a.id}` }, "Reason to reject (optional)"), reason, reject));
   }
+  if (a.cancellable) node.append(canceller(a, api, go, say));
   return node;
+}
+
+/** The requester's own pending request: withdraw it (nothing is signed, votes end). */
+function canceller(a, api, go, say) {
+  const cancel = h("button", { type: "button", class: "cancel" }, "Cancel this request");
+  cancel.addEventListener("click", async () => {
+    cancel.disabled = true;
+    try {
+      const done = await api("POST", `/approvals/${encodeURIComponent(a.id)}/cancel`);
+      say(`${a.id}: cancelled by you; now ${done.state}`);
+      go(location.hash || "#/approvals");
+    } catch (e) {
+      say(`${a.id}: ${e.message}`, true);
+      cancel.disabled = false;
+    }
+  });
+  return h("div", { class: "actions requester" },
+    h("span", { class: "hint" }, "You made this request."), cancel);
 }
 

@@ -1,6 +1,6 @@
-// Wallets: the list, and a wallet's page with its extended public keys and
-// descriptors per family and address type (copy buttons), the accounts derived from
-// it, and derive-next (create scope). The phrase is never shown here.
+// Wallets: the list, and a wallet's page with its extended public keys (in each format
+// the API says fits) and descriptors per family and address type (copy buttons), the
+// accounts derived from it, and derive-next (create scope). The phrase is never shown.
 import { copyable, facts, h, heading, link, table, untrusted, when } from "../dom.mjs";
 import { familiesOf } from "./accounts.mjs";
 
@@ -22,6 +22,34 @@ export async function wallets({ api, params }) {
     data.next_cursor ? h("p", {}, link("Next page", ["wallets"], { cursor: data.next_cursor })) : null);
 }
 
+/** One family and address type's extended key, in any of the formats the API says fit
+ * (`formats`, the default first: a Litecoin native segwit key as zpub for Electrum-LTC). */
+function xpubBlock(family, type, x, xpub, say) {
+  const name = `${family}${type ? ` ${type}` : ""}`;
+  const key = h("span", { class: "xpub-key" }, copyable(x.xpub, `Copy ${x.format}`));
+  let format = x.format;
+  if (x.formats && x.formats.length > 1) {
+    format = h("select", { class: "xpub-format", "aria-label": `Format of the ${name} key`, dataset: { family, type: type || "" } },
+      x.formats.map((f) => h("option", { value: f, selected: f === x.format }, f)));
+    format.addEventListener("change", async () => {
+      try {
+        const y = await xpub(format.value);
+        key.replaceChildren(copyable(y.xpub, `Copy ${y.format}`));
+      } catch (e) {
+        say(`${name}: ${e.message}`, true);
+      }
+    });
+  }
+  return h("div", { class: "xpub", dataset: { family, type: type || "" } },
+    h("h3", {}, name, " ", h("small", {}, x.path)),
+    facts([
+      ["Format", format],
+      ["Extended key", key],
+      ["Descriptor", x.descriptor ? copyable(x.descriptor, "Copy descriptor") : undefined],
+      ["Change descriptor", x.change_descriptor ? copyable(x.change_descriptor, "Copy descriptor") : undefined],
+    ]));
+}
+
 export async function wallet({ api, args, params, me, go, say }) {
   const [id] = args;
   const w = await api("GET", `/wallets/${encodeURIComponent(id)}`);
@@ -31,16 +59,10 @@ export async function wallet({ api, args, params, me, go, say }) {
   const keys = [];
   for (const family of familiesOf(me)) {
     for (const type of TYPES[family] || [null]) {
-      const q = new URLSearchParams({ family, ...(type ? { address_type: type } : {}) });
+      const xpub = (format) => api("GET", `/wallets/${encodeURIComponent(w.id)}/xpub?${new URLSearchParams({
+        family, ...(type ? { address_type: type } : {}), ...(format ? { format } : {}) })}`);
       try {
-        const x = await api("GET", `/wallets/${encodeURIComponent(w.id)}/xpub?${q}`);
-        keys.push(h("div", { class: "xpub" },
-          h("h3", {}, `${family}${type ? ` ${type}` : ""}`, " ", h("small", {}, x.path)),
-          facts([
-            [x.format, copyable(x.xpub, `Copy ${x.format}`)],
-            ["Descriptor", x.descriptor ? copyable(x.descriptor, "Copy descriptor") : undefined],
-            ["Change descriptor", x.change_descriptor ? copyable(x.change_descriptor, "Copy descriptor") : undefined],
-          ])));
+        keys.push(xpubBlock(family, type, await xpub(), xpub, say));
       } catch (e) {
         keys.push(h("p", { class: "warn" }, `${family}: ${e.message}`));
       }
