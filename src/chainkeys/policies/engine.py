@@ -230,3 +230,12 @@ def instructs(memo: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+def over_the_day(summary: Summary, denom: str, spent: int, total: int, cap: int) -> str:
+    """Why a 24 h cap refuses: `300000000 litoshi (3 LTC) would bring the last 24 h to
+    …, over the cap of …`, every amount in the request's own units (the same words for
+    the refusal and the dry run)."""
+    over = summary.words(denom, total)
+    return (f"{summary.words(denom, spent)} would bring the last 24 h to {over}, over the "
+            f"cap of {summary.words(denom, cap)}")  # fmt: skip

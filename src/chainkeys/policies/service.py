@@ -22,7 +22,7 @@ from chainkeys.clock import monotonic, now_ms
 from chainkeys.errors import NotFound, StartupError
 from chainkeys.policies.conditions import Facts
 from chainkeys.policies.document import Policy, PolicyError, Rule, parse
-from chainkeys.policies.engine import Decision, Refusal, decide
+from chainkeys.policies.engine import Decision, Refusal, decide, over_the_day
 from chainkeys.policies.repository import DAY_MS as DAY_MS
 from chainkeys.policies.repository import Policies, Spends, Version
 from chainkeys.store.backend import Backend
@@ -177,11 +177,8 @@ class PolicyService:
         for denom, cap in decision.daily.items():
             total = totals.get(denom, 0) + decision.spent[denom]
             if total > cap:
-                raise Refusal(
-                    decision.rule,
-                    f"{decision.spent[denom]} {denom} would bring the last 24 h to {total}, "
-                    f"over the cap of {cap}",
-                )
+                raise Refusal(decision.rule, over_the_day(summary, denom, decision.spent[denom],
+                                                          total, cap))  # fmt: skip
         if record:
             await spends.add(summary.digest, dict(decision.spent), totals, at)
         return decision

@@ -15,11 +15,11 @@ from typing import Any
 from chainkeys.accounts.families import family_of
 from chainkeys.accounts.repository import Accounts
 from chainkeys.chains.spec import ChainError
-from chainkeys.chains.tx.base import summary_record
+from chainkeys.chains.tx.base import Summary, summary_record
 from chainkeys.errors import AccountNotFound, BadRequest
 from chainkeys.jsonvalues import convert
 from chainkeys.policies.document import Approval, Policy, Rule
-from chainkeys.policies.engine import Decision, Evaluated, Refusal, decide
+from chainkeys.policies.engine import Decision, Evaluated, Refusal, decide, over_the_day
 from chainkeys.policies.repository import Spends
 from chainkeys.policies.service import PolicyService
 from chainkeys.signing.requests import account_for, kind_of, owner_of, prepare
@@ -79,8 +79,7 @@ async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: 
                       _values(who, policy, summary.family, summary.network,
                               refusal.evaluations), record)  # fmt: skip
     values = _values(who, policy, summary.family, summary.network, decision.evaluations)
-    over = await _over_daily_cap(db, who, summary.family, summary.network, decision,
-                                 summary.digest)  # fmt: skip
+    over = await _over_daily_cap(db, who, summary, decision)
     if over is not None:
         return DryRun("deny", decision.rule, over, None, values, record)
     if decision.approval is not None:
@@ -96,20 +95,20 @@ def _values(who: Principal, policy: Policy, family: str, network: str,
             for r in policy.rules if who.may_use(r.family)]  # fmt: skip
 
 
-async def _over_daily_cap(db: Backend, who: Principal, family: str, network: str,
-                          decision: Decision, digest: str) -> str | None:  # fmt: skip
+async def _over_daily_cap(db: Backend, who: Principal, summary: Summary,
+                          decision: Decision) -> str | None:  # fmt: skip
     """Why the 24 h window would refuse it (read, never counted); None when it fits."""
     if not decision.daily:
         return None
     async with db.read() as tx:
-        window = Spends(tx, who.tenant_id, family, network)
+        window = Spends(tx, who.tenant_id, summary.family, summary.network)
         cutoff = await window.cutoff()
-        if await window.seen(digest, cutoff):
+        if await window.seen(summary.digest, cutoff):
             return None  # the same bytes were counted already: free
         totals = await window.window(cutoff)
     for denom, cap in decision.daily.items():
         total = totals.get(denom, 0) + decision.spent[denom]
         if total > cap:
-            return (f"policy {decision.rule.label}: {decision.spent[denom]} {denom} would bring "
-                    f"the last 24 h to {total}, over the cap of {cap}")  # fmt: skip
+            words = over_the_day(summary, denom, decision.spent[denom], total, cap)
+            return f"policy {decision.rule.label}: {words}"
     return None
