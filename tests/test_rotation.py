@@ -194,36 +194,3 @@ def test_rotate_with_environment_keys(settings: Settings) -> None:
             await svc.close()
 
     asyncio.run(after())
-
-
-def test_retire_waits_for_a_stalled_process_however_old_its_heartbeat(
-    settings: Settings,
-) -> None:
-    """A replica starved past the liveness window still seals with the old key (its
-    heartbeat is old, the process is not gone): retire refuses and names it, so the
-    replica can still learn the new key when it resumes; `--gone` says it ended."""
-    from chainkeys.clock import now_ms
-    from chainkeys.errors import Conflict
-    from chainkeys.vault.repository import KeyUser, KeyUsers
-
-    async def run() -> None:
-        svc = await open_services(settings)
-        try:
-            old = svc.barrier.key_id
-            stalled = KeyUser("stalled-replica", "host-b", 4242, old, old, now_ms() - 3_600_000)
-            async with svc.db.write() as tx:
-                await KeyUsers.beat(tx, stalled)
-            rotated = await svc.keys.rotate(wait_seconds=5)
-            assert rotated.new_key_id != old
-            with pytest.raises(Conflict) as refused:
-                await svc.keys.retire()
-            assert "host-b pid 4242" in refused.value.message
-            assert "--gone" in refused.value.message
-            report = await svc.keys.retire(frozenset({"stalled-replica"}))
-            assert old in report.retired
-            async with svc.db.read() as tx:
-                assert "stalled-replica" not in {u.process for u in await KeyUsers.all(tx)}
-        finally:
-            await svc.close()
-
-    asyncio.run(run())

@@ -41,25 +41,16 @@ def key_rotate(
 
 
 @key_app.command("retire")
-def key_retire(
-    gone: Annotated[
-        list[str] | None,
-        typer.Option(help="a process (id from `chainkeys key list`) known to have ended"),
-    ] = None,
-    data_dir: DataDir = None,
-) -> None:
-    """Stop older master keys from sealing, once no secret and no server process that
-    may still run uses one.
+def key_retire(data_dir: DataDir = None) -> None:
+    """Stop older master keys from sealing, once no secret and no running server uses
+    one.
 
     They stay in the store's key ring under the current key (whatever a late
     process sealed with one still opens) and unwrap nothing; retired key files are
     removed. Refused, saying what it waits for, while something still needs an older
-    key: a process whose heartbeat, however old, still names one (a stalled server is
-    not gone); name one you know has ended with --gone. `chainkeys key destroy`
-    forgets a retired key for good.
+    key. `chainkeys key destroy` forgets a retired key for good.
     """
-    names = frozenset(gone or ())
-    report = run(settings_for(data_dir), lambda svc: svc.keys.retire(names))
+    report = run(settings_for(data_dir), lambda svc: svc.keys.retire())
     for path in report.removed:
         typer.echo(f"removed {path}")
     retired = ", ".join(report.retired) or "none"

@@ -203,35 +203,28 @@ class KeyService:
 
     # -- retire and destroy ----------------------------------------------------------------
 
-    async def retire(self, gone: frozenset[str] = frozenset()) -> RetireReport:
+    async def retire(self) -> RetireReport:
         """Every key but the current one stops sealing and unwrapping anything, once no
-        secret and no process that may still run uses one. The ring keeps each under
-        the current key (so whatever a late process sealed still opens); the provider's
-        own copies of older keys go (their files, `key.retired-*`).
-
-        Every heartbeat counts, however old: a process starved or paused past the
-        liveness window is not gone, and once older keys stop unwrapping it could never
-        learn the current one (it would answer 503 until restarted). `gone` names the
-        processes the operator knows have ended (a crash leaves its heartbeat)."""
+        secret and no live process uses one. The ring keeps each under the current key
+        (so whatever a late process sealed still opens); the provider's own copies of
+        older keys go (their files, `key.retired-*`)."""
         provider = self._provider()
         vault, terms = await self._keys(provider)
         current = vault.key_id
         async with self.db.read() as tx:
             used = await SealedColumns.key_ids(tx)
-            users = await KeyUsers.all(tx)
             live = await KeyUsers.live(tx, live_since(self.settings.key_refresh_seconds))
         if used - {current}:
             raise Conflict(
                 f"secrets are still sealed by key id {', '.join(sorted(used - {current}))}: "
                 "run `chainkeys key rotate` (it resumes) before retiring"
             )
-        sealing = [u for u in users if u.sealing_key_id != current and u.process not in gone]
+        sealing = [u for u in live if u.sealing_key_id != current]
         if sealing:
             raise Conflict(
-                f"{len(sealing)} process(es) still seal with an older key: "
-                f"{describe(sealing, now_ms())}; a running one switches within "
-                f"{self.settings.key_refresh_seconds:g} s of its next ring read (a stalled "
-                "one when it resumes); name one you know has ended with --gone"
+                f"{len(sealing)} running process(es) still seal with an older key: "
+                f"{describe(sealing, now_ms())}; each switches within "
+                f"{self.settings.key_refresh_seconds:g} s of a rotation (or stop it)"
             )
         older = [t.key_id for t in terms if t.key_id != current and t.destroyed_ms is None]
         lost = [k for k in older if not vault.holds(k)]
@@ -248,9 +241,7 @@ class KeyService:
             await Terms.retire_all_but(tx, current, now_ms())
             for key_id in older:
                 await Ring.drop_wrapped_by(tx, key_id)
-            for process in sorted(gone):
-                await KeyUsers.remove(tx, process)
-            details = {"retired": retired, "gone": sorted(gone)}
+            details = {"retired": retired}
             await Audit.insert(tx, audit_event(None, "key.retire", "ok", account_name=current,
                                                details=details))  # fmt: skip
         removed = await provider.retire()
