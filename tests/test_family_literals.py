@@ -59,10 +59,6 @@ def _literals(path: Path, names: frozenset[str]) -> int:
 # move what they know into chains/ (or read it from the registry) and take them off the
 # list, which only shrinks.
 KNOWN = {
-    # the dry run's example: Cosmos sign-transfer's request, its account and family
-    "api/routes/policy.py": 2,
-    # a refusal's words for a path's account name (EOS: a name, others: an address)
-    "jsonvalues.py": 1,
     # the console: each family's fields on the accounts page, EOS's name on the wallets page
     "api/static/console/pages/accounts.mjs": 8,
     "api/static/console/pages/wallets.mjs": 1,

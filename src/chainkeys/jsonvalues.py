@@ -204,7 +204,10 @@ def _pattern_words(type_: Any, at: str, pattern: str) -> str:
             schema = node.extra_json_schema or {}
             named = NAME_FORMAT.match(str(schema.get("format", "")))
             if named is not None:
-                return "an EOS account name" if named[1] == "eos" else f"a {named[1]} address"
+                from chainkeys.chains.registry import FAMILIES  # (the family's own words)
+
+                fam = FAMILIES.get(named[1])
+                return fam.names.description if fam is not None else f"a {named[1]} name"
             if schema.get("description"):
                 return f"of the form its schema gives ({schema['description']})"
     return "of the form its schema gives (/openapi.json)"

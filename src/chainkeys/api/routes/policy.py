@@ -31,9 +31,9 @@ from chainkeys.tokens.service import Principal
 TAG = "Policy"
 
 
-# the example's request: the Cosmos sign-transfer endpoint's own example
-_TRANSFER = next(k.examples["moon"] for k in FAMILIES["cosmos"].signers
-                 if k.path == "sign-transfer")  # fmt: skip
+# the example's request: the first family's sign-transfer example (Moon's transfer)
+_FAMILY, _TRANSFER = next((f.name, k.examples["moon"]) for f in FAMILIES.values()
+                          for k in f.signers if k.path == "sign-transfer")  # fmt: skip
 
 
 def _document(text: str | None) -> dict[str, Any] | None:
@@ -160,7 +160,7 @@ def policy_routes() -> list[Route]:
             "`kind` names (its schema, by `kind`). Beyond the schema: the request must fit "
             "the account as that endpoint's must (400 with its codes); an address's "
             "checksum is checked (`invalid_account_name`).",
-            examples={"transfer": {"family": "cosmos",
+            examples={"transfer": {"family": _FAMILY,
                                    "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
                                    "kind": "sign-transfer", "request": _TRANSFER}}))}),
     ]  # fmt: skip
