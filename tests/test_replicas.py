@@ -348,9 +348,10 @@ def test_replicas_started_together_on_an_empty_database(tmp_path: Path) -> None:
         drop_pg_database(url)
 
 
-def test_two_replicas_never_overshoot_a_daily_cap(replicas: Deployment, tmp_path: Path) -> None:
-    """200 concurrent transfers through both replicas against a 24 h cap that admits
-    exactly 50: exactly 50 are signed, the rest refused by the policy."""
+def race_transfers(replicas: Deployment, tmp_path: Path, rules: list[dict[str, Any]],
+                   count: int, threads: int) -> list[Op]:  # fmt: skip
+    """Import the transfer's key, set `rules` by the CLI, then `count` transfers of 1
+    uatom through both replicas at once; the ops, answered."""
     from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
 
     a, _ = replicas.procs
@@ -358,22 +359,28 @@ def test_two_replicas_never_overshoot_a_daily_cap(replicas: Deployment, tmp_path
         verify=TLS, base_url=a.base_url, headers={"Authorization": replicas.token}
     ) as c:
         assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
-    policy = {"rules": [{"family": "cosmos", "network": "cosmoshub",
-                         "max_per_day": {"uatom": "50"}}]}  # fmt: skip
-    (tmp_path / "cap.json").write_text(json.dumps(policy))
+    (tmp_path / "policy.json").write_text(json.dumps({"rules": rules}))
     env = {"CHAINKEYS_DATABASE_URL": _url_of(a), "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY}
-    done = chainkeys_cli("policy", "set", "default", str(tmp_path / "cap.json"), env=env)
+    done = chainkeys_cli("policy", "set", "default", str(tmp_path / "policy.json"), env=env)
     assert done.returncode == 0, done.stderr
     path = f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer"
     ops = [
         Op(i % 2, "POST", path, {**TRANSFER, "amount": "1", "feeAmount": "0", "sequence": i})
-        for i in range(200)
+        for i in range(count)
     ]
     clients = Clients(replicas.procs, replicas.token)
     try:
-        run_all(clients, ops, threads=32)
+        run_all(clients, ops, threads=threads)
     finally:
         clients.close()
+    return ops
+
+
+def test_two_replicas_never_overshoot_a_daily_cap(replicas: Deployment, tmp_path: Path) -> None:
+    """200 concurrent transfers through both replicas against a 24 h cap that admits
+    exactly 50: exactly 50 are signed, the rest refused by the policy."""
+    rules = [{"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "50"}}]
+    ops = race_transfers(replicas, tmp_path, rules, 200, 32)
     codes = Counter(op.status for op in ops)
     assert codes == {200: 50, 403: 150}, codes
     assert {op.response["code"] for op in ops if op.status == 403} == {"policy_denied"}
@@ -386,32 +393,12 @@ def test_two_replicas_never_overspend_a_budget_written_as_a_condition(
     """docs/policies.md's budget by condition (a deny rule over `spent`): 20 concurrent
     transfers through both replicas against a budget of 5 sign exactly 5 (the condition
     is decided again under the caps' lock, in the transaction that counts)."""
-    from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
-
-    a, _ = replicas.procs
-    with httpx.Client(
-        verify=TLS, base_url=a.base_url, headers={"Authorization": replicas.token}
-    ) as c:
-        assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
-    policy = {"rules": [
+    rules = [
         {"family": "cosmos", "network": "cosmoshub", "effect": "deny", "name": "budget",
          "when": "'uatom' in spent && spent['uatom'] >= 5"},
         {"family": "cosmos", "network": "cosmoshub"},
-    ]}  # fmt: skip
-    (tmp_path / "budget.json").write_text(json.dumps(policy))
-    env = {"CHAINKEYS_DATABASE_URL": _url_of(a), "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY}
-    done = chainkeys_cli("policy", "set", "default", str(tmp_path / "budget.json"), env=env)
-    assert done.returncode == 0, done.stderr
-    path = f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer"
-    ops = [
-        Op(i % 2, "POST", path, {**TRANSFER, "amount": "1", "feeAmount": "0", "sequence": i})
-        for i in range(20)
-    ]
-    clients = Clients(replicas.procs, replicas.token)
-    try:
-        run_all(clients, ops, threads=20)
-    finally:
-        clients.close()
+    ]  # fmt: skip
+    ops = race_transfers(replicas, tmp_path, rules, 20, 20)
     codes = Counter(op.status for op in ops)
     assert codes == {200: 5, 403: 15}, codes
     assert all("budget" in op.response["message"] for op in ops if op.status == 403)
