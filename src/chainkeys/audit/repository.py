@@ -22,7 +22,8 @@ _INSERT_AUDIT = Prepared(insert(audit), AUDIT_COLUMNS)
 # a column's length, which PostgreSQL enforces and SQLite does not: a refusal of a
 # request with a 200-character name is audited, its name cut to fit, on both engines
 _LENGTHS = {c.name: c.type.length for c in audit.columns
-            if isinstance(c.type, String) and c.type.length is not None}  # fmt: skip
+            if c.name in AUDIT_COLUMNS and isinstance(c.type, String)
+            and c.type.length is not None}  # fmt: skip
 _AUDIT_COLS = (
     _u.id, _u.tenant_id, _u.action, _u.family, _u.account_name,
     _u.request_id, _u.outcome, _u.created_ms, _u.actor_token_id, _u.client_request_id,

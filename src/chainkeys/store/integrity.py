@@ -19,7 +19,13 @@ from typing import Any
 
 from sqlalchemy import Table
 
-from chainkeys.store.tables import approval_votes, approvals, policy_versions, tokens
+from chainkeys.store.tables import (
+    approval_votes,
+    approvals,
+    audit_heads,
+    policy_versions,
+    tokens,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,4 +69,10 @@ APPROVAL_VOTES = Authenticated(
     {},
 )  # fmt: skip
 
-REGISTRY: tuple[Authenticated, ...] = (TOKENS, POLICY_VERSIONS, APPROVALS, APPROVAL_VOTES)
+# The audit rows themselves are chained, not MACed one by one (audit/chain.py); what a
+# deleted tail would change is each tenant's head.
+AUDIT_HEADS = Authenticated(audit_heads, "audit head", ("tenant_key", "last_id", "rows", "chain"), {})
+
+REGISTRY: tuple[Authenticated, ...] = (
+    TOKENS, POLICY_VERSIONS, APPROVALS, APPROVAL_VOTES, AUDIT_HEADS,
+)  # fmt: skip

@@ -119,9 +119,24 @@ audit = Table(
     Column("actor_token_id", String(32), nullable=True),  # the token that acted (its id)
     Column("client_request_id", String(128), nullable=True),  # the client's X-Request-ID
     Column("details", Text, nullable=True),  # JSON: what was done (e.g. a sign summary)
+    # the tenant's chain MAC through this row, set by the chaining round (audit/chain.py)
+    Column("chain", String(80), nullable=True),
     Index("ix_audit_tenant_id_id", "tenant_id", "id"),
     Index("ix_audit_created_ms", "created_ms"),
     Index("ix_audit_tenant_id_created_ms", "tenant_id", "created_ms"),
+)
+
+# Each tenant's newest chained audit row (audit/chain.py): a deleted tail of the chain
+# leaves a head that no row matches. `tenant_key` is the tenant id, or "-" for events
+# of no tenant (the operator's); `mac` authenticates the head row itself.
+audit_heads = Table(
+    "audit_heads",
+    metadata,
+    Column("tenant_key", String(33), primary_key=True),
+    Column("last_id", BigInteger, nullable=False),
+    Column("rows", BigInteger, nullable=False),
+    Column("chain", String(80), nullable=False),
+    Column("mac", String(80), nullable=False),
 )
 
 # An account and the audit event of its creation, in one statement (store/joined.py):
