@@ -115,6 +115,13 @@ class StorageUnavailable(ChainkeysError):
     code, message = "storage_unavailable", "storage is unavailable; try again"
 
 
+class StorageFull(StorageUnavailable):
+    """The database's disk is full (SQLite's SQLITE_FULL, ENOSPC): nothing of the write
+    was kept; reads go on, and writes succeed again once space is freed."""
+
+    code, message = "storage_full", "the database's disk is full; nothing was written"
+
+
 class Unavailable(ChainkeysError):
     """This server cannot do it now; another replica (or this one, restarted) can."""
 
@@ -126,6 +133,15 @@ class SealFenced(Unavailable):
     or its key was retired and it cannot learn the current one (vault/barrier.py)."""
 
     code = "seal_fenced"
+
+
+class Sealed(Unavailable):
+    """The master key is held by Shamir shares and this process has not been given
+    enough of them yet (or was sealed again): it answers nothing but the unseal."""
+
+    code = "sealed"
+    message = ("sealed: this server waits for its unseal shares "
+               "(`chainkeys operator unseal --url URL`, POST /sys/unseal)")  # fmt: skip
 
 
 class KeyUnavailable(Unavailable):

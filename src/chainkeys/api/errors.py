@@ -34,6 +34,7 @@ STATUS: dict[type[e.ChainkeysError], int] = {
     e.UnsupportedMediaType: 415,
     e.RateLimited: 429,
     e.StorageUnavailable: 503,
+    e.StorageFull: 503,  # (a StorageUnavailable: named for the reader of this table)
     e.Unavailable: 503,
 }
 ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")  # how Allow lists methods

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, Executable, Table
 
 from chainkeys.config import Settings
-from chainkeys.errors import StorageUnavailable
 from chainkeys.store.sql import CopySession, Tx, storage_errors
 from chainkeys.store.sqlite.batch import (
     MAX_BATCH,
@@ -42,6 +41,7 @@ from chainkeys.store.sqlite.batch import (
 from chainkeys.store.sqlite.checkpoint import SAFETY_NET_PAGES, Checkpoints
 from chainkeys.store.sqlite.counter import ChangeCounter, reader_counter
 from chainkeys.store.sqlite.engine import as_sqlite, joined_views, make_engine
+from chainkeys.store.sqlite.full import sqlite_errors, unavailable
 from chainkeys.store.sqlite.read import OneStatementTx, SqliteRead, SyncTx
 
 _BODY = "chainkeys_body"  # the savepoint around each write body of a batch
@@ -50,7 +50,8 @@ T = TypeVar("T")
 
 
 class SqliteBackend:
-    """The `Backend` on one SQLite file (WAL); maps driver failures to StorageUnavailable."""
+    """The `Backend` on one SQLite file (WAL); maps driver failures to StorageUnavailable
+    (StorageFull when the disk is full: store/sqlite/full.py)."""
 
     has_change_counter = True  # see change_counter
     watch_every: float | None = None  # the counter is read from shared memory: nothing to keep up
@@ -204,7 +205,7 @@ class SqliteBackend:
 
     @contextlib.asynccontextmanager
     async def _sqlite_write(self, one_statement: bool) -> AsyncIterator[Tx]:
-        with storage_errors():
+        with sqlite_errors():  # a full disk is StorageFull (store/sqlite/full.py)
             async with self._grouped(one_statement) as tx:
                 yield tx
 
@@ -265,7 +266,7 @@ class SqliteBackend:
         if committed is not None:
             await committed  # its own future: a cancelled caller leaves the batch intact
         if batch.error is not None:
-            raise StorageUnavailable() from batch.error
+            raise unavailable(batch.error) from batch.error
         if failed is not None:
             raise failed
 

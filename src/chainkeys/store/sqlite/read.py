@@ -11,7 +11,6 @@ from typing import Any, Protocol, cast
 from sqlalchemy import Connection, Executable
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from chainkeys.errors import StorageUnavailable
 from chainkeys.store.changes import EVERYTHING, changed_by
 from chainkeys.store.sql import (
     ListRows,
@@ -24,6 +23,7 @@ from chainkeys.store.sql import (
     row_class,
     storage_errors,
 )
+from chainkeys.store.sqlite.full import unavailable
 
 
 class Connections(Protocol):
@@ -160,5 +160,5 @@ class SqliteRead:
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: Any) -> bool:  # fmt: skip
         if exc is not None and is_storage_error(exc):
-            raise StorageUnavailable() from exc
+            raise unavailable(exc) from exc
         return False
