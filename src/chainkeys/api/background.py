@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from chainkeys import metrics
 from chainkeys.approvals.webhook import Webhook
+from chainkeys.audit.chain import chain_round
 from chainkeys.bootstrap import Services
 
 log = logging.getLogger("chainkeys.background")
@@ -61,6 +62,9 @@ def tasks_of(svc: Services, purge: bool) -> list[Task]:
         Task("key-ring", svc.barrier.refresh, settings.key_refresh_seconds),
         Task("approvals-sweep", svc.signing.sweep, 2.0),
     ]
+    integrity = svc.barrier.integrity
+    if integrity is not None:  # the audit chain: every replica takes its turn (audit/chain.py)
+        tasks.append(Task("audit-chain", lambda: chain_round(svc.db, integrity), 5.0))
     if svc.db.watch_every is not None:
         tasks.append(Task("store-watch", svc.db.watch, svc.db.watch_every))
     if settings.webhook_url is not None and settings.webhook_secret is not None:

@@ -6,7 +6,6 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -14,13 +13,12 @@ import msgspec
 import typer
 
 from chainkeys import __version__, logs
-from chainkeys.audit.repository import AuditEvent, AuditQuery
 from chainkeys.bootstrap import (
-    Admin,
     Services,
     copy_between,
     upgrade_schema,
 )
+from chainkeys.cli.audit import audit_app
 from chainkeys.cli.common import DataDir, fail, finish, group, run, run_admin, settings_for, when
 from chainkeys.cli.masterkey import hsm_app, key_app
 from chainkeys.cli.policy import policy_app
@@ -66,6 +64,7 @@ app.add_typer(hsm_app, name="hsm")
 app.add_typer(account_app, name="account")
 app.add_typer(policy_app, name="policy")
 app.add_typer(wallet_app, name="wallet")
+app.add_typer(audit_app, name="audit")
 
 
 @app.command()
@@ -218,81 +217,6 @@ def token_revoke(token_id: str, data_dir: DataDir = None) -> None:
     """Revoke a token by id; requests with it fail at once."""
     run_admin(settings_for(data_dir), lambda admin: admin.tokens.revoke(token_id), keyed=True)
     typer.echo(f"revoked {token_id}")
-
-
-@app.command()
-def audit(
-    tenant: Annotated[str | None, typer.Option(help="only this tenant's events")] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(help="ISO date or time (UTC unless it says), e.g. 2026-11-21T10:00"),
-    ] = None,
-    action: Annotated[str | None, typer.Option(help="only this action, e.g. sign")] = None,
-    family: Annotated[str | None, typer.Option(help="only this family's events")] = None,
-    account: Annotated[str | None, typer.Option(help="only this account's events")] = None,
-    limit: Annotated[
-        int | None, typer.Option(min=1, help="at most this many events (default: all)")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False,
-    data_dir: DataDir = None,
-) -> None:
-    """Print the audit log, oldest first.
-
-    Who created, imported, deleted, signed or was refused what (with the reason), and
-    token and policy events."""
-    since_ms = 0
-    if since is not None:
-        try:
-            moment = datetime.fromisoformat(since)
-        except ValueError:
-            fail(f"--since {since!r} is not an ISO date or time")
-            return
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        since_ms = int(moment.timestamp() * 1000)
-
-    async def work(admin: Admin) -> int:
-        tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None
-        q = AuditQuery(tenant_id, since_ms, action=action, family=family, account=account)
-        after, shown, page = 0, 0, 1000
-        names = await admin.tokens.tenant_names()
-        while limit is None or shown < limit:
-            want = page if limit is None else min(page, limit - shown)
-            events = await admin.audit.events(q, after, want)
-            for e in events:
-                who = names.get(e.tenant_id or "", e.tenant_id or "-")
-                typer.echo(audit_line(e, who, as_json))
-            shown += len(events)
-            if len(events) < want:
-                break
-            after = events[-1].id or after
-        return shown
-
-    run_admin(settings_for(data_dir), work)
-
-
-def audit_line(e: AuditEvent, tenant: str, as_json: bool) -> str:
-    """One event: a JSON object, or a line for a person with why it was refused."""
-    details = msgspec.json.decode(e.details) if e.details else None
-    if as_json:
-        record = {
-            "id": e.id, "time": when(e.created_ms), "tenant": tenant, "action": e.action,
-            "outcome": e.outcome, "family": e.family, "account": e.account_name,
-            "token_id": e.actor_token_id, "request_id": e.request_id, "details": details,
-        }  # fmt: skip
-        return msgspec.json.encode(record).decode()
-    line = (
-        f"{when(e.created_ms)}  {tenant:20}  {e.action:12}  {e.outcome:20}  "
-        f"{e.family or '-':8}  {e.account_name or '-'}  "
-        f"token={e.actor_token_id or '-'}  rid={e.request_id or '-'}"
-    )
-    if isinstance(details, dict):
-        extra = [
-            f"{k}={details[k]}" for k in ("kind", "reason", "scope", "version") if k in details
-        ]
-        if extra:
-            line += "  " + "  ".join(extra)
-    return line
 
 
 @account_app.command("deleted")

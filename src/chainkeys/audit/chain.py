@@ -1,0 +1,256 @@
+"""The audit log chained, so a database writer cannot edit, delete or reorder it unseen.
+
+A MAC per row would catch an edit but not a deleted refusal; a chain catches all
+three. Each row's `chain` is HMAC(integrity key, the tenant's previous link || the
+row's id and every column), and `audit_heads` keeps each tenant's newest link (the
+head, itself MACed), so `verify` walking a tenant's rows in id order names the
+first row where the chain breaks: an edited row fails its own link, a deleted or
+moved one fails the next row's, a deleted tail leaves a head that no row matches.
+A global cursor head (`*`) counts every chained row: a tenant whose rows and head
+were both deleted leaves the count short.
+
+Why a chaining round and not a link at insert: a link at insert needs the tenant's
+previous link inside every writing transaction, which serializes a tenant's every
+signature on one row lock across replicas (and refusals are written by a single
+statement with no transaction at all). So requests write rows as before; a
+supervised round (`api/background.py`) links the rows that have *settled* (written
+more than `SETTLE_MS` ago), in id order, a batch per write transaction, under the
+`audit-chain` scope so replicas take turns. Settling matters on PostgreSQL, where a
+lower id can commit after a higher one: the round only links past rows whose
+transactions have long ended. A row that appears below the cursor later, unlinked,
+was inserted after the fact, and `verify` names it.
+
+What this leaves (docs/security.md): the newest `SETTLE_MS` of rows are not yet
+linked (an edit there is not seen until the round links it, then it is linked as
+edited); rolling the whole database back to an older copy is not detected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from sqlalchemy import bindparam, delete, insert, select, update
+
+from chainkeys.audit.repository import AUDIT_COLUMNS
+from chainkeys.clock import now_ms
+from chainkeys.errors import IntegrityFailure
+from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import AUDIT_HEADS, Authenticated
+from chainkeys.store.sql import Prepared, Tx
+from chainkeys.store.tables import audit, audit_heads
+from chainkeys.vault.integrity import Integrity
+
+SETTLE_MS: Final = 60_000  # far longer than any transaction the service holds open
+BATCH: Final = 500  # rows linked per write transaction (SQLite's writer is held for it)
+CURSOR: Final = "*"  # the head that counts every linked row, of every tenant
+_u = audit.c
+_h = audit_heads.c
+ROW_COLUMNS: Final = ("id", *AUDIT_COLUMNS)
+# What a link covers: the previous link and the row, bound to the record "audit link".
+LINK = Authenticated(audit, "audit link", ("prev", *ROW_COLUMNS), {})
+
+_SET_CHAIN = Prepared(
+    update(audit).where(_u.id == bindparam("row_id")).values(chain=bindparam("link")),
+    ("link", "row_id"),
+)
+
+
+def tenant_key(tenant_id: str | None) -> str:
+    """A tenant's head key: "t" + its id, or "-" for events of no tenant (the
+    operator's); neither can be the cursor's "*"."""
+    return "-" if tenant_id is None else "t" + tenant_id
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    tenant_key: str
+    last_id: int
+    rows: int
+    chain: str
+
+    def values(self) -> dict[str, Any]:
+        return {"tenant_key": self.tenant_key, "last_id": self.last_id, "rows": self.rows,
+                "chain": self.chain}  # fmt: skip
+
+
+async def _heads(tx: Tx, integrity: Integrity) -> dict[str, Head]:
+    """Every head, each checked: a head that fails its MAC is never built on."""
+    found: dict[str, Head] = {}
+    for row in (await tx.execute(select(audit_heads))).all():
+        values = dict(row._mapping)
+        integrity.check(AUDIT_HEADS, values, f"the audit head {values['tenant_key']!r}")
+        values.pop("mac")
+        found[values["tenant_key"]] = Head(**values)
+    return found
+
+
+def link(integrity: Integrity, prev: str, row: Mapping[str, Any]) -> str:
+    return integrity.mac(LINK, {"prev": prev, **row})
+
+
+async def chain_round(db: Backend, integrity: Integrity, now: int | None = None) -> int:
+    """Link the settled rows not yet linked, a batch per transaction; how many."""
+    horizon = (now_ms() if now is None else now) - SETTLE_MS
+    total = 0
+    while True:
+        async with db.read() as tx:  # nothing to do is the common case: no write lock
+            cursor = (await tx.execute(
+                select(_h.last_id).where(_h.tenant_key == CURSOR)
+            )).first()  # fmt: skip
+            after = cursor[0] if cursor is not None else 0
+            waiting = (await tx.execute(
+                select(_u.created_ms).where(_u.id > after).order_by(_u.id).limit(1)
+            )).first()  # fmt: skip
+        if waiting is None or waiting[0] >= horizon:
+            return total
+        linked = await _link_batch(db, integrity, horizon)
+        total += linked
+        if linked < BATCH:
+            return total
+
+
+async def _link_batch(db: Backend, integrity: Integrity, horizon: int) -> int:
+    async with db.write() as tx:
+        await tx.serialize("audit-chain")
+        heads = await _heads(tx, integrity)
+        cursor = heads.get(CURSOR, Head(CURSOR, 0, 0, ""))
+        stmt = select(*(_u[c] for c in ROW_COLUMNS)).where(_u.id > cursor.last_id)
+        rows = (await tx.execute(stmt.order_by(_u.id).limit(BATCH))).all()
+        changed: dict[str, Head] = {}
+        count = 0
+        for found in rows:
+            row = dict(found._mapping)
+            if row["created_ms"] >= horizon:  # in id order: nothing past an unsettled row
+                break
+            key = tenant_key(row["tenant_id"])
+            head = changed.get(key) or heads.get(key) or Head(key, 0, 0, "")
+            chain = link(integrity, head.chain, row)
+            await tx.execute(_SET_CHAIN, {"link": chain, "row_id": row["id"]})
+            changed[key] = Head(key, row["id"], head.rows + 1, chain)
+            cursor = replace(cursor, last_id=row["id"], rows=cursor.rows + 1)
+            count += 1
+        if count:
+            changed[CURSOR] = cursor
+            for head in changed.values():
+                values = head.values()
+                await tx.execute(delete(audit_heads).where(_h.tenant_key == head.tenant_key))
+                mac = integrity.mac(AUDIT_HEADS, values)
+                await tx.execute(insert(audit_heads).values(**values, mac=mac))
+        return count
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    row_id: int | None
+    tenant_id: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    rows: int  # linked rows checked
+    unlinked: int  # rows newer than the cursor, not yet linked (not a break)
+    broken: Break | None
+
+    @property
+    def ok(self) -> bool:
+        return self.broken is None
+
+
+PAGE: Final = 5_000
+
+
+async def verify(db: Backend, integrity: Integrity, tenant: str | None = None,
+                 *, all_tenants: bool = True) -> Verdict:  # fmt: skip
+    """Walk the chain of one tenant (`tenant`, with `all_tenants` False) or of every
+    tenant and the operator's events; the first break, if any."""
+    async with db.read() as tx:
+        try:
+            heads = await _heads(tx, integrity)
+        except IntegrityFailure as exc:
+            return Verdict(0, 0, Break(None, None, str(exc)))
+        if all_tenants:
+            tenants: list[str | None] = [
+                r[0] for r in (await tx.execute(select(_u.tenant_id).distinct())).all()
+            ]
+            known = {tenant_key(t) for t in tenants}
+            tenants += [None if k == "-" else k[1:] for k in heads
+                        if k != CURSOR and k not in known]  # fmt: skip
+        else:
+            tenants = [tenant]
+    cursor = heads.get(CURSOR, Head(CURSOR, 0, 0, ""))
+    rows = unlinked = 0
+    for t in sorted(tenants, key=lambda t: (t is not None, t or "")):
+        checked, waiting, broken = await _walk(db, integrity, t, heads, cursor.last_id)
+        rows += checked
+        unlinked += waiting
+        if broken is not None:
+            return Verdict(rows, unlinked, broken)
+    if all_tenants and rows != cursor.rows:
+        return Verdict(rows, unlinked, Break(None, None,
+                       f"{cursor.rows} rows were linked in all but {rows} are here: the rows "
+                       "and head of a whole tenant were deleted"))  # fmt: skip
+    return Verdict(rows, unlinked, None)
+
+
+async def _walk(db: Backend, integrity: Integrity, tenant: str | None, heads: dict[str, Head],
+                linked_through: int) -> tuple[int, int, Break | None]:  # fmt: skip
+    key = tenant_key(tenant)
+    head = heads.get(key)
+    prev, last, rows, waiting = "", 0, 0, 0
+    after: int | None = None  # no lower bound: a forged row may have any id
+    who = _u.tenant_id.is_(None) if tenant is None else _u.tenant_id == tenant
+    while True:
+        async with db.read() as tx:
+            stmt = select(*(_u[c] for c in ROW_COLUMNS), _u.chain).where(who)
+            if after is not None:
+                stmt = stmt.where(_u.id > after)
+            page = (await tx.execute(stmt.order_by(_u.id).limit(PAGE))).all()
+        for found in page:
+            row = dict(found._mapping)
+            after = row["id"]
+            if row["chain"] is None:
+                if row["id"] <= linked_through:
+                    return rows, waiting, Break(row["id"], tenant, (
+                        f"row {row['id']} is not in the chain: it was inserted after the rows "
+                        "around it were linked"))  # fmt: skip
+                waiting += 1
+                continue
+            if waiting:
+                return (
+                    rows,
+                    waiting,
+                    Break(
+                        row["id"],
+                        tenant,
+                        (f"row {row['id']} is linked after unlinked rows: the chain was edited"),
+                    ),
+                )
+            if row["chain"] != link(integrity, prev, row):
+                return rows, waiting, Break(row["id"], tenant, (
+                    f"row {row['id']} fails its link: it was edited, or a row before it "
+                    "was deleted or moved"))  # fmt: skip
+            prev, last, rows = row["chain"], row["id"], rows + 1
+        if len(page) < PAGE:
+            break
+    who_text = f"tenant {tenant!r}" if tenant is not None else "the operator's events"
+    if head is None:
+        if rows:
+            return rows, waiting, Break(last, tenant, f"{who_text} has linked rows but no head")
+        return rows, waiting, None
+    if (head.last_id, head.rows, head.chain) != (last, rows, prev):
+        return (
+            rows,
+            waiting,
+            Break(
+                last or None,
+                tenant,
+                (
+                    f"{who_text}'s chain ends at row {last or 'none'} ({rows} rows) but its head "
+                    f"says row {head.last_id} ({head.rows} rows): rows after it were deleted"
+                ),
+            ),
+        )
+    return rows, waiting, None

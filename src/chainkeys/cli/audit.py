@@ -1,0 +1,123 @@
+"""`chainkeys audit`: read the audit log, and verify its chain (audit/chain.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import msgspec
+import typer
+
+from chainkeys.audit.chain import verify
+from chainkeys.audit.repository import AuditEvent, AuditQuery
+from chainkeys.bootstrap import Admin
+from chainkeys.cli.common import DataDir, fail, run_admin, settings_for, when
+
+audit_app = typer.Typer(
+    help="Read the audit log (oldest first), or verify its chain.", rich_markup_mode=None
+)
+
+
+@audit_app.callback(invoke_without_command=True)
+def audit(
+    ctx: typer.Context,
+    tenant: Annotated[str | None, typer.Option(help="only this tenant's events")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="ISO date or time (UTC unless it says), e.g. 2026-11-21T10:00"),
+    ] = None,
+    action: Annotated[str | None, typer.Option(help="only this action, e.g. sign")] = None,
+    family: Annotated[str | None, typer.Option(help="only this family's events")] = None,
+    account: Annotated[str | None, typer.Option(help="only this account's events")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="at most this many events (default: all)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Print the audit log, oldest first.
+
+    Who created, imported, deleted, signed or was refused what (with the reason), and
+    token and policy events. `chainkeys audit verify` checks its chain."""
+    if ctx.invoked_subcommand is not None:
+        return
+    since_ms = 0
+    if since is not None:
+        try:
+            moment = datetime.fromisoformat(since)
+        except ValueError:
+            fail(f"--since {since!r} is not an ISO date or time")
+            return
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        since_ms = int(moment.timestamp() * 1000)
+
+    async def work(admin: Admin) -> int:
+        tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None
+        q = AuditQuery(tenant_id, since_ms, action=action, family=family, account=account)
+        after, shown, page = 0, 0, 1000
+        names = await admin.tokens.tenant_names()
+        while limit is None or shown < limit:
+            want = page if limit is None else min(page, limit - shown)
+            events = await admin.audit.events(q, after, want)
+            for e in events:
+                who = names.get(e.tenant_id or "", e.tenant_id or "-")
+                typer.echo(audit_line(e, who, as_json))
+            shown += len(events)
+            if len(events) < want:
+                break
+            after = events[-1].id or after
+        return shown
+
+    run_admin(settings_for(data_dir), work)
+
+
+def audit_line(e: AuditEvent, tenant: str, as_json: bool) -> str:
+    """One event: a JSON object, or a line for a person with why it was refused."""
+    details = msgspec.json.decode(e.details) if e.details else None
+    if as_json:
+        record = {
+            "id": e.id, "time": when(e.created_ms), "tenant": tenant, "action": e.action,
+            "outcome": e.outcome, "family": e.family, "account": e.account_name,
+            "token_id": e.actor_token_id, "request_id": e.request_id, "details": details,
+        }  # fmt: skip
+        return msgspec.json.encode(record).decode()
+    line = (
+        f"{when(e.created_ms)}  {tenant:20}  {e.action:12}  {e.outcome:20}  "
+        f"{e.family or '-':8}  {e.account_name or '-'}  "
+        f"token={e.actor_token_id or '-'}  rid={e.request_id or '-'}"
+    )
+    if isinstance(details, dict):
+        extra = [
+            f"{k}={details[k]}" for k in ("kind", "reason", "scope", "version") if k in details
+        ]
+        if extra:
+            line += "  " + "  ".join(extra)
+    return line
+
+
+@audit_app.command("verify")
+def audit_verify(
+    tenant: Annotated[str | None, typer.Option(help="only this tenant's chain")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Check that no audit row was edited, deleted or reordered: walk each tenant's
+    chain (every row linked so far, and its head). Exits 1 naming the first row where
+    the chain breaks, 0 on an honest log. Rows from the last minute are not linked yet;
+    they are counted, not checked."""
+
+    async def work(admin: Admin) -> None:
+        if admin.integrity is None:  # keyed: open_admin always opens it
+            fail("the audit chain needs the master key")
+            return
+        tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None
+        verdict = await verify(admin.db, admin.integrity, tenant_id, all_tenants=tenant is None)
+        if verdict.broken is not None:
+            where = f"row {verdict.broken.row_id}: " if verdict.broken.row_id else ""
+            fail(f"the audit chain is broken at {where}{verdict.broken.reason} "
+                 f"({verdict.rows} rows checked before it)")  # fmt: skip
+            return
+        typer.echo(f"audit chain ok: {verdict.rows} rows linked and checked, "
+                   f"{verdict.unlinked} newer rows not linked yet")  # fmt: skip
+
+    run_admin(settings_for(data_dir), work, keyed=True)
