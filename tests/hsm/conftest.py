@@ -119,10 +119,10 @@ def assert_refusal_log(log: Path, says: str, secrets: set[str]) -> None:
 
 
 UNWRAP = """
-import sys
+import json, sys
 from chainkeys.config import Settings
 from chainkeys.vault.pkcs11 import hsm_from_settings, unwrap
-print(unwrap(hsm_from_settings(Settings()), bytes.fromhex(sys.argv[1])).material.hex())
+print(unwrap(hsm_from_settings(Settings()), json.loads(bytes.fromhex(sys.argv[1]))).hex())
 """
 ATTRIBUTES = """
 import os, pkcs11

@@ -7,6 +7,9 @@ master key is never in the database or the logs.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -97,12 +100,25 @@ def test_each_refusal_is_one_line_and_nothing_starts(hsm: Hsm) -> None:
     other = {**hsm.env, "CHAINKEYS_PKCS11_TOKEN_LABEL": "chainkeys-b"}
     assert chainkeys_cli("hsm", "init", env=other).returncode == 0
     says = refused("other-token", other)
-    assert "is not the HSM key that wrapped this store's master key" in says
+    assert says.startswith("chainkeys: HSM key 'chainkeys-master' in token 'chainkeys-b' did "
+                           "not wrap this store's master key: HSM key 'chainkeys-master' in "
+                           "token 'chainkeys-a' did")  # fmt: skip
     says = refused("file-provider", {**hsm.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"})
     assert "master key is wrapped by HSM key 'chainkeys-master' in token 'chainkeys-a'" in says
+    assert "CHAINKEYS_MASTER_KEY_PROVIDER=pkcs11" in says
     serve_and_check(hsm.env, hsm.tmp / "still.log", token)
+    # A blob from before the provider registry (no provider, where nor store) is pkcs11's.
+    fields = json.loads(stored_blob(hsm))
+    legacy = {k: v for k, v in fields.items() if k not in ("provider", "where", "store")}
+    db = sqlite3.connect(hsm.tmp / "data" / "chainkeys.db")
+    with contextlib.closing(db), db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'master_key_wrapped'",
+                   (json.dumps(legacy).encode(),))  # fmt: skip
+    says = refused("file-provider-legacy", {**hsm.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"})
+    assert "master key is wrapped by HSM key 'chainkeys-master' in token 'chainkeys-a'" in says
+    serve_and_check(hsm.env, hsm.tmp / "legacy.log", token)
     # Read back at the end: each log is still its own run's, and no PIN is in any.
-    assert len({log for log, _ in refusals}) == len(refusals) == 6
+    assert len({log for log, _ in refusals}) == len(refusals) == 7
     for log, says in refusals:
         assert_refusal_log(log, says, {PIN, WRONG_PIN})
 
@@ -112,7 +128,8 @@ def test_a_file_key_store_refuses_the_hsm_until_moved(hsm: Hsm) -> None:
     token = serve_and_check(file_env, hsm.tmp / "file.log")
     assert hsm.cli("hsm", "init").returncode == 0
     says = refused_start(hsm.env, hsm.tmp / "refused.log")
-    assert "not in an HSM" in says and "chainkeys key move --to pkcs11" in says
+    assert "not wrapped by HSM key 'chainkeys-master'" in says
+    assert "chainkeys key move --to pkcs11" in says
     moved = chainkeys_cli("key", "move", "--to", "pkcs11", env=file_env)
     assert moved.returncode == 0, moved.stderr
     serve_and_check(hsm.env, hsm.tmp / "hsm.log", token)

@@ -8,6 +8,7 @@ import typer
 
 from chainkeys.cli.common import DataDir, fail, group, run, run_admin, settings_for, when
 from chainkeys.errors import ChainkeysError
+from chainkeys.vault.providers import PROVIDERS
 
 key_app = group("Master-key rotation and where the key lives.")
 hsm_app = group("The HSM (PKCS#11) key that wraps the master key.")
@@ -103,30 +104,54 @@ def key_list(data_dir: DataDir = None) -> None:
                    f"{seen:20}  {u.used_key_ids}")  # fmt: skip
 
 
+def _targets() -> list[str]:
+    return [name for name, row in PROVIDERS.items() if row.target]
+
+
 @key_app.command("move")
 def key_move(
-    to: Annotated[str, typer.Option("--to", help="file or pkcs11")],
+    to: Annotated[str, typer.Option("--to", help=f"one of: {', '.join(_targets())}")],
+    key: Annotated[
+        str | None,
+        typer.Option(
+            help="the target's wrapping key, in place of its setting: an HSM key "
+            "label, a KMS key id, a transit key name, a KMIP key id"
+        ),
+    ] = None,
     key_label: Annotated[
-        str | None, typer.Option(help="pkcs11: the HSM key to wrap under (default: settings)")
+        str | None, typer.Option(help="pkcs11: the HSM key to wrap under (as --key)")
     ] = None,
     token_label: Annotated[
         str | None, typer.Option(help="pkcs11: the token (default: CHAINKEYS_PKCS11_TOKEN_LABEL)")
     ] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Move the master key from the configured provider to another; no account is
-    re-encrypted (the key stays the same). Safe to run again if interrupted.
+    """Move the master key from the configured provider to another (or to another key of
+    the same one); no account is re-encrypted (the key stays the same). Safe to run
+    again if interrupted.
 
-    Then set CHAINKEYS_MASTER_KEY_PROVIDER (and the PKCS#11 settings) to the new
+    Then set CHAINKEYS_MASTER_KEY_PROVIDER (and the target's settings) to the new
     place and restart every replica.
     """
-    if to not in ("file", "pkcs11"):
-        fail(f"--to {to!r}: use file or pkcs11")
+    if to not in _targets():
+        fail(f"--to {to!r}: use one of {', '.join(_targets())}")
+    overrides: dict[str, str] = {}
+    named = key or key_label
+    setting = PROVIDERS[to].key_setting
+    if named is not None:
+        if setting is None:
+            fail(f"--key: the {to} provider has no key to name")
+        overrides[setting] = named
+    if token_label is not None:
+        if to != "pkcs11":
+            fail("--token-label is for --to pkcs11")
+        overrides["pkcs11_token_label"] = token_label
 
-    moved = run_admin(settings_for(data_dir), lambda a: a.keys.move(to, key_label, token_label))
+    moved = run_admin(settings_for(data_dir), lambda a: a.keys.move(to, overrides))
     note = " (it was there already)" if moved.already else ""
     typer.echo(f"master key {moved.key_id} is now kept by {moved.to}{note}")
-    typer.echo(f"next: start every replica with CHAINKEYS_MASTER_KEY_PROVIDER={to}")
+    hint = f" and CHAINKEYS_{setting.upper()}={named}" if named and setting else ""
+    typer.echo(f"next: start every replica with CHAINKEYS_MASTER_KEY_PROVIDER={to}{hint}")
 
 
 @hsm_app.command("init")

@@ -17,8 +17,9 @@ gone) may still need it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
@@ -286,9 +287,9 @@ class KeyService:
                                                details={"gone": sorted(gone)}))  # fmt: skip
         return removed
 
-    async def move(self, to: str, key_label: str | None, token_label: str | None) -> moves.Moved:
+    async def move(self, to: str, overrides: Mapping[str, Any] | None = None) -> moves.Moved:
         """Move the master key to another provider (`chainkeys key move`), audited."""
-        moved = await moves.move(self.db, self.settings, to, key_label, token_label)
+        moved = await moves.move(self.db, self.settings, to, overrides)
         async with self.db.write() as tx:
             details = {"to": moved.to, "already": moved.already}
             await Audit.insert(tx, audit_event(None, "key.move", "ok", account_name=moved.key_id,

@@ -4,9 +4,10 @@ The HSM key is created non-extractable and sensitive (`chainkeys hsm init`) and
 never leaves the token. The 32-byte master key is encrypted by it with
 CKM_AES_GCM inside the token (SoftHSM2 and most HSMs offer it for C_Encrypt;
 the 12-byte IV is ours, the associated data binds the blob to its purpose and
-HSM key id). The wrapped blob is stored beside the data (the `meta` table);
-at start it is unwrapped once and the master key is kept in memory only, so
-signing never calls the HSM.
+HSM key id). The blob (vault/wrapped.py) is stored beside the data (the `meta`
+table); at start it is unwrapped once and the master key is kept in memory only, so
+signing never calls the HSM. Blobs from before the provider registry name no
+`provider`: they are this module's, and read as they were written.
 
 python-pkcs11 is imported here only: a file-key install never loads it.
 """
@@ -19,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from chainkeys.errors import StartupError
-from chainkeys.vault.providers import KEY_BYTES, WRAPPED, WRAPPED_NEXT, Blobs, MasterKey
+from chainkeys.vault.providers import Blobs, KeyProvider
+from chainkeys.vault.wrapped import Fields, WrappedKeyProvider
 
 if TYPE_CHECKING:
     from chainkeys.config import Settings
@@ -45,16 +45,14 @@ class Hsm:
         return f"HSM key {self.key_label!r} in token {self.token_label!r}"
 
 
-def hsm_from_settings(settings: Settings, key_label: str | None = None,
-                      token_label: str | None = None) -> Hsm:  # fmt: skip
-    """The HSM named by CHAINKEYS_PKCS11_* (labels may be overridden for a move)."""
+def hsm_from_settings(settings: Settings) -> Hsm:
+    """The HSM named by CHAINKEYS_PKCS11_*."""
     if settings.pkcs11_module is None:
         raise StartupError("CHAINKEYS_PKCS11_MODULE is not set: give the path of the PKCS#11 .so")
-    token = token_label or settings.pkcs11_token_label
+    token = settings.pkcs11_token_label
     if not token:
         raise StartupError("CHAINKEYS_PKCS11_TOKEN_LABEL is not set: name the token to use")
-    return Hsm(settings.pkcs11_module, token, key_label or settings.pkcs11_key_label,
-               _pin(settings))  # fmt: skip
+    return Hsm(settings.pkcs11_module, token, settings.pkcs11_key_label, _pin(settings))
 
 
 def _pin(settings: Settings) -> str:
@@ -147,8 +145,8 @@ def init_key(hsm: Hsm) -> tuple[str, bool]:
         return key_id.hex(), True
 
 
-def wrap(hsm: Hsm, key: MasterKey) -> bytes:
-    """The master key encrypted inside the token, as the blob stored in `meta`."""
+def wrap(hsm: Hsm, material: bytes) -> dict[str, Any]:
+    """The master key encrypted inside the token: the blob's fields (vault/wrapped.py)."""
     from pkcs11 import Mechanism
     from pkcs11.mechanisms import GCMParams
 
@@ -157,32 +155,21 @@ def wrap(hsm: Hsm, key: MasterKey) -> bytes:
         key_id = _key_id(hsm_key)
         iv = secrets.token_bytes(12)
         params = GCMParams(iv, AAD + key_id.encode(), 128)
-        sealed = hsm_key.encrypt(key.material, mechanism=Mechanism.AES_GCM, mechanism_param=params)
-    return msgspec.json.encode({
-        "v": 1, "mechanism": MECHANISM, "token_label": hsm.token_label,
-        "key_label": hsm.key_label, "hsm_key_id": key_id, "master_key_id": key.id,
-        "iv": base64.b64encode(iv).decode(), "wrapped": base64.b64encode(sealed).decode(),
-    })  # fmt: skip
+        sealed = hsm_key.encrypt(material, mechanism=Mechanism.AES_GCM, mechanism_param=params)
+    return {
+        "mechanism": MECHANISM, "token_label": hsm.token_label, "key_label": hsm.key_label,
+        "hsm_key_id": key_id, "iv": base64.b64encode(iv).decode(),
+        "wrapped": base64.b64encode(sealed).decode(),
+    }  # fmt: skip
 
 
-def describe(blob: bytes) -> dict[str, Any]:
-    """The public fields of a wrapped blob (labels and ids, never key material)."""
-    fields: dict[str, Any] = msgspec.json.decode(blob)
-    return {k: v for k, v in fields.items() if k not in ("iv", "wrapped")}
-
-
-def _labels(blob: bytes) -> tuple[str, str]:
-    info = describe(blob)
-    return str(info["key_label"]), str(info["token_label"])
-
-
-def unwrap(hsm: Hsm, blob: bytes) -> MasterKey:
-    """The master key from its blob; StartupError naming what does not match."""
+def unwrap(hsm: Hsm, fields: Fields) -> bytes:
+    """The master key's bytes from a blob's fields; StartupError naming what does not
+    match."""
     from pkcs11 import Mechanism
     from pkcs11 import exceptions as e
     from pkcs11.mechanisms import GCMParams
 
-    fields = msgspec.json.decode(blob)
     with _session(hsm) as session:
         hsm_key = _key(session, hsm)
         key_id = _key_id(hsm_key)
@@ -199,79 +186,37 @@ def unwrap(hsm: Hsm, blob: bytes) -> MasterKey:
                                           AAD + key_id.encode(), 128),
             )  # fmt: skip
         except e.PKCS11Error:
-            material = b""
-    if len(material) != KEY_BYTES:
-        raise StartupError(
-            f"{hsm.description} fails to unwrap this store's master key: a different key "
-            "with the same label and id, or the wrapped key in the database was altered"
-        )
-    key = MasterKey(bytes(material))
-    if key.id != fields["master_key_id"]:
-        raise StartupError("the unwrapped master key is not the one this store recorded")
-    return key
+            raise StartupError(
+                f"{hsm.description} fails to unwrap this store's master key: a different key "
+                "with the same label and id, or the wrapped key in the database was altered"
+            ) from None
+    return bytes(material)
 
 
-class Pkcs11KeyProvider:
-    """The master key wrapped by an HSM key, its blob kept beside the data (`Blobs`);
-    a rotation's next key waits wrapped beside it, as the file provider's `.next` does."""
+class Pkcs11Wrapper:
+    """`wrapped.Wrapper` for an AES key in a PKCS#11 token (the HSM binds the blob to its
+    key id; the blob's format predates the store id, which it records but does not bind)."""
 
-    def __init__(self, hsm: Hsm, blobs: Blobs) -> None:
+    kind = "pkcs11"
+
+    def __init__(self, hsm: Hsm) -> None:
         self.hsm = hsm
         self.description = hsm.description
-        self._blobs = blobs
 
-    async def load(self, *, create: bool) -> MasterKey:
-        blob = await self._blobs.get(WRAPPED)
-        if blob is not None:
-            return unwrap(self.hsm, blob)
-        if not create:
-            raise StartupError(
-                "this store's master key is not in an HSM (it is a key file or "
-                "CHAINKEYS_MASTER_KEY): move it there first with `chainkeys key move --to pkcs11`"
-            )
-        key = MasterKey(secrets.token_bytes(KEY_BYTES))
-        await self._blobs.put(WRAPPED, wrap(self.hsm, key))
-        return key
+    def wrap(self, material: bytes, store: str) -> dict[str, Any]:
+        return wrap(self.hsm, material)
 
-    async def others(self) -> list[MasterKey]:
-        following = await self._blobs.get(WRAPPED_NEXT)
-        return [unwrap(self.hsm, following)] if following is not None else []
+    def unwrap(self, fields: Fields, store: str) -> bytes:
+        return unwrap(self.hsm, fields)
 
-    async def begin_rotation(self, current: MasterKey) -> MasterKey:
-        following = await self._blobs.get(WRAPPED_NEXT)
-        if following is not None:
-            return unwrap(self.hsm, following)
-        new = MasterKey(secrets.token_bytes(KEY_BYTES))
-        await self._blobs.put(WRAPPED_NEXT, wrap(self.hsm, new))
-        return new
+    def same_place(self, fields: Fields) -> bool:
+        return (fields.get("key_label"), fields.get("token_label")) == (
+            self.hsm.key_label, self.hsm.token_label)  # fmt: skip
 
-    async def finish_rotation(self, old: MasterKey, new: MasterKey) -> str | None:
-        following = await self._blobs.get(WRAPPED_NEXT)
-        if following is not None:
-            await self._blobs.put(WRAPPED, following)
-            await self._blobs.delete(WRAPPED_NEXT)
-        return None
+    def rewrap(self, fields: Fields, store: str) -> dict[str, Any] | None:
+        return None  # an HSM key has no versions
 
-    async def retire(self) -> list[str]:
-        return []  # the HSM keeps only the current key's blob
 
-    async def adopt(self, key: MasterKey) -> bool:
-        """Wrap `key` under this HSM key and keep the blob (replacing another HSM's);
-        the target must give the key back before the old blob goes."""
-        blob = await self._blobs.get(WRAPPED)
-        if blob is not None and _labels(blob) == (self.hsm.key_label, self.hsm.token_label):
-            if unwrap(self.hsm, blob).id != key.id:
-                raise StartupError(f"{self.description} wraps another master key")
-            return True
-        new_blob = wrap(self.hsm, key)
-        if unwrap(self.hsm, new_blob).id != key.id:
-            raise StartupError(f"{self.description} does not give back the key it wrapped")
-        await self._blobs.put(WRAPPED, new_blob)
-        return False
-
-    async def release(self) -> None:
-        """Delete the blob if this HSM key wrapped it (after a move to another HSM key,
-        the blob is the target's and stays)."""
-        blob = await self._blobs.get(WRAPPED)
-        if blob is not None and _labels(blob) == (self.hsm.key_label, self.hsm.token_label):
-            await self._blobs.delete(WRAPPED)
+def from_settings(settings: Settings, blobs: Blobs) -> KeyProvider:
+    """The registry's factory (vault/providers.py PROVIDERS)."""
+    return WrappedKeyProvider(Pkcs11Wrapper(hsm_from_settings(settings)), blobs)

@@ -5,11 +5,15 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import importlib
 import os
 import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import msgspec
 
 from chainkeys.errors import StartupError
 
@@ -48,16 +52,17 @@ class Blobs(Protocol):
     async def delete(self, name: str) -> None: ...
 
 
-WRAPPED = "master_key_wrapped"  # the HSM-wrapped master key (no master key sealed it)
+WRAPPED = "master_key_wrapped"  # the master key wrapped outside (HSM, KMS); no master key sealed it
 WRAPPED_NEXT = "master_key_wrapped_next"  # a rotation's next key, until it finishes
 
 
 class KeyProvider(Protocol):
     """Where the root master key lives: everything start-up, rotation and moves ask of it.
 
-    One interface for the key file, the environment and an HSM (PKCS#11); a new place
-    for the key (a KMS) is one class with these methods. Storage is handed in where a
-    provider needs it (`Blobs`); nothing outside `provider_for` asks which one it is.
+    One interface for the key file, the environment and the wrapped keys (vault/wrapped.py:
+    an HSM, a KMS); a new place for the key is one class with these methods and one row in
+    `PROVIDERS`. Storage is handed in where a provider needs it (`Blobs`); nothing outside
+    `provider_for` asks which one it is.
     """
 
     description: str
@@ -271,40 +276,99 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-async def refuse_if_wrapped(blobs: Blobs) -> None:
-    """A store whose master key is in an HSM, started with the file or env provider."""
+def kept_by(blob: bytes) -> tuple[str, str]:
+    """Which provider wrapped a `WRAPPED` blob and a description of its key, from the
+    blob's public fields (no provider module is loaded, no key service called).
+
+    Every wrapped blob is a JSON object naming its `provider` and `where`; the first
+    blobs (PKCS#11 only) named neither, so a blob without them is pkcs11's.
+    """
+    try:
+        fields = msgspec.json.decode(blob)
+    except msgspec.DecodeError:
+        fields = None
+    if not isinstance(fields, dict):
+        raise StartupError(f"the wrapped master key in meta {WRAPPED!r} is not a wrapped-key "
+                           "record: the database was altered")  # fmt: skip
+    return kept_by_fields(fields)
+
+
+def kept_by_fields(fields: Mapping[str, Any]) -> tuple[str, str]:
+    """`kept_by` of a blob's decoded fields."""
+    provider = str(fields.get("provider", "pkcs11"))
+    where = fields.get("where") or (
+        f"HSM key {fields.get('key_label')!r} in token {fields.get('token_label')!r}"
+    )
+    return provider, str(where)
+
+
+async def refuse_if_wrapped(blobs: Blobs, kind: str = "file") -> None:
+    """A store whose master key is wrapped outside (an HSM, a KMS), started with the
+    file or env provider: the refusal names the provider the store was last moved to."""
     blob = await blobs.get(WRAPPED)
     if blob is not None:
-        from chainkeys.vault.pkcs11 import describe
-
-        info = describe(blob)
+        provider, where = kept_by(blob)
         raise StartupError(
-            f"this store's master key is wrapped by HSM key {info['key_label']!r} in token "
-            f"{info['token_label']!r}: start with CHAINKEYS_MASTER_KEY_PROVIDER=pkcs11 "
-            "(or move it out with `chainkeys key move --to file`)"
+            f"this store's master key is wrapped by {where}: start with "
+            f"CHAINKEYS_MASTER_KEY_PROVIDER={provider} (or move it out with "
+            f"`chainkeys key move --to {kind}`)"
         )
+
+
+Factory = Callable[["Settings", Blobs], KeyProvider]
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """One row of the registry: where its provider is made, and what `chainkeys key move
+    --key` overrides for it (the settings field naming the wrapping key)."""
+
+    factory: str  # "module:function", imported only when this provider is used
+    summary: str  # a few words for help texts
+    key_setting: str | None = None
+    target: bool = True  # `chainkeys key move --to` may name it
+
+
+# The registry: a new place for the master key is a module with a factory
+# `(settings, blobs) -> KeyProvider` and one row here (and its name in
+# config.Settings.master_key_provider). Providers that keep the master key wrapped in
+# `meta` record their name in the blob (`kept_by`), so the other providers refuse to
+# start on such a store and name it.
+PROVIDERS: dict[str, Kind] = {
+    "file": Kind("chainkeys.vault.providers:file_provider", "a key file (0600)"),
+    "env": Kind("chainkeys.vault.providers:env_provider", "CHAINKEYS_MASTER_KEY", target=False),
+    "pkcs11": Kind("chainkeys.vault.pkcs11:from_settings", "an HSM (PKCS#11)", "pkcs11_key_label"),
+}
+
+
+def file_provider(settings: Settings, blobs: Blobs) -> KeyProvider:
+    return FileKeyProvider(settings.key_file, blobs)
+
+
+def env_provider(settings: Settings, blobs: Blobs) -> KeyProvider:
+    if settings.master_key is None:
+        raise StartupError("CHAINKEYS_MASTER_KEY_PROVIDER=env needs CHAINKEYS_MASTER_KEY")
+    previous = settings.previous_master_keys
+    return EnvKeyProvider(
+        settings.master_key.get_secret_value(),
+        previous.get_secret_value() if previous is not None else "",
+        blobs,
+    )
 
 
 def provider_for(
-    settings: Settings, blobs: Blobs, kind: str | None = None, key_label: str | None = None,
-    token_label: str | None = None,
+    settings: Settings, blobs: Blobs, kind: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> KeyProvider:  # fmt: skip
-    """The provider the settings name (or `kind`, with HSM labels, for a move): the one
-    place that tells file, environment and PKCS#11 apart."""
+    """The provider the settings name (or `kind`, with settings `overrides`, for a
+    move's target): the one place that tells the providers apart, from `PROVIDERS`."""
     kind = kind or settings.key_provider
-    if kind == "pkcs11":
-        from chainkeys.vault.pkcs11 import Pkcs11KeyProvider, hsm_from_settings
-
-        return Pkcs11KeyProvider(hsm_from_settings(settings, key_label, token_label), blobs)
-    if kind == "env":
-        if settings.master_key is None:
-            raise StartupError("CHAINKEYS_MASTER_KEY_PROVIDER=env needs CHAINKEYS_MASTER_KEY")
-        previous = settings.previous_master_keys
-        return EnvKeyProvider(
-            settings.master_key.get_secret_value(),
-            previous.get_secret_value() if previous is not None else "",
-            blobs,
-        )
-    if kind != "file":
-        raise StartupError(f"cannot keep the master key in {kind!r}: use file or pkcs11")
-    return FileKeyProvider(settings.key_file, blobs)
+    row = PROVIDERS.get(kind)
+    if row is None:
+        raise StartupError(f"cannot keep the master key in {kind!r}: use "
+                           f"{', '.join(PROVIDERS)}")  # fmt: skip
+    if overrides:
+        settings = settings.model_copy(update=dict(overrides))
+    module, _, name = row.factory.partition(":")
+    factory = cast(Factory, getattr(importlib.import_module(module), name))
+    return factory(settings, blobs)
