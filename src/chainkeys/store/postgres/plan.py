@@ -197,6 +197,15 @@ class PgRows:
         self._args = args
 
     @property
+    def records(self) -> list[Any]:
+        return self._records
+
+    @property
+    def status(self) -> str | None:
+        """The command status (None for a statement that returns rows)."""
+        return self._status
+
+    @property
     def rowcount(self) -> int:
         status = self._status
         if status is None:

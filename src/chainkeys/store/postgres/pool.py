@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 import re
 import sys
 import time
@@ -46,6 +47,7 @@ from chainkeys.store.postgres.private import release_inline
 from chainkeys.store.postgres.watch import CHANNEL, NOTIFY, PgChanges
 from chainkeys.store.sql import Params, Prepared, is_storage_error, lock_key
 
+log = logging.getLogger("chainkeys.store")
 _DRIVER_SUFFIX = re.compile(r"^(postgres|postgresql)\+\w+://")
 # asyncpg's "invalid input for query argument $1: <the value> (expected …)"
 _ARG_VALUE = re.compile(r"(query argument \$\d+): .*", re.DOTALL)
@@ -94,26 +96,64 @@ def translate(exc: BaseException, sql: str | None) -> BaseException:
 
 def is_sound(exc: BaseException) -> bool:
     """After this error the connection is still usable (the server reported it)."""
-    return isinstance(exc, asyncpg.PostgresError) and not isinstance(
-        exc, asyncpg.PostgresConnectionError
-    )
+    return isinstance(exc, asyncpg.PostgresError) and not isinstance(exc, _LOST)
+
+
+# The connection went away: killed (pg_terminate_backend: 57P01), the server shutting
+# down or restarting (57P01-57P03), the socket reset. The server rolls back whatever
+# transaction the connection held, unless the COMMIT itself was under way.
+_LOST = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+    ConnectionError,
+)
+RETRIES = 2  # new connections opened in place of ones killed while they connected
+
+
+def is_lost(exc: BaseException, conn: Any) -> bool:
+    """`exc` means the connection is gone (by its class, or a client-side error on a
+    connection that is closed now), not that the statement failed.
+
+    asyncpg's InternalClientError counts: a connection whose server sent its FATAL
+    while idle is left in a state that refuses the next statement before sending it
+    ("cannot switch to state …; another operation is in progress"); the connection is
+    dropped (terminated, so the server ends whatever it still held) either way."""
+    if isinstance(exc, (*_LOST, asyncpg.InternalClientError)):
+        return True
+    return isinstance(exc, asyncpg.InterfaceError | OSError) and is_closed(conn)
+
+
+def is_closed(conn: Any) -> bool:
+    """Whether a pooled connection is closed (asyncpg detaches the proxy of one the
+    server closed: asking it then raises)."""
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:
+        return True
 
 
 _ADVISORY_LOCK = Prepared(select(func.pg_advisory_xact_lock(bindparam("k", type_=BigInteger))))
 
 
 class PgTx:
-    """`Tx` on one pooled asyncpg connection."""
+    """`Tx` on one pooled asyncpg connection (another one, should that one be lost:
+    `PgSession.recover`)."""
 
-    __slots__ = ("_left", "broken", "changed", "conn")
+    __slots__ = ("_left", "_session", "broken", "changed", "conn", "log")
 
-    def __init__(self, conn: Any, statements: int = 0) -> None:
-        self.conn = conn
+    def __init__(self, conn: Any, statements: int = 0, session: PgSession | None = None) -> None:
+        self.conn = conn  # None once given back after a loss no new one replaced
         self.broken = False  # the connection may be unusable: dropped, not reused
         self._left = statements or -1  # statements allowed (-1: any number)
+        self._session = session
         # a write's: the tables its statements change rows of (store/changes.py), told
         # to every replica's cache when it commits (watch.py)
         self.changed: set[str] | None = None
+        # a transaction's statements so far and what each answered: replayed on a new
+        # connection when this one is lost before its COMMIT (PgSession.recover)
+        self.log: list[tuple[Plan, Any, Any]] | None = None
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> PgRows:
         if self._left == 0:
@@ -128,22 +168,58 @@ class PgTx:
             if self._left >= 0:  # autocommit: no transaction to send the NOTIFY in
                 raise RuntimeError("a one-statement write may only add rows")
             self.changed.add(table)
-        try:
-            if plan.returns_rows:
-                return PgRows(plan, await self.conn.fetch(plan.sql, *args), None, args)
-            return PgRows(plan, [], await self.conn.execute(plan.sql, *args), args)
-        except BaseException as exc:
-            if not is_sound(exc):
-                self.broken = True
-            error = translate(exc, plan.sql)
-            if error is exc:
-                raise
-            if isinstance(exc, asyncpg.PostgresError):
-                raise error from None  # its DETAIL may quote bound values
-            raise error from exc
+        session, tries = self._session, 0
+        retries = 0 if session is None else session.retries
+        while True:
+            if self.conn is None:  # lost, and no new one came (the body went on)
+                raise StorageUnavailable()
+            if tries < retries and session is not None and is_closed(self.conn):
+                tries += 1  # lost before this statement was sent: safe on a new one
+                await session.recover(self)
+            try:
+                rows = await _run(self.conn, plan, args)
+            except BaseException as exc:
+                if (
+                    session is not None
+                    and tries < retries
+                    and isinstance(exc, Exception)
+                    and is_lost(exc, self.conn)
+                    and session.may_repeat(plan, exc)
+                ):
+                    tries += 1
+                    await session.recover(self)
+                    continue
+                if not is_sound(exc):
+                    self.broken = True
+                error = translate(exc, plan.sql)
+                if error is exc:
+                    raise
+                if isinstance(exc, asyncpg.PostgresError):
+                    raise error from None  # its DETAIL may quote bound values
+                raise error from exc
+            if self.log is not None:
+                self.log.append((plan, args, _answer(rows)))
+            return rows
 
     async def serialize(self, scope: str) -> None:
         await self.execute(_ADVISORY_LOCK, {"k": lock_key(scope)})
+
+
+async def _run(conn: Any, plan: Plan, args: Any) -> PgRows:
+    if plan.returns_rows:
+        return PgRows(plan, await conn.fetch(plan.sql, *args), None, args)
+    return PgRows(plan, [], await conn.execute(plan.sql, *args), args)
+
+
+def _answer(rows: PgRows) -> Any:
+    """What a statement answered, comparable with the answer of its replay."""
+    return rows.status if rows.status is not None else [tuple(r) for r in rows.records]
+
+
+class Replayed(Exception):
+    """A lost transaction's replay answered otherwise than the first run (a serial id, a
+    row another transaction changed meanwhile): the body's decisions may not hold, so
+    the request fails (503) rather than go on."""
 
 
 class FairGate:
@@ -247,17 +323,22 @@ class PgPool:
             await gate.enter(self.settings.db_pool_timeout)
         except Exception as exc:
             raise StorageUnavailable() from translate(exc, None)
-        try:
-            # Past the gate a connection is idle (or can be made): no timeout task.
-            timeout = None if pool.get_idle_size() else self.settings.db_pool_timeout
-            conn = await pool.acquire(timeout=timeout)
-            metrics.DB_POOL_IN_USE.inc()
-            return conn
-        except BaseException as exc:
-            gate.leave()
-            if not isinstance(exc, Exception):
-                raise
-            raise StorageUnavailable() from translate(exc, None)
+        for tries in range(RETRIES + 1):
+            try:
+                # Past the gate a connection is idle (or can be made): no timeout task.
+                timeout = None if pool.get_idle_size() else self.settings.db_pool_timeout
+                conn = await pool.acquire(timeout=timeout)
+                metrics.DB_POOL_IN_USE.inc()
+                return conn
+            except BaseException as exc:
+                # A new connection killed while it was being opened: nothing was sent on it.
+                if tries < RETRIES and isinstance(exc, _LOST):
+                    continue
+                gate.leave()
+                if not isinstance(exc, Exception):
+                    raise
+                raise StorageUnavailable() from translate(exc, None)
+        raise RuntimeError("unreachable")  # (the loop returns or raises)
 
     async def done(self, conn: Any, broken: bool) -> None:
         """Give back an acquired connection: reused, or terminated when `broken`."""
@@ -317,9 +398,21 @@ def terminate(conn: Any) -> None:
 
 
 class PgSession:
-    """`PostgresBackend.read()` (autocommit) or `.write()` (one transaction)."""
+    """`PostgresBackend.read()` (autocommit) or `.write()` (one transaction).
 
-    __slots__ = ("_pool", "_statements", "_tx", "_write", "_xact")
+    A connection lost under it (pg_terminate_backend, a restart of the server, a reset)
+    is replaced where that is safe, as many times as the pool has connections (a kill
+    or a restart leaves every idle one dead): a read's SELECT runs again; a transaction
+    lost before its COMMIT was sent (the server rolled it back) is replayed statement
+    by statement on the new connection, and goes on only if every statement answers
+    as it did the first time (else Replayed: 503); a statement the driver refused
+    before sending it runs on a new connection. Never repeated: a one-statement write
+    (autocommit) that was sent, or a COMMIT whose answer was lost, since either may
+    have been kept: 503, and the client's Idempotency-Key makes its retry safe
+    (accounts/idempotency.py).
+    """
+
+    __slots__ = ("_pool", "_statements", "_tx", "_write", "_xact", "retries")
 
     def __init__(self, pool: PgPool, write: bool, statements: int = 0) -> None:
         self._pool = pool
@@ -327,55 +420,117 @@ class PgSession:
         self._statements = statements  # > 0: at most that many, autocommit
         self._tx: PgTx | None = None
         self._xact: Any = None
+        # connections it may replace: a kill or a restart leaves every idle one in the
+        # pool dead, and each is found so only when used
+        self.retries = pool.settings.db_pool_size + 1
 
     async def __aenter__(self) -> PgTx:
-        conn = await self._pool.acquire()
-        tx = self._tx = PgTx(conn, self._statements)
-        if self._write or self._statements:  # (a one-statement session is a write)
-            tx.changed = set()
-        if self._write:
-            xact = conn.transaction()
+        for tries in range(self.retries + 1):
+            conn = await self._pool.acquire()
             try:
-                await xact.start()
+                await self._begin(conn)
             except BaseException as exc:
                 await self._pool.done(conn, broken=True)
                 if not isinstance(exc, Exception):
                     raise
+                if tries < self.retries and is_lost(exc, conn):
+                    continue  # a pooled connection that died idle: nothing was done on it
                 raise StorageUnavailable() from translate(exc, "BEGIN")
-            self._xact = xact
+            break
+        tx = self._tx = PgTx(conn, self._statements, self)
+        if self._write or self._statements:  # (a one-statement session is a write)
+            tx.changed = set()
+        if self._write:
+            tx.log = []
         return tx
+
+    async def _begin(self, conn: Any) -> None:
+        """BEGIN on a write's connection (nothing on a read's)."""
+        if self._write:
+            xact = conn.transaction()
+            await xact.start()
+            self._xact = xact
+
+    def may_repeat(self, plan: Plan, exc: Exception) -> bool:
+        """Whether a statement whose connection was lost under it may run again: in a
+        transaction (rolled back by the server, replayed by `recover`), a read's
+        SELECT, or one the driver refused before sending it (InternalClientError, see
+        is_lost); never a one-statement write that was sent, which may have been kept."""
+        if self._write or isinstance(exc, asyncpg.InternalClientError):
+            return True
+        return not self._statements and plan.sql.lstrip()[:6].upper() == "SELECT"
+
+    async def recover(self, tx: PgTx) -> None:
+        """A new connection in place of `tx`'s lost one; a transaction begun again on it
+        and its statements so far replayed (Replayed when one answers otherwise)."""
+        old, tx.conn, self._xact = tx.conn, None, None
+        if old is not None:
+            await self._pool.done(old, broken=True)
+        conn = await self._pool.acquire()  # StorageUnavailable: tx keeps no connection
+        tx.conn = conn
+        try:
+            await self._begin(conn)
+            for plan, args, answer in tx.log or ():
+                if _answer(await _run(conn, plan, args)) != answer:
+                    raise Replayed("a replayed statement answered otherwise")
+        except BaseException as exc:
+            tx.broken = True
+            if isinstance(exc, Replayed | StorageUnavailable) or not isinstance(exc, Exception):
+                raise
+            raise StorageUnavailable() from translate(exc, "replay")
+        log.warning("a lost PostgreSQL connection was replaced%s",
+                    f" ({len(tx.log)} statements replayed)" if tx.log else "")  # fmt: skip
+
+    async def _commit(self, tx: PgTx) -> None:
+        """NOTIFY (see watch.py) and COMMIT; a transaction found lost before its COMMIT
+        went out is replayed on a new connection first."""
+        for tries in range(self.retries + 1):
+            try:
+                if is_closed(tx.conn):
+                    raise asyncpg.ConnectionDoesNotExistError("connection was lost")
+                if tx.changed:  # in the transaction: told exactly when it commits
+                    await tx.conn.execute(NOTIFY, CHANNEL, ",".join(sorted(tx.changed)))
+                break
+            except Exception as exc:
+                if tries >= self.retries or not is_lost(exc, tx.conn):
+                    raise
+                await self.recover(tx)
+        await self._xact.commit()
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: Any) -> bool:  # fmt: skip
         tx = self._tx
         if tx is None:
             raise RuntimeError("the transaction was not entered")
-        conn, xact = tx.conn, self._xact
-        self._tx = self._xact = None
+        self._tx = None
         ended: BaseException | None = None
         if exc is not None and not isinstance(exc, Exception):
             tx.broken = True  # cancelled, perhaps mid-statement
-        if not tx.broken and xact is not None:
+        if not tx.broken and tx.conn is not None and self._xact is not None:
             try:
                 if exc is None:
                     started = time.perf_counter()
-                    if tx.changed:  # in the transaction: told exactly when it commits
-                        await conn.execute(NOTIFY, CHANNEL, ",".join(sorted(tx.changed)))
-                    await xact.commit()
+                    await self._commit(tx)
                     if tx.changed and self._pool.changes is not None:
                         self._pool.changes.committed(frozenset(tx.changed))
                     metrics.COMMIT_SECONDS.observe(time.perf_counter() - started)
                 else:
-                    await xact.rollback()
+                    await self._xact.rollback()
             except BaseException as end_exc:
                 tx.broken = True
                 ended = end_exc
-        await self._pool.done(conn, tx.broken)
+        self._xact = None
+        if tx.conn is not None:
+            await self._pool.done(tx.conn, tx.broken or is_closed(tx.conn))
         if exc is not None:
-            if _is_storage_error(exc):
+            if _is_storage_error(exc) or isinstance(exc, Replayed):
                 raise StorageUnavailable() from exc
             return False  # the body's own error (a rollback that failed too is moot)
         if ended is not None:
+            if isinstance(ended, StorageUnavailable):
+                raise ended
+            if isinstance(ended, Replayed):
+                raise StorageUnavailable() from ended
             if not isinstance(ended, Exception):
                 raise ended
             error = translate(ended, "COMMIT")
