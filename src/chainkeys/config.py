@@ -44,12 +44,31 @@ class Settings(BaseSettings):
     previous_master_keys: SecretStr | None = None
     # Where the master key lives: file (default), env (CHAINKEYS_MASTER_KEY; chosen when
     # it is set) or pkcs11 (wrapped by an AES key in an HSM, docs/security.md).
-    master_key_provider: Literal["file", "env", "pkcs11"] | None = None
+    # awskms, transit (Vault/OpenBao) and kmip wrap it by a key outside (docs/deploy.md).
+    master_key_provider: (
+        Literal["file", "env", "pkcs11", "shamir", "awskms", "transit", "kmip"] | None
+    ) = None
     pkcs11_module: Path | None = None  # the token's PKCS#11 .so
     pkcs11_token_label: str | None = None
     pkcs11_key_label: str = Field(default="chainkeys-master", min_length=1)
     pkcs11_pin: SecretStr | None = None
     pkcs11_pin_file: Path | None = None
+    # awskms: the KMS key (id, ARN or alias/…); region, credentials and endpoint come the
+    # AWS SDK's usual way (AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL, an instance role).
+    awskms_key_id: str | None = None
+    # transit: Vault's or OpenBao's transit engine; the token is read from a file.
+    transit_addr: str | None = None
+    transit_mount: str = Field(default="transit", min_length=1)
+    transit_key: str | None = None
+    transit_token_file: Path | None = None
+    transit_ca: Path | None = None  # a CA bundle for an https:// address (default: system)
+    # kmip: a KMIP server's AES key, over mutual TLS.
+    kmip_host: str | None = None
+    kmip_port: int = Field(default=5696, ge=1, le=65535)
+    kmip_cert: Path | None = None
+    kmip_key: Path | None = None
+    kmip_ca: Path | None = None
+    kmip_key_id: str | None = None
     # Deleted accounts stay sealed (restorable by an operator) this long; 0 erases at once.
     deleted_retention_days: int = Field(default=30, ge=0, le=36_500)
     # How long a POST with an Idempotency-Key replays its first response.

@@ -155,11 +155,15 @@ def stored_blob(hsm: Hsm) -> bytes:
 
 
 def store_rows(hsm: Hsm, sql: str) -> list[tuple[Any, ...]]:
-    """Rows of `sql`, read from this process (not the one that wrote them), on either
-    backend."""
-    url = hsm.env.get("CHAINKEYS_DATABASE_URL")
+    return env_rows(hsm.env, sql)
+
+
+def env_rows(env: dict[str, str], sql: str) -> list[tuple[Any, ...]]:
+    """Rows of `sql` in the store `env` names, read from this process (not the one that
+    wrote them), on either backend."""
+    url = env.get("CHAINKEYS_DATABASE_URL")
     if url is None:
-        path = Path(hsm.env["CHAINKEYS_DATA_DIR"]) / "chainkeys.db"
+        path = Path(env["CHAINKEYS_DATA_DIR"]) / "chainkeys.db"
         with contextlib.closing(sqlite3.connect(path)) as db:
             return [tuple(row) for row in db.execute(sql).fetchall()]
     import asyncio

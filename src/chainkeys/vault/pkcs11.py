@@ -213,7 +213,7 @@ class Pkcs11Wrapper:
         return (fields.get("key_label"), fields.get("token_label")) == (
             self.hsm.key_label, self.hsm.token_label)  # fmt: skip
 
-    def rewrap(self, fields: Fields, store: str) -> dict[str, Any] | None:
+    def rewrap(self, fields: Fields, material: bytes, store: str) -> dict[str, Any] | None:
         return None  # an HSM key has no versions
 
 

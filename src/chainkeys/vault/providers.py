@@ -338,6 +338,11 @@ PROVIDERS: dict[str, Kind] = {
     "file": Kind("chainkeys.vault.providers:file_provider", "a key file (0600)"),
     "env": Kind("chainkeys.vault.providers:env_provider", "CHAINKEYS_MASTER_KEY", target=False),
     "pkcs11": Kind("chainkeys.vault.pkcs11:from_settings", "an HSM (PKCS#11)", "pkcs11_key_label"),
+    "shamir": Kind(
+        "chainkeys.vault.shamir:from_settings", "operators' Shamir shares", target=False
+    ),
+    "awskms": Kind("chainkeys.vault.awskms:from_settings", "an AWS KMS key", "awskms_key_id"),
+    "transit": Kind("chainkeys.vault.transit:from_settings", "a transit key", "transit_key"),
 }
 
 

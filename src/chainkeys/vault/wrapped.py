@@ -62,9 +62,10 @@ class Wrapper(Protocol):
         """Whether these fields were made by the key this wrapper is configured with."""
         ...
 
-    def rewrap(self, fields: Fields, store: str) -> dict[str, Any] | None:
+    def rewrap(self, fields: Fields, material: bytes, store: str) -> dict[str, Any] | None:
         """Fields under the wrapping key's newest version when the service rotated it
-        since `fields` were made; None when they are current (or it has no versions)."""
+        since `fields` were made (`material` is what they hold, just unwrapped); None
+        when they are current (or the key has no versions)."""
         ...
 
 
@@ -165,7 +166,7 @@ class WrappedKeyProvider:
         here is logged, not fatal: the blob still opens with the older version."""
         store = await self._store(create=False)
         try:
-            newer = self.wrapper.rewrap(fields, store)
+            newer = self.wrapper.rewrap(fields, key.material, store)
             if newer is None:
                 return
             updated = {**fields, **newer}
