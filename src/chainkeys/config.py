@@ -10,6 +10,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -113,6 +114,9 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     # Delivered webhook events are forgotten after this many days.
     webhook_retention_days: int = Field(default=7, ge=1, le=3650)
+    # Where people reach the console (https://keys.example.com): approver passkeys are
+    # bound to its origin and host (the WebAuthn RP id); unset, passkeys are off.
+    public_url: str | None = None
 
     # FULL: an acknowledged write survives power loss, not only a process crash.
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
@@ -135,6 +139,19 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("the webhook URL is http:// or https://")
         return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parsed = urlsplit(value.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("the public URL is https://host[:port] (http:// only for localhost)")
+        if parsed.scheme == "http" and parsed.hostname != "localhost":
+            raise ValueError("the public URL is https:// (browsers allow passkeys over http:// "
+                             "only on localhost)")  # fmt: skip
+        return f"{parsed.scheme}://{parsed.netloc}"
 
     @model_validator(mode="after")
     def _webhook_needs_a_secret(self) -> Settings:

@@ -29,6 +29,7 @@ from chainkeys.api.ratelimit import build_limiter
 from chainkeys.api.router import Router
 from chainkeys.api.routes.accounts import account_routes
 from chainkeys.api.routes.approvals import approval_routes
+from chainkeys.api.routes.approvers import approver_routes
 from chainkeys.api.routes.multisig import multisig_routes, wallet_multisig_routes
 from chainkeys.api.routes.overview import overview_routes
 from chainkeys.api.routes.policy import policy_routes
@@ -56,6 +57,7 @@ def api_routes(settings: Settings) -> list[Route]:
         *wallet_routes(settings.list_max_limit),
         *wallet_multisig_routes(),
         *approval_routes(settings.list_max_limit),
+        *approver_routes(),
         *policy_routes(),
     ]
 

@@ -17,6 +17,17 @@ class ApprovalVote(Struct, kw_only=True, omit_defaults=True):
     decision: Annotated[str, Meta(description="approve or reject")]
     time: str
     reason: str | UnsetType = UNSET
+    signed: (
+        Annotated[
+            str,
+            Meta(
+                description="what signed it: passkey (a WebAuthn assertion) or key (a script "
+                "key's signature); absent: the approve token alone",
+                extra_json_schema={"enum": ["passkey", "key"]},
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class Approval(Struct, kw_only=True, omit_defaults=True):
@@ -45,6 +56,13 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
     required: Annotated[int, Meta(description="approvals needed (the quorum)")]
     group: str
     votes: list[ApprovalVote]
+    passkey: Annotated[
+        bool,
+        Meta(
+            description="votes count only signed by the approver's passkey or key "
+            "(GET /approvals/{id}/challenge)"
+        ),
+    ]
     created_at: str
     expires_at: str
     cancellable: Annotated[
@@ -75,7 +93,9 @@ APPROVAL_EXAMPLE: dict[str, Any] = {
         "account": _EXAMPLE["account"], "kind": _KIND.path, "summary": _EXAMPLE["summary"],
         "digest": _EXAMPLE["summary"]["digest"],
         "required": 2, "group": "treasury",
-        "votes": [{"label": "bob", "decision": "approve", "time": "2026-11-25T15:02:11.204Z"}],
+        "votes": [{"label": "bob", "decision": "approve", "time": "2026-11-25T15:02:11.204Z",
+                   "signed": "passkey"}],
+        "passkey": True,
         "created_at": "2026-11-25T15:00:00.000Z", "expires_at": "2026-11-26T15:00:00.000Z",
         "cancellable": True,
     },
@@ -90,9 +110,116 @@ class ApprovalList(Struct, kw_only=True, omit_defaults=True):
 ApprovalListResponse = Envelope[ApprovalList]
 
 
+class KeySignature(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A script key's vote (`chainkeys approver add-key`)."""
+
+    credential: Annotated[str, Meta(max_length=40, description="the key's id (apc_…)")]
+    value: Annotated[
+        str,
+        Meta(
+            max_length=200,
+            description="base64url signature of the challenge's 32 bytes: "
+            "Ed25519, or ECDSA P-256 with SHA-256 (DER or r||s)",
+        ),
+    ]
+
+
+Assertion = Annotated[
+    dict[str, Any],
+    Meta(
+        description="the WebAuthn authentication response (PublicKeyCredential.toJSON()) "
+        "for GET /approvals/{id}/challenge's options"
+    ),
+]
+
+
 class ApproveBody(Struct, kw_only=True, forbid_unknown_fields=True):
     digest: Annotated[str, Meta(max_length=64, description="the digest you looked at")]
+    assertion: Assertion | None = None
+    signature: KeySignature | None = None
 
 
 class RejectBody(Struct, kw_only=True, forbid_unknown_fields=True):
     reason: Annotated[str, Meta(max_length=500)] | None = None
+    assertion: Assertion | None = None
+    signature: KeySignature | None = None
+
+
+class RequestOptions(Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """WebAuthn request options in their JSON form (py_webauthn `options_to_json`; a
+    browser reads them with PublicKeyCredential.parseRequestOptionsFromJSON)."""
+
+    challenge: Annotated[
+        str,
+        Meta(description='base64url SHA-256("chainkeys approval v1" || id || digest || decision)'),
+    ]
+    timeout: int | UnsetType = UNSET
+    rp_id: str | UnsetType = UNSET
+    allow_credentials: list[dict[str, Any]] | UnsetType = UNSET
+    user_verification: str | UnsetType = UNSET
+    hints: list[str] | UnsetType = UNSET
+
+
+class CreationOptions(Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """WebAuthn creation options in their JSON form (PublicKeyCredential.
+    parseCreationOptionsFromJSON)."""
+
+    rp: dict[str, Any]
+    user: dict[str, Any]
+    challenge: str
+    pub_key_cred_params: list[dict[str, Any]]
+    timeout: int | UnsetType = UNSET
+    exclude_credentials: list[dict[str, Any]] | UnsetType = UNSET
+    authenticator_selection: dict[str, Any] | UnsetType = UNSET
+    attestation: str | UnsetType = UNSET
+    hints: list[str] | UnsetType = UNSET
+
+
+OptionsResponse = Envelope[RequestOptions]
+CreationOptionsResponse = Envelope[CreationOptions]
+
+
+# ---- approvers' credentials ------------------------------------------------------------
+
+
+class EnrolCode(Struct, kw_only=True, forbid_unknown_fields=True):
+    code: Annotated[
+        str,
+        Meta(
+            min_length=1,
+            max_length=100,
+            description="the one-time code of chainkeys approver invite",
+        ),
+    ]
+
+
+class CredentialBody(Struct, kw_only=True, forbid_unknown_fields=True):
+    code: Annotated[str, Meta(min_length=1, max_length=100)]
+    credential: Annotated[
+        dict[str, Any],
+        Meta(description="the WebAuthn registration response (PublicKeyCredential.toJSON())"),
+    ]
+
+
+class CredentialCreated(Struct, kw_only=True):
+    id: str
+    created_at: str
+
+
+class Credential(Struct, kw_only=True, omit_defaults=True):
+    id: str
+    kind: Annotated[str, Meta(extra_json_schema={"enum": ["webauthn", "p256", "ed25519"]})]
+    label: str
+    group: str
+    created_at: str
+    last_used_at: str | UnsetType = UNSET
+    revoked_at: str | UnsetType = UNSET
+
+
+class CredentialList(Struct, kw_only=True):
+    credentials: list[Credential]
+
+
+CredentialCreatedResponse = Envelope[CredentialCreated]
+CredentialResponse = Envelope[Credential]
+CredentialListResponse = Envelope[CredentialList]

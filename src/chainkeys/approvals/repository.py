@@ -1,5 +1,5 @@
-"""Approval SQL: requests, votes and state changes (compare-and-set on `state`), and the
-webhook outbox."""
+"""Approval SQL: requests, votes and state changes (compare-and-set on `state`), the
+webhook outbox, and approvers' credentials and enrolment codes (approvals/passkeys.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from typing import Any
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
 
 from chainkeys.store.sql import Prepared, Tx, insert_new
-from chainkeys.store.tables import approval_votes, approvals, webhook_outbox
+from chainkeys.store.tables import (
+    approval_votes,
+    approvals,
+    approver_credentials,
+    approver_invites,
+    webhook_outbox,
+)
 
 PENDING, APPROVED, SIGNED, FAILED = "pending", "approved", "signed", "failed"
 REJECTED, EXPIRED, CANCELLED = "rejected", "expired", "cancelled"
@@ -40,6 +46,7 @@ class ApprovalRow:
     result: str | None = None  # the sign endpoint's `data`, JSON
     seq: int = 0
     mac: str | None = None  # store/integrity.py
+    passkey: bool | None = None  # votes count only signed (approvals/passkeys.py)
 
     def covered(self) -> dict[str, Any]:
         """The row by column name (store/integrity.py APPROVALS picks what it covers)."""
@@ -56,6 +63,45 @@ class Vote:
     reason: str | None
     created_ms: int
     mac: str | None = None  # store/integrity.py
+    assertion: str | None = None  # JSON: what signed it (approvals/passkeys.py)
+
+    def covered(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialRow:
+    """An approver's passkey or script key (approvals/passkeys.py)."""
+
+    id: str
+    tenant_id: str
+    label: str
+    approver_group: str
+    kind: str  # webauthn, p256, ed25519
+    credential_id: str  # base64url
+    public_key: str  # base64url
+    sign_count: int
+    created_ms: int
+    revoked_ms: int | None = None
+    last_used_ms: int | None = None
+    mac: str | None = None
+
+    def covered(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class InviteRow:
+    """A one-time enrolment code, by its keyed digest."""
+
+    code_digest: str
+    tenant_id: str
+    label: str
+    approver_group: str
+    created_ms: int
+    expires_ms: int
+    used_ms: int | None = None
+    mac: str | None = None
 
     def covered(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -90,11 +136,11 @@ _STUCK = Prepared(
 _VOTE_INSERT = Prepared(
     insert(approval_votes),
     ("approval_id", "voter_label", "voter_token_id", "decision", "digest", "reason", "created_ms",
-     "mac"),
+     "mac", "assertion"),
 )  # fmt: skip
 _VOTES = Prepared(
     select(_v.approval_id, _v.voter_label, _v.voter_token_id, _v.decision, _v.digest, _v.reason,
-           _v.created_ms, _v.mac)
+           _v.created_ms, _v.mac, _v.assertion)
     .where(_v.approval_id == bindparam("id"))
     .order_by(_v.created_ms, _v.voter_label)
 )  # fmt: skip
@@ -136,7 +182,10 @@ _OUTBOX_RETRY = Prepared(
 
 
 def _row(r: Any) -> ApprovalRow:
-    return ApprovalRow(**dict(zip(_ROW_COLUMNS, r, strict=True)))
+    row = dict(zip(_ROW_COLUMNS, r, strict=True))
+    if row["passkey"] is not None:  # SQLite's fast path answers 1 (the MAC covers true)
+        row["passkey"] = bool(row["passkey"])
+    return ApprovalRow(**row)
 
 
 class Approvals:
@@ -258,3 +307,78 @@ def _seen(token_id: str, group: str | None, families: frozenset[str] | None) -> 
     if families is not None:
         theirs = and_(theirs, _a.family.in_(sorted(families)))
     return or_(seen, theirs)
+
+
+_c, _i = approver_credentials.c, approver_invites.c
+_CRED_COLUMNS = [f.name for f in fields(CredentialRow)]
+_CRED_SELECT = select(*(_c[n] for n in _CRED_COLUMNS))
+_INVITE_COLUMNS = [f.name for f in fields(InviteRow)]
+_CRED_INSERT = Prepared(insert(approver_credentials), _CRED_COLUMNS)
+
+
+class Credentials:
+    @staticmethod
+    async def insert(tx: Tx, row: CredentialRow) -> bool:
+        """False when the tenant has this credential id already."""
+        return await insert_new(tx, _CRED_INSERT, {n: getattr(row, n) for n in _CRED_COLUMNS})
+
+    @staticmethod
+    async def get(tx: Tx, credential: str) -> CredentialRow | None:
+        found = (await tx.execute(_CRED_SELECT.where(_c.id == credential))).first()
+        return None if found is None else CredentialRow(*found)
+
+    @staticmethod
+    async def by_credential_id(tx: Tx, tenant_id: str, credential_id: str) -> CredentialRow | None:
+        stmt = _CRED_SELECT.where(_c.tenant_id == tenant_id, _c.credential_id == credential_id)
+        found = (await tx.execute(stmt)).first()
+        return None if found is None else CredentialRow(*found)
+
+    @staticmethod
+    async def of(tx: Tx, tenant_id: str) -> list[CredentialRow]:
+        """A tenant's credentials, oldest first (the caller picks a person's: labels
+        compare as people, approvals/service.py `person`)."""
+        stmt = _CRED_SELECT.where(_c.tenant_id == tenant_id)
+        rows = (await tx.execute(stmt.order_by(_c.created_ms, _c.id))).all()
+        return [CredentialRow(*r) for r in rows]
+
+    @staticmethod
+    async def used(tx: Tx, row: CredentialRow, sign_count: int, mac: str, at: int) -> bool:
+        """Move the counter from the row's value (compare-and-set: of two assertions
+        racing with one counter, one wins)."""
+        stmt = (
+            update(approver_credentials)
+            .where(_c.id == row.id, _c.sign_count == row.sign_count, _c.revoked_ms.is_(None))
+            .values(sign_count=sign_count, mac=mac, last_used_ms=at)
+        )
+        return bool((await tx.execute(stmt)).rowcount)
+
+    @staticmethod
+    async def revoke(tx: Tx, row: CredentialRow, at: int, mac: str) -> bool:
+        stmt = (
+            update(approver_credentials)
+            .where(_c.id == row.id, _c.revoked_ms.is_(None))
+            .values(revoked_ms=at, mac=mac)
+        )
+        return bool((await tx.execute(stmt)).rowcount)
+
+
+class Invites:
+    @staticmethod
+    async def insert(tx: Tx, row: InviteRow) -> None:
+        await tx.execute(insert(approver_invites), {n: getattr(row, n) for n in _INVITE_COLUMNS})
+
+    @staticmethod
+    async def get(tx: Tx, code_digest: str) -> InviteRow | None:
+        stmt = select(*(_i[n] for n in _INVITE_COLUMNS)).where(_i.code_digest == code_digest)
+        found = (await tx.execute(stmt)).first()
+        return None if found is None else InviteRow(*found)
+
+    @staticmethod
+    async def use(tx: Tx, row: InviteRow, at: int, mac: str) -> bool:
+        """Spend the code once (compare-and-set: two registrations with one code, one wins)."""
+        stmt = (
+            update(approver_invites)
+            .where(_i.code_digest == row.code_digest, _i.used_ms.is_(None))
+            .values(used_ms=at, mac=mac)
+        )
+        return bool((await tx.execute(stmt)).rowcount)

@@ -11,7 +11,9 @@ saw, by approvers whose tokens may use the request's family. Each change is audi
 and, with a webhook configured, written to the outbox in the same transaction
 (approvals/webhook.py sends it). Signing at the quorum is the signing service's
 (signing/service.py `complete`), as the requester if its token is still live; a
-revoked or expired requester's pending requests are cancelled by the sweeper.
+revoked or expired requester's pending requests are cancelled by the sweeper. A rule
+with `"passkey": true` counts only votes signed by the person's enrolled credential
+(approvals/passkeys.py), verified when cast and again when the quorum signs.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
-import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -27,6 +28,7 @@ from typing import Any, Final
 import msgspec
 
 from chainkeys import paging
+from chainkeys.approvals.passkeys import PasskeyRequired, Passkeys, Proof, person
 from chainkeys.approvals.repository import (
     APPROVED,
     CANCELLED,
@@ -77,8 +79,10 @@ class ApprovalView:
             "kind": r.kind, "summary": msgspec.json.decode(r.summary), "digest": r.digest,
             "required": r.quorum, "group": r.approver_group,
             "votes": [{"label": v.voter_label, "decision": v.decision,
-                       "time": iso(v.created_ms), **({"reason": v.reason} if v.reason else {})}
+                       "time": iso(v.created_ms), **({"reason": v.reason} if v.reason else {}),
+                       **({"signed": signed_with(v)} if v.assertion else {})}
                       for v in self.votes],
+            "passkey": bool(r.passkey),
             "created_at": iso(r.created_ms), "expires_at": iso(r.expires_ms),
         }  # fmt: skip
         if r.reason:
@@ -107,6 +111,16 @@ class Request:
     group: str
     quorum: int
     ttl_ms: int
+    passkey: bool = False  # votes count only signed by the person's credential
+
+
+def signed_with(vote: Vote) -> str:
+    """What signed a vote, as the approval shows it: `passkey` or `key`."""
+    try:
+        stored = msgspec.json.decode(vote.assertion or "{}")
+    except msgspec.DecodeError:
+        return "unreadable"
+    return "passkey" if isinstance(stored, dict) and "assertion" in stored else "key"
 
 
 class ApprovalService:
@@ -117,6 +131,7 @@ class ApprovalService:
         self.cursors = cursors
         self.integrity = integrity
         self.webhook = settings.webhook_url is not None
+        self.passkeys = Passkeys(db, settings, integrity)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -136,7 +151,7 @@ class ApprovalService:
                 ID_PREFIX + secrets.token_hex(12), who.tenant_id, who.token_id, who.label,
                 req.family, req.account_name, req.kind, req.body, key, req.digest,
                 msgspec.json.encode(req.summary).decode(), req.rule_index, req.group, req.quorum,
-                PENDING, None, at, at + req.ttl_ms,
+                PENDING, None, at, at + req.ttl_ms, passkey=True if req.passkey else None,
             )  # fmt: skip
             row = replace(row, mac=self._keyed().mac(APPROVALS, row.covered()))
             try:
@@ -199,10 +214,12 @@ class ApprovalService:
 
     async def vote(
         self, who: Principal, approval_id: str, approve: bool, digest: str | None,
-        reason: str | None,
+        reason: str | None, proof: Proof | None = None,
     ) -> tuple[ApprovalView, bool]:  # fmt: skip
         """Record a vote; (the approval, whether this vote reached the quorum: the caller
-        then signs). One rejection ends the request."""
+        then signs). One rejection ends the request. On a passkey rule's request the vote
+        carries `proof`, verified here (and stored, to be verified again at signing); a
+        proof sent with any other vote is verified and kept too."""
         row = await self._visible(who, approval_id)
         if "approve" not in who.scopes or who.group != row.approver_group:
             raise Forbidden("only an approver of this request's group may vote on it")
@@ -220,9 +237,17 @@ class ApprovalService:
                            "request again", code="digest_mismatch")  # fmt: skip
         if reason is not None and len(reason) > MAX_REASON:
             raise BadRequest(f"a reason is at most {MAX_REASON} characters", code="invalid_reason")
+        decision = "approve" if approve else "reject"
+        assertion = None
+        if row.passkey and proof is None:
+            await self.passkeys.audit_refusal(who, f"approval.{decision}", PasskeyRequired.code,
+                                         {"approval": row.id})  # fmt: skip
+            raise PasskeyRequired()
+        if proof is not None:
+            assertion = await self.passkeys.check(who, row, decision, proof)
         at = now_ms()
-        vote = Vote(row.id, who.label, who.token_id, "approve" if approve else "reject",
-                    digest or row.digest, reason, at)  # fmt: skip
+        vote = Vote(row.id, who.label, who.token_id, decision, digest or row.digest, reason, at,
+                    assertion=assertion)  # fmt: skip
         vote = replace(vote, mac=self._keyed().mac(APPROVAL_VOTES, vote.covered()))
         won, closed = False, None
         async with self.db.write() as tx:
@@ -263,12 +288,16 @@ class ApprovalService:
     def approvers(self, row: ApprovalRow, votes: list[Vote]) -> int:
         """The people whose authenticated votes approve `row`'s digest: the quorum is
         counted from these, never from a state column or a row count (a vote a
-        database writer added or edited fails its MAC: logged, counted, not counted)."""
+        database writer added or edited fails its MAC: logged, counted, not counted).
+        On a passkey request only votes that carry a proof count (`verified` checks
+        each proof again before anything is signed)."""
         integrity = self._keyed()
         people = set()
         for v in votes:
             if not integrity.valid(APPROVAL_VOTES, v.covered()):
                 failed(APPROVAL_VOTES, f"a vote on approval {row.id}")
+                continue
+            if row.passkey and v.assertion is None:
                 continue
             if v.approval_id == row.id and v.decision == "approve" and v.digest == row.digest:
                 people.add(person(v.voter_label))
@@ -281,9 +310,20 @@ class ApprovalService:
         integrity.check(APPROVALS, row.covered(), f"approval {row.id}")
         async with self.db.read() as tx:
             votes = await Votes.of(tx, row.id)
+        if row.passkey:  # each proof verified again, against its credential as it is now
+            votes = [v for v in votes
+                     if v.decision == "approve" and await self.passkeys.counts(row, v)]  # fmt: skip
         if self.approvers(row, votes) < row.quorum:
             raise failed(APPROVALS, f"the quorum of approval {row.id} (its authenticated votes "
                                     f"do not reach {row.quorum})")  # fmt: skip
+
+    async def challenge(self, who: Principal, approval_id: str, decision: str) -> dict[str, Any]:
+        """WebAuthn request options for the caller's vote (`decision`) on a request it
+        may vote on; their `challenge` is what a script key signs too."""
+        row = await self._visible(who, approval_id)
+        if "approve" not in who.scopes or who.group != row.approver_group:
+            raise Forbidden("only an approver of this request's group may vote on it")
+        return await self.passkeys.request_options(who, row, decision)
 
     def _keyed(self) -> Integrity:
         if self.integrity is None:
@@ -394,12 +434,6 @@ class ApprovalService:
             body = {"id": event_id, "type": f"approval.{state}",
                     "approval": ApprovalView(current, votes).record(), "time": iso(at)}  # fmt: skip
             await Outbox.add(tx, event_id, msgspec.json.encode(body).decode(), at)
-
-
-def person(label: str) -> str:
-    """Who a label names: two tokens whose labels differ only in case or Unicode form
-    (`frank`, `Frank`, and `frank` in fullwidth letters) are one person, with one vote."""
-    return unicodedata.normalize("NFKC", label).casefold().strip()
 
 
 class _Taken(Exception):

@@ -37,6 +37,7 @@ class ApprovalFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
     quorum: int
     group: str
     ttl: str = "24h"
+    passkey: bool = False  # a vote counts only signed by the person's passkey or key
 
 
 class RuleFields(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -66,11 +67,13 @@ PolicyFile: Final = msgspec.defstruct("PolicyFile", [("rules", list[RuleFile])],
 
 @dataclass(frozen=True, slots=True)
 class Approval:
-    """People who must approve what a rule allows: `quorum` of `group`, within `ttl_ms`."""
+    """People who must approve what a rule allows: `quorum` of `group`, within `ttl_ms`;
+    with `passkey`, each vote signed by the person's enrolled credential."""
 
     quorum: int
     group: str
     ttl_ms: int
+    passkey: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +307,7 @@ def _approval(raw: ApprovalFile | None, at: str) -> Approval | None:
                           "7d") from None  # fmt: skip
     if not 1000 <= ttl_ms <= MAX_TTL_MS:
         raise PolicyError(f"{at}.ttl: from 1s to 30d")
-    return Approval(raw.quorum, raw.group, ttl_ms)
+    return Approval(raw.quorum, raw.group, ttl_ms, raw.passkey)
 
 
 def _caps(raw: dict[str, Any] | None, at: str) -> Mapping[str, int] | None:

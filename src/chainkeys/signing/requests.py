@@ -121,6 +121,9 @@ def approved(decision: Decision, approval: ApprovalRow | None) -> None:
     if approval is None:
         raise Refusal(decision.rule, "it needs approval now (the 24 h window changed while "
                                      "it was decided): send it again")  # fmt: skip
+    if wanted.passkey and not approval.passkey:
+        raise Refusal(decision.rule, "the policy changed: this request's votes must now be "
+                                     "signed with passkeys; send it again")  # fmt: skip
     if wanted.group != approval.approver_group or wanted.quorum > approval.quorum:
         raise Refusal(decision.rule, "the policy changed: this request now needs the "
                                      f"approval of {wanted.quorum} of {wanted.group}")  # fmt: skip

@@ -26,6 +26,7 @@ from chainkeys.accounts.families import family_of
 from chainkeys.accounts.multisig import held_members
 from chainkeys.accounts.repository import AccountRow
 from chainkeys.accounts.service import AccountService
+from chainkeys.approvals.passkeys import Proof
 from chainkeys.approvals.repository import ApprovalRow
 from chainkeys.approvals.service import ApprovalService, ApprovalView
 from chainkeys.approvals.service import Request as ApprovalRequest
@@ -298,17 +299,17 @@ class SigningService:
         held = ApprovalRequest(
             row.family, row.name, kind.path, msgspec.json.encode(request).decode(),
             summary.digest, summary_record(summary), decision.rule.index, approval.group,
-            approval.quorum, approval.ttl_ms,
+            approval.quorum, approval.ttl_ms, approval.passkey,
         )  # fmt: skip
         return await self.approvals.open(who, held)
 
     async def vote(
         self, who: Principal, approval_id: str, approve: bool, digest: str | None,
-        reason: str | None,
+        reason: str | None, proof: Proof | None = None,
     ) -> ApprovalView:  # fmt: skip
-        """A person's vote; the vote that reaches the quorum signs (once, whichever
-        replica it lands on)."""
-        view, won = await self.approvals.vote(who, approval_id, approve, digest, reason)
+        """A person's vote (with its passkey or key signature: approvals/passkeys.py); the
+        vote that reaches the quorum signs (once, whichever replica it lands on)."""
+        view, won = await self.approvals.vote(who, approval_id, approve, digest, reason, proof)
         if won:
             await self.complete(view.row)
             view = await self.approvals.get(who, approval_id)

@@ -22,6 +22,8 @@ from sqlalchemy import Table
 from chainkeys.store.tables import (
     approval_votes,
     approvals,
+    approver_credentials,
+    approver_invites,
     audit_heads,
     policy_versions,
     tokens,
@@ -37,10 +39,19 @@ class Authenticated:
     record: str
     covered: tuple[str, ...]
     left_out: Mapping[str, str]
+    # covered columns added after rows were MACed: covered (as [name, value]) only when
+    # not NULL, so an older row's MAC stands and a value set or cleared by hand fails
+    later: frozenset[str] = frozenset()
 
     def fields(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         """The covered values of `row` (a mapping by column name)."""
-        return tuple(row[c] for c in self.covered)
+        if not self.later:
+            return tuple(row[c] for c in self.covered)
+        return tuple(
+            ([c, row.get(c)] if c in self.later else row[c])
+            for c in self.covered
+            if c not in self.later or row.get(c) is not None
+        )
 
 
 TOKENS = Authenticated(
@@ -56,23 +67,44 @@ APPROVALS = Authenticated(
     approvals, "approval",
     ("id", "tenant_id", "requester_token_id", "requester_label", "family", "account_name",
      "kind", "request", "digest", "rule_index", "approver_group", "quorum", "created_ms",
-     "expires_ms"),
+     "expires_ms", "passkey"),
     {"seq": "a local order, not a fact", "summary": "derived from request when it is signed",
      "pending_key": "a uniqueness guard while pending", "state": "recomputed from the votes",
      "reason": "why it ended: for people", "decided_ms": "when it ended: for people",
      "result": "the requester's copy of a signature the chain verifies"},
+    later=frozenset({"passkey"}),  # migration 0017: requests from before it keep their MACs
 )  # fmt: skip
 APPROVAL_VOTES = Authenticated(
     approval_votes, "vote",
     ("approval_id", "voter_label", "voter_token_id", "decision", "digest", "reason",
      "created_ms"),
+    {"assertion": "signed by the person's enrolled credential: verified against it when "
+                  "cast and again when the quorum signs (approvals/passkeys.py)"},
+)  # fmt: skip
+# Approvers' credentials. `sign_count` is covered and the MAC made again with each use
+# (the service holds the key, as for every row it writes): left out, a writer could set
+# it to 0, which WebAuthn reads as "this authenticator keeps no counter", and so let a
+# cloned authenticator's assertions pass the counter check.
+APPROVER_CREDENTIALS = Authenticated(
+    approver_credentials, "approver credential",
+    ("id", "tenant_id", "label", "approver_group", "kind", "credential_id", "public_key",
+     "sign_count", "created_ms", "revoked_ms"),
+    {"last_used_ms": "when it last signed: for people"},
+)  # fmt: skip
+APPROVER_INVITES = Authenticated(
+    approver_invites, "approver invite",
+    ("code_digest", "tenant_id", "label", "approver_group", "created_ms", "expires_ms",
+     "used_ms"),
     {},
 )  # fmt: skip
 
 # The audit rows themselves are chained, not MACed one by one (audit/chain.py); what a
 # deleted tail would change is each tenant's head.
-AUDIT_HEADS = Authenticated(audit_heads, "audit head", ("tenant_key", "last_id", "rows", "chain"), {})
+AUDIT_HEADS = Authenticated(
+    audit_heads, "audit head", ("tenant_key", "last_id", "rows", "chain"), {}
+)
 
 REGISTRY: tuple[Authenticated, ...] = (
     TOKENS, POLICY_VERSIONS, APPROVALS, APPROVAL_VOTES, AUDIT_HEADS,
+    APPROVER_CREDENTIALS, APPROVER_INVITES,
 )  # fmt: skip

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     Index,
@@ -357,6 +358,9 @@ approvals = Table(
     Column("decided_ms", BigInteger, nullable=True),
     Column("result", Text, nullable=True),
     Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
+    # true: a vote counts only with the person's passkey or key (approvals/passkeys.py);
+    # NULL on requests from before passkeys (and on those of rules without them)
+    Column("passkey", Boolean, nullable=True),
     Index("ix_approvals_tenant_id_seq", "tenant_id", "seq"),
     Index("ix_approvals_state_expires_ms", "state", "expires_ms"),
 )
@@ -373,6 +377,47 @@ approval_votes = Table(
     Column("reason", Text, nullable=True),
     Column("created_ms", BigInteger, nullable=False),
     Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
+    # JSON: the WebAuthn assertion or key signature that cast it (approvals/passkeys.py)
+    Column("assertion", Text, nullable=True),
+)
+
+# Approvers' passkeys (WebAuthn) and script keys (P-256, Ed25519): each a person's
+# (tenant, label) in a group; a vote on a passkey rule's request is signed by one.
+# `credential_id` is the authenticator's id (base64url; a key's is the row id),
+# `public_key` base64url (a COSE key, or a key's DER SubjectPublicKeyInfo),
+# `sign_count` the authenticator's counter at its last use.
+approver_credentials = Table(
+    "approver_credentials",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("tenant_id", String(32), ForeignKey("tenants.id"), nullable=False),
+    Column("label", String(128), nullable=False),
+    Column("approver_group", String(64), nullable=False),
+    Column("kind", String(16), nullable=False),  # webauthn, p256, ed25519
+    Column("credential_id", String(1400), nullable=False),
+    Column("public_key", Text, nullable=False),
+    Column("sign_count", BigInteger, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("revoked_ms", BigInteger, nullable=True),
+    Column("last_used_ms", BigInteger, nullable=True),
+    Column("mac", String(80), nullable=True),  # store/integrity.py
+    UniqueConstraint("tenant_id", "credential_id"),
+    Index("ix_approver_credentials_tenant_id_label", "tenant_id", "label"),
+)
+
+# One-time enrolment codes (`chainkeys approver invite`): a keyed digest of the code,
+# whose it is, until when; `used_ms` once a credential was registered with it.
+approver_invites = Table(
+    "approver_invites",
+    metadata,
+    Column("code_digest", String(64), primary_key=True),
+    Column("tenant_id", String(32), ForeignKey("tenants.id"), nullable=False),
+    Column("label", String(128), nullable=False),
+    Column("approver_group", String(64), nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("expires_ms", BigInteger, nullable=False),
+    Column("used_ms", BigInteger, nullable=True),
+    Column("mac", String(80), nullable=True),  # store/integrity.py
 )
 
 # Webhook events, written in the transaction of the change they announce and sent

@@ -18,10 +18,13 @@ from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, services_of
 from chainkeys.api.body import json_body, required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, paged, resource
+from chainkeys.approvals.passkeys import Proof
 from chainkeys.approvals.service import ApprovalView
 from chainkeys.tokens.service import Principal
 
 TAG = "Approvals"
+DECISION = params.Param("decision", "query", params.enum(("approve", "reject")),
+                        "the vote to sign: approve or reject", required=True)  # fmt: skip
 
 
 def approval(view: ApprovalView, who: Principal) -> aps.Approval:
@@ -55,10 +58,19 @@ async def get_approval(request: Request, principal: Principal) -> Response:
     return answer(view, principal, f"approval {view.row.state}")
 
 
+def proof(body: aps.ApproveBody | aps.RejectBody) -> Proof | None:
+    """The passkey assertion or key signature a vote carries (None: the token alone)."""
+    if body.assertion is not None:
+        return Proof(assertion=body.assertion)
+    if body.signature is not None:
+        return Proof(credential=body.signature.credential, signature=body.signature.value)
+    return None
+
+
 async def approve(request: Request, principal: Principal) -> Response:
     body = await required_body(request, aps.ApproveBody)
     view = await services_of(request).signing.vote(
-        principal, approval_id(request), True, body.digest, None
+        principal, approval_id(request), True, body.digest, None, proof(body)
     )
     return answer(view, principal, f"approval {view.row.state}")
 
@@ -66,9 +78,16 @@ async def approve(request: Request, principal: Principal) -> Response:
 async def reject(request: Request, principal: Principal) -> Response:
     body = await json_body(request, aps.RejectBody) or aps.RejectBody()
     view = await services_of(request).signing.vote(
-        principal, approval_id(request), False, None, body.reason
+        principal, approval_id(request), False, None, body.reason, proof(body)
     )
     return answer(view, principal, f"approval {view.row.state}")
+
+
+async def challenge(request: Request, principal: Principal) -> Response:
+    decision = DECISION.read(request)
+    options = await services_of(request).approvals.challenge(principal, approval_id(request),
+                                                             decision)  # fmt: skip
+    return ok(s.Envelope(success=True, message=f"sign this to {decision}", data=options))
 
 
 async def cancel(request: Request, principal: Principal) -> Response:
@@ -94,13 +113,21 @@ def approval_routes(list_max_limit: int) -> list[Route]:
                        examples={"approve": {"digest": aps.APPROVAL_EXAMPLE["data"]["digest"]}},
                        description="Approvers of the request's group only; never the requester "
                        "or a token with its label; one vote per person. The vote that reaches "
-                       "the quorum signs (the policy and caps are checked again)."),
+                       "the quorum signs (the policy and caps are checked again). On a request "
+                       "whose rule says `passkey`, the vote carries `assertion` or `signature` "
+                       "(GET /approvals/{id}/challenge)."),
         "reject": Doc("rejectApproval", "Reject (one rejection ends the request)", TAG,
                       aps.ApprovalResponse, errors, request=aps.RejectBody,
                       request_required=False, parameters=item,
                       examples={"reject": {"reason": "unknown payee"}}),
         "cancel": Doc("cancelApproval", "Cancel your own pending request", TAG,
                       aps.ApprovalResponse, errors, parameters=item),
+        "challenge": Doc("approvalChallenge", "WebAuthn request options to sign a vote with",
+                         TAG, aps.OptionsResponse, errors, parameters=(*item, DECISION),
+                         description="Their `challenge` is SHA-256(\"chainkeys approval v1\" "
+                         "|| id || digest || decision), allowing the caller's passkeys; a script "
+                         "key (chainkeys approver add-key) signs the same 32 bytes. Needs "
+                         "CHAINKEYS_PUBLIC_URL."),
     }  # fmt: skip
     return [
         resource(
@@ -114,6 +141,10 @@ def approval_routes(list_max_limit: int) -> list[Route]:
         ),
         resource(
             "/approvals/{id}/reject", {"POST": Op(reject, "approve", BY_REQUEST, docs["reject"])}
+        ),
+        resource(
+            "/approvals/{id}/challenge",
+            {"GET": Op(challenge, "approve", BY_REQUEST, docs["challenge"])},
         ),
         resource(
             "/approvals/{id}/cancel",

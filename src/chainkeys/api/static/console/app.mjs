@@ -9,6 +9,7 @@ import { approvals } from "./pages/approvals.mjs";
 import { audit } from "./pages/audit.mjs";
 import { policy } from "./pages/policy.mjs";
 import { token } from "./pages/token.mjs";
+import { passkeys } from "./pages/passkeys.mjs";
 
 const KEY = "chainkeys.token";
 const $ = (id) => document.getElementById(id);
@@ -22,6 +23,7 @@ const PAGES = {
   wallets: ["Wallets", (me) => can(me, "read"), wallets],
   wallet: ["Wallet", null, wallet],
   approvals: ["Approvals", (me) => can(me, "approve") || can(me, "sign"), approvals],
+  passkeys: ["Passkeys", (me) => can(me, "approve"), passkeys],
   audit: ["Audit", (me) => can(me, "read"), audit],
   policy: ["Policy", (me) => can(me, "read"), policy],
   token: ["Token", () => true, token],

@@ -4,8 +4,11 @@
 // timeouts, a signed message as text or hex. Approve (on the digest shown) and
 // reject are buttons: Tab and Enter work, nothing needs a mouse; once this token's
 // person voted, the card says so instead. The token that made a pending request may
-// cancel it (the API says so: `cancellable`).
+// cancel it (the API says so: `cancellable`). On a request whose rule asks for passkeys
+// the vote is signed by the approver's passkey (the browser's prompt), and each vote
+// says whether it carries a signature.
 import { amounts, facts, h, heading, untrusted } from "../dom.mjs";
+import { get, supported, why } from "../webauthn.mjs";
 
 const STATES = ["pending", "approved", "signed", "failed", "rejected", "expired", "cancelled"];
 
@@ -61,7 +64,8 @@ function person(label) {
 function card(a, me, api, go, say) {
   const s = a.summary || {};
   const node = h("li", { class: "approval", dataset: { id: a.id } });
-  const votes = (a.votes || []).map((v) => h("li", {}, untrusted(v.label), ` ${v.decision}d`,
+  const votes = (a.votes || []).map((v) => h("li", { class: v.signed ? "signed" : "unsigned" }, untrusted(v.label), ` ${v.decision}d`,
+    v.signed ? ` (signed with ${v.signed === "passkey" ? "a passkey" : "a key"})` : (a.passkey ? " (not signed: not counted)" : ""),
     v.reason ? h("span", {}, ": ", untrusted(v.reason)) : ""));
   node.append(
     h("h2", {}, h("span", { class: `state ${a.state}` }, a.state), " ",
@@ -73,7 +77,7 @@ function card(a, me, api, go, say) {
       ["Memo", s.memo ? untrusted(s.memo) : undefined],
       ["Message", message(s.message)],
       ["Digest", h("code", {}, a.digest)],
-      ["Needs", `${a.required} of ${a.group}`],
+      ["Needs", `${a.required} of ${a.group}${a.passkey ? ", each vote signed with a passkey or key" : ""}`],
       ["Expires", a.expires_at],
       ["Reason", a.reason ? untrusted(a.reason) : undefined, { warn: true }],
     ]),
@@ -95,6 +99,7 @@ function card(a, me, api, go, say) {
         : { reason: reason.value.trim() || undefined };
       approve.disabled = reject.disabled = true;
       try {
+        if (a.passkey) body.assertion = await signed(a, how, api);
         const done = await api("POST", `/approvals/${encodeURIComponent(a.id)}/${how}`, body);
         say(`${a.id}: ${how === "approve" ? "approved by you" : "rejected"}; now ${done.state}`);
         go(location.hash || "#/approvals");
@@ -110,6 +115,18 @@ function card(a, me, api, go, say) {
   }
   if (a.cancellable) node.append(canceller(a, api, go, say));
   return node;
+}
+
+/** The passkey's assertion over this request and decision (the challenge the API
+ * gives: SHA-256 of the request's id, digest and the decision). */
+async function signed(a, how, api) {
+  if (!supported()) throw new Error("this browser cannot use passkeys here (WebAuthn needs https, or http://localhost)");
+  const options = await api("GET", `/approvals/${encodeURIComponent(a.id)}/challenge?decision=${how}`);
+  try {
+    return await get(options);
+  } catch (e) {
+    throw new Error(`not signed: ${why(e)}`);
+  }
 }
 
 /** The requester's own pending request: withdraw it (nothing is signed, votes end). */

@@ -1,0 +1,100 @@
+"""`chainkeys approver`: an operator's side of approver passkeys (docs/approvals.md
+"Passkeys"): one-time enrolment codes, script keys, listing and revoking credentials.
+The approver enrols a passkey in the console (or any WebAuthn client) with the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import msgspec
+import typer
+
+from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
+
+if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
+    from chainkeys.approvals.passkeys import Passkeys
+    from chainkeys.bootstrap import Admin
+
+approver_app = group("Approvers' passkeys and keys (operator).")
+Tenant = Annotated[str, typer.Option(help="the tenant")]
+Label = Annotated[str, typer.Option(help="the person: their approve tokens' label")]
+Group = Annotated[str, typer.Option(help="the approver group")]
+
+
+def _passkeys(admin: Admin) -> Passkeys:
+    from chainkeys.approvals.passkeys import Passkeys
+
+    return Passkeys(admin.db, settings_for(None), admin.integrity)
+
+
+@approver_app.command("invite")
+def invite(tenant: Tenant, label: Label, group: Group, data_dir: DataDir = None) -> None:
+    """A one-time enrolment code (15 minutes) for this person of this group: in the
+    console (/ui, signed in with their approve token) they enter it and register a
+    passkey. Printed once, alone on the last line."""
+    settings = settings_for(data_dir)
+
+    async def work(admin: Admin) -> tuple[str, int]:
+        code, row = await _passkeys(admin).invite(tenant, label, group)
+        return code, row.expires_ms
+
+    code, expires_ms = run_admin(settings, work, keyed=True)
+    if settings.public_url is None:
+        typer.echo("chainkeys: warning: CHAINKEYS_PUBLIC_URL is not set: the service refuses "
+                   "enrolment until it is (passkeys are bound to it)", err=True)  # fmt: skip
+    typer.echo(f"enrolment code for {label} ({group}) in {tenant}, single use, until "
+               f"{when(expires_ms)}:")  # fmt: skip
+    typer.echo(code)
+
+
+@approver_app.command("add-key")
+def add_key(
+    tenant: Tenant,
+    label: Label,
+    group: Group,
+    key: Annotated[Path, typer.Option(help="the public key: PEM or base64 DER, P-256 or Ed25519")],
+    data_dir: DataDir = None,
+) -> None:
+    """Enrol a script's public key as this person's: its signature of a request's
+    challenge (GET /approvals/{id}/challenge) is their vote, on passkey rules too."""
+    try:
+        text = key.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read {key}: {exc.__class__.__name__}")
+    row = run_admin(settings_for(data_dir),
+                    lambda admin: _passkeys(admin).add_key(tenant, label, group, text),
+                    keyed=True)  # fmt: skip
+    typer.echo(f"{row.kind} key {row.id} enrolled for {row.label} ({row.approver_group}): "
+               "its votes carry \"signature\": {\"credential\": its id, \"value\": …}")  # fmt: skip
+
+
+@approver_app.command("list")
+def list_credentials(
+    tenant: Annotated[str | None, typer.Option(help="only this tenant's")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object per line")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Every approver credential: passkeys and script keys, live and revoked."""
+    rows = run_admin(settings_for(data_dir), lambda admin: _passkeys(admin).listed(tenant))
+    for name, r in rows:
+        record = {"id": r.id, "tenant": name, "label": r.label, "group": r.approver_group,
+                  "kind": r.kind, "created": when(r.created_ms),
+                  "last_used": when(r.last_used_ms) if r.last_used_ms else None,
+                  "revoked": when(r.revoked_ms) if r.revoked_ms else None}  # fmt: skip
+        if as_json:
+            typer.echo(msgspec.json.encode(record).decode())
+        else:
+            state = when(r.revoked_ms) if r.revoked_ms else "live"
+            typer.echo(f"{r.id:28}  {name:20}  {r.kind:8}  {r.approver_group:12}  {state:20}  "
+                       f"{r.label}")  # fmt: skip
+
+
+@approver_app.command("revoke")
+def revoke(credential: Annotated[str, typer.Argument(help="the credential's id (apc_…)")],
+           data_dir: DataDir = None) -> None:  # fmt: skip
+    """Revoke any approver's credential: its signatures count no more, on votes already
+    cast too (they are verified again when the quorum signs)."""
+    row = run_admin(settings_for(data_dir), lambda admin: _passkeys(admin).revoke(credential),
+                    keyed=True)  # fmt: skip
+    typer.echo(f"revoked {row.id} ({row.kind}) of {row.label}")
