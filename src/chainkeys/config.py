@@ -26,7 +26,8 @@ PREFIX = "CHAINKEYS_"
 # credentials). The master key's file form is CHAINKEYS_MASTER_KEY_FILE (the key file),
 # the PIN's is the pkcs11_pin_file setting.
 SECRET_FILES = (
-    "database_url", "metrics_token", "previous_master_keys", "redis_url", "webhook_secret",
+    "database_url", "metrics_token", "operator_token", "previous_master_keys", "redis_url",
+    "webhook_secret",
 )  # fmt: skip
 
 
@@ -44,11 +45,14 @@ class Settings(BaseSettings):
     # Comma-separated base64 keys still held to open older seals during a rotation.
     previous_master_keys: SecretStr | None = None
     # Where the master key lives: file (default), env (CHAINKEYS_MASTER_KEY; chosen when
-    # it is set) or pkcs11 (wrapped by an AES key in an HSM, docs/security.md).
+    # it is set), pkcs11 (wrapped by an AES key in an HSM, docs/security.md) or shamir
+    # (wrapped by a key only a quorum of operators' shares rebuilds: starts sealed).
     # awskms, transit (Vault/OpenBao) and kmip wrap it by a key outside (docs/deploy.md).
     master_key_provider: (
         Literal["file", "env", "pkcs11", "shamir", "awskms", "transit", "kmip"] | None
     ) = None
+    # Bearer token of POST /sys/seal (seals a shamir server again); unset: no HTTP seal.
+    operator_token: SecretStr | None = None
     pkcs11_module: Path | None = None  # the token's PKCS#11 .so
     pkcs11_token_label: str | None = None
     pkcs11_key_label: str = Field(default="chainkeys-master", min_length=1)

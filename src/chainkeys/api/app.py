@@ -11,9 +11,7 @@ generated from them (api/openapi.py).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,7 +20,6 @@ import msgspec
 from starlette.routing import Route
 
 from chainkeys import logs
-from chainkeys.api import background
 from chainkeys.api.docs_ui import docs_routes
 from chainkeys.api.openapi import build_openapi
 from chainkeys.api.ratelimit import build_limiter
@@ -35,11 +32,13 @@ from chainkeys.api.routes.overview import overview_routes
 from chainkeys.api.routes.policy import policy_routes
 from chainkeys.api.routes.service import service_routes
 from chainkeys.api.routes.signing import signing_routes
+from chainkeys.api.routes.sys import sys_routes
 from chainkeys.api.routes.wallets import wallet_routes
+from chainkeys.api.sealing import Running, SealGate
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
 from chainkeys.api.ui import ui_routes
-from chainkeys.bootstrap import Services, open_services
+from chainkeys.bootstrap import Services, open_sealed, open_services
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
 
@@ -59,6 +58,7 @@ def api_routes(settings: Settings) -> list[Route]:
         *approval_routes(settings.list_max_limit),
         *approver_routes(),
         *policy_routes(),
+        *sys_routes(),
     ]
 
 
@@ -85,27 +85,38 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     async def lifespan(app: Router) -> AsyncIterator[None]:
         limiter = build_limiter(settings)
         app.state.rate_limiter = limiter
-        opened = svc
-        tasks: list[asyncio.Task[None]] = []
         try:
-            if opened is None:
-                opened = await open_services(settings)
-                # Everything alive now lives as long as the process: out of the
-                # collector's reach, a full collection walks only what requests allocate.
-                gc.collect()
-                gc.freeze()
-            tasks = background.start(opened, purge=svc is None)
-            app.state.services = opened
-            yield
+            if svc is None and settings.key_provider == "shamir":
+                async with sealed(app):
+                    yield
+            else:
+                async with running(app):
+                    yield
         finally:
-            await background.stop(tasks)  # before the store closes under a round
-            if tasks and opened is not None:
-                await opened.barrier.leave()
-            if opened is not None and svc is None:
-                await opened.close()
             if limiter is not None:
                 await limiter.aclose()
             logs.flush()
+
+    @contextlib.asynccontextmanager
+    async def running(app: Router) -> AsyncIterator[None]:
+        """The services (opened here unless given) and their background tasks."""
+        opened = Running(svc or await open_services(settings), owned=svc is None)
+        try:
+            opened.start()
+            app.state.services = opened.services
+            yield
+        finally:
+            await opened.stop()
+
+    @contextlib.asynccontextmanager
+    async def sealed(app: Router) -> AsyncIterator[None]:
+        """Shamir shares: the store without its key, until the shares arrive."""
+        gate = SealGate(app.state, await open_sealed(settings))
+        app.state.gate = gate
+        try:
+            yield
+        finally:
+            await gate.close()
 
     app = Router([*by_traffic(routes), *docs_routes(openapi), *ui_routes()], lifespan)
     app.state.services = svc

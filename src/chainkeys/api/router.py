@@ -41,11 +41,12 @@ class AppState:
     """`request.app.state`: plain attributes (Starlette's `State` answers each read
     through `__getattr__`, three times a request)."""
 
-    __slots__ = ("rate_limiter", "services")
+    __slots__ = ("gate", "rate_limiter", "services")
 
     def __init__(self) -> None:
         self.services: Any = None
         self.rate_limiter: Any = None
+        self.gate: Any = None  # a shamir server's seal (api/sealing.py); None: no seal
 
 
 class Router:
@@ -75,6 +76,12 @@ class Router:
         if scope["type"] != "http":
             await self._lifespan(scope, receive, send)
             return
+        gate = self.state.gate
+        if gate is not None and gate.sealed:  # sealed: the gate answers all but the unseal
+            sealed = await gate.while_sealed(scope["path"])
+            if sealed is not None:
+                await sealed(scope, receive, send)
+                return
         route, partial = self.resolve(scope)
         if route is None:
             if partial is not None:

@@ -22,10 +22,13 @@ from chainkeys.cli.approver import approver_app
 from chainkeys.cli.audit import audit_app
 from chainkeys.cli.common import DataDir, fail, finish, group, run, run_admin, settings_for, when
 from chainkeys.cli.masterkey import hsm_app, key_app
+from chainkeys.cli.operator import PromptUnsealer, operator_app, print_shares
 from chainkeys.cli.policy import policy_app
 from chainkeys.cli.wallet import wallet_app
+from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
 from chainkeys.tokens.service import parse_duration, parse_families, parse_scopes
+from chainkeys.vault.shamir import UNSEALER
 
 FIRST_TOKEN_FILE = "first-token"  # noqa: S105 - a file name, not a secret
 # A crash's traceback never shows local variables: they can hold a token being issued,
@@ -57,6 +60,8 @@ def _root(
     ] = False,
 ) -> None:
     """chainkeys: multi-chain key custody service."""
+    # With the shamir provider, a command that needs the master key asks for shares.
+    UNSEALER.set(PromptUnsealer())
 
 
 app.add_typer(db_app, name="db")
@@ -66,6 +71,7 @@ app.add_typer(account_app, name="account")
 app.add_typer(policy_app, name="policy")
 app.add_typer(wallet_app, name="wallet")
 app.add_typer(approver_app, name="approver")
+app.add_typer(operator_app, name="operator")
 app.add_typer(audit_app, name="audit")
 
 
@@ -99,8 +105,15 @@ def serve(
     except ChainkeysError as exc:
         typer.echo(f"chainkeys: {exc.message}", err=True)
         raise typer.Exit(2) from None
-    # Schema, master key and the first token are settled once, before any worker starts.
-    first = run(settings, lambda svc: svc.tokens.issue_first(), create=True)
+    first = None
+    if settings.key_provider == "shamir":  # starts sealed: the store must be there already
+        if workers > 1:
+            fail("CHAINKEYS_MASTER_KEY_PROVIDER=shamir serves with one worker (each process "
+                 "is unsealed on its own): run more replicas instead")  # fmt: skip
+        finish(lambda: check_sealed_store(settings))
+    else:
+        # Schema, master key and the first token are settled once, before any worker starts.
+        first = run(settings, lambda svc: svc.tokens.issue_first(), create=True)
     announce = None
     if first is not None:
         show = hand_over_first_token(first, settings.data_dir)
@@ -114,6 +127,15 @@ def serve(
         if announce is not None:
             announce.fire()  # a start that failed still hands the token over
         lock.close()
+
+
+async def check_sealed_store(settings: Settings) -> None:
+    """A shamir server's store is made by `chainkeys init --shares`: refused now, in one
+    line, rather than by the worker at its start."""
+    from chainkeys.bootstrap import open_sealed
+
+    store = await open_sealed(settings)
+    await store.close()
 
 
 def hand_over_first_token(token: str, data_dir: Path) -> Callable[[], None]:
@@ -257,20 +279,60 @@ def db_upgrade(data_dir: DataDir = None) -> None:
 
 
 @app.command()
-def init(data_dir: DataDir = None) -> None:
+def init(
+    data_dir: DataDir = None,
+    shares: Annotated[
+        int | None,
+        typer.Option(min=1, max=255, help="shamir provider: how many unseal shares to print"),
+    ] = None,
+    threshold: Annotated[
+        int | None, typer.Option(min=1, max=255, help="shamir provider: how many open the store")
+    ] = None,
+) -> None:
     """Create an empty store without starting the service.
 
     The schema and the master key, so that tokens and policies can be set up first.
-    `serve` does the same on its first start."""
+    `serve` does the same on its first start. With CHAINKEYS_MASTER_KEY_PROVIDER=shamir,
+    --shares N --threshold K: the master key is wrapped by a key that any K of the N
+    shares printed here rebuild (shown only this once: give one to each operator), and
+    the first token is issued here (a sealed `serve` cannot)."""
     settings = settings_for(data_dir)
     logs.configure(settings.log_level, settings.log_json)
+    where = settings.data_dir.resolve() if settings.database_url is None else "the database"
+    if settings.key_provider == "shamir" or shares is not None or threshold is not None:
+        init_shamir(settings, shares, threshold, where)
+        return
 
     async def work(svc: Services) -> str:
         return svc.barrier.key_id
 
     key_id = run(settings, work, create=True)
-    where = settings.data_dir.resolve() if settings.database_url is None else "the database"
     typer.echo(f"store ready in {where} (master key id {key_id})")
+
+
+def init_shamir(settings: Settings, shares: int | None, threshold: int | None,
+                where: object) -> None:  # fmt: skip
+    from chainkeys.bootstrap import init_shamir as create
+
+    if settings.key_provider != "shamir":
+        fail("--shares and --threshold are for CHAINKEYS_MASTER_KEY_PROVIDER=shamir")
+    if shares is None or threshold is None:
+        fail("CHAINKEYS_MASTER_KEY_PROVIDER=shamir: give --shares N --threshold K")
+
+    async def work() -> tuple[str, list[str], str | None]:
+        svc, texts = await create(settings, shares, threshold)
+        try:
+            return svc.barrier.key_id, texts, await svc.tokens.issue_first()
+        finally:
+            await svc.close()
+
+    key_id, texts, first = finish(work)
+    typer.echo(f"store ready in {where} (master key id {key_id}), held by {shares} Shamir "
+               f"shares, any {threshold} of which open it. They are shown only this once: "
+               "give each to one operator.")  # fmt: skip
+    print_shares(texts)
+    if first is not None:
+        hand_over_first_token(first, settings.data_dir)()
 
 
 @db_app.command("copy")

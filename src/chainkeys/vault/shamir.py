@@ -1,0 +1,440 @@
+"""The master key held by nobody: wrapped by an unseal key that only a quorum of
+operators' Shamir shares rebuilds (`CHAINKEYS_MASTER_KEY_PROVIDER=shamir`).
+
+As Vault's Shamir seal: nothing on disk or in the environment opens the store.
+`chainkeys init --shares N --threshold K` makes a random 256-bit *unseal key*,
+splits it into N shares of which any K rebuild it, and prints them once. The
+unseal key AES-256-GCM-wraps the master key; the wrapped blob is kept beside the
+data (`meta`, as the HSM-wrapped key is), so
+
+- rekeying (new shares, perhaps a new N and K) re-wraps the same master key
+  under a new unseal key: the data is not touched, old shares open nothing;
+- rotating the master key is the other wrapped providers' rotation: the next key
+  waits wrapped under the same unseal key beside the current one.
+
+The sharing is pycryptodome's `Crypto.Protocol.SecretSharing.Shamir` (GF(2^128),
+16-byte secrets), not a field written here. The 32-byte unseal key is shared as
+its two 16-byte halves, each with its own random polynomial, at the same indexes
+(pycryptodome numbers the shares 1..N). Deriving 32 bytes from one shared 16-byte
+seed would be simpler, but would cap the unseal key at 128 bits of entropy; two
+independent halves keep all 256, and K-1 shares still say nothing about either.
+
+A share as an operator copies it, on one line:
+
+    cks1-<set: 8 hex>-<index>-<64 hex: both halves' values>-<check: 8 hex>
+
+The set id names the share set (a rekey makes a new one, so an old share is
+refused as such before anything is combined); the check is 4 bytes of SHA-256
+over the rest, so a typo is caught when the share is read, not after combining.
+The check is no authentication: a share that passes it and combines to a wrong
+key is caught by the wrapped blob's GCM tag, and the progress is reset.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import msgspec
+from Crypto.Protocol.SecretSharing import Shamir
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from chainkeys.errors import BadRequest, StartupError
+from chainkeys.vault.providers import (
+    KEY_BYTES,
+    WRAPPED,
+    WRAPPED_NEXT,
+    Blobs,
+    MasterKey,
+    kept_by,
+)
+
+if TYPE_CHECKING:
+    from chainkeys.config import Settings
+    from chainkeys.vault.providers import KeyProvider
+
+# The wrapped master key is kept where the HSM's and the KMSes' are (one wrapped key per
+# store), its blob naming its provider, so a start with another provider says which.
+SHAMIR_WRAPPED = WRAPPED
+SHAMIR_NEXT = WRAPPED_NEXT  # a rotation's next key, until it finishes
+KIND = "shamir"
+MAX_SHARES = 255  # share indexes are one byte in the check
+HALF = 16  # pycryptodome's Shamir shares 16-byte secrets
+NONCE_BYTES = 12
+AAD = b"chainkeys shamir master key v1\x00"
+SHARE = re.compile(r"cks1-([0-9a-f]{8})-([0-9]{1,3})-([0-9a-f]{64})-([0-9a-f]{8})")
+DESCRIPTION = "Shamir shares (CHAINKEYS_MASTER_KEY_PROVIDER=shamir)"
+
+
+class InvalidShare(BadRequest):
+    """A share that cannot be one of this store's: a typo, another store's or an old set's."""
+
+    code = "invalid_share"
+
+
+class WrongShares(BadRequest):
+    """K shares, each well formed, that do not rebuild the unseal key: at least one is
+    wrong (which one cannot be told, and is not guessed at)."""
+
+    code = "wrong_shares"
+
+
+@dataclass(frozen=True, slots=True)
+class UnsealKey:
+    """The 256-bit key the shares rebuild; it wraps the master key, never seals data."""
+
+    material: bytes = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.material) != KEY_BYTES:
+            raise StartupError(f"an unseal key is {KEY_BYTES} bytes")
+
+    def __repr__(self) -> str:
+        return "UnsealKey(***)"
+
+    @classmethod
+    def new(cls) -> UnsealKey:
+        return cls(secrets.token_bytes(KEY_BYTES))
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """One operator's share: its set, its index (1..N) and its 32-byte value."""
+
+    set_id: str
+    index: int
+    value: bytes = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"Share(set_id={self.set_id!r}, index={self.index}, value=***)"
+
+    def text(self) -> str:
+        body = f"cks1-{self.set_id}-{self.index}-{self.value.hex()}"
+        return f"{body}-{_check(self.set_id, self.index, self.value)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSet:
+    """What the store records of a share set (never a share): its id, N and K."""
+
+    set_id: str
+    shares: int
+    threshold: int
+
+
+def _check(set_id: str, index: int, value: bytes) -> str:
+    data = b"chainkeys share v1\x00" + set_id.encode() + bytes([index]) + value
+    return hashlib.sha256(data).hexdigest()[:8]
+
+
+def parse_share(text: str) -> Share:
+    """A share as an operator typed or pasted it (spaces and case forgiven).
+
+    Raises:
+        InvalidShare: not a share's shape, or its check fails (the message never
+            quotes the text: it is a secret).
+    """
+    compact = "".join(text.split()).lower()
+    found = SHARE.fullmatch(compact)
+    if found is None:
+        raise InvalidShare("this is not a chainkeys share: a share is one line "
+                           "cks1-<set>-<index>-<64 hex digits>-<check>")  # fmt: skip
+    set_id, index_text, value_hex, check = found.groups()
+    index = int(index_text)
+    value = bytes.fromhex(value_hex)
+    if not 1 <= index <= MAX_SHARES or not hmac.compare_digest(check, _check(set_id, index, value)):
+        raise InvalidShare("this share's check digits do not match: it was mistyped or "
+                           "cut short; nothing was counted")  # fmt: skip
+    return Share(set_id, index, value)
+
+
+def split(key: UnsealKey, shares: int, threshold: int) -> tuple[ShareSet, list[Share]]:
+    """N shares of `key`, any `threshold` of which rebuild it (a new set id).
+
+    Args:
+        key: the unseal key.
+        shares: N, from 1 to 255.
+        threshold: K, from 1 to N (1: every share alone opens the store).
+
+    Raises:
+        StartupError: N or K out of range.
+    """
+    if not 1 <= shares <= MAX_SHARES:
+        raise StartupError(f"--shares {shares}: from 1 to {MAX_SHARES}")
+    if not 1 <= threshold <= shares:
+        raise StartupError(f"--threshold {threshold}: from 1 to the number of shares ({shares})")
+    share_set = ShareSet(secrets.token_hex(4), shares, threshold)
+    if threshold == 1:  # a polynomial of degree 0: every share is the key itself
+        return share_set, [Share(share_set.set_id, i, key.material) for i in range(1, shares + 1)]
+    low = Shamir.split(threshold, shares, key.material[:HALF], ssss=False)
+    high = Shamir.split(threshold, shares, key.material[HALF:], ssss=False)
+    out = []
+    for (i, a), (j, b) in zip(low, high, strict=True):
+        if i != j:  # pycryptodome numbers both 1..N: the halves must meet at one index
+            raise StartupError("the two halves' shares were numbered differently")
+        out.append(Share(share_set.set_id, i, bytes(a) + bytes(b)))
+    return share_set, out
+
+
+def combine(shares: Iterable[Share]) -> UnsealKey:
+    """The key K shares rebuild: a wrong share gives a wrong key, never an error
+    (the caller proves the key against the wrapped blob)."""
+    given = sorted(shares, key=lambda s: s.index)
+    if len({s.index for s in given}) != len(given):
+        raise InvalidShare("two shares with the same index were given")
+    if len(given) == 1:
+        return UnsealKey(given[0].value)
+    low = Shamir.combine([(s.index, s.value[:HALF]) for s in given], ssss=False)
+    high = Shamir.combine([(s.index, s.value[HALF:]) for s in given], ssss=False)
+    return UnsealKey(bytes(low) + bytes(high))
+
+
+class Wrapped(msgspec.Struct, frozen=True):
+    """The blob in `meta`: the share set's public facts and the wrapped master key."""
+
+    provider: str  # KIND, as every wrapped blob names its provider
+    where: str  # the wrapping key in words (for another provider's refusal)
+    v: int
+    set_id: str
+    shares: int
+    threshold: int
+    master_key_id: str
+    nonce: str
+    wrapped: str
+
+    @property
+    def share_set(self) -> ShareSet:
+        return ShareSet(self.set_id, self.shares, self.threshold)
+
+
+def _aad(share_set: ShareSet, master_key_id: str) -> bytes:
+    facts = f"{share_set.set_id}\x00{share_set.shares}\x00{share_set.threshold}\x00{master_key_id}"
+    return AAD + facts.encode()
+
+
+def wrap(key: MasterKey, unseal: UnsealKey, share_set: ShareSet) -> bytes:
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    sealed = AESGCM(unseal.material).encrypt(nonce, key.material, _aad(share_set, key.id))
+    where = (f"the unseal key of Shamir share set {share_set.set_id} "
+             f"({share_set.threshold} of {share_set.shares} shares)")  # fmt: skip
+    return msgspec.json.encode(Wrapped(
+        KIND, where, 1, share_set.set_id, share_set.shares, share_set.threshold, key.id,
+        base64.b64encode(nonce).decode(), base64.b64encode(sealed).decode(),
+    ))  # fmt: skip
+
+
+def read_blob(blob: bytes) -> Wrapped:
+    """A Shamir-wrapped blob; StartupError naming the provider whose blob it is."""
+    provider, where = kept_by(blob)
+    if provider != KIND:
+        raise StartupError(
+            f"this store's master key is wrapped by {where}, not by Shamir shares: start "
+            f"with CHAINKEYS_MASTER_KEY_PROVIDER={provider}"
+        )
+    try:
+        return msgspec.json.decode(blob, type=Wrapped)
+    except msgspec.ValidationError:
+        raise StartupError("the Shamir-wrapped master key in the database is damaged") from None
+
+
+def unwrap(blob: bytes, unseal: UnsealKey) -> MasterKey:
+    """The master key, or WrongShares when `unseal` is not the key that wrapped it."""
+    fields = read_blob(blob)
+    try:
+        material = AESGCM(unseal.material).decrypt(
+            base64.b64decode(fields.nonce), base64.b64decode(fields.wrapped),
+            _aad(fields.share_set, fields.master_key_id),
+        )  # fmt: skip
+    except (InvalidTag, ValueError):
+        raise WrongShares(
+            "the shares given do not rebuild this store's unseal key: at least one of them "
+            "is wrong; progress is reset, give them again"
+        ) from None
+    key = MasterKey(material)
+    if key.id != fields.master_key_id:
+        raise StartupError("the unwrapped master key is not the one this store recorded")
+    return key
+
+
+class Unsealer(Protocol):
+    """Where the unseal key comes from in this process: the shares a sealed server was
+    given over HTTP, or an operator at the CLI's prompt."""
+
+    async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
+        """The unseal key of `share_set` (WrongShares when the shares do not make it)."""
+        ...
+
+    def new_set(self) -> tuple[UnsealKey, ShareSet] | None:
+        """For a store being created: the new unseal key and its share set (only
+        `chainkeys init --shares` has one: it prints the shares)."""
+        ...
+
+
+# The process's unsealer, set around the step that opens the barrier (provider_for
+# builds providers from settings alone; this is how the shares reach the one it builds).
+UNSEALER: ContextVar[Unsealer | None] = ContextVar("chainkeys_unsealer", default=None)
+
+
+class GivenKey:
+    """An unseal key already rebuilt (a server's shares combined), or a new one (init)."""
+
+    def __init__(self, key: UnsealKey, new: ShareSet | None = None) -> None:
+        self._key = key
+        self._new = new
+
+    def __repr__(self) -> str:
+        return "GivenKey(***)"
+
+    async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
+        return self._key
+
+    def new_set(self) -> tuple[UnsealKey, ShareSet] | None:
+        return (self._key, self._new) if self._new is not None else None
+
+
+def sealed_message() -> str:
+    return ("the master key is held by Shamir shares: the service starts sealed and opens "
+            "once enough operators run `chainkeys operator unseal --url URL`")  # fmt: skip
+
+
+class ShamirKeyProvider:
+    """The master key wrapped by the shares' unseal key, its blob beside the data; a
+    rotation's next key waits wrapped by the same unseal key."""
+
+    description = DESCRIPTION
+
+    def __init__(self, blobs: Blobs, unsealer: Unsealer | None = None) -> None:
+        self._blobs = blobs
+        self._unsealer = unsealer
+
+    def _source(self) -> Unsealer:
+        unsealer = self._unsealer or UNSEALER.get()
+        if unsealer is None:
+            raise StartupError(sealed_message())
+        return unsealer
+
+    async def _open(self, blob: bytes) -> MasterKey:
+        unseal = await self._source().unseal_key(read_blob(blob).share_set)
+        return unwrap(blob, unseal)
+
+    async def load(self, *, create: bool) -> MasterKey:
+        blob = await self._blobs.get(SHAMIR_WRAPPED)
+        if blob is not None:
+            return await self._open(blob)
+        fresh = self._source().new_set() if create else None
+        if fresh is None:
+            raise StartupError(
+                "this store's master key is not held by Shamir shares: create a store for "
+                "them with `chainkeys init --shares 5 --threshold 3`"
+                if create else "this store's master key is not held by Shamir shares "
+                "(it is a key file, CHAINKEYS_MASTER_KEY or an HSM): start with that provider"
+            )  # fmt: skip
+        unseal, share_set = fresh
+        key = MasterKey(secrets.token_bytes(KEY_BYTES))
+        await self._blobs.put(SHAMIR_WRAPPED, wrap(key, unseal, share_set))
+        return key
+
+    async def others(self) -> list[MasterKey]:
+        following = await self._blobs.get(SHAMIR_NEXT)
+        return [await self._open(following)] if following is not None else []
+
+    async def begin_rotation(self, current: MasterKey) -> MasterKey:
+        following = await self._blobs.get(SHAMIR_NEXT)
+        if following is not None:
+            return await self._open(following)
+        blob = await self._blobs.get(SHAMIR_WRAPPED)
+        if blob is None:
+            raise StartupError("this store's master key is not held by Shamir shares")
+        share_set = read_blob(blob).share_set
+        unseal = await self._source().unseal_key(share_set)
+        unwrap(blob, unseal)  # the unseal key is this store's before anything is written
+        new = MasterKey(secrets.token_bytes(KEY_BYTES))
+        await self._blobs.put(SHAMIR_NEXT, wrap(new, unseal, share_set))
+        return new
+
+    async def finish_rotation(self, old: MasterKey, new: MasterKey) -> str | None:
+        following = await self._blobs.get(SHAMIR_NEXT)
+        if following is not None:
+            await self._blobs.put(SHAMIR_WRAPPED, following)
+            await self._blobs.delete(SHAMIR_NEXT)
+        return None
+
+    async def retire(self) -> list[str]:
+        return []  # only the current key's blob is kept (the ring holds the older keys)
+
+    async def adopt(self, key: MasterKey) -> bool:
+        raise StartupError(
+            "moving a master key to Shamir shares is not supported yet: create the store "
+            "with `chainkeys init --shares N --threshold K`"
+        )
+
+    async def release(self) -> None:
+        """Delete the blob if the shares' key wrapped it (a move to a wrapped provider
+        has replaced it with the target's, which stays)."""
+        blob = await self._blobs.get(SHAMIR_WRAPPED)
+        if blob is not None and kept_by(blob)[0] == KIND:
+            await self._blobs.delete(SHAMIR_WRAPPED)
+
+
+async def share_set_of(blobs: Blobs) -> ShareSet | None:
+    """The store's share set (None: no wrapped key; another provider's is refused)."""
+    blob = await blobs.get(SHAMIR_WRAPPED)
+    return read_blob(blob).share_set if blob is not None else None
+
+
+def from_settings(settings: Settings, blobs: Blobs) -> KeyProvider:
+    """The registry's factory (vault/providers.py): the unseal key comes from the
+    process's unsealer (`UNSEALER`), never from settings."""
+    return ShamirKeyProvider(blobs)
+
+
+async def rekey(
+    blobs: Blobs, old: Iterable[Share], shares: int, threshold: int
+) -> tuple[ShareSet, list[Share]]:
+    """New shares (perhaps a new N and K) from a quorum of the old ones: the same
+    master key re-wrapped under a new unseal key, in one write (refused while a
+    rotation's next key waits beside it).
+
+    Raises:
+        InvalidShare: a share of another set, or too few shares.
+        WrongShares: the old shares do not rebuild the unseal key (nothing written).
+    """
+    blob = await blobs.get(SHAMIR_WRAPPED)
+    if blob is None:
+        raise StartupError("this store's master key is not held by Shamir shares")
+    current = read_blob(blob).share_set
+    given = check_set(old, current)
+    if len(given) < current.threshold:
+        raise InvalidShare(f"{len(given)} shares given; this store's share set needs "
+                           f"{current.threshold}")  # fmt: skip
+    master = unwrap(blob, combine(given))
+    if await blobs.get(SHAMIR_NEXT) is not None:  # two blobs cannot be re-wrapped as one step
+        raise StartupError("a master-key rotation is under way: finish it (`chainkeys key "
+                           "rotate`) before rekeying")  # fmt: skip
+    share_set, made = split(new_unseal := UnsealKey.new(), shares, threshold)
+    await blobs.put(SHAMIR_WRAPPED, wrap(master, new_unseal, share_set))
+    return share_set, made
+
+
+def check_set(shares: Iterable[Share], share_set: ShareSet) -> list[Share]:
+    """The shares, each of `share_set` with an index it has; InvalidShare otherwise."""
+    out = []
+    for share in shares:
+        if share.set_id != share_set.set_id:
+            raise InvalidShare(
+                f"this share is of share set {share.set_id}, not of this store's current "
+                f"set {share_set.set_id} (shares from before a rekey open nothing)"
+            )
+        if share.index > share_set.shares:
+            raise InvalidShare(f"share index {share.index} is not in this set "
+                               f"(1 to {share_set.shares})")  # fmt: skip
+        out.append(share)
+    return out
