@@ -26,8 +26,8 @@ PREFIX = "CHAINKEYS_"
 # credentials). The master key's file form is CHAINKEYS_MASTER_KEY_FILE (the key file),
 # the PIN's is the pkcs11_pin_file setting.
 SECRET_FILES = (
-    "database_url", "metrics_token", "operator_token", "previous_master_keys", "redis_url",
-    "webhook_secret",
+    "audit_http_authorization", "database_url", "metrics_token", "operator_token",
+    "previous_master_keys", "redis_url", "webhook_secret",
 )  # fmt: skip
 
 
@@ -122,6 +122,22 @@ class Settings(BaseSettings):
     # bound to its origin and host (the WebAuthn RP id); unset, passkeys are off.
     public_url: str | None = None
 
+    # Audit devices (audit/devices.py): copies of the audit table shipped beside it, each
+    # event with its row's id. A JSON Lines file (reopened on SIGHUP or when logrotate
+    # moves it), RFC 5424 syslog (udp://host:514 or tcp://host:port) and HTTP batches.
+    audit_file: Path | None = None
+    audit_syslog: str | None = None
+    audit_syslog_facility: Literal[
+        "kern", "user", "auth", "daemon", "authpriv", "local0", "local1", "local2",
+        "local3", "local4", "local5", "local6", "local7",
+    ] = "auth"  # fmt: skip
+    audit_http_url: str | None = None
+    # The HTTP device's Authorization header, whole ("Bearer …", "Splunk …").
+    audit_http_authorization: SecretStr | None = None
+    # Refuse (503 audit_unavailable) a change while no device that confirms delivery
+    # (file, tcp syslog, HTTP) is healthy.
+    audit_required: bool = False
+
     # FULL: an acknowledged write survives power loss, not only a process crash.
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "FULL"
     sqlite_busy_timeout_ms: int = Field(default=5000, ge=0, le=3_600_000)
@@ -162,6 +178,41 @@ class Settings(BaseSettings):
         if self.webhook_url is not None and self.webhook_secret is None:
             raise ValueError("CHAINKEYS_WEBHOOK_URL needs CHAINKEYS_WEBHOOK_SECRET (receivers "
                              "check every event's signature with it)")  # fmt: skip
+        return self
+
+    @field_validator("audit_syslog")
+    @classmethod
+    def _audit_syslog(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parsed = urlsplit(value.strip())
+        try:
+            port = parsed.port
+        except ValueError:  # not a number, or out of range
+            port = 0
+        if parsed.scheme not in ("udp", "tcp") or not parsed.hostname or port == 0:
+            raise ValueError("the syslog address is udp://host[:port] or tcp://host[:port]")
+        return value.strip()
+
+    @field_validator("audit_http_url")
+    @classmethod
+    def _audit_http_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parsed = urlsplit(value.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("the audit HTTP URL is http:// or https://")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _audit_required_needs_a_device(self) -> Settings:
+        confirming = (self.audit_file is not None or self.audit_http_url is not None
+                      or (self.audit_syslog or "").startswith("tcp:"))  # fmt: skip
+        if self.audit_required and not confirming:
+            raise ValueError("CHAINKEYS_AUDIT_REQUIRED needs an audit device that confirms "
+                             "delivery: CHAINKEYS_AUDIT_FILE, CHAINKEYS_AUDIT_HTTP_URL or a "
+                             "tcp:// CHAINKEYS_AUDIT_SYSLOG (udp:// never learns of a "
+                             "loss)")  # fmt: skip
         return self
 
     @field_validator("database_url")
@@ -313,6 +364,8 @@ def describe(exc: ValidationError) -> str:
     got = "(hidden)" if secret else repr(error.get("input"))
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     msg = str(error["msg"]).removeprefix("Value error, ")
+    if not error["loc"]:  # a check across settings: its input is every setting, secrets too
+        return f"{msg}{more}"
     if field is not None and error["type"] in RANGE_ERRORS:
         msg = f"out of range: {accepted_range(field)}"
     return f"{PREFIX}{name.upper()}={got}: {msg[:1].lower()}{msg[1:]}{more}"

@@ -144,6 +144,14 @@ class Sealed(Unavailable):
                "(`chainkeys operator unseal --url URL`, POST /sys/unseal)")  # fmt: skip
 
 
+class AuditUnavailable(Unavailable):
+    """CHAINKEYS_AUDIT_REQUIRED: no audit device that confirms delivery is healthy, so
+    the request is refused before anything is done (audit/devices.py)."""
+
+    code = "audit_unavailable"
+    message = "no audit device can take this request's event now; nothing was done, try again"
+
+
 class KeyUnavailable(Unavailable):
     """A value is sealed with a master key this process does not hold."""
 

@@ -67,6 +67,8 @@ def tasks_of(svc: Services, purge: bool) -> list[Task]:
         tasks.append(Task("audit-chain", lambda: chain_round(svc.db, integrity), 5.0))
     if svc.db.watch_every is not None:
         tasks.append(Task("store-watch", svc.db.watch, svc.db.watch_every))
+    # audit devices: each ships the table to its device, in one process at a time
+    tasks += [Task(s.name, s.serve, 1.0) for s in svc.audit.devices.shippers]
     if settings.webhook_url is not None and settings.webhook_secret is not None:
         secret = settings.webhook_secret.get_secret_value().encode()
         webhook = Webhook(svc.db, settings.webhook_url, secret,

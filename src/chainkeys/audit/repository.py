@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, String, and_, case, func, insert, select
+from sqlalchemy import Select, String, and_, bindparam, case, func, insert, select, update
 
 from chainkeys.store.backend import Backend
-from chainkeys.store.sql import Prepared, Tx
+from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import (
     audit,
+    meta,
 )
 
 _u = audit.c
@@ -148,3 +149,61 @@ def _where(q: AuditQuery, *columns: Any) -> Select[Any]:
     if q.until_ms is not None:
         stmt = stmt.where(_u.created_ms < q.until_ms)
     return stmt
+
+
+# What an audit device ships: the row as stored, every column, its chain link included
+# (NULL until the chaining round reaches it).
+STORED_COLUMNS = ("id", *AUDIT_COLUMNS, "chain")
+_STORED = select(*(_u[c] for c in STORED_COLUMNS))
+_DEVICE_GET = Prepared(select(meta.c.value).where(meta.c.key == bindparam("key")))
+_DEVICE_NEW = Prepared(insert(meta), ("key", "value"))
+_DEVICE_SWAP = Prepared(  # (a bind parameter may not share an updated table's column name)
+    update(meta)
+    .where(meta.c.key == bindparam("record"), meta.c.value == bindparam("old"))
+    .values(value=bindparam("new")),
+    ("new", "record", "old"),
+)
+
+
+class Stored:
+    """The audit table as the devices read it (audit/devices.py): whole rows by id, and
+    each device's shipping state in one `meta` record (never sealed: it holds ids and
+    times, no secret), changed only by compare-and-set."""
+
+    @staticmethod
+    async def after(tx: Tx, after_id: int, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` rows after row `after_id`, in id order."""
+        stmt = _STORED.where(_u.id > after_id).order_by(_u.id).limit(limit)
+        return [dict(r._mapping) for r in (await tx.execute(stmt)).all()]
+
+    @staticmethod
+    async def of(tx: Tx, ids: list[int]) -> list[dict[str, Any]]:
+        """The rows among `ids` that exist (a few hundred at most), in id order."""
+        if not ids:
+            return []
+        stmt = _STORED.where(_u.id.in_(ids)).order_by(_u.id)
+        return [dict(r._mapping) for r in (await tx.execute(stmt)).all()]
+
+    @staticmethod
+    async def ids_between(tx: Tx, low: int, high: int, tenant_id: str | None,
+                          every_tenant: bool) -> list[int]:  # fmt: skip
+        """Every row id from `low` to `high` (one tenant's unless `every_tenant`)."""
+        stmt = select(_u.id).where(_u.id >= low, _u.id <= high)
+        if not every_tenant:
+            stmt = stmt.where(_u.tenant_id.is_(None) if tenant_id is None
+                              else _u.tenant_id == tenant_id)  # fmt: skip
+        return [int(r[0]) for r in (await tx.execute(stmt.order_by(_u.id))).all()]
+
+    @staticmethod
+    async def state(tx: Tx, key: str) -> bytes | None:
+        row = (await tx.execute(_DEVICE_GET, {"key": key})).first()
+        return None if row is None else bytes(row[0])
+
+    @staticmethod
+    async def swap(tx: Tx, key: str, old: bytes | None, new: bytes) -> bool:
+        """Replace the state `old` by `new`; False when another process changed it first
+        (or made it first, `old` None)."""
+        if old is None:
+            return await insert_new(tx, _DEVICE_NEW, {"key": key, "value": new})
+        return bool((await tx.execute(_DEVICE_SWAP, {"record": key, "old": old,
+                                                     "new": new})).rowcount)  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol
 
@@ -9,8 +10,10 @@ import msgspec
 
 from chainkeys import logs, paging
 from chainkeys.audit.repository import Audit, AuditEvent, AuditQuery
+from chainkeys.audit.shipping import AuditDevices
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
+from chainkeys.errors import AuditUnavailable, ChainkeysError
 from chainkeys.store.backend import Backend
 from chainkeys.vault.derive import Cursors
 
@@ -57,6 +60,22 @@ class AuditService:
         self.db = db
         self.settings = settings
         self.cursors = cursors
+        self.devices = AuditDevices(db, settings)  # nothing opens until their tasks run
+
+    async def require_devices(self, actor: Actor, method: str, path: str) -> None:
+        """CHAINKEYS_AUDIT_REQUIRED: refuse a change (503 audit_unavailable, audited in
+        the table, which the devices get once one is back) while no device that
+        confirms delivery is healthy; before the request's handler runs, so before any
+        key is opened. The database's half needs no check here: a change's event is
+        written in the change's own transaction (a sign's with the signature, which
+        leaves only if it committed)."""
+        if self.devices.available():
+            return
+        event = audit_event(actor, "denied", AuditUnavailable.code,
+                            details={"method": method, "path": path[:200]})  # fmt: skip
+        with contextlib.suppress(ChainkeysError):
+            await Audit.record(self.db, event)
+        raise AuditUnavailable()
 
     async def events(self, q: AuditQuery, after_id: int, limit: int) -> list[AuditEvent]:
         """Up to `limit` events after row `after_id`, oldest first (the CLI's paging)."""

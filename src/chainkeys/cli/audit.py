@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated
 
 import msgspec
 import typer
 
 from chainkeys.audit.chain import verify
+from chainkeys.audit.copies import verify_file
 from chainkeys.audit.repository import AuditEvent, AuditQuery
 from chainkeys.bootstrap import Admin
 from chainkeys.cli.common import DataDir, fail, run_admin, settings_for, when
@@ -99,12 +101,31 @@ def audit_line(e: AuditEvent, tenant: str, as_json: bool) -> str:
 @audit_app.command("verify")
 def audit_verify(
     tenant: Annotated[str | None, typer.Option(help="only this tenant's chain")] = None,
+    files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--file",
+            exists=True,
+            dir_okay=False,
+            help=(
+                "check this copy of an audit device (JSON Lines, or a syslog collector's "
+                "file) against the table instead; repeat for a rotated series, oldest first"
+            ),
+        ),
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Check that no audit row was edited, deleted or reordered: walk each tenant's
     chain (every row linked so far, and its head). Exits 1 naming the first row where
     the chain breaks, 0 on an honest log. Rows from the last minute are not linked yet;
-    they are counted, not checked."""
+    they are counted, not checked.
+
+    With --file: check a device's copy instead. Every event in it must equal its row,
+    and every row from its first event to its last must be in it; exits 1 naming
+    each event or row that is not (no master key needed)."""
+    if files:
+        verify_copy(files, tenant, data_dir)
+        return
 
     async def work(admin: Admin) -> None:
         if admin.integrity is None:  # keyed: open_admin always opens it
@@ -121,3 +142,24 @@ def audit_verify(
                    f"{verdict.unlinked} newer rows not linked yet")  # fmt: skip
 
     run_admin(settings_for(data_dir), work, keyed=True)
+
+
+def verify_copy(files: list[Path], tenant: str | None, data_dir: Path | None) -> None:
+    """`audit verify --file`: a device's copy against the table (audit/devices.py)."""
+
+    async def work(admin: Admin) -> None:
+        tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None
+        check = await verify_file(admin.db, files, tenant_id, every_tenant=tenant is None)
+        for note in check.notes:
+            typer.echo(f"note: {note}")
+        if not check.ok:
+            for problem in check.problems:
+                typer.echo(problem)
+            more = f" (and {check.more} more)" if check.more else ""
+            fail(f"the copy does not match the audit table: {len(check.problems)} problems "
+                 f"named above{more}; {check.matched} of its {check.events} events "
+                 "match")  # fmt: skip
+        typer.echo(f"audit copy ok: {check.matched} events, each equal to its row, none "
+                   "missing between its first and last")  # fmt: skip
+
+    run_admin(settings_for(data_dir), work)

@@ -29,6 +29,7 @@ FAMILY_RULES = (EVERY, BY_REQUEST, NONE)
 _encoder = msgspec.json.Encoder()
 JSON = "application/json"
 ERRORS_AUTH = ("401", "403", "429", "500", "503")
+READS = ("GET", "HEAD")  # they write no audit event (the rest do), so devices never stop them
 Guarded = Callable[[Request, Any], Awaitable[Response]]
 Public = Callable[[Request], Awaitable[Response]]
 
@@ -79,6 +80,9 @@ def resource(path: str, ops: dict[str, Op]) -> Route:
                 oversize(request)
                 return await op.handler(request)  # type: ignore[call-arg]
             principal = await authorize(request, op.scope, op.family)
+            if request.method not in READS:  # a change is audited: AUDIT_REQUIRED, first
+                await services_of(request).audit.require_devices(
+                    principal, request.method, request.url.path)  # fmt: skip
             if op.scope != "sign":  # a sign handler reads (and audits) its own refusal
                 oversize(request)
             return await op.handler(request, principal)  # type: ignore[call-arg]
