@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import TEST_MASTER_KEY, TLS, wait_for
 from tests.test_process import Proc, first_token, start
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(30)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(20)]
 
 DISK_MB = 24  # the schema, a WAL of a few MB and the filler's leftovers fit
 FULL = {
@@ -96,6 +96,11 @@ def stored(db: Path) -> tuple[int, int, str]:
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         assert busy == 0
         accounts = conn.execute("SELECT count(*) FROM accounts").fetchone()[0]
+        partial = conn.execute(
+            "SELECT count(*) FROM accounts WHERE address = '' OR public_key = '' "
+            "OR secret IS NULL OR length(secret) = 0"
+        ).fetchone()[0]
+        assert partial == 0
         audited = conn.execute(
             "SELECT count(*) FROM audit WHERE action = 'import' AND outcome = 'ok'"
         ).fetchone()[0]

@@ -54,7 +54,7 @@ from tests.conftest import (
 )
 from tests.test_process import Proc, first_token, start
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(60)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(25)]
 
 # Small bounds, so a request during an outage answers soon (test_outage.py has the same).
 TIMEOUTS = {
