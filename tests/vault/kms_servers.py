@@ -10,6 +10,7 @@ CHAINKEYS_TEST_REQUIRE_<NAME>=1 (MOTO, OPENBAO, PYKMIP) and then they fail inste
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import socket
@@ -134,3 +135,98 @@ def openbao_server(log: Path) -> Iterator[str]:
             f"-dev-listen-address=127.0.0.1:{port}"]  # fmt: skip
     with process(args, log, port, "OpenBao", env={"HOME": str(log.parent)}):
         yield f"http://127.0.0.1:{port}"
+
+
+@dataclass(frozen=True)
+class Tls:
+    """A test CA, the KMIP server's certificate (127.0.0.1) and a client certificate."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+
+def make_tls(directory: Path) -> Tls:
+    """Certificates made here with `cryptography`: a CA, a server certificate for
+    127.0.0.1 and a client certificate (clientAuth), keys written 0600."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+        path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))  # fmt: skip
+        path.chmod(0o600)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder().subject_name(name("chainkeys test CA"))
+        .issuer_name(name("chainkeys test CA")).public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    paths: dict[str, Path] = {"ca": directory / "ca.pem"}
+    paths["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    for role, usage in (("server", ExtendedKeyUsageOID.SERVER_AUTH),
+                        ("client", ExtendedKeyUsageOID.CLIENT_AUTH)):  # fmt: skip
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            x509.CertificateBuilder().subject_name(name(f"chainkeys-{role}"))
+            .issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        )  # fmt: skip
+        if role == "server":
+            san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+            builder = builder.add_extension(san, critical=False)
+        cert = builder.sign(ca_key, hashes.SHA256())
+        paths[f"{role}_cert"] = directory / f"{role}.pem"
+        paths[f"{role}_cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        paths[f"{role}_key"] = directory / f"{role}.key"
+        write_key(paths[f"{role}_key"], key)
+    return Tls(paths["ca"], paths["server_cert"], paths["server_key"], paths["client_cert"],
+               paths["client_key"])  # fmt: skip
+
+
+def pykmip_available() -> None:
+    if importlib.util.find_spec("kmip") is None:  # not imported here: the server runs apart
+        required("PYKMIP", "PyKMIP is not installed: pip install pykmip")
+
+
+@contextlib.contextmanager
+def pykmip_server(directory: Path) -> Iterator[tuple[int, Tls]]:
+    """PyKMIP's own server (mutual TLS, its SQLite database in `directory`); yields its
+    port and the certificates."""
+    from tests.conftest import free_port
+
+    pykmip_available()
+    tls = make_tls(directory)
+    port = free_port()
+    policies = directory / "policies"
+    policies.mkdir()
+    config = directory / "server.conf"
+    config.write_text(
+        f"[server]\nhostname=127.0.0.1\nport={port}\ncertificate_path={tls.server_cert}\n"
+        f"key_path={tls.server_key}\nca_path={tls.ca}\nauth_suite=TLS1.2\n"
+        f"policy_path={policies}\nenable_tls_client_auth=True\nlogging_level=INFO\n"
+        f"database_path={directory / 'pykmip.db'}\n"
+    )
+    args = [sys.executable, "-c", "from kmip.services.server.server import main; main()",
+            "--config_path", str(config), "--log_path", str(directory / "server.log")]  # fmt: skip
+    with process(args, directory / "stdout.log", port, "PyKMIP's server"):
+        yield port, tls

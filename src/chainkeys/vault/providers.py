@@ -343,6 +343,7 @@ PROVIDERS: dict[str, Kind] = {
     ),
     "awskms": Kind("chainkeys.vault.awskms:from_settings", "an AWS KMS key", "awskms_key_id"),
     "transit": Kind("chainkeys.vault.transit:from_settings", "a transit key", "transit_key"),
+    "kmip": Kind("chainkeys.vault.kmip:from_settings", "a KMIP server's AES key", "kmip_key_id"),
 }
 
 
