@@ -7,6 +7,7 @@ one. Every test runs on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -25,7 +26,8 @@ from sqlalchemy import update
 
 from chainkeys.audit.copies import verify_file
 from chainkeys.audit.devices import event_of
-from chainkeys.audit.repository import Stored
+from chainkeys.audit.repository import Audit, AuditEvent, Stored
+from chainkeys.clock import now_ms
 from chainkeys.store.tables import audit
 from tests.conftest import (
     BACKENDS,
@@ -236,6 +238,43 @@ def test_a_receiver_down_for_a_while_loses_and_doubles_nothing(
         receiver.start()
         rows = table(server)
         wait_for(lambda: same(receiver.events, rows), "every event, once, after the outage")
+
+
+def test_a_lower_id_committing_late_is_shipped_and_a_rolled_back_one_never(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    """PostgreSQL draws ids outside transactions: two transactions take ids, hold them
+    open while later rows commit and ship, then one commits and one rolls back. The
+    late row arrives (after higher ids); the rolled-back one never does. (SQLite has
+    one writer at a time: its ids commit in order.)"""
+    with own_server("postgresql", tmp_path / "data", audit_http_url=receiver.url) as server:
+        assert server.services is not None and server.loop is not None
+        db = server.services.db
+        inserted, release = threading.Barrier(3), threading.Event()
+
+        async def held(outcome: str) -> None:
+            async with db.write() as tx:
+                await Audit.insert(tx, AuditEvent(None, "test.held", outcome, now_ms()))
+                await asyncio.to_thread(inserted.wait, 30)
+                await asyncio.to_thread(release.wait, 30)
+                if outcome != "ok":
+                    raise RuntimeError("rolled back")
+
+        late = asyncio.run_coroutine_threadsafe(held("ok"), server.loop)
+        doomed = asyncio.run_coroutine_threadsafe(held("rolled_back"), server.loop)
+        inserted.wait(30)
+        mixed_run(server)
+        wait_for(lambda: same(receiver.events, table(server)), "the later rows shipped")
+        release.set()
+        late.result(30)
+        with pytest.raises(RuntimeError):
+            doomed.result(30)
+        rows = table(server)
+        assert [e["outcome"] for e in rows.values() if e["action"] == "test.held"] == ["ok"]
+        wait_for(lambda: same(receiver.events, rows), "the late row shipped")
+        held_id = next(e["id"] for e in rows.values() if e["action"] == "test.held")
+        assert [e["id"] for e in receiver.events][-1] == held_id  # after higher ids
+        assert held_id < max(rows)
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
