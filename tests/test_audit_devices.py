@@ -56,6 +56,7 @@ class Syslog:
         self.tcp = tcp
         self.events: list[dict[str, Any]] = []
         self.headers: list[tuple[int, str]] = []  # (PRI, MSGID)
+        self.connections = 0
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM if tcp else socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
@@ -81,6 +82,7 @@ class Syslog:
                     self._take(data)
                     continue
                 conn, _ = self.sock.accept()
+                self.connections += 1
             except OSError:
                 return
             threading.Thread(target=self._frames, args=(conn,), daemon=True).start()
@@ -219,6 +221,7 @@ def test_every_event_of_a_mixed_run_reaches_every_device(
             assert pri >> 3 == facility_auth and msgid == rows[event_id]["action"]
             assert pri & 7 == (6 if rows[event_id]["outcome"] == "ok" else 4)
         assert oct(audit_file.stat().st_mode & 0o777) == "0o600"
+        assert syslog.connections == (1 if syslog.tcp else 0)  # one connection, kept
     syslog.close()
 
 

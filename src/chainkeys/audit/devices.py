@@ -44,6 +44,7 @@ import contextlib
 import logging
 import logging.handlers
 import os
+import select
 import socket
 import threading
 from collections.abc import Mapping, Sequence
@@ -295,9 +296,9 @@ class Rfc5424Handler(logging.handlers.SysLogHandler):
         if not self._tcp or sock is None:
             return False
         try:
-            return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-        except (BlockingIOError, InterruptedError):
-            return False
+            # select, not MSG_DONTWAIT: a socket with a timeout waits before any recv
+            readable, _, _ = select.select([sock], [], [], 0)
+            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
         except OSError:
             return True
 
