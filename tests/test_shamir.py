@@ -6,6 +6,7 @@ on their own; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -175,6 +176,13 @@ def test_sealed_until_the_threshold_then_seal_and_restart(store: Store) -> None:
         log = proc.stop()
     for share in shares:
         assert share not in log
+    # every step of the seal is in the audit log (server-wide: no tenant), no share in it
+    audit = chainkeys_cli("audit", "--action", "sys.seal", "--json", env=store.env)
+    assert audit.returncode == 0, audit.stderr
+    outcomes = [json.loads(line)["outcome"] for line in audit.stdout.splitlines()]
+    assert outcomes[:2] == ["progress", "progress"] and "refused" in outcomes, outcomes
+    assert outcomes.count("unsealed") == 2 and outcomes.count("sealed") == 1, outcomes
+    assert not any(share in audit.stdout for share in shares)
     # a restart is sealed again; the shares open it and the account signs the same
     proc = store.serve("b")
     try:

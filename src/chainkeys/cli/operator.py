@@ -39,8 +39,9 @@ def read_share(prompt: str) -> str:
         text = getpass.getpass(prompt, stream=sys.stderr)
     else:
         sys.stderr.write(prompt)
-        sys.stderr.flush()
         text = sys.stdin.readline()
+        sys.stderr.write("\n")  # as a terminal shows the Enter (the share itself is not shown)
+        sys.stderr.flush()
     if not text.strip():
         fail("no share was given")
     return text.strip()
