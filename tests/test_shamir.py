@@ -6,6 +6,8 @@ on their own; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 import pty
@@ -15,6 +17,7 @@ import select
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +25,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chainkeys.vault.shamir import Share, parse_share
+from chainkeys.api.router import AppState
+from chainkeys.api.sealing import SealGate
+from chainkeys.bootstrap import init_shamir, open_sealed
+from chainkeys.config import Settings
+from chainkeys.vault.shamir import UNSEALER, Share, parse_share
 from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
 from tests.conftest import (
     BACKENDS,
@@ -344,3 +351,30 @@ def test_refusals_at_start_and_init(tmp_path: Path) -> None:
     assert "cks1-" not in again.stdout
     file_key = chainkeys_cli("token", "list", env={**env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"})
     assert file_key.returncode == 0  # listing needs no key
+
+
+def test_a_seal_lets_the_keys_go(tmp_path: Path) -> None:
+    """After `POST /sys/seal`'s step the barrier's vault (every master key and its AES
+    contexts) is unreachable: the cycle collector frees it (what the start froze is
+    thawed first), and the unseal key given over HTTP is held nowhere either."""
+    settings = Settings(data_dir=tmp_path / "data", master_key_provider="shamir")
+
+    async def main() -> None:
+        svc, texts = await init_shamir(settings, 3, 2)
+        await svc.close()
+        state = AppState()
+        gate = SealGate(state, await open_sealed(settings))
+        try:
+            assert (await gate.unseal(texts[2])).progress == 1
+            assert (await gate.unseal(texts[0])).sealed is False
+            vault = weakref.ref(state.services.barrier.vault)
+            assert vault() is not None and UNSEALER.get() is None
+            await gate.seal()
+            gc.collect()
+            assert vault() is None and state.services is None and gate.sealed
+            assert (await gate.unseal(texts[1])).progress == 1  # and it unseals again
+            assert (await gate.unseal(texts[2])).sealed is False
+        finally:
+            await gate.close()
+
+    asyncio.run(main())
