@@ -22,6 +22,24 @@ interface Envelope {
     code?: string;
     data?: unknown;
 }
+/**
+ * What signs a vote on a rule with `"passkey": true` (docs/approvals.md "Passkeys"): a
+ * WebAuthn assertion (the authentication response, `PublicKeyCredential.toJSON()`) for
+ * `challenge()`'s options, or an enrolled script key's signature (`chainkeys approver
+ * add-key`) of the challenge's 32 bytes, base64url (Ed25519, or ECDSA P-256 DER or r||s).
+ */
+export type VoteProof = {
+    assertion: Record<string, unknown>;
+} | {
+    signature: {
+        credential: string;
+        value: string;
+    };
+};
+/** The 32 bytes a vote signs: the `challenge` of `challenge()`'s options, decoded. */
+export declare function challengeBytes(options: {
+    challenge: string;
+}): Uint8Array;
 /** A small client for the endpoints the adapters call. */
 export declare class ChainkeysClient {
     #private;
@@ -43,6 +61,18 @@ export declare class ChainkeysClient {
     sign<T>(path: string, body: unknown, finish: (data: any) => T | Promise<T>): Promise<T>;
     /** `GET /approvals/{id}`. */
     approval(id: string): Promise<Approval>;
+    /**
+     * `POST /approvals/{id}/approve` (an approve token), on the digest you looked at; on a
+     * passkey rule with its `proof` (the token alone is refused: `passkey_required`).
+     */
+    approve(id: string, digest: string, proof?: VoteProof): Promise<Approval>;
+    /** `POST /approvals/{id}/reject`: one rejection ends the request. */
+    reject(id: string, reason?: string, proof?: VoteProof): Promise<Approval>;
+    /** `GET /approvals/{id}/challenge`: WebAuthn request options for a signed vote. */
+    challenge(id: string, decision: "approve" | "reject"): Promise<{
+        challenge: string;
+        [key: string]: unknown;
+    }>;
 }
 export declare function toBase64(bytes: Uint8Array): string;
 export declare function fromBase64(text: string): Uint8Array;

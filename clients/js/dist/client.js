@@ -1,5 +1,10 @@
 /** The HTTP part every adapter shares: the envelope, auth, errors, approvals. */
 import { ApprovalPending, ChainkeysError } from "./errors.js";
+/** The 32 bytes a vote signs: the `challenge` of `challenge()`'s options, decoded. */
+export function challengeBytes(options) {
+    const s = options.challenge.replace(/-/g, "+").replace(/_/g, "/");
+    return fromBase64(s + "===".slice((s.length + 3) % 4));
+}
 /** A small client for the endpoints the adapters call. */
 export class ChainkeysClient {
     options;
@@ -79,6 +84,23 @@ export class ChainkeysClient {
     /** `GET /approvals/{id}`. */
     async approval(id) {
         return (await this.get(`/approvals/${encodeURIComponent(id)}`));
+    }
+    /**
+     * `POST /approvals/{id}/approve` (an approve token), on the digest you looked at; on a
+     * passkey rule with its `proof` (the token alone is refused: `passkey_required`).
+     */
+    async approve(id, digest, proof) {
+        const body = { digest, ...(proof ?? {}) };
+        return (await this.call("POST", `/approvals/${encodeURIComponent(id)}/approve`, body)).envelope.data;
+    }
+    /** `POST /approvals/{id}/reject`: one rejection ends the request. */
+    async reject(id, reason, proof) {
+        const body = { ...(reason === undefined ? {} : { reason }), ...(proof ?? {}) };
+        return (await this.call("POST", `/approvals/${encodeURIComponent(id)}/reject`, body)).envelope.data;
+    }
+    /** `GET /approvals/{id}/challenge`: WebAuthn request options for a signed vote. */
+    async challenge(id, decision) {
+        return await this.get(`/approvals/${encodeURIComponent(id)}/challenge?decision=${decision}`);
     }
 }
 function httpCode(status) {

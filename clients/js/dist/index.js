@@ -5,7 +5,7 @@
  * service's answers with); the WharfKit plugin is at `@chainkeys/signers/wharfkit`.
  */
 export { ChainkeysError, ApprovalPending } from "./errors.js";
-export { ChainkeysClient } from "./client.js";
+export { ChainkeysClient, challengeBytes } from "./client.js";
 export { ChainkeysCosmosMultisig, ChainkeysCosmosSigner } from "./cosmjs.js";
 export { ChainkeysSignatureProvider } from "./eosjs.js";
 export { signPsbt, coinOf } from "./bitcoinjs.js";

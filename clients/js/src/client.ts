@@ -25,6 +25,22 @@ interface Envelope {
   data?: unknown;
 }
 
+/**
+ * What signs a vote on a rule with `"passkey": true` (docs/approvals.md "Passkeys"): a
+ * WebAuthn assertion (the authentication response, `PublicKeyCredential.toJSON()`) for
+ * `challenge()`'s options, or an enrolled script key's signature (`chainkeys approver
+ * add-key`) of the challenge's 32 bytes, base64url (Ed25519, or ECDSA P-256 DER or r||s).
+ */
+export type VoteProof =
+  | { assertion: Record<string, unknown> }
+  | { signature: { credential: string; value: string } };
+
+/** The 32 bytes a vote signs: the `challenge` of `challenge()`'s options, decoded. */
+export function challengeBytes(options: { challenge: string }): Uint8Array {
+  const s = options.challenge.replace(/-/g, "+").replace(/_/g, "/");
+  return fromBase64(s + "===".slice((s.length + 3) % 4));
+}
+
 /** A small client for the endpoints the adapters call. */
 export class ChainkeysClient {
   readonly options: ChainkeysOptions;
@@ -114,6 +130,26 @@ export class ChainkeysClient {
   /** `GET /approvals/{id}`. */
   async approval(id: string): Promise<Approval> {
     return (await this.get(`/approvals/${encodeURIComponent(id)}`)) as Approval;
+  }
+
+  /**
+   * `POST /approvals/{id}/approve` (an approve token), on the digest you looked at; on a
+   * passkey rule with its `proof` (the token alone is refused: `passkey_required`).
+   */
+  async approve(id: string, digest: string, proof?: VoteProof): Promise<Approval> {
+    const body = { digest, ...(proof ?? {}) };
+    return (await this.call("POST", `/approvals/${encodeURIComponent(id)}/approve`, body)).envelope.data as Approval;
+  }
+
+  /** `POST /approvals/{id}/reject`: one rejection ends the request. */
+  async reject(id: string, reason?: string, proof?: VoteProof): Promise<Approval> {
+    const body = { ...(reason === undefined ? {} : { reason }), ...(proof ?? {}) };
+    return (await this.call("POST", `/approvals/${encodeURIComponent(id)}/reject`, body)).envelope.data as Approval;
+  }
+
+  /** `GET /approvals/{id}/challenge`: WebAuthn request options for a signed vote. */
+  async challenge(id: string, decision: "approve" | "reject"): Promise<{ challenge: string; [key: string]: unknown }> {
+    return await this.get(`/approvals/${encodeURIComponent(id)}/challenge?decision=${decision}`);
   }
 }
 

@@ -93,6 +93,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "CHAINKEYS_DATA_DIR": str(data_dir),
         "CHAINKEYS_EXPORT_ENABLED": "true",
         "CHAINKEYS_ACCESS_LOG": "false",
+        "CHAINKEYS_PUBLIC_URL": f"http://localhost:{port}",  # approver passkeys' origin
     }
     log = open(data_dir / "server.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(

@@ -4,6 +4,7 @@ Depends only on httpx, msgspec and coincurve (to check signatures); never import
 the server package.
 """
 
+from chainkeys_client._approvals import challenge_bytes
 from chainkeys_client._client import AsyncClient, Client
 from chainkeys_client._core import RetryPolicy
 from chainkeys_client._errors import (
@@ -41,6 +42,7 @@ from chainkeys_client._models import (
     DerivedAccount,
     EosTransactionSigned,
     FamilyNetworks,
+    KeySignature,
     ListedKey,
     MessageSignature,
     NetworkInfo,
@@ -88,6 +90,7 @@ __all__ = [
     "EosTransactionSigned",
     "FamilyNetworks",
     "Forbidden",
+    "KeySignature",
     "ListedKey",
     "MessageSignature",
     "NetworkInfo",
@@ -112,4 +115,5 @@ __all__ = [
     "WalletSecret",
     "Xpub",
     "__version__",
+    "challenge_bytes",
 ]

@@ -4,18 +4,25 @@ A sign request that needs people raises `ApprovalPending`; `approvals.wait`
 polls `GET /approvals/{id}` until the request ends: the signed approval, or
 `ApprovalFailed` (rejected, expired, cancelled, failed), or `ApprovalTimeout`.
 Votes and cancels are never retried automatically (a repeat is a 409).
+
+On a rule with `"passkey": true` a vote counts only signed by the approver's enrolled
+credential: `approvals.challenge(a, "approve")` gives the WebAuthn request options;
+pass a WebAuthn assertion (`assertion=`, the authentication response JSON) or a script
+key's signature of the challenge's 32 bytes (`signature=KeySignature(...)`, a key
+enrolled with `chainkeys approver add-key`) with the vote.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from chainkeys_client._core import AsyncRunner, Call, SyncRunner, data_as, segment
 from chainkeys_client._errors import ApprovalFailed, ApprovalPending, ApprovalTimeout
-from chainkeys_client._models import Approval, ApprovalPage
+from chainkeys_client._models import Approval, ApprovalPage, KeySignature
 
 ApprovalRef = str | Approval | ApprovalPending
 DEFAULT_WAIT = 300.0
@@ -41,16 +48,47 @@ def get_call(approval: ApprovalRef) -> Call[Approval]:
     return Call("GET", f"/approvals/{_ref(approval)}", data_as(Approval), retry=True)
 
 
-def approve_call(approval: ApprovalRef, digest: str) -> Call[Approval]:
+Assertion = dict[str, Any]  # a WebAuthn authentication response (PublicKeyCredential.toJSON())
+
+
+def _proof(body: dict[str, Any], assertion: Assertion | None,
+           signature: KeySignature | None) -> dict[str, Any]:  # fmt: skip
+    if assertion is not None and signature is not None:
+        raise ValueError("a vote carries an assertion or a signature, not both")
+    if assertion is not None:
+        body["assertion"] = assertion
+    if signature is not None:
+        body["signature"] = {"credential": signature.credential, "value": signature.value}
+    return body
+
+
+def approve_call(approval: ApprovalRef, digest: str, assertion: Assertion | None = None,
+                 signature: KeySignature | None = None) -> Call[Approval]:  # fmt: skip
     if not isinstance(digest, str) or not digest:
         raise ValueError("digest is the approval's digest you looked at (hex)")
     return Call("POST", f"/approvals/{_ref(approval)}/approve", data_as(Approval),
-                body={"digest": digest})  # fmt: skip
+                body=_proof({"digest": digest}, assertion, signature))  # fmt: skip
 
 
-def reject_call(approval: ApprovalRef, reason: str | None = None) -> Call[Approval]:
-    body = {} if reason is None else {"reason": reason}
+def reject_call(approval: ApprovalRef, reason: str | None = None,
+                assertion: Assertion | None = None,
+                signature: KeySignature | None = None) -> Call[Approval]:  # fmt: skip
+    body = _proof({} if reason is None else {"reason": reason}, assertion, signature)
     return Call("POST", f"/approvals/{_ref(approval)}/reject", data_as(Approval), body=body)
+
+
+def challenge_call(approval: ApprovalRef, decision: str) -> Call[dict[str, Any]]:
+    if decision not in ("approve", "reject"):
+        raise ValueError("decision is approve or reject")
+    return Call("GET", f"/approvals/{_ref(approval)}/challenge", data_as(dict[str, Any]),
+                params={"decision": decision}, retry=True)  # fmt: skip
+
+
+def challenge_bytes(options: dict[str, Any]) -> bytes:
+    """The 32 bytes a script key signs: the request options' `challenge` (base64url),
+    SHA-256("chainkeys approval v1" || id || digest || decision)."""
+    text = str(options["challenge"])
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def cancel_call(approval: ApprovalRef) -> Call[Approval]:
@@ -120,14 +158,23 @@ class Approvals:
         """One approval request (an id, an `Approval` or an `ApprovalPending`)."""
         return self._run(get_call(approval))
 
-    def approve(self, approval: ApprovalRef, digest: str) -> Approval:
+    def approve(self, approval: ApprovalRef, digest: str, *, assertion: Assertion | None = None,
+                signature: KeySignature | None = None) -> Approval:  # fmt: skip
         """Vote for it, naming the `digest` you looked at (another: `digest_mismatch`).
-        The vote that reaches the quorum signs: the answer's state is then `signed`."""
-        return self._run(approve_call(approval, digest))
+        The vote that reaches the quorum signs: the answer's state is then `signed`. On
+        a passkey rule, with the passkey's `assertion` or a script key's `signature`."""
+        return self._run(approve_call(approval, digest, assertion, signature))
 
-    def reject(self, approval: ApprovalRef, reason: str | None = None) -> Approval:
+    def reject(self, approval: ApprovalRef, reason: str | None = None, *,
+               assertion: Assertion | None = None,
+               signature: KeySignature | None = None) -> Approval:  # fmt: skip
         """One rejection ends the request."""
-        return self._run(reject_call(approval, reason))
+        return self._run(reject_call(approval, reason, assertion, signature))
+
+    def challenge(self, approval: ApprovalRef, decision: str = "approve") -> dict[str, Any]:
+        """WebAuthn request options for a signed vote (`challenge_bytes` of them is what a
+        script key signs)."""
+        return self._run(challenge_call(approval, decision))
 
     def cancel(self, approval: ApprovalRef) -> Approval:
         """The requester withdraws its own pending request."""
@@ -179,11 +226,18 @@ class AsyncApprovals:
     async def get(self, approval: ApprovalRef) -> Approval:
         return await self._run(get_call(approval))
 
-    async def approve(self, approval: ApprovalRef, digest: str) -> Approval:
-        return await self._run(approve_call(approval, digest))
+    async def approve(self, approval: ApprovalRef, digest: str, *,
+                      assertion: Assertion | None = None,
+                      signature: KeySignature | None = None) -> Approval:  # fmt: skip
+        return await self._run(approve_call(approval, digest, assertion, signature))
 
-    async def reject(self, approval: ApprovalRef, reason: str | None = None) -> Approval:
-        return await self._run(reject_call(approval, reason))
+    async def reject(self, approval: ApprovalRef, reason: str | None = None, *,
+                     assertion: Assertion | None = None,
+                     signature: KeySignature | None = None) -> Approval:  # fmt: skip
+        return await self._run(reject_call(approval, reason, assertion, signature))
+
+    async def challenge(self, approval: ApprovalRef, decision: str = "approve") -> dict[str, Any]:
+        return await self._run(challenge_call(approval, decision))
 
     async def cancel(self, approval: ApprovalRef) -> Approval:
         return await self._run(cancel_call(approval))

@@ -9,6 +9,7 @@ ignored, so a newer server does not break an older client.
 
 from __future__ import annotations
 
+import base64
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -152,6 +153,21 @@ class ApprovalVote(Struct, kw_only=True):
     decision: str  # approve or reject
     time: str | None = None
     reason: str | None = None
+    signed: str | None = None  # passkey or key: what signed it (None: the token alone)
+
+
+class KeySignature(Struct, kw_only=True):
+    """A script key's vote: its id (`apc_…`, from `chainkeys approver add-key`) and its
+    signature of the challenge's 32 bytes, base64url (`KeySignature.of` makes one)."""
+
+    credential: str
+    value: str
+
+    @classmethod
+    def of(cls, credential: str, signature: bytes) -> KeySignature:
+        """From raw signature bytes (Ed25519's 64, or ECDSA P-256 DER or r||s)."""
+        return cls(credential=credential,
+                   value=base64.urlsafe_b64encode(signature).rstrip(b"=").decode())  # fmt: skip
 
 
 class Approval(Struct, kw_only=True):
@@ -173,6 +189,7 @@ class Approval(Struct, kw_only=True):
     required: int | None = None
     group: str | None = None
     votes: list[ApprovalVote] = msgspec.field(default_factory=list)
+    passkey: bool | None = None  # votes count only signed (a passkey or script key)
     created_at: str | None = None
     expires_at: str | None = None
     reason: str | None = None
