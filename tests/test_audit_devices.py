@@ -8,6 +8,7 @@ one. Every test runs on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -57,12 +58,21 @@ class Syslog:
         self.events: list[dict[str, Any]] = []
         self.headers: list[tuple[int, str]] = []  # (PRI, MSGID)
         self.connections = 0
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM if tcp else socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.url = f"{'tcp' if tcp else 'udp'}://127.0.0.1:{self.port}"
+        self._open: list[socket.socket] = []
         self._lock = threading.Lock()
-        if tcp:
+        self.port = 0
+        self.start()
+        self.url = f"{'tcp' if tcp else 'udp'}://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Listen (again, on the same port)."""
+        self.sock = socket.socket(
+            socket.AF_INET, socket.SOCK_STREAM if self.tcp else socket.SOCK_DGRAM
+        )
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.port = self.sock.getsockname()[1]
+        if self.tcp:
             self.sock.listen()
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -83,6 +93,7 @@ class Syslog:
                     continue
                 conn, _ = self.sock.accept()
                 self.connections += 1
+                self._open.append(conn)
             except OSError:
                 return
             threading.Thread(target=self._frames, args=(conn,), daemon=True).start()
@@ -103,7 +114,15 @@ class Syslog:
                     buffer = rest[int(length) :]
 
     def close(self) -> None:
+        """Stop listening and drop every connection (the collector went away)."""
+        if self.tcp:  # wakes the blocked accept() (a close alone leaves it listening)
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+        for conn in self._open:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        self._open.clear()
 
 
 class Receiver:
@@ -222,6 +241,27 @@ def test_every_event_of_a_mixed_run_reaches_every_device(
             assert pri & 7 == (6 if rows[event_id]["outcome"] == "ok" else 4)
         assert oct(audit_file.stat().st_mode & 0o777) == "0o600"
         assert syslog.connections == (1 if syslog.tcp else 0)  # one connection, kept
+    syslog.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_a_tcp_collector_restarted_loses_nothing(backend: str, tmp_path: Path) -> None:
+    """The collector closes its connection and goes away for a while: the device sees
+    the connection closed before it sends into it, fails, backs off, reconnects once
+    the collector is back and delivers everything."""
+    syslog = Syslog(tcp=True)
+    with own_server(backend, tmp_path / "data", audit_syslog=syslog.url) as server:
+        mixed_run(server)
+        wait_for(lambda: same(syslog.events, table(server)), "the first run delivered")
+        syslog.close()
+        mixed_run(server)
+        shipper = server.services.audit.devices.shippers[0]  # type: ignore[union-attr]
+        wait_for(lambda: shipper.seen is not None and shipper.seen[0].fail_ms > shipper.seen[0].ok_ms,
+                 "a failed delivery")  # fmt: skip
+        syslog.start()
+        rows = table(server)
+        wait_for(lambda: same(syslog.events, rows), "every event after the restart")
+        assert syslog.connections == 2
     syslog.close()
 
 
