@@ -38,6 +38,7 @@ import asyncpg  # type: ignore[import-untyped]
 import httpx
 import pytest
 from sqlalchemy import BigInteger, Column, Identity, MetaData, String, Table, func, insert, select
+from sqlalchemy.exc import IntegrityError
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
@@ -418,5 +419,23 @@ def test_a_replay_that_answers_otherwise_keeps_nothing(pg_url: str) -> None:
                 await _kill(pg_url, _backend_pid(tx))
                 await tx.execute(insert(_serials).values(name="two"))
         assert await _names(pg_url, "fault_serials") == []
+
+    _in_store(pg_url, work)
+
+
+def test_a_transaction_with_a_failed_statement_is_not_replayed(pg_url: str) -> None:
+    """PostgreSQL aborts a transaction at its first failed statement; a replay (which
+    skips that statement) would not, and could commit what the server refused."""
+
+    async def work(db: PostgresBackend) -> None:
+        async with db.write() as tx:
+            await tx.execute(insert(_items).values(name="taken"))
+        with pytest.raises(StorageUnavailable):
+            async with db.write() as tx:
+                await tx.execute(insert(_items).values(name="kept?"))
+                with pytest.raises(IntegrityError):
+                    await tx.execute(insert(_items).values(name="taken"))
+                await _kill(pg_url, _backend_pid(tx))
+        assert await _names(pg_url, "fault_items") == ["taken"]
 
     _in_store(pg_url, work)

@@ -155,6 +155,11 @@ class PgTx:
         # connection when this one is lost before its COMMIT (PgSession.recover)
         self.log: list[tuple[Plan, Any, Any]] | None = None
 
+    @property
+    def recoverable(self) -> bool:
+        """Whether a lost connection may still be replaced (no statement has failed)."""
+        return self._session is not None
+
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> PgRows:
         if self._left == 0:
             raise RuntimeError("a one-statement write ran a second statement")
@@ -191,6 +196,9 @@ class PgTx:
                     continue
                 if not is_sound(exc):
                     self.broken = True
+                # A failed statement aborts a PostgreSQL transaction; a replay would
+                # not: this transaction is not recovered from here on.
+                self._session = None
                 error = translate(exc, plan.sql)
                 if error is exc:
                     raise
@@ -492,7 +500,7 @@ class PgSession:
                     await tx.conn.execute(NOTIFY, CHANNEL, ",".join(sorted(tx.changed)))
                 break
             except Exception as exc:
-                if tries >= self.retries or not is_lost(exc, tx.conn):
+                if tries >= self.retries or not tx.recoverable or not is_lost(exc, tx.conn):
                     raise
                 await self.recover(tx)
         await self._xact.commit()
