@@ -196,8 +196,9 @@ def test_a_revoked_credential_is_refused_and_its_votes_count_for_nothing(
     # a vote cast before its credential was revoked (by an operator) is verified again at
     # the quorum: it no longer counts, and nothing is signed
     assert team.alice.signed_vote(waiting).status_code == 200
-    assert pk_server.services is not None
-    pk_server.call(pk_server.services.approvals.passkeys.revoke(team.alice.credential))
+    revoked = chainkeys_cli("approver", "revoke", team.alice.credential,
+                            env=env_of(pk_server.settings))  # fmt: skip
+    assert revoked.returncode == 0 and team.alice.credential in revoked.stdout, revoked.stderr
     done = team.bob.signed_vote(waiting)
     assert done.json()["data"]["state"] == "failed", done.text
     assert "integrity" in done.json()["data"]["reason"]

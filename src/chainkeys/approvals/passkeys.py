@@ -250,18 +250,8 @@ class Passkeys:
 
     async def listed(self, tenant: str | None) -> list[tuple[str, CredentialRow]]:
         """Every credential (of one tenant), with its tenant's name: `approver list`."""
-        from sqlalchemy import select
-
-        from chainkeys.store.tables import approver_credentials, tenants
-
-        stmt = select(tenants.c.name, approver_credentials).join(
-            tenants, tenants.c.id == approver_credentials.c.tenant_id
-        )
-        if tenant is not None:
-            stmt = stmt.where(tenants.c.name == tenant)
         async with self.db.read() as tx:
-            rows = (await tx.execute(stmt.order_by(approver_credentials.c.created_ms))).all()
-        return [(r[0], CredentialRow(*r[1:])) for r in rows]
+            return await Credentials.listed(tx, tenant)
 
     # -- approvers: enrolment -------------------------------------------------------------
 
@@ -349,10 +339,16 @@ class Passkeys:
         """The caller's person's credentials (revoked ones too), each authenticated."""
         async with self.db.read() as tx:
             rows = await Credentials.of(tx, who.tenant_id)
-        mine = [r for r in rows if person(r.label) == person(who.label)]
         integrity = self._keyed()
-        return [r for r in mine if integrity.valid(APPROVER_CREDENTIALS, r.covered())
-                or _failed(r)]  # fmt: skip
+        mine = []
+        for r in rows:
+            if person(r.label) != person(who.label):
+                continue
+            if not integrity.valid(APPROVER_CREDENTIALS, r.covered()):
+                failed(APPROVER_CREDENTIALS, f"credential {r.id}")  # logged, counted, not shown
+                continue
+            mine.append(r)
+        return mine
 
     async def mine(self, who: Principal) -> list[CredentialRow]:
         return await self._credentials(who)
@@ -513,11 +509,6 @@ class Passkeys:
             await Audit.record(self.db, audit_event(who, action, code, details=details))
         except ChainkeysError:
             log.error("the audit row of a refused %s could not be written", action)
-
-
-def _failed(row: CredentialRow) -> bool:
-    failed(APPROVER_CREDENTIALS, f"credential {row.id}")  # logged and counted; not used
-    return False
 
 
 def _plain(value: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from chainkeys.store.tables import (
     approvals,
     approver_credentials,
     approver_invites,
+    tenants,
     webhook_outbox,
 )
 
@@ -340,6 +341,17 @@ class Credentials:
         stmt = _CRED_SELECT.where(_c.tenant_id == tenant_id)
         rows = (await tx.execute(stmt.order_by(_c.created_ms, _c.id))).all()
         return [CredentialRow(*r) for r in rows]
+
+    @staticmethod
+    async def listed(tx: Tx, tenant: str | None) -> list[tuple[str, CredentialRow]]:
+        """(tenant name, credential) of every credential, or one tenant's, oldest first."""
+        stmt = select(tenants.c.name, *(_c[n] for n in _CRED_COLUMNS)).join(
+            tenants, tenants.c.id == _c.tenant_id
+        )
+        if tenant is not None:
+            stmt = stmt.where(tenants.c.name == tenant)
+        rows = (await tx.execute(stmt.order_by(_c.created_ms, _c.id))).all()
+        return [(r[0], CredentialRow(*r[1:])) for r in rows]
 
     @staticmethod
     async def used(tx: Tx, row: CredentialRow, sign_count: int, mac: str, at: int) -> bool:
