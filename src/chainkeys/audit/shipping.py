@@ -44,6 +44,7 @@ PROBE_MS: Final = 5_000  # an idle device is probed this often (CHAINKEYS_AUDIT_
 HEALTHY_MS: Final = 15_000  # a success older than this no longer makes a device healthy
 MAX_BACKOFF_MS: Final = 30_000
 EVERY_SECONDS: Final = 1.0
+RELEASE_SECONDS: Final = 2.0  # what a stopping process waits to give its leases up
 
 
 class State(msgspec.Struct, kw_only=True):
@@ -107,6 +108,15 @@ class Shipper:
                 with contextlib.suppress(Exception):
                     asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
             await self.device.close()
+            with contextlib.suppress(Exception):  # best effort: else the lease runs out
+                await asyncio.wait_for(self._release(), RELEASE_SECONDS)
+
+    async def _release(self) -> None:
+        """Give the lease up (a stop, a restart, a SIGHUP's new workers): another process
+        ships at its next round instead of after LEASE_MS."""
+        raw, state = await self._read()
+        if raw is not None and state.owner == self.owner:
+            await self._swap(raw, msgspec.structs.replace(state, owner="", until=0))
 
     def _on_hup(self) -> bool:
         """SIGHUP reopens the file (where this loop can take signals: a process's main
