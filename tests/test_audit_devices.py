@@ -57,6 +57,7 @@ class Syslog:
         self.tcp = tcp
         self.events: list[dict[str, Any]] = []
         self.headers: list[tuple[int, str]] = []  # (PRI, MSGID)
+        self.raw: list[bytes] = []  # each message as received
         self.connections = 0
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -82,6 +83,7 @@ class Syslog:
         event = json.loads(found.group(6))
         with self._lock:
             self.headers.append((int(found.group(1)), found.group(5).decode()))
+            self.raw.append(message)
             self.events.append(event)
 
     def _serve(self) -> None:
@@ -241,6 +243,12 @@ def test_every_event_of_a_mixed_run_reaches_every_device(
             assert pri & 7 == (6 if rows[event_id]["outcome"] == "ok" else 4)
         assert oct(audit_file.stat().st_mode & 0o777) == "0o600"
         assert syslog.connections == (1 if syslog.tcp else 0)  # one connection, kept
+        # a collector's file of these messages is a copy `audit verify --file` reads
+        collected = tmp_path / "syslog.log"
+        collected.write_bytes(b"".join(m + b"\n" for m in syslog.raw))
+        assert server.services is not None
+        check = server.call(verify_file(server.services.db, [collected]))
+        assert check.ok and check.matched == len(rows), check
     syslog.close()
 
 
