@@ -25,7 +25,7 @@ from tests.conftest import BACKENDS, Server, chainkeys_cli, own_server
 from tests.test_rotation import env_of
 
 from chainkeys import clock
-from chainkeys.approvals.passkeys import challenge
+from chainkeys.approvals.proofs import challenge
 from chainkeys.approvals.repository import Vote
 from chainkeys.store.integrity import APPROVAL_VOTES
 from chainkeys.store.tables import approval_votes

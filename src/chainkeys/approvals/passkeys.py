@@ -29,20 +29,15 @@ refusal is audited.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
 import secrets
-import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import msgspec
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from webauthn import (
     generate_authentication_options,
     generate_registration_options,
@@ -59,6 +54,27 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
+from chainkeys.approvals.proofs import (
+    DECISIONS,
+    ED25519,
+    P256,
+    WEBAUTHN,
+    AssertionRefused,
+    CounterRefused,
+    CredentialNotFound,
+    CredentialRefused,
+    InviteRefused,
+    PasskeyRequired,
+    PasskeysOff,
+    Proof,
+    b64url,
+    challenge,
+    person,
+    plain,
+    script_key,
+    unb64url,
+    verify_key,
+)
 from chainkeys.approvals.repository import (
     ApprovalRow,
     CredentialRow,
@@ -79,90 +95,11 @@ from chainkeys.tokens.service import GROUP, Principal
 from chainkeys.vault.integrity import Integrity, failed
 
 log = logging.getLogger("chainkeys.approvals")
-CHALLENGE_PREFIX: Final = b"chainkeys approval v1"
 ENROL_PREFIX: Final = b"chainkeys enrol v1"
 INVITE_MS: Final = 15 * 60_000
 CREDENTIAL_PREFIX: Final = "apc_"
-WEBAUTHN, P256, ED25519 = "webauthn", "p256", "ed25519"
-DECISIONS: Final = ("approve", "reject")
 TIMEOUT_MS: Final = 120_000
 _ALGS: Final = [COSEAlgorithmIdentifier.ECDSA_SHA_256, COSEAlgorithmIdentifier.EDDSA]
-
-
-def challenge(approval_id: str, digest: str, decision: str) -> bytes:
-    """What a vote signs: SHA-256("chainkeys approval v1" || id || digest || decision),
-    each part as the API shows it (UTF-8; the digest in hex)."""
-    parts = CHALLENGE_PREFIX + approval_id.encode() + digest.encode() + decision.encode()
-    return hashlib.sha256(parts).digest()
-
-
-def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def unb64url(text: str) -> bytes:
-    """base64url with or without padding (ValueError when it is not)."""
-    if not isinstance(text, str) or len(text) > 8192:
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def person(label: str) -> str:
-    """Who a label names: two tokens whose labels differ only in case or Unicode form
-    (`frank`, `Frank`, and `frank` in fullwidth letters) are one person, with one vote."""
-    return unicodedata.normalize("NFKC", label).casefold().strip()
-
-
-# -- refusals ------------------------------------------------------------------------
-
-
-class PasskeysOff(BadRequest):
-    code = "passkeys_not_configured"
-    message = ("passkeys need CHAINKEYS_PUBLIC_URL (the console's address: its origin and "
-               "host bind every passkey)")  # fmt: skip
-
-
-class PasskeyRequired(Forbidden):
-    code = "passkey_required"
-    message = ("this request's rule counts only votes signed with the approver's passkey "
-               "or key: send \"assertion\" (GET /approvals/{id}/challenge) or "
-               "\"signature\"")  # fmt: skip
-
-
-class AssertionRefused(Forbidden):
-    code = "assertion_invalid"
-    message = "the assertion or signature does not verify for this request and decision"
-
-
-class CredentialRefused(Forbidden):
-    code = "credential_refused"
-    message = "no live credential of this approver signed this (unknown, another's or revoked)"
-
-
-class CounterRefused(Forbidden):
-    code = "sign_count_replay"
-    message = ("the authenticator's sign counter did not move forward: a replayed assertion "
-               "or a cloned authenticator")  # fmt: skip
-
-
-class InviteRefused(Forbidden):
-    code = "invite_invalid"
-    message = ("this enrolment code is unknown, used, expired or another approver's: ask an "
-               "operator for a new one (chainkeys approver invite)")  # fmt: skip
-
-
-class CredentialNotFound(NotFound):
-    code, message = "credential_not_found", "no such credential"
-
-
-@dataclass(frozen=True, slots=True)
-class Proof:
-    """What a vote carries: a WebAuthn assertion (the authentication response JSON), or
-    a script key's signature of the challenge (`credential`: the key's id)."""
-
-    assertion: dict[str, Any] | None = None
-    credential: str | None = None
-    signature: str | None = None
 
 
 class Passkeys:
@@ -222,7 +159,7 @@ class Passkeys:
         if not label.strip() or not GROUP.fullmatch(group):
             raise BadRequest("--label (the person) and --group (1 to 64 of A-Z a-z 0-9 . _ -) "
                              "name whose key it is", code="invalid_group")  # fmt: skip
-        kind, der = _script_key(public_key)
+        kind, der = script_key(public_key)
         key_id = CREDENTIAL_PREFIX + secrets.token_hex(12)
         at = now_ms()
         async with self.db.write() as tx:
@@ -306,7 +243,7 @@ class Passkeys:
         invite = await self._invite(who, code)
         try:
             verified = verify_registration_response(
-                credential=_plain(credential), expected_challenge=self._enrol_challenge(invite),
+                credential=plain(credential), expected_challenge=self._enrol_challenge(invite),
                 expected_rp_id=rp_id, expected_origin=origin, require_user_verification=True,
                 supported_pub_key_algs=_ALGS,
             )  # fmt: skip
@@ -455,27 +392,27 @@ class Passkeys:
         expected = challenge(row.id, row.digest, decision)
         if proof.assertion is not None:
             rp_id, origin = self._party()
-            plain = _plain(proof.assertion)
-            raw = plain.get("rawId") or plain.get("id")
+            response = plain(proof.assertion)
+            raw = response.get("rawId") or response.get("id")
             credential = await self._credential(tenant_id, label, group, credential_id=raw)
             if credential.kind != WEBAUTHN:
                 raise CredentialRefused()
             try:
                 verified = verify_authentication_response(
-                    credential=plain, expected_challenge=expected, expected_rp_id=rp_id,
+                    credential=response, expected_challenge=expected, expected_rp_id=rp_id,
                     expected_origin=origin, credential_public_key=unb64url(credential.public_key),
                     credential_current_sign_count=0, require_user_verification=True,
                 )  # fmt: skip
             except (WebAuthnException, ValueError, TypeError, KeyError, AttributeError) as exc:
                 raise AssertionRefused(f"{AssertionRefused.message}: {str(exc)[:200]}") from None
-            stored = {"credential": credential.id, "assertion": plain}
+            stored = {"credential": credential.id, "assertion": response}
             return credential, msgspec.json.encode(stored).decode(), verified.new_sign_count
         if proof.credential is not None and proof.signature is not None:
             credential = await self._credential(tenant_id, label, group, key=proof.credential)
             if credential.kind not in (P256, ED25519):
                 raise CredentialRefused()
             try:
-                _verify_key(credential, unb64url(proof.signature), expected)
+                verify_key(credential, unb64url(proof.signature), expected)
             except (InvalidSignature, ValueError, TypeError):
                 raise AssertionRefused() from None
             stored = {"credential": credential.id, "signature": proof.signature}
@@ -509,48 +446,3 @@ class Passkeys:
             await Audit.record(self.db, audit_event(who, action, code, details=details))
         except ChainkeysError:
             log.error("the audit row of a refused %s could not be written", action)
-
-
-def _plain(value: Any) -> dict[str, Any]:
-    """A WebAuthn response as JSON data (py_webauthn parses it), or ValueError."""
-    if not isinstance(value, dict):
-        raise ValueError("the credential is a JSON object (PublicKeyCredential.toJSON())")
-    return value
-
-
-def _script_key(text: str) -> tuple[str, bytes]:
-    """(kind, DER SubjectPublicKeyInfo) of a P-256 or Ed25519 public key given as PEM
-    or base64 DER; BadRequest for anything else."""
-    text = text.strip()
-    try:
-        if text.startswith("-----BEGIN"):
-            key = serialization.load_pem_public_key(text.encode())
-        else:
-            key = serialization.load_der_public_key(base64.b64decode(text, validate=True))
-    except ValueError:
-        raise BadRequest("the key is a PEM or base64 DER public key (P-256 or Ed25519)",
-                         code="invalid_key") from None  # fmt: skip
-    if isinstance(key, ed25519.Ed25519PublicKey):
-        kind = ED25519
-    elif isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, ec.SECP256R1):
-        kind = P256
-    else:
-        raise BadRequest("the key is P-256 or Ed25519", code="invalid_key")
-    der = key.public_bytes(serialization.Encoding.DER,
-                           serialization.PublicFormat.SubjectPublicKeyInfo)  # fmt: skip
-    return kind, der
-
-
-def _verify_key(credential: CredentialRow, signature: bytes, message: bytes) -> None:
-    """InvalidSignature unless `signature` is the key's of `message`: Ed25519's 64 bytes,
-    or ECDSA P-256 with SHA-256, DER or raw r||s (WebCrypto's form)."""
-    key = serialization.load_der_public_key(unb64url(credential.public_key))
-    if isinstance(key, ed25519.Ed25519PublicKey):
-        key.verify(signature, message)
-    elif isinstance(key, ec.EllipticCurvePublicKey):
-        if len(signature) == 64:
-            r, s = int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
-            signature = encode_dss_signature(r, s)
-        key.verify(signature, message, ec.ECDSA(hashes.SHA256()))
-    else:
-        raise InvalidSignature()

@@ -28,7 +28,8 @@ from typing import Any, Final
 import msgspec
 
 from chainkeys import paging
-from chainkeys.approvals.passkeys import PasskeyRequired, Passkeys, Proof, person
+from chainkeys.approvals.passkeys import Passkeys
+from chainkeys.approvals.proofs import PasskeyRequired, Proof, person
 from chainkeys.approvals.repository import (
     APPROVED,
     CANCELLED,

@@ -26,7 +26,7 @@ from chainkeys.accounts.families import family_of
 from chainkeys.accounts.multisig import held_members
 from chainkeys.accounts.repository import AccountRow
 from chainkeys.accounts.service import AccountService
-from chainkeys.approvals.passkeys import Proof
+from chainkeys.approvals.proofs import Proof
 from chainkeys.approvals.repository import ApprovalRow
 from chainkeys.approvals.service import ApprovalService, ApprovalView
 from chainkeys.approvals.service import Request as ApprovalRequest

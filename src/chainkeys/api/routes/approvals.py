@@ -18,7 +18,7 @@ from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, services_of
 from chainkeys.api.body import json_body, required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, paged, resource
-from chainkeys.approvals.passkeys import Proof
+from chainkeys.approvals.proofs import Proof
 from chainkeys.approvals.service import ApprovalView
 from chainkeys.tokens.service import Principal
 
