@@ -23,7 +23,7 @@ from tests.hsm.conftest import env_rows, refused_start, serve_and_check
 from tests.test_process import first_token, start
 from tests.vault.kms_servers import Store, Tls, make_tls, new_store, pykmip_server
 
-pytestmark = pytest.mark.long(40)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(80)  # seconds (busy run): scheduled first
 
 
 @dataclass

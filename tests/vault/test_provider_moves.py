@@ -1,0 +1,80 @@
+"""One store's master key moved through every key service and back, online:
+file → awskms (moto) → transit (OpenBao) → kmip (PyKMIP) → file, each move run with
+the settings of where the key is and the target's, the account signing after every
+restart, and a start with the provider the key just left naming the one it went to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+import pytest
+from tests.hsm.conftest import env_rows, refused_start, serve_and_check
+from tests.test_process import first_token, start
+from tests.vault.kms_servers import (
+    ROOT_TOKEN,
+    moto_server,
+    new_store,
+    openbao_server,
+    pykmip_server,
+)
+from tests.vault.test_awskms import awskms_env, make_key
+from tests.vault.test_kmip import Kmip, kmip_env
+from tests.vault.test_transit import Bao, transit_env
+
+pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled first
+
+
+# SQLite only: a move rewrites meta rows alone; each provider's own file starts and
+# restarts on PostgreSQL too.
+def test_file_awskms_transit_kmip_file(tmp_path: Path) -> None:
+    import hvac  # type: ignore[import-untyped]
+
+    servers = tmp_path / "servers"
+    servers.mkdir()
+    (servers / "pykmip").mkdir()
+    with (
+        moto_server(servers / "moto.log") as kms,
+        openbao_server(servers / "bao.log") as addr,
+        pykmip_server(servers / "pykmip") as (port, tls),
+        new_store("sqlite", tmp_path, {}) as store,
+    ):
+        client = hvac.Client(url=addr, token=ROOT_TOKEN)
+        deadline = time.monotonic() + 30
+        while not client.sys.is_initialized() or client.sys.is_sealed():
+            assert time.monotonic() < deadline, "OpenBao's dev server never unsealed"
+            time.sleep(0.1)
+        client.sys.enable_secrets_engine("transit", path="transit")
+        alias, _ = make_key(kms, "moves")
+        transit_key, token_file = Bao(addr, client).make_key(tmp_path)
+        kmip = Kmip(port, tls)
+        kmip_key = kmip.make_key()
+        places = [
+            ("file", {**store.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"}),
+            ("awskms", awskms_env(store, kms, alias)),
+            ("transit", transit_env(store, addr, transit_key, token_file)),
+            ("kmip", kmip_env(store, kmip, kmip_key)),
+            ("file", {**store.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"}),
+        ]
+        every = {k: v for _, env in places for k, v in env.items()}  # every service's settings
+        proc = start(places[0][1], store.log("file"))
+        token = first_token(proc)
+        proc.stop()
+        serve_and_check(places[0][1], store.log("file-account"), token)
+        key_file = Path(store.env["CHAINKEYS_DATA_DIR"]) / "master.key"
+        original = key_file.read_text()
+        for (source, source_env), (target, target_env) in itertools.pairwise(places):
+            moved = store.cli("key", "move", "--to", target, **{**every, **source_env})
+            assert moved.returncode == 0, moved.stderr
+            if source == "file":
+                key_file.rename(tmp_path / "master.key.archived")  # the key in KMS only
+            serve_and_check(target_env, store.log(f"{target}-moved"), token)  # a restart
+            if target != "file":
+                says = refused_start(source_env, store.log(f"refused-{source}"))
+                assert f"CHAINKEYS_MASTER_KEY_PROVIDER={target}" in says
+                (blob,) = env_rows(store.env, "SELECT value FROM meta "
+                                              "WHERE key = 'master_key_wrapped'")  # fmt: skip
+                assert f'"provider":"{target}"' in bytes(blob[0]).decode()
+        assert key_file.read_text() == original  # the same master key all along
