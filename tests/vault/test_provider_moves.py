@@ -78,3 +78,20 @@ def test_file_awskms_transit_kmip_file(tmp_path: Path) -> None:
                                               "WHERE key = 'master_key_wrapped'")  # fmt: skip
                 assert f'"provider":"{target}"' in bytes(blob[0]).decode()
         assert key_file.read_text() == original  # the same master key all along
+
+
+def test_the_registry_and_the_setting_name_the_same_providers() -> None:
+    """A provider is one row in PROVIDERS and its name in the setting's Literal; each
+    row's factory exists (its module loads without its SDK: they load on first use)."""
+    import importlib
+    import typing
+
+    from chainkeys.config import Settings
+    from chainkeys.vault.providers import PROVIDERS
+
+    (literal, _none) = typing.get_args(Settings.model_fields["master_key_provider"].annotation)
+    assert set(typing.get_args(literal)) == set(PROVIDERS)
+    for name, row in PROVIDERS.items():
+        module, _, factory = row.factory.partition(":")
+        assert callable(getattr(importlib.import_module(module), factory)), name
+        assert row.key_setting is None or row.key_setting in Settings.model_fields, name
