@@ -198,3 +198,26 @@ def test_move_file_to_awskms_and_back(kms: str, store: Store) -> None:
     assert env_rows(store.env, "SELECT key FROM meta WHERE key = 'master_key_wrapped'") == []
     assert key_file.read_text() == original and key_file.stat().st_mode & 0o777 == 0o600
     serve_and_check(file_env, store.log("file-again"), token)
+
+
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+def test_signing_needs_no_kms_once_started(store: Store) -> None:
+    """KMS is asked once, at start: with its own moto stopped under a running server,
+    the account still signs."""
+    import httpx
+    from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
+    from tests.conftest import TLS
+
+    with moto_server(store.tmp / "own-moto.log") as own:
+        alias, _ = make_key(own, "no-calls")
+        proc = start(awskms_env(store, own, alias), store.log("running"))
+    try:  # moto is stopped from here on
+        token = first_token(proc)
+        with httpx.Client(verify=TLS, base_url=proc.base_url,
+                          headers={"Authorization": token}) as c:  # fmt: skip
+            assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+            for _ in range(3):
+                signed = c.post(f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer", json=TRANSFER)
+                assert signed.status_code == 200, signed.text
+    finally:
+        assert "Traceback" not in proc.stop()
