@@ -179,9 +179,11 @@ def token_digest(scope: dict[str, Any], key: bytes) -> str | None:
 
 
 def integrity_key(aes: AESGCM, sealed: bytes) -> bytes:
-    """The store's integrity key from its sealed `meta` record (vault/integrity.py)."""
+    """The store's integrity key from its sealed `meta` record (vault/integrity.py: the
+    bare 32 bytes, or JSON naming the key and the tables it adopted)."""
     aad = "\x00".join(("chainkeys/v1", "meta", "-", "-", "integrity_key")).encode()
-    return aes.decrypt(sealed[1:13], sealed[13:], aad)
+    plain = aes.decrypt(sealed[1:13], sealed[13:], aad)
+    return plain if len(plain) == 32 else base64.b64decode(orjson.loads(plain)["key"])
 
 
 def got(family: str, row: Any) -> tuple[int, bytes]:

@@ -32,7 +32,7 @@ FAMILY = "cosmos"  # get and list run on Cosmos accounts
 TENANT = "bench"
 CHUNK = 20_000
 COLUMNS = ("tenant_id", "family", "name", "network", "address", "public_key", "details",
-           "secret", "key_id", "created_ms")  # fmt: skip
+           "secret", "key_id", "created_ms", "mac")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -48,13 +48,17 @@ class Dataset:
     pg_template: str | None = None  # database name of the PostgreSQL template
 
 
-def _rows(args: tuple[str, int, bytes, int]) -> tuple[list[tuple[Any, ...]], list[str]]:
-    """`count` Cosmos accounts for one tenant (runs in a worker process)."""
+def _rows(args: tuple[str, int, bytes, int, bytes]) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """`count` Cosmos accounts for one tenant, each MACed as chainkeys MACs an account
+    (store/integrity.py ACCOUNTS; runs in a worker process)."""
+    from chainkeys.store.integrity import ACCOUNTS
+    from chainkeys.vault.integrity import Integrity
     from chainkeys.vault.providers import MasterKey
     from chainkeys.vault.seal import Context, Vault
 
-    tenant_id, count, material, sample_every = args
+    tenant_id, count, material, sample_every, integrity_material = args
     vault = Vault(MasterKey(material))
+    integrity = Integrity(integrity_material)
     now = int(time.time() * 1000)
     rows, sample = [], []
     for i in range(count):
@@ -65,19 +69,21 @@ def _rows(args: tuple[str, int, bytes, int]) -> tuple[list[tuple[Any, ...]], lis
         details = {"extra": {"pubkey": lean.COSMOS_KEYRING % b64}, "address_type": None,
                    "compressed": True, "source": "generated", "path": None}  # fmt: skip
         sealed = vault.seal(secret, Context(tenant_id, FAMILY, name))
-        rows.append((tenant_id, FAMILY, name, "cosmoshub", name, b64,
-                     orjson.dumps(details).decode(), sealed, vault.key_id, now))  # fmt: skip
+        row = (tenant_id, FAMILY, name, "cosmoshub", name, b64, orjson.dumps(details).decode(),
+               sealed, vault.key_id, now)  # fmt: skip
+        rows.append((*row, integrity.mac(ACCOUNTS, dict(zip(COLUMNS, row, strict=False)))))
         if i % sample_every == 0:
             sample.append(name)
     return rows, sample
 
 
 def generate(
-    tenant_id: str, n: int, material: bytes, sample: int
+    tenant_id: str, n: int, material: bytes, sample: int, integrity: bytes
 ) -> Iterator[tuple[list[tuple[Any, ...]], list[str]]]:
     """Chunks of rows (and a spread sample of their names), made on every core."""
     every = max(1, n // sample)
-    jobs = [(tenant_id, min(CHUNK, n - start), material, every) for start in range(0, n, CHUNK)]
+    jobs = [(tenant_id, min(CHUNK, n - start), material, every, integrity)
+            for start in range(0, n, CHUNK)]  # fmt: skip
     if len(jobs) == 1:
         yield _rows(jobs[0])
         return
@@ -109,6 +115,16 @@ def master_material(data_dir: Path) -> bytes:
     return base64.b64decode((data_dir / "master.key").read_text().strip())
 
 
+def integrity_material(data_dir: Path, sealed: bytes) -> bytes:
+    """The store's integrity key from its sealed `meta` record, opened as chainkeys does."""
+    from chainkeys.vault.integrity import CONTEXT, read_record
+    from chainkeys.vault.providers import MasterKey
+    from chainkeys.vault.seal import Vault
+
+    vault = Vault(MasterKey(master_material(data_dir)))
+    return read_record(vault.open(sealed, vault.key_id, CONTEXT))[0]
+
+
 def encode_cursor(data_dir: Path, tenant_id: str, last_id: int) -> str:
     """The list cursor chainkeys itself would hand out (opaque, under the store's key)."""
     from chainkeys.vault.derive import Cursors
@@ -137,13 +153,15 @@ def sqlite_dataset(
     conn = sqlite3.connect(data_dir / "chainkeys.db", isolation_level=None)
     try:
         tenant_id = conn.execute("SELECT id FROM tenants WHERE name = ?", (TENANT,)).fetchone()[0]
+        sealed = conn.execute("SELECT value FROM meta WHERE key = 'integrity_key'").fetchone()[0]
+        integrity = integrity_material(data_dir, bytes(sealed))
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute("BEGIN")
         names: list[str] = []
         insert = (
             f"INSERT INTO accounts ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
         )
-        for rows, sampled in generate(tenant_id, size, material, sample):
+        for rows, sampled in generate(tenant_id, size, material, sample, integrity):
             conn.executemany(insert, rows)
             names += sampled
         conn.execute("COMMIT")
@@ -185,14 +203,17 @@ def pg_reachable(admin_url: str) -> str | None:
 
 
 async def _copy_accounts(
-    url: str, tenant_id: str, size: int, material: bytes, sample: int
+    url: str, tenant_id: str, size: int, data_dir: Path, sample: int
 ) -> tuple[list[str], int]:
     import asyncpg
 
     conn = await asyncpg.connect(url, timeout=5)
     try:
         names: list[str] = []
-        for rows, sampled in generate(tenant_id, size, material, sample):
+        sealed = await conn.fetchval("SELECT value FROM meta WHERE key = 'integrity_key'")
+        integrity = integrity_material(data_dir, bytes(sealed))
+        material = master_material(data_dir)
+        for rows, sampled in generate(tenant_id, size, material, sample, integrity):
             await conn.copy_records_to_table("accounts", records=rows, columns=list(COLUMNS))
             names += sampled
         await conn.execute("VACUUM ANALYZE accounts")
@@ -214,7 +235,5 @@ def pg_dataset(root: Path, size: int, admin_url: str, prefix: str, sample: int =
     data_dir = root / f"pg-{size}" / "data"  # holds the master key file
     token = _issue_token(data_dir, url, env or {})
     tenant_id = asyncio.run(_pg(url, "SELECT id FROM tenants WHERE name = $1", TENANT))
-    names, deep_id = asyncio.run(
-        _copy_accounts(url, tenant_id, size, master_material(data_dir), sample)
-    )
+    names, deep_id = asyncio.run(_copy_accounts(url, tenant_id, size, data_dir, sample))
     return _finish(data_dir, size, token, tenant_id, names, deep_id, pg_template=template)

@@ -209,3 +209,64 @@ def test_a_sealed_key_copied_onto_another_account_does_not_open(
     assert r.status_code == 500 and "signature" not in r.json().get("data", {}), r.text
     [event] = [e for e in tenant.sign_events() if e["account_name"] == made[1]]
     assert event["outcome"] == "sign_failed"
+
+
+def test_an_address_swapped_between_accounts_is_never_shown_or_signed_with(
+    server: Server, tenant: Tenant
+) -> None:
+    """A writer swaps the addresses and public keys of two accounts (a deposit address
+    of theirs shown as the tenant's): lookup, listing and signing refuse both rows with
+    integrity_failure, counted; an untouched account goes on working."""
+    from chainkeys.store.tables import accounts
+
+    made = [tenant.client.post("/dogecoin", json={}).json()["address"] for _ in range(3)]
+    [tenant_id] = [r[0] for r in _read(server, select(tenants.c.id)
+                                       .where(tenants.c.name == tenant.name))]  # fmt: skip
+
+    def public_of(name: str) -> tuple[str, str]:
+        [(address, public_key)] = _read(server, select(accounts.c.address, accounts.c.public_key)
+                                        .where(accounts.c.tenant_id == tenant_id,
+                                               accounts.c.name == name))  # fmt: skip
+        return address, public_key
+
+    (a_addr, a_pub), (b_addr, b_pub) = public_of(made[0]), public_of(made[1])
+    before = _failures(server, "accounts")
+    for name, (addr, pub) in ((made[0], (b_addr, b_pub)), (made[1], (a_addr, a_pub))):
+        _write(server, update(accounts).where(accounts.c.tenant_id == tenant_id,
+                                              accounts.c.name == name)
+               .values(address=addr, public_key=pub))  # fmt: skip
+    tenant.policy({"family": "dogecoin", "raw_messages": True})
+    for name in made[:2]:
+        r = tenant.client.get(f"/dogecoin/{name}")
+        assert r.status_code == 500 and r.json()["code"] == "integrity_failure", r.text
+        r = tenant.sign(f"/dogecoin/{name}/sign-message", {"message": "pay me"})
+        assert r.status_code == 500 and r.json()["code"] == "integrity_failure", r.text
+    listed = tenant.client.get("/dogecoin")
+    assert listed.status_code == 500 and listed.json()["code"] == "integrity_failure"
+    assert _failures(server, "accounts") >= before + 5
+    assert tenant.client.get(f"/dogecoin/{made[2]}").status_code == 200
+    ok = tenant.sign(f"/dogecoin/{made[2]}/sign-message", {"message": "a"})
+    assert ok.status_code == 200, ok.text
+    assert not [e for e in tenant.sign_events() if e["outcome"] == "ok"
+                and e["account_name"] in made[:2]]  # fmt: skip
+
+
+def test_an_account_copied_into_another_tenant_is_refused(server: Server, tenant: Tenant) -> None:
+    """A whole row (sealed key, MAC and all) copied under another tenant: its MAC binds
+    the tenant, so the copy is never shown or used (and its sealed key would not open)."""
+    from chainkeys.store.tables import accounts
+
+    other_tenant = Tenant(server)
+    name = tenant.client.post("/dogecoin", json={}).json()["address"]
+    ids = {}
+    for t in (tenant, other_tenant):
+        [ids[t.name]] = [r[0] for r in _read(server, select(tenants.c.id)
+                                             .where(tenants.c.name == t.name))]  # fmt: skip
+    [row] = _read(server, select(accounts).where(accounts.c.tenant_id == ids[tenant.name],
+                                                 accounts.c.name == name))  # fmt: skip
+    copy = {k: v for k, v in row._mapping.items() if k != "id"}
+    _write(server, insert(accounts).values(**{**copy, "tenant_id": ids[other_tenant.name]}))
+    r = other_tenant.client.get(f"/dogecoin/{name}")
+    assert r.status_code == 500 and r.json()["code"] == "integrity_failure", r.text
+    assert tenant.client.get(f"/dogecoin/{name}").status_code == 200
+    other_tenant.client.close()

@@ -8,6 +8,7 @@ another request's write lost with a failing one."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,9 @@ from chainkeys.store.backend import Backend
 from chainkeys.store.postgres.backend import PostgresBackend
 from chainkeys.store.sqlite.backend import SqliteBackend
 from chainkeys.tokens.repository import Tenants
+from chainkeys.vault.integrity import Integrity
+
+KEY = Integrity(secrets.token_bytes(32))  # rows written here carry real MACs
 
 TENANT = "t-one-statement"
 
@@ -78,7 +82,7 @@ async def stored(db: Backend) -> tuple[set[str], list[tuple[str, str]]]:
 
 
 async def create(db: Backend, name: str, action: Any = "create") -> None:
-    await Accounts.create_audited(db, account(name), event(name, action))
+    await Accounts.create_audited(db, KEY, account(name), event(name, action))
 
 
 def run(url: str, main: Any) -> Any:

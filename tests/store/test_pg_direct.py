@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from chainkeys.audit.repository import Audit, AuditEvent, AuditQuery
 from chainkeys.config import Settings
 from chainkeys.errors import AccountExists, StorageUnavailable
 from chainkeys.store import migrate
+from chainkeys.store.integrity import ACCOUNTS
 from chainkeys.store.postgres.backend import PostgresBackend
 from chainkeys.store.postgres.plan import Plan
 from chainkeys.store.postgres.pool import pg_dsn
@@ -31,7 +33,10 @@ from chainkeys.store.sealed import SealedColumns
 from chainkeys.store.sql import is_unique_violation
 from chainkeys.store.tables import accounts, metadata
 from chainkeys.tokens.repository import _INSERT_TOKEN, Tenants, TokenRow
+from chainkeys.vault.integrity import Integrity
 from chainkeys.vault.repository import Meta
+
+KEY = Integrity(secrets.token_bytes(32))  # rows written here carry real MACs
 
 T = TypeVar("T")
 
@@ -138,7 +143,7 @@ def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
         tenant = await new_tenant(db)
         row = account(tenant, "direct")
         async with db.write() as tx:
-            new_id = await Accounts.insert(tx, row)
+            new_id = await Accounts.insert(tx, KEY, row)
         assert isinstance(new_id, int) and new_id > 0
         # The same row through SQLAlchemy's engine, as before this change.
         via = account(tenant, "engine")
@@ -149,6 +154,7 @@ def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
                 "details": msgspec.json.encode(via.details).decode(),
                 "created_ms": via.created_ms,
             }
+            params["mac"] = KEY.mac(ACCOUNTS, params)  # as the repository MACs a row
             await aconn.execute(insert(accounts), params)
             engine_rows = {
                 r.name: r
@@ -170,16 +176,16 @@ def test_rows_round_trip_like_sqlalchemys_engine(pg_url: str) -> None:
         assert a["id"] == new_id
 
         async with db.read() as tx:
-            got = await Accounts.get(tx, tenant, "cosmos", "direct")
-            engine_written = await Accounts.get(tx, tenant, "cosmos", "engine")
-            missing = await Accounts.get(tx, tenant, "cosmos", "nobody")
-            page = await Accounts.page(tx, tenant, "cosmos", 0, 10)
+            got = await Accounts.get(tx, KEY, tenant, "cosmos", "direct")
+            engine_written = await Accounts.get(tx, KEY, tenant, "cosmos", "engine")
+            missing = await Accounts.get(tx, KEY, tenant, "cosmos", "nobody")
+            page = await Accounts.page(tx, KEY, tenant, "cosmos", 0, 10)
         assert got == dataclasses.replace(row, id=new_id)
         assert engine_written is not None
         assert engine_written.secret == via.secret and engine_written.details == via.details
         assert missing is None
         # Rows read by name and by index, like SQLAlchemy's, and hold the same values.
-        assert [(p.id, p.name) for p in page] == [(p[0], p[1]) for p in page]  # type: ignore[index]
+        assert [(p.id, p.tenant_id) for p in page] == [(p[0], p[1]) for p in page]  # type: ignore[attr-defined,index]
         assert tuple(engine_rows["direct"]) == tuple(await _get_all_columns(db, tenant, "direct"))
 
     run_with_db(pg_url, main)
@@ -204,12 +210,12 @@ def test_rowcount_of_delete_and_update(pg_url: str) -> None:
             assert await Idempotency.purge(tx, 10) >= 3  # DELETE 3 (+ any of other tests)
             assert await Idempotency.purge(tx, 10) == 0
         async with db.write() as tx:
-            await Accounts.insert(tx, account(tenant, "gone"))
+            await Accounts.insert(tx, KEY, account(tenant, "gone"))
         async with db.write() as tx:
             assert await Accounts.delete(tx, tenant, "cosmos", "gone", retain_at_ms=123)
             assert not await Accounts.delete(tx, tenant, "cosmos", "gone", retain_at_ms=None)
         async with db.read() as tx:
-            deleted = await DeletedAccounts.latest(tx, tenant, "cosmos", "gone")
+            deleted = await DeletedAccounts.latest(tx, KEY, tenant, "cosmos", "gone")
             recent = await DeletedAccounts.recent(tx, None, 5)
         assert deleted is not None and deleted.deleted_ms == 123
         assert deleted.account.secret == account(tenant, "gone").secret
@@ -235,13 +241,13 @@ def test_unique_violation_is_an_integrity_error_that_quotes_no_value(pg_url: str
         assert "UniqueViolationError" in str(caught.value.orig)
 
         async with db.write() as tx:
-            await Accounts.insert(tx, account(tenant, "twice"))
+            await Accounts.insert(tx, KEY, account(tenant, "twice"))
         with pytest.raises(AccountExists):
             async with db.write() as tx:
-                await Accounts.insert(tx, account(tenant, "twice"))
+                await Accounts.insert(tx, KEY, account(tenant, "twice"))
         # A connection that met the error is fine for the next request.
         async with db.read() as tx:
-            assert await Accounts.get(tx, tenant, "cosmos", "twice") is not None
+            assert await Accounts.get(tx, KEY, tenant, "cosmos", "twice") is not None
 
     run_with_db(pg_url, main, db_pool_size=1)
 
@@ -251,16 +257,16 @@ def test_a_transaction_that_raises_leaves_nothing(pg_url: str) -> None:
         tenant = await new_tenant(db)
         with pytest.raises(RuntimeError):
             async with db.write() as tx:
-                await Accounts.insert(tx, account(tenant, "half"))
+                await Accounts.insert(tx, KEY, account(tenant, "half"))
                 await Audit.insert(tx, AuditEvent(tenant, "create", "ok", 1, "cosmos", "half"))
                 raise RuntimeError("after the inserts")
         with pytest.raises(AccountExists):
             async with db.write() as tx:
-                await Accounts.insert(tx, account(tenant, "first"))
-                await Accounts.insert(tx, account(tenant, "first"))
+                await Accounts.insert(tx, KEY, account(tenant, "first"))
+                await Accounts.insert(tx, KEY, account(tenant, "first"))
         async with db.read() as tx:
-            assert await Accounts.get(tx, tenant, "cosmos", "half") is None
-            assert await Accounts.get(tx, tenant, "cosmos", "first") is None
+            assert await Accounts.get(tx, KEY, tenant, "cosmos", "half") is None
+            assert await Accounts.get(tx, KEY, tenant, "cosmos", "first") is None
             assert await Audit.page(tx, AuditQuery(tenant), 0, 10) == []
 
     run_with_db(pg_url, main, db_pool_size=1)
@@ -275,16 +281,16 @@ def test_an_account_and_its_audit_row_go_in_as_one_statement(pg_url: str) -> Non
         tenant = await new_tenant(db)
         event = AuditEvent(tenant, "create", "ok", 7, "cosmos", "solo", "rid-1")
         async with db.write(one_statement=True) as tx:
-            await Accounts.insert_audited(tx, account(tenant, "solo"), event)
+            await Accounts.insert_audited(tx, KEY, account(tenant, "solo"), event)
         with pytest.raises(AccountExists):
             async with db.write(one_statement=True) as tx:
-                await Accounts.insert_audited(tx, account(tenant, "solo"), event)
+                await Accounts.insert_audited(tx, KEY, account(tenant, "solo"), event)
         with pytest.raises(RuntimeError, match="second statement"):
             async with db.write(one_statement=True) as tx:
-                await Accounts.insert(tx, account(tenant, "other"))
+                await Accounts.insert(tx, KEY, account(tenant, "other"))
                 await Audit.insert(tx, event)
         async with db.read() as tx:
-            row = await Accounts.get(tx, tenant, "cosmos", "solo")
+            row = await Accounts.get(tx, KEY, tenant, "cosmos", "solo")
             assert row is not None and row.address == account(tenant, "solo").address
             events = await Audit.page(tx, AuditQuery(tenant), 0, 10)
         assert [
@@ -343,11 +349,11 @@ def test_concurrent_writes_share_the_pool(pg_url: str) -> None:
 
         async def one(i: int) -> None:
             async with db.write() as tx:
-                await Accounts.insert(tx, account(tenant, f"c{i}"))
+                await Accounts.insert(tx, KEY, account(tenant, f"c{i}"))
 
         await asyncio.gather(*(one(i) for i in range(60)))
         async with db.read() as tx:
-            return len(await Accounts.page(tx, tenant, "cosmos", 0, 100))
+            return len(await Accounts.page(tx, KEY, tenant, "cosmos", 0, 100))
 
     assert run_with_db(pg_url, main, db_pool_size=3) == 60
 

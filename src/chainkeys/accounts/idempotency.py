@@ -21,6 +21,7 @@ from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, Conflict
 from chainkeys.store.sql import Tx
 from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.integrity import opened
 from chainkeys.vault.seal import Context
 
 KEY_MAX = 255
@@ -78,7 +79,8 @@ async def replay(tx: Tx, barrier: Barrier, tenant_id: str, key: str, fp: str) ->
     if first != fp:
         raise IdempotencyConflict()
     view = created.view
-    if await Accounts.view(tx, tenant_id, view.family, view.name) is None:
+    if await Accounts.view(tx, opened(barrier.integrity), tenant_id, view.family,
+                           view.name) is None:  # fmt: skip
         return None  # the account was deleted since: its replay ended with it
     return Created(view, created.imported, created.private_key, replayed=True)
 

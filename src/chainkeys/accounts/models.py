@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainkeys.accounts.repository import ListedAccount
-from chainkeys.chains.spec import Account, Key
+from chainkeys.chains.spec import Account, Key, Network
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +105,23 @@ class Created:
 class Page:
     items: Sequence[ListedAccount]  # rows as read: id, name, address, public_key
     next_cursor: str | None
+
+
+def not_this_path(found: AccountView, d: Derivation, network: Network) -> str:
+    """Why an account of the derived name is not this wallet's, and what to do."""
+    where = f"a {found.family} account {found.name} exists in your tenant"
+    if found.public_key == d.account.public_key and found.network == network.name:
+        if found.origin is None:
+            return (
+                f"{where} with the key of {d.origin.path} of this wallet, imported "
+                "as a plain account (not owned by a wallet); delete it (it stays "
+                "restorable) and derive again, or keep using it as it is"
+            )
+        return (
+            f"{where} with this key, derived as {found.origin.path} of wallet "
+            f"{found.origin.wallet}; use that account"
+        )
+    return (
+        f"{where} and is not {d.origin.path} of this wallet (another key or "
+        "network holds this name); delete it or derive another index"
+    )

@@ -37,6 +37,7 @@ from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.integrity import opened
 from chainkeys.vault.seal import Context
 
 # The families with multisig accounts (their registry row's `multisig`).
@@ -128,10 +129,11 @@ class MultisigService:
         # a member key as the family stores an account's: how it is found among them
         shown = {fam.public_key_text(k): k.hex() for k in ms.keys}
         async with self.db.read() as tx:
-            found = await Accounts.holding(tx, who.tenant_id, family, network.name, list(shown))
+            found = await Accounts.holding(tx, opened(self.barrier.integrity), who.tenant_id,
+                                           family, network.name, list(shown))  # fmt: skip
         held: dict[str, str] = {}
-        for name, public_key in found:
-            held.setdefault(shown[str(public_key)], str(name))
+        for r in found:
+            held.setdefault(shown[str(r.public_key)], str(r.name))
         if not held:
             raise BadRequest("none of these public keys is held by an account of this tenant "
                              f"on {family} {network.name}: register a multisig where one of "
@@ -148,7 +150,7 @@ class MultisigService:
         details = {"multisig": f"{ms.threshold}-of-{len(ms.keys)}", "held": len(held)}
         event = audit_event(who, "create", "ok", family=family, account_name=address,
                             details=details)  # fmt: skip
-        await Accounts.create_audited(self.db, row, event)
+        await Accounts.create_audited(self.db, opened(self.barrier.integrity), row, event)
         return view_of(row)
 
 

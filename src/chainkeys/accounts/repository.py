@@ -26,8 +26,10 @@ from sqlalchemy.exc import IntegrityError
 from chainkeys.audit.repository import AuditEvent
 from chainkeys.errors import AccountExists
 from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import ACCOUNTS, DELETED_ACCOUNTS
 from chainkeys.store.sql import Prepared, Tx, is_unique_violation
 from chainkeys.store.tables import account_created, accounts, deleted_accounts, tenants
+from chainkeys.vault.integrity import Integrity, failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +66,11 @@ class ListedAccount(Protocol):
 _a = accounts.c
 _ACCOUNT_COLS = (
     _a.id, _a.tenant_id, _a.family, _a.name, _a.network, _a.address,
-    _a.public_key, _a.details, _a.secret, _a.key_id, _a.created_ms,
+    _a.public_key, _a.details, _a.secret, _a.key_id, _a.created_ms, _a.mac,
 )  # fmt: skip
+# What a row's MAC is checked over (store/integrity.py ACCOUNTS), read with every row
+# that is shown or used: a page reads them too.
+_CHECKED = (*(_a[c] for c in ACCOUNTS.covered), _a.mac)
 _KEY = and_(
     _a.tenant_id == bindparam("tenant_id"),
     _a.family == bindparam("family"),
@@ -73,16 +78,12 @@ _KEY = and_(
 )
 _INSERT_ACCOUNT = Prepared(insert(accounts), account_created.first_columns)
 _GET_ACCOUNT = Prepared(select(*_ACCOUNT_COLS).where(_KEY))
-_VIEW_ACCOUNT = Prepared(
-    select(
-        _a.family, _a.network, _a.name, _a.address, _a.public_key, _a.details, _a.created_ms
-    ).where(_KEY)
-)
+_VIEW_ACCOUNT = Prepared(select(*_CHECKED).where(_KEY))
 _DELETE_ACCOUNT = Prepared(delete(accounts).where(_KEY))
 _d = deleted_accounts.c
 _RETAINED_COLS = (
     "tenant_id", "family", "name", "network", "address", "public_key",
-    "details", "secret", "key_id", "created_ms",
+    "details", "secret", "key_id", "created_ms", "mac",
 )  # fmt: skip
 _RETAIN_ACCOUNT = Prepared(
     insert(deleted_accounts).from_select(
@@ -103,14 +104,14 @@ _LATEST_DELETED = Prepared(
 )
 _FORGET_DELETED = Prepared(delete(deleted_accounts).where(_d.id == bindparam("row_id")))
 _PURGE_DELETED = Prepared(delete(deleted_accounts).where(_d.deleted_ms <= bindparam("before")))
-_PAGE_ROWS = select(_a.id, _a.name, _a.address, _a.public_key).where(
+_PAGE_ROWS = select(_a.id, *_CHECKED).where(
     _a.tenant_id == bindparam("tenant_id"),
     _a.family == bindparam("family"),
     _a.id > bindparam("after"),
 )
 _PAGE = Prepared(_PAGE_ROWS.order_by(_a.id).limit(bindparam("limit")))
 _PAGE_NETWORK = Prepared(
-    select(_a.id, _a.name, _a.address, _a.public_key)
+    select(_a.id, *_CHECKED)
     .where(
         _a.tenant_id == bindparam("tenant_id"),
         _a.family == bindparam("family"),
@@ -129,6 +130,12 @@ _COUNTS = Prepared(
 
 # An account and its audit event in one statement: atomic on its own (store/joined.py).
 _INSERT_ACCOUNT_AUDITED = account_created.prepared()
+
+
+def checked(integrity: Integrity, row: Any, entry: Any = ACCOUNTS) -> Any:
+    """`row` if its MAC holds (IntegrityFailure otherwise: logged, counted, never used)."""
+    integrity.check(entry, row._mapping, f"the {row.family} account {row.name!r}")
+    return row
 
 
 def _row_to_account(row: Any) -> AccountRow:
@@ -151,22 +158,26 @@ class Accounts:
     """Accounts, always addressed within one tenant."""
 
     @staticmethod
-    async def insert(tx: Tx, row: AccountRow) -> int:
-        """Insert; AccountExists when (tenant, family, name) is taken."""
+    async def insert(tx: Tx, integrity: Integrity, row: AccountRow) -> int:
+        """Insert (MACed); AccountExists when (tenant, family, name) is taken."""
         with _name_taken_is_409(row):
-            result = await tx.execute(_INSERT_ACCOUNT, _account_params(row))
+            result = await tx.execute(_INSERT_ACCOUNT, _account_params(integrity, row))
         pk = result.inserted_primary_key
         return int(pk[0]) if pk else 0
 
     @staticmethod
-    async def create_audited(db: Backend, row: AccountRow, event: AuditEvent) -> None:
+    async def create_audited(
+        db: Backend, integrity: Integrity, row: AccountRow, event: AuditEvent
+    ) -> None:
         """`insert_audited` as a transaction of its own: where the engine writes both rows
         in one statement, it skips BEGIN and COMMIT (the hot path of a create)."""
         async with db.write(one_statement=True) as tx:
-            await Accounts.insert_audited(tx, row, event)
+            await Accounts.insert_audited(tx, integrity, row, event)
 
     @staticmethod
-    async def insert_audited(tx: Tx, row: AccountRow, event: AuditEvent) -> None:
+    async def insert_audited(
+        tx: Tx, integrity: Integrity, row: AccountRow, event: AuditEvent
+    ) -> None:
         """Insert an account and the audit event of its creation, together, in one
         statement. AccountExists when (tenant, family, name) is taken."""
         audit = event.params()  # each text cut to its column
@@ -174,7 +185,7 @@ class Accounts:
             await tx.execute(
                 _INSERT_ACCOUNT_AUDITED,
                 {
-                    **_account_params(row),
+                    **_account_params(integrity, row),
                     "audit_action": audit["action"],
                     "audit_request_id": audit["request_id"],
                     "audit_outcome": audit["outcome"],
@@ -186,21 +197,24 @@ class Accounts:
             )
 
     @staticmethod
-    async def get(tx: Tx, tenant_id: str, family: str, name: str) -> AccountRow | None:
+    async def get(
+        tx: Tx, integrity: Integrity, tenant_id: str, family: str, name: str
+    ) -> AccountRow | None:
         params = {"tenant_id": tenant_id, "family": family, "name": name}
         row = (await tx.execute(_GET_ACCOUNT, params)).first()
-        return None if row is None else _row_to_account(row)
+        return None if row is None else _row_to_account(checked(integrity, row))
 
     @staticmethod
-    async def view(tx: Tx, tenant_id: str, family: str, name: str) -> Any:
+    async def view(tx: Tx, integrity: Integrity, tenant_id: str, family: str, name: str) -> Any:
         """The public columns of one account (no sealed key read or copied), or None."""
         params = {"tenant_id": tenant_id, "family": family, "name": name}
-        return (await tx.execute(_VIEW_ACCOUNT, params)).first()
+        row = (await tx.execute(_VIEW_ACCOUNT, params)).first()
+        return None if row is None else checked(integrity, row)
 
     @staticmethod
     async def page(
-        tx: Tx, tenant_id: str, family: str, after: int, limit: int, network: str | None = None,
-        prefix: str | None = None,
+        tx: Tx, integrity: Integrity, tenant_id: str, family: str, after: int, limit: int,
+        network: str | None = None, prefix: str | None = None,
     ) -> Sequence[ListedAccount]:  # fmt: skip
         """A page in creation order; with `prefix`, only names (addresses) that start
         with it, exactly (case and all: the same comparison on both engines, where LIKE
@@ -211,32 +225,40 @@ class Accounts:
             if network is not None:
                 stmt = stmt.where(_a.network == network)
             stmt = stmt.order_by(_a.id).limit(bindparam("limit"))
-            return (await tx.execute(stmt, params)).all()
-        if network is None:
-            return (await tx.execute(_PAGE, params)).all()
-        return (await tx.execute(_PAGE_NETWORK, {**params, "network": network})).all()
+            rows = (await tx.execute(stmt, params)).all()
+        elif network is None:
+            rows = (await tx.execute(_PAGE, params)).all()
+        else:
+            rows = (await tx.execute(_PAGE_NETWORK, {**params, "network": network})).all()
+        return [checked(integrity, r) for r in rows]
 
     @staticmethod
     async def of_wallet(
-        tx: Tx, tenant_id: str, wallet_id: str, after: int, limit: int
+        tx: Tx, integrity: Integrity, tenant_id: str, wallet_id: str, after: int, limit: int
     ) -> Sequence[Any]:
-        """A page of the accounts derived from one wallet, in creation order."""
-        stmt = (select(_a.id, _a.family, _a.network, _a.name, _a.address, _a.details,
-                       _a.created_ms)
+        """A page of the accounts derived from one wallet, in creation order; each row's
+        `wallet_id` must agree with its (MACed) details, or a writer could list any
+        account of the tenant as the wallet's."""
+        stmt = (select(_a.id, *_CHECKED)
                 .where(_a.tenant_id == tenant_id, _a.wallet_id == wallet_id, _a.id > after)
                 .order_by(_a.id).limit(limit))  # fmt: skip
-        return (await tx.execute(stmt)).all()
+        rows = [checked(integrity, r) for r in (await tx.execute(stmt)).all()]
+        for r in rows:
+            if msgspec.json.decode(r.details).get("wallet") != wallet_id:
+                raise failed(ACCOUNTS, f"the {r.family} account {r.name!r} (its wallet_id)")
+        return rows
 
     @staticmethod
     async def holding(
-        tx: Tx, tenant_id: str, family: str, network: str, public_keys: Sequence[str]
-    ) -> Sequence[Any]:
-        """(name, public_key) of the tenant's accounts on this network with one of these
+        tx: Tx, integrity: Integrity, tenant_id: str, family: str, network: str,
+        public_keys: Sequence[str],
+    ) -> Sequence[Any]:  # fmt: skip
+        """(name, public_key, …) of the tenant's accounts on this network with one of these
         keys (a multisig's members held here), read along the tenant's family index."""
-        stmt = select(_a.name, _a.public_key).where(
+        stmt = select(*_CHECKED).where(
             _a.tenant_id == tenant_id, _a.family == family, _a.network == network,
             _a.public_key.in_(list(public_keys))).order_by(_a.id)  # fmt: skip
-        return (await tx.execute(stmt)).all()
+        return [checked(integrity, r) for r in (await tx.execute(stmt)).all()]
 
     @staticmethod
     async def counts(tx: Tx, tenant_id: str) -> dict[str, int]:
@@ -273,8 +295,8 @@ def _name_taken_is_409(row: AccountRow) -> Iterator[None]:
         raise
 
 
-def _account_params(row: AccountRow) -> dict[str, Any]:
-    return {
+def _account_params(integrity: Integrity, row: AccountRow) -> dict[str, Any]:
+    params = {
         "tenant_id": row.tenant_id,
         "family": row.family,
         "name": row.name,
@@ -287,6 +309,8 @@ def _account_params(row: AccountRow) -> dict[str, Any]:
         "created_ms": row.created_ms,
         "wallet_id": _wallet_of(row),
     }
+    params["mac"] = integrity.mac(ACCOUNTS, params)
+    return params
 
 
 def _wallet_of(row: AccountRow) -> str | None:
@@ -311,10 +335,13 @@ class DeletedAccounts:
     """Sealed accounts kept after a delete, until the retention period ends."""
 
     @staticmethod
-    async def latest(tx: Tx, tenant_id: str, family: str, name: str) -> DeletedRow | None:
+    async def latest(
+        tx: Tx, integrity: Integrity, tenant_id: str, family: str, name: str
+    ) -> DeletedRow | None:
+        """The newest retained copy, checked: a restore never revives a forged row."""
         params = {"tenant_id": tenant_id, "family": family, "name": name}
         row = (await tx.execute(_LATEST_DELETED, params)).first()
-        return None if row is None else _row_to_deleted(row)
+        return None if row is None else _row_to_deleted(checked(integrity, row, DELETED_ACCOUNTS))
 
     @staticmethod
     async def forget(tx: Tx, row_id: int) -> None:

@@ -19,7 +19,14 @@ from chainkeys.accounts.families import (
     lookup_name,
 )
 from chainkeys.accounts.idempotency_store import Idempotency
-from chainkeys.accounts.models import AccountView, Created, CreateRequest, Derivation, Page
+from chainkeys.accounts.models import (
+    AccountView,
+    Created,
+    CreateRequest,
+    Derivation,
+    Page,
+    not_this_path,
+)
 from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts, DeletedRow
 from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.audit.service import audit_event
@@ -46,10 +53,11 @@ from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier, Sealed
 from chainkeys.vault.derive import Cursors
+from chainkeys.vault.integrity import Integrity, opened
 from chainkeys.vault.seal import Context
 
 log = logging.getLogger("chainkeys.accounts")
-Fetch = Callable[[Any, str, str, str], Awaitable[Any]]
+Fetch = Callable[[Any, Integrity, str, str, str], Awaitable[Any]]
 
 
 class AccountService:
@@ -154,11 +162,11 @@ class AccountService:
             record = await idem.record(self.barrier, who.tenant_id, idem_key, fp, created, ttl_ms)
         try:
             if record is None:
-                await Accounts.create_audited(self.db, row, event)
+                await Accounts.create_audited(self.db, self._integrity, row, event)
             else:
                 async with self.db.write() as tx:
                     await idem.remember(tx, who.tenant_id, idem_key or "", record)
-                    await Accounts.insert_audited(tx, row, event)
+                    await Accounts.insert_audited(tx, self._integrity, row, event)
         except idem.IdempotencyRace:
             async with self.db.read() as tx:
                 replay = await idem.replay(tx, self.barrier, who.tenant_id, idem_key or "", fp)
@@ -166,6 +174,11 @@ class AccountService:
                 raise idem.IdempotencyConflict("retry the request") from None
             return replay
         return created
+
+    @property
+    def _integrity(self) -> Integrity:
+        """What every account row read or written here is checked or MACed with."""
+        return opened(self.barrier.integrity)
 
     async def _audit(self, event: AuditEvent) -> None:
         """Record a failed attempt; a failure to record must not hide the original error."""
@@ -185,11 +198,11 @@ class AccountService:
         if PLAUSIBLE_NAME.fullmatch(name) is None:
             fam, name = self.check_name(family, name)  # 400 before any storage work
         async with self.db.read() as tx:
-            row = await fetch(tx, who.tenant_id, fam.name, name)
+            row = await fetch(tx, self._integrity, who.tenant_id, fam.name, name)
             if row is None:
                 _, canonical = self.lookup_name(family, name)  # 404 saying why if invalid
                 if canonical != name:
-                    row = await fetch(tx, who.tenant_id, fam.name, canonical)
+                    row = await fetch(tx, self._integrity, who.tenant_id, fam.name, canonical)
         if row is None:
             raise AccountNotFound(f"no {fam.name} account by that name")
         return row
@@ -231,26 +244,6 @@ class AccountService:
                 continue
         return await self._store_derived(who, fam, network, derived, allocate, rederive)
 
-    @staticmethod
-    def _not_this_path(found: AccountView, d: Derivation, network: Network) -> str:
-        """Why an account of the derived name is not this wallet's, and what to do."""
-        where = f"a {found.family} account {found.name} exists in your tenant"
-        if found.public_key == d.account.public_key and found.network == network.name:
-            if found.origin is None:
-                return (
-                    f"{where} with the key of {d.origin.path} of this wallet, imported "
-                    "as a plain account (not owned by a wallet); delete it (it stays "
-                    "restorable) and derive again, or keep using it as it is"
-                )
-            return (
-                f"{where} with this key, derived as {found.origin.path} of wallet "
-                f"{found.origin.wallet}; use that account"
-            )
-        return (
-            f"{where} and is not {d.origin.path} of this wallet (another key or "
-            "network holds this name); delete it or derive another index"
-        )
-
     async def _seal_all(self, who: Principal, fam: Family[Any],
                         derived: Sequence[Derivation]) -> list[Sealed]:  # fmt: skip
         return [await self.barrier.seal(d.key.secret,
@@ -271,11 +264,12 @@ class AccountService:
                     derived = rederive(first)  # another derivation took the guessed index
                     sealed = await self._seal_all(who, fam, derived)
             for d, s in zip(derived, sealed, strict=True):
-                existing = await Accounts.get(tx, who.tenant_id, fam.name, d.account.name)
+                existing = await Accounts.get(tx, self._integrity, who.tenant_id, fam.name,
+                                              d.account.name)  # fmt: skip
                 if existing is not None:
                     found = self.view_of(existing)
                     if found.origin != d.origin or found.network != network.name:
-                        raise Conflict(self._not_this_path(found, d, network),
+                        raise Conflict(not_this_path(found, d, network),
                                        code="account_exists")  # fmt: skip
                     views.append(found)
                     continue
@@ -289,7 +283,7 @@ class AccountService:
                              "wallet": d.origin.wallet, "index": d.origin.index},
                     secret=s.blob, key_id=s.key_id, created_ms=now_ms(),
                 )  # fmt: skip
-                await Accounts.insert(tx, row)
+                await Accounts.insert(tx, self._integrity, row)
                 details = {"wallet": d.origin.wallet, "path": d.origin.path}
                 event = audit_event(who, "derive", "ok", family=fam.name,
                                     account_name=row.name, details=details)  # fmt: skip
@@ -382,8 +376,8 @@ class AccountService:
             scope += "/prefix:" + prefix
         w = paging.window(self.settings, self.cursors, scope, limit, cursor)
         async with self.db.read() as tx:
-            rows = await Accounts.page(tx, who.tenant_id, fam.name, w.after or 0, w.fetch,
-                                       network, prefix)  # fmt: skip
+            rows = await Accounts.page(tx, self._integrity, who.tenant_id, fam.name,
+                                       w.after or 0, w.fetch, network, prefix)  # fmt: skip
         return Page(*w.page(rows, lambda r: r.id))
 
     async def counts(self, who: Principal) -> dict[str, int]:
@@ -428,11 +422,13 @@ class AccountService:
             tenant_id = await Tenants.id_by_name(tx, tenant_name)
             if tenant_id is None:
                 raise NotFound(f"no tenant named {tenant_name}")
-            found = await DeletedAccounts.latest(tx, tenant_id, fam.name, name)
+            found = await DeletedAccounts.latest(tx, self._integrity, tenant_id, fam.name, name)
             if found is None:
                 raise AccountNotFound(f"no deleted {fam.name} account by that name to restore")
             row = found.account
-            await Accounts.insert(tx, row)  # AccountExists if the name was taken again since
+            await Accounts.insert(
+                tx, self._integrity, row
+            )  # AccountExists if the name was taken again since
             await DeletedAccounts.forget(tx, found.id)
             operator = Principal(tenant_id, tenant_name, "")
             event = audit_event(operator, "restore", "ok", family=fam.name, account_name=name)

@@ -15,6 +15,7 @@ import typer
 
 from chainkeys.bootstrap import Admin
 from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
+from chainkeys.vault.integrity import opened
 
 if TYPE_CHECKING:
     from chainkeys.api.policy_schemas import PolicyDecision
@@ -178,12 +179,12 @@ def policy_test(
         tenant_id = await admin.tokens.tenant_id(tenant)
         who = Principal(tenant_id, tenant, token_id, frozenset(scopes),
                         frozenset(families) if families else None, None, label)  # fmt: skip
-        run = await dry_run(admin.db, admin.policies, who, str(asked["family"]),
-                            str(asked["account"]), str(asked["kind"]), asked["request"],
-                            candidate)  # fmt: skip
+        run = await dry_run(admin.db, opened(admin.integrity), admin.policies, who,
+                            str(asked["family"]), str(asked["account"]), str(asked["kind"]),
+                            asked["request"], candidate)  # fmt: skip
         return decision(run)
 
-    decided = run_admin(settings_for(data_dir), work)
+    decided = run_admin(settings_for(data_dir), work, keyed=True)  # reads an account
     shown = {**msgspec.to_builtins(decided), "token": seen}
     typer.echo(msgspec.json.format(msgspec.json.encode(shown).decode(), indent=2))
     raise typer.Exit(TEST_EXIT.get(decided.decision, 1))

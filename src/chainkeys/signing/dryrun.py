@@ -26,6 +26,7 @@ from chainkeys.signing.requests import account_for, kind_of, owner_of, prepare
 from chainkeys.store.backend import Backend
 from chainkeys.together import Together
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.integrity import Integrity
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,8 @@ class DryRun:
     summary: dict[str, Any]
 
 
-async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: str,
+async def dry_run(db: Backend, integrity: Integrity, policies: PolicyService, who: Principal,
+                  family: str,
                   account: str, kind_path: str, body: Any,
                   policy: Policy | None = None) -> DryRun:  # fmt: skip
     """Decide `body` (a sign endpoint's request) for `account` as `who`, under `policy`
@@ -62,7 +64,7 @@ async def dry_run(db: Backend, policies: PolicyService, who: Principal, family: 
     except ChainError as exc:
         raise BadRequest(exc.message, code=exc.code) from None
     async with db.read() as tx:
-        row = await Accounts.get(tx, who.tenant_id, fam.name, name)
+        row = await Accounts.get(tx, integrity, who.tenant_id, fam.name, name)
     if row is None:
         raise AccountNotFound(f"no {fam.name} account by that name")
     summary = prepare(kind, request, owner_of(row)).summary  # as the sign endpoint does

@@ -20,11 +20,13 @@ from typing import Any
 from sqlalchemy import Table
 
 from chainkeys.store.tables import (
+    accounts,
     approval_votes,
     approvals,
     approver_credentials,
     approver_invites,
     audit_heads,
+    deleted_accounts,
     policy_versions,
     tokens,
 )
@@ -98,6 +100,26 @@ APPROVER_INVITES = Authenticated(
     {},
 )  # fmt: skip
 
+# An account's public face: a writer who swaps an address or public key between rows (or
+# puts their own) is refused. Both tables under one record name: a delete and a restore
+# carry the MAC as it is.
+_ACCOUNT_COVERED = ("tenant_id", "family", "name", "network", "address", "public_key",
+                    "details", "created_ms")  # fmt: skip
+_ACCOUNT_LEFT_OUT = {
+    "id": "assigned by the database: tenant, family and name identify the account",
+    "secret": "sealed: its associated data binds it to tenant, family and name",
+    "key_id": "which master key sealed the secret: a wrong one fails to open it",
+}
+ACCOUNTS = Authenticated(
+    accounts, "account", _ACCOUNT_COVERED,
+    {**_ACCOUNT_LEFT_OUT,
+     "wallet_id": "copied from details (covered) at insert; a wallet's listing checks it"},
+)  # fmt: skip
+DELETED_ACCOUNTS = Authenticated(
+    deleted_accounts, "account", _ACCOUNT_COVERED,
+    {**_ACCOUNT_LEFT_OUT, "deleted_ms": "when it was deleted: for retention, not a fact"},
+)  # fmt: skip
+
 # The audit rows themselves are chained, not MACed one by one (audit/chain.py); what a
 # deleted tail would change is each tenant's head.
 AUDIT_HEADS = Authenticated(
@@ -105,6 +127,6 @@ AUDIT_HEADS = Authenticated(
 )
 
 REGISTRY: tuple[Authenticated, ...] = (
-    TOKENS, POLICY_VERSIONS, APPROVALS, APPROVAL_VOTES, AUDIT_HEADS,
+    TOKENS, POLICY_VERSIONS, APPROVALS, APPROVAL_VOTES, AUDIT_HEADS, ACCOUNTS, DELETED_ACCOUNTS,
     APPROVER_CREDENTIALS, APPROVER_INVITES,
 )  # fmt: skip

@@ -76,6 +76,9 @@ def account_columns(tenant: Column[str]) -> list[Column[Any]]:
         Column("secret", LargeBinary, nullable=False),  # sealed private key
         Column("key_id", String(16), nullable=False),  # master key that sealed it
         Column("created_ms", BigInteger, nullable=False),
+        # store/integrity.py: binds the address and public key to tenant, family and name
+        # (NULL only before adoption); a delete and a restore carry it
+        Column("mac", String(80), nullable=True),
     ]
 
 
@@ -146,7 +149,7 @@ account_created = JoinedInsert(
     "account_created",
     accounts,
     ("tenant_id", "family", "name", "network", "address", "public_key", "details", "secret",
-     "key_id", "created_ms", "wallet_id"),
+     "key_id", "created_ms", "wallet_id", "mac"),
     audit,
     (("tenant_id", "tenant_id"), ("action", "audit_action"), ("family", "family"),
      ("account_name", "name"), ("request_id", "audit_request_id"),

@@ -24,6 +24,7 @@ limits are in docs/security.md).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import logging
@@ -84,6 +85,14 @@ class Integrity:
             raise failed(entry, what)
 
 
+def opened(integrity: Integrity | None) -> Integrity:
+    """The barrier's integrity key, which every process that serves has opened at start
+    (None only in a command that never reads an authenticated row)."""
+    if integrity is None:
+        raise IntegrityFailure("the integrity key is not open here: nothing was done")
+    return integrity
+
+
 def failed(entry: Authenticated, what: str) -> IntegrityFailure:
     """The failure of one row: counted by table, logged (never the row's values)."""
     metrics.INTEGRITY_FAILURES.labels(entry.table.name).inc()
@@ -92,16 +101,39 @@ def failed(entry: Authenticated, what: str) -> IntegrityFailure:
     return IntegrityFailure(f"{what} failed its integrity check; nothing was done")
 
 
+# The tables a key record of the first format (the bare 32 bytes) had adopted; a record
+# now also names the tables it adopted, so a table newly authenticated by a later
+# release (accounts, audit heads, approver credentials) is adopted once, at the first
+# start that knows it, and a row whose MAC is missing is never adopted again after.
+FIRST_ADOPTED = frozenset({"tokens", "policy_versions", "approvals", "approval_votes"})
+
+
+def _record(key: bytes, adopted: frozenset[str]) -> bytes:
+    return _encode({"key": base64.b64encode(key).decode(), "adopted": sorted(map(str, adopted))})
+
+
+def read_record(plain: bytes) -> tuple[bytes, frozenset[str]]:
+    if len(plain) == 32:  # the first format
+        return plain, FIRST_ADOPTED
+    fields = msgspec.json.decode(plain)
+    return base64.b64decode(fields["key"]), frozenset(fields["adopted"])
+
+
 async def open_integrity(db: Backend, barrier: Any) -> Integrity:
     """This store's integrity key, opened through the barrier; made (and every existing
-    row adopted) on the first start that has none. Called under the start-up lock."""
+    row adopted) on the first start that has none, and a table newly in the registry
+    adopted on the first start that knows it. Called under the start-up lock."""
     async with db.read() as tx:
         found = await Meta.get(tx, RECORD)
     if found is not None:
         blob, key_id = found
-        return Integrity(await barrier.open_async(blob, key_id or "", CONTEXT))
+        key, adopted = read_record(await barrier.open_async(blob, key_id or "", CONTEXT))
+        integrity = Integrity(key)
+        await _adopt_new(db, barrier, integrity, adopted)
+        return integrity
     key = secrets.token_bytes(32)
-    sealed = await barrier.seal(key, CONTEXT)
+    everything = frozenset(entry.table.name for entry in REGISTRY)
+    sealed = await barrier.seal(_record(key, everything), CONTEXT)
     integrity = Integrity(key)
     async with db.write() as tx:
         if await Meta.get(tx, RECORD) is not None:  # never under the lock; kept for safety
@@ -113,12 +145,28 @@ async def open_integrity(db: Backend, barrier: Any) -> Integrity:
                     f"rows of {entry.table.name} carry MACs but the store's integrity key is "
                     "gone: the database was edited; restore it from a backup"
                 )
-        adopted = {entry.table.name: await _adopt(tx, integrity, entry) for entry in REGISTRY}
+        counts = {entry.table.name: await _adopt(tx, integrity, entry) for entry in REGISTRY}
         await Meta.insert(tx, RECORD, sealed.blob, sealed.key_id)
-    if any(adopted.values()):
+    if any(counts.values()):
         log.warning("integrity: this store's rows are authenticated from now on; adopted %s",
-                    ", ".join(f"{n} {t}" for t, n in adopted.items() if n))  # fmt: skip
+                    ", ".join(f"{n} {t}" for t, n in counts.items() if n))  # fmt: skip
     return integrity
+
+
+async def _adopt_new(db: Backend, barrier: Any, integrity: Integrity,
+                     adopted: frozenset[str]) -> None:  # fmt: skip
+    """MAC the rows of the tables this release authenticates that the key record does
+    not name yet, and name them in it (one transaction)."""
+    new = [entry for entry in REGISTRY if entry.table.name not in adopted]
+    if not new:
+        return
+    everything = adopted | {entry.table.name for entry in new}
+    sealed = await barrier.seal(_record(integrity._key, everything), CONTEXT)
+    async with db.write() as tx:
+        counts = {entry.table.name: await _adopt(tx, integrity, entry) for entry in new}
+        await Meta.put(tx, RECORD, sealed.blob, sealed.key_id)
+    log.warning("integrity: newly authenticated tables adopted: %s",
+                ", ".join(f"{t} ({n} rows)" for t, n in counts.items()))  # fmt: skip
 
 
 async def _adopt(tx: Tx, integrity: Integrity, entry: Authenticated) -> int:

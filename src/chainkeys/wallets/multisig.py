@@ -41,6 +41,7 @@ from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.integrity import opened
 from chainkeys.vault.seal import Context
 from chainkeys.wallets.repository import Chain, Counters, WalletMultisigRow, WalletMultisigs
 from chainkeys.wallets.service import WalletService
@@ -192,6 +193,7 @@ class WalletMultisigService:
         if preview:
             first = index if index is not None else await self._next(chain)
             return [view_of(r) for r, _ in multisig_rows(members(first))]
+        integrity = opened(self.barrier.integrity)
         for _ in range(20):
             first = index if index is not None else await self._next(chain)
             stored: list[AccountRow] = []
@@ -202,7 +204,7 @@ class WalletMultisigService:
                 stored.clear()
                 taken = await self._take(tx, chain, index, count)
                 for r, _ in multisig_rows(members(taken)):
-                    found = await Accounts.get(tx, who.tenant_id, r.family, r.name)
+                    found = await Accounts.get(tx, integrity, who.tenant_id, r.family, r.name)
                     if found is not None:  # derived before: answered again, or not ours
                         if found.details.get("hd") != r.details["hd"]:
                             raise Conflict(f"a {r.family} account {r.name} exists in your "
@@ -214,7 +216,7 @@ class WalletMultisigService:
                     sealed = await self.barrier.seal(blob, Context(who.tenant_id, r.family,
                                                                    r.name))  # fmt: skip
                     r = dataclasses.replace(r, secret=sealed.blob, key_id=sealed.key_id)
-                    await Accounts.insert(tx, r)
+                    await Accounts.insert(tx, integrity, r)
                     await Audit.insert(tx, audit_event(who, "create", "ok", family=r.family,
                                                        account_name=r.name,
                                                        details={"multisig": row.id}))  # fmt: skip

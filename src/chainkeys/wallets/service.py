@@ -40,6 +40,7 @@ from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
+from chainkeys.vault.integrity import opened
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context
 from chainkeys.wallets.models import (
@@ -253,7 +254,8 @@ class WalletService:
         w = paging.window(self.settings, self.cursors, f"wallet-accounts/{row.id}", limit,
                           cursor)  # fmt: skip
         async with self.db.read() as tx:
-            rows = await Accounts.of_wallet(tx, who.tenant_id, row.id, w.after or 0, w.fetch)
+            rows = await Accounts.of_wallet(tx, opened(self.barrier.integrity), who.tenant_id,
+                                            row.id, w.after or 0, w.fetch)  # fmt: skip
         shown, next_cursor = w.page(rows, lambda r: int(r.id))
         return [r for r in shown if who.may_use(r.family)], next_cursor
 

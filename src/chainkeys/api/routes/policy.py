@@ -27,6 +27,7 @@ from chainkeys.errors import Forbidden
 from chainkeys.policies.service import DAY_MS
 from chainkeys.signing.dryrun import DryRun, dry_run
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.integrity import opened
 
 TAG = "Policy"
 
@@ -101,8 +102,8 @@ async def test_policy(request: Request, principal: Principal) -> Response:
     if not principal.may_use(family):
         raise Forbidden(f"this token may not use {family} accounts")
     svc = services_of(request)
-    run = await dry_run(svc.db, svc.policies, principal, family, body.account, body.kind,
-                        body.request)  # fmt: skip
+    run = await dry_run(svc.db, opened(svc.barrier.integrity), svc.policies, principal, family,
+                        body.account, body.kind, body.request)  # fmt: skip
     return ok(s.Envelope(success=True, message=f"the policy would {run.decision}",
                          data=decision(run)))  # fmt: skip
 
