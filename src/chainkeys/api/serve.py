@@ -201,15 +201,38 @@ def sweep_metrics_dirs() -> None:
             continue  # alive under another user, or gone meanwhile
 
 
+def worker_count(settings: Settings, workers: int) -> int:
+    """`serve --workers`: `workers` itself, or for 0 (auto, the default) one per core this
+    process may run on (its CPU affinity: a container's cpuset; a CFS quota such as
+    `docker --cpus` is not seen, give --workers there).
+
+    Why every core by default: a worker is one Python event loop, and a signature's
+    CPU (key, hash, JSON, the audit row) is spent in it; a Go peer uses every core
+    (bench/README.md, issue 56). Several workers are safe on both engines: on
+    PostgreSQL they are replicas; on SQLite each groups its writes into one COMMIT
+    and the database's write lock takes the processes' batches in turn
+    (docs/deploy.md). Under shamir each process is unsealed on its own: one.
+    """
+    if workers > 0:
+        return workers
+    if settings.key_provider == "shamir":
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def serve(settings: Settings, workers: int) -> None:
-    """Run the API in `workers` processes until SIGINT/SIGTERM (the caller claimed the
-    port: `claim_port`).
+    """Run the API in `workers` processes (0: auto, `worker_count`) until SIGINT/SIGTERM
+    (the caller claimed the port: `claim_port`).
 
     With several workers, each writes its metrics to a fresh shared directory and
     `/metrics` merges them. The workers are spawned, not forked, so each imports
     prometheus_client afresh with that directory set (it picks its value store
     at import).
     """
+    workers = worker_count(settings, workers)
     shared: str | None = None
     os.environ[SUPERVISOR_PID] = str(os.getpid())  # the workers' parent (die_with_parent)
     if workers > 1 or settings.metrics_port is not None:

@@ -75,12 +75,31 @@ app.add_typer(operator_app, name="operator")
 app.add_typer(audit_app, name="audit")
 
 
+def worker_count(value: str | int) -> int:
+    """`serve --workers`: a number from 1, or auto (0 here; api/serve.py makes it one per
+    core, one under shamir)."""
+    text = str(value).strip().lower()
+    if text in ("auto", "0"):
+        return 0
+    if not text.isdigit() or int(text) < 1:
+        raise typer.BadParameter(f"{value!r}: a number from 1, or auto")
+    return int(text)
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="bind address (CHAINKEYS_HOST)")] = None,
     port: Annotated[int | None, typer.Option(help="port (CHAINKEYS_PORT)")] = None,
     data_dir: DataDir = None,
-    workers: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            parser=worker_count,
+            metavar="N|auto",
+            show_default="auto",
+            help="worker processes; auto: one per core (one under shamir)",
+        ),
+    ] = 0,
 ) -> None:
     """Start the HTTP API.
 
