@@ -39,7 +39,7 @@ def test_every_class_statement_defines_a_class(module: str) -> None:
 
 
 def test_the_driver_error_is_a_class_and_row_classes_are_cached() -> None:
-    from chainkeys.store.postgres.pool import PgDriverError
+    from chainkeys.store.postgres.failures import PgDriverError
     from chainkeys.store.sql import row_class
 
     error = PgDriverError(ValueError("boom: query argument $1: secret-value"))

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from chainkeys.store.postgres.pool import FairGate
+from chainkeys.store.postgres.gate import FairGate
 
 
 def test_waiters_get_in_in_arrival_order() -> None:

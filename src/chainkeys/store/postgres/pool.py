@@ -18,7 +18,6 @@ violation) with a message that quotes no bound value.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import re
@@ -29,19 +28,15 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import BigInteger, Executable, bindparam, func, select
 from sqlalchemy.exc import (
-    DataError,
-    DBAPIError,
     IntegrityError,
-    InterfaceError,
-    InternalError,
-    OperationalError,
-    ProgrammingError,
 )
 
 from chainkeys import metrics
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
 from chainkeys.store.changes import changed_by
+from chainkeys.store.postgres.failures import LOST, RETRIES, is_closed, is_lost, is_sound, translate
+from chainkeys.store.postgres.gate import FairGate
 from chainkeys.store.postgres.plan import PgRows, Plan
 from chainkeys.store.postgres.private import release_inline
 from chainkeys.store.postgres.watch import CHANNEL, NOTIFY, PgChanges
@@ -49,8 +44,6 @@ from chainkeys.store.sql import Params, Prepared, is_storage_error, lock_key
 
 log = logging.getLogger("chainkeys.store")
 _DRIVER_SUFFIX = re.compile(r"^(postgres|postgresql)\+\w+://")
-# asyncpg's "invalid input for query argument $1: <the value> (expected …)"
-_ARG_VALUE = re.compile(r"(query argument \$\d+): .*", re.DOTALL)
 
 
 def pg_dsn(url: str) -> str:
@@ -59,79 +52,6 @@ def pg_dsn(url: str) -> str:
     if url.startswith("postgres://"):
         url = "postgresql://" + url[len("postgres://") :]
     return url
-
-
-class PgDriverError(Exception):
-    """An asyncpg error as `orig` of SQLAlchemy's: its kind and message, never its
-    DETAIL (which quotes the row: `Key (token_hash)=(…) already exists`)."""
-
-    def __init__(self, exc: BaseException) -> None:
-        message = str(exc.args[0]) if exc.args else ""
-        message = _ARG_VALUE.sub(r"\1", message.split("\n", 1)[0])
-        super().__init__(f"{type(exc).__name__}: {message}")
-        self.sqlstate: str | None = getattr(exc, "sqlstate", None)
-        self.constraint_name: str | None = getattr(exc, "constraint_name", None)
-
-
-def translate(exc: BaseException, sql: str | None) -> BaseException:
-    """An asyncpg error as the SQLAlchemy error the engine raised for it."""
-    if isinstance(exc, asyncpg.PostgresError):
-        if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
-            kind: type[DBAPIError] = IntegrityError
-        elif isinstance(exc, asyncpg.SyntaxOrAccessError):
-            kind = ProgrammingError
-        elif isinstance(exc, asyncpg.DataError):
-            kind = DataError
-        elif isinstance(exc, asyncpg.InternalServerError):
-            kind = InternalError
-        else:  # connection errors (08…), statement timeouts, admin shutdown, …
-            kind = OperationalError
-        return kind(sql, None, PgDriverError(exc), hide_parameters=True)
-    if isinstance(exc, asyncpg.InterfaceError):  # closed connection, operation in progress
-        return InterfaceError(sql, None, PgDriverError(exc), hide_parameters=True)
-    if isinstance(exc, asyncpg.InternalClientError):
-        return InternalError(sql, None, PgDriverError(exc), hide_parameters=True)
-    return exc
-
-
-def is_sound(exc: BaseException) -> bool:
-    """After this error the connection is still usable (the server reported it)."""
-    return isinstance(exc, asyncpg.PostgresError) and not isinstance(exc, _LOST)
-
-
-# The connection went away: killed (pg_terminate_backend: 57P01), the server shutting
-# down or restarting (57P01-57P03), the socket reset. The server rolls back whatever
-# transaction the connection held, unless the COMMIT itself was under way.
-_LOST = (
-    asyncpg.PostgresConnectionError,
-    asyncpg.AdminShutdownError,
-    asyncpg.CrashShutdownError,
-    asyncpg.CannotConnectNowError,
-    ConnectionError,
-)
-RETRIES = 2  # new connections opened in place of ones killed while they connected
-
-
-def is_lost(exc: BaseException, conn: Any) -> bool:
-    """`exc` means the connection is gone (by its class, or a client-side error on a
-    connection that is closed now), not that the statement failed.
-
-    asyncpg's InternalClientError counts: a connection whose server sent its FATAL
-    while idle is left in a state that refuses the next statement before sending it
-    ("cannot switch to state …; another operation is in progress"); the connection is
-    dropped (terminated, so the server ends whatever it still held) either way."""
-    if isinstance(exc, (*_LOST, asyncpg.InternalClientError)):
-        return True
-    return isinstance(exc, asyncpg.InterfaceError | OSError) and is_closed(conn)
-
-
-def is_closed(conn: Any) -> bool:
-    """Whether a pooled connection is closed (asyncpg detaches the proxy of one the
-    server closed: asking it then raises)."""
-    try:
-        return bool(conn.is_closed())
-    except asyncpg.InterfaceError:
-        return True
 
 
 _ADVISORY_LOCK = Prepared(select(func.pg_advisory_xact_lock(bindparam("k", type_=BigInteger))))
@@ -230,56 +150,6 @@ class Replayed(Exception):
     the request fails (503) rather than go on."""
 
 
-class FairGate:
-    """At most `size` holders at once; waiters get in strictly in arrival order.
-
-    asyncpg's pool queues waiters on an asyncio.Queue, where a connection given
-    back for the first waiter can be taken by a newcomer before that waiter
-    runs; the waiter then queues again at the back. With 64 requests on 10
-    connections that starved some for hundreds of ms (list p50 7 ms, p99
-    280 ms). Here a freed place goes to the first waiter directly, so the pool
-    behind the gate always has a connection for whoever passes it.
-    """
-
-    __slots__ = ("_free", "_waiters")
-
-    def __init__(self, size: int) -> None:
-        self._free = size
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-
-    async def enter(self, timeout: float) -> None:
-        """Take a place, waiting up to `timeout` seconds (TimeoutError after)."""
-        if self._free:  # (never free while someone waits: leave() hands places over)
-            self._free -= 1
-            return
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        self._waiters.append(fut)
-        timer = loop.call_later(timeout, _expire, fut)
-        try:
-            await fut
-        except BaseException:
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
-                self.leave()  # handed a place just as it was cancelled: pass it on
-            raise
-        finally:
-            timer.cancel()
-
-    def leave(self) -> None:
-        waiters = self._waiters
-        while waiters:
-            fut = waiters.popleft()
-            if not fut.done():  # (timed out or cancelled: skipped)
-                fut.set_result(None)
-                return
-        self._free += 1
-
-
-def _expire(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError("no database connection came free in time"))
-
-
 class PgPool:
     """The asyncpg pool of one PostgresBackend, made on first use in the running loop,
     behind a FairGate of the same size."""
@@ -340,7 +210,7 @@ class PgPool:
                 return conn
             except BaseException as exc:
                 # A new connection killed while it was being opened: nothing was sent on it.
-                if tries < RETRIES and isinstance(exc, _LOST):
+                if tries < RETRIES and isinstance(exc, LOST):
                     continue
                 gate.leave()
                 if not isinstance(exc, Exception):
