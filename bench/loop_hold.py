@@ -138,7 +138,7 @@ def main() -> None:
         token = _cli(data, "token", "create", "--tenant", "bench").stdout.strip().splitlines()[-1]
         env = {"CHAINKEYS_DATA_DIR": str(data), "CHAINKEYS_MAX_BODY_BYTES": str(4 << 20),
                "CHAINKEYS_LOG_LEVEL": "WARNING"}  # fmt: skip
-        server = procs.start("chainkeys", ["-m", "chainkeys.cli", "serve"], env,
+        server = procs.start("chainkeys", ["-m", "chainkeys.cli", "serve", "--workers", "1"], env,
                              Path(tmp) / "serve.log", 1)  # fmt: skip
         try:
             with httpx.Client(base_url=server.url, headers={"Authorization": token}) as c:

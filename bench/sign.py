@@ -40,6 +40,9 @@ TARGET_POLICY, TARGET_HSM, TARGET_DERIVED, TARGET_CONDITIONS = 0.8, 0.95, 0.95, 
 PHRASE = "abandon " * 11 + "about"  # public test phrase: never fund it
 SOFTHSM = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so")
 
+# one worker: the comparisons are of one event loop against itself (serve defaults to auto)
+ONE = ("--workers", "1")
+
 
 def transfer(sender: str) -> dict[str, Any]:
     return {"fromAddress": sender, "toAddress": TO, "amount": "1000", "denom": "uatom",
@@ -174,13 +177,13 @@ def main() -> None:
     env = {"CHAINKEYS_DATA_DIR": str(tmp / "data"), "CHAINKEYS_SQLITE_SYNCHRONOUS": "NORMAL",
            "CHAINKEYS_ACCESS_LOG": "false", "CHAINKEYS_LOG_LEVEL": "WARNING"}  # fmt: skip
     server = procs.start(
-        "chainkeys", ["-m", "chainkeys.cli", "serve"], env, tmp / "chainkeys.log", 1
+        "chainkeys", ["-m", "chainkeys.cli", "serve", *ONE], env, tmp / "chainkeys.log", 1
     )
     hsm_server = None
     if args.hsm:
         hsm_env = {**env, **softhsm_env(tmp), "CHAINKEYS_DATA_DIR": str(tmp / "hsm-data")}
         cli(hsm_env, "hsm", "init")
-        hsm_server = procs.start("chainkeys-hsm", ["-m", "chainkeys.cli", "serve"], hsm_env,
+        hsm_server = procs.start("chainkeys-hsm", ["-m", "chainkeys.cli", "serve", *ONE], hsm_env,
                                  tmp / "hsm.log", 1)  # fmt: skip
     try:
         plain = (tmp / "data" / "first-token").read_text().strip()  # stdout is no terminal
