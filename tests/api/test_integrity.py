@@ -270,3 +270,39 @@ def test_an_account_copied_into_another_tenant_is_refused(server: Server, tenant
     assert r.status_code == 500 and r.json()["code"] == "integrity_failure", r.text
     assert tenant.client.get(f"/dogecoin/{name}").status_code == 200
     other_tenant.client.close()
+
+
+def test_a_co_signer_added_to_an_hd_multisig_by_a_writer_derives_nothing(
+    server: Server, tenant: Tenant
+) -> None:
+    """A writer swaps a member xpub of a wallet's multisig registration for one of theirs
+    (and its descriptor with it): the registration fails its MAC, so no new index is
+    derived from it, and it is not shown."""
+    import os
+
+    from chainkeys.chains import hd
+    from chainkeys.store.tables import wallet_multisigs
+
+    wallet = tenant.client.post("/wallets", json={"name": "treasury"}).json()["data"]
+    path = "m/48'/2'/0'/2'"
+    bob, mallory = (hd.Seed(os.urandom(64)) for _ in range(2))
+    r = tenant.client.post(f"/wallets/{wallet['id']}/multisig", json={
+        "family": "litecoin", "threshold": 2, "xpubs": [bob.xpub(path, "Ltub").xpub]})  # fmt: skip
+    assert r.status_code == 200, r.text
+    made = r.json()["data"]
+    base = f"/wallets/{wallet['id']}/multisig/{made['id']}"
+    assert tenant.client.post(f"{base}/accounts", json={"count": 1}).status_code == 200
+    theirs = mallory.xpub(path, "Ltub").xpub
+    _write(
+        server,
+        update(wallet_multisigs)
+        .where(wallet_multisigs.c.id == made["id"])
+        .values(
+            xpubs=f'["{theirs}"]',
+            descriptor=made["descriptor"].replace(bob.xpub(path, "Ltub").xpub, theirs),
+        ),
+    )
+    before = _failures(server, "wallet_multisigs")
+    for r in (tenant.client.post(f"{base}/accounts", json={"count": 1}), tenant.client.get(base)):
+        assert r.status_code == 500 and r.json()["code"] == "integrity_failure", r.text
+    assert _failures(server, "wallet_multisigs") >= before + 2

@@ -73,7 +73,7 @@ async def dry_run(db: Backend, integrity: Integrity, policies: PolicyService, wh
     record = summary_record(summary)
     if policy is None:
         return DryRun("allow", None, "no policy: the token's scopes decide", None, [], record)
-    facts = await policies.facts(who, await account_for(db, row), summary, policy)
+    facts = await policies.facts(who, await account_for(db, integrity, row), summary, policy)
     try:
         decision = decide(policy, summary, facts, every=True)
     except Refusal as refusal:

@@ -26,6 +26,7 @@ from chainkeys.policies.document import Policy
 from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.service import Account
 from chainkeys.store.backend import Backend
+from chainkeys.vault.integrity import Integrity
 from chainkeys.wallets.repository import WalletMultisigs
 
 log = logging.getLogger("chainkeys.signing")
@@ -74,13 +75,13 @@ def account_of(row: AccountRow, wallet: str | None = None) -> Account:
     return Account(row.name, row.address, str(found), str(path or ""), index)
 
 
-async def account_for(db: Backend, row: AccountRow) -> Account:
+async def account_for(db: Backend, integrity: Integrity, row: AccountRow) -> Account:
     """`account_of(row)`, with the wallet of a multisig derived from one."""
     hd = row.details.get("hd")
     if not isinstance(hd, dict) or not isinstance(hd.get("id"), str):
         return account_of(row)
     async with db.read() as tx:
-        wallet = await WalletMultisigs.wallet_of(tx, row.tenant_id, hd["id"])
+        wallet = await WalletMultisigs.wallet_of(tx, integrity, row.tenant_id, hd["id"])
     return account_of(row, wallet)
 
 

@@ -69,6 +69,7 @@ from chainkeys.signing.requests import (
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal, TokenService
 from chainkeys.vault.barrier import Barrier
+from chainkeys.vault.integrity import opened
 
 log = logging.getLogger("chainkeys.signing")
 
@@ -237,7 +238,7 @@ class SigningService:
         return Signed(answer, tx_hash)
 
     async def _account(self, row: AccountRow) -> Account:
-        return await account_for(self.db, row)
+        return await account_for(self.db, opened(self.barrier.integrity), row)
 
     async def _signers(self, who: Principal, row: AccountRow, owner: Owner) -> list[AccountRow]:
         """The accounts whose keys sign: this one, or a multisig's members held here."""

@@ -29,6 +29,7 @@ from chainkeys.store.tables import (
     deleted_accounts,
     policy_versions,
     tokens,
+    wallet_multisigs,
 )
 
 
@@ -120,6 +121,15 @@ DELETED_ACCOUNTS = Authenticated(
     {**_ACCOUNT_LEFT_OUT, "deleted_ms": "when it was deleted: for retention, not a fact"},
 )  # fmt: skip
 
+# An HD multisig registration: its members and descriptor make every address a new index
+# derives, so a co-signer key a writer adds would receive funds.
+WALLET_MULTISIGS = Authenticated(
+    wallet_multisigs, "wallet multisig",
+    ("id", "tenant_id", "wallet_id", "family", "network", "address_type", "threshold",
+     "account", "xpubs", "descriptor", "created_ms"),
+    {"seq": "a local order, not a fact"},
+)  # fmt: skip
+
 # The audit rows themselves are chained, not MACed one by one (audit/chain.py); what a
 # deleted tail would change is each tenant's head.
 AUDIT_HEADS = Authenticated(
@@ -128,5 +138,6 @@ AUDIT_HEADS = Authenticated(
 
 REGISTRY: tuple[Authenticated, ...] = (
     TOKENS, POLICY_VERSIONS, APPROVALS, APPROVAL_VOTES, AUDIT_HEADS, ACCOUNTS, DELETED_ACCOUNTS,
+    WALLET_MULTISIGS,
     APPROVER_CREDENTIALS, APPROVER_INVITES,
 )  # fmt: skip

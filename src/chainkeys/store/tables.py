@@ -329,6 +329,7 @@ wallet_multisigs = Table(
     Column("xpubs", Text, nullable=False),  # JSON: the other members, as given
     Column("descriptor", Text, nullable=False),  # the receive chain, ranged, with checksum
     Column("created_ms", BigInteger, nullable=False),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: the members are facts
     Index("ix_wallet_multisigs_tenant_wallet", "tenant_id", "wallet_id"),
 )
 

@@ -123,7 +123,7 @@ class WalletMultisigService:
         details = {"wallet": wallet.id, "multisig": row.id, "threshold": threshold,
                    "members": len(keys)}  # fmt: skip
         async with self.db.write() as tx:
-            await WalletMultisigs.insert(tx, row)
+            await WalletMultisigs.insert(tx, opened(self.barrier.integrity), row)
             await Audit.insert(tx, audit_event(who, "wallet.multisig", "ok", family=family,
                                                details=details))  # fmt: skip
         return WalletMultisigView(row, path, own.descriptor_key())
@@ -134,7 +134,8 @@ class WalletMultisigService:
 
     async def _row(self, who: Principal, wallet_id: str, ms_id: str) -> WalletMultisigRow:
         async with self.db.read() as tx:
-            row = await WalletMultisigs.get(tx, who.tenant_id, wallet_id, ms_id[:32])
+            row = await WalletMultisigs.get(tx, opened(self.barrier.integrity), who.tenant_id,
+                                            wallet_id, ms_id[:32])  # fmt: skip
         if row is None:
             raise MultisigNotFound()
         if not who.may_use(row.family):
@@ -252,7 +253,8 @@ class WalletMultisigService:
         once, for the wallet's own member keys)."""
         wallet, seed = await self.wallets.opened(who, ref)
         async with self.db.read() as tx:
-            rows = await WalletMultisigs.of_wallet(tx, who.tenant_id, wallet.id)
+            rows = await WalletMultisigs.of_wallet(tx, opened(self.barrier.integrity),
+                                                   who.tenant_id, wallet.id)  # fmt: skip
         return [self._view(seed, r) for r in rows if who.may_use(r.family)]
 
     @staticmethod

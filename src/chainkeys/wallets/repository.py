@@ -9,8 +9,10 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, insert, or_, select, update
 
 from chainkeys.errors import Conflict
+from chainkeys.store.integrity import WALLET_MULTISIGS
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import wallet_counters, wallet_multisigs, wallets
+from chainkeys.vault.integrity import Integrity
 from chainkeys.vault.seal import Context
 
 
@@ -260,10 +262,14 @@ class WalletMultisigRow:
 
 _m = wallet_multisigs.c
 _MS_COLUMNS = (_m.id, _m.tenant_id, _m.wallet_id, _m.family, _m.network, _m.address_type,
-               _m.threshold, _m.account, _m.xpubs, _m.descriptor, _m.created_ms)  # fmt: skip
+               _m.threshold, _m.account, _m.xpubs, _m.descriptor, _m.created_ms,
+               _m.mac)  # fmt: skip
 
 
-def _multisig(r: Any) -> WalletMultisigRow:
+def _multisig(integrity: Integrity, r: Any) -> WalletMultisigRow:
+    """The row, if its MAC holds: its members and descriptor decide every address a new
+    index derives, so a writer's co-signer key must never reach a derivation."""
+    integrity.check(WALLET_MULTISIGS, r._mapping, f"the multisig registration {r.id!r}")
     return WalletMultisigRow(r.id, r.tenant_id, r.wallet_id, r.family, r.network,
                              r.address_type, int(r.threshold), int(r.account),
                              json.loads(r.xpubs), r.descriptor, int(r.created_ms))  # fmt: skip
@@ -271,27 +277,32 @@ def _multisig(r: Any) -> WalletMultisigRow:
 
 class WalletMultisigs:
     @staticmethod
-    async def insert(tx: Tx, row: WalletMultisigRow) -> None:
-        values = {c.name: getattr(row, c.name) for c in _MS_COLUMNS}
+    async def insert(tx: Tx, integrity: Integrity, row: WalletMultisigRow) -> None:
+        values = {c.name: getattr(row, c.name) for c in _MS_COLUMNS if c.name != "mac"}
         values["xpubs"] = json.dumps(row.xpubs)
+        values["mac"] = integrity.mac(WALLET_MULTISIGS, values)
         await tx.execute(insert(wallet_multisigs).values(**values))
 
     @staticmethod
-    async def get(tx: Tx, tenant_id: str, wallet_id: str, ms_id: str) -> WalletMultisigRow | None:
+    async def get(
+        tx: Tx, integrity: Integrity, tenant_id: str, wallet_id: str, ms_id: str
+    ) -> WalletMultisigRow | None:
         stmt = select(*_MS_COLUMNS).where(_m.tenant_id == tenant_id, _m.wallet_id == wallet_id,
                                           _m.id == ms_id)  # fmt: skip
         found = (await tx.execute(stmt)).first()
-        return None if found is None else _multisig(found)
+        return None if found is None else _multisig(integrity, found)
 
     @staticmethod
-    async def wallet_of(tx: Tx, tenant_id: str, ms_id: str) -> str | None:
-        """The wallet an HD multisig registration derives from."""
-        stmt = select(_m.wallet_id).where(_m.tenant_id == tenant_id, _m.id == ms_id)
+    async def wallet_of(tx: Tx, integrity: Integrity, tenant_id: str, ms_id: str) -> str | None:
+        """The wallet an HD multisig registration derives from (its row checked)."""
+        stmt = select(*_MS_COLUMNS).where(_m.tenant_id == tenant_id, _m.id == ms_id)
         found = (await tx.execute(stmt)).first()
-        return None if found is None else str(found[0])
+        return None if found is None else _multisig(integrity, found).wallet_id
 
     @staticmethod
-    async def of_wallet(tx: Tx, tenant_id: str, wallet_id: str) -> list[WalletMultisigRow]:
+    async def of_wallet(
+        tx: Tx, integrity: Integrity, tenant_id: str, wallet_id: str
+    ) -> list[WalletMultisigRow]:
         stmt = select(*_MS_COLUMNS).where(_m.tenant_id == tenant_id, _m.wallet_id == wallet_id
                                           ).order_by(_m.seq).limit(1000)  # fmt: skip
-        return [_multisig(r) for r in (await tx.execute(stmt)).all()]
+        return [_multisig(integrity, r) for r in (await tx.execute(stmt)).all()]
