@@ -28,7 +28,7 @@ edited); rolling the whole database back to an older copy is not detected.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from sqlalchemy import bindparam, delete, insert, select, update
@@ -50,7 +50,6 @@ _h = audit_heads.c
 ROW_COLUMNS: Final = ("id", *AUDIT_COLUMNS)
 # What a link covers: the previous link and the row, bound to the record "audit link".
 LINK = Authenticated(audit, "audit link", ("prev", *ROW_COLUMNS), {})
-
 _SET_CHAIN = Prepared(
     update(audit).where(_u.id == bindparam("row_id")).values(chain=bindparam("link")),
     ("link", "row_id"),
@@ -119,7 +118,7 @@ async def _link_batch(db: Backend, integrity: Integrity, horizon: int) -> int:
         stmt = select(*(_u[c] for c in ROW_COLUMNS)).where(_u.id > cursor.last_id)
         rows = (await tx.execute(stmt.order_by(_u.id).limit(BATCH))).all()
         changed: dict[str, Head] = {}
-        count = 0
+        links: list[tuple[int, str]] = []
         for found in rows:
             row = dict(found._mapping)
             if row["created_ms"] >= horizon:  # in id order: nothing past an unsettled row
@@ -127,18 +126,18 @@ async def _link_batch(db: Backend, integrity: Integrity, horizon: int) -> int:
             key = tenant_key(row["tenant_id"])
             head = changed.get(key) or heads.get(key) or Head(key, 0, 0, "")
             chain = link(integrity, head.chain, row)
-            await tx.execute(_SET_CHAIN, {"link": chain, "row_id": row["id"]})
+            links.append((row["id"], chain))
             changed[key] = Head(key, row["id"], head.rows + 1, chain)
-            cursor = replace(cursor, last_id=row["id"], rows=cursor.rows + 1)
-            count += 1
-        if count:
-            changed[CURSOR] = cursor
+        for row_id, chain in links:
+            await tx.execute(_SET_CHAIN, {"link": chain, "row_id": row_id})
+        if links:
+            changed[CURSOR] = Head(CURSOR, links[-1][0], cursor.rows + len(links), "")
             for head in changed.values():
-                values = head.values()
+                values_ = head.values()
                 await tx.execute(delete(audit_heads).where(_h.tenant_key == head.tenant_key))
-                mac = integrity.mac(AUDIT_HEADS, values)
-                await tx.execute(insert(audit_heads).values(**values, mac=mac))
-        return count
+                mac = integrity.mac(AUDIT_HEADS, values_)
+                await tx.execute(insert(audit_heads).values(**values_, mac=mac))
+        return len(links)
 
 
 @dataclass(frozen=True, slots=True)
