@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import http.client
+import logging
 import multiprocessing
 import os
 import shutil
@@ -233,6 +234,11 @@ def serve(settings: Settings, workers: int) -> None:
     at import).
     """
     workers = worker_count(settings, workers)
+    if workers > 1 and settings.rate_limit_per_second and settings.redis_url is None:
+        logging.getLogger("chainkeys").warning(
+            "rate limit: %d workers each count on their own (a token gets up to %d times "
+            "CHAINKEYS_RATE_LIMIT_PER_SECOND); set CHAINKEYS_REDIS_URL to share one budget",
+            workers, workers)  # fmt: skip
     shared: str | None = None
     os.environ[SUPERVISOR_PID] = str(os.getpid())  # the workers' parent (die_with_parent)
     if workers > 1 or settings.metrics_port is not None:
