@@ -45,6 +45,16 @@ BEYOND_SCHEMA: dict[str, Rule] = {
     r"POST /wallets/\{wallet\}/(multisig/\{multisig\}/)?accounts": _rule(
         "invalid_index", "index + count stays below 2^31 (JSON Schema has no sum of two fields)"
     ),
+    r"POST /approvers/me/credentials(/options)?": _rule(
+        "passkeys_not_configured registration_invalid",
+        "passkeys need the server's public URL (an operator's setting, not the request's), "
+        "and a credential is an attestation an authenticator made for this server's challenge",
+    ),
+    r"POST /approvals/\{id\}/(approve|reject)": _rule(
+        "invalid_text",
+        "an assertion is WebAuthn's free-form response object: a text in it holding NUL or an "
+        "unpaired surrogate is refused, as everywhere (below)",
+    ),
     r"GET /wallets/\{wallet\}/xpub": _rule(
         "invalid_option unknown_network invalid_format",
         "the options must fit the family, and an OpenAPI query parameter cannot depend on another",

@@ -27,6 +27,7 @@ from tests.conftest import (
     drop_pg_database,
     free_port,
     make_pg_database,
+    wait_for,
 )
 
 VECTORS = json.loads((Path(__file__).parent / "chains" / "vectors" / "vectors.json").read_text())
@@ -432,3 +433,20 @@ def test_sigterm_does_not_wait_past_the_shutdown_deadline(
     log = proc.log_path.read_text()
     assert "Traceback" not in log
     assert "shutdown completed" in log.splitlines()[-1]  # the last line is not lost in a buffer
+
+
+def test_serve_starts_one_worker_per_core(env: dict[str, str], tmp_path: Path) -> None:
+    """With no --workers and CHAINKEYS_WORKERS at its default (auto), `chainkeys serve`
+    runs one worker per core this process may use (the suite's own servers run one)."""
+    cores = len(os.sched_getaffinity(0))
+    log = tmp_path / "server.log"
+    proc = start({**env, "CHAINKEYS_WORKERS": "auto"}, log)
+    try:
+        wait_for(lambda: len(set(re.findall(r"Started worker-(\d+)", log.read_text()))) >= cores,
+                 f"{cores} workers started")  # fmt: skip
+        assert proc.popen.poll() is None
+    finally:
+        proc.stop()
+    assert set(re.findall(r"Spawning worker-(\d+)", log.read_text())) == {
+        str(n) for n in range(1, cores + 1)
+    }

@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
 
     host: str = "127.0.0.1"
+    # `serve`'s worker processes when --workers is not given: "auto" (one per core the
+    # process may use, one under shamir) or a number (api/serve.py worker_count)
+    workers: str = Field(default="auto", pattern=r"^(auto|[1-9][0-9]{0,2})$")
     port: int = Field(default=8000, ge=1, le=65535)
 
     # A generated private key is returned once in the create response.

@@ -92,14 +92,14 @@ def serve(
     port: Annotated[int | None, typer.Option(help="port (CHAINKEYS_PORT)")] = None,
     data_dir: DataDir = None,
     workers: Annotated[
-        int,
+        int | None,
         typer.Option(
             parser=worker_count,
             metavar="N|auto",
-            show_default="auto",
+            show_default="CHAINKEYS_WORKERS, auto",
             help="worker processes; auto: one per core (one under shamir)",
         ),
-    ] = 0,
+    ] = None,
 ) -> None:
     """Start the HTTP API.
 
@@ -119,6 +119,8 @@ def serve(
         os.environ["CHAINKEYS_PORT"] = str(port)
     settings = settings_for(data_dir)
     logs.configure(settings.log_level, settings.log_json)
+    if workers is None:
+        workers = worker_count(settings.workers)
     try:
         lock = claim_port(settings.host, settings.port)
     except ChainkeysError as exc:
