@@ -31,8 +31,10 @@ function freePort() {
 
 export async function startChainkeys() {
   const dir = mkdtempSync(join(tmpdir(), "chainkeys-js-"));
-  // The caller's own CHAINKEYS_* (e.g. CHAINKEYS_BIN) are not server settings.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("CHAINKEYS_")));
+  // The caller's own CHAINKEYS_* (e.g. CHAINKEYS_BIN) are not server settings; the
+  // worker count is (scripts/test runs the suites' servers with one).
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(
+    ([k]) => !k.startsWith("CHAINKEYS_") || k === "CHAINKEYS_WORKERS"));
   const env = { ...inherited, CHAINKEYS_MASTER_KEY: MASTER_KEY, CHAINKEYS_DATA_DIR: dir };
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;

@@ -87,8 +87,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         )
     data_dir = tmp_path_factory.mktemp("chainkeys-data")
     port = free_port()
-    env = {  # the caller's own CHAINKEYS_* (e.g. CHAINKEYS_BIN) are not server settings
-        **{k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")},
+    env = {  # the caller's own CHAINKEYS_* (e.g. CHAINKEYS_BIN) are not server settings;
+        # the worker count is (scripts/test runs the suites' servers with one)
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("CHAINKEYS_") or k == "CHAINKEYS_WORKERS"
+        },
         "CHAINKEYS_MASTER_KEY": MASTER_KEY,
         "CHAINKEYS_DATA_DIR": str(data_dir),
         "CHAINKEYS_EXPORT_ENABLED": "true",

@@ -115,11 +115,17 @@ def approval_routes(list_max_limit: int) -> list[Route]:
                        "or a token with its label; one vote per person. The vote that reaches "
                        "the quorum signs (the policy and caps are checked again). On a request "
                        "whose rule says `passkey`, the vote carries `assertion` or `signature` "
-                       "(GET /approvals/{id}/challenge)."),
+                       "(GET /approvals/{id}/challenge). Beyond the schema: `assertion` is "
+                       "WebAuthn's free-form response object, and a text in it holding NUL "
+                       "or an unpaired surrogate is refused (400 `invalid_text`)."),
         "reject": Doc("rejectApproval", "Reject (one rejection ends the request)", TAG,
                       aps.ApprovalResponse, errors, request=aps.RejectBody,
                       request_required=False, parameters=item,
-                      examples={"reject": {"reason": "unknown payee"}}),
+                      examples={"reject": {"reason": "unknown payee"}},
+                      description="On a request whose rule says `passkey`, the rejection "
+                      "carries `assertion` or `signature` as an approval does. Beyond the "
+                      "schema: a text in `assertion` holding NUL or an unpaired surrogate is "
+                      "refused (400 `invalid_text`)."),
         "cancel": Doc("cancelApproval", "Cancel your own pending request", TAG,
                       aps.ApprovalResponse, errors, parameters=item),
         "challenge": Doc("approvalChallenge", "WebAuthn request options to sign a vote with",

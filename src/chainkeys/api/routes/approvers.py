@@ -70,9 +70,16 @@ def approver_routes() -> list[Route]:
                        examples={"code": {"code": "cki_3q2-7wVb1XyZ0aBcDeFgHi"}},
                        description="The code is an operator's (chainkeys approver invite: 15 "
                        "minutes, for this token's label and group). Resident key and user "
-                       "verification required; the RP is CHAINKEYS_PUBLIC_URL's host."),
+                       "verification required; the RP is CHAINKEYS_PUBLIC_URL's host. Beyond "
+                       "the schema: without CHAINKEYS_PUBLIC_URL on the server, 400 "
+                       "`passkeys_not_configured`."),
         "register": Doc("registerApproverCredential", "Enrol a passkey (spends the code)", TAG,
-                        aps.CredentialCreatedResponse, errors, request=aps.CredentialBody),
+                        aps.CredentialCreatedResponse, errors, request=aps.CredentialBody,
+                        description="`credential` is the authenticator's registration "
+                        "response (PublicKeyCredential.toJSON()). Beyond the schema: it must "
+                        "be an attestation made for this server's challenge and origin (400 "
+                        "`registration_invalid`); without CHAINKEYS_PUBLIC_URL, 400 "
+                        "`passkeys_not_configured`."),
         "list": Doc("listApproverCredentials", "Your passkeys and keys", TAG,
                     aps.CredentialListResponse, ERRORS_AUTH),
         "remove": Doc("removeApproverCredential", "Revoke one of your credentials", TAG,
