@@ -4,7 +4,8 @@
 // request's challenge, sent with the vote by ChainkeysClient.approve.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { generateKeyPairSync, sign } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,16 +15,20 @@ import { CHAINKEYS_BIN, repoRoot, startChainkeys } from "./server.mjs";
 const COSMOS = JSON.parse(readFileSync(join(repoRoot, "tests/chains/vectors/cosmos_signing.json"), "utf8"));
 let ck, env;
 
-function cli(...args) {
-  return execFileSync(CHAINKEYS_BIN, [...args, "--data-dir", ck.dir], { env, encoding: "utf8" });
+// The CLI runs without blocking the event loop: a blocked loop cannot see the server
+// close an idle keep-alive connection, and the next request would be sent on it.
+const run = promisify(execFile);
+async function cli(...args) {
+  const { stdout } = await run(CHAINKEYS_BIN, [...args, "--data-dir", ck.dir], { env, encoding: "utf8" });
+  return stdout;
 }
 
-function approver(label, publicKeyPem) {
-  const token = cli("token", "create", "--tenant", "t1", "--label", label, "--scope", "approve",
-    "--group", "keys").trim().split("\n").pop().trim();
+async function approver(label, publicKeyPem) {
+  const token = (await cli("token", "create", "--tenant", "t1", "--label", label, "--scope", "approve",
+    "--group", "keys")).trim().split("\n").pop().trim();
   const file = join(ck.dir, `${label}.pem`);
   writeFileSync(file, publicKeyPem);
-  const id = cli("approver", "add-key", "--tenant", "t1", "--label", label, "--group", "keys", "--key", file).split(" ")[2];
+  const id = (await cli("approver", "add-key", "--tenant", "t1", "--label", label, "--group", "keys", "--key", file)).split(" ")[2];
   return { token, id, client: new ChainkeysClient({ url: ck.url, token, account: COSMOS.address }) };
 }
 
@@ -36,7 +41,7 @@ before(async () => {
   const policy = join(ck.dir, "policy.json");
   writeFileSync(policy, JSON.stringify({ rules: [{ family: "cosmos", network: "cosmoshub",
     approval: { quorum: 2, group: "keys", passkey: true } }] }));
-  cli("policy", "set", "t1", policy);
+  await cli("policy", "set", "t1", policy);
   await ck.api("POST", "/cosmos", { private_key: "00".repeat(31) + "01" });
 });
 
@@ -45,8 +50,8 @@ after(async () => { await ck?.stop(); });
 test("a vote signed by a script key counts; the approve token alone does not", async () => {
   const ed = generateKeyPairSync("ed25519");
   const p256 = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const alice = approver("alice", ed.publicKey.export({ type: "spki", format: "pem" }));
-  const bob = approver("bob", p256.publicKey.export({ type: "spki", format: "pem" }));
+  const alice = await approver("alice", ed.publicKey.export({ type: "spki", format: "pem" }));
+  const bob = await approver("bob", p256.publicKey.export({ type: "spki", format: "pem" }));
   const waiting = (await ck.api("POST", `/cosmos/${COSMOS.address}/sign-transfer`, COSMOS["sign-transfer"].request)).data;
   assert.equal(waiting.state, "pending");
   assert.equal(waiting.passkey, true);
