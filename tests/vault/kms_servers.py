@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import socket
@@ -20,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import chainkeys_cli, drop_pg_database, make_pg_database
@@ -77,6 +79,15 @@ class Store:
         """A new log path (a server's stderr; its stdout beside it as .out)."""
         n = len(list(self.tmp.glob("*.log")))
         return self.tmp / f"{n:02d}-{name}.log"
+
+    def wrapped_blob(self) -> dict[str, Any]:
+        """The fields of the store's one wrapped master key (`meta`, vault/wrapped.py)."""
+        from tests.hsm.conftest import env_rows
+
+        rows = env_rows(self.env, "SELECT value FROM meta WHERE key = 'master_key_wrapped'")
+        assert len(rows) == 1, rows
+        fields: dict[str, Any] = json.loads(bytes(rows[0][0]))
+        return fields
 
 
 @contextlib.contextmanager

@@ -63,13 +63,6 @@ def awskms_env(store: Store, url: str, key: str) -> dict[str, str]:
             "CHAINKEYS_AWSKMS_KEY_ID": key}  # fmt: skip
 
 
-def blob(store: Store) -> dict[str, Any]:
-    rows = env_rows(store.env, "SELECT value FROM meta WHERE key = 'master_key_wrapped'")
-    assert len(rows) == 1, rows
-    fields: dict[str, Any] = json.loads(bytes(rows[0][0]))
-    return fields
-
-
 def refused(store: Store, env: dict[str, str], name: str) -> str:
     """A one-line refusal (tests/hsm/conftest.py refused_start) holding no AWS secret."""
     log = store.log(f"refused-{name}")
@@ -89,7 +82,7 @@ def test_start_restart_sign_and_the_blob_names_kms_and_the_store(kms: str, store
     env = awskms_env(store, kms, alias)
     token = serve_and_check(env, store.log("first"))
     serve_and_check(env, store.log("restart"), token)  # unwrapped again: the same account
-    fields = blob(store)
+    fields = store.wrapped_blob()
     assert fields["provider"] == "awskms" and fields["key_arn"] == arn
     assert fields["where"] == f"AWS KMS key {alias}"
     ((store_id,),) = env_rows(store.env, "SELECT value FROM meta WHERE key = 'store_id'")
@@ -158,14 +151,14 @@ def test_rotating_the_master_key_under_kms(kms: str, store: Store) -> None:
     alias, _ = make_key(kms, "rotate")
     env = awskms_env(store, kms, alias)
     token = serve_and_check(env, store.log("first"))
-    before = blob(store)["master_key_id"]
+    before = store.wrapped_blob()["master_key_id"]
     proc = start(env, store.log("running"))  # rotated online, under a running server
     try:
         rotated = store.cli("key", "rotate", **env)
         assert rotated.returncode == 0, rotated.stderr
     finally:
         assert "Traceback" not in proc.stop()
-    after = blob(store)
+    after = store.wrapped_blob()
     assert after["master_key_id"] != before and after["master_key_id"] in rotated.stdout
     rows = env_rows(store.env, "SELECT key FROM meta WHERE key = 'master_key_wrapped_next'")
     assert rows == []

@@ -9,7 +9,6 @@ a rotation of the data master key and a move file → kmip → file.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import free_port
-from tests.hsm.conftest import env_rows, refused_start, serve_and_check
+from tests.hsm.conftest import refused_start, serve_and_check
 from tests.test_process import first_token, start
 from tests.vault.kms_servers import Store, Tls, make_tls, new_store, pykmip_server
 
@@ -92,13 +91,6 @@ def kmip_env(store: Store, kmip: Kmip, key_id: str) -> dict[str, str]:
             "CHAINKEYS_KMIP_CA": str(kmip.tls.ca), "CHAINKEYS_KMIP_KEY_ID": key_id}  # fmt: skip
 
 
-def blob(store: Store) -> dict[str, Any]:
-    rows = env_rows(store.env, "SELECT value FROM meta WHERE key = 'master_key_wrapped'")
-    assert len(rows) == 1, rows
-    fields: dict[str, Any] = json.loads(bytes(rows[0][0]))
-    return fields
-
-
 def refused(store: Store, env: dict[str, str], name: str) -> str:
     """A one-line refusal holding no private key (tests/hsm/conftest.py refused_start)."""
     log = store.log(f"refused-{name}")
@@ -114,7 +106,7 @@ def test_start_restart_sign_and_the_blob(kmip: Kmip, store: Store) -> None:
     env = kmip_env(store, kmip, key_id)
     token = serve_and_check(env, store.log("first"))
     serve_and_check(env, store.log("restart"), token)
-    fields = blob(store)
+    fields = store.wrapped_blob()
     assert fields["provider"] == "kmip" and fields["key_id"] == key_id
     assert fields["mode"] == "AES-CBC-PKCS5"
     assert fields["where"] == f"KMIP key {key_id} at 127.0.0.1:{kmip.port}"
@@ -166,10 +158,10 @@ def test_rotation_and_a_move_file_to_kmip_and_back(kmip: Kmip, store: Store) -> 
     key_file.rename(store.tmp / "master.key.archived")
     serve_and_check(env, store.log("kmip"), token)
     # The data master key rotates under the KMIP key (no server running: nothing to wait).
-    before = blob(store)["master_key_id"]
+    before = store.wrapped_blob()["master_key_id"]
     rotated = store.cli("key", "rotate", **env)
     assert rotated.returncode == 0, rotated.stderr
-    assert blob(store)["master_key_id"] != before
+    assert store.wrapped_blob()["master_key_id"] != before
     serve_and_check(env, store.log("rotated"), token)
     back = store.cli("key", "move", "--to", "file", **env)
     assert back.returncode == 0, back.stderr

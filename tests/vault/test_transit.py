@@ -12,7 +12,6 @@ OpenBao; a move file → transit → file.
 from __future__ import annotations
 
 import base64
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -80,13 +79,6 @@ def transit_env(store: Store, addr: str, key: str, token_file: Path) -> dict[str
             "CHAINKEYS_TRANSIT_TOKEN_FILE": str(token_file)}  # fmt: skip
 
 
-def blob(store: Store) -> dict[str, Any]:
-    rows = env_rows(store.env, "SELECT value FROM meta WHERE key = 'master_key_wrapped'")
-    assert len(rows) == 1, rows
-    fields: dict[str, Any] = json.loads(bytes(rows[0][0]))
-    return fields
-
-
 def refused(store: Store, env: dict[str, str], name: str) -> str:
     """A one-line refusal naming no token (tests/hsm/conftest.py refused_start)."""
     log = store.log(f"refused-{name}")
@@ -105,7 +97,7 @@ def test_start_restart_and_a_rotated_transit_key_is_rewrapped(bao: Bao, store: S
     env = transit_env(store, bao.addr, key, token_file)
     token = serve_and_check(env, store.log("first"))
     serve_and_check(env, store.log("restart"), token)
-    fields = blob(store)
+    fields = store.wrapped_blob()
     assert fields["provider"] == "transit" and fields["key"] == key
     assert fields["key_version"] == 1 and fields["ciphertext"].startswith("vault:v1:")
     assert fields["where"] == f"transit key transit/{key} at {bao.addr}"
@@ -124,7 +116,7 @@ def test_start_restart_and_a_rotated_transit_key_is_rewrapped(bao: Bao, store: S
     # The transit key rotates: the next start rewraps under v2, and v1 may then go.
     bao.client.secrets.transit.rotate_key(key)
     serve_and_check(env, store.log("rewrapped"), token)
-    fields = blob(store)
+    fields = store.wrapped_blob()
     assert fields["key_version"] == 2 and fields["ciphertext"].startswith("vault:v2:")
     bao.client.secrets.transit.update_key_configuration(key, min_decryption_version=2)
     serve_and_check(env, store.log("min-version"), token)
@@ -151,14 +143,14 @@ def test_refusals_name_openbao_and_a_rotation_under_transit(bao: Bao, store: Sto
     assert f"wrapped by transit key transit/{key}" in says
     assert "CHAINKEYS_MASTER_KEY_PROVIDER=transit" in says
     # The data master key rotates under transit, a server running.
-    before = blob(store)["master_key_id"]
+    before = store.wrapped_blob()["master_key_id"]
     proc = start(env, store.log("running"))
     try:
         rotated = store.cli("key", "rotate", **env)
         assert rotated.returncode == 0, rotated.stderr
     finally:
         assert "Traceback" not in proc.stop()
-    assert blob(store)["master_key_id"] not in (before, None)
+    assert store.wrapped_blob()["master_key_id"] not in (before, None)
     serve_and_check(env, store.log("after-rotate"), token)
 
 
