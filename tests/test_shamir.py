@@ -351,6 +351,20 @@ def test_refusals_at_start_and_init(tmp_path: Path) -> None:
     assert "cks1-" not in again.stdout
     file_key = chainkeys_cli("token", "list", env={**env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"})
     assert file_key.returncode == 0  # listing needs no key
+    as_file = {**env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"}
+    for args, settings, says in (
+        (["--shares", "3", "--threshold", "2"], env, "`chainkeys operator rekey`"),
+        (["--shares", "3"], as_file, "give --shares N --threshold K"),
+    ):  # no new shares are printed for a move refused before it starts
+        moved = chainkeys_cli("key", "move", "--to", "shamir", *args, env=settings)
+        assert moved.returncode == 1 and says in moved.stderr, moved.stderr
+        assert "cks1-" not in moved.stdout
+    moved = chainkeys_cli("key", "move", "--to", "shamir", "--shares", "3", "--threshold", "2",
+                          env=as_file)  # fmt: skip
+    assert moved.returncode == 1 and "PROVIDER=shamir" in moved.stderr, moved.stderr
+    assert "the shares printed above open nothing" in moved.stderr
+    moved = chainkeys_cli("key", "move", "--to", "file", "--shares", "3", env=as_file)
+    assert moved.returncode == 1 and "--shares and --threshold are for --to shamir" in moved.stderr
 
 
 def test_a_seal_lets_the_keys_go(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """One store's master key moved through every key service and back, online:
-file → awskms (moto) → transit (OpenBao) → kmip (PyKMIP) → file, each move run with
-the settings of where the key is and the target's, the account signing after every
-restart, and a start with the provider the key just left naming the one it went to.
+file → awskms (moto) → transit (OpenBao) → kmip (PyKMIP) → shamir → file, each move
+run with the settings of where the key is and the target's, the account signing after
+every restart (the shamir start sealed until 3 of the 5 shares the move printed), and
+a start with the provider the key just left naming the one it went to.
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ import itertools
 import time
 from pathlib import Path
 
+import httpx
 import pytest
+from tests.api.test_sign_cosmos import TRANSFER
+from tests.conftest import TLS
 from tests.hsm.conftest import env_rows, refused_start, serve_and_check
 from tests.test_process import first_token, start
+from tests.test_shamir import SHARE_LINE, cli_with_input
 from tests.vault.kms_servers import (
     ROOT_TOKEN,
     moto_server,
@@ -56,6 +61,7 @@ def test_file_awskms_transit_kmip_file(tmp_path: Path) -> None:
             ("awskms", awskms_env(store, kms, alias)),
             ("transit", transit_env(store, addr, transit_key, token_file)),
             ("kmip", kmip_env(store, kmip, kmip_key)),
+            ("shamir", {**store.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "shamir"}),
             ("file", {**store.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"}),
         ]
         every = {k: v for _, env in places for k, v in env.items()}  # every service's settings
@@ -65,12 +71,25 @@ def test_file_awskms_transit_kmip_file(tmp_path: Path) -> None:
         serve_and_check(places[0][1], store.log("file-account"), token)
         key_file = Path(store.env["CHAINKEYS_DATA_DIR"]) / "master.key"
         original = key_file.read_text()
+        shares: list[str] = []
         for (source, source_env), (target, target_env) in itertools.pairwise(places):
-            moved = store.cli("key", "move", "--to", target, **{**every, **source_env})
+            args = ["key", "move", "--to", target]
+            if target == "shamir":
+                args += ["--shares", "5", "--threshold", "3"]
+            given = "\n".join(shares[1:4]) + "\n" if source == "shamir" else ""
+            moved = cli_with_input(args, given, {**every, **source_env})
             assert moved.returncode == 0, moved.stderr
             if source == "file":
                 key_file.rename(tmp_path / "master.key.archived")  # the key in KMS only
-            serve_and_check(target_env, store.log(f"{target}-moved"), token)  # a restart
+                assert f"then delete {key_file}" in moved.stdout
+            if target == "shamir":
+                shares = [m[2] for m in map(SHARE_LINE.fullmatch, moved.stdout.splitlines()) if m]
+                assert len(shares) == 5 and moved.stdout.index(shares[4]) < moved.stdout.index(
+                    "is now kept by"
+                )  # shown before the move wrote anything
+                serve_sealed_and_check(target_env, store.log("shamir-moved"), token, shares)
+            else:
+                serve_and_check(target_env, store.log(f"{target}-moved"), token)  # a restart
             if target != "file":
                 says = refused_start(source_env, store.log(f"refused-{source}"))
                 assert f"CHAINKEYS_MASTER_KEY_PROVIDER={target}" in says
@@ -78,6 +97,26 @@ def test_file_awskms_transit_kmip_file(tmp_path: Path) -> None:
                                               "WHERE key = 'master_key_wrapped'")  # fmt: skip
                 assert f'"provider":"{target}"' in bytes(blob[0]).decode()
         assert key_file.read_text() == original  # the same master key all along
+        assert not env_rows(store.env, "SELECT 1 FROM meta WHERE key = 'master_key_wrapped'")
+
+
+def serve_sealed_and_check(env: dict[str, str], log: Path, token: str, shares: list[str]) -> None:
+    """A shamir start: 503 `sealed` until 3 of the 5 shares, then the account signs."""
+    proc = start(env, log)
+    address = TRANSFER["fromAddress"]
+    try:
+        with httpx.Client(verify=TLS, base_url=proc.base_url, timeout=30,
+                          headers={"Authorization": token}) as c:  # fmt: skip
+            for share in shares[:3]:
+                r = c.post(f"/cosmos/{address}/sign-transfer", json=TRANSFER)
+                assert (r.status_code, r.json()["code"]) == (503, "sealed"), r.text
+                assert c.post("/sys/unseal", json={"share": share}).status_code == 200
+            assert c.get("/readyz").status_code == 200
+            signed = c.post(f"/cosmos/{address}/sign-transfer", json=TRANSFER)
+            assert signed.status_code == 200, signed.text
+    finally:
+        out = proc.stop()
+    assert "Traceback" not in out and not any(share in out for share in shares)
 
 
 def test_the_registry_and_the_setting_name_the_same_providers() -> None:

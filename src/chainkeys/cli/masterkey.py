@@ -7,8 +7,10 @@ from typing import Annotated
 import typer
 
 from chainkeys.cli.common import DataDir, fail, group, run, run_admin, settings_for, when
+from chainkeys.cli.operator import print_shares
 from chainkeys.errors import ChainkeysError
 from chainkeys.vault.providers import PROVIDERS
+from chainkeys.vault.shamir import UNSEALER, GivenKey, UnsealKey, split
 
 key_app = group("Master-key rotation and where the key lives.")
 hsm_app = group("The HSM (PKCS#11) key that wraps the master key.")
@@ -124,6 +126,12 @@ def key_move(
     token_label: Annotated[
         str | None, typer.Option(help="pkcs11: the token (default: CHAINKEYS_PKCS11_TOKEN_LABEL)")
     ] = None,
+    shares: Annotated[
+        int | None, typer.Option(min=1, max=255, help="shamir: how many unseal shares to print")
+    ] = None,
+    threshold: Annotated[
+        int | None, typer.Option(min=1, max=255, help="shamir: how many shares open the store")
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Move the master key from the configured provider to another (or to another key of
@@ -131,10 +139,20 @@ def key_move(
     again if interrupted.
 
     Then set CHAINKEYS_MASTER_KEY_PROVIDER (and the target's settings) to the new
-    place and restart every replica.
+    place and restart every replica. --to shamir --shares N --threshold K prints N new
+    shares, any K of which open the store, before the move writes anything: they are
+    shown only this once.
     """
     if to not in _targets():
         fail(f"--to {to!r}: use one of {', '.join(_targets())}")
+    settings = settings_for(data_dir)
+    if to == "shamir":
+        if settings.key_provider == "shamir":
+            fail("the master key is held by Shamir shares already: `chainkeys operator "
+                 "rekey` makes new shares from a quorum of the current ones")  # fmt: skip
+        new_shares(shares, threshold)
+    elif shares is not None or threshold is not None:
+        fail("--shares and --threshold are for --to shamir")
     overrides: dict[str, str] = {}
     named = key or key_label
     setting = PROVIDERS[to].key_setting
@@ -147,11 +165,41 @@ def key_move(
             fail("--token-label is for --to pkcs11")
         overrides["pkcs11_token_label"] = token_label
 
-    moved = run_admin(settings_for(data_dir), lambda a: a.keys.move(to, overrides))
+    try:
+        moved = run_admin(settings, lambda a: a.keys.move(to, overrides))
+    except typer.Exit:
+        if to == "shamir":
+            typer.echo("chainkeys: the move did not finish: the shares printed above open "
+                       "nothing unless a shamir start asks for their set", err=True)  # fmt: skip
+        raise
     note = " (it was there already)" if moved.already else ""
     typer.echo(f"master key {moved.key_id} is now kept by {moved.to}{note}")
     hint = f" and CHAINKEYS_{setting.upper()}={named}" if named and setting else ""
     typer.echo(f"next: start every replica with CHAINKEYS_MASTER_KEY_PROVIDER={to}{hint}")
+    if to == "shamir":
+        typer.echo("each replica then starts sealed until operators give it the shares "
+                   "(`chainkeys operator unseal --url URL`)")  # fmt: skip
+    if settings.key_provider == "file" and settings.key_file.exists():
+        typer.echo(f"then delete {settings.key_file} (and its copies on other hosts): "
+                   "while it exists, the master key is on this disk too")  # fmt: skip
+
+
+def new_shares(shares: int | None, threshold: int | None) -> None:
+    """Make the unseal key and print its shares before anything is written, so a move
+    that lands has shares that were already shown; this command's unsealer is then the
+    new key (it opens only its own share set)."""
+    if shares is None or threshold is None:
+        fail("--to shamir: give --shares N --threshold K")
+    unseal = UnsealKey.new()
+    try:
+        share_set, made = split(unseal, shares, threshold)
+    except ChainkeysError as exc:
+        fail(exc.message)
+    typer.echo(f"share set {share_set.set_id}: {shares} shares, any {threshold} of which open "
+               "the store once the move below finishes. They are shown only this once: give "
+               "one to each operator.")  # fmt: skip
+    print_shares([s.text() for s in made])
+    UNSEALER.set(GivenKey(unseal, share_set))
 
 
 @hsm_app.command("init")

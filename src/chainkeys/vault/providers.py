@@ -338,9 +338,7 @@ PROVIDERS: dict[str, Kind] = {
     "file": Kind("chainkeys.vault.providers:file_provider", "a key file (0600)"),
     "env": Kind("chainkeys.vault.providers:env_provider", "CHAINKEYS_MASTER_KEY", target=False),
     "pkcs11": Kind("chainkeys.vault.pkcs11:from_settings", "an HSM (PKCS#11)", "pkcs11_key_label"),
-    "shamir": Kind(
-        "chainkeys.vault.shamir:from_settings", "operators' Shamir shares", target=False
-    ),
+    "shamir": Kind("chainkeys.vault.shamir:from_settings", "operators' Shamir shares"),
     "awskms": Kind("chainkeys.vault.awskms:from_settings", "an AWS KMS key", "awskms_key_id"),
     "transit": Kind("chainkeys.vault.transit:from_settings", "a transit key", "transit_key"),
     "kmip": Kind("chainkeys.vault.kmip:from_settings", "a KMIP server's AES key", "kmip_key_id"),

@@ -294,6 +294,13 @@ class GivenKey:
         return "GivenKey(***)"
 
     async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
+        if self._new is not None and share_set.set_id != self._new.set_id:
+            # New shares open only their own set: the store is held by older ones.
+            raise StartupError(
+                f"this store's master key is held by Shamir share set {share_set.set_id} "
+                f"already ({share_set.threshold} of {share_set.shares}): `chainkeys operator "
+                "rekey` makes new shares from a quorum of those"
+            )
         return self._key
 
     def new_set(self) -> tuple[UnsealKey, ShareSet] | None:
@@ -371,10 +378,17 @@ class ShamirKeyProvider:
         return []  # only the current key's blob is kept (the ring holds the older keys)
 
     async def adopt(self, key: MasterKey) -> bool:
-        raise StartupError(
-            "moving a master key to Shamir shares is not supported yet: create the store "
-            "with `chainkeys init --shares N --threshold K`"
-        )
+        """Wrap `key` under the new shares' unseal key (`chainkeys key move --to shamir
+        --shares N --threshold K` made them) and keep the blob, replacing another
+        provider's wrapped key in one write; a key file stays until the operator removes
+        it."""
+        fresh = self._source().new_set()
+        if fresh is None:
+            raise StartupError("a move to Shamir shares makes new shares: `chainkeys key move "
+                               "--to shamir --shares N --threshold K`")  # fmt: skip
+        unseal, share_set = fresh
+        await self._blobs.put(SHAMIR_WRAPPED, wrap(key, unseal, share_set))
+        return False
 
     async def release(self) -> None:
         """Delete the blob if the shares' key wrapped it (a move to a wrapped provider
