@@ -1,8 +1,9 @@
 """A replica stopped (SIGSTOP) across a key rotation and retirement, then resumed.
 
 What a paused VM, swap or a long pause does to one of several processes: it misses
-the rotation (its heartbeat ages out, so the rotation stops waiting for it) and the
-retirement of the key it holds. When it resumes, its barrier must not seal anything
+the rotation (its heartbeat ages out, so the rotation stops waiting for it, saying so)
+and, since retiring the key it holds would strand it, `key retire` refuses, naming it,
+until the operator names it with `--gone`. When it resumes, its barrier must not seal anything
 with the retired key (it re-reads the ring before sealing: the fence, and refuses
 when it cannot learn the current key), nothing may be lost, and every process
 started afterwards with the current key alone opens everything.
@@ -52,6 +53,15 @@ def tree(pid: int) -> list[int]:
 def signal_tree(pid: int, sig: int) -> None:
     for p in tree(pid):
         os.kill(p, sig)
+
+
+def process_of(env: dict[str, str], pids: list[int]) -> str:
+    """The heartbeat id (`chainkeys key list`) of the one server process among `pids`."""
+    listed = chainkeys_cli("key", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines()]
+    (process,) = [r[0] for r in rows if len(r) > 3 and r[2].isdigit() and int(r[2]) in pids]
+    return process
 
 
 def sealed_key_ids(url: str) -> set[str]:
@@ -105,7 +115,14 @@ def test_a_replica_stopped_across_rotate_and_retire_seals_nothing_with_the_retir
             running = [pool.submit(load.run, i) for i in range(2)]
             rotated = chainkeys_cli("key", "rotate", "--wait", "120", env=env_a, timeout=300)
             assert rotated.returncode == 0, rotated.stderr + rotated.stdout
-            retired = chainkeys_cli("key", "retire", env=env_a, timeout=60)
+            stopped = process_of(env_a, tree(b.popen.pid))
+            assert "not waiting for 1 process(es) whose heartbeat stopped" in rotated.stderr
+            # B's heartbeat stopped, but a stalled process is not an ended one: retiring
+            # the key B holds would strand it, so it is refused until B is named.
+            refused = chainkeys_cli("key", "retire", env=env_a, timeout=60)
+            assert refused.returncode == 1 and stopped in refused.stderr, refused.stderr
+            assert "--gone PROCESS" in refused.stderr
+            retired = chainkeys_cli("key", "retire", "--gone", stopped, env=env_a, timeout=60)
             assert retired.returncode == 0, retired.stderr + retired.stdout
             load.stop.set()
             for f in running:

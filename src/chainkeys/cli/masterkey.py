@@ -44,16 +44,26 @@ def key_rotate(
 
 
 @key_app.command("retire")
-def key_retire(data_dir: DataDir = None) -> None:
+def key_retire(
+    gone: Annotated[
+        list[str] | None,
+        typer.Option(help="a process (id from `chainkeys key list`) known to have ended"),
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
     """Stop older master keys from sealing, once no secret and no running server uses
     one.
 
     They stay in the store's key ring under the current key (whatever a late
     process sealed with one still opens) and unwrap nothing; retired key files are
     removed. Refused, saying what it waits for, while something still needs an older
-    key. `chainkeys key destroy` forgets a retired key for good.
+    key: a secret sealed with one, or a process that seals with one, however long ago
+    its heartbeat was (a stalled process could never learn the current key after a
+    retire); restart those, or name one you know has ended with --gone.
+    `chainkeys key destroy` forgets a retired key for good.
     """
-    report = run(settings_for(data_dir), lambda svc: svc.keys.retire())
+    names = frozenset(gone or ())
+    report = run(settings_for(data_dir), lambda svc: svc.keys.retire(names))
     for path in report.removed:
         typer.echo(f"removed {path}")
     retired = ", ".join(report.retired) or "none"

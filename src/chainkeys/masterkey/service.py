@@ -70,6 +70,30 @@ def describe(users: list[KeyUser], now: int) -> str:
     ) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
 
 
+def refuse_if_behind(
+    users: list[KeyUser], current: str, since_ms: int, refresh_seconds: float
+) -> None:
+    """Conflict naming the processes that still seal with a key other than `current`:
+    the live ones, which switch within the refresh, and the stalled ones (heartbeat
+    older than the liveness window), which need a restart or `--gone`."""
+    sealing = [u for u in users if u.sealing_key_id != current]
+    if not sealing:
+        return
+    live = [u for u in sealing if u.seen_ms >= since_ms]
+    stalled = [u for u in sealing if u.seen_ms < since_ms]
+    parts = []
+    if live:
+        parts.append(f"{len(live)} running process(es) still seal with an older key: "
+                     f"{describe(live, now_ms())}; each switches within {refresh_seconds:g} s "
+                     "of a rotation")  # fmt: skip
+    if stalled:
+        parts.append(f"{len(stalled)} process(es) whose heartbeat stopped still seal with an "
+                     f"older key: {describe(stalled, now_ms())}; a stalled one could never "
+                     "learn the current key after a retire: restart it, or if it has ended, "
+                     "name it with --gone PROCESS")  # fmt: skip
+    raise Conflict("; ".join(parts) + "; nothing was retired")
+
+
 class KeyService:
     """Master-key rotation, retirement and destruction, online and resumable."""
 
@@ -162,10 +186,16 @@ class KeyService:
         deadline = loop.time() + wait_seconds
         told = False
         while True:
+            since = live_since(self.settings.key_refresh_seconds)
             async with self.db.read() as tx:
-                live = await KeyUsers.live(tx, live_since(self.settings.key_refresh_seconds))
-            behind = [u for u in live if u.sealing_key_id != key_id]
+                users = await KeyUsers.all(tx)
+            behind = [u for u in users if u.sealing_key_id != key_id and u.seen_ms >= since]
             if not behind:
+                stalled = [u for u in users if u.sealing_key_id != key_id]
+                if stalled and say is not None:
+                    say(f"not waiting for {len(stalled)} process(es) whose heartbeat stopped: "
+                        f"{describe(stalled, now_ms())}; `chainkeys key retire` refuses until "
+                        "each switches, stops cleanly or is named with --gone")  # fmt: skip
                 return
             if say is not None and not told:
                 say(f"waiting for {len(behind)} running process(es) to seal with key {key_id}: "
@@ -204,35 +234,38 @@ class KeyService:
 
     # -- retire and destroy ----------------------------------------------------------------
 
-    async def retire(self) -> RetireReport:
+    async def retire(self, gone: frozenset[str] = frozenset()) -> RetireReport:
         """Every key but the current one stops sealing and unwrapping anything, once no
-        secret and no live process uses one. The ring keeps each under the current key
-        (so whatever a late process sealed still opens); the provider's own copies of
-        older keys go (their files, `key.retired-*`)."""
+        secret and no process uses one. The ring keeps each under the current key (so
+        whatever a late process sealed still opens); the provider's own copies of older
+        keys go (their files, `key.retired-*`).
+
+        A process counts however old its heartbeat: one stalled past the liveness window
+        (starved, paused, swapped out) still holds only the older key, and once the ring
+        no longer wraps the current key under it, it could never learn it again. It is
+        refused until the process switches, stops cleanly, or is named in `gone` (the
+        operator knows it has ended: its heartbeat goes). The check is made in the
+        transaction that retires, so no switch is missed between the two."""
         provider = self._provider()
         vault, terms = await self._keys(provider)
         current = vault.key_id
-        async with self.db.read() as tx:
-            used = await SealedColumns.key_ids(tx)
-            live = await KeyUsers.live(tx, live_since(self.settings.key_refresh_seconds))
-        if used - {current}:
-            raise Conflict(
-                f"secrets are still sealed by key id {', '.join(sorted(used - {current}))}: "
-                "run `chainkeys key rotate` (it resumes) before retiring"
-            )
-        sealing = [u for u in live if u.sealing_key_id != current]
-        if sealing:
-            raise Conflict(
-                f"{len(sealing)} running process(es) still seal with an older key: "
-                f"{describe(sealing, now_ms())}; each switches within "
-                f"{self.settings.key_refresh_seconds:g} s of a rotation (or stop it)"
-            )
         older = [t.key_id for t in terms if t.key_id != current and t.destroyed_ms is None]
         lost = [k for k in older if not vault.holds(k)]
         if lost:  # never drop a wrapping of a key the ring could not keep under the current
             raise Conflict(f"key id {', '.join(lost)} is not held (neither the provider nor "
                            "the ring gives it): nothing was retired")  # fmt: skip
+        since = live_since(self.settings.key_refresh_seconds)
         async with self.db.write() as tx:
+            used = await SealedColumns.key_ids(tx)
+            if used - {current}:
+                raise Conflict(
+                    f"secrets are still sealed by key id {', '.join(sorted(used - {current}))}: "
+                    "run `chainkeys key rotate` (it resumes) before retiring"
+                )
+            users = [u for u in await KeyUsers.all(tx) if u.process not in gone]
+            refuse_if_behind(users, current, since, self.settings.key_refresh_seconds)
+            for process in sorted(gone):
+                await KeyUsers.remove(tx, process)
             have = {(e.key_id, e.wrapped_by) for e in await Ring.entries(tx)}
             for key_id in older:
                 if (key_id, current) not in have:
@@ -242,11 +275,11 @@ class KeyService:
             await Terms.retire_all_but(tx, current, now_ms())
             for key_id in older:
                 await Ring.drop_wrapped_by(tx, key_id)
-            details = {"retired": retired}
+            details = {"retired": retired, "gone": sorted(gone)}
             await Audit.insert(tx, audit_event(None, "key.retire", "ok", account_name=current,
                                                details=details))  # fmt: skip
         removed = await provider.retire()
-        rooted = [u for u in live if u.root_key_id != current]
+        rooted = [u for u in users if u.seen_ms >= since and u.root_key_id != current]
         return RetireReport(current, retired, removed, rooted)
 
     async def destroy(self, key_id: str, gone: frozenset[str] = frozenset()) -> int:

@@ -198,10 +198,6 @@ class KeyUsers:
         rows = (await tx.execute(_USERS)).all()
         return [KeyUser(r[0], r[1], int(r[2]), r[3], r[4], int(r[5]), r[6] or "") for r in rows]
 
-    @staticmethod
-    async def live(tx: Tx, since_ms: int) -> list[KeyUser]:
-        return [u for u in await KeyUsers.all(tx) if u.seen_ms >= since_ms]
-
 
 class MetaBlobs:
     """`providers.Blobs` in the `meta` table: blobs no master key sealed (key_id NULL)."""
