@@ -50,6 +50,35 @@ def test_every_pin_has_a_hash_and_the_runtime_lock_covers_the_dependencies() -> 
         assert dep.split("==")[0].split("[")[0].lower() in runtime, dep
 
 
+def test_every_library_the_service_imports_is_a_declared_dependency() -> None:
+    """What `pip install chainkeys` (or the runtime lock) gives is what src/ imports: a
+    library imported by the service but pinned only for the tests (httpx, once) would
+    make an installed server fail at start."""
+    import ast
+    import importlib.metadata
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {d.split("==")[0].split("[")[0].lower().replace("_", "-") for d in declared}
+    owners = importlib.metadata.packages_distributions()
+    missing = set()
+    for path in (ROOT / "src" / "chainkeys").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                if top == "chainkeys" or top in sys.stdlib_module_names:
+                    continue
+                dists = {d.lower().replace("_", "-") for d in owners.get(top, [top])}
+                if not dists & names:
+                    missing.add(f"{top} ({path.relative_to(ROOT)})")
+    assert not missing, sorted(missing)
+
+
 def test_compose_runs_chainkeys_with_postgres_and_redis() -> None:
     doc = yaml.safe_load((ROOT / "compose.yaml").read_text())
     services = doc["services"]
