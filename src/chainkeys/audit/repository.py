@@ -96,9 +96,10 @@ class Audit:
 
     @staticmethod
     async def record(db: Backend, event: AuditEvent) -> None:
-        """`insert` as a write of its own (a signature without caps, a refusal, a step
-        done elsewhere): appended, so concurrent ones share a commit (Backend.append)."""
-        await db.append(_INSERT_AUDIT, event.params())
+        """`insert` as a write of its own (a refusal, a step done elsewhere): one
+        statement, so no transaction around it (Backend.write's one_statement)."""
+        async with db.write(one_statement=True) as tx:
+            await tx.execute(_INSERT_AUDIT, event.params())
 
     @staticmethod
     async def page(tx: Tx, q: AuditQuery, after: int, limit: int) -> list[AuditEvent]:

@@ -16,7 +16,7 @@ from typing import Protocol, TypeVar
 from sqlalchemy import Connection
 
 from chainkeys.config import Settings
-from chainkeys.store.sql import CopySession, Params, Prepared, Tx
+from chainkeys.store.sql import CopySession, Tx
 
 T = TypeVar("T")
 
@@ -39,13 +39,6 @@ class Backend(Protocol):
         promises a single statement, which is then the whole write: atomic on its own
         and kept whatever the body does after it (PostgreSQL skips BEGIN and COMMIT,
         SQLite the savepoint); a second statement is refused."""
-        ...
-
-    async def append(self, stmt: Prepared, params: Params) -> None:
-        """One row added by a plain INSERT as a write of its own (an audit row), returned
-        once committed. Rows appended together may share one commit (PostgreSQL sends
-        them as one batch: store/postgres/appender.py; SQLite's writes share its group
-        commit anyway), but each row is kept or refused on its own."""
         ...
 
     def change_counter(self) -> int | None:

@@ -18,10 +18,9 @@ from sqlalchemy.pool import NullPool
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
-from chainkeys.store.postgres.appender import Appender
-from chainkeys.store.postgres.pool import PgPool, pg_dsn, plan_of
+from chainkeys.store.postgres.pool import PgPool, pg_dsn
 from chainkeys.store.postgres.watch import WATCH_EVERY, PgChanges
-from chainkeys.store.sql import CopySession, Params, Prepared, Tx, storage_errors
+from chainkeys.store.sql import CopySession, Tx, storage_errors
 
 STARTUP_LOCK = 0x636B6579  # "ckey": the advisory lock id for start-up
 STARTUP_WAIT_SECONDS = 300.0
@@ -49,7 +48,6 @@ class PostgresBackend:
         self.settings = settings
         self._watch = PgChanges(pg_dsn(url), settings.db_connect_timeout)
         self._pool = PgPool(url, settings, self._watch)
-        self._appender = Appender(self._pool)
         self._engine: AsyncEngine | None = None
 
     def engine(self) -> AsyncEngine:
@@ -70,7 +68,6 @@ class PostgresBackend:
         return self._engine
 
     async def close(self) -> None:
-        await self._appender.close()
         await self._watch.close()
         await self._pool.close()
         if self._engine is not None:
@@ -86,11 +83,6 @@ class PostgresBackend:
         runs without BEGIN and COMMIT (atomic on its own: two round trips fewer); a
         second statement is refused."""
         return self._pool.session(write=not one_statement, statements=1 if one_statement else 0)
-
-    async def append(self, stmt: Prepared, params: Params) -> None:
-        """The row joins this loop iteration's batch (appender.py)."""
-        plan = plan_of(stmt)
-        await self._appender.append(plan, plan.args(params))
 
     def change_counter(self) -> int | None:
         """The notifications counted while the watch holds its lease (None: no lease; a

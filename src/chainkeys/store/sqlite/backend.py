@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, Executable, Table
 
 from chainkeys.config import Settings
-from chainkeys.store.sql import CopySession, Params, Prepared, Tx, storage_errors
+from chainkeys.store.sql import CopySession, Tx, storage_errors
 from chainkeys.store.sqlite.batch import (
     MAX_BATCH,
     Batch,
@@ -202,10 +202,6 @@ class SqliteBackend:
         runs without a savepoint (its statement is atomic on its own).
         """
         return self._sqlite_write(one_statement)
-
-    async def append(self, stmt: Prepared, params: Params) -> None:
-        async with self.write(one_statement=True) as tx:
-            await tx.execute(stmt, params)
 
     @contextlib.asynccontextmanager
     async def _sqlite_write(self, one_statement: bool) -> AsyncIterator[Tx]:
