@@ -162,3 +162,20 @@ def test_sqlite_runs_a_create_as_one_statement_without_a_savepoint(tmp_path: Pat
     assert verbs == {"BEGIN", "INSERT", "COMMIT"}, seen
     inserts = {s for s in seen if s.upper().startswith("INSERT")}
     assert len(inserts) == 5 and all("account_created" in s for s in inserts), seen
+
+
+def test_audit_rows_recorded_at_once_each_stand_alone(url: str) -> None:
+    """Audit.record (a signature's or a refusal's audit row, a write of its own): thirty
+    at once (one group commit on SQLite), a row the database refuses fails alone, and
+    every other call returns only once its row is there for another connection."""
+
+    async def main(db: Backend) -> Any:
+        events = [event(f"r{i}", action=None if i == 7 else "sign") for i in range(30)]
+        outcomes = await asyncio.gather(*(Audit.record(db, e) for e in events),
+                                        return_exceptions=True)  # fmt: skip
+        return outcomes, await stored(db)
+
+    outcomes, (_, audit) = run(url, main)
+    assert isinstance(outcomes[7], IntegrityError), outcomes  # audit.action is NOT NULL
+    assert all(o is None for i, o in enumerate(outcomes) if i != 7), outcomes
+    assert audit == sorted(("sign", f"r{i}") for i in range(30) if i != 7)
