@@ -111,6 +111,23 @@ def test_modules_are_small_enough_to_read_in_one_sitting() -> None:
     assert {p: n for p, n in sizes.items() if n > 450} == {}
 
 
+def test_only_the_vault_holds_master_keys() -> None:
+    """`Vault` (the keys themselves) is private to vault/: every other package seals,
+    opens, rotates and retires through the process's barrier, its fence and its
+    heartbeat, never with a key set of its own."""
+    found = []
+    for path in SRC.rglob("*.py"):
+        if path.relative_to(SRC).parts[0] == "vault":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "chainkeys.vault"
+            ):
+                found += [f"{path.relative_to(SRC)}: {a.name}" for a in node.names
+                          if a.name in ("Vault", "learn_keys")]  # fmt: skip
+    assert found == []
+
+
 def test_no_engine_test_outside_the_store() -> None:
     """Domain code asks the store for capabilities (`Tx.serialize`,
     `Backend.write(one_statement=True)`, `Backend.has_change_counter`), never for its

@@ -288,7 +288,7 @@ async def open_services(
         accounts,
         tokens,
         AuditService(db, settings, cursors),
-        KeyService(db, settings),
+        KeyService(db, settings, barrier),
         policies,
         SigningService(db, barrier, accounts, policies, approvals, tokens),
         wallets,

@@ -95,8 +95,9 @@ def test_a_value_sealed_late_with_a_retired_key_still_opens_and_blocks_destroy(
 ) -> None:
     """No key is lost by an online operation: the ring keeps a retired key under the
     current one, so whatever a late process sealed with it opens after a restart with
-    the current key alone; destroying the key is refused while such a value exists or
-    a process that used the key has a heartbeat, however old."""
+    the current key alone; retiring the key a stalled process holds is refused until
+    the operator names it gone; destroying the key is refused while such a value exists
+    or a process that used the key has a heartbeat, however old."""
     from chainkeys.errors import Conflict
     from chainkeys.vault.repository import Meta
 
@@ -109,9 +110,13 @@ def test_a_value_sealed_late_with_a_retired_key_still_opens_and_blocks_destroy(
         # it stalls: its heartbeat ages out, and the rotation stops waiting for it
         with clock.shift(live_window_ms(svc.settings.key_refresh_seconds) + 1):
             await operator.keys.rotate(wait_seconds=0)
-            retired = await operator.keys.retire()
+            # retiring the key a stalled process holds is refused until it is named gone
+            with pytest.raises(Conflict, match=f"heartbeat stopped.*{svc.barrier.process}"):
+                await operator.keys.retire()
+            retired = await operator.keys.retire(frozenset({svc.barrier.process}))
         assert retired.retired == [old]
-        async with operator.db.write() as tx:  # then the value it sealed before lands
+        await svc.barrier.beat()  # it was not gone after all: it resumes, holding the old key
+        async with operator.db.write() as tx:  # and the value it sealed before lands
             await Meta.insert(tx, "late-value", sealed.blob, sealed.key_id)
         with pytest.raises(Conflict, match="still sealed with key"):
             await operator.keys.destroy(old)

@@ -16,10 +16,9 @@ from typing import Any
 from chainkeys.config import Settings
 from chainkeys.errors import Conflict, StartupError
 from chainkeys.store.backend import Backend
-from chainkeys.vault.opening import CHECK_CONTEXT
-from chainkeys.vault.providers import PROVIDERS, WRAPPED_NEXT, MasterKey, provider_for
-from chainkeys.vault.repository import CHECK_KEY, Meta, MetaBlobs
-from chainkeys.vault.seal import SealError, Vault
+from chainkeys.vault.opening import check_opens
+from chainkeys.vault.providers import PROVIDERS, WRAPPED_NEXT, provider_for
+from chainkeys.vault.repository import MetaBlobs
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +58,3 @@ async def move(db: Backend, settings: Settings, to: str,
     await target.adopt(key)
     await source.release()
     return Moved(key.id, target.description, already=False)
-
-
-async def check_opens(db: Backend, key: MasterKey) -> None:
-    async with db.read() as tx:
-        check = await Meta.get(tx, CHECK_KEY)
-    if check is None:
-        raise StartupError("this store has no master-key check record: start it once first")
-    try:
-        Vault(key, []).open(check[0], check[1] or "", CHECK_CONTEXT)
-    except SealError:
-        raise StartupError(
-            f"the master key from the configured provider (id {key.id}) does not open this store"
-        ) from None

@@ -1,5 +1,10 @@
 """The operator's master-key workflows on top of the barrier: rotate, retire, destroy.
 
+Every key they use is the process's barrier's (vault/barrier.py): the keys it opened
+at start and learns from the ring, its fence before each seal, its heartbeat while a
+rotation re-seals (the CLI process counts as a process that seals, and leaves when
+done). Nothing here holds a key of its own.
+
 A rotation (1) makes the next key, (2) publishes it in one transaction: a new term,
 the new key under the current one (so every running process learns it within
 `key_refresh_seconds`) and every past key under the new one (so the new key alone
@@ -25,14 +30,14 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import Conflict, NotFound
+from chainkeys.errors import Conflict, NotFound, StartupError
 from chainkeys.masterkey import moves
 from chainkeys.store.backend import Backend
 from chainkeys.store.sealed import REGISTRY, SealedColumn, SealedColumns
-from chainkeys.vault.barrier import current_term, learn_keys, live_since, wrap
+from chainkeys.vault.barrier import Barrier, current_term, live_since, wrap
 from chainkeys.vault.providers import KeyProvider, provider_for
 from chainkeys.vault.repository import KeyUser, KeyUsers, MetaBlobs, Ring, Term, Terms
-from chainkeys.vault.seal import Context, SealError, Vault
+from chainkeys.vault.seal import Context, SealError
 
 RESEAL_PASSES = 5  # a process that sealed just before it switched leaves a row behind
 
@@ -99,23 +104,23 @@ class KeyService:
 
     BATCH = 500
 
-    def __init__(self, db: Backend, settings: Settings) -> None:
+    def __init__(self, db: Backend, settings: Settings, barrier: Barrier | None = None) -> None:
         self.db = db
         self.settings = settings
+        self.barrier = barrier  # None where only moves run (they read no sealed value)
 
     def _provider(self) -> KeyProvider:
         return provider_for(self.settings, MetaBlobs(self.db))
 
-    async def _keys(self, provider: KeyProvider) -> tuple[Vault, list[Term]]:
-        """Every key the provider and the ring give, and the store's terms."""
-        vault = Vault(await provider.load(create=False), await provider.others())
+    async def _keys(self) -> tuple[Barrier, list[Term]]:
+        """The barrier, its view of the ring fresh (it seals with the current term's key
+        when it holds it), and the store's terms."""
+        if self.barrier is None:
+            raise StartupError("this command opened no master key")
+        await self.barrier.learn()
         async with self.db.read() as tx:
-            learn_keys(vault, await Ring.entries(tx))
             terms = await Terms.all(tx)
-        current = current_term(terms)
-        if current is not None and vault.holds(current.key_id):
-            vault.use(current.key_id)
-        return vault, terms
+        return self.barrier, terms
 
     async def state(self) -> KeyState:
         async with self.db.read() as tx:
@@ -137,22 +142,29 @@ class KeyService:
         HSM, the next key waits wrapped beside the current one.
         """
         provider = self._provider()
-        vault, terms = await self._keys(provider)
-        root = vault.root  # the provider's key; the store's current one may be newer
+        barrier, terms = await self._keys()
+        root = barrier.root  # the provider's key; the store's current one may be newer
         new = await provider.begin_rotation(root)
-        vault.add(new)
-        await self._publish(vault, vault.current.id, new.id, terms)
-        vault.use(new.id)
-        await self._wait_for_processes(new.id, wait_seconds, say)
-        resealed: dict[str, int] = {c.name: 0 for c in REGISTRY}
-        left: set[str] = set()
-        for _ in range(RESEAL_PASSES):
-            for col in REGISTRY:
-                resealed[col.name] += await self._reseal(vault, col)
-            async with self.db.read() as tx:
-                left = (await SealedColumns.key_ids(tx)) - {new.id}
-            if not left:
-                break
+        barrier.add(new)
+        await self._publish(barrier, barrier.key_id, new.id, terms)
+        await barrier.learn()  # the new term: the barrier seals with the new key now
+        if barrier.key_id != new.id:
+            raise Conflict(f"another rotation published a newer key than {new.id} meanwhile: "
+                           "run `chainkeys key rotate` again once it has finished")  # fmt: skip
+        await barrier.beat()  # this process re-seals: it counts among those that seal
+        try:
+            await self._wait_for_processes(new.id, wait_seconds, say)
+            resealed: dict[str, int] = {c.name: 0 for c in REGISTRY}
+            left: set[str] = set()
+            for _ in range(RESEAL_PASSES):
+                for col in REGISTRY:
+                    resealed[col.name] += await self._reseal(barrier, col)
+                async with self.db.read() as tx:
+                    left = (await SealedColumns.key_ids(tx)) - {new.id}
+                if not left:
+                    break
+        finally:
+            await barrier.leave()
         if left:
             raise Conflict(f"secrets sealed with key id {', '.join(sorted(left))} remain after "
                            f"{RESEAL_PASSES} passes; run `chainkeys key rotate` again")  # fmt: skip
@@ -160,7 +172,7 @@ class KeyService:
         await Audit.record(self.db, audit_event(None, "key.rotate", "ok", account_name=new.id))
         return RotationReport(new.id, resealed, kept)
 
-    async def _publish(self, vault: Vault, old: str, new: str, terms: list[Term]) -> None:
+    async def _publish(self, barrier: Barrier, old: str, new: str, terms: list[Term]) -> None:
         """One transaction: the new term; the new key under the key that seals now (every
         running process holds that one); every past key not destroyed under the new one.
         From its commit, the new key alone opens everything."""
@@ -169,10 +181,11 @@ class KeyService:
             await Terms.add(tx, new, now_ms(), await Terms.all(tx))
             have = {(e.key_id, e.wrapped_by) for e in await Ring.entries(tx)}
             wanted = [(new, old)] if old != new else []
-            wanted += [(k.id, new) for k in vault.held() if k.id != new and k.id not in destroyed]
+            wanted += [(k.id, new) for k in barrier.held()
+                       if k.id != new and k.id not in destroyed]  # fmt: skip
             for key_id, under in wanted:
                 if (key_id, under) not in have:
-                    await Ring.insert(tx, wrap(vault.key(key_id), vault.key(under)))
+                    await Ring.insert(tx, wrap(barrier.key(key_id), barrier.key(under)))
 
     async def _wait_for_processes(
         self, key_id: str, wait_seconds: float, say: Callable[[str], None] | None
@@ -210,26 +223,26 @@ class KeyService:
                 )
             await asyncio.sleep(0.25)
 
-    async def _reseal(self, vault: Vault, col: SealedColumn) -> int:
+    async def _reseal(self, barrier: Barrier, col: SealedColumn) -> int:
         """One registered column, a batch per transaction, until nothing in it is sealed
         by another key (rows re-sealed leave the batch's query)."""
         done = 0
         while True:
             async with self.db.read() as tx:
-                rows = await SealedColumns.not_sealed_by(tx, col, vault.key_id, self.BATCH)
+                rows = await SealedColumns.not_sealed_by(tx, col, barrier.key_id, self.BATCH)
             if not rows:
                 return done
             async with self.db.write() as tx:
                 for row in rows:
                     context = Context(row.aad[1], row.aad[2], row.aad[3], purpose=row.aad[0])
                     try:
-                        plain = vault.open(row.blob, row.key_id, context)
+                        plain = await barrier.open_async(row.blob, row.key_id, context)
                     except SealError:
                         raise Conflict(f"a value in {col.name} (sealed with key {row.key_id}) "
                                        "does not open with the keys held; nothing more was "
                                        "re-sealed") from None  # fmt: skip
-                    if await SealedColumns.reseal(tx, row, vault.seal(plain, context),
-                                                  vault.key_id):  # fmt: skip
+                    sealed = await barrier.seal(plain, context)  # (through the fence)
+                    if await SealedColumns.reseal(tx, row, sealed.blob, sealed.key_id):
                         done += 1
 
     # -- retire and destroy ----------------------------------------------------------------
@@ -247,10 +260,10 @@ class KeyService:
         operator knows it has ended: its heartbeat goes). The check is made in the
         transaction that retires, so no switch is missed between the two."""
         provider = self._provider()
-        vault, terms = await self._keys(provider)
-        current = vault.key_id
+        barrier, terms = await self._keys()
+        current = barrier.key_id
         older = [t.key_id for t in terms if t.key_id != current and t.destroyed_ms is None]
-        lost = [k for k in older if not vault.holds(k)]
+        lost = [k for k in older if not barrier.holds(k)]
         if lost:  # never drop a wrapping of a key the ring could not keep under the current
             raise Conflict(f"key id {', '.join(lost)} is not held (neither the provider nor "
                            "the ring gives it): nothing was retired")  # fmt: skip
@@ -269,7 +282,7 @@ class KeyService:
             have = {(e.key_id, e.wrapped_by) for e in await Ring.entries(tx)}
             for key_id in older:
                 if (key_id, current) not in have:
-                    await Ring.insert(tx, wrap(vault.key(key_id), vault.current))
+                    await Ring.insert(tx, wrap(barrier.key(key_id), barrier.current))
             retired = [t.key_id for t in terms if t.key_id != current and t.retired_ms is None
                        and t.destroyed_ms is None]  # fmt: skip
             await Terms.retire_all_but(tx, current, now_ms())

@@ -128,6 +128,29 @@ class Barrier:
     def holds(self, key_id: str) -> bool:
         return self.vault.holds(key_id)
 
+    # -- what key rotation and retirement use (masterkey/service.py) -----------------------
+
+    @property
+    def root(self) -> MasterKey:
+        """The key the provider gave at start (the store's current one may be newer)."""
+        return self.vault.root
+
+    @property
+    def current(self) -> MasterKey:
+        """The key this process seals with."""
+        return self.vault.current
+
+    def key(self, key_id: str) -> MasterKey:
+        return self.vault.key(key_id)
+
+    def held(self) -> list[MasterKey]:
+        return self.vault.held()
+
+    def add(self, key: MasterKey) -> None:
+        """Hold a key that is not in the ring yet (a rotation's new key, before the
+        rotation publishes it); the barrier seals with it once a term names it."""
+        self.vault.add(key)
+
     # -- the ring ------------------------------------------------------------------------
 
     def absorb(self, entries: Iterable[RingEntry], terms: Iterable[Term]) -> bool:

@@ -14,7 +14,7 @@ from chainkeys.errors import StartupError
 from chainkeys.store.backend import Backend
 from chainkeys.store.sealed import SealedColumns
 from chainkeys.vault.barrier import Barrier, current_term
-from chainkeys.vault.providers import provider_for
+from chainkeys.vault.providers import MasterKey, provider_for
 from chainkeys.vault.repository import CHECK_KEY, Meta, MetaBlobs, Ring, Term, Terms
 from chainkeys.vault.seal import Context, SealError, Vault
 
@@ -62,6 +62,21 @@ async def open_barrier(db: Backend, settings: Settings) -> Barrier:
             if await Meta.get(tx, CHECK_KEY) is None:
                 await Meta.insert(tx, CHECK_KEY, sealed_check.blob, sealed_check.key_id)
     return barrier
+
+
+async def check_opens(db: Backend, key: MasterKey) -> None:
+    """StartupError unless `key` opens the store's check record (a move's source and
+    target must hold the store's own key)."""
+    async with db.read() as tx:
+        check = await Meta.get(tx, CHECK_KEY)
+    if check is None:
+        raise StartupError("this store has no master-key check record: start it once first")
+    try:
+        Vault(key, []).open(check[0], check[1] or "", CHECK_CONTEXT)
+    except SealError:
+        raise StartupError(
+            f"the master key from the configured provider (id {key.id}) does not open this store"
+        ) from None
 
 
 def _state(key_id: str, terms: list[Term]) -> str:

@@ -13,11 +13,9 @@ data (`meta`, as the HSM-wrapped key is), so
   waits wrapped under the same unseal key beside the current one.
 
 The sharing is pycryptodome's `Crypto.Protocol.SecretSharing.Shamir` (GF(2^128),
-16-byte secrets), not a field written here. The 32-byte unseal key is shared as
-its two 16-byte halves, each with its own random polynomial, at the same indexes
-(pycryptodome numbers the shares 1..N). Deriving 32 bytes from one shared 16-byte
-seed would be simpler, but would cap the unseal key at 128 bits of entropy; two
-independent halves keep all 256, and K-1 shares still say nothing about either.
+16-byte secrets), not a field written here. The 32-byte unseal key is shared as two
+16-byte halves, each with its own random polynomial, at the same indexes (1..N): one
+shared 16-byte seed would cap the key at 128 bits; K-1 shares say nothing of either.
 
 A share as an operator copies it, on one line:
 
@@ -265,8 +263,7 @@ def unwrap(blob: bytes, unseal: UnsealKey) -> MasterKey:
 
 
 class Unsealer(Protocol):
-    """Where the unseal key comes from in this process: the shares a sealed server was
-    given over HTTP, or an operator at the CLI's prompt."""
+    """Where this process's unseal key comes from: shares given over HTTP, or a prompt."""
 
     async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
         """The unseal key of `share_set` (WrongShares when the shares do not make it)."""
@@ -295,7 +292,6 @@ class GivenKey:
 
     async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
         if self._new is not None and share_set.set_id != self._new.set_id:
-            # New shares open only their own set: the store is held by older ones.
             raise StartupError(
                 f"this store's master key is held by Shamir share set {share_set.set_id} "
                 f"already ({share_set.threshold} of {share_set.shares}): `chainkeys operator "
