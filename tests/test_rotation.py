@@ -194,3 +194,33 @@ def test_rotate_with_environment_keys(settings: Settings) -> None:
             await svc.close()
 
     asyncio.run(after())
+
+
+def test_a_reseal_never_puts_back_a_value_older_than_the_one_stored(settings: Settings) -> None:
+    """A rotation re-seals what it read only if the row still holds exactly that value:
+    a process that has not switched keys yet may have written a newer value under the
+    same old key meanwhile (here, a changed blob), and the re-seal must leave it."""
+    from sqlalchemy import update
+
+    from chainkeys.store.sealed import REGISTRY
+
+    async def main() -> None:
+        svc = await open_services(settings)
+        try:
+            await populate(svc, 5)  # one account left (the last four deleted)
+            col = REGISTRY[0]  # accounts.secret
+            async with svc.db.read() as tx:
+                (row,) = await SealedColumns.not_sealed_by(tx, col, "another-key", 10)
+            newer = row.blob[:-1] + bytes([row.blob[-1] ^ 1])
+            pk = [c == v for c, v in zip(col.table.primary_key.columns, row.pk, strict=True)]
+            async with svc.db.write() as tx:
+                await tx.execute(update(col.table).where(*pk).values({col.blob: newer}))
+            async with svc.db.write() as tx:
+                assert not await SealedColumns.reseal(tx, row, b"re-sealed", "k-next")
+            async with svc.db.read() as tx:
+                (after,) = await SealedColumns.not_sealed_by(tx, col, "another-key", 10)
+            assert (after.blob, after.key_id) == (newer, row.key_id)
+        finally:
+            await svc.close()
+
+    asyncio.run(main())

@@ -274,7 +274,7 @@ async def open_services(
     db, barrier = await _open_store(settings, unseal=True, create=create)
     if barrier is None:
         raise StartupError("the barrier did not open")  # never: unseal=True opens it
-    cursors = Cursors(barrier.vault)
+    cursors = Cursors(barrier)
     accounts = AccountService(db, barrier, settings, cursors)
     policies = PolicyService(db, settings.policy_refresh_seconds, barrier.integrity)
     approvals = ApprovalService(db, settings, cursors, barrier.integrity)

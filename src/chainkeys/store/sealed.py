@@ -155,14 +155,18 @@ class SealedColumns:
 
     @staticmethod
     async def reseal(tx: Tx, row: SealedRow, blob: bytes, key_id: str) -> bool:
-        """Replace a value, only if it is still sealed by the key it was read under."""
+        """Replace a value, only if it is still the very value read: the same blob under
+        the same key. (The key id alone would not do: a process that has not switched
+        yet may have written a newer value under the same old key meanwhile, and
+        re-sealing the one read would put the older value back.)"""
         t, col = row.column.table, row.column
         keys = [c == bindparam(f"pk_{c.name}") for c in t.primary_key.columns]
+        same = [t.c[col.key_id] == bindparam("old_key_id"), t.c[col.blob] == bindparam("old_blob")]
         stmt = (
             update(t)
-            .where(*keys, t.c[col.key_id] == bindparam("old_key_id"))
+            .where(*keys, *same)
             .values({col.blob: bindparam("new_blob"), col.key_id: bindparam("new_key_id")})
         )
         params = {f"pk_{c.name}": v for c, v in zip(t.primary_key.columns, row.pk, strict=True)}
-        params.update(old_key_id=row.key_id, new_blob=blob, new_key_id=key_id)
+        params.update(old_key_id=row.key_id, old_blob=row.blob, new_blob=blob, new_key_id=key_id)
         return bool((await tx.execute(stmt, params)).rowcount)

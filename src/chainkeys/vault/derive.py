@@ -2,7 +2,7 @@
 
 HKDF-SHA256 with a purpose label, so each use gets an independent key and
 none of them is the master key itself. Cursors are made with the key that
-seals now and opened with any key the vault holds, so a page cursor made
+seals now and opened with any key the barrier holds, so a page cursor made
 before a rotation, or by another replica, still works.
 """
 
@@ -11,13 +11,23 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from typing import Protocol
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from chainkeys.vault.providers import MasterKey
-from chainkeys.vault.seal import Vault
+
+
+class Keys(Protocol):
+    """What cursors ask of the barrier (vault/barrier.py): the key that seals now and
+    every key held."""
+
+    @property
+    def current(self) -> MasterKey: ...
+
+    def held(self) -> list[MasterKey]: ...
 
 
 def derive(master: MasterKey, purpose: str) -> bytes:
@@ -33,8 +43,8 @@ class Cursors:
     (or altered, or made up) does not decode: `open` returns None.
     """
 
-    def __init__(self, vault: Vault) -> None:
-        self._vault = vault
+    def __init__(self, keys: Keys) -> None:
+        self._keys = keys
         self._ciphers: dict[str, Cipher[modes.ECB]] = {}
 
     def _aes(self, key: MasterKey) -> Cipher[modes.ECB]:
@@ -50,7 +60,7 @@ class Cursors:
 
     def make(self, row_id: int, scope: str) -> str:
         block = row_id.to_bytes(8, "big") + self._scope(scope)
-        enc = self._aes(self._vault.current).encryptor()
+        enc = self._aes(self._keys.current).encryptor()
         return base64.urlsafe_b64encode(enc.update(block) + enc.finalize()).decode().rstrip("=")
 
     def open(self, cursor: str, scope: str) -> int | None:
@@ -61,7 +71,7 @@ class Cursors:
         if len(raw) != 16:
             return None
         want = self._scope(scope)
-        for key in self._vault.held():
+        for key in self._keys.held():
             dec = self._aes(key).decryptor()
             block = dec.update(raw) + dec.finalize()
             if block[8:] == want:
