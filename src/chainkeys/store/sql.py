@@ -57,22 +57,24 @@ class Prepared:
     for PostgreSQL's.
 
     `columns` names the parameters of an INSERT (which has no bind names of
-    its own until it is compiled for a set of columns). `sqlite` (with its own
-    `sqlite_columns`) is what SQLite runs instead, where the engines need two
-    statements to do one thing (store/joined.py).
+    its own until it is compiled for a set of columns). `sqlite_steps` are what
+    SQLite runs instead, in order and in a savepoint of their own, where it needs
+    several statements for what PostgreSQL does in one (store/joined.py).
     """
 
     __slots__ = (
-        "_defaults", "_get", "_names", "_pg", "_row", "_sql", "_sqlite", "columns", "stmt",
+        "_defaults", "_get", "_names", "_pg", "_row", "_sql", "_sqlite", "columns", "steps",
+        "stmt",
     )  # fmt: skip
 
     def __init__(
         self, stmt: Executable, columns: Sequence[str] = (), *,
-        sqlite: Executable | None = None, sqlite_columns: Sequence[str] = (),
+        sqlite_steps: Sequence[Prepared] = (),
     ) -> None:  # fmt: skip
         self.stmt = stmt
         self.columns = list(columns)
-        self._sqlite = (stmt, self.columns) if sqlite is None else (sqlite, list(sqlite_columns))
+        self.steps = tuple(sqlite_steps)
+        self._sqlite = (stmt, self.columns)
         self._sql: str | None = None
         self._names: list[str] = []
         self._defaults: dict[str, Any] = {}

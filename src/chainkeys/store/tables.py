@@ -143,8 +143,8 @@ audit_heads = Table(
     Column("mac", String(80), nullable=False),
 )
 
-# An account and the audit event of its creation, in one statement (store/joined.py):
-# a create's whole write.
+# An account and the audit event of its creation, one write (store/joined.py): a
+# create's whole write.
 account_created = JoinedInsert(
     "account_created",
     accounts,
@@ -157,7 +157,6 @@ account_created = JoinedInsert(
      ("actor_token_id", "audit_actor"), ("client_request_id", "audit_client_request_id"),
      ("details", "audit_details")),
 )  # fmt: skip
-JOINED = (account_created,)  # SQLite creates their TEMP views on its writer connection
 
 idempotency = Table(
     "idempotency",

@@ -40,7 +40,7 @@ from chainkeys.store.sqlite.batch import (
 )
 from chainkeys.store.sqlite.checkpoint import SAFETY_NET_PAGES, Checkpoints
 from chainkeys.store.sqlite.counter import ChangeCounter, reader_counter
-from chainkeys.store.sqlite.engine import as_sqlite, joined_views, make_engine
+from chainkeys.store.sqlite.engine import as_sqlite, make_engine
 from chainkeys.store.sqlite.full import sqlite_errors, unavailable
 from chainkeys.store.sqlite.read import OneStatementTx, SqliteRead, SyncTx
 
@@ -116,10 +116,8 @@ class SqliteBackend:
         with storage_errors():
             if transaction:
                 with self.engine().begin() as conn:
-                    joined_views(conn, install=False)  # (a migration's renames would check them)
                     return work(conn)
             with self.engine().connect() as conn:
-                joined_views(conn, install=False)
                 return work(conn)
 
     @contextlib.asynccontextmanager
@@ -152,7 +150,6 @@ class SqliteBackend:
                 raw = as_sqlite(conn.connection.driver_connection)
                 raw.execute("PRAGMA busy_timeout=0")  # never busy-wait on the loop; see _begin
                 raw.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")  # see _end_batch
-                joined_views(conn, install=True)
                 self._writer = conn
         return conn
 

@@ -1,16 +1,14 @@
 """SQLite connections as chainkeys opens them: the engine's pragmas on every connection
-(WAL, the durability setting, the busy timeout, foreign keys), and the writer's TEMP
-views of the joined inserts (store/joined.py)."""
+(WAL, the durability setting, the busy timeout, foreign keys)."""
 
 from __future__ import annotations
 
 import sqlite3
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event
 
 from chainkeys.config import Settings
-from chainkeys.store.tables import JOINED
 
 
 def as_sqlite(driver: object) -> sqlite3.Connection:
@@ -18,16 +16,6 @@ def as_sqlite(driver: object) -> sqlite3.Connection:
     if not isinstance(driver, sqlite3.Connection):
         raise TypeError("a SQLite connection is not a sqlite3 connection")
     return driver
-
-
-def joined_views(conn: Connection, install: bool) -> None:
-    """The joined inserts' TEMP views (store/joined.py) on the writer, where writes run;
-    removed from a connection that runs migrations (a pooled connection may have been a
-    writer), whose table renames SQLite checks every trigger against."""
-    raw = as_sqlite(conn.connection.driver_connection)
-    for joined in JOINED:
-        for ddl in joined.sqlite_ddl() if install else [joined.sqlite_drop()]:
-            raw.execute(ddl)
 
 
 def make_engine(url: str, settings: Settings) -> Engine:

@@ -25,6 +25,8 @@ from chainkeys.store.sql import (
 )
 from chainkeys.store.sqlite.full import unavailable
 
+_STEPS = "chainkeys_steps"  # the savepoint around a Prepared's sqlite_steps
+
 
 class Connections(Protocol):
     """What the read context needs of the backend (store/sqlite/backend.py, which builds
@@ -97,6 +99,8 @@ class SyncTx:
                     self.changes.add(changed)
             return ListRows(rows, result.rowcount, pk)
         stmt = cast(Prepared, stmt)  # (an exact type test: isinstance costs more here)
+        if stmt.steps:
+            return await self._steps(stmt.steps, params)
         sql = stmt._sql or stmt.for_sqlite(self._conn.dialect)[0]
         args = stmt.args(params)
         if self.changes is not None and (changed := changed_by(sql)) is not None:
@@ -108,6 +112,20 @@ class SyncTx:
         except sqlite3.Error as exc:
             raise OperationalError(sql, args, exc) from None
         return FastRows(cursor, stmt)
+
+    async def _steps(self, steps: Sequence[Prepared], params: Params) -> Rows:
+        """Statements that are one write on PostgreSQL (store/joined.py), in a savepoint
+        of their own: all kept, or none (a one-statement body has no other)."""
+        self.raw.execute(f"SAVEPOINT {_STEPS}")
+        try:
+            for step in steps:
+                rows = await SyncTx.execute(self, step, params)  # (not a second "statement")
+        except BaseException:
+            self.raw.execute(f"ROLLBACK TO {_STEPS}")
+            self.raw.execute(f"RELEASE {_STEPS}")
+            raise
+        self.raw.execute(f"RELEASE {_STEPS}")
+        return rows
 
     async def serialize(self, scope: str) -> None:
         """SQLite writes one transaction at a time already."""
