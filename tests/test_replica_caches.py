@@ -92,9 +92,9 @@ def test_a_change_through_one_replica_is_refused_by_the_other_under_load(
 
 
 def test_a_dropped_watch_connection_clears_the_caches(replicas: Deployment) -> None:  # noqa: F811
-    """A change the watch could not have been told of (plain SQL, no NOTIFY) made while
-    its connection is dropped: the replica clears its caches when it listens again, and
-    reads through meanwhile, so the revoked token is refused."""
+    """A change the watch could not have been told of (plain SQL, no NOTIFY), then its
+    connection dropped: the replica clears its caches when it listens again, and reads
+    through meanwhile, so the revoked token is refused."""
     a, b = replicas.procs
     url = _url_of(a)
     env = {"CHAINKEYS_DATABASE_URL": url, "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY}
@@ -103,11 +103,14 @@ def test_a_dropped_watch_connection_clears_the_caches(replicas: Deployment) -> N
     async def drop_watch_and_revoke() -> int:
         conn = await asyncpg.connect(url)
         try:
+            # The change first, then the drop: a replica that listened again before the
+            # change committed would have nothing to clear for it (on a busy machine
+            # both replicas reconnected within that gap, CI once).
+            await conn.execute("UPDATE tokens SET revoked_ms = 1 WHERE id = $1", token_id)
             dropped = await conn.fetch(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE application_name = 'chainkeys-watch' AND datname = current_database()"
             )
-            await conn.execute("UPDATE tokens SET revoked_ms = 1 WHERE id = $1", token_id)
             return len(dropped)
         finally:
             await conn.close()
