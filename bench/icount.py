@@ -12,10 +12,12 @@ compared with a count taken at another, on the same machine and interpreter.
 How: each app (chainkeys' ASGI app and the lean baseline, `bench/baseline.py`) serves
 `n` requests of a case in one process and `3n` in another, both under callgrind, called
 directly as `bench/asgi_cost.py` does (no HTTP); the difference over `2n` is one
-request's instructions, start-up and warm-up cancelling out. Both first serve `WARM`
-requests of the case (imports done lazily, caches filled, the allocator settled), and
-run with one hash seed (`PYTHONHASHSEED`: a dict's layout, so its instructions, move
-with the seed).
+request's instructions, what both processes share (the shutdown) cancelling out. Both
+first serve `WARM` requests of the case (imports done lazily, caches filled, the
+allocator settled) with callgrind's instrumentation off (`--instr-atstart=no`: start-up,
+four billion instructions for chainkeys, runs about five times faster so), then stop
+until the parent has switched it on (`callgrind_control -i on`), and run with one hash
+seed (`PYTHONHASHSEED`: a dict's layout, so its instructions, move with the seed).
 
 What it leaves out: the kernel's instructions (system calls, fsync), cache misses and
 stalls, and everything between threads (Granian hands each request from its I/O thread to
@@ -48,6 +50,7 @@ CASES = ("get", "import", "create-cosmos", "create-litecoin", "sign-cosmos-trans
          "sign-dogecoin-message", "sign-eos-message")  # fmt: skip
 SYNC = "NORMAL"
 WARM = 20  # requests served first, in both processes
+READY = "chainkeys-icount: warm"  # the child's line once warm, instrumentation still off
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 _IMPORT_KEY = "5f2b5d8a3c1e4f6a7b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a"
 
@@ -75,8 +78,10 @@ def _requests(case: str, names: list[str], work: Path) -> Any:
     return lambda i: ("POST", path, text.replace("SEQ", str(i + 1)).encode())
 
 
-async def _serve(app: Any, n: int, make: Any, token: str, together: int = 1) -> None:
-    """`n` requests, `together` at a time (chainkeys' writes then share a batch)."""
+async def _serve(app: Any, n: int, make: Any, token: str, together: int = 1,
+                 first: int = 0) -> None:  # fmt: skip
+    """`n` requests numbered from `first`, `together` at a time (chainkeys' writes then
+    share a batch)."""
     statuses: list[int] = []
 
     async def send(message: dict[str, Any]) -> None:
@@ -94,8 +99,8 @@ async def _serve(app: Any, n: int, make: Any, token: str, together: int = 1) -> 
         scope["headers"].append((b"content-length", str(len(body)).encode()))
         await app(scope, receive, send)
 
-    for start in range(0, n, together):
-        await asyncio.gather(*(one(i) for i in range(start, min(start + together, n))))
+    for start in range(first, first + n, together):
+        await asyncio.gather(*(one(i) for i in range(start, min(start + together, first + n))))
     if set(statuses) != {200}:
         raise RuntimeError(f"unexpected statuses {sorted(set(statuses))}")
 
@@ -139,7 +144,10 @@ def child(impl: str, case: str, n: int, work: Path, together: int) -> None:
 
             app = Baseline(work / "data", SYNC)
         inbox, task = await _lifespan(app)
-        await _serve(app, WARM + n, make, meta["token"], together)
+        await _serve(app, WARM, make, meta["token"], together)
+        print(READY, flush=True)  # the parent switches callgrind's instrumentation on
+        sys.stdin.readline()
+        await _serve(app, n, make, meta["token"], together, first=WARM)
         await inbox.put({"type": "lifespan.shutdown"})
         await task
 
@@ -155,16 +163,36 @@ def count(impl: str, case: str, n: int, ds: preload.Dataset, tmp: Path, together
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("bench.icount needs valgrind (Debian: apt-get install valgrind)")
-    done = subprocess.run(
-        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null",
+    child = subprocess.Popen(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
          sys.executable, "-m", "bench.icount", "--child", impl, case, str(n), str(work), str(together)],
-        capture_output=True, text=True, cwd=procs.REPO,
-        env={**os.environ, "PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=procs.REPO, env={**os.environ, "PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"},
     )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"{impl} {case} failed:\n{done.stderr[-3000:]}")
+    try:
+        ready = ""
+        while child.stdout and ready != READY:  # (until EOF: the child failed)
+            line = child.stdout.readline()
+            if not line:
+                break
+            ready = line.strip()
+        if ready == READY:  # (else the child failed: its stderr says why, below)
+            control = shutil.which("callgrind_control") or "callgrind_control"
+            on = subprocess.run([control, "-i", "on", str(child.pid)], capture_output=True,
+                                text=True, timeout=120, check=False)  # fmt: skip
+            if on.returncode != 0:
+                raise RuntimeError(
+                    f"callgrind_control failed: {on.stdout[-500:]}{on.stderr[-500:]}"
+                )
+        _, stderr = child.communicate("\n")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    if child.returncode != 0 or ready != READY:
+        raise RuntimeError(f"{impl} {case} failed:\n{stderr[-3000:]}")
     shutil.rmtree(work, ignore_errors=True)
-    return collected(done.stderr)
+    return collected(stderr)
 
 
 def measure(cases: list[str], n: int, size: int, together: int = 1) -> dict[str, dict[str, float]]:
