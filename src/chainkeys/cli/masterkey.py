@@ -13,6 +13,11 @@ from chainkeys.vault.providers import PROVIDERS
 from chainkeys.vault.shamir import UNSEALER, GivenKey, UnsealKey, split
 
 key_app = group("Master-key rotation and where the key lives.")
+# A heartbeat the operator knows has ended (retire and destroy wait for the others).
+Gone = Annotated[
+    list[str] | None,
+    typer.Option(help="a process (id from `chainkeys key list`) known to have ended"),
+]
 hsm_app = group("The HSM (PKCS#11) key that wraps the master key.")
 
 
@@ -45,10 +50,7 @@ def key_rotate(
 
 @key_app.command("retire")
 def key_retire(
-    gone: Annotated[
-        list[str] | None,
-        typer.Option(help="a process (id from `chainkeys key list`) known to have ended"),
-    ] = None,
+    gone: Gone = None,
     data_dir: DataDir = None,
 ) -> None:
     """Stop older master keys from sealing, once no secret and no running server uses
@@ -79,10 +81,7 @@ def key_retire(
 @key_app.command("destroy")
 def key_destroy(
     key_id: Annotated[str, typer.Argument(help="a retired master key id (`chainkeys key list`)")],
-    gone: Annotated[
-        list[str] | None,
-        typer.Option(help="a process (id from `chainkeys key list`) known to have ended"),
-    ] = None,
+    gone: Gone = None,
     data_dir: DataDir = None,
 ) -> None:
     """Forget a retired master key for good.
