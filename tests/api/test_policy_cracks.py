@@ -303,6 +303,43 @@ def test_the_sweep_fails_a_poisoned_approval_and_signs_the_next(
     assert signed == signed_before + 1
 
 
+def test_an_approved_request_completed_twice_at_once_is_signed_once(
+    server: Server, cosmos: Tenant
+) -> None:
+    """Two completions of one approved request at once (two replicas' sweeps, or a sweep
+    beside the vote that reached the quorum): one signs; the other's transaction, its
+    signature and audit row with it, is dropped. (A sweep beside the test's own once
+    signed a request twice: CI.)"""
+    import asyncio
+
+    from sqlalchemy import update
+
+    from chainkeys.store.tables import approvals
+
+    cosmos.policy({**COSMOS, "approval": {"quorum": 1, "group": "treasury"}})
+    pending = cosmos.sign(SEND, send(10, sequence=7)).json()["data"]
+    alice = _approver(server, cosmos)
+    try:
+        assert alice.post(f"/approvals/{pending['id']}/approve",
+                          json={"digest": pending["digest"]}).status_code == 200  # fmt: skip
+    finally:
+        alice.close()
+    assert server.services is not None
+    svc = server.services
+    before = len([e for e in cosmos.sign_events() if e["outcome"] == "ok"])
+
+    async def race() -> None:
+        async with svc.db.write() as tx:  # as if the signing process had died mid-way
+            await tx.execute(update(approvals).where(approvals.c.id == pending["id"])
+                             .values(state="approved", decided_ms=1, result=None))  # fmt: skip
+        row = await svc.approvals.row(pending["id"])
+        await asyncio.gather(svc.signing.complete(row), svc.signing.complete(row))
+
+    server.call(race())
+    assert cosmos.client.get(f"/approvals/{pending['id']}").json()["data"]["state"] == "signed"
+    assert len([e for e in cosmos.sign_events() if e["outcome"] == "ok"]) == before + 1
+
+
 def _approver(server: Server, t: Tenant) -> Any:
     """A client with an approve token of `t`'s tenant in group treasury."""
     assert server.services is not None

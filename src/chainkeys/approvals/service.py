@@ -380,19 +380,24 @@ class ApprovalService:
                 done += await self._cancel(approval_id, None, reason) is None
         return done
 
-    # -- the service ---------------------------------------------------------------------
-
-    async def finish(self, approval_id: str, result: str | None, failure: str | None) -> None:
-        """Approved → signed with the sign endpoint's answer, or → failed with why."""
+    async def finish(self, approval_id: str, failure: str) -> None:
+        """Approved → failed with why (signed: `signed_in`)."""
         async with self.db.write() as tx:
-            await tx.serialize(f"approval/{approval_id}")
-            row = await Approvals.get(tx, approval_id)
-            if row is None:
-                return
-            new = SIGNED if failure is None else FAILED
-            if await Approvals.move(tx, row.id, APPROVED, new, now_ms(), reason=failure,
-                                    result=result):  # fmt: skip
-                await self._changed(tx, None, row, new)
+            await self._settle(tx, approval_id, FAILED, reason=failure)
+
+    async def signed_in(self, tx: Tx, approval_id: str, result: str) -> bool:
+        """Approved → signed, in the transaction that signs; False when another process
+        signed it first (the caller drops its transaction and signature: signed once)."""
+        return await self._settle(tx, approval_id, SIGNED, result=result)
+
+    async def _settle(self, tx: Tx, approval_id: str, new: str, **fields: str) -> bool:
+        """Approved → `new`, if it still is approved (serialized per approval)."""
+        await tx.serialize(f"approval/{approval_id}")
+        row = await Approvals.get(tx, approval_id)
+        if row is None or not await Approvals.move(tx, row.id, APPROVED, new, now_ms(), **fields):
+            return False
+        await self._changed(tx, None, row, new)
+        return True
 
     async def expire(self, approval_id: str) -> None:
         async with self.db.write() as tx:

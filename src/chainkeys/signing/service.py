@@ -83,6 +83,11 @@ def _decoded(signatures: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
         raise ChainError("a key or a signature is not base64", "invalid_signature") from None
 
 
+class Completed(Exception):
+    """An approved request another process signed first (`ApprovalService.signed_in`):
+    this completion's transaction, its signature and audit row with it, is dropped."""
+
+
 class SigningService:
     def __init__(
         self, db: Backend, barrier: Barrier, accounts: AccountService, policies: PolicyService,
@@ -158,7 +163,9 @@ class SigningService:
             for signer in signers:  # a rotation newer than the last refresh
                 await self.barrier.ensure(signer.key_id)
             # without caps to count, the audit row is the write's one statement
-            async with self.db.write(one_statement=decision is None) as tx:
+            async with self.db.write(one_statement=decision is None and approval is None) as tx:
+                if approval is not None:  # one completion at a time (signed_in below)
+                    await tx.serialize(f"approval/{approval.id}")
                 if decision is not None:
                     decision = await PolicyService.count(
                         tx, who.tenant_id, owner.network.name, decision, summary, again=again
@@ -178,6 +185,12 @@ class SigningService:
                 event = audit_event(who, "sign", "ok", family=row.family,
                                     account_name=row.name, details=details)  # fmt: skip
                 await Audit.insert(tx, event)
+                if approval is not None:
+                    result = msgspec.json.encode(signed.data).decode()
+                    if not await self.approvals.signed_in(tx, approval.id, result):
+                        raise Completed(approval.id)
+        except Completed:
+            raise
         except KeyMismatch:
             await self._refused(who, row, KeyMismatch.code, {"kind": kind.path})
             raise
@@ -323,20 +336,19 @@ class SigningService:
         wrong (a refusal, a stored request that no longer decodes, a key that will not
         open) fails this approval with its reason, audited: never the next one's turn."""
         try:
-            signed = await self._complete(approval)
+            await self._complete(approval)
+        except Completed:
+            return  # another process signed it first: its answer stands
         except ChainkeysError as exc:
-            await self.approvals.finish(approval.id, None, exc.message)
+            await self.approvals.finish(approval.id, exc.message)
             return
         except Exception as exc:
             log.error("the approved request %s could not be signed (%s); it is failed\n%s",
                       approval.id, type(exc).__name__, frames(exc))  # fmt: skip
             await self.approvals.finish(
-                approval.id, None, f"it could not be signed ({type(exc).__name__})"
+                approval.id, f"it could not be signed ({type(exc).__name__})"
             )
             return
-        if signed is not None:
-            await self.approvals.finish(approval.id, msgspec.json.encode(signed.data).decode(),
-                                        None)  # fmt: skip
 
     async def _complete(self, approval: ApprovalRow) -> Signed | None:
         await self.approvals.verified(approval)  # the request and its votes, authenticated
@@ -347,7 +359,7 @@ class SigningService:
             or not requester.may_use(approval.family)
         ):
             reason = "the requesting token was revoked, has expired or may no longer sign this"
-            await self.approvals.finish(approval.id, None, reason)
+            await self.approvals.finish(approval.id, reason)
             return None
         kind = kind_of(approval.family, approval.kind)
         try:
