@@ -121,8 +121,12 @@ class SyncTx:
             for step in steps:
                 rows = await SyncTx.execute(self, step, params)  # (not a second "statement")
         except BaseException:
-            self.raw.execute(f"ROLLBACK TO {_STEPS}")
-            self.raw.execute(f"RELEASE {_STEPS}")
+            if self.raw.in_transaction:  # (SQLite may have rolled all of it back: a full disk)
+                try:
+                    self.raw.execute(f"ROLLBACK TO {_STEPS}")
+                    self.raw.execute(f"RELEASE {_STEPS}")
+                except sqlite3.Error:  # the body's undo (store/sqlite/backend.py) fails the batch
+                    pass
             raise
         self.raw.execute(f"RELEASE {_STEPS}")
         return rows
