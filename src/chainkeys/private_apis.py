@@ -33,13 +33,6 @@ USES: Final = (
                "the English word list, to name an unknown word in a refused mnemonic"),
     PrivateUse("asyncpg", "0.32.0", "store/postgres/private.py", ("_con", "_on_release", "_holder"),
                "giving a pool connection back without Pool.release()'s shielded task"),
-    PrivateUse("sqlalchemy", "2.1.9", "store/postgres/private.py", ("sqlalchemy.sql.crud",),
-               "the REQUIRED marker of an INSERT parameter without a default"),
-    PrivateUse("sqlalchemy", "2.1.9", "store/postgres/plan.py",
-               ("insert_prefetch", "construct_expanded_state", "positiontup",
-                "escaped_bind_names", "effective_returning", "post_compile_params",
-                "literal_execute_params"),
-               "a compiled statement's binds and result shape, read once per statement"),
     # The SQLite library itself (sqlite3.sqlite_version), not a Python distribution.
     PrivateUse("sqlite", "3.40.1", "store/sqlite/counter.py", ("WAL_INDEX_VERSION", "mxFrame"),
                "the WAL-index header (rewritten by every commit), read from the -shm mapping "

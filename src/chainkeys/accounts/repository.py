@@ -76,7 +76,7 @@ _KEY = and_(
     _a.family == bindparam("family"),
     _a.name == bindparam("name"),
 )
-_INSERT_ACCOUNT = Prepared(insert(accounts), account_created.first_columns)
+_INSERT_ACCOUNT = Prepared(insert(accounts).returning(_a.id), account_created.first_columns)
 _GET_ACCOUNT = Prepared(select(*_ACCOUNT_COLS).where(_KEY))
 _VIEW_ACCOUNT = Prepared(select(*_CHECKED).where(_KEY))
 _DELETE_ACCOUNT = Prepared(delete(accounts).where(_KEY))
@@ -159,11 +159,11 @@ class Accounts:
 
     @staticmethod
     async def insert(tx: Tx, integrity: Integrity, row: AccountRow) -> int:
-        """Insert (MACed); AccountExists when (tenant, family, name) is taken."""
+        """Insert (MACed) and return the new row's id; AccountExists when (tenant,
+        family, name) is taken."""
         with _name_taken_is_409(row):
             result = await tx.execute(_INSERT_ACCOUNT, _account_params(integrity, row))
-        pk = result.inserted_primary_key
-        return int(pk[0]) if pk else 0
+            return int(result.scalar_one())
 
     @staticmethod
     async def create_audited(

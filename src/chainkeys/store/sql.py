@@ -42,9 +42,6 @@ class Rows(Protocol):
     @property
     def rowcount(self) -> int: ...
 
-    @property
-    def inserted_primary_key(self) -> Any: ...
-
     def first(self) -> Any: ...
 
     def all(self) -> Sequence[Any]: ...
@@ -128,12 +125,11 @@ def row_class(names: tuple[str, ...]) -> Any:
 class ListRows:
     """`Rows` over rows already read (a statement SQLAlchemy's engine ran), in `row_class`."""
 
-    __slots__ = ("_rows", "inserted_primary_key", "rowcount")
+    __slots__ = ("_rows", "rowcount")
 
-    def __init__(self, rows: list[Any], rowcount: int, inserted_primary_key: Any) -> None:
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
         self._rows = rows
         self.rowcount = rowcount
-        self.inserted_primary_key = inserted_primary_key
 
     def first(self) -> Any:
         return self._rows[0] if self._rows else None

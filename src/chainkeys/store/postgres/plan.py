@@ -1,8 +1,12 @@
 """A statement compiled once for asyncpg, and the rows it returns.
 
-`Plan` holds the SQL text and parameter order SQLAlchemy's own asyncpg dialect
-compiles for a statement, and the result processing it would apply; `PgRows`
-reads records into the one row type of every engine (`sql.row_class`).
+`Plan` holds what SQLAlchemy's own asyncpg dialect compiles for a statement (the SQL
+with its `$n` placeholders and casts, the parameter names in order) and the bind and
+result processing its types ask for, read from the documented surface of a compiled
+statement (`SQLCompiler`: `string`, `positiontup`, `binds`, `insert_prefetch`,
+`effective_returning`, `construct_expanded_state`); `PgRows` reads records into the
+one row type of every engine (`sql.row_class`). An INSERT that must give back its
+generated key says so (`.returning(...)`), on every engine alike.
 """
 
 from __future__ import annotations
@@ -10,13 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Executable, Insert
+from sqlalchemy import Executable
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
-from sqlalchemy.exc import (
-    InvalidRequestError,
-)
+from sqlalchemy.exc import InvalidRequestError
 
-from chainkeys.store.postgres.private import is_required
 from chainkeys.store.sql import Params, only_row, row_class
 
 # The dialect of `create_async_engine("postgresql+asyncpg://…")`: the same SQL,
@@ -34,17 +35,7 @@ class Plan:
     `Prepared` statement, which must then have fixed SQL.
     """
 
-    __slots__ = (
-        "defaults",
-        "is_insert",
-        "names",
-        "pk",
-        "procs",
-        "result_procs",
-        "returns_rows",
-        "row",
-        "sql",
-    )
+    __slots__ = ("defaults", "names", "procs", "result_procs", "returns_rows", "row", "sql")
 
     def __init__(
         self,
@@ -53,28 +44,18 @@ class Plan:
         params: Mapping[str, Any] | None = None,
     ) -> None:
         compiled = stmt.compile(dialect=DIALECT, column_keys=column_keys)  # type: ignore[attr-defined]
-        added: list[Any] | None = None
-        if _lacks_pk_returning(stmt, compiled, column_keys):
-            # Callers read inserted_primary_key: the generated id must come back.
-            # (Named here, not read back: SQLAlchemy 2.1's returning() copies the
-            # statement's memoised, empty, list of returned columns.)
-            if not isinstance(stmt, Insert):
-                raise TypeError("only an INSERT lacks a primary key to return")
-            added = list(stmt.table.primary_key)
-            stmt = stmt.returning(*added)
-            compiled = stmt.compile(dialect=DIALECT, column_keys=column_keys)
         binds = compiled.binds
-        # Python-side scalar column defaults of an INSERT (SQLAlchemy fills them in
-        # at execution, not at compilation).
+        # Python-side scalar column defaults of an INSERT (SQLAlchemy's engine fills
+        # them in at execution, not at compilation).
         prefetched: dict[str, Any] = {}
-        for col in getattr(compiled, "insert_prefetch", ()) or ():
+        for col in compiled.insert_prefetch:
             default = col.default
             if default is None or not default.is_scalar:
                 raise NotImplementedError(
                     f"column {col.key!r}: only scalar Python defaults are supported here"
                 )
             prefetched[col.key] = default.arg
-        expanding = compiled.post_compile_params or compiled.literal_execute_params
+        expanded: Mapping[str, Callable[[Any], Any]] = {}
         if params is not None:
             state = compiled.construct_expanded_state({**prefetched, **params}, escape_names=False)
             self.sql: str = state.statement
@@ -82,42 +63,33 @@ class Plan:
             self.defaults: dict[str, Any] = dict(state.parameters)
             expanded = state.processors
         else:
-            if expanding:
+            if compiled.post_compile_params or compiled.literal_execute_params:
                 raise NotImplementedError(
                     "a Prepared statement has fixed SQL: no expanding (IN) or "
                     "literal-execute parameters"
                 )
             self.sql = compiled.string
             self.names = tuple(compiled.positiontup or ())
-            unescape = {v: k for k, v in (compiled.escaped_bind_names or {}).items()}
-            # Literals bound by SQLAlchemy itself; a bindparam without a value must be given.
-            self.defaults = dict(prefetched)
-            for key, value in compiled.params.items():
-                name = unescape.get(key, key)
-                bind = binds.get(name)
-                if is_required(value) or (bind is not None and bind.required):
-                    continue
-                self.defaults[name] = value
-            expanded = {}
+            # Values bound in the statement itself; a required one must be given per call.
+            self.defaults = {n: b.effective_value for n in self.names
+                             if not (b := binds[n]).required}  # fmt: skip
+            self.defaults.update(prefetched)
         procs = []
         for i, name in enumerate(self.names):
             bind = binds.get(name)
             if bind is not None:
                 proc = bind.type.dialect_impl(DIALECT).bind_processor(DIALECT)
-            else:
+            else:  # one of an expanded IN's values
                 proc = expanded.get(name)
             if proc is not None:
                 procs.append((i, proc))
         self.procs: list[tuple[int, Callable[[Any], Any]]] = procs
-        if added is None:
-            added = list(getattr(compiled, "effective_returning", None) or ())
-        returning = added
         if getattr(stmt, "is_select", False):
             self.returns_rows = True
             columns: list[Any] = list(stmt.selected_columns)  # type: ignore[attr-defined]
         elif getattr(stmt, "is_dml", False):
-            self.returns_rows = bool(returning)
-            columns = returning
+            columns = list(compiled.effective_returning or ())
+            self.returns_rows = bool(columns)
         else:  # text(), DDL
             words = self.sql.lstrip(" \t\r\n(").split(None, 1)
             self.returns_rows = bool(words) and (
@@ -125,18 +97,6 @@ class Plan:
             )
             columns = []
         self.result_procs = _result_processors(columns)
-        self.is_insert = bool(compiled.isinsert)
-        # inserted_primary_key: ("row", i) from the RETURNING row, ("arg", j) from the
-        # arguments, ("none", 0) when neither has it
-        self.pk: list[tuple[str, int]] = []
-        if self.is_insert:
-            for col in stmt.table.primary_key.columns:  # type: ignore[attr-defined]
-                if col in returning:
-                    self.pk.append(("row", returning.index(col)))
-                elif col.key in self.names:
-                    self.pk.append(("arg", self.names.index(col.key)))
-                else:
-                    self.pk.append(("none", 0))
         self.row: Any = None  # the row class, made from the first result's columns
 
     def args(self, params: Params) -> list[Any]:
@@ -160,16 +120,6 @@ class Plan:
         return self.row
 
 
-def _lacks_pk_returning(stmt: Executable, compiled: Any, column_keys: Sequence[str] | None) -> bool:
-    """An INSERT of one row whose generated primary key would not come back."""
-    if not isinstance(stmt, Insert) or stmt.select is not None:
-        return False
-    auto = stmt.table.autoincrement_column  # type: ignore[attr-defined]
-    if auto is None or (column_keys is not None and auto.key in column_keys):
-        return False
-    return auto not in list(getattr(compiled, "effective_returning", None) or ())
-
-
 def _result_processors(columns: Sequence[Any]) -> list[tuple[int, Callable[[Any], Any]]]:
     procs = []
     for i, col in enumerate(columns):
@@ -188,13 +138,12 @@ def _result_processors(columns: Sequence[Any]) -> list[tuple[int, Callable[[Any]
 class PgRows:
     """The `Rows` subset over asyncpg's records (or a command status)."""
 
-    __slots__ = ("_args", "_plan", "_records", "_status")
+    __slots__ = ("_plan", "_records", "_status")
 
-    def __init__(self, plan: Plan, records: list[Any], status: str | None, args: list[Any]) -> None:
+    def __init__(self, plan: Plan, records: list[Any], status: str | None) -> None:
         self._plan = plan
         self._records = records
         self._status = status
-        self._args = args
 
     @property
     def records(self) -> list[Any]:
@@ -212,22 +161,6 @@ class PgRows:
             return len(self._records)
         last = status.rpartition(" ")[2]
         return int(last) if last.isdigit() else -1
-
-    @property
-    def inserted_primary_key(self) -> Any:
-        plan = self._plan
-        if not plan.is_insert:
-            raise InvalidRequestError("inserted_primary_key is only for an INSERT")
-        row = self._records[0] if self._records else None
-        out = []
-        for where, i in plan.pk:
-            if where == "row":
-                out.append(None if row is None else row[i])
-            elif where == "arg":
-                out.append(self._args[i])
-            else:
-                out.append(None)
-        return tuple(out)
 
     def _make(self, record: Any) -> Any:
         plan = self._plan

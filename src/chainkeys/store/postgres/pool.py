@@ -135,8 +135,8 @@ class PgTx:
 
 async def _run(conn: Any, plan: Plan, args: Any) -> PgRows:
     if plan.returns_rows:
-        return PgRows(plan, await conn.fetch(plan.sql, *args), None, args)
-    return PgRows(plan, [], await conn.execute(plan.sql, *args), args)
+        return PgRows(plan, await conn.fetch(plan.sql, *args), None)
+    return PgRows(plan, [], await conn.execute(plan.sql, *args))
 
 
 def _answer(rows: PgRows) -> Any:

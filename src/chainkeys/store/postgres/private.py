@@ -1,4 +1,4 @@
-"""Every private API of asyncpg and SQLAlchemy that the PostgreSQL backend uses.
+"""Every private API of asyncpg that the PostgreSQL backend uses.
 
 Each is listed, with the version it was read against, in chainkeys/private_apis.py;
 tests/store/test_private_apis.py fails as soon as another version is installed, so
@@ -8,13 +8,6 @@ an upgrade means re-reading this module against the new library's source first.
 from __future__ import annotations
 
 from typing import Any
-
-from sqlalchemy.sql.crud import REQUIRED
-
-
-def is_required(value: Any) -> bool:
-    """SQLAlchemy's marker for an INSERT parameter that has no default."""
-    return value is REQUIRED
 
 
 async def release_inline(conn: Any) -> None:

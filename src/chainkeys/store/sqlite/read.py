@@ -51,10 +51,6 @@ class FastRows:
     def rowcount(self) -> int:
         return self._cursor.rowcount
 
-    @property
-    def inserted_primary_key(self) -> Any:
-        return (self._cursor.lastrowid,)
-
     def first(self) -> Any:
         cursor = self._cursor
         row = cursor.fetchone()
@@ -91,13 +87,12 @@ class SyncTx:
             if result.returns_rows:
                 make = row_class(tuple(result.keys()))._make
                 rows = [make(r) for r in result]
-            pk = result.inserted_primary_key if result.is_insert else None
             if self.changes is not None:
                 sql = getattr(result.context, "statement", None)
                 changed = changed_by(sql) if isinstance(sql, str) else EVERYTHING
                 if changed is not None:
                     self.changes.add(changed)
-            return ListRows(rows, result.rowcount, pk)
+            return ListRows(rows, result.rowcount)
         stmt = cast(Prepared, stmt)  # (an exact type test: isinstance costs more here)
         if stmt.steps:
             return await self._steps(stmt.steps, params)
