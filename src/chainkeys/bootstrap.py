@@ -269,18 +269,17 @@ async def open_services(
     from chainkeys.signing.service import SigningService
     from chainkeys.vault.derive import Cursors
     from chainkeys.wallets.multisig import WalletMultisigService
-    from chainkeys.wallets.service import WalletService
+    from chainkeys.wallets.service import WalletService, derived_export
 
     db, barrier = await _open_store(settings, unseal=True, create=create)
     if barrier is None:
         raise StartupError("the barrier did not open")  # never: unseal=True opens it
     cursors = Cursors(barrier)
-    accounts = AccountService(db, barrier, settings, cursors)
+    accounts = AccountService(db, barrier, settings, cursors, derived_export)
     policies = PolicyService(db, settings.policy_refresh_seconds, barrier.integrity)
     approvals = ApprovalService(db, settings, cursors, barrier.integrity)
     tokens = TokenService(db, barrier.integrity)
     wallets = WalletService(db, barrier, settings, cursors, accounts)
-    accounts.derived_export = wallets.derived_export
     return Services(
         settings,
         db,

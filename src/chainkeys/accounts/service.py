@@ -58,6 +58,7 @@ from chainkeys.vault.seal import Context
 
 log = logging.getLogger("chainkeys.accounts")
 Fetch = Callable[[Any, Integrity, str, str, str], Awaitable[Any]]
+DerivedExport = Callable[[Tx, Principal, str, str], Awaitable[None]]  # see `export`
 
 
 class AccountService:
@@ -66,13 +67,12 @@ class AccountService:
     VIEWS_MAX = 32_768  # account views kept (an LRU, ~450 bytes each: 15 MB full)
     ROWS_MAX = 4_096  # stored rows kept for signing (sealed keys: ciphertext, as on disk)
 
-    def __init__(self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors) -> None:
+    def __init__(self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors,
+                 derived_export: DerivedExport) -> None:  # fmt: skip
         self.db = db
         self.barrier = barrier
         self.settings = settings
-        # Set by the wallet service (bootstrap): what a derived key's export does to its
-        # wallet; None refuses such exports.
-        self.derived_export: Callable[[Tx, Principal, str, str], Awaitable[None]] | None = None
+        self.derived_export = derived_export
         self.cursors = cursors
         # (tenant id, family, name as asked) -> the view `get` answered
         self._views: StoreCache[tuple[str, str, str], AccountView]
@@ -305,8 +305,8 @@ class AccountService:
 
         A key derived from a wallet is a non-hardened child: with the wallet's account
         xpub it gives the account-level private key and every other index (BIP32), so
-        its export is its wallet's export: it needs a token not limited to families,
-        marks the wallet exported and is audited as `wallet.export` too."""
+        its export is its wallet's export: it needs a token not limited to families, and
+        `derived_export` (given at construction) marks the wallet exported, audited too."""
         row = await self.row(who, family, name)
         if row.details.get("multisig"):
             await self._audit(audit_event(who, "export", "multisig_no_key", family=row.family,
@@ -314,7 +314,7 @@ class AccountService:
             raise BadRequest("a multisig account has no key of its own: its keys are its "
                              "member accounts'", code="multisig_no_key")  # fmt: skip
         wallet = row.details.get("wallet")
-        if wallet and (who.families is not None or self.derived_export is None):
+        if wallet and who.families is not None:
             await self._audit(audit_event(who, "export", Forbidden.code, family=row.family,
                                           account_name=row.name))  # fmt: skip
             raise Forbidden(
@@ -330,7 +330,7 @@ class AccountService:
         event = audit_event(who, "export", "ok", family=row.family, account_name=row.name)
         async with self.db.write() as tx:
             await Audit.insert(tx, event)
-            if wallet and self.derived_export is not None:
+            if wallet:
                 await self.derived_export(tx, who, str(wallet), row.name)
         log.warning("private key exported: %s account %s by token %s",
                     row.family, row.name, who.token_id)  # fmt: skip

@@ -116,6 +116,19 @@ def _given(fam: Family[Any], req: DeriveRequest, options: Any) -> dict[str, str]
     return given
 
 
+async def derived_export(tx: Tx, who: Principal, wallet_id: str, account: str) -> None:
+    """A derived key was exported (accounts/service.py `export`, given this function at
+    construction): it is its wallet's export too, in the same transaction: the wallet is
+    marked exported for good and `wallet.export` is audited, naming the account."""
+    row = await Wallets.get(tx, who.tenant_id, wallet_id)
+    if row is not None:
+        await Wallets.set_exported(tx, row.seq)
+    await Audit.insert(tx, audit_event(who, "wallet.export", "ok", account_name=wallet_id,
+                                       details={"through": account}))  # fmt: skip
+    log.warning("a derived key of wallet %s was exported (account %s) by token %s",
+                wallet_id, account, who.token_id)  # fmt: skip
+
+
 class WalletService:
     def __init__(
         self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors,
@@ -307,18 +320,6 @@ class WalletService:
         log.warning("wallet phrase exported: wallet %s by token %s", row.id, who.token_id)
         view = WalletView(row.id, row.name, row.fingerprint, row.created_ms, True)
         return view, phrase.mnemonic, phrase.passphrase
-
-    async def derived_export(self, tx: Tx, who: Principal, wallet_id: str, account: str) -> None:
-        """A derived key was exported (accounts/service.py `export`): it is this wallet's
-        export too, in the same transaction: the wallet is marked exported for good and
-        `wallet.export` is audited, naming the account it went through."""
-        row = await Wallets.get(tx, who.tenant_id, wallet_id)
-        if row is not None:
-            await Wallets.set_exported(tx, row.seq)
-        await Audit.insert(tx, audit_event(who, "wallet.export", "ok", account_name=wallet_id,
-                                           details={"through": account}))  # fmt: skip
-        log.warning("a derived key of wallet %s was exported (account %s) by token %s",
-                    wallet_id, account, who.token_id)  # fmt: skip
 
     async def _phrase(self, row: WalletRow) -> _Phrase:
         plain = await self.barrier.open_async(row.secret, row.key_id,
