@@ -10,6 +10,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from chainkeys.api.params import ACCOUNT_NAMES, enum
 from chainkeys.api.schemas import Envelope, sign_request
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.signing.dryrun import DryRun
 from chainkeys.together import Together
 
 
@@ -135,3 +136,19 @@ PolicyShownResponse = Envelope[PolicyShown]
 PolicyUsageResponse = Envelope[PolicyUsage]
 PolicyHistoryResponse = Envelope[PolicyHistory]
 PolicyDecisionResponse = Envelope[PolicyDecision]
+
+
+def decision_of(run: DryRun) -> PolicyDecision:
+    """A dry run as `POST /policy/test` and `chainkeys policy test` show it."""
+    rules = [RuleTried(index=v.rule.index, name=v.rule.name or UNSET, effect=v.rule.effect,
+                       covers=v.covers, when=v.rule.when.source if v.rule.when else UNSET,
+                       value=v.value) for v in run.rules]  # fmt: skip
+    approval: dict[str, Any] | UnsetType = UNSET
+    if run.approval is not None:
+        approval = {"quorum": run.approval.quorum, "group": run.approval.group,
+                    "ttl_ms": run.approval.ttl_ms}  # fmt: skip
+    return PolicyDecision(
+        decision=run.decision, rule=run.rule.index if run.rule else None,
+        rule_name=(run.rule.name or UNSET) if run.rule else UNSET,
+        reason=run.reason or UNSET, approval=approval, rules=rules, summary=run.summary,
+    )  # fmt: skip

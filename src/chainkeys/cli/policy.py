@@ -173,7 +173,7 @@ def policy_test(
                    "families [] is every family)", err=True)  # fmt: skip
 
     async def work(admin: Admin) -> PolicyDecision:
-        from chainkeys.api.routes.policy import decision
+        from chainkeys.api.policy_schemas import decision_of
         from chainkeys.signing.dryrun import dry_run
 
         tenant_id = await admin.tokens.tenant_id(tenant)
@@ -182,7 +182,7 @@ def policy_test(
         run = await dry_run(admin.db, opened(admin.integrity), admin.policies, who,
                             str(asked["family"]), str(asked["account"]), str(asked["kind"]),
                             asked["request"], candidate)  # fmt: skip
-        return decision(run)
+        return decision_of(run)
 
     decided = run_admin(settings_for(data_dir), work, keyed=True)  # reads an account
     shown = {**msgspec.to_builtins(decided), "token": seen}

@@ -25,7 +25,7 @@ from chainkeys.chains.tx.units import unit_of
 from chainkeys.clock import iso, now_ms
 from chainkeys.errors import Forbidden
 from chainkeys.policies.service import DAY_MS
-from chainkeys.signing.dryrun import DryRun, dry_run
+from chainkeys.signing.dryrun import dry_run
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.integrity import opened
 
@@ -105,7 +105,7 @@ async def test_policy(request: Request, principal: Principal) -> Response:
     run = await dry_run(svc.db, opened(svc.barrier.integrity), svc.policies, principal, family,
                         body.account, body.kind, body.request)  # fmt: skip
     return ok(s.Envelope(success=True, message=f"the policy would {run.decision}",
-                         data=decision(run)))  # fmt: skip
+                         data=ps.decision_of(run)))  # fmt: skip
 
 
 async def policy_usage(request: Request, principal: Principal) -> Response:
@@ -124,21 +124,6 @@ async def policy_usage(request: Request, principal: Principal) -> Response:
         ))  # fmt: skip
     data = ps.PolicyUsage(since_ms=now_ms() - DAY_MS, caps=caps)
     return ok(s.Envelope(success=True, message="daily caps used", data=data))
-
-
-def decision(run: DryRun) -> ps.PolicyDecision:
-    rules = [ps.RuleTried(index=v.rule.index, name=v.rule.name or UNSET, effect=v.rule.effect,
-                          covers=v.covers, when=v.rule.when.source if v.rule.when else UNSET,
-                          value=v.value) for v in run.rules]  # fmt: skip
-    approval: dict[str, Any] | UnsetType = UNSET
-    if run.approval is not None:
-        approval = {"quorum": run.approval.quorum, "group": run.approval.group,
-                    "ttl_ms": run.approval.ttl_ms}  # fmt: skip
-    return ps.PolicyDecision(
-        decision=run.decision, rule=run.rule.index if run.rule else None,
-        rule_name=(run.rule.name or UNSET) if run.rule else UNSET,
-        reason=run.reason or UNSET, approval=approval, rules=rules, summary=run.summary,
-    )  # fmt: skip
 
 
 def policy_routes() -> list[Route]:
