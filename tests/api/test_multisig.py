@@ -398,6 +398,11 @@ def test_a_cosmos_multisig_of_the_keys_the_cosmos_answers_give(client: httpx.Cli
                     json={"threshold": 2, "public_keys": [a_base64, b["public_key"], local]})  # fmt: skip
     assert r.status_code == 200, r.text
     ms = r.json()["data"]
+    # listed beside the keys it is made of, saying what it is
+    listed = {k["address"]: k for k in client.get("/cosmos").json()["data"]["data"]["keys"]}
+    assert listed[ms["address"]] == {"address": ms["address"], "pubkey": "", "public_key": "",
+                                     "kind": "multisig"}  # fmt: skip
+    assert all("kind" not in listed[address] for address, _ in made)
     hexes = [a_hex, b_hex, base64.b64decode(local).hex()]
     theirs = run_node("cosmos.mjs", {"action": "multisig_addresses", "prefix": "cosmos",
                                      "sets": [{"m": 2, "pubkeys": hexes}]})[0]  # fmt: skip

@@ -8,7 +8,7 @@ option appears in validation and in the document at once.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -95,10 +95,16 @@ class CosmosAccountData(Struct, kw_only=True):
 CosmosAccountResponse = Envelope[CosmosAccountData]
 
 
-class CosmosKey(Struct, kw_only=True):
+class CosmosKey(Struct, kw_only=True, omit_defaults=True):
     address: str
-    pubkey: Annotated[str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}')]
-    public_key: Annotated[str, Meta(description=PUBLIC_KEY_HEX)]
+    pubkey: Annotated[str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}; '
+                                "empty for a multisig")]  # fmt: skip
+    public_key: Annotated[str, Meta(description=PUBLIC_KEY_HEX + "; empty for a multisig")]
+    kind: (
+        Annotated[Literal["multisig"], Meta(description="a multisig account (POST "
+                  "/cosmos/multisig): no key of its own; GET /cosmos/{address} shows it")]
+        | UnsetType
+    ) = UNSET  # fmt: skip
 
 
 class CosmosKeys(Struct, kw_only=True, omit_defaults=True):

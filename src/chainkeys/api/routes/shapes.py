@@ -15,6 +15,7 @@ from typing import Any
 from msgspec import UNSET
 
 from chainkeys.accounts.models import AccountView, Created, Page
+from chainkeys.accounts.repository import ListedAccount
 from chainkeys.api import schemas as s
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import KEYRING, Family
@@ -58,11 +59,16 @@ def iso(ms: int | None) -> Any:
 
 
 def _keyring_list(fam: Family[Any], page: Page) -> Any:
-    forms = [fam.public_key_forms(r.public_key) for r in page.items]
-    keys = [s.CosmosKey(address=r.address, pubkey=f["pubkey"], public_key=f["public_key"])
-            for r, f in zip(page.items, forms, strict=True)]  # fmt: skip
+    keys = [_keyring_key(fam, r) for r in page.items]
     inner = s.CosmosKeys(keys=keys, next_cursor=page.next_cursor or UNSET)
     return s.Envelope(success=True, message="accounts listed", data=s.CosmosKeysData(data=inner))
+
+
+def _keyring_key(fam: Family[Any], row: ListedAccount) -> Any:
+    if not row.public_key:  # a multisig holds no key of its own (accounts/multisig.py)
+        return s.CosmosKey(address=row.address, pubkey="", public_key="", kind="multisig")
+    forms = fam.public_key_forms(row.public_key)
+    return s.CosmosKey(address=row.address, pubkey=forms["pubkey"], public_key=forms["public_key"])
 
 
 def _fields(
