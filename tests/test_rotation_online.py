@@ -29,11 +29,13 @@ from tests.conftest import (
     drop_pg_database,
     free_port,
     make_pg_database,
+    wait_for,
 )
 from tests.test_process import Proc, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(175)]
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
+MORE = 20  # accounts created, and requests each process answers, that a step waits for
 
 
 class Load:
@@ -43,6 +45,7 @@ class Load:
         self.procs, self.token = procs, token
         self.stop = threading.Event()
         self.statuses: Counter[int] = Counter()
+        self.ok: Counter[int | None] = Counter()  # 200s by the port that answered
         self.created: list[tuple[str, str]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
@@ -76,8 +79,16 @@ class Load:
     def count(self, r: httpx.Response) -> None:
         with self._lock:
             self.statuses[r.status_code] += 1
+            if r.status_code == 200:
+                self.ok[r.request.url.port] += 1
             if r.status_code >= 500:
                 self.errors.append(f"{r.request.method} {r.request.url.path}: {r.text[:300]}")
+
+    def progress(self) -> list[int]:
+        """Accounts created so far, then the 200s each process answered (`procs` order)."""
+        with self._lock:
+            ports = [httpx.URL(p.base_url).port for p in self.procs]
+            return [len(self.created), *(self.ok[port] for port in ports)]
 
 
 def sign(client: httpx.Client, family: str, name: str) -> httpx.Response:
@@ -108,23 +119,76 @@ def issue_token(env: dict[str, str]) -> str:
     return made.stdout.strip().splitlines()[-1]
 
 
-def rotate_under_load(procs: list[Proc], env: dict[str, str], token: str) -> Load:
+def sealing_keys(env: dict[str, str]) -> list[str]:
+    """The key each running server process seals with, from its heartbeat row as
+    `chainkeys key list` shows it (a stale heartbeat is no running process)."""
+    listed = chainkeys_cli("key", "list", env=env, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    rows = listed.stdout.split("\nPROCESS", 1)[1].splitlines()[1:]
+    return [row.split()[3] for row in rows if row.strip() and "(stale)" not in row]
+
+
+def wait_for_servers(env: dict[str, str], servers: int, key: str | None, what: str) -> None:
+    """Until `servers` server processes have a live heartbeat, each sealing with `key`
+    (any key when None); a timeout says what `chainkeys key list` showed last."""
+    seen: list[str] = []
+
+    def check() -> bool:
+        seen[:] = sealing_keys(env)
+        return len(seen) == servers and (key is None or set(seen) == {key})
+
+    try:
+        wait_for(check, what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the live heartbeats seal with {seen}") from None
+
+
+def rotated_to(out: str) -> str:
+    """The new key id `chainkeys key rotate` reports."""
+    return out.split("under master key ", 1)[1].split()[0]
+
+
+def rotate_under_load(procs: list[Proc], env: dict[str, str], token: str, servers: int) -> Load:
     load = Load(procs, token)
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         running = [pool.submit(load.run, i) for i in range(4)]
-        time.sleep(2)
-        rotated = chainkeys_cli("key", "rotate", env=env, timeout=180)
-        assert rotated.returncode == 0, rotated.stderr + rotated.stdout
-        assert "re-sealed" in rotated.stdout
-        time.sleep(1)
-        again = chainkeys_cli("key", "rotate", env=env, timeout=180)  # a second one, at once
-        assert again.returncode == 0, again.stderr + again.stdout
-        time.sleep(1)
-        retired = chainkeys_cli("key", "retire", env=env, timeout=60)
-        assert retired.returncode == 0, retired.stderr + retired.stdout
-        assert "removed" in retired.stdout
-        time.sleep(2)
-        load.stop.set()
+
+        def traffic(what: str) -> None:
+            """Until MORE accounts were created, and every process answered MORE requests
+            with 200, from now on (a load thread that ended fails it with its error)."""
+            since = load.progress()
+
+            def more() -> bool:
+                for future in running:
+                    if future.done():
+                        future.result()
+                        raise AssertionError("a load thread ended before it was stopped")
+                return all(
+                    now >= then + MORE for now, then in zip(load.progress(), since, strict=True)
+                )
+
+            wait_for(more, f"{MORE} accounts created and {MORE} 200s from each process {what}")
+
+        try:
+            wait_for_servers(env, servers, None, f"a heartbeat from each of {servers} servers")
+            traffic("before the first rotation")
+            rotated = chainkeys_cli("key", "rotate", env=env, timeout=180)
+            assert rotated.returncode == 0, rotated.stderr + rotated.stdout
+            assert "re-sealed" in rotated.stdout
+            key = rotated_to(rotated.stdout)
+            wait_for_servers(env, servers, key, f"every server sealing with key {key}")
+            traffic("under the first new key")
+            again = chainkeys_cli("key", "rotate", env=env, timeout=180)  # a second one, at once
+            assert again.returncode == 0, again.stderr + again.stdout
+            key = rotated_to(again.stdout)
+            wait_for_servers(env, servers, key, f"every server sealing with key {key}")
+            traffic("under the second new key")
+            retired = chainkeys_cli("key", "retire", env=env, timeout=60)
+            assert retired.returncode == 0, retired.stderr + retired.stdout
+            assert "removed" in retired.stdout
+            traffic("after the retirement")
+        finally:
+            load.stop.set()  # also when a step failed: the pool's exit waits for the threads
         for future in running:
             future.result()
     assert load.errors == [], load.errors[:5]
@@ -162,7 +226,7 @@ def test_rotate_and_retire_online_then_restart(backend: str, tmp_path: Path) -> 
         else:
             procs.append(start(env_a, tmp_path / "a.log", "--workers", "2"))
         token = issue_token(env_a)
-        load = rotate_under_load(procs, env_a, token)
+        load = rotate_under_load(procs, env_a, token, servers=2)  # 2 replicas, or 2 workers
         all_sign(procs, token, load.created)
         for proc in procs:
             proc.stop()
@@ -199,7 +263,8 @@ def test_retire_refuses_while_a_process_seals_with_an_old_key(tmp_path: Path) ->
         ) as c:
             made = c.post("/dogecoin", json={})
             name: Any = made.json()["address"]
-        time.sleep(1)
+        # the rotation must find the server's heartbeat to wait for it (and give up)
+        wait_for_servers(env, 1, None, "the server's heartbeat")
         rotated = chainkeys_cli("key", "rotate", "--wait", "1", env=env, timeout=60)
         assert rotated.returncode != 0
         assert "still seal with an older key" in rotated.stderr, rotated.stderr
