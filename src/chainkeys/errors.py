@@ -24,10 +24,6 @@ class BadRequest(ChainkeysError):
     code, message = "bad_request", "bad request"
 
 
-class InvalidJSON(BadRequest):
-    code, message = "invalid_json", "request body is not valid JSON"
-
-
 class Unauthorized(ChainkeysError):
     code, message = "unauthorized", "missing, unknown or revoked token"
 
@@ -52,38 +48,12 @@ class AccountNotFound(NotFound):
     code, message = "account_not_found", "no such account"
 
 
-class MethodNotAllowed(ChainkeysError):
-    code, message = "method_not_allowed", "method not allowed"
-
-    def __init__(self, message: str | None = None, *, allow: str = "") -> None:
-        super().__init__(message)
-        self.allow = allow
-
-
-class RequestTimeout(ChainkeysError):
-    code, message = "request_timeout", "the request body did not arrive in time"
-
-
-class ClientDisconnected(ChainkeysError):
-    """The client went away before its request arrived in full: nothing is done."""
-
-    code, message = "client_disconnected", "the client closed the connection mid-request"
-
-
 class Conflict(ChainkeysError):
     code, message = "conflict", "conflict"
 
 
 class AccountExists(Conflict):
     code, message = "account_exists", "an account with this name already exists"
-
-
-class PayloadTooLarge(ChainkeysError):
-    code, message = "payload_too_large", "request body is too large"
-
-
-class UnsupportedMediaType(ChainkeysError):
-    code, message = "unsupported_media_type", "send Content-Type: application/json"
 
 
 class RateLimited(ChainkeysError):

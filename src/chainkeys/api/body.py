@@ -18,7 +18,8 @@ import msgspec
 from starlette.requests import Request
 
 from chainkeys import jsonvalues
-from chainkeys.errors import BadRequest, InvalidJSON, UnsupportedMediaType
+from chainkeys.api.errors import InvalidJSON, UnsupportedMediaType
+from chainkeys.errors import BadRequest
 from chainkeys.together import Together
 
 T = TypeVar("T")

@@ -1,6 +1,7 @@
 """The one table from domain error to HTTP status, and the envelope every error wears.
 
-Handlers never build error responses: they raise domain errors (`errors.py`);
+Handlers never build error responses: they raise domain errors (`errors.py`), and
+the transport its own refusals (below);
 the route wrapper (`api/routes/common.py`) and the router's own refusals
 (`api/router.py`: unknown path, wrong method) all end here, so every error body is
 `{"success": false, "message", "code"}`.
@@ -20,18 +21,51 @@ from chainkeys.chains.registry import FAMILIES
 
 log = logging.getLogger("chainkeys.api")
 
+
+# The transport's refusals: what HTTP itself can go wrong with (a body, a method, a
+# connection), raised only by api/ (domain errors are chainkeys/errors.py's).
+class InvalidJSON(e.BadRequest):
+    code, message = "invalid_json", "request body is not valid JSON"
+
+
+class MethodNotAllowed(e.ChainkeysError):
+    code, message = "method_not_allowed", "method not allowed"
+
+    def __init__(self, message: str | None = None, *, allow: str = "") -> None:
+        super().__init__(message)
+        self.allow = allow
+
+
+class RequestTimeout(e.ChainkeysError):
+    code, message = "request_timeout", "the request body did not arrive in time"
+
+
+class ClientDisconnected(e.ChainkeysError):
+    """The client went away before its request arrived in full: nothing is done."""
+
+    code, message = "client_disconnected", "the client closed the connection mid-request"
+
+
+class PayloadTooLarge(e.ChainkeysError):
+    code, message = "payload_too_large", "request body is too large"
+
+
+class UnsupportedMediaType(e.ChainkeysError):
+    code, message = "unsupported_media_type", "send Content-Type: application/json"
+
+
 STATUS: dict[type[e.ChainkeysError], int] = {
     e.BadRequest: 400,
     e.Unauthorized: 401,
     e.Forbidden: 403,
     e.PolicyDenied: 403,
     e.NotFound: 404,
-    e.MethodNotAllowed: 405,
-    e.RequestTimeout: 408,
-    e.ClientDisconnected: 499,  # nginx's "client closed request": logged, never delivered
+    MethodNotAllowed: 405,
+    RequestTimeout: 408,
+    ClientDisconnected: 499,  # nginx's "client closed request": logged, never delivered
     e.Conflict: 409,
-    e.PayloadTooLarge: 413,
-    e.UnsupportedMediaType: 415,
+    PayloadTooLarge: 413,
+    UnsupportedMediaType: 415,
     e.RateLimited: 429,
     e.StorageUnavailable: 503,
     e.StorageFull: 503,  # (a StorageUnavailable: named for the reader of this table)
@@ -57,7 +91,7 @@ def status_of(exc: e.ChainkeysError) -> int:
 def headers_of(exc: e.ChainkeysError) -> dict[str, str]:
     if isinstance(exc, e.RateLimited):
         return {"Retry-After": str(exc.retry_after)}
-    if isinstance(exc, e.MethodNotAllowed) and exc.allow:
+    if isinstance(exc, MethodNotAllowed) and exc.allow:
         return {"Allow": exc.allow}
     return {}
 

@@ -31,7 +31,13 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.routing import Router as LifespanRouter
 
 from chainkeys import errors as e
-from chainkeys.api.errors import NO_SUCH_ENDPOINT, ORDER, error_response, internal_error
+from chainkeys.api.errors import (
+    NO_SUCH_ENDPOINT,
+    ORDER,
+    MethodNotAllowed,
+    error_response,
+    internal_error,
+)
 from chainkeys.api.transport import Receive, Scope, Send
 
 Lifespan = Callable[["Router"], contextlib.AbstractAsyncContextManager[None]]
@@ -133,7 +139,7 @@ class Router:
     ) -> None:
         scope["route"] = route
         message = f"{scope['method'][:20]} is not allowed on {scope['path'][:100]}"
-        refusal = e.MethodNotAllowed(message, allow=", ".join(self.allowed(scope["path"])))
+        refusal = MethodNotAllowed(message, allow=", ".join(self.allowed(scope["path"])))
         await error_response(refusal)(scope, receive, send)
 
 

@@ -28,14 +28,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from chainkeys import logs, metrics
-from chainkeys.api.errors import envelope
-from chainkeys.errors import (
-    BadRequest,
-    ChainkeysError,
-    ClientDisconnected,
-    PayloadTooLarge,
-    RequestTimeout,
-)
+from chainkeys.api.errors import ClientDisconnected, PayloadTooLarge, RequestTimeout, envelope
+from chainkeys.errors import BadRequest, ChainkeysError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

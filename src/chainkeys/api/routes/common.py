@@ -18,10 +18,10 @@ from chainkeys.api import params
 from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, EVERY, NONE, authorize, services_of
 from chainkeys.api.body import TEXT_REFUSED, storable
 from chainkeys.api.doc import Doc
-from chainkeys.api.errors import error_response, internal_error
+from chainkeys.api.errors import PayloadTooLarge, error_response, internal_error
 from chainkeys.api.transport import OVERSIZE
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.errors import BadRequest, ChainkeysError, PayloadTooLarge
+from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.tokens.service import SCOPES
 
 FAMILY_RULES = (EVERY, BY_REQUEST, NONE)
