@@ -13,7 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.api.test_sign_utxo import FACE, post_wire, refused_over_the_limit
 from tests.node import require_node, run_node
+
+from chainkeys.chains.tx.fields import MAX_MESSAGE_BYTES, MAX_MESSAGE_CHARS
 
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[2] / "tests/chains/vectors/vectors.json").read_text()
@@ -104,6 +107,33 @@ def test_sign_message_is_adr036_as_keplr_builds_it(
                                       "signature": data["signedMessage"], "pubkey": PUBKEY})  # fmt: skip
     assert checked["doc"] == data["signed"]
     assert checked["verdict"]["valid"] is True
+
+
+@pytest.mark.parametrize("field", ["message", "data"])
+def test_sign_message_at_the_schemas_maximum_is_signed_and_one_more_is_refused(
+    signer: httpx.Client, field: str
+) -> None:
+    """Text at its maximum, 12 bytes a character in ASCII-only JSON, and data at its
+    maximum, base64 with every "/" escaped as "\\/" (PHP's json_encode): each fits the
+    default body cap and is signed as Keplr's ADR-036; one more is a 400, audited."""
+    path = f"/cosmos/{ADDRESS}/sign-message"
+    if field == "message":
+        text = FACE * MAX_MESSAGE_CHARS
+        raw, wire = text.encode(), json.dumps({"message": text}).encode()
+        over, words = json.dumps({"message": text + "x"}).encode(), f"at most {MAX_MESSAGE_CHARS}"
+    else:
+        raw = b"\xff" * MAX_MESSAGE_BYTES  # base64 "////…": the most escapes
+        wire = json.dumps({"data": base64.b64encode(raw).decode()}).replace("/", "\\/").encode()
+        longer = base64.b64encode(raw + b"\xff").decode()
+        over, words = json.dumps({"data": longer}).encode(), f"at most {len(longer) - 4}"
+    r = post_wire(signer, path, wire)
+    assert r.status_code == 200, r.text
+    data = r.json()["data"]
+    checked = run_node("cosmos.mjs", {"action": "adr036_doc", "signer": ADDRESS,
+                                      "data": base64.b64encode(raw).decode(),
+                                      "signature": data["signedMessage"], "pubkey": PUBKEY})  # fmt: skip
+    assert checked["doc"] == data["signed"] and checked["verdict"]["valid"] is True
+    refused_over_the_limit(signer, "cosmos", path, over, words)
 
 
 def refused(client: httpx.Client, path: str, body: Any, code: str) -> str:

@@ -9,7 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.api.test_sign_utxo import FACE, post_wire, refused_over_the_limit
 from tests.node import require_node, run_node
+
+from chainkeys.chains.tx.fields import MAX_MESSAGE_BYTES, MAX_MESSAGE_CHARS
 
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[2] / "tests/chains/vectors/vectors.json").read_text()
@@ -93,6 +96,25 @@ def test_sign_message_verifies_with_wharfkit_and_eosjs_ecc(
     check = run_node("eos.mjs", {"action": "verify_message", "signature": sig,
                                  "publicKey": public, **body})  # fmt: skip
     assert check == {"valid": True, "canonical": True, "ecc": True}
+
+
+@pytest.mark.parametrize(("field", "at_most", "one_more"), [
+    ("message", FACE * MAX_MESSAGE_CHARS, "x"), ("data", "ff" * MAX_MESSAGE_BYTES, "ff"),
+])  # fmt: skip
+def test_sign_message_at_the_schemas_maximum_is_signed_and_one_more_is_refused(
+    signer: tuple[httpx.Client, str], field: str, at_most: str, one_more: str
+) -> None:
+    """Text at its maximum (12 bytes a character in ASCII-only JSON) and data at its
+    maximum (hex) fit the default body cap and are signed; one more is a 400, audited."""
+    client, public = signer
+    path = f"/eos/{NAME}/sign-message"
+    r = post_wire(client, path, json.dumps({field: at_most}).encode())
+    assert r.status_code == 200, r.text
+    check = run_node("eos.mjs", {"action": "verify_message", "signature": r.json()["data"][
+        "signature"], "publicKey": public, field: at_most})  # fmt: skip
+    assert check == {"valid": True, "canonical": True, "ecc": True}
+    over = json.dumps({field: at_most + one_more}).encode()
+    refused_over_the_limit(client, "eos", path, over, f"at most {len(at_most)}")
 
 
 def test_refusals(signer: tuple[httpx.Client, str]) -> None:

@@ -12,6 +12,9 @@ import httpx
 import pytest
 from tests.node import require_node, run_node
 
+from chainkeys.chains.tx.fields import MAX_MESSAGE_CHARS
+from chainkeys.config import Settings
+
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[2] / "tests/chains/vectors/vectors.json").read_text()
 )
@@ -53,9 +56,58 @@ def test_sign_message_refusals(client: httpx.Client) -> None:
     made = client.post("/dogecoin", json={})
     address = made.json()["address"]
     r = client.post(f"/dogecoin/{address}/sign-message", json={"message": "x" * 70_000})
-    assert r.status_code in (400, 413)
+    assert r.status_code == 413 and r.json()["code"] == "payload_too_large"  # over the cap
     r = client.post(f"/dogecoin/{address}/sign-message", json={"msg": "x"})
     assert r.status_code == 400 and r.json()["code"] == "invalid_field"
+
+
+# the default request body cap: a message at its schema's maximum must fit under it
+CAP = Settings.model_fields["max_body_bytes"].default
+FACE = "\U0001f600"  # outside the BMP: 12 bytes as ASCII-only JSON ("\ud83d\ude00")
+
+
+def post_wire(client: httpx.Client, path: str, wire: bytes) -> httpx.Response:
+    """`wire` sent as it is (JSON as a client's encoder wrote it), within the default cap."""
+    assert len(wire) <= CAP, len(wire)
+    return client.post(path, content=wire, headers={"content-type": "application/json"})
+
+
+def refused_over_the_limit(
+    client: httpx.Client, family: str, path: str, wire: bytes, words: str
+) -> None:
+    """One character (or byte) over the schema's maximum: a 400 in the error envelope
+    saying the bound, nothing signed, and the refusal audited."""
+    r = post_wire(client, path, wire)
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert set(body) == {"success", "message", "code"} and body["success"] is False
+    assert body["code"] == "invalid_field" and words in body["message"], body
+    last = client.get("/audit", params={"action": "sign"}).json()["data"]["events"][0]
+    assert (last["family"], last["outcome"]) == (family, "invalid_field"), last
+    details = last["details"] if isinstance(last["details"], dict) else json.loads(last["details"])
+    assert details["kind"] == "sign-message" and words in details["reason"], details
+
+
+def test_sign_message_at_the_schemas_maximum_is_signed_and_one_more_is_refused(
+    client: httpx.Client,
+) -> None:
+    """The longest message the schema allows, written as Python's json (and requests,
+    schemathesis) write it, 12 bytes a character, fits the default body cap and is
+    signed; one character more is a 400 (not a 413), audited."""
+    require_node()
+    made = client.post("/litecoin", json={"private_key": KEY["private_key_hex"]})
+    assert made.status_code == 200, made.text
+    address = made.json()["address"]
+    path = f"/litecoin/{address}/sign-message"
+    message = FACE * MAX_MESSAGE_CHARS
+    r = post_wire(client, path, json.dumps({"message": message}).encode())
+    assert r.status_code == 200, r.text
+    check = run_node("utxo.mjs", {"action": "verify_message", "network": "litecoin/mainnet",
+                                  "message": message, "address": address,
+                                  "signature": r.json()["data"]["signature"]})  # fmt: skip
+    assert check["matches"] and check["library"], check
+    over = json.dumps({"message": message + "x"}).encode()
+    refused_over_the_limit(client, "litecoin", path, over, f"at most {MAX_MESSAGE_CHARS}")
 
 
 PSBT_CASES = [

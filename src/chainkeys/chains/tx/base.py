@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from chainkeys.chains.spec import ChainError, Key, Network, ThresholdKey, Unit
+from chainkeys.chains.tx.fields import MAX_MESSAGE_BYTES, MAX_MESSAGE_CHARS
 
 BAD: Final = "invalid_sign_request"
 INVALID_AMOUNT: Final = "invalid_amount"
@@ -35,6 +36,15 @@ def unhex(text: object, what: str) -> bytes:
         return bytes.fromhex(text)
     except ValueError:
         raise refuse(f"{what} is not hex") from None
+
+
+def bounded_message(text: str | None, data: bytes | None = None) -> None:
+    """A sign-message's text or bytes within the schema's bounds (fields.py), checked
+    again for a request built without the decoder (an approval's, a test's)."""
+    if text is not None and len(text) > MAX_MESSAGE_CHARS:
+        raise refuse(f"message is too long to sign ({MAX_MESSAGE_CHARS:,} characters at most)")
+    if data is not None and len(data) > MAX_MESSAGE_BYTES:
+        raise refuse(f"data is too long to sign ({MAX_MESSAGE_BYTES:,} bytes at most)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,11 +39,12 @@ from chainkeys.chains.tx.base import (
     Signed,
     SignKind,
     Summary,
+    bounded_message,
     refuse,
     unhex,
 )
 from chainkeys.chains.tx.ecdsa import sign_recoverable_with_entropy
-from chainkeys.chains.tx.fields import HASH, HEX
+from chainkeys.chains.tx.fields import HASH, HEX, MESSAGE_HEX, MESSAGE_TEXT
 
 _CHARMAP = ".12345abcdefghijklmnopqrstuvwxyz"
 MAX_ASSET = 2**62 - 1  # eosio::asset::max_amount
@@ -306,8 +307,8 @@ class EosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     # API's type for it (api/schemas.py `sign_request`); prepare_message checks it again
     one_of: ClassVar[tuple[tuple[str, str], ...]] = (("message", "data"),)
 
-    message: str | None = None
-    data: HEX | None = None
+    message: MESSAGE_TEXT | None = None
+    data: MESSAGE_HEX | None = None
 
 
 class EosMessageResponse(msgspec.Struct, kw_only=True):
@@ -343,6 +344,7 @@ def prepare_message(req: EosMessageRequest, owner: Owner, others: Refusal) -> _E
     if (req.message is None) == (req.data is None):
         raise refuse('send "message" (text) or "data" (hex), one of them')
     raw = req.message.encode() if req.message is not None else unhex(req.data or "", "data")
+    bounded_message(req.message, raw if req.message is None else None)  # built without the decoder
     reason = never_sign(raw) or others(raw)
     if reason is not None:
         raise refuse(reason, "message_is_transaction")

@@ -34,3 +34,27 @@ UINT32: TypeAlias = Annotated[int, Meta(ge=0, le=2**32 - 1)]
 COINS_PATTERN: Final = r"^[0-9]{1,12}(\.[0-9]{1,8})?$"
 # a Cosmos denom (the SDK's own rule: sdk.ValidateDenom)
 DENOM: TypeAlias = Annotated[str, Meta(pattern=r"^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}\Z")]
+
+# A sign-message's message (every family's): what a request at the schema's maximum needs
+# of the default body cap (config.py `max_body_bytes`, 16 KiB) for the message's JSON
+# string however a client's encoder writes it, leaving 1 KiB for the rest of the body (a
+# policy dry run nests the request in its own). Every bound below is derived from it.
+MESSAGE_JSON_BYTES: Final = 15 * 1024
+# Text: one character outside the BMP, as ASCII-only encoders write it (Python's json,
+# requests), is "\ud83d\ude00", 12 bytes: 1,280 characters (at most 5,120 bytes of UTF-8).
+MAX_MESSAGE_CHARS: Final = MESSAGE_JSON_BYTES // 12
+# Bytes: base64 is the larger in JSON, 2 bytes a character where "/" is written "\/"
+# (PHP's json_encode): 7,680 characters, 5,760 bytes (11,520 hex digits, 1 byte each).
+MAX_MESSAGE_BYTES: Final = MESSAGE_JSON_BYTES // 2 // 4 * 3
+MESSAGE_TEXT: TypeAlias = Annotated[
+    str, Meta(max_length=MAX_MESSAGE_CHARS,
+              description=f"UTF-8 text, {MAX_MESSAGE_CHARS:,} characters at most")
+]  # fmt: skip
+MESSAGE_HEX: TypeAlias = Annotated[
+    HEX, Meta(max_length=2 * MAX_MESSAGE_BYTES,
+              description=f"bytes as hex, {MAX_MESSAGE_BYTES:,} at most")
+]  # fmt: skip
+MESSAGE_BASE64: TypeAlias = Annotated[
+    BASE64, Meta(max_length=-(-MAX_MESSAGE_BYTES // 3) * 4,
+                 description=f"bytes as standard base64 (padded), {MAX_MESSAGE_BYTES:,} at most")
+]  # fmt: skip

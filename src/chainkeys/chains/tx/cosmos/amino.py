@@ -18,6 +18,7 @@ from chainkeys.chains.tx.base import (
     Signed,
     SignKind,
     Summary,
+    bounded_message,
     refuse,
 )
 from chainkeys.chains.tx.cosmos.common import (
@@ -37,7 +38,7 @@ from chainkeys.chains.tx.cosmos.common import (
     std_signature,
     unb64,
 )
-from chainkeys.chains.tx.fields import BASE64
+from chainkeys.chains.tx.fields import MESSAGE_BASE64, MESSAGE_TEXT
 
 
 def _js_sorted(value: Any) -> Any:
@@ -200,8 +201,8 @@ class CosmosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=T
     # API's type for it (api/schemas.py `sign_request`); prepare_message checks it again
     one_of: ClassVar[tuple[tuple[str, str], ...]] = (("message", "data"),)
 
-    message: str | None = None
-    data: BASE64 | None = None
+    message: MESSAGE_TEXT | None = None
+    data: MESSAGE_BASE64 | None = None
 
 
 class CosmosMessageResponse(msgspec.Struct, kw_only=True):
@@ -226,6 +227,7 @@ def prepare_message(req: CosmosMessageRequest, owner: Owner) -> CosmosDoc:
     if (req.message is None) == (req.data is None):
         raise refuse('send "message" (text) or "data" (base64), one of them')
     data = req.message.encode() if req.message is not None else unb64(req.data or "", "data")
+    bounded_message(req.message, data if req.message is None else None)  # built without the decoder
     doc = adr036_doc(owner.address, data)
     message = serialize_sign_doc(doc)
     summary = Summary(

@@ -10,14 +10,13 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
-from typing import Annotated
 
 import msgspec
-from msgspec import Meta
 
-from chainkeys.chains.spec import ChainError, Key
-from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary
+from chainkeys.chains.spec import Key
+from chainkeys.chains.tx.base import Owner, Signed, SignKind, Summary, bounded_message
 from chainkeys.chains.tx.ecdsa import sign_recoverable
+from chainkeys.chains.tx.fields import MESSAGE_TEXT
 from chainkeys.chains.tx.utxo.params import PARAMS
 
 HEADER_BASE = {"p2pkh": 31, "p2sh-p2wpkh": 35, "p2wpkh": 39}  # compressed keys
@@ -36,12 +35,10 @@ def message_hash(magic: str, message: bytes) -> bytes:
     return hashlib.sha256(hashlib.sha256(data).digest()).digest()
 
 
-MAX_MESSAGE = 65_536  # characters: Core signs any length; a custody service need not
-
-
 class UtxoMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    message: Annotated[str, Meta(max_length=MAX_MESSAGE, description="UTF-8 text, 64 Ki "
-                                 "characters at most")]  # fmt: skip
+    # Core signs any length; a custody service need not: the decoder refuses a longer
+    # one before anything is hashed (the bound: what the default body cap carries)
+    message: MESSAGE_TEXT
 
 
 class UtxoMessageResponse(msgspec.Struct, kw_only=True):
@@ -61,9 +58,7 @@ class _MessageDigest:
 
 
 def prepare_message(req: UtxoMessageRequest, owner: Owner) -> _MessageDigest:
-    if len(req.message) > MAX_MESSAGE:  # a request built without the decoder (approvals)
-        raise ChainError("message is too long to sign (64 Ki characters at most)",
-                         "invalid_sign_request")  # fmt: skip
+    bounded_message(req.message)  # a request built without the decoder
     params = PARAMS[owner.family]
     digest = message_hash(params.magic, req.message.encode())
     compressed = len(owner.public_key) == 33
