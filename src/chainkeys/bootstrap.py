@@ -140,9 +140,11 @@ class NoStore(StartupError):
 
 
 def where_to_point() -> str:
-    return ("start the service there (`chainkeys serve`) or create it (`chainkeys init`), "
-            "or point at the right one with --data-dir, CHAINKEYS_DATA_DIR or "
-            "CHAINKEYS_DATABASE_URL")  # fmt: skip
+    return (
+        "start the service there (`chainkeys serve`) or create it (`chainkeys init`), "
+        "or point at the right one with --data-dir, CHAINKEYS_DATA_DIR or "
+        "CHAINKEYS_DATABASE_URL"
+    )
 
 
 async def _open_store(
@@ -155,23 +157,28 @@ async def _open_store(
     if settings.database_url is None:
         if not create and not settings.sqlite_path.exists():
             looked = settings.sqlite_path.resolve()
-            raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()} (looked for "
-                          f"{looked}); {where_to_point()}")  # fmt: skip
+            raise NoStore(
+                f"no chainkeys store in {settings.data_dir.resolve()} (looked for "
+                f"{looked}); {where_to_point()}"
+            )
         prepare_data_dir(settings)
     db = open_backend(settings.db_url, settings)
     try:
         async with db.startup_lock():
             if not create and await migrate.current_revision(db) is None:
-                raise NoStore(f"the database {display_url(settings.db_url)} holds no chainkeys "
-                              f"store; {where_to_point()}")  # fmt: skip
+                raise NoStore(
+                    f"the database {display_url(settings.db_url)} holds no chainkeys "
+                    f"store; {where_to_point()}"
+                )
             await migrate.ensure_schema(db)
             barrier = await open_barrier(db, settings) if unseal else None
             if barrier is not None:
                 barrier.integrity = await open_integrity(db, barrier)
     except StorageUnavailable as exc:
         await db.close()
-        raise StartupError(f"cannot open the database {display_url(settings.db_url)}: "
-                           f"{storage_cause(exc)}") from None  # fmt: skip
+        raise StartupError(
+            f"cannot open the database {display_url(settings.db_url)}: {storage_cause(exc)}"
+        ) from None
     except BaseException:
         await db.close()
         raise
@@ -193,8 +200,13 @@ async def open_admin(settings: Settings, create: bool = False, keyed: bool = Fal
     reading the audit log need no secret."""
     db, barrier = await _open_store(settings, unseal=keyed, create=create)
     integrity = barrier.integrity if barrier is not None else None
-    return Admin(db, TokenService(db, integrity), AuditService(db, settings, None),
-                 KeyService(db, settings), integrity)  # fmt: skip
+    return Admin(
+        db,
+        TokenService(db, integrity),
+        AuditService(db, settings, None),
+        KeyService(db, settings),
+        integrity,
+    )
 
 
 async def upgrade_schema(settings: Settings) -> tuple[str, bool]:
@@ -208,13 +220,13 @@ async def upgrade_schema(settings: Settings) -> tuple[str, bool]:
     directory) is refused and nothing is made. Idempotent, and safe to run from
     several places at once (the start-up lock)."""
     if settings.database_url is None and not settings.sqlite_path.exists():
-        raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()}; "
-                      f"{where_to_point()}")  # fmt: skip
+        raise NoStore(f"no chainkeys store in {settings.data_dir.resolve()}; {where_to_point()}")
     db = open_backend(settings.db_url, settings)
     try:
         if not db.database_exists():
-            raise NoStore(f"the database {display_url(settings.db_url)} does not exist; "
-                          f"{where_to_point()}")  # fmt: skip
+            raise NoStore(
+                f"the database {display_url(settings.db_url)} does not exist; {where_to_point()}"
+            )
         if settings.database_url is None:
             prepare_data_dir(settings)
         async with db.startup_lock():
@@ -366,8 +378,9 @@ class SealedStore:
             self.forget()  # the store was rekeyed while shares were arriving
         check_set([share], share_set)
         if share.index in self._given:
-            raise InvalidShare(f"share {share.index} was given already; the next operator's, "
-                               "please")  # fmt: skip
+            raise InvalidShare(
+                f"share {share.index} was given already; the next operator's, please"
+            )
         self._set_id = share_set.set_id
         self._given[share.index] = share.value
         if len(self._given) < share_set.threshold:
@@ -412,15 +425,18 @@ async def init_shamir(
     finally:
         await db.close()
     if existing is not None:
-        raise StartupError(f"this store has its shares already (set {existing.set_id}, "
-                           f"{existing.threshold} of {existing.shares}): they were printed when "
-                           "it was created; `chainkeys operator rekey` makes new ones")  # fmt: skip
+        raise StartupError(
+            f"this store has its shares already (set {existing.set_id}, "
+            f"{existing.threshold} of {existing.shares}): they were printed when "
+            "it was created; `chainkeys operator rekey` makes new ones"
+        )
     svc = await open_services(settings, create=True, unsealer=GivenKey(unseal, share_set))
     return svc, [s.text() for s in made]
 
 
-async def rekey_shamir(settings: Settings, old: list[str], shares: int,
-                       threshold: int) -> tuple[ShareSet, list[str]]:  # fmt: skip
+async def rekey_shamir(
+    settings: Settings, old: list[str], shares: int, threshold: int
+) -> tuple[ShareSet, list[str]]:
     """New shares from a quorum of the old (`chainkeys operator rekey`): the same master
     key re-wrapped; servers already unsealed go on, the next unseal takes the new ones."""
     parsed = [parse_share(text) for text in old]

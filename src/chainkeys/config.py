@@ -26,9 +26,14 @@ PREFIX = "CHAINKEYS_"
 # credentials). The master key's file form is CHAINKEYS_MASTER_KEY_FILE (the key file),
 # the PIN's is the pkcs11_pin_file setting.
 SECRET_FILES = (
-    "audit_http_authorization", "database_url", "metrics_token", "operator_token",
-    "previous_master_keys", "redis_url", "webhook_secret",
-)  # fmt: skip
+    "audit_http_authorization",
+    "database_url",
+    "metrics_token",
+    "operator_token",
+    "previous_master_keys",
+    "redis_url",
+    "webhook_secret",
+)
 
 
 class Settings(BaseSettings):
@@ -131,9 +136,20 @@ class Settings(BaseSettings):
     audit_file: Path | None = None
     audit_syslog: str | None = None
     audit_syslog_facility: Literal[
-        "kern", "user", "auth", "daemon", "authpriv", "local0", "local1", "local2",
-        "local3", "local4", "local5", "local6", "local7",
-    ] = "auth"  # fmt: skip
+        "kern",
+        "user",
+        "auth",
+        "daemon",
+        "authpriv",
+        "local0",
+        "local1",
+        "local2",
+        "local3",
+        "local4",
+        "local5",
+        "local6",
+        "local7",
+    ] = "auth"
     audit_http_url: str | None = None
     # The HTTP device's Authorization header, whole ("Bearer …", "Splunk …").
     audit_http_authorization: SecretStr | None = None
@@ -172,15 +188,19 @@ class Settings(BaseSettings):
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError("the public URL is https://host[:port] (http:// only for localhost)")
         if parsed.scheme == "http" and parsed.hostname != "localhost":
-            raise ValueError("the public URL is https:// (browsers allow passkeys over http:// "
-                             "only on localhost)")  # fmt: skip
+            raise ValueError(
+                "the public URL is https:// (browsers allow passkeys over http:// "
+                "only on localhost)"
+            )
         return f"{parsed.scheme}://{parsed.netloc}"
 
     @model_validator(mode="after")
     def _webhook_needs_a_secret(self) -> Settings:
         if self.webhook_url is not None and self.webhook_secret is None:
-            raise ValueError("CHAINKEYS_WEBHOOK_URL needs CHAINKEYS_WEBHOOK_SECRET (receivers "
-                             "check every event's signature with it)")  # fmt: skip
+            raise ValueError(
+                "CHAINKEYS_WEBHOOK_URL needs CHAINKEYS_WEBHOOK_SECRET (receivers "
+                "check every event's signature with it)"
+            )
         return self
 
     @field_validator("audit_syslog")
@@ -209,13 +229,18 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _audit_required_needs_a_device(self) -> Settings:
-        confirming = (self.audit_file is not None or self.audit_http_url is not None
-                      or (self.audit_syslog or "").startswith("tcp:"))  # fmt: skip
+        confirming = (
+            self.audit_file is not None
+            or self.audit_http_url is not None
+            or (self.audit_syslog or "").startswith("tcp:")
+        )
         if self.audit_required and not confirming:
-            raise ValueError("CHAINKEYS_AUDIT_REQUIRED needs an audit device that confirms "
-                             "delivery: CHAINKEYS_AUDIT_FILE, CHAINKEYS_AUDIT_HTTP_URL or a "
-                             "tcp:// CHAINKEYS_AUDIT_SYSLOG (udp:// never learns of a "
-                             "loss)")  # fmt: skip
+            raise ValueError(
+                "CHAINKEYS_AUDIT_REQUIRED needs an audit device that confirms "
+                "delivery: CHAINKEYS_AUDIT_FILE, CHAINKEYS_AUDIT_HTTP_URL or a "
+                "tcp:// CHAINKEYS_AUDIT_SYSLOG (udp:// never learns of a "
+                "loss)"
+            )
         return self
 
     @field_validator("database_url")
@@ -350,8 +375,9 @@ def load_settings() -> tuple[Settings, list[str]]:
     warnings = [f"{w}; ignored ({ALLOW_UNKNOWN}=1)" for w in unknown]
     if unknown and os.environ.get(ALLOW_UNKNOWN, "").strip().lower() not in ("1", "true", "yes"):
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-        raise ConfigError(f"{unknown[0]}{more}; fix it, or set {ALLOW_UNKNOWN}=1 to start "
-                          "with it ignored")  # fmt: skip
+        raise ConfigError(
+            f"{unknown[0]}{more}; fix it, or set {ALLOW_UNKNOWN}=1 to start with it ignored"
+        )
     try:
         return Settings(), warnings
     except ValidationError as exc:
@@ -374,8 +400,14 @@ def describe(exc: ValidationError) -> str:
     return f"{PREFIX}{name.upper()}={got}: {msg[:1].lower()}{msg[1:]}{more}"
 
 
-RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
-                "int_from_float", "finite_number"}  # fmt: skip
+RANGE_ERRORS = {
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "int_from_float",
+    "finite_number",
+}
 
 
 def accepted_range(field: FieldInfo) -> str:

@@ -110,8 +110,10 @@ class Sealed(Unavailable):
     enough of them yet (or was sealed again): it answers nothing but the unseal."""
 
     code = "sealed"
-    message = ("sealed: this server waits for its unseal shares "
-               "(`chainkeys operator unseal --url URL`, POST /sys/unseal)")  # fmt: skip
+    message = (
+        "sealed: this server waits for its unseal shares "
+        "(`chainkeys operator unseal --url URL`, POST /sys/unseal)"
+    )
 
 
 class AuditUnavailable(Unavailable):

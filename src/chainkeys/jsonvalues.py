@@ -44,28 +44,41 @@ _STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 PATTERN_WORDS: Final = {
     r"^([0-9a-fA-F]{2})*\Z": "hex: an even number of the digits 0-9 and a-f",
     r"^[0-9a-fA-F]{64}\Z": "64 hex digits",
-    r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z":
-        "standard base64 (A-Z, a-z, 0-9, + and /, padded with =)",
+    r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z": (
+        "standard base64 (A-Z, a-z, 0-9, + and /, padded with =)"
+    ),
     r"^[0-9]{1,80}\Z": "a string of digits (1 to 80 of 0-9, no sign, point or exponent)",
-    r"^[a-z1-5.]{0,11}[a-z1-5]\Z":
-        "an EOS account name: 1 to 12 of a-z, 1-5 and '.', not ending in '.'",
-    r"^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}\Z":
-        "a letter, then 2 to 127 letters, digits or any of / : . _ -",
+    r"^[a-z1-5.]{0,11}[a-z1-5]\Z": (
+        "an EOS account name: 1 to 12 of a-z, 1-5 and '.', not ending in '.'"
+    ),
+    r"^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}\Z": (
+        "a letter, then 2 to 127 letters, digits or any of / : . _ -"
+    ),
     r"^channel-[0-9]{1,20}\Z": "a channel id: channel- and a number (channel-0)",
-    r"^(?!wal_)[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z":
+    r"^(?!wal_)[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z": (
         "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or a digit "
-        "and not with wal_",
-}  # fmt: skip
+        "and not with wal_"
+    ),
+}
 NAME_FORMAT = re.compile(r"^chainkeys-(\w+)-name$")  # api/params.py: an account's name
 
 # msgspec's names of JSON types, as the words say them
 _TYPES: Final = {
-    "str": "a string", "int": "a whole number", "float": "a number",
-    "bool": "true or false", "null": "null", "array": "an array", "object": "an object",
-    "decimal": "a decimal number", "bytes": "base64 text", "uuid": "a UUID",
-    "datetime": "a date and time (RFC 3339)", "date": "a date (RFC 3339)",
-    "time": "a time (RFC 3339)", "timedelta": "a duration (ISO 8601)",
-}  # fmt: skip
+    "str": "a string",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "null": "null",
+    "array": "an array",
+    "object": "an object",
+    "decimal": "a decimal number",
+    "bytes": "base64 text",
+    "uuid": "a UUID",
+    "datetime": "a date and time (RFC 3339)",
+    "date": "a date (RFC 3339)",
+    "time": "a time (RFC 3339)",
+    "timedelta": "a duration (ISO 8601)",
+}
 _GOT: Final = {**_TYPES, "int": "a number", "float": "a number"}
 _UNITS: Final = {"str": "characters", "bytes": "bytes", "array": "items", "object": "entries"}
 
@@ -259,8 +272,9 @@ def _step(node: mi.Type, field: str, index: str) -> Iterator[mi.Type]:
             yield from (f.type for f in inner.fields if f.encode_name == field)
         elif field == "" and isinstance(inner, mi.DictType):
             yield inner.value_type
-        elif field == "" and isinstance(inner, (mi.ListType, mi.VarTupleType, mi.SetType,
-                                                mi.FrozenSetType)):  # fmt: skip
+        elif field == "" and isinstance(
+            inner, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)
+        ):
             yield inner.item_type
         elif (
             isinstance(inner, mi.TupleType)

@@ -154,8 +154,13 @@ def access(
         )
     msecs = int((now - second) * 1000)
     if _Direct.json_lines:
-        entry = {"time": f"{_Direct._stamp}.{msecs:03d}Z", "level": "info",
-                 "logger": "chainkeys.access", "message": "request", **fields}  # fmt: skip
+        entry = {
+            "time": f"{_Direct._stamp}.{msecs:03d}Z",
+            "level": "info",
+            "logger": "chainkeys.access",
+            "message": "request",
+            **fields,
+        }
         line = msgspec.json.encode(entry).decode()
     else:
         line = f"{_Direct._stamp},{msecs:03d} INFO chainkeys.access {_plain_access(fields)}"

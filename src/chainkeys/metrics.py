@@ -26,9 +26,11 @@ LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 
 REQUESTS = Counter("chainkeys_requests", "HTTP requests answered", ["route", "method", "status"])
 REQUEST_SECONDS = Histogram(
-    "chainkeys_request_duration_seconds", "HTTP request latency", ["route", "method"],
+    "chainkeys_request_duration_seconds",
+    "HTTP request latency",
+    ["route", "method"],
     buckets=LATENCY,
-)  # fmt: skip
+)
 ACCOUNTS_CREATED = Counter(
     "chainkeys_accounts_created", "Accounts created or imported", ["family", "source"]
 )

@@ -47,8 +47,9 @@ def window(
     """The page asked for, or a 400 naming what is wrong (`invalid_limit`, `invalid_cursor`)."""
     limit = settings.list_default_limit if limit is None else limit
     if not 1 <= limit <= settings.list_max_limit:
-        raise BadRequest(f"limit must be between 1 and {settings.list_max_limit}",
-                         code="invalid_limit")  # fmt: skip
+        raise BadRequest(
+            f"limit must be between 1 and {settings.list_max_limit}", code="invalid_limit"
+        )
     if cursors is None:
         raise RuntimeError("pages need cursors (the master key)")
     after = None

@@ -25,16 +25,35 @@ class PrivateUse:
 
 
 USES: Final = (
-    PrivateUse("coincurve", "21.0.0", "chains/tx/ecdsa.py", ("coincurve._libsecp256k1",),
-               "the cffi handle and library: RFC 6979 extra entropy (EOS canonical retries), "
-               "and a signature without the two public keys PrivateKey() computes first"),
-    PrivateUse("bip_utils", "2.12.3", "chains/mnemonic.py",
-               ("bip_utils.bip.bip39.bip39_mnemonic_utils",),
-               "the English word list, to name an unknown word in a refused mnemonic"),
-    PrivateUse("asyncpg", "0.32.0", "store/postgres/private.py", ("_con", "_on_release", "_holder"),
-               "giving a pool connection back without Pool.release()'s shielded task"),
+    PrivateUse(
+        "coincurve",
+        "21.0.0",
+        "chains/tx/ecdsa.py",
+        ("coincurve._libsecp256k1",),
+        "the cffi handle and library: RFC 6979 extra entropy (EOS canonical retries), "
+        "and a signature without the two public keys PrivateKey() computes first",
+    ),
+    PrivateUse(
+        "bip_utils",
+        "2.12.3",
+        "chains/mnemonic.py",
+        ("bip_utils.bip.bip39.bip39_mnemonic_utils",),
+        "the English word list, to name an unknown word in a refused mnemonic",
+    ),
+    PrivateUse(
+        "asyncpg",
+        "0.32.0",
+        "store/postgres/private.py",
+        ("_con", "_on_release", "_holder"),
+        "giving a pool connection back without Pool.release()'s shielded task",
+    ),
     # The SQLite library itself (sqlite3.sqlite_version), not a Python distribution.
-    PrivateUse("sqlite", "3.40.1", "store/sqlite/counter.py", ("WAL_INDEX_VERSION", "mxFrame"),
-               "the WAL-index header (rewritten by every commit), read from the -shm mapping "
-               "instead of a PRAGMA data_version statement per request (checked against it)"),
-)  # fmt: skip
+    PrivateUse(
+        "sqlite",
+        "3.40.1",
+        "store/sqlite/counter.py",
+        ("WAL_INDEX_VERSION", "mxFrame"),
+        "the WAL-index header (rewritten by every commit), read from the -shm mapping "
+        "instead of a PRAGMA data_version statement per request (checked against it)",
+    ),
+)

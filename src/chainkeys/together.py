@@ -62,17 +62,26 @@ class Together:
         format); a type named by `ref`."""
 
         def given(*names: str) -> dict[str, Any]:
-            return {"required": list(names),
-                    "properties": {n: _not_null(properties[n]) for n in names}}  # fmt: skip
+            return {
+                "required": list(names),
+                "properties": {n: _not_null(properties[n]) for n in names},
+            }
 
         out: list[dict[str, Any]] = [{"not": given(a, b)} for a, b in self.exclusive]
         out += [{"oneOf": [given(a), given(b)]} for a, b in self.one_of]
         out += [{"if": given(a), "then": given(b)} for a, b in self.requires]
-        out += [{"if": given(a), "then": {"properties": {b: {"const": v}}}}
-                for a, b, v in self.only_when]  # fmt: skip
-        out += [{"if": {"required": [a], "properties": {a: {"const": k}}},
-                 "then": {"properties": {b: ref(t)}}}
-                for a, b, types in self.selects for k, t in sorted(types.items())]  # fmt: skip
+        out += [
+            {"if": given(a), "then": {"properties": {b: {"const": v}}}}
+            for a, b, v in self.only_when
+        ]
+        out += [
+            {
+                "if": {"required": [a], "properties": {a: {"const": k}}},
+                "then": {"properties": {b: ref(t)}},
+            }
+            for a, b, types in self.selects
+            for k, t in sorted(types.items())
+        ]
         return out
 
 

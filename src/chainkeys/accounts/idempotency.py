@@ -79,8 +79,10 @@ async def replay(tx: Tx, barrier: Barrier, tenant_id: str, key: str, fp: str) ->
     if first != fp:
         raise IdempotencyConflict()
     view = created.view
-    if await Accounts.view(tx, opened(barrier.integrity), tenant_id, view.family,
-                           view.name) is None:  # fmt: skip
+    if (
+        await Accounts.view(tx, opened(barrier.integrity), tenant_id, view.family, view.name)
+        is None
+    ):
         return None  # the account was deleted since: its replay ended with it
     return Created(view, created.imported, created.private_key, replayed=True)
 
@@ -92,8 +94,9 @@ async def record(
     payload = msgspec.json.encode(_Stored(fp, created))
     sealed = await barrier.seal(payload, _context(tenant_id, key))
     view = created.view
-    return IdempotencyRecord(SEALED, sealed.blob, sealed.key_id, now_ms() + ttl_ms, view.family,
-                             view.name)  # fmt: skip
+    return IdempotencyRecord(
+        SEALED, sealed.blob, sealed.key_id, now_ms() + ttl_ms, view.family, view.name
+    )
 
 
 async def remember(tx: Any, tenant_id: str, key: str, record: IdempotencyRecord) -> None:

@@ -25,9 +25,17 @@ _GET_IDEM = Prepared(
 )
 _INSERT_IDEM = Prepared(
     insert(idempotency),
-    ("tenant_id", "key", "fingerprint", "response", "key_id", "expires_ms", "family",
-     "account_name"),
-)  # fmt: skip
+    (
+        "tenant_id",
+        "key",
+        "fingerprint",
+        "response",
+        "key_id",
+        "expires_ms",
+        "family",
+        "account_name",
+    ),
+)
 _FORGET_IDEM_OF = Prepared(
     delete(idempotency).where(
         _i.tenant_id == bindparam("tenant_id"),
@@ -85,10 +93,16 @@ class Idempotency:
     @staticmethod
     async def insert(tx: Tx, tenant_id: str, key: str, record: IdempotencyRecord) -> bool:
         """False when the key is already taken (the caller then replays or refuses)."""
-        params = {"tenant_id": tenant_id, "key": key, "fingerprint": record.fingerprint,
-                  "response": record.response, "key_id": record.key_id,
-                  "expires_ms": record.expires_ms, "family": record.family,
-                  "account_name": record.account_name}  # fmt: skip
+        params = {
+            "tenant_id": tenant_id,
+            "key": key,
+            "fingerprint": record.fingerprint,
+            "response": record.response,
+            "key_id": record.key_id,
+            "expires_ms": record.expires_ms,
+            "family": record.family,
+            "account_name": record.account_name,
+        }
         return await insert_new(tx, _INSERT_IDEM, params)
 
     @staticmethod

@@ -53,9 +53,16 @@ class AccountView:
         origin: Origin | None = None,
     ) -> AccountView:
         return cls(
-            family, network, account.name, account.address, account.public_key,
-            dict(account.extra), created_ms, origin, account.address_type,
-        )  # fmt: skip
+            family,
+            network,
+            account.name,
+            account.address,
+            account.public_key,
+            dict(account.extra),
+            created_ms,
+            origin,
+            account.address_type,
+        )
 
     @classmethod
     def of_details(
@@ -71,8 +78,17 @@ class AccountView:
         """From a stored row's columns and its details JSON."""
         wallet = details.get("wallet")
         origin = Origin(wallet, details["path"], int(details["index"])) if wallet else None
-        return cls(family, network, name, address, public_key, details.get("extra", {}),
-                   created_ms, origin, details.get("address_type"))  # fmt: skip
+        return cls(
+            family,
+            network,
+            name,
+            address,
+            public_key,
+            details.get("extra", {}),
+            created_ms,
+            origin,
+            details.get("address_type"),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,9 +46,10 @@ FAMILIES: Final = tuple(name for name, fam in REGISTRY.items() if fam.multisig i
 # address type names one form whichever family has it: p2sh is Dogecoin's and Litecoin's)
 _BUILDS: Final[dict[str, Callable[[int, Sequence[bytes], str], ThresholdKey]]] = {
     kind: fam.multisig.build
-    for fam in REGISTRY.values() if fam.multisig is not None
+    for fam in REGISTRY.values()
+    if fam.multisig is not None
     for kind in fam.multisig.types
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +71,12 @@ class MultisigView:
 
 def record(ms: ThresholdKey, held: dict[str, str]) -> dict[str, Any]:
     """What the row's details keep of it (public data)."""
-    return {"threshold": ms.threshold, "keys": [k.hex() for k in ms.keys],
-            "address_type": ms.address_type, "held": held}  # fmt: skip
+    return {
+        "threshold": ms.threshold,
+        "keys": [k.hex() for k in ms.keys],
+        "address_type": ms.address_type,
+        "held": held,
+    }
 
 
 def multisig_of(details: dict[str, Any]) -> ThresholdKey | None:
@@ -96,28 +101,43 @@ class MultisigService:
         self.barrier = barrier
 
     async def register(
-        self, who: Principal, family: str, threshold: object, public_keys: Sequence[object],
-        network: str | None, address_type: str | None,
-    ) -> MultisigView:  # fmt: skip
+        self,
+        who: Principal,
+        family: str,
+        threshold: object,
+        public_keys: Sequence[object],
+        network: str | None,
+        address_type: str | None,
+    ) -> MultisigView:
         """Register the multisig of these keys; refused (400, audited) when it is not
         one the chain accepts or no member key is held by this tenant."""
         try:
-            return await self._register(who, family, threshold, public_keys, network,
-                                        address_type)  # fmt: skip
+            return await self._register(who, family, threshold, public_keys, network, address_type)
         except BadRequest as exc:
-            event = audit_event(who, "create", exc.code, family=family,
-                                details={"multisig": True, "reason": exc.message})  # fmt: skip
+            event = audit_event(
+                who,
+                "create",
+                exc.code,
+                family=family,
+                details={"multisig": True, "reason": exc.message},
+            )
             with contextlib.suppress(ChainkeysError):  # a failed audit must not hide why
                 await Audit.record(self.db, event)
             raise
 
     async def _register(
-        self, who: Principal, family: str, threshold: object, public_keys: Sequence[object],
-        network_name: str | None, address_type: str | None,
-    ) -> MultisigView:  # fmt: skip
+        self,
+        who: Principal,
+        family: str,
+        threshold: object,
+        public_keys: Sequence[object],
+        network_name: str | None,
+        address_type: str | None,
+    ) -> MultisigView:
         if family not in FAMILIES:
-            raise BadRequest(f"multisig accounts are registered on {', '.join(FAMILIES)}",
-                             code=INVALID)  # fmt: skip
+            raise BadRequest(
+                f"multisig accounts are registered on {', '.join(FAMILIES)}", code=INVALID
+            )
         fam = family_of(family)
         forms = fam.multisig
         if forms is None:  # never: FAMILIES are those with one
@@ -129,27 +149,38 @@ class MultisigService:
         # a member key as the family stores an account's: how it is found among them
         shown = {fam.public_key_text(k): k.hex() for k in ms.keys}
         async with self.db.read() as tx:
-            found = await Accounts.holding(tx, opened(self.barrier.integrity), who.tenant_id,
-                                           family, network.name, list(shown))  # fmt: skip
+            found = await Accounts.holding(
+                tx, opened(self.barrier.integrity), who.tenant_id, family, network.name, list(shown)
+            )
         held: dict[str, str] = {}
         for r in found:
             held.setdefault(shown[str(r.public_key)], str(r.name))
         if not held:
-            raise BadRequest("none of these public keys is held by an account of this tenant "
-                             f"on {family} {network.name}: register a multisig where one of "
-                             "its keys is", code=INVALID)  # fmt: skip
-        sealed = await self.barrier.seal(msgspec.json.encode(record(ms, held)),
-                                         Context(who.tenant_id, family, address))  # fmt: skip
+            raise BadRequest(
+                "none of these public keys is held by an account of this tenant "
+                f"on {family} {network.name}: register a multisig where one of "
+                "its keys is",
+                code=INVALID,
+            )
+        sealed = await self.barrier.seal(
+            msgspec.json.encode(record(ms, held)), Context(who.tenant_id, family, address)
+        )
         row = AccountRow(
-            tenant_id=who.tenant_id, family=family, name=address, network=network.name,
-            address=address, public_key="",
-            details={"extra": {}, "address_type": ms.address_type,
-                     "multisig": record(ms, held)},
-            secret=sealed.blob, key_id=sealed.key_id, created_ms=now_ms(),
-        )  # fmt: skip
+            tenant_id=who.tenant_id,
+            family=family,
+            name=address,
+            network=network.name,
+            address=address,
+            public_key="",
+            details={"extra": {}, "address_type": ms.address_type, "multisig": record(ms, held)},
+            secret=sealed.blob,
+            key_id=sealed.key_id,
+            created_ms=now_ms(),
+        )
         details = {"multisig": f"{ms.threshold}-of-{len(ms.keys)}", "held": len(held)}
-        event = audit_event(who, "create", "ok", family=family, account_name=address,
-                            details=details)  # fmt: skip
+        event = audit_event(
+            who, "create", "ok", family=family, account_name=address, details=details
+        )
         await Accounts.create_audited(self.db, opened(self.barrier.integrity), row, event)
         return view_of(row)
 
@@ -160,5 +191,6 @@ def view_of(row: AccountRow) -> MultisigView:
         raise BadRequest("this account is not a multisig", code="not_multisig")
     held = held_members(row.details)
     members = tuple(Member(k.hex(), held.get(k.hex())) for k in ms.keys)
-    return MultisigView(row.family, row.network, row.address, ms, members, ms.descriptor(),
-                        row.created_ms)  # fmt: skip
+    return MultisigView(
+        row.family, row.network, row.address, ms, members, ms.descriptor(), row.created_ms
+    )

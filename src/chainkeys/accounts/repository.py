@@ -65,9 +65,19 @@ class ListedAccount(Protocol):
 
 _a = accounts.c
 _ACCOUNT_COLS = (
-    _a.id, _a.tenant_id, _a.family, _a.name, _a.network, _a.address,
-    _a.public_key, _a.details, _a.secret, _a.key_id, _a.created_ms, _a.mac,
-)  # fmt: skip
+    _a.id,
+    _a.tenant_id,
+    _a.family,
+    _a.name,
+    _a.network,
+    _a.address,
+    _a.public_key,
+    _a.details,
+    _a.secret,
+    _a.key_id,
+    _a.created_ms,
+    _a.mac,
+)
 # What a row's MAC is checked over (store/integrity.py ACCOUNTS), read with every row
 # that is shown or used: a page reads them too.
 _CHECKED = (*(_a[c] for c in ACCOUNTS.covered), _a.mac)
@@ -82,9 +92,18 @@ _VIEW_ACCOUNT = Prepared(select(*_CHECKED).where(_KEY))
 _DELETE_ACCOUNT = Prepared(delete(accounts).where(_KEY))
 _d = deleted_accounts.c
 _RETAINED_COLS = (
-    "tenant_id", "family", "name", "network", "address", "public_key",
-    "details", "secret", "key_id", "created_ms", "mac",
-)  # fmt: skip
+    "tenant_id",
+    "family",
+    "name",
+    "network",
+    "address",
+    "public_key",
+    "details",
+    "secret",
+    "key_id",
+    "created_ms",
+    "mac",
+)
 _RETAIN_ACCOUNT = Prepared(
     insert(deleted_accounts).from_select(
         [*_RETAINED_COLS, "deleted_ms"],
@@ -213,9 +232,15 @@ class Accounts:
 
     @staticmethod
     async def page(
-        tx: Tx, integrity: Integrity, tenant_id: str, family: str, after: int, limit: int,
-        network: str | None = None, prefix: str | None = None,
-    ) -> Sequence[ListedAccount]:  # fmt: skip
+        tx: Tx,
+        integrity: Integrity,
+        tenant_id: str,
+        family: str,
+        after: int,
+        limit: int,
+        network: str | None = None,
+        prefix: str | None = None,
+    ) -> Sequence[ListedAccount]:
         """A page in creation order; with `prefix`, only names (addresses) that start
         with it, exactly (case and all: the same comparison on both engines, where LIKE
         and collations differ), read along the tenant's rows in id order."""
@@ -239,9 +264,12 @@ class Accounts:
         """A page of the accounts derived from one wallet, in creation order; each row's
         `wallet_id` must agree with its (MACed) details, or a writer could list any
         account of the tenant as the wallet's."""
-        stmt = (select(_a.id, *_CHECKED)
-                .where(_a.tenant_id == tenant_id, _a.wallet_id == wallet_id, _a.id > after)
-                .order_by(_a.id).limit(limit))  # fmt: skip
+        stmt = (
+            select(_a.id, *_CHECKED)
+            .where(_a.tenant_id == tenant_id, _a.wallet_id == wallet_id, _a.id > after)
+            .order_by(_a.id)
+            .limit(limit)
+        )
         rows = [checked(integrity, r) for r in (await tx.execute(stmt)).all()]
         for r in rows:
             if msgspec.json.decode(r.details).get("wallet") != wallet_id:
@@ -250,14 +278,25 @@ class Accounts:
 
     @staticmethod
     async def holding(
-        tx: Tx, integrity: Integrity, tenant_id: str, family: str, network: str,
+        tx: Tx,
+        integrity: Integrity,
+        tenant_id: str,
+        family: str,
+        network: str,
         public_keys: Sequence[str],
-    ) -> Sequence[Any]:  # fmt: skip
+    ) -> Sequence[Any]:
         """(name, public_key, …) of the tenant's accounts on this network with one of these
         keys (a multisig's members held here), read along the tenant's family index."""
-        stmt = select(*_CHECKED).where(
-            _a.tenant_id == tenant_id, _a.family == family, _a.network == network,
-            _a.public_key.in_(list(public_keys))).order_by(_a.id)  # fmt: skip
+        stmt = (
+            select(*_CHECKED)
+            .where(
+                _a.tenant_id == tenant_id,
+                _a.family == family,
+                _a.network == network,
+                _a.public_key.in_(list(public_keys)),
+            )
+            .order_by(_a.id)
+        )
         return [checked(integrity, r) for r in (await tx.execute(stmt)).all()]
 
     @staticmethod
@@ -327,8 +366,9 @@ class DeletedRow:
 
 
 def _row_to_deleted(row: Any) -> DeletedRow:
-    return DeletedRow(row.id, _row_to_account(row), row.deleted_ms,
-                      getattr(row, "tenant_name", None))  # fmt: skip
+    return DeletedRow(
+        row.id, _row_to_account(row), row.deleted_ms, getattr(row, "tenant_name", None)
+    )
 
 
 class DeletedAccounts:
@@ -354,9 +394,12 @@ class DeletedAccounts:
     @staticmethod
     async def recent(tx: Tx, tenant_id: str | None, limit: int) -> list[DeletedRow]:
         """The newest first, each with its tenant's name (what an operator types)."""
-        stmt = (select(*_DELETED_COLS, tenants.c.name.label("tenant_name"))
-                .outerjoin(tenants, tenants.c.id == _d.tenant_id)
-                .order_by(_d.deleted_ms.desc()).limit(limit))  # fmt: skip
+        stmt = (
+            select(*_DELETED_COLS, tenants.c.name.label("tenant_name"))
+            .outerjoin(tenants, tenants.c.id == _d.tenant_id)
+            .order_by(_d.deleted_ms.desc())
+            .limit(limit)
+        )
         if tenant_id is not None:
             stmt = stmt.where(_d.tenant_id == tenant_id)
         return [_row_to_deleted(r) for r in (await tx.execute(stmt)).all()]

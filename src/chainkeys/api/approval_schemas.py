@@ -82,24 +82,40 @@ ApprovalResponse = Envelope[Approval]
 
 
 # the OpenAPI document's example of one: the approval example a sign kind declares
-_FAMILY, _KIND = next((name, k) for name, fam in FAMILIES.items() for k in fam.signers
-                      if k.approval_example is not None)  # fmt: skip
+_FAMILY, _KIND = next(
+    (name, k)
+    for name, fam in FAMILIES.items()
+    for k in fam.signers
+    if k.approval_example is not None
+)
 _EXAMPLE: dict[str, Any] = _KIND.approval_example or {}
 APPROVAL_EXAMPLE: dict[str, Any] = {
     "success": True,
     "message": "approval required: nothing is signed yet",
     "data": {
-        "id": "apr_5c1f0e9a7b3d2c4e6f801a2b", "state": "pending", "family": _FAMILY,
-        "account": _EXAMPLE["account"], "kind": _KIND.path, "summary": _EXAMPLE["summary"],
+        "id": "apr_5c1f0e9a7b3d2c4e6f801a2b",
+        "state": "pending",
+        "family": _FAMILY,
+        "account": _EXAMPLE["account"],
+        "kind": _KIND.path,
+        "summary": _EXAMPLE["summary"],
         "digest": _EXAMPLE["summary"]["digest"],
-        "required": 2, "group": "treasury",
-        "votes": [{"label": "bob", "decision": "approve", "time": "2026-11-25T15:02:11.204Z",
-                   "signed": "passkey"}],
+        "required": 2,
+        "group": "treasury",
+        "votes": [
+            {
+                "label": "bob",
+                "decision": "approve",
+                "time": "2026-11-25T15:02:11.204Z",
+                "signed": "passkey",
+            }
+        ],
         "passkey": True,
-        "created_at": "2026-11-25T15:00:00.000Z", "expires_at": "2026-11-26T15:00:00.000Z",
+        "created_at": "2026-11-25T15:00:00.000Z",
+        "expires_at": "2026-11-26T15:00:00.000Z",
         "cancellable": True,
     },
-}  # fmt: skip
+}
 
 
 class ApprovalList(Struct, kw_only=True, omit_defaults=True):

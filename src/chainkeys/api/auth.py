@@ -53,8 +53,10 @@ def refusal(principal: Principal, scope: str, family: str, export_on: bool) -> s
         missing.append(f"this token lacks the '{scope}' scope")
     if family == EVERY and principal.families is not None:
         allowed = ", ".join(sorted(principal.families))
-        missing.append("a wallet spans every family: this needs a token not limited to "
-                       f"families (this one may use {allowed})")  # fmt: skip
+        missing.append(
+            "a wallet spans every family: this needs a token not limited to "
+            f"families (this one may use {allowed})"
+        )
     elif family not in (EVERY, BY_REQUEST, NONE) and not principal.may_use(family):
         missing.append(f"this token may not use {family} accounts")
     return "; ".join(missing) or None

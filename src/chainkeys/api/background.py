@@ -50,8 +50,14 @@ async def supervise(task: Task) -> None:
             delay = min(MAX_BACKOFF_SECONDS, task.every * 2**failures)
             metrics.BACKGROUND_ERRORS.labels(task.name).inc()
             frames = "".join(traceback.format_tb(exc.__traceback__))
-            log.error("background task %s failed (%s; %d in a row); next round in %.1f s\n%s",
-                      task.name, type(exc).__name__, failures, delay, frames)  # fmt: skip
+            log.error(
+                "background task %s failed (%s; %d in a row); next round in %.1f s\n%s",
+                task.name,
+                type(exc).__name__,
+                failures,
+                delay,
+                frames,
+            )
         await asyncio.sleep(delay)
 
 
@@ -71,8 +77,7 @@ def tasks_of(svc: Services, purge: bool) -> list[Task]:
     tasks += [Task(s.name, s.serve, 1.0) for s in svc.audit.devices.shippers]
     if settings.webhook_url is not None and settings.webhook_secret is not None:
         secret = settings.webhook_secret.get_secret_value().encode()
-        webhook = Webhook(svc.db, settings.webhook_url, secret,
-                          settings.webhook_retention_days)  # fmt: skip
+        webhook = Webhook(svc.db, settings.webhook_url, secret, settings.webhook_retention_days)
         tasks.append(Task("webhook", webhook.send_due, 1.0))
         if purge:
             tasks.append(Task("webhook-purge", webhook.purge_delivered, 600.0))

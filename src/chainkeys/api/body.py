@@ -36,8 +36,7 @@ MAX_DEPTH = 32  # every request of the API nests far less
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but brackets
 _NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")  # \u0000, not preceded by a lone backslash
-TEXT_REFUSED = ("a text holds a character no chainkeys field takes (NUL or an unpaired "
-                "surrogate)")  # fmt: skip
+TEXT_REFUSED = "a text holds a character no chainkeys field takes (NUL or an unpaired surrogate)"
 # The rule's NUL half as a JSON Schema pattern, which the OpenAPI document puts on every
 # string without a pattern of its own (api/openapi.py); `storable` checks it whole. The
 # surrogate half cannot be a pattern: regex engines that validate JSON Schema (Rust's,

@@ -32,8 +32,11 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'"
 )
-HEADERS = {"Content-Security-Policy": CSP, "X-Frame-Options": "DENY",
-           "X-Content-Type-Options": "nosniff"}  # fmt: skip
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+}
 SERVED = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript"}
 
 

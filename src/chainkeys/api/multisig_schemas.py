@@ -29,27 +29,51 @@ def _multisig_create(family: str) -> type[Struct]:
     the family's networks and address types as enums."""
     fam = FAMILIES[family]
     fields: list[Any] = [
-        ("threshold",
-         Annotated[int, Meta(ge=1, le=MAX_KEYS, description="m: signatures needed (at most n)")]),
-        ("public_keys",
-         Annotated[list[PUBLIC_KEY],
-                   Meta(min_length=2, max_length=MAX_KEYS, extra_json_schema={"uniqueItems": True},
-                        description="n distinct keys, at least one held by an account of this "
-                        "tenant")]),
-        ("network",
-         Annotated[str, Meta(description=f"default {fam.default_network}",
-                             extra_json_schema={"enum": sorted(fam.networks)})] | None,
-         None),
-    ]  # fmt: skip
+        (
+            "threshold",
+            Annotated[int, Meta(ge=1, le=MAX_KEYS, description="m: signatures needed (at most n)")],
+        ),
+        (
+            "public_keys",
+            Annotated[
+                list[PUBLIC_KEY],
+                Meta(
+                    min_length=2,
+                    max_length=MAX_KEYS,
+                    extra_json_schema={"uniqueItems": True},
+                    description="n distinct keys, at least one held by an account of this tenant",
+                ),
+            ],
+        ),
+        (
+            "network",
+            Annotated[
+                str,
+                Meta(
+                    description=f"default {fam.default_network}",
+                    extra_json_schema={"enum": sorted(fam.networks)},
+                ),
+            ]
+            | None,
+            None,
+        ),
+    ]
     forms = fam.multisig
     if forms is not None and forms.chosen:  # Cosmos's one form (LegacyAminoPubKey): none
         types = list(forms.types)
-        fields.append(("address_type",
-                       Annotated[str, Meta(extra_json_schema={"enum": types},
-                                           description=f"default {types[0]}")] | None,
-                       None))  # fmt: skip
-    return msgspec.defstruct(f"{family.capitalize()}MultisigCreate", fields, kw_only=True,
-                             forbid_unknown_fields=True)  # fmt: skip
+        fields.append(
+            (
+                "address_type",
+                Annotated[
+                    str, Meta(extra_json_schema={"enum": types}, description=f"default {types[0]}")
+                ]
+                | None,
+                None,
+            )
+        )
+    return msgspec.defstruct(
+        f"{family.capitalize()}MultisigCreate", fields, kw_only=True, forbid_unknown_fields=True
+    )
 
 
 MULTISIG_CREATES: dict[str, type[Struct]] = {f: _multisig_create(f) for f in MULTISIG_FAMILIES}
@@ -112,24 +136,41 @@ class WalletMultisigCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     family: Annotated[str, Meta(extra_json_schema={"enum": list(HD_FAMILIES)})]
     threshold: Annotated[int, Meta(ge=1, le=MAX_KEYS, description="m: signatures needed")]
     xpubs: Annotated[
-        list[Annotated[str, Meta(min_length=100, max_length=300,
-                                 extra_json_schema={"format": "chainkeys-xpub"})]],
-        Meta(min_length=1, max_length=MAX_KEYS - 1,
-             description="the other members' account-level extended public keys (xpub, Ltub, "
-             "Zpub…), each with an optional [fingerprint/path] key origin"),
-    ]  # fmt: skip
+        list[
+            Annotated[
+                str,
+                Meta(
+                    min_length=100, max_length=300, extra_json_schema={"format": "chainkeys-xpub"}
+                ),
+            ]
+        ],
+        Meta(
+            min_length=1,
+            max_length=MAX_KEYS - 1,
+            description="the other members' account-level extended public keys (xpub, Ltub, "
+            "Zpub…), each with an optional [fingerprint/path] key origin",
+        ),
+    ]
     network: (
-        Annotated[str, Meta(description="default " + ", ".join(
-                                sorted({f.default_network for f in _HD})),
-                            extra_json_schema={"enum": _HD_NETWORKS})]
+        Annotated[
+            str,
+            Meta(
+                description="default " + ", ".join(sorted({f.default_network for f in _HD})),
+                extra_json_schema={"enum": _HD_NETWORKS},
+            ),
+        ]
         | None
-    ) = None  # fmt: skip
+    ) = None
     address_type: (
-        Annotated[str, Meta(extra_json_schema={"enum": _HD_TYPES},
-                            description=f"{_HD_TYPES[0]} (default) or "
-                            f"{' or '.join(_HD_TYPES[1:])}")]
+        Annotated[
+            str,
+            Meta(
+                extra_json_schema={"enum": _HD_TYPES},
+                description=f"{_HD_TYPES[0]} (default) or {' or '.join(_HD_TYPES[1:])}",
+            ),
+        ]
         | None
-    ) = None  # fmt: skip
+    ) = None
     account: Annotated[int, Meta(ge=0, lt=2**31, description="BIP48 account (hardened)")] = 0
 
 

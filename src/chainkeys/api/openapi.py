@@ -62,9 +62,13 @@ def _ref(t: Any) -> dict[str, Any]:
     if typing.get_origin(t) is typing.Union:
         members = typing.get_args(t)
         tag = members[0].__struct_config__.tag_field
-        return {"oneOf": [_ref(m) for m in members],
-                "discriminator": {"propertyName": tag, "mapping": {
-                    m.__struct_config__.tag: _ref(m)["$ref"] for m in members}}}  # fmt: skip
+        return {
+            "oneOf": [_ref(m) for m in members],
+            "discriminator": {
+                "propertyName": tag,
+                "mapping": {m.__struct_config__.tag: _ref(m)["$ref"] for m in members},
+            },
+        }
     return {"$ref": REF.format(name=_name(t))}
 
 
@@ -79,10 +83,11 @@ def _errors(codes: Iterable[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for code in codes:
         if code == "202":
-            out[code] = {"description": "the tenant's policy asks people to approve this "
-                         "first: nothing is signed yet; the approval request",
-                         "content": _content(ApprovalResponse,
-                                             {"pending": APPROVAL_EXAMPLE})}  # fmt: skip
+            out[code] = {
+                "description": "the tenant's policy asks people to approve this "
+                "first: nothing is signed yet; the approval request",
+                "content": _content(ApprovalResponse, {"pending": APPROVAL_EXAMPLE}),
+            }
             continue
         out[code] = {"description": ERRORS[code], "content": _content(ErrorBody)}
         if code == "429":
@@ -90,8 +95,10 @@ def _errors(codes: Iterable[str]) -> dict[str, Any]:
     return out
 
 
-APPROVAL_LINKS = links(["getApproval", "approveApproval", "rejectApproval", "cancelApproval"],
-                       id="$response.body#/data/id")  # fmt: skip
+APPROVAL_LINKS = links(
+    ["getApproval", "approveApproval", "rejectApproval", "cancelApproval"],
+    id="$response.body#/data/id",
+)
 
 
 def _links(found: dict[str, dict[str, str]]) -> dict[str, Any]:
@@ -152,8 +159,12 @@ def _decimals_as_read(node: Any) -> Any:
     numbers): say so, or a client generated from the document refuses Core's own
     request shape."""
     if node == DECIMAL:  # Core's coin amounts, the one Decimal of the API
-        return {"anyOf": [{"type": "number", "minimum": 0},
-                          {"type": "string", "pattern": COINS_PATTERN}]}  # fmt: skip
+        return {
+            "anyOf": [
+                {"type": "number", "minimum": 0},
+                {"type": "string", "pattern": COINS_PATTERN},
+            ]
+        }
     if isinstance(node, dict):
         return {k: _decimals_as_read(v) for k, v in node.items()}
     if isinstance(node, list):

@@ -44,9 +44,12 @@ class Param:
 
     def doc(self) -> dict[str, Any]:
         """The OpenAPI Parameter Object."""
-        out: dict[str, Any] = {"name": self.name, "in": self.where,
-                               "required": self.required or self.where == "path",
-                               "schema": msgspec.json.schema(self.type)}  # fmt: skip
+        out: dict[str, Any] = {
+            "name": self.name,
+            "in": self.where,
+            "required": self.required or self.where == "path",
+            "schema": msgspec.json.schema(self.type),
+        }
         if self.description:
             out["description"] = self.description
         return out
@@ -89,17 +92,24 @@ def enum(values: Any) -> Any:
 
 @cache
 def limit(maximum: int) -> Param:
-    return Param("limit", "query", Annotated[int, Meta(ge=1, le=maximum)],
-                 f"how many to answer (1 to {maximum})")  # fmt: skip
+    return Param(
+        "limit",
+        "query",
+        Annotated[int, Meta(ge=1, le=maximum)],
+        f"how many to answer (1 to {maximum})",
+    )
 
 
 CURSOR = Param(
-    "cursor", "query",
-    Annotated[str, Meta(pattern=r"^([A-Za-z0-9_-]{22})?\Z",
-                        extra_json_schema={"format": "chainkeys-cursor"})],
+    "cursor",
+    "query",
+    Annotated[
+        str,
+        Meta(pattern=r"^([A-Za-z0-9_-]{22})?\Z", extra_json_schema={"format": "chainkeys-cursor"}),
+    ],
     "the previous page's next_cursor (only this service makes them: any other is refused); "
     "empty or absent: the first page",
-)  # fmt: skip
+)
 
 
 def account_name(family: str) -> Param:
@@ -109,8 +119,11 @@ def account_name(family: str) -> Param:
     what = names.description
     if names.checksummed:
         what += " (its checksum is checked too: a name that fails it is a 400)"
-    meta = Meta(pattern=names.pattern, max_length=90,
-                extra_json_schema={"format": f"chainkeys-{family}-name"})  # fmt: skip
+    meta = Meta(
+        pattern=names.pattern,
+        max_length=90,
+        extra_json_schema={"format": f"chainkeys-{family}-name"},
+    )
     return Param("accountName", "path", Annotated[str, meta], what, code="invalid_account_name")
 
 
@@ -119,57 +132,104 @@ ACCOUNT_NAMES = {family: account_name(family) for family in FAMILIES}
 
 def network(family: str) -> Param:
     networks = sorted(FAMILIES[family].networks)
-    return Param("network", "query", enum(networks),
-                 f"only accounts on this network: {', '.join(networks)}",
-                 code="unknown_network")  # fmt: skip
+    return Param(
+        "network",
+        "query",
+        enum(networks),
+        f"only accounts on this network: {', '.join(networks)}",
+        code="unknown_network",
+    )
 
 
 PREFIX = Param(
-    "prefix", "query", Annotated[str, Meta(pattern=r"^[A-Za-z0-9.]{1,100}\Z")],
+    "prefix",
+    "query",
+    Annotated[str, Meta(pattern=r"^[A-Za-z0-9.]{1,100}\Z")],
     "only accounts whose name (address) starts with this, exactly (1 to 100 of the "
     "characters names are made of)",
-)  # fmt: skip
+)
 IDEMPOTENCY_KEY = Param(
-    "Idempotency-Key", "header", Annotated[str, Meta(pattern=r"^[!-~]{1,255}\Z")],
+    "Idempotency-Key",
+    "header",
+    Annotated[str, Meta(pattern=r"^[!-~]{1,255}\Z")],
     "repeat a create safely: the same key and body return the first response (24 h); the "
     "same key with another body is a 409",
-)  # fmt: skip
+)
 
 _MS = Annotated[int, Meta(ge=0, le=10**15 - 1)]
 SINCE = Param("since", "query", _MS, "only events at or after this time (ms since the epoch)")
 UNTIL = Param("until", "query", _MS, "only events before this time (ms since the epoch)")
 AUDIT_FILTERS = (
-    Param("action", "query", Annotated[str, Meta(pattern=r"^[a-z0-9._-]{0,64}\Z")],
-          "only this action (create, import, delete, sign, export, wallet.export, …); "
-          "empty: every action"),
+    Param(
+        "action",
+        "query",
+        Annotated[str, Meta(pattern=r"^[a-z0-9._-]{0,64}\Z")],
+        "only this action (create, import, delete, sign, export, wallet.export, …); "
+        "empty: every action",
+    ),
     Param("family", "query", enum(sorted(FAMILIES)), "only this family's events"),
-    Param("account", "query", Annotated[str, Meta(pattern=r"^[A-Za-z0-9._-]{0,100}\Z")],
-          "only this account's events (its name; a wallet's id); empty: every account"),
-    Param("outcome", "query", Annotated[str, Meta(pattern=r"^(?:[a-z][a-z0-9_]{0,63})?\Z")],
-          "ok, refused (anything but ok) or one error code; empty: every outcome"),
-)  # fmt: skip
-EXPORT_FORMAT = Param("format", "query", enum(["csv", "jsonl"]),
-                      "CSV (no cell starts a formula) or JSON Lines; default csv")  # fmt: skip
+    Param(
+        "account",
+        "query",
+        Annotated[str, Meta(pattern=r"^[A-Za-z0-9._-]{0,100}\Z")],
+        "only this account's events (its name; a wallet's id); empty: every account",
+    ),
+    Param(
+        "outcome",
+        "query",
+        Annotated[str, Meta(pattern=r"^(?:[a-z][a-z0-9_]{0,63})?\Z")],
+        "ok, refused (anything but ok) or one error code; empty: every outcome",
+    ),
+)
+EXPORT_FORMAT = Param(
+    "format",
+    "query",
+    enum(["csv", "jsonl"]),
+    "CSV (no cell starts a formula) or JSON Lines; default csv",
+)
 
 APPROVAL_STATE = Param("state", "query", enum(STATES), "only requests in this state")
-APPROVAL_ID = Param("id", "path", Annotated[str, Meta(min_length=1, max_length=40)],
-                    "the approval request's id (apr_…)")  # fmt: skip
-WALLET = Param("wallet", "path",
-               Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")],
-               "the wallet's id (wal_…) or name")  # fmt: skip
-MULTISIG_ID = Param("multisig", "path", Annotated[str, Meta(min_length=1, max_length=32)],
-                    "the HD multisig's id (wms_…)")  # fmt: skip
+APPROVAL_ID = Param(
+    "id",
+    "path",
+    Annotated[str, Meta(min_length=1, max_length=40)],
+    "the approval request's id (apr_…)",
+)
+WALLET = Param(
+    "wallet",
+    "path",
+    Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")],
+    "the wallet's id (wal_…) or name",
+)
+MULTISIG_ID = Param(
+    "multisig",
+    "path",
+    Annotated[str, Meta(min_length=1, max_length=32)],
+    "the HD multisig's id (wms_…)",
+)
 XPUB = (
     Param("family", "query", enum(sorted(FAMILIES)), "the family", required=True),
-    Param("network", "query",
-          enum(sorted({n for f in FAMILIES.values() for n in f.networks})),
-          "one of the family's networks (GET /networks); default: the family's",
-          code="unknown_network"),
-    Param("address_type", "query", enum(["p2pkh", "p2sh-p2wpkh", "p2wpkh"]),
-          "Litecoin only: p2wpkh (default), p2sh-p2wpkh, p2pkh"),
-    Param("account", "query", Annotated[int, Meta(ge=0, le=2**31 - 1)],
-          "BIP44 account (default 0)"),
-    Param("format", "query", enum(sorted(VERSIONS)),
-          "one that fits the family and address type: xpub, Ltub, ypub, zpub, Mtub "
-          "(Litecoin), dgub (Dogecoin), tpub (testnets)"),
-)  # fmt: skip
+    Param(
+        "network",
+        "query",
+        enum(sorted({n for f in FAMILIES.values() for n in f.networks})),
+        "one of the family's networks (GET /networks); default: the family's",
+        code="unknown_network",
+    ),
+    Param(
+        "address_type",
+        "query",
+        enum(["p2pkh", "p2sh-p2wpkh", "p2wpkh"]),
+        "Litecoin only: p2wpkh (default), p2sh-p2wpkh, p2pkh",
+    ),
+    Param(
+        "account", "query", Annotated[int, Meta(ge=0, le=2**31 - 1)], "BIP44 account (default 0)"
+    ),
+    Param(
+        "format",
+        "query",
+        enum(sorted(VERSIONS)),
+        "one that fits the family and address type: xpub, Ltub, ypub, zpub, Mtub "
+        "(Litecoin), dgub (Dogecoin), tpub (testnets)",
+    ),
+)

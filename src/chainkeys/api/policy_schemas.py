@@ -61,17 +61,25 @@ def _policy_test(family: str) -> type[Struct]:
     kinds = sorted(kind.path for kind in FAMILIES[family].signers)
     fields = [
         ("account", ACCOUNT_NAMES[family].type),
-        ("kind", Annotated[enum(kinds), Meta(description="the sign endpoint, as approvals "
-                                             "name it")]),
-        ("request", Annotated[dict[str, Any],
-                              Meta(description="the sign endpoint's request body")]),
-    ]  # fmt: skip
+        (
+            "kind",
+            Annotated[enum(kinds), Meta(description="the sign endpoint, as approvals name it")],
+        ),
+        (
+            "request",
+            Annotated[dict[str, Any], Meta(description="the sign endpoint's request body")],
+        ),
+    ]
     requests = {kind.path: sign_request(kind.request) for kind in FAMILIES[family].signers}
     return msgspec.defstruct(
-        f"PolicyTest{family.capitalize()}", fields, kw_only=True, forbid_unknown_fields=True,
-        tag_field="family", tag=family,
+        f"PolicyTest{family.capitalize()}",
+        fields,
+        kw_only=True,
+        forbid_unknown_fields=True,
+        tag_field="family",
+        tag=family,
         namespace={"together": Together(selects=(("kind", "request", requests),))},
-    )  # fmt: skip
+    )
 
 
 PolicyTest: Any = Union[tuple(_policy_test(f) for f in sorted(FAMILIES))]  # noqa: UP007
@@ -140,15 +148,30 @@ PolicyDecisionResponse = Envelope[PolicyDecision]
 
 def decision_of(run: DryRun) -> PolicyDecision:
     """A dry run as `POST /policy/test` and `chainkeys policy test` show it."""
-    rules = [RuleTried(index=v.rule.index, name=v.rule.name or UNSET, effect=v.rule.effect,
-                       covers=v.covers, when=v.rule.when.source if v.rule.when else UNSET,
-                       value=v.value) for v in run.rules]  # fmt: skip
+    rules = [
+        RuleTried(
+            index=v.rule.index,
+            name=v.rule.name or UNSET,
+            effect=v.rule.effect,
+            covers=v.covers,
+            when=v.rule.when.source if v.rule.when else UNSET,
+            value=v.value,
+        )
+        for v in run.rules
+    ]
     approval: dict[str, Any] | UnsetType = UNSET
     if run.approval is not None:
-        approval = {"quorum": run.approval.quorum, "group": run.approval.group,
-                    "ttl_ms": run.approval.ttl_ms}  # fmt: skip
+        approval = {
+            "quorum": run.approval.quorum,
+            "group": run.approval.group,
+            "ttl_ms": run.approval.ttl_ms,
+        }
     return PolicyDecision(
-        decision=run.decision, rule=run.rule.index if run.rule else None,
+        decision=run.decision,
+        rule=run.rule.index if run.rule else None,
         rule_name=(run.rule.name or UNSET) if run.rule else UNSET,
-        reason=run.reason or UNSET, approval=approval, rules=rules, summary=run.summary,
-    )  # fmt: skip
+        reason=run.reason or UNSET,
+        approval=approval,
+        rules=rules,
+        summary=run.summary,
+    )

@@ -130,8 +130,12 @@ class Router:
         `/cosmos/multisig`, `POST` (its own route) and `GET`, `DELETE` (the account's)."""
         routes = [r for r in (self.exact.get(path), *self.shapes.candidates(path)) if r is not None]
         scope = {"type": "http", "path": path, "method": "", "root_path": ""}
-        methods = {m for r in routes if r.matches(scope)[0] is not Match.NONE
-                   for m in getattr(r, "methods", None) or ()}  # fmt: skip
+        methods = {
+            m
+            for r in routes
+            if r.matches(scope)[0] is not Match.NONE
+            for m in getattr(r, "methods", None) or ()
+        }
         return sorted((m for m in methods if m in ORDER), key=ORDER.index)
 
     async def _not_allowed(

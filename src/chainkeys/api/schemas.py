@@ -47,8 +47,10 @@ class Envelope(Struct, Generic[T], kw_only=True):
 
 
 # Cosmos: the key as hex beside Moon's `pubkey` (not in Moon's shape; nothing of it removed)
-PUBLIC_KEY_HEX = ("the compressed public key, 66 hex digits (`pubkey` holds it as base64); "
-                  "POST /{family}/multisig takes either form")  # fmt: skip
+PUBLIC_KEY_HEX = (
+    "the compressed public key, 66 hex digits (`pubkey` holds it as base64); "
+    "POST /{family}/multisig takes either form"
+)
 
 
 # Cosmos: payload nested twice, `data.data`.
@@ -97,14 +99,20 @@ CosmosAccountResponse = Envelope[CosmosAccountData]
 
 class CosmosKey(Struct, kw_only=True, omit_defaults=True):
     address: str
-    pubkey: Annotated[str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}; '
-                                "empty for a multisig")]  # fmt: skip
+    pubkey: Annotated[
+        str, Meta(description='keyring JSON: {"@type":…,"key":<base64>}; empty for a multisig')
+    ]
     public_key: Annotated[str, Meta(description=PUBLIC_KEY_HEX + "; empty for a multisig")]
     kind: (
-        Annotated[Literal["multisig"], Meta(description="a multisig account (POST "
-                  "/cosmos/multisig): no key of its own; GET /cosmos/{address} shows it")]
+        Annotated[
+            Literal["multisig"],
+            Meta(
+                description="a multisig account (POST "
+                "/cosmos/multisig): no key of its own; GET /cosmos/{address} shows it"
+            ),
+        ]
         | UnsetType
-    ) = UNSET  # fmt: skip
+    ) = UNSET
 
 
 class CosmosKeys(Struct, kw_only=True, omit_defaults=True):
@@ -269,7 +277,7 @@ MNEMONIC_META = Meta(
     extra_json_schema={"format": "chainkeys-mnemonic"},
     description="a BIP39 English phrase of 12, 15, 18, 21 or 24 words (its words and "
     "checksum are checked too: a phrase that fails them is a 400)",
-)  # fmt: skip
+)
 
 CREATE_TOGETHER = Together(
     exclusive=(("private_key", "mnemonic"),),
@@ -354,9 +362,16 @@ def sign_request(request: type[Struct]) -> type[Struct]:
     found = _SIGN_REQUESTS.get(request)
     if found is None:
         pairs: tuple[tuple[str, str], ...] = getattr(request, "one_of", ())
-        found = request if not pairs else msgspec.defstruct(
-            request.__name__, (), bases=(request,),
-            namespace={"together": Together(one_of=pairs), "__doc__": request.__doc__})  # fmt: skip
+        found = (
+            request
+            if not pairs
+            else msgspec.defstruct(
+                request.__name__,
+                (),
+                bases=(request,),
+                namespace={"together": Together(one_of=pairs), "__doc__": request.__doc__},
+            )
+        )
         _SIGN_REQUESTS[request] = found
     return found
 

@@ -105,8 +105,10 @@ class SealGate:
         if wait > 0:
             metrics.RATE_LIMITED.inc()
             seconds = max(1, math.ceil(wait))
-            raise RateLimited(f"too many unseal attempts from this address; retry after "
-                              f"{seconds}s", retry_after=seconds)  # fmt: skip
+            raise RateLimited(
+                f"too many unseal attempts from this address; retry after {seconds}s",
+                retry_after=seconds,
+            )
 
     async def unseal(self, share: str) -> SealStatus:
         """Count one share; at the threshold, open and start the services."""

@@ -99,8 +99,10 @@ def claim_port(host: str, port: int) -> socket.socket:
         lock.bind(f"\0chainkeys-port-{host}-{port}")
     except OSError:
         lock.close()
-        raise StartupError(f"port {port} on {host} is in use by another chainkeys server; "
-                           "choose another with --port or CHAINKEYS_PORT") from None  # fmt: skip
+        raise StartupError(
+            f"port {port} on {host} is in use by another chainkeys server; "
+            "choose another with --port or CHAINKEYS_PORT"
+        ) from None
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     probe = socket.socket(family, socket.SOCK_STREAM)
     probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -108,17 +110,19 @@ def claim_port(host: str, port: int) -> socket.socket:
         probe.bind((host, port))
     except OSError as exc:
         lock.close()
-        why = {errno.EADDRINUSE: "is in use by another program",
-               errno.EACCES: "needs privileges to bind",
-               errno.EADDRNOTAVAIL: "is not an address of this machine"}.get(
-            exc.errno or 0, f"cannot be bound ({exc.strerror})")  # fmt: skip
+        why = {
+            errno.EADDRINUSE: "is in use by another program",
+            errno.EACCES: "needs privileges to bind",
+            errno.EADDRNOTAVAIL: "is not an address of this machine",
+        }.get(exc.errno or 0, f"cannot be bound ({exc.strerror})")
         where = (
             f"{host} (port {port})"
             if exc.errno == errno.EADDRNOTAVAIL
             else f"port {port} on {host}"
         )
-        raise StartupError(f"{where} {why}; choose another with --port/--host or "
-                           "CHAINKEYS_PORT/CHAINKEYS_HOST") from None  # fmt: skip
+        raise StartupError(
+            f"{where} {why}; choose another with --port/--host or CHAINKEYS_PORT/CHAINKEYS_HOST"
+        ) from None
     finally:
         probe.close()
     return lock
@@ -238,7 +242,9 @@ def serve(settings: Settings, workers: int) -> None:
         logging.getLogger("chainkeys").warning(
             "rate limit: %d workers each count on their own (a token gets up to %d times "
             "CHAINKEYS_RATE_LIMIT_PER_SECOND); set CHAINKEYS_REDIS_URL to share one budget",
-            workers, workers)  # fmt: skip
+            workers,
+            workers,
+        )
     shared: str | None = None
     os.environ[SUPERVISOR_PID] = str(os.getpid())  # the workers' parent (die_with_parent)
     if workers > 1 or settings.metrics_port is not None:

@@ -19,17 +19,23 @@ from chainkeys.wallets.service import NAME_PATTERN as WALLET_NAME
 class WalletCreate(Struct, kw_only=True, forbid_unknown_fields=True):
     """Generate (`words`) or import (`mnemonic`, `passphrase`) a wallet."""
 
-    together: ClassVar = Together(exclusive=(("words", "mnemonic"),),
-                                  requires=(("passphrase", "mnemonic"),))  # fmt: skip
+    together: ClassVar = Together(
+        exclusive=(("words", "mnemonic"),), requires=(("passphrase", "mnemonic"),)
+    )
 
     name: (
         Annotated[str, Meta(pattern=WALLET_NAME, description="default: the wallet's id")] | None
     ) = None
     words: (
-        Annotated[int, Meta(description="12, 15, 18, 21 or 24 (default 24)",
-                            extra_json_schema={"enum": list(WORD_COUNTS)})]
+        Annotated[
+            int,
+            Meta(
+                description="12, 15, 18, 21 or 24 (default 24)",
+                extra_json_schema={"enum": list(WORD_COUNTS)},
+            ),
+        ]
         | None
-    ) = None  # fmt: skip
+    ) = None
     mnemonic: Annotated[str, MNEMONIC_META] | None = None
     passphrase: (
         Annotated[str, Meta(max_length=MAX_SECRET, description="BIP39 passphrase")] | None
@@ -60,20 +66,33 @@ def _derive_struct(family: str) -> type[Struct]:
     options (EOS: the account name; Litecoin: the address type) are the family's."""
     fam = FAMILIES[family]
     fields: list[Any] = [
-        ("network",
-         Annotated[str, Meta(description=f"default {fam.default_network}",
-                             extra_json_schema={"enum": sorted(fam.networks)})] | None,
-         None),
+        (
+            "network",
+            Annotated[
+                str,
+                Meta(
+                    description=f"default {fam.default_network}",
+                    extra_json_schema={"enum": sorted(fam.networks)},
+                ),
+            ]
+            | None,
+            None,
+        ),
         *(option_field(spec) for spec in sorted(fam.option_specs, key=lambda o: o.name)),
-        ("account", Annotated[int, Meta(ge=0, lt=2**31, description="BIP44 account (hardened)")],
-         0),
+        (
+            "account",
+            Annotated[int, Meta(ge=0, lt=2**31, description="BIP44 account (hardened)")],
+            0,
+        ),
         ("change", Annotated[int, Meta(ge=0, le=1, description="0 receive, 1 change")], 0),
-        ("index",
-         Annotated[int, Meta(ge=0, lt=2**31, description="default: the next index")] | None,
-         None),
+        (
+            "index",
+            Annotated[int, Meta(ge=0, lt=2**31, description="default: the next index")] | None,
+            None,
+        ),
         ("count", Annotated[int, Meta(ge=1, le=100)], 1),
         ("preview", Annotated[bool, Meta(description="derive only: store nothing")], False),
-    ]  # fmt: skip
+    ]
     name = f"Derive{family.capitalize()}"
     names = [f[0] for f in fields]
     rules = Together(only_when=(("name", "count", 1),)) if "name" in names else None  # EOS

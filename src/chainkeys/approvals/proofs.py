@@ -58,15 +58,19 @@ def person(label: str) -> str:
 
 class PasskeysOff(BadRequest):
     code = "passkeys_not_configured"
-    message = ("passkeys need CHAINKEYS_PUBLIC_URL (the console's address: its origin and "
-               "host bind every passkey)")  # fmt: skip
+    message = (
+        "passkeys need CHAINKEYS_PUBLIC_URL (the console's address: its origin and "
+        "host bind every passkey)"
+    )
 
 
 class PasskeyRequired(Forbidden):
     code = "passkey_required"
-    message = ("this request's rule counts only votes signed with the approver's passkey "
-               "or key: send \"assertion\" (GET /approvals/{id}/challenge) or "
-               "\"signature\"")  # fmt: skip
+    message = (
+        "this request's rule counts only votes signed with the approver's passkey "
+        'or key: send "assertion" (GET /approvals/{id}/challenge) or '
+        '"signature"'
+    )
 
 
 class AssertionRefused(Forbidden):
@@ -81,14 +85,18 @@ class CredentialRefused(Forbidden):
 
 class CounterRefused(Forbidden):
     code = "sign_count_replay"
-    message = ("the authenticator's sign counter did not move forward: a replayed assertion "
-               "or a cloned authenticator")  # fmt: skip
+    message = (
+        "the authenticator's sign counter did not move forward: a replayed assertion "
+        "or a cloned authenticator"
+    )
 
 
 class InviteRefused(Forbidden):
     code = "invite_invalid"
-    message = ("this enrolment code is unknown, used, expired or another approver's: ask an "
-               "operator for a new one (chainkeys approver invite)")  # fmt: skip
+    message = (
+        "this enrolment code is unknown, used, expired or another approver's: ask an "
+        "operator for a new one (chainkeys approver invite)"
+    )
 
 
 class CredentialNotFound(NotFound):
@@ -122,16 +130,18 @@ def script_key(text: str) -> tuple[str, bytes]:
         else:
             key = serialization.load_der_public_key(base64.b64decode(text, validate=True))
     except ValueError:
-        raise BadRequest("the key is a PEM or base64 DER public key (P-256 or Ed25519)",
-                         code="invalid_key") from None  # fmt: skip
+        raise BadRequest(
+            "the key is a PEM or base64 DER public key (P-256 or Ed25519)", code="invalid_key"
+        ) from None
     if isinstance(key, ed25519.Ed25519PublicKey):
         kind = ED25519
     elif isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, ec.SECP256R1):
         kind = P256
     else:
         raise BadRequest("the key is P-256 or Ed25519", code="invalid_key")
-    der = key.public_bytes(serialization.Encoding.DER,
-                           serialization.PublicFormat.SubjectPublicKeyInfo)  # fmt: skip
+    der = key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     return kind, der
 
 

@@ -136,15 +136,33 @@ _STUCK = Prepared(
 )
 _VOTE_INSERT = Prepared(
     insert(approval_votes),
-    ("approval_id", "voter_label", "voter_token_id", "decision", "digest", "reason", "created_ms",
-     "mac", "assertion"),
-)  # fmt: skip
+    (
+        "approval_id",
+        "voter_label",
+        "voter_token_id",
+        "decision",
+        "digest",
+        "reason",
+        "created_ms",
+        "mac",
+        "assertion",
+    ),
+)
 _VOTES = Prepared(
-    select(_v.approval_id, _v.voter_label, _v.voter_token_id, _v.decision, _v.digest, _v.reason,
-           _v.created_ms, _v.mac, _v.assertion)
+    select(
+        _v.approval_id,
+        _v.voter_label,
+        _v.voter_token_id,
+        _v.decision,
+        _v.digest,
+        _v.reason,
+        _v.created_ms,
+        _v.mac,
+        _v.assertion,
+    )
     .where(_v.approval_id == bindparam("id"))
     .order_by(_v.created_ms, _v.voter_label)
-)  # fmt: skip
+)
 _OUTBOX_INSERT = Prepared(
     insert(webhook_outbox), ("event_id", "body", "created_ms", "attempts", "next_ms")
 )
@@ -208,21 +226,34 @@ class Approvals:
 
     @staticmethod
     async def page(
-        tx: Tx, tenant_id: str, state: str | None, token_id: str, group: str | None,
-        after: int, limit: int, families: frozenset[str] | None = None,
-    ) -> list[ApprovalRow]:  # fmt: skip
+        tx: Tx,
+        tenant_id: str,
+        state: str | None,
+        token_id: str,
+        group: str | None,
+        after: int,
+        limit: int,
+        families: frozenset[str] | None = None,
+    ) -> list[ApprovalRow]:
         """What a caller may see: the requests its token made, and, for an approver,
         its group's of the families its token may use."""
-        stmt = _SELECT.where(_a.tenant_id == tenant_id, _a.seq > after,
-                             _seen(token_id, group, families))  # fmt: skip
+        stmt = _SELECT.where(
+            _a.tenant_id == tenant_id, _a.seq > after, _seen(token_id, group, families)
+        )
         if state is not None:
             stmt = stmt.where(_a.state == state)
         rows = (await tx.execute(stmt.order_by(_a.seq).limit(limit))).all()
         return [_row(r) for r in rows]
 
     @staticmethod
-    async def count(tx: Tx, tenant_id: str, state: str, token_id: str, group: str | None,
-                    families: frozenset[str] | None = None) -> int:  # fmt: skip
+    async def count(
+        tx: Tx,
+        tenant_id: str,
+        state: str,
+        token_id: str,
+        group: str | None,
+        families: frozenset[str] | None = None,
+    ) -> int:
         """How many `page` would show in `state`."""
         stmt = (
             select(func.count())
@@ -232,11 +263,24 @@ class Approvals:
         return int((await tx.execute(stmt)).scalar_one())
 
     @staticmethod
-    async def move(tx: Tx, approval_id: str, old: str, new: str, at: int,
-                   reason: str | None = None, result: str | None = None) -> bool:  # fmt: skip
+    async def move(
+        tx: Tx,
+        approval_id: str,
+        old: str,
+        new: str,
+        at: int,
+        reason: str | None = None,
+        result: str | None = None,
+    ) -> bool:
         """Change the state if it is still `old` (exactly one of racing movers wins)."""
-        params = {"id": approval_id, "old": old, "new": new, "at": at, "reason": reason,
-                  "result": result}  # fmt: skip
+        params = {
+            "id": approval_id,
+            "old": old,
+            "new": new,
+            "at": at,
+            "reason": reason,
+            "result": result,
+        }
         return bool((await tx.execute(_MOVE, params)).rowcount)
 
     @staticmethod
@@ -268,8 +312,13 @@ class Votes:
 class Outbox:
     @staticmethod
     async def add(tx: Tx, event_id: str, body: str, at: int) -> None:
-        params = {"event_id": event_id, "body": body, "created_ms": at, "attempts": 0,
-                  "next_ms": at}  # fmt: skip
+        params = {
+            "event_id": event_id,
+            "body": body,
+            "created_ms": at,
+            "attempts": 0,
+            "next_ms": at,
+        }
         await tx.execute(_OUTBOX_INSERT, params)
 
     @staticmethod

@@ -94,10 +94,15 @@ class Webhook:
         # the clock every row is stamped with (the seam tests move), not time.time()
         sent = signature(self.secret, body, now_ms() // 1000)
         request = urllib.request.Request(  # noqa: S310 - http(s) only (settings check it)
-            self.url, data=body, method="POST",
-            headers={"Content-Type": "application/json", HEADER: sent,
-                     "User-Agent": "chainkeys-webhook"},
-        )  # fmt: skip
+            self.url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                HEADER: sent,
+                "User-Agent": "chainkeys-webhook",
+            },
+        )
         try:
             with _opener.open(request, timeout=TIMEOUT_SECONDS) as response:
                 status = response.status

@@ -70,8 +70,12 @@ class Head:
     chain: str
 
     def values(self) -> dict[str, Any]:
-        return {"tenant_key": self.tenant_key, "last_id": self.last_id, "rows": self.rows,
-                "chain": self.chain}  # fmt: skip
+        return {
+            "tenant_key": self.tenant_key,
+            "last_id": self.last_id,
+            "rows": self.rows,
+            "chain": self.chain,
+        }
 
 
 async def _heads(tx: Tx, integrity: Integrity) -> dict[str, Head]:
@@ -95,13 +99,13 @@ async def chain_round(db: Backend, integrity: Integrity, now: int | None = None)
     total = 0
     while True:
         async with db.read() as tx:  # nothing to do is the common case: no write lock
-            cursor = (await tx.execute(
-                select(_h.last_id).where(_h.tenant_key == CURSOR)
-            )).first()  # fmt: skip
+            cursor = (await tx.execute(select(_h.last_id).where(_h.tenant_key == CURSOR))).first()
             after = cursor[0] if cursor is not None else 0
-            waiting = (await tx.execute(
-                select(_u.created_ms).where(_u.id > after).order_by(_u.id).limit(1)
-            )).first()  # fmt: skip
+            waiting = (
+                await tx.execute(
+                    select(_u.created_ms).where(_u.id > after).order_by(_u.id).limit(1)
+                )
+            ).first()
         if waiting is None or waiting[0] >= horizon:
             return total
         linked = await _link_batch(db, integrity, horizon)
@@ -161,8 +165,9 @@ class Verdict:
 PAGE: Final = 5_000
 
 
-async def verify(db: Backend, integrity: Integrity, tenant: str | None = None,
-                 *, all_tenants: bool = True) -> Verdict:  # fmt: skip
+async def verify(
+    db: Backend, integrity: Integrity, tenant: str | None = None, *, all_tenants: bool = True
+) -> Verdict:
     """Walk the chain of one tenant (`tenant`, with `all_tenants` False) or of every
     tenant and the operator's events; the first break, if any."""
     async with db.read() as tx:
@@ -175,8 +180,9 @@ async def verify(db: Backend, integrity: Integrity, tenant: str | None = None,
                 r[0] for r in (await tx.execute(select(_u.tenant_id).distinct())).all()
             ]
             known = {tenant_key(t) for t in tenants}
-            tenants += [None if k == "-" else k[1:] for k in heads
-                        if k != CURSOR and k not in known]  # fmt: skip
+            tenants += [
+                None if k == "-" else k[1:] for k in heads if k != CURSOR and k not in known
+            ]
         else:
             tenants = [tenant]
     cursor = heads.get(CURSOR, Head(CURSOR, 0, 0, ""))
@@ -188,14 +194,26 @@ async def verify(db: Backend, integrity: Integrity, tenant: str | None = None,
         if broken is not None:
             return Verdict(rows, unlinked, broken)
     if all_tenants and rows != cursor.rows:
-        return Verdict(rows, unlinked, Break(None, None,
-                       f"{cursor.rows} rows were linked in all but {rows} are here: the rows "
-                       "and head of a whole tenant were deleted"))  # fmt: skip
+        return Verdict(
+            rows,
+            unlinked,
+            Break(
+                None,
+                None,
+                f"{cursor.rows} rows were linked in all but {rows} are here: the rows "
+                "and head of a whole tenant were deleted",
+            ),
+        )
     return Verdict(rows, unlinked, None)
 
 
-async def _walk(db: Backend, integrity: Integrity, tenant: str | None, heads: dict[str, Head],
-                linked_through: int) -> tuple[int, int, Break | None]:  # fmt: skip
+async def _walk(
+    db: Backend,
+    integrity: Integrity,
+    tenant: str | None,
+    heads: dict[str, Head],
+    linked_through: int,
+) -> tuple[int, int, Break | None]:
     key = tenant_key(tenant)
     head = heads.get(key)
     prev, last, rows, waiting = "", 0, 0, 0
@@ -212,9 +230,19 @@ async def _walk(db: Backend, integrity: Integrity, tenant: str | None, heads: di
             after = row["id"]
             if row["chain"] is None:
                 if row["id"] <= linked_through:
-                    return rows, waiting, Break(row["id"], tenant, (
-                        f"row {row['id']} is not in the chain: it was inserted after the rows "
-                        "around it were linked"))  # fmt: skip
+                    return (
+                        rows,
+                        waiting,
+                        Break(
+                            row["id"],
+                            tenant,
+                            (
+                                f"row {row['id']} is not in the chain: it was inserted after "
+                                "the rows "
+                                "around it were linked"
+                            ),
+                        ),
+                    )
                 waiting += 1
                 continue
             if waiting:
@@ -228,9 +256,18 @@ async def _walk(db: Backend, integrity: Integrity, tenant: str | None, heads: di
                     ),
                 )
             if row["chain"] != link(integrity, prev, row):
-                return rows, waiting, Break(row["id"], tenant, (
-                    f"row {row['id']} fails its link: it was edited, or a row before it "
-                    "was deleted or moved"))  # fmt: skip
+                return (
+                    rows,
+                    waiting,
+                    Break(
+                        row["id"],
+                        tenant,
+                        (
+                            f"row {row['id']} fails its link: it was edited, or a row before it "
+                            "was deleted or moved"
+                        ),
+                    ),
+                )
             prev, last, rows = row["chain"], row["id"], rows + 1
         if len(page) < PAGE:
             break

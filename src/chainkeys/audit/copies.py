@@ -76,8 +76,9 @@ def _differs(event: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
 RANGE: Final = 20_000  # ids compared per read when looking for missing rows
 
 
-async def verify_file(db: Backend, paths: list[Path], tenant_id: str | None = None,
-                      every_tenant: bool = True) -> FileCheck:  # fmt: skip
+async def verify_file(
+    db: Backend, paths: list[Path], tenant_id: str | None = None, every_tenant: bool = True
+) -> FileCheck:
     """Check a device's copy (one file, or a rotated series given oldest first) against
     the table: every event must equal its row, and every row from the copy's first
     event to its last must be in it. Rows newer than its last event are not a problem
@@ -101,14 +102,18 @@ async def verify_file(db: Backend, paths: list[Path], tenant_id: str | None = No
                 seen = events.get(event["id"])
                 if seen is not None:
                     if seen[0] != event:
-                        check.problem(f"event {event['id']} appears twice, differently "
-                                      f"({seen[1]} and {where})")  # fmt: skip
+                        check.problem(
+                            f"event {event['id']} appears twice, differently "
+                            f"({seen[1]} and {where})"
+                        )
                     continue
                 events[event["id"]] = (event, where)
     check.events = len(events)
     if unreadable:
-        check.notes.append(f"{unreadable} lines are not audit events (a line cut short by a "
-                           "crash is written again whole after it)")  # fmt: skip
+        check.notes.append(
+            f"{unreadable} lines are not audit events (a line cut short by a "
+            "crash is written again whole after it)"
+        )
     if not events:
         check.notes.append("the copy holds no events")
         return check
@@ -121,13 +126,16 @@ async def verify_file(db: Backend, paths: list[Path], tenant_id: str | None = No
             event, where = events[event_id]
             row = rows.get(event_id)
             if row is None:
-                check.problem(f"event {event_id} ({where}) has no row in the table: the row "
-                              "was deleted")  # fmt: skip
+                check.problem(
+                    f"event {event_id} ({where}) has no row in the table: the row was deleted"
+                )
                 continue
             wrong = _differs(event, row)
             if wrong:
-                check.problem(f"event {event_id} ({where}) differs from its row in "
-                              f"{', '.join(wrong)}: one of them was edited")  # fmt: skip
+                check.problem(
+                    f"event {event_id} ({where}) differs from its row in "
+                    f"{', '.join(wrong)}: one of them was edited"
+                )
             else:
                 check.matched += 1
     first, last = ids[0], ids[-1]
@@ -138,12 +146,15 @@ async def verify_file(db: Backend, paths: list[Path], tenant_id: str | None = No
             table = await Stored.ids_between(tx, low, high, tenant_id, every_tenant)
         for row_id in table:
             if row_id not in events:
-                check.problem(f"row {row_id} is missing from the copy (between its events "
-                              f"{first} and {last})")  # fmt: skip
+                check.problem(
+                    f"row {row_id} is missing from the copy (between its events {first} and {last})"
+                )
         low = high + 1
     async with db.read() as tx:
         newer = await Stored.ids_between(tx, last + 1, 2**62, tenant_id, every_tenant)
     if newer:
-        check.notes.append(f"{len(newer)} rows are newer than the copy's last event "
-                           f"({last}): not shipped to it yet, or written since")  # fmt: skip
+        check.notes.append(
+            f"{len(newer)} rows are newer than the copy's last event "
+            f"({last}): not shipped to it yet, or written since"
+        )
     return check

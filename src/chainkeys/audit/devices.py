@@ -241,8 +241,10 @@ class Rfc5424Formatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         event: dict[str, Any] = record.audit_event  # type: ignore[attr-defined]
         text = msgspec.json.encode(event).decode()
-        return (f"1 {event['time']} {self.hostname} {APP_NAME} {os.getpid()} "
-                f"{_printable(event['action'], 32)} - \ufeff{text}")  # fmt: skip
+        return (
+            f"1 {event['time']} {self.hostname} {APP_NAME} {os.getpid()} "
+            f"{_printable(event['action'], 32)} - \ufeff{text}"
+        )
 
 
 class Rfc5424Handler(logging.handlers.SysLogHandler):
@@ -344,8 +346,9 @@ class SyslogDevice:
                     if not self.tcp and len(msgspec.json.encode(event)) > UDP_MAX:
                         event = {**event, "details": None, "cut": True}
                     level = logging.INFO if event["outcome"] == "ok" else logging.WARNING
-                    record = logging.LogRecord("chainkeys.audit", level, __file__, 0, "", None,
-                                               None)  # fmt: skip
+                    record = logging.LogRecord(
+                        "chainkeys.audit", level, __file__, 0, "", None, None
+                    )
                     record.audit_event = event
                     handler.emit(record)
             except OSError as exc:
@@ -391,8 +394,7 @@ class HttpDevice:
     def __init__(self, url: str, authorization: str | None) -> None:
         self.url = url
         self.target = url
-        self._headers = {"Content-Type": "application/x-ndjson",
-                         "User-Agent": f"{APP_NAME}-audit"}  # fmt: skip
+        self._headers = {"Content-Type": "application/x-ndjson", "User-Agent": f"{APP_NAME}-audit"}
         if authorization:
             self._headers["Authorization"] = authorization
         self._client: httpx.AsyncClient | None = None

@@ -18,8 +18,19 @@ import msgspec
 
 from chainkeys.audit.repository import AuditEvent
 
-COLUMNS: Final = ("id", "time", "time_ms", "action", "outcome", "family", "account_name",
-                  "token_id", "request_id", "client_request_id", "details")  # fmt: skip
+COLUMNS: Final = (
+    "id",
+    "time",
+    "time_ms",
+    "action",
+    "outcome",
+    "family",
+    "account_name",
+    "token_id",
+    "request_id",
+    "client_request_id",
+    "details",
+)
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 

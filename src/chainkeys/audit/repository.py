@@ -16,20 +16,38 @@ from chainkeys.store.tables import (
 
 _u = audit.c
 AUDIT_COLUMNS = (
-    "tenant_id", "action", "family", "account_name", "request_id", "outcome", "created_ms",
-    "actor_token_id", "client_request_id", "details",
-)  # fmt: skip
+    "tenant_id",
+    "action",
+    "family",
+    "account_name",
+    "request_id",
+    "outcome",
+    "created_ms",
+    "actor_token_id",
+    "client_request_id",
+    "details",
+)
 _INSERT_AUDIT = Prepared(insert(audit), AUDIT_COLUMNS)
 # a column's length, which PostgreSQL enforces and SQLite does not: a refusal of a
 # request with a 200-character name is audited, its name cut to fit, on both engines
-_LENGTHS = {c.name: c.type.length for c in audit.columns
-            if c.name in AUDIT_COLUMNS and isinstance(c.type, String)
-            and c.type.length is not None}  # fmt: skip
+_LENGTHS = {
+    c.name: c.type.length
+    for c in audit.columns
+    if c.name in AUDIT_COLUMNS and isinstance(c.type, String) and c.type.length is not None
+}
 _AUDIT_COLS = (
-    _u.id, _u.tenant_id, _u.action, _u.family, _u.account_name,
-    _u.request_id, _u.outcome, _u.created_ms, _u.actor_token_id, _u.client_request_id,
+    _u.id,
+    _u.tenant_id,
+    _u.action,
+    _u.family,
+    _u.account_name,
+    _u.request_id,
+    _u.outcome,
+    _u.created_ms,
+    _u.actor_token_id,
+    _u.client_request_id,
     _u.details,
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +135,9 @@ class Audit:
         return [AuditEvent(**r._mapping) for r in (await tx.execute(stmt)).all()]
 
     @staticmethod
-    async def tally(tx: Tx, tenant_id: str, since_ms: int,
-                    families: frozenset[str] | None) -> tuple[int, int]:  # fmt: skip
+    async def tally(
+        tx: Tx, tenant_id: str, since_ms: int, families: frozenset[str] | None
+    ) -> tuple[int, int]:
         """Signatures made and requests refused since `since_ms` (ix_audit_tenant_created:
         only the tenant's window is read)."""
         q = AuditQuery(tenant_id, since_ms, families)
@@ -185,13 +204,15 @@ class Stored:
         return [dict(r._mapping) for r in (await tx.execute(stmt)).all()]
 
     @staticmethod
-    async def ids_between(tx: Tx, low: int, high: int, tenant_id: str | None,
-                          every_tenant: bool) -> list[int]:  # fmt: skip
+    async def ids_between(
+        tx: Tx, low: int, high: int, tenant_id: str | None, every_tenant: bool
+    ) -> list[int]:
         """Every row id from `low` to `high` (one tenant's unless `every_tenant`)."""
         stmt = select(_u.id).where(_u.id >= low, _u.id <= high)
         if not every_tenant:
-            stmt = stmt.where(_u.tenant_id.is_(None) if tenant_id is None
-                              else _u.tenant_id == tenant_id)  # fmt: skip
+            stmt = stmt.where(
+                _u.tenant_id.is_(None) if tenant_id is None else _u.tenant_id == tenant_id
+            )
         return [int(r[0]) for r in (await tx.execute(stmt.order_by(_u.id))).all()]
 
     @staticmethod
@@ -205,5 +226,6 @@ class Stored:
         (or made it first, `old` None)."""
         if old is None:
             return await insert_new(tx, _DEVICE_NEW, {"key": key, "value": new})
-        return bool((await tx.execute(_DEVICE_SWAP, {"record": key, "old": old,
-                                                     "new": new})).rowcount)  # fmt: skip
+        return bool(
+            (await tx.execute(_DEVICE_SWAP, {"record": key, "old": old, "new": new})).rowcount
+        )

@@ -71,8 +71,9 @@ class AuditService:
         leaves only if it committed)."""
         if self.devices.available():
             return
-        event = audit_event(actor, "denied", AuditUnavailable.code,
-                            details={"method": method, "path": path[:200]})  # fmt: skip
+        event = audit_event(
+            actor, "denied", AuditUnavailable.code, details={"method": method, "path": path[:200]}
+        )
         with contextlib.suppress(ChainkeysError):
             await Audit.record(self.db, event)
         raise AuditUnavailable()

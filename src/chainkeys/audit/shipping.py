@@ -92,8 +92,12 @@ class Shipper:
         if self.seen is None:
             return False
         state, read_at = self.seen
-        return (now - read_at <= HEALTHY_MS and state.ok_ms > 0 and state.ok_ms >= state.fail_ms
-                and now - state.ok_ms <= HEALTHY_MS)  # fmt: skip
+        return (
+            now - read_at <= HEALTHY_MS
+            and state.ok_ms > 0
+            and state.ok_ms >= state.fail_ms
+            and now - state.ok_ms <= HEALTHY_MS
+        )
 
     async def serve(self) -> None:
         """Rounds until cancelled; the device is closed however this ends (an error
@@ -163,8 +167,7 @@ class Shipper:
         if (not mine and state.until > now) or now < state.next_ms:
             return 0  # another process ships it, or it is backing off
         due = await self._due(state, now)
-        probe = (self.probe and not due.rows
-                 and now - max(state.ok_ms, state.fail_ms) >= PROBE_MS)  # fmt: skip
+        probe = self.probe and not due.rows and now - max(state.ok_ms, state.fail_ms) >= PROBE_MS
         unchanged = due.gaps == state.gaps and due.through == state.through
         quiet = not due.rows and not probe and unchanged
         if quiet and mine and state.until - now > LEASE_MS // 2:
@@ -186,20 +189,39 @@ class Shipper:
         at = now_ms()
         if error is None:
             done = msgspec.structs.replace(
-                claimed, through=due.through, gaps=due.gaps, failures=0, next_ms=0, error="",
+                claimed,
+                through=due.through,
+                gaps=due.gaps,
+                failures=0,
+                next_ms=0,
+                error="",
                 ok_ms=at if (due.rows or probe) else claimed.ok_ms,
-                shipped=claimed.shipped + len(due.rows), until=at + LEASE_MS,
-            )  # fmt: skip
+                shipped=claimed.shipped + len(due.rows),
+                until=at + LEASE_MS,
+            )
         else:
             failures = claimed.failures + 1
-            done = msgspec.structs.replace(claimed, fail_ms=at, error=error, failures=failures,
-                                           next_ms=at + backoff_ms(failures))  # fmt: skip
-            log.warning("audit device %s: delivery failed (%s, %d in a row); next try in %d ms",
-                        self.device.kind, error, failures, backoff_ms(failures))  # fmt: skip
+            done = msgspec.structs.replace(
+                claimed,
+                fail_ms=at,
+                error=error,
+                failures=failures,
+                next_ms=at + backoff_ms(failures),
+            )
+            log.warning(
+                "audit device %s: delivery failed (%s, %d in a row); next try in %d ms",
+                self.device.kind,
+                error,
+                failures,
+                backoff_ms(failures),
+            )
         if await self._swap(held, done) is None:
-            log.warning("audit device %s: another process took the lease during a delivery; "
-                        "its %d events may arrive twice",
-                        self.device.kind, len(due.rows))  # fmt: skip
+            log.warning(
+                "audit device %s: another process took the lease during a delivery; "
+                "its %d events may arrive twice",
+                self.device.kind,
+                len(due.rows),
+            )
             return 0
         return len(due.rows) if error is None else 0
 
@@ -237,8 +259,9 @@ class AuditDevices:
             devices.append(SyslogDevice(settings.audit_syslog, settings.audit_syslog_facility))
         if settings.audit_http_url is not None:
             auth = settings.audit_http_authorization
-            devices.append(HttpDevice(settings.audit_http_url,
-                                      auth.get_secret_value() if auth else None))  # fmt: skip
+            devices.append(
+                HttpDevice(settings.audit_http_url, auth.get_secret_value() if auth else None)
+            )
         self.shippers = [Shipper(db, d, owner, probe=self.required) for d in devices]
 
     def available(self) -> bool:

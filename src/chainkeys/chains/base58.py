@@ -144,8 +144,9 @@ class Base58Family:
         bytes) or p2wsh (32), with one of the networks' prefixes."""
         if "p2wpkh" not in self.address_types:
             return NameForm(patterns.whole(patterns.BASE58_ADDRESS), self._named)
-        segwit = patterns.bech32(patterns.hrps(self.networks.values()), "q", patterns.HASH20,
-                                 patterns.HASH32)  # fmt: skip
+        segwit = patterns.bech32(
+            patterns.hrps(self.networks.values()), "q", patterns.HASH20, patterns.HASH32
+        )
         return NameForm(patterns.whole(patterns.BASE58_ADDRESS, segwit), self._named)
 
     @property

@@ -126,15 +126,16 @@ class CosmosFamily:
     def public_key_forms(self, display: str) -> Mapping[str, str]:
         """The keyring `pubkey` JSON (Moon's), and the key as 66 hex digits beside it
         (`public_key`: the form Bitcoin tools and the other families' answers give)."""
-        return {"pubkey": keyring_pubkey(display),
-                "public_key": base64.b64decode(display).hex()}  # fmt: skip
+        return {"pubkey": keyring_pubkey(display), "public_key": base64.b64decode(display).hex()}
 
     @property
     def names(self) -> NameForm:
         """A bech32 address of a 20-byte hash, with one of the networks' prefixes."""
         hrps = patterns.hrps(self.networks.values())
-        return NameForm(patterns.whole(patterns.bech32(hrps, "", patterns.HASH20)),
-                        f"the account's {self.name} address")  # fmt: skip
+        return NameForm(
+            patterns.whole(patterns.bech32(hrps, "", patterns.HASH20)),
+            f"the account's {self.name} address",
+        )
 
     def check_address(self, text: str, network: Network) -> str:
         """A bech32 address of exactly `network`'s prefix (osmo1… is refused for cosmoshub).

@@ -124,8 +124,9 @@ class Seed:
         try:
             return self._root.DerivePath(path)
         except Bip32KeyError:
-            raise ChainError("this path yields no valid key; use another index",
-                             INVALID_INDEX) from None  # fmt: skip
+            raise ChainError(
+                "this path yields no valid key; use another index", INVALID_INDEX
+            ) from None
 
     def key(self, path: str) -> Key:
         """The compressed private key at `path`, with the path recorded on it."""
@@ -139,8 +140,9 @@ class Seed:
         parent = self._node("/".join(["m", *parts[:-1]])) if parts else None
         parent_fp = (
             encoding.hash160(bytes(parent.PublicKey().RawCompressed().ToBytes()))[:4]
-            if parent is not None else bytes(4)
-        )  # fmt: skip
+            if parent is not None
+            else bytes(4)
+        )
         last = parts[-1] if parts else "0"
         child = int(last.rstrip("'")) + (HARDENED if last.endswith("'") else 0) if parts else 0
         payload = (
@@ -174,8 +176,11 @@ def check_format(
         return allowed[0]
     if fmt not in allowed:
         kind = f" {address_type}" if address_type else ""
-        raise ChainError(f"the format asked does not fit {fam.name}{kind} on {network.name}; "
-                         f"use {', '.join(allowed)}", "invalid_format")  # fmt: skip
+        raise ChainError(
+            f"the format asked does not fit {fam.name}{kind} on {network.name}; "
+            f"use {', '.join(allowed)}",
+            "invalid_format",
+        )
     return fmt
 
 
@@ -225,22 +230,30 @@ class PublicNode:
         """`[origin]xpub…` as BIP380 writes it (xpub or tpub versions, whatever was given)."""
         payload = (
             VERSIONS["tpub" if self.testnet else "xpub"].to_bytes(4, "big")
-            + bytes((self.depth,)) + self.parent + self.child.to_bytes(4, "big")
-            + self.chain_code + self.public
-        )  # fmt: skip
+            + bytes((self.depth,))
+            + self.parent
+            + self.child.to_bytes(4, "big")
+            + self.chain_code
+            + self.public
+        )
         key = encoding.base58check_encode(payload)
         return f"[{self.origin}]{key}" if self.origin else key
 
     def derive(self, change: int, index: int) -> bytes:
         """The compressed public key at …/change/index (non-hardened: BIP32 public)."""
-        data = Bip32KeyData(depth=self.depth, index=self.child, chain_code=self.chain_code,
-                            parent_fprint=self.parent)  # fmt: skip
+        data = Bip32KeyData(
+            depth=self.depth,
+            index=self.child,
+            chain_code=self.chain_code,
+            parent_fprint=self.parent,
+        )
         try:
             node = Bip32Slip10Secp256k1.FromPublicKey(self.public, data)
             child = node.ChildKey(change).ChildKey(index)
         except Bip32KeyError:
-            raise ChainError("this index yields no valid key; use another index",
-                             INVALID_INDEX) from None  # fmt: skip
+            raise ChainError(
+                "this index yields no valid key; use another index", INVALID_INDEX
+            ) from None
         return bytes(child.PublicKey().RawCompressed().ToBytes())
 
 
@@ -248,8 +261,15 @@ def own_node(seed: Seed, path: str, testnet: bool) -> PublicNode:
     """The wallet's own member key at a BIP48 path, with its key origin."""
     key = seed.xpub(path, "tpub" if testnet else "xpub")
     node = parse_xpub(key.xpub, testnet)
-    return PublicNode(f"{key.fingerprint}/{path.removeprefix('m/')}", node.public,
-                      node.chain_code, node.depth, node.parent, node.child, testnet)  # fmt: skip
+    return PublicNode(
+        f"{key.fingerprint}/{path.removeprefix('m/')}",
+        node.public,
+        node.chain_code,
+        node.depth,
+        node.parent,
+        node.child,
+        testnet,
+    )
 
 
 def parse_xpub(text: object, testnet: bool) -> PublicNode:
@@ -260,24 +280,34 @@ def parse_xpub(text: object, testnet: bool) -> PublicNode:
         ChainError: code "invalid_xpub".
     """
     if not isinstance(text, str) or not 100 <= len(text) <= 300:
-        raise ChainError("an extended public key is 111 base58 characters, with an optional "
-                         "[fingerprint/path] origin before it", INVALID_XPUB)  # fmt: skip
+        raise ChainError(
+            "an extended public key is 111 base58 characters, with an optional "
+            "[fingerprint/path] origin before it",
+            INVALID_XPUB,
+        )
     origin = None
     if text.startswith("["):
         origin, _, text = text[1:].partition("]")
         parts = origin.split("/")
-        if not (len(parts[0]) == 8 and all(c in "0123456789abcdef" for c in parts[0])
-                and all(p.rstrip("'h").isdigit() for p in parts[1:])):  # fmt: skip
+        if not (
+            len(parts[0]) == 8
+            and all(c in "0123456789abcdef" for c in parts[0])
+            and all(p.rstrip("'h").isdigit() for p in parts[1:])
+        ):
             raise ChainError("a key origin is [8 hex digits/path]", INVALID_XPUB)
     raw = encoding.base58check_decode(text, what="extended public key", code=INVALID_XPUB)
     version = int.from_bytes(raw[:4], "big") if len(raw) == 78 else -1
     if version not in ACCEPTED or (version in _TESTNET_VERSIONS) != testnet:
-        raise ChainError("not an extended public key of this network (xpub, Ltub, Zpub…; "
-                         "tpub, Vpub… on test networks)", INVALID_XPUB)  # fmt: skip
+        raise ChainError(
+            "not an extended public key of this network (xpub, Ltub, Zpub…; "
+            "tpub, Vpub… on test networks)",
+            INVALID_XPUB,
+        )
     public = raw[45:78]
     try:
         Bip32Slip10Secp256k1.FromPublicKey(public)
     except Exception:  # bip_utils: not a point
         raise ChainError("the extended key's public key is not a point", INVALID_XPUB) from None
-    return PublicNode(origin, public, raw[13:45], raw[4], raw[5:9],
-                      int.from_bytes(raw[9:13], "big"), testnet)  # fmt: skip
+    return PublicNode(
+        origin, public, raw[13:45], raw[4], raw[5:9], int.from_bytes(raw[9:13], "big"), testnet
+    )

@@ -41,21 +41,39 @@ def _others_than(name: str) -> NeverSign:
 
 FAMILIES: Final[Mapping[str, Family[Any]]] = MappingProxyType(
     {
-        "cosmos": replace(cosmos.FAMILY, signers=cosmos_signers.KINDS,
-                          never_sign=cosmos_signers.never_sign,
-                          vocabulary=cosmos_signers.VOCABULARY,
-                          multisig=cosmos_signers.MULTISIG, units=cosmos_signers.UNITS),
-        "dogecoin": replace(dogecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign,
-                            vocabulary=utxo.VOCABULARY, multisig=utxo.multisig.LEGACY_FORMS,
-                            units=utxo.units("dogecoin")),
-        "eos": replace(eos.FAMILY, signers=eos_signers.kinds(_others_than("eos")),
-                       never_sign=eos_signers.never_sign, vocabulary=eos_signers.VOCABULARY,
-                       units=eos_signers.UNITS),
-        "litecoin": replace(litecoin.FAMILY, signers=_UTXO, never_sign=utxo.never_sign,
-                            vocabulary=utxo.VOCABULARY, multisig=utxo.multisig.SEGWIT_FORMS,
-                            units=utxo.units("litecoin")),
+        "cosmos": replace(
+            cosmos.FAMILY,
+            signers=cosmos_signers.KINDS,
+            never_sign=cosmos_signers.never_sign,
+            vocabulary=cosmos_signers.VOCABULARY,
+            multisig=cosmos_signers.MULTISIG,
+            units=cosmos_signers.UNITS,
+        ),
+        "dogecoin": replace(
+            dogecoin.FAMILY,
+            signers=_UTXO,
+            never_sign=utxo.never_sign,
+            vocabulary=utxo.VOCABULARY,
+            multisig=utxo.multisig.LEGACY_FORMS,
+            units=utxo.units("dogecoin"),
+        ),
+        "eos": replace(
+            eos.FAMILY,
+            signers=eos_signers.kinds(_others_than("eos")),
+            never_sign=eos_signers.never_sign,
+            vocabulary=eos_signers.VOCABULARY,
+            units=eos_signers.UNITS,
+        ),
+        "litecoin": replace(
+            litecoin.FAMILY,
+            signers=_UTXO,
+            never_sign=utxo.never_sign,
+            vocabulary=utxo.VOCABULARY,
+            multisig=utxo.multisig.SEGWIT_FORMS,
+            units=utxo.units("litecoin"),
+        ),
     }
-)  # fmt: skip
+)
 
 
 def family(name: str) -> Family[Any]:

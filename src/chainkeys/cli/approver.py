@@ -41,10 +41,14 @@ def invite(tenant: Tenant, label: Label, group: Group, data_dir: DataDir = None)
 
     code, expires_ms = run_admin(settings, work, keyed=True)
     if settings.public_url is None:
-        typer.echo("chainkeys: warning: CHAINKEYS_PUBLIC_URL is not set: the service refuses "
-                   "enrolment until it is (passkeys are bound to it)", err=True)  # fmt: skip
-    typer.echo(f"enrolment code for {label} ({group}) in {tenant}, single use, until "
-               f"{when(expires_ms)}:")  # fmt: skip
+        typer.echo(
+            "chainkeys: warning: CHAINKEYS_PUBLIC_URL is not set: the service refuses "
+            "enrolment until it is (passkeys are bound to it)",
+            err=True,
+        )
+    typer.echo(
+        f"enrolment code for {label} ({group}) in {tenant}, single use, until {when(expires_ms)}:"
+    )
     typer.echo(code)
 
 
@@ -62,11 +66,15 @@ def add_key(
         text = key.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"cannot read {key}: {exc.__class__.__name__}")
-    row = run_admin(settings_for(data_dir),
-                    lambda admin: _passkeys(admin).add_key(tenant, label, group, text),
-                    keyed=True)  # fmt: skip
-    typer.echo(f"{row.kind} key {row.id} enrolled for {row.label} ({row.approver_group}): "
-               "its votes carry \"signature\": {\"credential\": its id, \"value\": …}")  # fmt: skip
+    row = run_admin(
+        settings_for(data_dir),
+        lambda admin: _passkeys(admin).add_key(tenant, label, group, text),
+        keyed=True,
+    )
+    typer.echo(
+        f"{row.kind} key {row.id} enrolled for {row.label} ({row.approver_group}): "
+        'its votes carry "signature": {"credential": its id, "value": …}'
+    )
 
 
 @approver_app.command("list")
@@ -78,23 +86,33 @@ def list_credentials(
     """Every approver credential: passkeys and script keys, live and revoked."""
     rows = run_admin(settings_for(data_dir), lambda admin: _passkeys(admin).listed(tenant))
     for name, r in rows:
-        record = {"id": r.id, "tenant": name, "label": r.label, "group": r.approver_group,
-                  "kind": r.kind, "created": when(r.created_ms),
-                  "last_used": when(r.last_used_ms) if r.last_used_ms else None,
-                  "revoked": when(r.revoked_ms) if r.revoked_ms else None}  # fmt: skip
+        record = {
+            "id": r.id,
+            "tenant": name,
+            "label": r.label,
+            "group": r.approver_group,
+            "kind": r.kind,
+            "created": when(r.created_ms),
+            "last_used": when(r.last_used_ms) if r.last_used_ms else None,
+            "revoked": when(r.revoked_ms) if r.revoked_ms else None,
+        }
         if as_json:
             typer.echo(msgspec.json.encode(record).decode())
         else:
             state = when(r.revoked_ms) if r.revoked_ms else "live"
-            typer.echo(f"{r.id:28}  {name:20}  {r.kind:8}  {r.approver_group:12}  {state:20}  "
-                       f"{r.label}")  # fmt: skip
+            typer.echo(
+                f"{r.id:28}  {name:20}  {r.kind:8}  {r.approver_group:12}  {state:20}  {r.label}"
+            )
 
 
 @approver_app.command("revoke")
-def revoke(credential: Annotated[str, typer.Argument(help="the credential's id (apc_…)")],
-           data_dir: DataDir = None) -> None:  # fmt: skip
+def revoke(
+    credential: Annotated[str, typer.Argument(help="the credential's id (apc_…)")],
+    data_dir: DataDir = None,
+) -> None:
     """Revoke any approver's credential: its signatures count no more, on votes already
     cast too (they are verified again when the quorum signs)."""
-    row = run_admin(settings_for(data_dir), lambda admin: _passkeys(admin).revoke(credential),
-                    keyed=True)  # fmt: skip
+    row = run_admin(
+        settings_for(data_dir), lambda admin: _passkeys(admin).revoke(credential), keyed=True
+    )
     typer.echo(f"revoked {row.id} ({row.kind}) of {row.label}")

@@ -79,10 +79,17 @@ def audit_line(e: AuditEvent, tenant: str, as_json: bool) -> str:
     details = msgspec.json.decode(e.details) if e.details else None
     if as_json:
         record = {
-            "id": e.id, "time": when(e.created_ms), "tenant": tenant, "action": e.action,
-            "outcome": e.outcome, "family": e.family, "account": e.account_name,
-            "token_id": e.actor_token_id, "request_id": e.request_id, "details": details,
-        }  # fmt: skip
+            "id": e.id,
+            "time": when(e.created_ms),
+            "tenant": tenant,
+            "action": e.action,
+            "outcome": e.outcome,
+            "family": e.family,
+            "account": e.account_name,
+            "token_id": e.actor_token_id,
+            "request_id": e.request_id,
+            "details": details,
+        }
         return msgspec.json.encode(record).decode()
     line = (
         f"{when(e.created_ms)}  {tenant:20}  {e.action:12}  {e.outcome:20}  "
@@ -135,11 +142,15 @@ def audit_verify(
         verdict = await verify(admin.db, admin.integrity, tenant_id, all_tenants=tenant is None)
         if verdict.broken is not None:
             where = f"row {verdict.broken.row_id}: " if verdict.broken.row_id else ""
-            fail(f"the audit chain is broken at {where}{verdict.broken.reason} "
-                 f"({verdict.rows} rows checked before it)")  # fmt: skip
+            fail(
+                f"the audit chain is broken at {where}{verdict.broken.reason} "
+                f"({verdict.rows} rows checked before it)"
+            )
             return
-        typer.echo(f"audit chain ok: {verdict.rows} rows linked and checked, "
-                   f"{verdict.unlinked} newer rows not linked yet")  # fmt: skip
+        typer.echo(
+            f"audit chain ok: {verdict.rows} rows linked and checked, "
+            f"{verdict.unlinked} newer rows not linked yet"
+        )
 
     run_admin(settings_for(data_dir), work, keyed=True)
 
@@ -156,10 +167,14 @@ def verify_copy(files: list[Path], tenant: str | None, data_dir: Path | None) ->
             for problem in check.problems:
                 typer.echo(problem)
             more = f" (and {check.more} more)" if check.more else ""
-            fail(f"the copy does not match the audit table: {len(check.problems)} problems "
-                 f"named above{more}; {check.matched} of its {check.events} events "
-                 "match")  # fmt: skip
-        typer.echo(f"audit copy ok: {check.matched} events, each equal to its row, none "
-                   "missing between its first and last")  # fmt: skip
+            fail(
+                f"the copy does not match the audit table: {len(check.problems)} problems "
+                f"named above{more}; {check.matched} of its {check.events} events "
+                "match"
+            )
+        typer.echo(
+            f"audit copy ok: {check.matched} events, each equal to its row, none "
+            "missing between its first and last"
+        )
 
     run_admin(settings_for(data_dir), work)

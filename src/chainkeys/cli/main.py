@@ -129,8 +129,10 @@ def serve(
     first = None
     if settings.key_provider == "shamir":  # starts sealed: the store must be there already
         if workers > 1:
-            fail("CHAINKEYS_MASTER_KEY_PROVIDER=shamir serves with one worker (each process "
-                 "is unsealed on its own): run more replicas instead")  # fmt: skip
+            fail(
+                "CHAINKEYS_MASTER_KEY_PROVIDER=shamir serves with one worker (each process "
+                "is unsealed on its own): run more replicas instead"
+            )
         finish(lambda: check_sealed_store(settings))
     else:
         # Schema, master key and the first token are settled once, before any worker starts.
@@ -173,8 +175,9 @@ def hand_over_first_token(token: str, data_dir: Path) -> Callable[[], None]:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
-        lines = [f"{intro} It is in {path} (mode 0600): read it once, keep it, "
-                 "then delete the file."]  # fmt: skip
+        lines = [
+            f"{intro} It is in {path} (mode 0600): read it once, keep it, then delete the file."
+        ]
 
     def show() -> None:
         typer.echo("\n" + "\n".join(lines) + "\n")
@@ -238,11 +241,16 @@ def token_list(
     if as_json:
         for r in rows:
             record = {
-                "id": r.id, "tenant": r.tenant, "label": r.label, "scopes": r.scopes.split(","),
-                "families": r.families.split(",") if r.families else None, "group": r.group,
-                "created": when(r.created_ms), "expires": when(r.expires_ms) if r.expires_ms
-                else None, "revoked": when(r.revoked_ms) if r.revoked_ms else None,
-            }  # fmt: skip
+                "id": r.id,
+                "tenant": r.tenant,
+                "label": r.label,
+                "scopes": r.scopes.split(","),
+                "families": r.families.split(",") if r.families else None,
+                "group": r.group,
+                "created": when(r.created_ms),
+                "expires": when(r.expires_ms) if r.expires_ms else None,
+                "revoked": when(r.revoked_ms) if r.revoked_ms else None,
+            }
             typer.echo(msgspec.json.encode(record).decode())
         return
     typer.echo(
@@ -295,8 +303,9 @@ def db_upgrade(data_dir: DataDir = None) -> None:
     database (the migration step of a deploy, before its replicas start)."""
     settings = settings_for(data_dir)
     revision, created = finish(lambda: upgrade_schema(settings))
-    typer.echo(f"schema created at revision {revision}" if created
-               else f"schema at revision {revision}")  # fmt: skip
+    typer.echo(
+        f"schema created at revision {revision}" if created else f"schema at revision {revision}"
+    )
 
 
 @app.command()
@@ -331,8 +340,9 @@ def init(
     typer.echo(f"store ready in {where} (master key id {key_id})")
 
 
-def init_shamir(settings: Settings, shares: int | None, threshold: int | None,
-                where: object) -> None:  # fmt: skip
+def init_shamir(
+    settings: Settings, shares: int | None, threshold: int | None, where: object
+) -> None:
     from chainkeys.bootstrap import init_shamir as create
 
     if settings.key_provider != "shamir":
@@ -348,9 +358,11 @@ def init_shamir(settings: Settings, shares: int | None, threshold: int | None,
             await svc.close()
 
     key_id, texts, first = finish(work)
-    typer.echo(f"store ready in {where} (master key id {key_id}), held by {shares} Shamir "
-               f"shares, any {threshold} of which open it. They are shown only this once: "
-               "give each to one operator.")  # fmt: skip
+    typer.echo(
+        f"store ready in {where} (master key id {key_id}), held by {shares} Shamir "
+        f"shares, any {threshold} of which open it. They are shown only this once: "
+        "give each to one operator."
+    )
     print_shares(texts)
     if first is not None:
         hand_over_first_token(first, settings.data_dir)()

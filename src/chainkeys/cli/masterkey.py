@@ -44,8 +44,10 @@ def key_rotate(
     done = ", ".join(f"{n} in {col}" for col, n in report.resealed.items() if n) or "nothing"
     typer.echo(f"re-sealed {done} under master key {report.new_key_id}")
     if report.retired_key_file:
-        typer.echo(f"old key kept at {report.retired_key_file} until `chainkeys key retire` "
-                   "(the store's key ring holds it too)")  # fmt: skip
+        typer.echo(
+            f"old key kept at {report.retired_key_file} until `chainkeys key retire` "
+            "(the store's key ring holds it too)"
+        )
 
 
 @key_app.command("retire")
@@ -102,17 +104,29 @@ def key_list(data_dir: DataDir = None) -> None:
     state = run_admin(settings_for(data_dir), lambda admin: admin.keys.state())
     typer.echo(f"{'KEY ID':16}  {'STATE':8}  {'CREATED':20}  {'RETIRED':20}  DESTROYED")
     for t in state.terms:
-        label = ("destroyed" if t.destroyed_ms else "retired" if t.retired_ms
-                 else "current" if t.key_id == state.current else "older")  # fmt: skip
-        typer.echo(f"{t.key_id:16}  {label:8}  {when(t.created_ms):20}  {when(t.retired_ms):20}  "
-                   f"{when(t.destroyed_ms)}")  # fmt: skip
+        label = (
+            "destroyed"
+            if t.destroyed_ms
+            else "retired"
+            if t.retired_ms
+            else "current"
+            if t.key_id == state.current
+            else "older"
+        )
+        typer.echo(
+            f"{t.key_id:16}  {label:8}  {when(t.created_ms):20}  {when(t.retired_ms):20}  "
+            f"{when(t.destroyed_ms)}"
+        )
     typer.echo("")
-    typer.echo(f"{'PROCESS':32}  {'HOST':20}  {'PID':>7}  {'SEALS WITH':16}  {'LAST SEEN':20}  "
-               "USED KEYS")  # fmt: skip
+    typer.echo(
+        f"{'PROCESS':32}  {'HOST':20}  {'PID':>7}  {'SEALS WITH':16}  {'LAST SEEN':20}  USED KEYS"
+    )
     for u in state.processes:
         seen = when(u.seen_ms) + ("" if u.seen_ms >= state.live_since_ms else " (stale)")
-        typer.echo(f"{u.process:32}  {u.host[:20]:20}  {u.pid:>7}  {u.sealing_key_id:16}  "
-                   f"{seen:20}  {u.used_key_ids}")  # fmt: skip
+        typer.echo(
+            f"{u.process:32}  {u.host[:20]:20}  {u.pid:>7}  {u.sealing_key_id:16}  "
+            f"{seen:20}  {u.used_key_ids}"
+        )
 
 
 def _targets() -> list[str]:
@@ -157,8 +171,10 @@ def key_move(
     settings = settings_for(data_dir)
     if to == "shamir":
         if settings.key_provider == "shamir":
-            fail("the master key is held by Shamir shares already: `chainkeys operator "
-                 "rekey` makes new shares from a quorum of the current ones")  # fmt: skip
+            fail(
+                "the master key is held by Shamir shares already: `chainkeys operator "
+                "rekey` makes new shares from a quorum of the current ones"
+            )
         new_shares(shares, threshold)
     elif shares is not None or threshold is not None:
         fail("--shares and --threshold are for --to shamir")
@@ -178,19 +194,26 @@ def key_move(
         moved = run_admin(settings, lambda a: a.keys.move(to, overrides))
     except typer.Exit:
         if to == "shamir":
-            typer.echo("chainkeys: the move did not finish: the shares printed above open "
-                       "nothing unless a shamir start asks for their set", err=True)  # fmt: skip
+            typer.echo(
+                "chainkeys: the move did not finish: the shares printed above open "
+                "nothing unless a shamir start asks for their set",
+                err=True,
+            )
         raise
     note = " (it was there already)" if moved.already else ""
     typer.echo(f"master key {moved.key_id} is now kept by {moved.to}{note}")
     hint = f" and CHAINKEYS_{setting.upper()}={named}" if named and setting else ""
     typer.echo(f"next: start every replica with CHAINKEYS_MASTER_KEY_PROVIDER={to}{hint}")
     if to == "shamir":
-        typer.echo("each replica then starts sealed until operators give it the shares "
-                   "(`chainkeys operator unseal --url URL`)")  # fmt: skip
+        typer.echo(
+            "each replica then starts sealed until operators give it the shares "
+            "(`chainkeys operator unseal --url URL`)"
+        )
     if settings.key_provider == "file" and settings.key_file.exists():
-        typer.echo(f"then delete {settings.key_file} (and its copies on other hosts): "
-                   "while it exists, the master key is on this disk too")  # fmt: skip
+        typer.echo(
+            f"then delete {settings.key_file} (and its copies on other hosts): "
+            "while it exists, the master key is on this disk too"
+        )
 
 
 def new_shares(shares: int | None, threshold: int | None) -> None:
@@ -204,9 +227,11 @@ def new_shares(shares: int | None, threshold: int | None) -> None:
         share_set, made = split(unseal, shares, threshold)
     except ChainkeysError as exc:
         fail(exc.message)
-    typer.echo(f"share set {share_set.set_id}: {shares} shares, any {threshold} of which open "
-               "the store once the move below finishes. They are shown only this once: give "
-               "one to each operator.")  # fmt: skip
+    typer.echo(
+        f"share set {share_set.set_id}: {shares} shares, any {threshold} of which open "
+        "the store once the move below finishes. They are shown only this once: give "
+        "one to each operator."
+    )
     print_shares([s.text() for s in made])
     UNSEALER.set(GivenKey(unseal, share_set))
 

@@ -66,9 +66,11 @@ class PromptUnsealer:
     async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
         if self._key is not None and self._key[0] == share_set.set_id:
             return self._key[1]
-        typer.echo(f"chainkeys: the master key is held by Shamir shares: give "
-                   f"{share_set.threshold} of the {share_set.shares} (set {share_set.set_id})",
-                   err=True)  # fmt: skip
+        typer.echo(
+            f"chainkeys: the master key is held by Shamir shares: give "
+            f"{share_set.threshold} of the {share_set.shares} (set {share_set.set_id})",
+            err=True,
+        )
         key = combine(ask_shares(share_set))
         self._key = (share_set.set_id, key)
         return key
@@ -154,8 +156,11 @@ def rekey(
             await store.close()
 
     share_set = finish(current)
-    typer.echo(f"chainkeys: give {share_set.threshold} of the current {share_set.shares} "
-               f"shares (set {share_set.set_id})", err=True)  # fmt: skip
+    typer.echo(
+        f"chainkeys: give {share_set.threshold} of the current {share_set.shares} "
+        f"shares (set {share_set.set_id})",
+        err=True,
+    )
     old = [s.text() for s in ask_shares(share_set)]
     made, texts = finish(lambda: rekey_shamir(settings, old, shares, threshold))
     typer.echo(

@@ -75,8 +75,9 @@ def policy_show(
             "version": version.version if version else None,
             "set": when(version.created_ms) if version else None,
             "policy": msgspec.json.decode(version.document)
-            if version and version.document else None,
-        }  # fmt: skip
+            if version and version.document
+            else None,
+        }
         typer.echo(msgspec.json.encode(record).decode())
         return
     if version is None or version.document is None:
@@ -111,8 +112,9 @@ def policy_history(
     typer.echo(f"{'VERSION':8}  {'SET':20}  RULES")
     for v in versions:
         rules = len(msgspec.json.decode(v.document)["rules"]) if v.document else None
-        typer.echo(f"{v.version:<8}  {when(v.created_ms):20}  "
-                   f"{'cleared' if rules is None else rules}")  # fmt: skip
+        typer.echo(
+            f"{v.version:<8}  {when(v.created_ms):20}  {'cleared' if rules is None else rules}"
+        )
 
 
 # `policy test`'s exit status, so CI can gate on a policy change (1 and 2 stay the
@@ -120,8 +122,11 @@ def policy_history(
 TEST_EXIT = {"allow": 0, "deny": 3, "approval": 4}
 
 
-@policy_app.command("test", epilog="Exit status: 0 allow, 3 deny, 4 approval needed; 1 a bad "
-                     "file or request, 2 a setting or store that cannot be used.")  # fmt: skip
+@policy_app.command(
+    "test",
+    epilog="Exit status: 0 allow, 3 deny, 4 approval needed; 1 a bad "
+    "file or request, 2 a setting or store that cannot be used.",
+)
 def policy_test(
     tenant: Tenant,
     file: Annotated[Path, typer.Argument(help="a candidate policy file (.json or .toml)")],
@@ -168,20 +173,38 @@ def policy_test(
     assumed = [k for k in seen if token.get(k) is None]
     if assumed:
         given = f'no {", ".join(assumed)} in "token"' if token else 'no "token"'
-        typer.echo(f"chainkeys: {request} gives {given}: assumed the token "
-                   f"{msgspec.json.encode(seen).decode()} (token conditions see these values; "
-                   "families [] is every family)", err=True)  # fmt: skip
+        typer.echo(
+            f"chainkeys: {request} gives {given}: assumed the token "
+            f"{msgspec.json.encode(seen).decode()} (token conditions see these values; "
+            "families [] is every family)",
+            err=True,
+        )
 
     async def work(admin: Admin) -> PolicyDecision:
         from chainkeys.api.policy_schemas import decision_of
         from chainkeys.signing.dryrun import dry_run
 
         tenant_id = await admin.tokens.tenant_id(tenant)
-        who = Principal(tenant_id, tenant, token_id, frozenset(scopes),
-                        frozenset(families) if families else None, None, label)  # fmt: skip
-        run = await dry_run(admin.db, opened(admin.integrity), admin.policies, who,
-                            str(asked["family"]), str(asked["account"]), str(asked["kind"]),
-                            asked["request"], candidate)  # fmt: skip
+        who = Principal(
+            tenant_id,
+            tenant,
+            token_id,
+            frozenset(scopes),
+            frozenset(families) if families else None,
+            None,
+            label,
+        )
+        run = await dry_run(
+            admin.db,
+            opened(admin.integrity),
+            admin.policies,
+            who,
+            str(asked["family"]),
+            str(asked["account"]),
+            str(asked["kind"]),
+            asked["request"],
+            candidate,
+        )
         return decision_of(run)
 
     decided = run_admin(settings_for(data_dir), work, keyed=True)  # reads an account

@@ -44,9 +44,12 @@ def wallet_list(tenant: Tenant, as_json: AsJson = False, data_dir: DataDir = Non
         while True:
             views, cursor = await svc.wallets.page(who, 1000, cursor)
             for v in views:
-                _echo(_record(v), as_json,
-                      f"{v.id}  {v.name:24}  {v.fingerprint}  {when(v.created_ms)}  "
-                      f"{'exported' if v.exported else '-'}")  # fmt: skip
+                _echo(
+                    _record(v),
+                    as_json,
+                    f"{v.id}  {v.name:24}  {v.fingerprint}  {when(v.created_ms)}  "
+                    f"{'exported' if v.exported else '-'}",
+                )
             if cursor is None:
                 return
 
@@ -78,36 +81,47 @@ def wallet_show(tenant: Tenant, wallet: Wallet, data_dir: DataDir = None) -> Non
 
 @wallet_app.command("derive")
 def wallet_derive(
-    tenant: Tenant, wallet: Wallet, family: Family, network: Network = None,
-    address_type: AddressType = None, account: Account = 0,
+    tenant: Tenant,
+    wallet: Wallet,
+    family: Family,
+    network: Network = None,
+    address_type: AddressType = None,
+    account: Account = 0,
     change: Annotated[int, typer.Option(min=0, max=1, help="0 receive, 1 change")] = 0,
     index: Annotated[int | None, typer.Option(min=0, help="default: the next")] = None,
     count: Annotated[int, typer.Option(min=1, max=100)] = 1,
     preview: Annotated[bool, typer.Option(help="derive only, store nothing")] = False,
     data_dir: DataDir = None,
-) -> None:  # fmt: skip
+) -> None:
     """Derive accounts (stored as the tenant's, unless --preview): one line each."""
 
     from chainkeys.wallets.models import DeriveRequest
 
     async def work(svc: Services) -> None:
-        req = DeriveRequest(family, network, address_type, account, change, index, count,
-                            None, preview)  # fmt: skip
+        req = DeriveRequest(
+            family, network, address_type, account, change, index, count, None, preview
+        )
         for v in await svc.wallets.derive(await operator(svc, tenant), wallet, req):
             origin = v.origin
-            typer.echo(f"{origin.index if origin else '-':>6}  {origin.path if origin else '-':24}"
-                       f"  {v.address}")  # fmt: skip
+            typer.echo(
+                f"{origin.index if origin else '-':>6}  {origin.path if origin else '-':24}"
+                f"  {v.address}"
+            )
 
     run(settings_for(data_dir), work)
 
 
 @wallet_app.command("xpub")
 def wallet_xpub(
-    tenant: Tenant, wallet: Wallet, family: Family, network: Network = None,
-    address_type: AddressType = None, account: Account = 0,
+    tenant: Tenant,
+    wallet: Wallet,
+    family: Family,
+    network: Network = None,
+    address_type: AddressType = None,
+    account: Account = 0,
     fmt: Annotated[str | None, typer.Option("--format", help="xpub, Ltub, zpub, dgub, …")] = None,
     data_dir: DataDir = None,
-) -> None:  # fmt: skip
+) -> None:
     """The account-level extended public key (and, for UTXO families, descriptors)."""
 
     async def work(svc: Services) -> None:

@@ -28,8 +28,9 @@ class Moved:
     already: bool  # the key was there already (a re-run)
 
 
-async def move(db: Backend, settings: Settings, to: str,
-               overrides: Mapping[str, Any] | None = None) -> Moved:  # fmt: skip
+async def move(
+    db: Backend, settings: Settings, to: str, overrides: Mapping[str, Any] | None = None
+) -> Moved:
     """Move the master key from the configured provider to `to` (its settings changed
     by `overrides`: another HSM key, KMS key or transit key of the same provider).
 

@@ -88,14 +88,18 @@ def refuse_if_behind(
     stalled = [u for u in sealing if u.seen_ms < since_ms]
     parts = []
     if live:
-        parts.append(f"{len(live)} running process(es) still seal with an older key: "
-                     f"{describe(live, now_ms())}; each switches within {refresh_seconds:g} s "
-                     "of a rotation")  # fmt: skip
+        parts.append(
+            f"{len(live)} running process(es) still seal with an older key: "
+            f"{describe(live, now_ms())}; each switches within {refresh_seconds:g} s "
+            "of a rotation"
+        )
     if stalled:
-        parts.append(f"{len(stalled)} process(es) whose heartbeat stopped still seal with an "
-                     f"older key: {describe(stalled, now_ms())}; a stalled one could never "
-                     "learn the current key after a retire: restart it, or if it has ended, "
-                     "name it with --gone PROCESS")  # fmt: skip
+        parts.append(
+            f"{len(stalled)} process(es) whose heartbeat stopped still seal with an "
+            f"older key: {describe(stalled, now_ms())}; a stalled one could never "
+            "learn the current key after a retire: restart it, or if it has ended, "
+            "name it with --gone PROCESS"
+        )
     raise Conflict("; ".join(parts) + "; nothing was retired")
 
 
@@ -126,8 +130,12 @@ class KeyService:
         async with self.db.read() as tx:
             terms, users = await Terms.all(tx), await KeyUsers.all(tx)
         current = current_term(terms)
-        return KeyState(terms, current.key_id if current else None, users,
-                        live_since(self.settings.key_refresh_seconds))  # fmt: skip
+        return KeyState(
+            terms,
+            current.key_id if current else None,
+            users,
+            live_since(self.settings.key_refresh_seconds),
+        )
 
     # -- rotate ----------------------------------------------------------------------------
 
@@ -149,8 +157,10 @@ class KeyService:
         await self._publish(barrier, barrier.key_id, new.id, terms)
         await barrier.learn()  # the new term: the barrier seals with the new key now
         if barrier.key_id != new.id:
-            raise Conflict(f"another rotation published a newer key than {new.id} meanwhile: "
-                           "run `chainkeys key rotate` again once it has finished")  # fmt: skip
+            raise Conflict(
+                f"another rotation published a newer key than {new.id} meanwhile: "
+                "run `chainkeys key rotate` again once it has finished"
+            )
         await barrier.beat()  # this process re-seals: it counts among those that seal
         try:
             await self._wait_for_processes(new.id, wait_seconds, say)
@@ -166,8 +176,10 @@ class KeyService:
         finally:
             await barrier.leave()
         if left:
-            raise Conflict(f"secrets sealed with key id {', '.join(sorted(left))} remain after "
-                           f"{RESEAL_PASSES} passes; run `chainkeys key rotate` again")  # fmt: skip
+            raise Conflict(
+                f"secrets sealed with key id {', '.join(sorted(left))} remain after "
+                f"{RESEAL_PASSES} passes; run `chainkeys key rotate` again"
+            )
         kept = await provider.finish_rotation(root, new) if root.id != new.id else None
         await Audit.record(self.db, audit_event(None, "key.rotate", "ok", account_name=new.id))
         return RotationReport(new.id, resealed, kept)
@@ -181,8 +193,7 @@ class KeyService:
             await Terms.add(tx, new, now_ms(), await Terms.all(tx))
             have = {(e.key_id, e.wrapped_by) for e in await Ring.entries(tx)}
             wanted = [(new, old)] if old != new else []
-            wanted += [(k.id, new) for k in barrier.held()
-                       if k.id != new and k.id not in destroyed]  # fmt: skip
+            wanted += [(k.id, new) for k in barrier.held() if k.id != new and k.id not in destroyed]
             for key_id, under in wanted:
                 if (key_id, under) not in have:
                     await Ring.insert(tx, wrap(barrier.key(key_id), barrier.key(under)))
@@ -206,13 +217,17 @@ class KeyService:
             if not behind:
                 stalled = [u for u in users if u.sealing_key_id != key_id]
                 if stalled and say is not None:
-                    say(f"not waiting for {len(stalled)} process(es) whose heartbeat stopped: "
+                    say(
+                        f"not waiting for {len(stalled)} process(es) whose heartbeat stopped: "
                         f"{describe(stalled, now_ms())}; `chainkeys key retire` refuses until "
-                        "each switches, stops cleanly or is named with --gone")  # fmt: skip
+                        "each switches, stops cleanly or is named with --gone"
+                    )
                 return
             if say is not None and not told:
-                say(f"waiting for {len(behind)} running process(es) to seal with key {key_id}: "
-                    f"{describe(behind, now_ms())}")  # fmt: skip
+                say(
+                    f"waiting for {len(behind)} running process(es) to seal with key {key_id}: "
+                    f"{describe(behind, now_ms())}"
+                )
                 told = True
             if loop.time() > deadline:
                 raise Conflict(
@@ -238,9 +253,11 @@ class KeyService:
                     try:
                         plain = await barrier.open_async(row.blob, row.key_id, context)
                     except SealError:
-                        raise Conflict(f"a value in {col.name} (sealed with key {row.key_id}) "
-                                       "does not open with the keys held; nothing more was "
-                                       "re-sealed") from None  # fmt: skip
+                        raise Conflict(
+                            f"a value in {col.name} (sealed with key {row.key_id}) "
+                            "does not open with the keys held; nothing more was "
+                            "re-sealed"
+                        ) from None
                     sealed = await barrier.seal(plain, context)  # (through the fence)
                     if await SealedColumns.reseal(tx, row, sealed.blob, sealed.key_id):
                         done += 1
@@ -265,8 +282,10 @@ class KeyService:
         older = [t.key_id for t in terms if t.key_id != current and t.destroyed_ms is None]
         lost = [k for k in older if not barrier.holds(k)]
         if lost:  # never drop a wrapping of a key the ring could not keep under the current
-            raise Conflict(f"key id {', '.join(lost)} is not held (neither the provider nor "
-                           "the ring gives it): nothing was retired")  # fmt: skip
+            raise Conflict(
+                f"key id {', '.join(lost)} is not held (neither the provider nor "
+                "the ring gives it): nothing was retired"
+            )
         since = live_since(self.settings.key_refresh_seconds)
         async with self.db.write() as tx:
             used = await SealedColumns.key_ids(tx)
@@ -283,14 +302,18 @@ class KeyService:
             for key_id in older:
                 if (key_id, current) not in have:
                     await Ring.insert(tx, wrap(barrier.key(key_id), barrier.current))
-            retired = [t.key_id for t in terms if t.key_id != current and t.retired_ms is None
-                       and t.destroyed_ms is None]  # fmt: skip
+            retired = [
+                t.key_id
+                for t in terms
+                if t.key_id != current and t.retired_ms is None and t.destroyed_ms is None
+            ]
             await Terms.retire_all_but(tx, current, now_ms())
             for key_id in older:
                 await Ring.drop_wrapped_by(tx, key_id)
             details = {"retired": retired, "gone": sorted(gone)}
-            await Audit.insert(tx, audit_event(None, "key.retire", "ok", account_name=current,
-                                               details=details))  # fmt: skip
+            await Audit.insert(
+                tx, audit_event(None, "key.retire", "ok", account_name=current, details=details)
+            )
         removed = await provider.retire()
         rooted = [u for u in users if u.seen_ms >= since and u.root_key_id != current]
         return RetireReport(current, retired, removed, rooted)
@@ -310,12 +333,16 @@ class KeyService:
         if term.destroyed_ms is not None:
             return 0
         if term.retired_ms is None:
-            raise Conflict(f"master key {key_id} is not retired: rotate away from it and run "
-                           "`chainkeys key retire` first")  # fmt: skip
+            raise Conflict(
+                f"master key {key_id} is not retired: rotate away from it and run "
+                "`chainkeys key retire` first"
+            )
         if sealed:
             counts = ", ".join(f"{n} in {col}" for col, n in sealed.items())
-            raise Conflict(f"secrets are still sealed with key {key_id} ({counts}): run "
-                           "`chainkeys key rotate`, then try again")  # fmt: skip
+            raise Conflict(
+                f"secrets are still sealed with key {key_id} ({counts}): run "
+                "`chainkeys key rotate`, then try again"
+            )
         naming = [u for u in users if u.names(key_id) and u.process not in gone]
         if naming:
             raise Conflict(
@@ -329,8 +356,12 @@ class KeyService:
                 await KeyUsers.remove(tx, process)
             removed = await Ring.drop_key(tx, key_id)
             await Terms.destroyed(tx, key_id, now_ms())
-            await Audit.insert(tx, audit_event(None, "key.destroy", "ok", account_name=key_id,
-                                               details={"gone": sorted(gone)}))  # fmt: skip
+            await Audit.insert(
+                tx,
+                audit_event(
+                    None, "key.destroy", "ok", account_name=key_id, details={"gone": sorted(gone)}
+                ),
+            )
         return removed
 
     async def move(self, to: str, overrides: Mapping[str, Any] | None = None) -> moves.Moved:
@@ -338,6 +369,7 @@ class KeyService:
         moved = await moves.move(self.db, self.settings, to, overrides)
         async with self.db.write() as tx:
             details = {"to": moved.to, "already": moved.already}
-            await Audit.insert(tx, audit_event(None, "key.move", "ok", account_name=moved.key_id,
-                                               details=details))  # fmt: skip
+            await Audit.insert(
+                tx, audit_event(None, "key.move", "ok", account_name=moved.key_id, details=details)
+            )
         return moved

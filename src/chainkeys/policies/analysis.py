@@ -42,63 +42,105 @@ _F = descriptor_pb2.FieldDescriptorProto
 _PKG = "chainkeys.celast"
 # message -> (name, number, type, label, message type); label 3: repeated
 _SCHEMA: dict[str, list[tuple[str, int, int, int, str]]] = {
-    "Expr": [("id", 2, _F.TYPE_INT64, 1, ""), ("const_expr", 3, _F.TYPE_MESSAGE, 1, "Constant"),
-             ("ident_expr", 4, _F.TYPE_MESSAGE, 1, "Ident"),
-             ("select_expr", 5, _F.TYPE_MESSAGE, 1, "Select"),
-             ("call_expr", 6, _F.TYPE_MESSAGE, 1, "Call"),
-             ("list_expr", 7, _F.TYPE_MESSAGE, 1, "CreateList"),
-             ("struct_expr", 8, _F.TYPE_MESSAGE, 1, "CreateStruct"),
-             ("comprehension_expr", 9, _F.TYPE_MESSAGE, 1, "Comprehension")],
-    "Constant": [("string_value", 6, _F.TYPE_STRING, 1, ""),
-                 ("bytes_value", 7, _F.TYPE_BYTES, 1, "")],
+    "Expr": [
+        ("id", 2, _F.TYPE_INT64, 1, ""),
+        ("const_expr", 3, _F.TYPE_MESSAGE, 1, "Constant"),
+        ("ident_expr", 4, _F.TYPE_MESSAGE, 1, "Ident"),
+        ("select_expr", 5, _F.TYPE_MESSAGE, 1, "Select"),
+        ("call_expr", 6, _F.TYPE_MESSAGE, 1, "Call"),
+        ("list_expr", 7, _F.TYPE_MESSAGE, 1, "CreateList"),
+        ("struct_expr", 8, _F.TYPE_MESSAGE, 1, "CreateStruct"),
+        ("comprehension_expr", 9, _F.TYPE_MESSAGE, 1, "Comprehension"),
+    ],
+    "Constant": [
+        ("string_value", 6, _F.TYPE_STRING, 1, ""),
+        ("bytes_value", 7, _F.TYPE_BYTES, 1, ""),
+    ],
     "Ident": [("name", 1, _F.TYPE_STRING, 1, "")],
-    "Select": [("operand", 1, _F.TYPE_MESSAGE, 1, "Expr"), ("field", 2, _F.TYPE_STRING, 1, ""),
-               ("test_only", 3, _F.TYPE_BOOL, 1, "")],
-    "Call": [("target", 1, _F.TYPE_MESSAGE, 1, "Expr"), ("function", 2, _F.TYPE_STRING, 1, ""),
-             ("args", 3, _F.TYPE_MESSAGE, 3, "Expr")],
+    "Select": [
+        ("operand", 1, _F.TYPE_MESSAGE, 1, "Expr"),
+        ("field", 2, _F.TYPE_STRING, 1, ""),
+        ("test_only", 3, _F.TYPE_BOOL, 1, ""),
+    ],
+    "Call": [
+        ("target", 1, _F.TYPE_MESSAGE, 1, "Expr"),
+        ("function", 2, _F.TYPE_STRING, 1, ""),
+        ("args", 3, _F.TYPE_MESSAGE, 3, "Expr"),
+    ],
     "CreateList": [("elements", 1, _F.TYPE_MESSAGE, 3, "Expr")],
     "CreateStruct": [("entries", 2, _F.TYPE_MESSAGE, 3, "Entry")],
     "Entry": [("map_key", 3, _F.TYPE_MESSAGE, 1, "Expr"), ("value", 4, _F.TYPE_MESSAGE, 1, "Expr")],
-    "Comprehension": [("iter_var", 1, _F.TYPE_STRING, 1, ""),
-                      ("iter_range", 2, _F.TYPE_MESSAGE, 1, "Expr"),
-                      ("accu_var", 3, _F.TYPE_STRING, 1, ""),
-                      ("accu_init", 4, _F.TYPE_MESSAGE, 1, "Expr"),
-                      ("loop_condition", 5, _F.TYPE_MESSAGE, 1, "Expr"),
-                      ("loop_step", 6, _F.TYPE_MESSAGE, 1, "Expr"),
-                      ("result", 7, _F.TYPE_MESSAGE, 1, "Expr"),
-                      ("iter_var2", 8, _F.TYPE_STRING, 1, "")],
-    "Type": [("primitive", 3, _F.TYPE_INT32, 1, ""),  # an enum: 5 string, 6 bytes
-             ("list_type", 6, _F.TYPE_MESSAGE, 1, "ListType"),
-             ("map_type", 7, _F.TYPE_MESSAGE, 1, "MapType"),
-             ("message_type", 9, _F.TYPE_STRING, 1, "")],
+    "Comprehension": [
+        ("iter_var", 1, _F.TYPE_STRING, 1, ""),
+        ("iter_range", 2, _F.TYPE_MESSAGE, 1, "Expr"),
+        ("accu_var", 3, _F.TYPE_STRING, 1, ""),
+        ("accu_init", 4, _F.TYPE_MESSAGE, 1, "Expr"),
+        ("loop_condition", 5, _F.TYPE_MESSAGE, 1, "Expr"),
+        ("loop_step", 6, _F.TYPE_MESSAGE, 1, "Expr"),
+        ("result", 7, _F.TYPE_MESSAGE, 1, "Expr"),
+        ("iter_var2", 8, _F.TYPE_STRING, 1, ""),
+    ],
+    "Type": [
+        ("primitive", 3, _F.TYPE_INT32, 1, ""),  # an enum: 5 string, 6 bytes
+        ("list_type", 6, _F.TYPE_MESSAGE, 1, "ListType"),
+        ("map_type", 7, _F.TYPE_MESSAGE, 1, "MapType"),
+        ("message_type", 9, _F.TYPE_STRING, 1, ""),
+    ],
     "ListType": [("elem_type", 1, _F.TYPE_MESSAGE, 1, "Type")],
-    "MapType": [("key_type", 1, _F.TYPE_MESSAGE, 1, "Type"),
-                ("value_type", 2, _F.TYPE_MESSAGE, 1, "Type")],
+    "MapType": [
+        ("key_type", 1, _F.TYPE_MESSAGE, 1, "Type"),
+        ("value_type", 2, _F.TYPE_MESSAGE, 1, "Type"),
+    ],
     "TypeEntry": [("key", 1, _F.TYPE_INT64, 1, ""), ("value", 2, _F.TYPE_MESSAGE, 1, "Type")],
-    "CheckedExpr": [("type_map", 3, _F.TYPE_MESSAGE, 3, "TypeEntry"),
-                    ("expr", 4, _F.TYPE_MESSAGE, 1, "Expr")],
-}  # fmt: skip
+    "CheckedExpr": [
+        ("type_map", 3, _F.TYPE_MESSAGE, 3, "TypeEntry"),
+        ("expr", 4, _F.TYPE_MESSAGE, 1, "Expr"),
+    ],
+}
 
 # The parts of the variables a condition can read, each with its largest size: list
 # and map entries, or characters (a path absent here is a scalar). A path's elements'
 # size (a list of strings) is under its name with "[]".
 SIZES = {
-    "tx.outputs": MAX_ITEMS, "tx.ibc": MAX_ITEMS, "tx.messages": MAX_ITEMS,
-    "tx.messages[]": 256, "tx.total": MAX_ITEMS, "tx.fee": MAX_ITEMS, "spent": MAX_ITEMS,
-    "tx.memo": MAX_TEXT, "tx.message": MAX_TEXT, "tx.ibc.memo": MAX_TEXT,
-    "token.scopes": 16, "token.families": 16, "token.scopes[]": 16, "token.families[]": 64,
-}  # fmt: skip
+    "tx.outputs": MAX_ITEMS,
+    "tx.ibc": MAX_ITEMS,
+    "tx.messages": MAX_ITEMS,
+    "tx.messages[]": 256,
+    "tx.total": MAX_ITEMS,
+    "tx.fee": MAX_ITEMS,
+    "spent": MAX_ITEMS,
+    "tx.memo": MAX_TEXT,
+    "tx.message": MAX_TEXT,
+    "tx.ibc.memo": MAX_TEXT,
+    "token.scopes": 16,
+    "token.families": 16,
+    "token.scopes[]": 16,
+    "token.families[]": 64,
+}
 MESSAGE_EQ = 100  # comparing two messages (an output, an IBC packet): measured ~70x an int's
 TEXT = 256  # any other text field (addresses, names, denoms, ids)
 VARIABLES = ("tx", "account", "token", "spent", "now")
-_TX_FIELDS = ("family", "network", "chain_id", "kind", "outputs", "total", "fee", "fee_known",
-              "messages", "memo", "ibc", "message")  # fmt: skip
+_TX_FIELDS = (
+    "family",
+    "network",
+    "chain_id",
+    "kind",
+    "outputs",
+    "total",
+    "fee",
+    "fee_known",
+    "messages",
+    "memo",
+    "ibc",
+    "message",
+)
 
 
 @cache
 def _classes() -> dict[str, Any]:
-    fdp = descriptor_pb2.FileDescriptorProto(name="chainkeys_celast.proto", package=_PKG,
-                                             syntax="proto3")  # fmt: skip
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="chainkeys_celast.proto", package=_PKG, syntax="proto3"
+    )
     for name, fields in _SCHEMA.items():
         msg = fdp.message_type.add(name=name)
         for field, number, kind, label, ref in fields:
@@ -107,8 +149,10 @@ def _classes() -> dict[str, Any]:
                 f.type_name = f".{_PKG}.{ref}"
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
-    return {n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PKG}.{n}"))
-            for n in _SCHEMA}  # fmt: skip
+    return {
+        n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PKG}.{n}"))
+        for n in _SCHEMA
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,29 +47,58 @@ PACKAGE = "chainkeys.policy"
 _F = descriptor_pb2.FieldDescriptorProto
 # message -> fields: (name, type, label, message type); "?" marks a proto3 optional field
 _MESSAGES: dict[str, list[tuple[str, int, int, str]]] = {
-    "Output": [("recipient", _F.TYPE_STRING, 1, ""), ("denom", _F.TYPE_STRING, 1, ""),
-               ("amount", _F.TYPE_INT64, 1, "")],
-    "Ibc": [("channel", _F.TYPE_STRING, 1, ""), ("port", _F.TYPE_STRING, 1, ""),
-            ("receiver", _F.TYPE_STRING, 1, ""), ("memo", _F.TYPE_STRING, 1, ""),
-            ("timeout_height", _F.TYPE_STRING, 1, ""),
-            ("timeout_timestamp", _F.TYPE_INT64, 1, "")],
-    "Tx": [("family", _F.TYPE_STRING, 1, ""), ("network", _F.TYPE_STRING, 1, ""),
-           ("chain_id?", _F.TYPE_STRING, 1, ""), ("kind", _F.TYPE_STRING, 1, ""),
-           ("outputs", _F.TYPE_MESSAGE, 3, "Output"), ("total", _F.TYPE_MESSAGE, 3, "map"),
-           ("fee", _F.TYPE_MESSAGE, 3, "map"), ("fee_known", _F.TYPE_BOOL, 1, ""),
-           ("messages", _F.TYPE_STRING, 3, ""), ("memo?", _F.TYPE_STRING, 1, ""),
-           ("ibc", _F.TYPE_MESSAGE, 3, "Ibc"), ("message?", _F.TYPE_BYTES, 1, "")],
-    "Account": [("name", _F.TYPE_STRING, 1, ""), ("address", _F.TYPE_STRING, 1, ""),
-                ("wallet", _F.TYPE_STRING, 1, ""), ("path", _F.TYPE_STRING, 1, ""),
-                ("index", _F.TYPE_INT64, 1, "")],
-    "Token": [("id", _F.TYPE_STRING, 1, ""), ("label", _F.TYPE_STRING, 1, ""),
-              ("scopes", _F.TYPE_STRING, 3, ""), ("families", _F.TYPE_STRING, 3, "")],
-}  # fmt: skip
+    "Output": [
+        ("recipient", _F.TYPE_STRING, 1, ""),
+        ("denom", _F.TYPE_STRING, 1, ""),
+        ("amount", _F.TYPE_INT64, 1, ""),
+    ],
+    "Ibc": [
+        ("channel", _F.TYPE_STRING, 1, ""),
+        ("port", _F.TYPE_STRING, 1, ""),
+        ("receiver", _F.TYPE_STRING, 1, ""),
+        ("memo", _F.TYPE_STRING, 1, ""),
+        ("timeout_height", _F.TYPE_STRING, 1, ""),
+        ("timeout_timestamp", _F.TYPE_INT64, 1, ""),
+    ],
+    "Tx": [
+        ("family", _F.TYPE_STRING, 1, ""),
+        ("network", _F.TYPE_STRING, 1, ""),
+        ("chain_id?", _F.TYPE_STRING, 1, ""),
+        ("kind", _F.TYPE_STRING, 1, ""),
+        ("outputs", _F.TYPE_MESSAGE, 3, "Output"),
+        ("total", _F.TYPE_MESSAGE, 3, "map"),
+        ("fee", _F.TYPE_MESSAGE, 3, "map"),
+        ("fee_known", _F.TYPE_BOOL, 1, ""),
+        ("messages", _F.TYPE_STRING, 3, ""),
+        ("memo?", _F.TYPE_STRING, 1, ""),
+        ("ibc", _F.TYPE_MESSAGE, 3, "Ibc"),
+        ("message?", _F.TYPE_BYTES, 1, ""),
+    ],
+    "Account": [
+        ("name", _F.TYPE_STRING, 1, ""),
+        ("address", _F.TYPE_STRING, 1, ""),
+        ("wallet", _F.TYPE_STRING, 1, ""),
+        ("path", _F.TYPE_STRING, 1, ""),
+        ("index", _F.TYPE_INT64, 1, ""),
+    ],
+    "Token": [
+        ("id", _F.TYPE_STRING, 1, ""),
+        ("label", _F.TYPE_STRING, 1, ""),
+        ("scopes", _F.TYPE_STRING, 3, ""),
+        ("families", _F.TYPE_STRING, 3, ""),
+    ],
+}
 # What `tx.kind` says for each sign endpoint (DESIGN.md: the endpoint without "sign-").
-KINDS = {"sign-transfer": "transfer", "sign-ibc-transfer": "ibc-transfer",
-         "sign-direct": "direct", "sign-amino": "amino", "sign-psbt": "psbt",
-         "sign-raw-transaction": "raw-transaction", "sign-transaction": "transaction",
-         "sign-message": "message"}  # fmt: skip
+KINDS = {
+    "sign-transfer": "transfer",
+    "sign-ibc-transfer": "ibc-transfer",
+    "sign-direct": "direct",
+    "sign-amino": "amino",
+    "sign-psbt": "psbt",
+    "sign-raw-transaction": "raw-transaction",
+    "sign-transaction": "transaction",
+    "sign-message": "message",
+}
 
 
 class ConditionError(ValueError):
@@ -79,8 +108,9 @@ class ConditionError(ValueError):
 @cache
 def _pool() -> tuple[Any, dict[str, Any]]:
     """The declared message types (built once per process) and their Python classes."""
-    fdp = descriptor_pb2.FileDescriptorProto(name="chainkeys_policy.proto", package=PACKAGE,
-                                             syntax="proto3")  # fmt: skip
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="chainkeys_policy.proto", package=PACKAGE, syntax="proto3"
+    )
     for name, fields in _MESSAGES.items():
         msg = fdp.message_type.add(name=name)
         for number, (field, kind, label, ref) in enumerate(fields, 1):
@@ -101,8 +131,10 @@ def _pool() -> tuple[Any, dict[str, Any]]:
                 msg.oneof_decl.add(name=f"_{field}")
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
-    classes = {n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{PACKAGE}.{n}"))
-               for n in _MESSAGES}  # fmt: skip
+    classes = {
+        n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{PACKAGE}.{n}"))
+        for n in _MESSAGES
+    }
     return pool, classes
 
 
@@ -114,9 +146,13 @@ def _classes() -> dict[str, Any]:
 def _env() -> Any:
     pool, _ = _pool()
     amounts = cel.Type.Map(cel.Type.STRING, cel.Type.INT)
-    variables = {"tx": cel.Type(f"{PACKAGE}.Tx"), "account": cel.Type(f"{PACKAGE}.Account"),
-                 "token": cel.Type(f"{PACKAGE}.Token"), "spent": amounts,
-                 "now": cel.Type.TIMESTAMP}  # fmt: skip
+    variables = {
+        "tx": cel.Type(f"{PACKAGE}.Tx"),
+        "account": cel.Type(f"{PACKAGE}.Account"),
+        "token": cel.Type(f"{PACKAGE}.Token"),
+        "spent": amounts,
+        "now": cel.Type.TIMESTAMP,
+    }
     return cel.NewEnv(descriptor_pool=pool, variables=variables)
 
 
@@ -210,9 +246,12 @@ class Bindings:
         return value
 
     def _data(self, summary: Summary, facts: Facts) -> dict[str, Any]:
-        tx = _classes()["Tx"](family=summary.family, network=summary.network,
-                              kind=KINDS.get(summary.kind, summary.kind),
-                              fee_known=summary.fee is not None)  # fmt: skip
+        tx = _classes()["Tx"](
+            family=summary.family,
+            network=summary.network,
+            kind=KINDS.get(summary.kind, summary.kind),
+            fee_known=summary.fee is not None,
+        )
         outputs, ibc, messages = tx.outputs, tx.ibc, tx.messages
         typed = not FAMILIES[summary.family].vocabulary.outputs  # outputs are no messages
         for item in summary.items:
@@ -221,20 +260,29 @@ class Bindings:
             if not item.change:
                 recipient = item.recipient or ""  # canonical: the decoders' form
                 for a in item.amounts:
-                    outputs.add(recipient=recipient, denom=a.denom,
-                                amount=self._int(a.amount, "tx.outputs"))  # fmt: skip
+                    outputs.add(
+                        recipient=recipient, denom=a.denom, amount=self._int(a.amount, "tx.outputs")
+                    )
             if item.ibc is not None:
-                ibc.add(channel=item.ibc.channel, port=item.ibc.port,
-                        receiver=item.recipient or "", memo=item.memo or "",
-                        timeout_height=item.ibc.timeout_height or "",
-                        timeout_timestamp=self._int(item.ibc.timeout_timestamp or 0,
-                                                    "tx.ibc"))  # fmt: skip
+                ibc.add(
+                    channel=item.ibc.channel,
+                    port=item.ibc.port,
+                    receiver=item.recipient or "",
+                    memo=item.memo or "",
+                    timeout_height=item.ibc.timeout_height or "",
+                    timeout_timestamp=self._int(item.ibc.timeout_timestamp or 0, "tx.ibc"),
+                )
         for denom, amount in summary.spent().items():
             tx.total[denom] = self._int(amount, "tx.total")
         for a in summary.fee or ():
             tx.fee[a.denom] = self._int(a.amount, "tx.fee")
-        for part, found in (("tx.outputs", outputs), ("tx.ibc", ibc), ("tx.messages", messages),
-                            ("tx.total", tx.total), ("tx.fee", tx.fee)):  # fmt: skip
+        for part, found in (
+            ("tx.outputs", outputs),
+            ("tx.ibc", ibc),
+            ("tx.messages", messages),
+            ("tx.total", tx.total),
+            ("tx.fee", tx.fee),
+        ):
             if len(found) > MAX_ITEMS:
                 self.marked[part] = f"{part} holds more than {MAX_ITEMS} entries"
         if summary.chain_id is not None:
@@ -245,8 +293,13 @@ class Bindings:
             tx.message = summary.message
         spent = {k: self._int(v, "spent") for k, v in facts.spent.items()}
         now = dt.datetime.fromtimestamp(facts.now_ms / 1000, dt.UTC)
-        return {"tx": tx, "account": _account(facts), "token": _token(facts), "spent": spent,
-                "now": now}  # fmt: skip
+        return {
+            "tx": tx,
+            "account": _account(facts),
+            "token": _token(facts),
+            "spent": spent,
+            "now": now,
+        }
 
 
 _KEPT = 4096  # token and account messages kept (per value: never stale, only bounded)
@@ -265,13 +318,24 @@ def _message(kind: str, **fields: Any) -> Any:
 
 
 def _token(facts: Facts) -> Any:
-    return _message("Token", id=facts.token_id, label=facts.token_label,
-                    scopes=facts.token_scopes, families=facts.token_families)  # fmt: skip
+    return _message(
+        "Token",
+        id=facts.token_id,
+        label=facts.token_label,
+        scopes=facts.token_scopes,
+        families=facts.token_families,
+    )
 
 
 def _account(facts: Facts) -> Any:
-    return _message("Account", name=facts.account_name, address=facts.account_address,
-                    wallet=facts.wallet, path=facts.path, index=facts.index)  # fmt: skip
+    return _message(
+        "Account",
+        name=facts.account_name,
+        address=facts.account_address,
+        wallet=facts.wallet,
+        path=facts.path,
+        index=facts.index,
+    )
 
 
 def evaluate(condition: Condition, bindings: Bindings) -> bool | str:

@@ -58,11 +58,17 @@ class RuleFields(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
 
 
 RuleFile: Final = msgspec.defstruct(
-    "RuleFile", [(name, list[str] | None, None) for name in LISTS], bases=(RuleFields,),
-    forbid_unknown_fields=True, omit_defaults=True,
-)  # fmt: skip
-PolicyFile: Final = msgspec.defstruct("PolicyFile", [("rules", list[RuleFile])],  # type: ignore[valid-type]
-                                      forbid_unknown_fields=True)  # fmt: skip
+    "RuleFile",
+    [(name, list[str] | None, None) for name in LISTS],
+    bases=(RuleFields,),
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+)
+PolicyFile: Final = msgspec.defstruct(
+    "PolicyFile",
+    [("rules", list[RuleFile])],  # type: ignore[valid-type]
+    forbid_unknown_fields=True,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +124,7 @@ class Scope:
 class Policy:
     rules: tuple[Rule, ...]
     canonical: str  # the document as stored and shown: JSON, sorted keys
-    _scopes: dict[tuple[str, str], Scope] = field(default_factory=dict, compare=False,
-                                                  repr=False)  # fmt: skip
+    _scopes: dict[tuple[str, str], Scope] = field(default_factory=dict, compare=False, repr=False)
 
     # whether any rule has a condition (then requests are bound to CEL variables), and
     # whether one reads `spent` (then the 24 h window is read before deciding)
@@ -137,11 +142,13 @@ class Policy:
         found = self._scopes.get((family, network))
         if found is None:
             covering = [r for r in self.rules if r.covers(family, network)]
-            allow = sorted((r for r in covering if r.effect == "allow"),
-                           key=lambda r: r.network is None)  # fmt: skip
+            allow = sorted(
+                (r for r in covering if r.effect == "allow"), key=lambda r: r.network is None
+            )
             conditional = tuple(r for r in covering if r.when is not None)
-            found = Scope(tuple(allow), tuple(r for r in covering if r.effect == "deny"),
-                          conditional)  # fmt: skip
+            found = Scope(
+                tuple(allow), tuple(r for r in covering if r.effect == "deny"), conditional
+            )
             self._scopes[(family, network)] = found
         return found
 
@@ -215,8 +222,10 @@ def _validate(doc: Any) -> Policy:
         if rule.effect == "allow" and rule.when is None:  # it always applies: a later
             if key in seen:  # unconditional allow rule of the same scope never would
                 where = rule.network or "every network"
-                errors.append(f"{at}: rules[{seen[key]}] already covers {rule.family} on "
-                              f"{where} with no condition (give one of them a when)")  # fmt: skip
+                errors.append(
+                    f"{at}: rules[{seen[key]}] already covers {rule.family} on "
+                    f"{where} with no condition (give one of them a when)"
+                )
             seen[key] = i
         rules.append(rule)
     if errors:
@@ -255,8 +264,10 @@ def _rule(index: int, raw: RuleFields, at: str) -> Rule:
     for name in LISTS:  # another family's list: say whose it is
         if getattr(raw, name) is not None and name != words.lists:
             theirs = [(n, f.vocabulary) for n, f in FAMILIES.items() if f.vocabulary.lists == name]
-            raise PolicyError(f"{at}.{name}: only {' and '.join(n for n, _ in theirs)} rules "
-                              f"list {theirs[0][1].item}s")  # fmt: skip
+            raise PolicyError(
+                f"{at}.{name}: only {' and '.join(n for n, _ in theirs)} rules "
+                f"list {theirs[0][1].item}s"
+            )
     if raw.ibc_memo and not words.ibc:
         ibc = " and ".join(n for n, f in FAMILIES.items() if f.vocabulary.ibc)
         raise PolicyError(f"{at}.ibc_memo: only {ibc} rules carry IBC transfers")
@@ -281,12 +292,22 @@ def _rule(index: int, raw: RuleFields, at: str) -> Rule:
             for j, r in enumerate(raw.recipients)
         )
     return Rule(
-        index, raw.family, raw.network, raw.name, recipients,
-        _caps(raw.max_per_tx, f"{at}.max_per_tx"), _caps(raw.max_per_day, f"{at}.max_per_day"),
-        frozenset(listed if listed is not None else words.default), listed is not None,
-        raw.raw_messages, raw.ibc_memo, _approval(raw.approval, f"{at}.approval"),
-        _caps(raw.above, f"{at}.above"), when, raw.effect,
-    )  # fmt: skip
+        index,
+        raw.family,
+        raw.network,
+        raw.name,
+        recipients,
+        _caps(raw.max_per_tx, f"{at}.max_per_tx"),
+        _caps(raw.max_per_day, f"{at}.max_per_day"),
+        frozenset(listed if listed is not None else words.default),
+        listed is not None,
+        raw.raw_messages,
+        raw.ibc_memo,
+        _approval(raw.approval, f"{at}.approval"),
+        _caps(raw.above, f"{at}.above"),
+        when,
+        raw.effect,
+    )
 
 
 MAX_QUORUM = 20
@@ -303,8 +324,9 @@ def _approval(raw: ApprovalFile | None, at: str) -> Approval | None:
     try:
         ttl_ms = parse_duration(raw.ttl)
     except BadRequest:
-        raise PolicyError(f"{at}.ttl: {raw.ttl!r} is not a duration such as 30s, 15m, 24h, "
-                          "7d") from None  # fmt: skip
+        raise PolicyError(
+            f"{at}.ttl: {raw.ttl!r} is not a duration such as 30s, 15m, 24h, 7d"
+        ) from None
     if not 1000 <= ttl_ms <= MAX_TTL_MS:
         raise PolicyError(f"{at}.ttl: from 1s to 30d")
     return Approval(raw.quorum, raw.group, ttl_ms, raw.passkey)

@@ -90,15 +90,15 @@ class Conditions:
         return value
 
 
-def decide(policy: Policy, summary: Summary, facts: Facts | None = None,
-           every: bool = False) -> Decision:  # fmt: skip
+def decide(
+    policy: Policy, summary: Summary, facts: Facts | None = None, every: bool = False
+) -> Decision:
     """Refusal unless a rule allows every part of `summary` (default deny). With `every`
     (a dry run), every covering rule's `when` is evaluated, not only those needed."""
     scope = policy.scope(summary.family, summary.network)
     conditions = Conditions(summary, facts)
     try:
-        return _allowed_by(_deciding(scope, summary, conditions, every), summary,
-                           conditions.values)  # fmt: skip
+        return _allowed_by(_deciding(scope, summary, conditions, every), summary, conditions.values)
     except Refusal as refusal:
         refusal.evaluations = conditions.values
         raise
@@ -140,8 +140,9 @@ def _allowed_by(rule: Rule, summary: Summary, evaluations: dict[int, Evaluated])
         if rule.max_per_tx is not None:
             _within(rule, rule.max_per_tx, "max_per_tx", "per-transaction", summary, denom, amount)
         if rule.max_per_day is not None:
-            daily[denom] = _within(rule, rule.max_per_day, "max_per_day", "24 h", summary, denom,
-                                   amount)  # fmt: skip
+            daily[denom] = _within(
+                rule, rule.max_per_day, "max_per_day", "24 h", summary, denom, amount
+            )
     return Decision(rule, spent, daily, _approval_needed(rule, summary, spent), evaluations)
 
 
@@ -162,8 +163,15 @@ def _approval_needed(rule: Rule, summary: Summary, spent: Mapping[str, int]) -> 
     return None
 
 
-def _within(rule: Rule, caps: Mapping[str, int], key: str, label: str, summary: Summary,
-            denom: str, amount: int) -> int:  # fmt: skip
+def _within(
+    rule: Rule,
+    caps: Mapping[str, int],
+    key: str,
+    label: str,
+    summary: Summary,
+    denom: str,
+    amount: int,
+) -> int:
     """The cap of `denom` when `amount` alone is within it (a denom without a cap is not
     moved by this rule); the 24 h window is checked against it in the store. A refusal
     names both in the smallest unit and the display unit (`300000000 litoshi (3 LTC)`),
@@ -172,8 +180,11 @@ def _within(rule: Rule, caps: Mapping[str, int], key: str, label: str, summary: 
     if cap is None:
         raise Refusal(rule, f"{denom} is not in {key}: this rule does not move it")
     if amount > cap:
-        raise Refusal(rule, f"{summary.words(denom, amount)} is over the {label} cap of "
-                            f"{summary.words(denom, cap)}")  # fmt: skip
+        raise Refusal(
+            rule,
+            f"{summary.words(denom, amount)} is over the {label} cap of "
+            f"{summary.words(denom, cap)}",
+        )
     return cap
 
 
@@ -200,8 +211,11 @@ def _check_item(rule: Rule, words: Vocabulary, n: int, item: Item) -> None:
                 or rule.max_per_tx is not None
                 or (rule.max_per_day is not None)
             ):
-                raise Refusal(rule, f"{what} {item.type} cannot be decoded, and this rule "
-                                    "checks recipients or caps amounts")  # fmt: skip
+                raise Refusal(
+                    rule,
+                    f"{what} {item.type} cannot be decoded, and this rule "
+                    "checks recipients or caps amounts",
+                )
             return
         if item.type not in rule.allowed:
             raise Refusal(rule, f"{what} {item.type} is not allowed")
@@ -237,5 +251,7 @@ def over_the_day(summary: Summary, denom: str, spent: int, total: int, cap: int)
     …, over the cap of …`, every amount in the request's own units (the same words for
     the refusal and the dry run)."""
     over = summary.words(denom, total)
-    return (f"{summary.words(denom, spent)} would bring the last 24 h to {over}, over the "
-            f"cap of {summary.words(denom, cap)}")  # fmt: skip
+    return (
+        f"{summary.words(denom, spent)} would bring the last 24 h to {over}, over the "
+        f"cap of {summary.words(denom, cap)}"
+    )

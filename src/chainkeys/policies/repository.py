@@ -19,8 +19,13 @@ class Version:
 
     def covered(self, tenant_id: str) -> dict[str, object]:
         """The row by column name, as its MAC covers it (store/integrity.py)."""
-        return {"tenant_id": tenant_id, "version": self.version, "document": self.document,
-                "created_ms": self.created_ms, "mac": self.mac}  # fmt: skip
+        return {
+            "tenant_id": tenant_id,
+            "version": self.version,
+            "document": self.document,
+            "created_ms": self.created_ms,
+            "mac": self.mac,
+        }
 
 
 _v, _s, _t = policy_versions.c, policy_spends.c, policy_totals.c
@@ -99,9 +104,13 @@ class Policies:
 
     @staticmethod
     async def insert(tx: Tx, tenant_id: str, version: Version) -> None:
-        params = {"tenant_id": tenant_id, "version": version.version,
-                  "document": version.document, "created_ms": version.created_ms,
-                  "mac": version.mac}  # fmt: skip
+        params = {
+            "tenant_id": tenant_id,
+            "version": version.version,
+            "document": version.document,
+            "created_ms": version.created_ms,
+            "mac": version.mac,
+        }
         await tx.execute(_INSERT_VERSION, params)
 
 
@@ -164,18 +173,25 @@ class Spends:
     @staticmethod
     async def networks(tx: Tx, tenant_id: str, family: str, cutoff_ms: int) -> list[str]:
         """The family's networks this tenant spent on after `cutoff_ms`."""
-        stmt = (select(_s.network).distinct()
-                .where(_s.tenant_id == tenant_id, _s.family == family,
-                       _s.created_ms > cutoff_ms)
-                .order_by(_s.network))  # fmt: skip
+        stmt = (
+            select(_s.network)
+            .distinct()
+            .where(_s.tenant_id == tenant_id, _s.family == family, _s.created_ms > cutoff_ms)
+            .order_by(_s.network)
+        )
         return [str(r[0]) for r in (await tx.execute(stmt)).all()]
 
     async def add(
         self, digest: str, spent: dict[str, int], old: dict[str, int], at_ms: int
     ) -> None:
         for denom, amount in spent.items():
-            params = {**self.scope, "denom": denom, "digest": digest,
-                      "amount": str(amount), "created_ms": at_ms}  # fmt: skip
+            params = {
+                **self.scope,
+                "denom": denom,
+                "digest": digest,
+                "amount": str(amount),
+                "created_ms": at_ms,
+            }
             await self.tx.execute(_INSERT_SPEND, params)
             await self._store(denom, old.get(denom, 0) + amount, known=denom in old)
 

@@ -65,8 +65,9 @@ class Shown:
 
 
 class PolicyService:
-    def __init__(self, db: Backend, refresh_seconds: float = 5.0,
-                 integrity: Integrity | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, db: Backend, refresh_seconds: float = 5.0, integrity: Integrity | None = None
+    ) -> None:
         self.db = db
         self.refresh = refresh_seconds
         self.integrity = integrity  # None: an administration process without the key
@@ -94,14 +95,16 @@ class PolicyService:
             try:
                 policy = parse(latest.document)
             except PolicyError:  # stored by another version: refuse everything, say why
-                log.error("the stored policy of tenant %s cannot be read; signing refused",
-                          tenant_id)  # fmt: skip
+                log.error(
+                    "the stored policy of tenant %s cannot be read; signing refused", tenant_id
+                )
                 policy = Policy((), "")
         self._cache[tenant_id] = (now + self.refresh, policy)
         return policy
 
-    async def facts(self, who: Principal, account: Account, summary: Summary,
-                    policy: Policy) -> Facts | None:  # fmt: skip
+    async def facts(
+        self, who: Principal, account: Account, summary: Summary, policy: Policy
+    ) -> Facts | None:
         """The variables a policy's conditions read beside the summary (None when it has
         none): the token, the account, the time, and the 24 h window spent so far (read
         only when a condition names `spent`)."""
@@ -112,9 +115,19 @@ class PolicyService:
             async with self.db.read() as tx:
                 window = Spends(tx, who.tenant_id, summary.family, summary.network)
                 spent = await window.window(await window.cutoff())
-        return Facts(who.token_id, who.label, tuple(sorted(who.scopes)),
-                     tuple(sorted(who.families or ())), account.name, account.address,
-                     account.wallet, account.path, account.index, now_ms(), spent)  # fmt: skip
+        return Facts(
+            who.token_id,
+            who.label,
+            tuple(sorted(who.scopes)),
+            tuple(sorted(who.families or ())),
+            account.name,
+            account.address,
+            account.wallet,
+            account.path,
+            account.index,
+            now_ms(),
+            spent,
+        )
 
     async def decide(self, policy: Policy, summary: Summary, facts: Facts | None) -> Decision:
         """The decision on a request (Refusal). Pure and bounded (each condition's cost is
@@ -135,22 +148,35 @@ class PolicyService:
             for rule in policy.rules:
                 if rule.effect != "allow" or not rule.max_per_day or not who.may_use(rule.family):
                     continue
-                networks = [rule.network] if rule.network else (
-                    await Spends.networks(tx, who.tenant_id, rule.family, cutoff)
-                    or [FAMILIES[rule.family].default_network])  # fmt: skip
+                networks = (
+                    [rule.network]
+                    if rule.network
+                    else (
+                        await Spends.networks(tx, who.tenant_id, rule.family, cutoff)
+                        or [FAMILIES[rule.family].default_network]
+                    )
+                )
                 for network in networks:
                     if (rule.family, network) not in windows:
                         window = Spends(tx, who.tenant_id, rule.family, network)
                         windows[(rule.family, network)] = await window.window(cutoff)
                     spent = windows[(rule.family, network)]
-                    out.extend(Usage(rule, network, denom, cap, spent.get(denom, 0))
-                               for denom, cap in rule.max_per_day.items())  # fmt: skip
+                    out.extend(
+                        Usage(rule, network, denom, cap, spent.get(denom, 0))
+                        for denom, cap in rule.max_per_day.items()
+                    )
         return out
 
     @staticmethod
-    async def count(tx: Tx, tenant_id: str, network: str, decision: Decision,
-                    summary: Summary, record: bool = True,
-                    again: tuple[Policy, Facts | None] | None = None) -> Decision:  # fmt: skip
+    async def count(
+        tx: Tx,
+        tenant_id: str,
+        network: str,
+        decision: Decision,
+        summary: Summary,
+        record: bool = True,
+        again: tuple[Policy, Facts | None] | None = None,
+    ) -> Decision:
         """Check the 24 h caps and count this request's spend, in the caller's
         transaction (Refusal rolls it back); the decision that counted. A digest counted
         in the window is free. Without `record`, only check (a request that waits for
@@ -177,8 +203,9 @@ class PolicyService:
         for denom, cap in decision.daily.items():
             total = totals.get(denom, 0) + decision.spent[denom]
             if total > cap:
-                raise Refusal(decision.rule, over_the_day(summary, denom, decision.spent[denom],
-                                                          total, cap))  # fmt: skip
+                raise Refusal(
+                    decision.rule, over_the_day(summary, denom, decision.spent[denom], total, cap)
+                )
         if record:
             await spends.add(summary.digest, dict(decision.spent), totals, at)
         return decision
@@ -229,8 +256,10 @@ class PolicyService:
 
     def _keyed(self) -> Integrity:
         if self.integrity is None:
-            raise StartupError("setting and applying a policy needs the master key (its "
-                               "versions are authenticated under it)")  # fmt: skip
+            raise StartupError(
+                "setting and applying a policy needs the master key (its "
+                "versions are authenticated under it)"
+            )
         return self.integrity
 
 

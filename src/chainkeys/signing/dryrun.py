@@ -49,10 +49,17 @@ class DryRun:
     summary: dict[str, Any]
 
 
-async def dry_run(db: Backend, integrity: Integrity, policies: PolicyService, who: Principal,
-                  family: str,
-                  account: str, kind_path: str, body: Any,
-                  policy: Policy | None = None) -> DryRun:  # fmt: skip
+async def dry_run(
+    db: Backend,
+    integrity: Integrity,
+    policies: PolicyService,
+    who: Principal,
+    family: str,
+    account: str,
+    kind_path: str,
+    body: Any,
+    policy: Policy | None = None,
+) -> DryRun:
     """Decide `body` (a sign endpoint's request) for `account` as `who`, under `policy`
     (None: the tenant's policy in force, read fresh). No master key is needed."""
     fam = family_of(family)
@@ -77,9 +84,14 @@ async def dry_run(db: Backend, integrity: Integrity, policies: PolicyService, wh
     try:
         decision = decide(policy, summary, facts, every=True)
     except Refusal as refusal:
-        return DryRun("deny", refusal.rule, refusal.message, None,
-                      _values(who, policy, summary.family, summary.network,
-                              refusal.evaluations), record)  # fmt: skip
+        return DryRun(
+            "deny",
+            refusal.rule,
+            refusal.message,
+            None,
+            _values(who, policy, summary.family, summary.network, refusal.evaluations),
+            record,
+        )
     values = _values(who, policy, summary.family, summary.network, decision.evaluations)
     over = await _over_daily_cap(db, who, summary, decision)
     if over is not None:
@@ -89,16 +101,25 @@ async def dry_run(db: Backend, integrity: Integrity, policies: PolicyService, wh
     return DryRun("allow", decision.rule, None, None, values, record)
 
 
-def _values(who: Principal, policy: Policy, family: str, network: str,
-            evaluations: dict[int, Evaluated] | Any) -> list[RuleValue]:  # fmt: skip
+def _values(
+    who: Principal,
+    policy: Policy,
+    family: str,
+    network: str,
+    evaluations: dict[int, Evaluated] | Any,
+) -> list[RuleValue]:
     """Every rule of the families this token may use (a family-limited token sees no
     other family's rules here either, as in `GET /policy`)."""
-    return [RuleValue(r, r.covers(family, network), evaluations.get(r.index))
-            for r in policy.rules if who.may_use(r.family)]  # fmt: skip
+    return [
+        RuleValue(r, r.covers(family, network), evaluations.get(r.index))
+        for r in policy.rules
+        if who.may_use(r.family)
+    ]
 
 
-async def _over_daily_cap(db: Backend, who: Principal, summary: Summary,
-                          decision: Decision) -> str | None:  # fmt: skip
+async def _over_daily_cap(
+    db: Backend, who: Principal, summary: Summary, decision: Decision
+) -> str | None:
     """Why the 24 h window would refuse it (read, never counted); None when it fits."""
     if not decision.daily:
         return None

@@ -38,8 +38,9 @@ def owner_of(row: AccountRow) -> Owner:
     fam = family_of(row.family)
     ms = multisig_of(row.details)
     if ms is not None:  # no key of its own: its members sign
-        return Owner(row.family, row.name, row.address, b"", fam.network(row.network),
-                     ms.address_type, ms)  # fmt: skip
+        return Owner(
+            row.family, row.name, row.address, b"", fam.network(row.network), ms.address_type, ms
+        )
     return Owner(
         family=row.family,
         name=row.name,
@@ -94,15 +95,22 @@ def prepare(kind: SignKind, request: Any, owner: Owner) -> Decoded:
     endpoint's and the dry run's one path, so both refuse alike (BadRequest)."""
     try:
         if owner.multisig is not None and kind.path not in MULTISIG_KINDS:
-            raise ChainError(f"a multisig account signs with {', '.join(MULTISIG_KINDS)} "
-                             "only (each member's signature over the same sighashes)",
-                             "multisig_unsupported")  # fmt: skip
+            raise ChainError(
+                f"a multisig account signs with {', '.join(MULTISIG_KINDS)} "
+                "only (each member's signature over the same sighashes)",
+                "multisig_unsupported",
+            )
         return kind.prepare(request, owner)
     except ChainError as exc:
         raise BadRequest(exc.message, code=exc.code) from None
     except Exception as exc:  # a decoder that fails has not understood the request
-        log.error("the %s %s decoder failed (%s); the request is refused\n%s",
-                  owner.family, kind.path, type(exc).__name__, frames(exc))  # fmt: skip
+        log.error(
+            "the %s %s decoder failed (%s); the request is refused\n%s",
+            owner.family,
+            kind.path,
+            type(exc).__name__,
+            frames(exc),
+        )
         raise BadRequest(
             "the request could not be decoded; nothing was signed", code=BAD_REQUEST
         ) from None
@@ -120,11 +128,19 @@ def approved(decision: Decision, approval: ApprovalRow | None) -> None:
     if wanted is None:
         return
     if approval is None:
-        raise Refusal(decision.rule, "it needs approval now (the 24 h window changed while "
-                                     "it was decided): send it again")  # fmt: skip
+        raise Refusal(
+            decision.rule,
+            "it needs approval now (the 24 h window changed while it was decided): send it again",
+        )
     if wanted.passkey and not approval.passkey:
-        raise Refusal(decision.rule, "the policy changed: this request's votes must now be "
-                                     "signed with passkeys; send it again")  # fmt: skip
+        raise Refusal(
+            decision.rule,
+            "the policy changed: this request's votes must now be "
+            "signed with passkeys; send it again",
+        )
     if wanted.group != approval.approver_group or wanted.quorum > approval.quorum:
-        raise Refusal(decision.rule, "the policy changed: this request now needs the "
-                                     f"approval of {wanted.quorum} of {wanted.group}")  # fmt: skip
+        raise Refusal(
+            decision.rule,
+            "the policy changed: this request now needs the "
+            f"approval of {wanted.quorum} of {wanted.group}",
+        )

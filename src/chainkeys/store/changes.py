@@ -22,8 +22,9 @@ PENDING: Final[frozenset[str]] = frozenset({"(pending)"})
 _VERB = re.compile(r"\s*(\w+)", re.ASCII)
 _UPDATE = re.compile(r'\s*UPDATE\s+(?:OR\s+\w+\s+)?"?(\w+)', re.ASCII | re.IGNORECASE)
 _DELETE = re.compile(r'\s*DELETE\s+FROM\s+"?(\w+)', re.ASCII | re.IGNORECASE)
-_INSERT = re.compile(r'\s*(?:INSERT|REPLACE)\s+(?:OR\s+(\w+)\s+)?INTO\s+"?(\w+)',
-                     re.ASCII | re.IGNORECASE)  # fmt: skip
+_INSERT = re.compile(
+    r'\s*(?:INSERT|REPLACE)\s+(?:OR\s+(\w+)\s+)?INTO\s+"?(\w+)', re.ASCII | re.IGNORECASE
+)
 _DO_UPDATE = re.compile(r"\bDO\s+UPDATE\b", re.ASCII | re.IGNORECASE)
 _CHANGES_ROWS = re.compile(r"\b(?:UPDATE|DELETE|REPLACE)\b", re.ASCII | re.IGNORECASE)
 

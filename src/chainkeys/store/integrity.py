@@ -58,77 +58,147 @@ class Authenticated:
 
 
 TOKENS = Authenticated(
-    tokens, "token",
-    ("id", "tenant_id", "label", "token_hash", "created_ms", "revoked_ms", "scopes",
-     "expires_ms", "families", "approver_group"),
+    tokens,
+    "token",
+    (
+        "id",
+        "tenant_id",
+        "label",
+        "token_hash",
+        "created_ms",
+        "revoked_ms",
+        "scopes",
+        "expires_ms",
+        "families",
+        "approver_group",
+    ),
     {},
-)  # fmt: skip
+)
 POLICY_VERSIONS = Authenticated(
     policy_versions, "policy", ("tenant_id", "version", "document", "created_ms"), {}
 )
 APPROVALS = Authenticated(
-    approvals, "approval",
-    ("id", "tenant_id", "requester_token_id", "requester_label", "family", "account_name",
-     "kind", "request", "digest", "rule_index", "approver_group", "quorum", "created_ms",
-     "expires_ms", "passkey"),
-    {"seq": "a local order, not a fact", "summary": "derived from request when it is signed",
-     "pending_key": "a uniqueness guard while pending", "state": "recomputed from the votes",
-     "reason": "why it ended: for people", "decided_ms": "when it ended: for people",
-     "result": "the requester's copy of a signature the chain verifies"},
+    approvals,
+    "approval",
+    (
+        "id",
+        "tenant_id",
+        "requester_token_id",
+        "requester_label",
+        "family",
+        "account_name",
+        "kind",
+        "request",
+        "digest",
+        "rule_index",
+        "approver_group",
+        "quorum",
+        "created_ms",
+        "expires_ms",
+        "passkey",
+    ),
+    {
+        "seq": "a local order, not a fact",
+        "summary": "derived from request when it is signed",
+        "pending_key": "a uniqueness guard while pending",
+        "state": "recomputed from the votes",
+        "reason": "why it ended: for people",
+        "decided_ms": "when it ended: for people",
+        "result": "the requester's copy of a signature the chain verifies",
+    },
     later=frozenset({"passkey"}),  # migration 0017: requests from before it keep their MACs
-)  # fmt: skip
+)
 APPROVAL_VOTES = Authenticated(
-    approval_votes, "vote",
-    ("approval_id", "voter_label", "voter_token_id", "decision", "digest", "reason",
-     "created_ms"),
-    {"assertion": "signed by the person's enrolled credential: verified against it when "
-                  "cast and again when the quorum signs (approvals/passkeys.py)"},
-)  # fmt: skip
+    approval_votes,
+    "vote",
+    ("approval_id", "voter_label", "voter_token_id", "decision", "digest", "reason", "created_ms"),
+    {
+        "assertion": "signed by the person's enrolled credential: verified against it when "
+        "cast and again when the quorum signs (approvals/passkeys.py)"
+    },
+)
 # Approvers' credentials. `sign_count` is covered and the MAC made again with each use
 # (the service holds the key, as for every row it writes): left out, a writer could set
 # it to 0, which WebAuthn reads as "this authenticator keeps no counter", and so let a
 # cloned authenticator's assertions pass the counter check.
 APPROVER_CREDENTIALS = Authenticated(
-    approver_credentials, "approver credential",
-    ("id", "tenant_id", "label", "approver_group", "kind", "credential_id", "public_key",
-     "sign_count", "created_ms", "revoked_ms"),
+    approver_credentials,
+    "approver credential",
+    (
+        "id",
+        "tenant_id",
+        "label",
+        "approver_group",
+        "kind",
+        "credential_id",
+        "public_key",
+        "sign_count",
+        "created_ms",
+        "revoked_ms",
+    ),
     {"last_used_ms": "when it last signed: for people"},
-)  # fmt: skip
+)
 APPROVER_INVITES = Authenticated(
-    approver_invites, "approver invite",
-    ("code_digest", "tenant_id", "label", "approver_group", "created_ms", "expires_ms",
-     "used_ms"),
+    approver_invites,
+    "approver invite",
+    ("code_digest", "tenant_id", "label", "approver_group", "created_ms", "expires_ms", "used_ms"),
     {},
-)  # fmt: skip
+)
 
 # An account's public face: a writer who swaps an address or public key between rows (or
 # puts their own) is refused. Both tables under one record name: a delete and a restore
 # carry the MAC as it is.
-_ACCOUNT_COVERED = ("tenant_id", "family", "name", "network", "address", "public_key",
-                    "details", "created_ms")  # fmt: skip
+_ACCOUNT_COVERED = (
+    "tenant_id",
+    "family",
+    "name",
+    "network",
+    "address",
+    "public_key",
+    "details",
+    "created_ms",
+)
 _ACCOUNT_LEFT_OUT = {
     "id": "assigned by the database: tenant, family and name identify the account",
     "secret": "sealed: its associated data binds it to tenant, family and name",
     "key_id": "which master key sealed the secret: a wrong one fails to open it",
 }
 ACCOUNTS = Authenticated(
-    accounts, "account", _ACCOUNT_COVERED,
-    {**_ACCOUNT_LEFT_OUT,
-     "wallet_id": "copied from details (covered) at insert; a wallet's listing checks it"},
-)  # fmt: skip
+    accounts,
+    "account",
+    _ACCOUNT_COVERED,
+    {
+        **_ACCOUNT_LEFT_OUT,
+        "wallet_id": "copied from details (covered) at insert; a wallet's listing checks it",
+    },
+)
 DELETED_ACCOUNTS = Authenticated(
-    deleted_accounts, "account", _ACCOUNT_COVERED,
+    deleted_accounts,
+    "account",
+    _ACCOUNT_COVERED,
     {**_ACCOUNT_LEFT_OUT, "deleted_ms": "when it was deleted: for retention, not a fact"},
-)  # fmt: skip
+)
 
 # An HD multisig registration: its members and descriptor make every address a new index
 # derives, so a co-signer key a writer adds would receive funds.
 WALLET_MULTISIGS = Authenticated(
-    wallet_multisigs, "wallet multisig",
-    ("id", "tenant_id", "wallet_id", "family", "network", "address_type", "threshold",
-     "account", "xpubs", "descriptor", "created_ms"),
+    wallet_multisigs,
+    "wallet multisig",
+    (
+        "id",
+        "tenant_id",
+        "wallet_id",
+        "family",
+        "network",
+        "address_type",
+        "threshold",
+        "account",
+        "xpubs",
+        "descriptor",
+        "created_ms",
+    ),
     {"seq": "a local order, not a fact"},
-)  # fmt: skip
+)
 
 # The audit rows themselves are chained, not MACed one by one (audit/chain.py); what a
 # deleted tail would change is each tenant's head.
@@ -137,7 +207,14 @@ AUDIT_HEADS = Authenticated(
 )
 
 REGISTRY: tuple[Authenticated, ...] = (
-    TOKENS, POLICY_VERSIONS, APPROVALS, APPROVAL_VOTES, AUDIT_HEADS, ACCOUNTS, DELETED_ACCOUNTS,
+    TOKENS,
+    POLICY_VERSIONS,
+    APPROVALS,
+    APPROVAL_VOTES,
+    AUDIT_HEADS,
+    ACCOUNTS,
+    DELETED_ACCOUNTS,
     WALLET_MULTISIGS,
-    APPROVER_CREDENTIALS, APPROVER_INVITES,
-)  # fmt: skip
+    APPROVER_CREDENTIALS,
+    APPROVER_INVITES,
+)

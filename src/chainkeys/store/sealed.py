@@ -105,8 +105,7 @@ class SealedRow:
 def row_of(col: SealedColumn, mapping: Mapping[str, Any]) -> SealedRow:
     """A selected row of `col`'s table as a sealed value."""
     pk = tuple(mapping[c.name] for c in col.table.primary_key.columns)
-    return SealedRow(col, pk, bytes(mapping[col.blob]), str(mapping[col.key_id]),
-                     col.aad(mapping))  # fmt: skip
+    return SealedRow(col, pk, bytes(mapping[col.blob]), str(mapping[col.key_id]), col.aad(mapping))
 
 
 def select_sealed(col: SealedColumn) -> Select[Any]:
@@ -138,16 +137,18 @@ class SealedColumns:
         """How many values each column holds sealed by `key_id` (columns with none left out)."""
         found = {}
         for c in REGISTRY:
-            stmt = select(func.count()).select_from(c.table).where(
-                c.sealed_rows(), c.table.c[c.key_id] == literal(key_id))  # fmt: skip
+            stmt = (
+                select(func.count())
+                .select_from(c.table)
+                .where(c.sealed_rows(), c.table.c[c.key_id] == literal(key_id))
+            )
             n = int((await tx.execute(stmt)).scalar_one())
             if n:
                 found[c.name] = n
         return found
 
     @staticmethod
-    async def not_sealed_by(tx: Tx, col: SealedColumn, current: str, limit: int
-                            ) -> list[SealedRow]:  # fmt: skip
+    async def not_sealed_by(tx: Tx, col: SealedColumn, current: str, limit: int) -> list[SealedRow]:
         """Up to `limit` values of `col` sealed by another key than `current`; re-sealed
         rows leave this set, so calling again until it is empty visits each once."""
         rows = (await tx.execute(_page(col, current, limit))).all()

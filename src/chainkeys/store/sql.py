@@ -60,14 +60,25 @@ class Prepared:
     """
 
     __slots__ = (
-        "_defaults", "_get", "_names", "_pg", "_row", "_sql", "_sqlite", "columns", "steps",
+        "_defaults",
+        "_get",
+        "_names",
+        "_pg",
+        "_row",
+        "_sql",
+        "_sqlite",
+        "columns",
+        "steps",
         "stmt",
-    )  # fmt: skip
+    )
 
     def __init__(
-        self, stmt: Executable, columns: Sequence[str] = (), *,
+        self,
+        stmt: Executable,
+        columns: Sequence[str] = (),
+        *,
         sqlite_steps: Sequence[Prepared] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.stmt = stmt
         self.columns = list(columns)
         self.steps = tuple(sqlite_steps)

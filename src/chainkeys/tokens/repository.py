@@ -36,11 +36,19 @@ class TokenRow:
 
     def covered(self) -> dict[str, object]:
         """The row by column name, as its MAC covers it (store/integrity.py TOKENS)."""
-        return {"id": self.id, "tenant_id": self.tenant_id, "label": self.label,
-                "token_hash": self.token_hash, "created_ms": self.created_ms,
-                "revoked_ms": self.revoked_ms, "scopes": self.scopes,
-                "expires_ms": self.expires_ms, "families": self.families,
-                "approver_group": self.group, "mac": self.mac}  # fmt: skip
+        return {
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "label": self.label,
+            "token_hash": self.token_hash,
+            "created_ms": self.created_ms,
+            "revoked_ms": self.revoked_ms,
+            "scopes": self.scopes,
+            "expires_ms": self.expires_ms,
+            "families": self.families,
+            "approver_group": self.group,
+            "mac": self.mac,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +67,19 @@ class LiveToken:
 
     def covered(self) -> dict[str, object]:
         """As TokenRow.covered (a live token is not revoked)."""
-        return {"id": self.token_id, "tenant_id": self.tenant_id, "label": self.label,
-                "token_hash": self.token_hash, "created_ms": self.created_ms,
-                "revoked_ms": None, "scopes": self.scopes, "expires_ms": self.expires_ms,
-                "families": self.families, "approver_group": self.group,
-                "mac": self.mac}  # fmt: skip
+        return {
+            "id": self.token_id,
+            "tenant_id": self.tenant_id,
+            "label": self.label,
+            "token_hash": self.token_hash,
+            "created_ms": self.created_ms,
+            "revoked_ms": None,
+            "scopes": self.scopes,
+            "expires_ms": self.expires_ms,
+            "families": self.families,
+            "approver_group": self.group,
+            "mac": self.mac,
+        }
 
 
 _t, _k = tenants.c, tokens.c

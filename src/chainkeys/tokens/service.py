@@ -49,8 +49,16 @@ class Principal:
     def of(cls, live: LiveToken) -> Principal:
         families = frozenset(live.families.split(",")) if live.families else None
         scopes = frozenset(s for s in live.scopes.split(",") if s)
-        return cls(live.tenant_id, live.tenant, live.token_id, scopes, families, live.expires_ms,
-                   live.label, live.group)  # fmt: skip
+        return cls(
+            live.tenant_id,
+            live.tenant,
+            live.token_id,
+            scopes,
+            families,
+            live.expires_ms,
+            live.label,
+            live.group,
+        )
 
     def may_use(self, family: str) -> bool:
         return self.families is None or family in self.families
@@ -76,8 +84,9 @@ def parse_families(text: str | None) -> frozenset[str] | None:
     families = frozenset(f.strip() for f in text.split(",") if f.strip())
     unknown = sorted(families - set(FAMILIES))
     if unknown or not families:
-        raise BadRequest(f"families are a comma list of {', '.join(FAMILIES)}",
-                         code="invalid_family")  # fmt: skip
+        raise BadRequest(
+            f"families are a comma list of {', '.join(FAMILIES)}", code="invalid_family"
+        )
     return families
 
 
@@ -90,8 +99,9 @@ def parse_duration(text: str) -> int:
     unit = _UNITS.get(text[-1:], 0)
     digits = text[:-1] if unit else text
     if not digits.isascii() or not digits.isdigit() or int(digits) == 0 or len(digits) > 9:
-        raise BadRequest("an expiry is a positive duration like 30d, 12h or 90m",
-                         code="invalid_expiry")  # fmt: skip
+        raise BadRequest(
+            "an expiry is a positive duration like 30d, 12h or 90m", code="invalid_expiry"
+        )
     return int(digits) * (unit or 1) * 1000
 
 
@@ -167,8 +177,11 @@ class TokenService:
             raise BadRequest("a tenant name is 1 to 64 characters", code="invalid_tenant")
         if "approve" in scopes:
             if not label.strip() or group is None or not GROUP.fullmatch(group):
-                raise BadRequest("an approve token needs --label (the person) and --group (1 to "
-                                 "64 of A-Z a-z 0-9 . _ -)", code="invalid_scope")  # fmt: skip
+                raise BadRequest(
+                    "an approve token needs --label (the person) and --group (1 to "
+                    "64 of A-Z a-z 0-9 . _ -)",
+                    code="invalid_scope",
+                )
         elif group is not None:
             raise BadRequest("--group goes with the approve scope", code="invalid_scope")
         integrity = self._keyed()
@@ -180,21 +193,30 @@ class TokenService:
                 tenant_id = uuid.uuid4().hex
                 await Tenants.insert(tx, tenant_id, tenant, ts)
             row = TokenRow(
-                token_id, tenant_id, tenant, label, ts, None,
+                token_id,
+                tenant_id,
+                tenant,
+                label,
+                ts,
+                None,
                 scopes=",".join(sorted(scopes)),
                 expires_ms=ts + expires_in_ms if expires_in_ms else None,
-                families=",".join(sorted(families)) if families else None, group=group,
+                families=",".join(sorted(families)) if families else None,
+                group=group,
                 token_hash=integrity.token_digest(token),
-            )  # fmt: skip
+            )
             mac = integrity.mac(TOKENS, row.covered())
             await Tenants.insert_token(tx, row, row.token_hash, mac)
             owner = Principal(tenant_id, tenant, token_id)
             details = {
-                "scopes": sorted(scopes), "expires_ms": row.expires_ms,
-                "families": sorted(families) if families else None, "group": group,
-            }  # fmt: skip
-            await Audit.insert(tx, audit_event(owner, "token.create", "ok",
-                                               account_name=token_id, details=details))  # fmt: skip
+                "scopes": sorted(scopes),
+                "expires_ms": row.expires_ms,
+                "families": sorted(families) if families else None,
+                "group": group,
+            }
+            await Audit.insert(
+                tx, audit_event(owner, "token.create", "ok", account_name=token_id, details=details)
+            )
         return row, token
 
     async def describe(self, who: Principal) -> TokenRow:
@@ -217,8 +239,16 @@ class TokenService:
         if row.expires_ms is not None and row.expires_ms <= now_ms():
             return None
         families = frozenset(row.families.split(",")) if row.families else None
-        return Principal(row.tenant_id, row.tenant, row.id, frozenset(row.scopes.split(",")),
-                         families, row.expires_ms, row.label, row.group)  # fmt: skip
+        return Principal(
+            row.tenant_id,
+            row.tenant,
+            row.id,
+            frozenset(row.scopes.split(",")),
+            families,
+            row.expires_ms,
+            row.label,
+            row.group,
+        )
 
     async def list(self, tenant: str | None = None) -> list[TokenRow]:
         async with self.db.read() as tx:
@@ -241,8 +271,10 @@ class TokenService:
 
     def _keyed(self) -> Integrity:
         if self.integrity is None:
-            raise StartupError("issuing, revoking and checking tokens needs the master key "
-                               "(their rows are authenticated under it)")  # fmt: skip
+            raise StartupError(
+                "issuing, revoking and checking tokens needs the master key "
+                "(their rows are authenticated under it)"
+            )
         return self.integrity
 
     async def issue_first(self) -> str | None:

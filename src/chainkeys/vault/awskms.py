@@ -65,9 +65,10 @@ class AwsKmsWrapper:
             from botocore.exceptions import BotoCoreError  # type: ignore[import-untyped]
 
             config = Config(
-                connect_timeout=TIMEOUT_SECONDS, read_timeout=TIMEOUT_SECONDS,
+                connect_timeout=TIMEOUT_SECONDS,
+                read_timeout=TIMEOUT_SECONDS,
                 retries={"max_attempts": 2, "mode": "standard"},
-            )  # fmt: skip
+            )
             # AWS_REGION as the other AWS SDKs read it (botocore reads AWS_DEFAULT_REGION
             # and the profile, which stay the fallback).
             region = os.environ.get("AWS_REGION") or None
@@ -114,18 +115,22 @@ class AwsKmsWrapper:
         return {CONTEXT_STORE: store, CONTEXT_PURPOSE: PURPOSE}
 
     def wrap(self, material: bytes, store: str) -> dict[str, Any]:
-        answer = self._call("encrypt", KeyId=self.key_id, Plaintext=material,
-                            EncryptionContext=self._context(store))  # fmt: skip
+        answer = self._call(
+            "encrypt", KeyId=self.key_id, Plaintext=material, EncryptionContext=self._context(store)
+        )
         return {
-            "key": self.key_id, "key_arn": str(answer["KeyId"]),
+            "key": self.key_id,
+            "key_arn": str(answer["KeyId"]),
             "wrapped": base64.b64encode(answer["CiphertextBlob"]).decode(),
-        }  # fmt: skip
+        }
 
     def unwrap(self, fields: Fields, store: str) -> bytes:
         answer = self._call(
-            "decrypt", CiphertextBlob=base64.b64decode(fields["wrapped"]),
-            KeyId=str(fields["key_arn"]), EncryptionContext=self._context(store),
-        )  # fmt: skip
+            "decrypt",
+            CiphertextBlob=base64.b64decode(fields["wrapped"]),
+            KeyId=str(fields["key_arn"]),
+            EncryptionContext=self._context(store),
+        )
         return bytes(answer["Plaintext"])
 
     def same_place(self, fields: Fields) -> bool:
@@ -138,6 +143,8 @@ class AwsKmsWrapper:
 def from_settings(settings: Settings, blobs: Blobs) -> KeyProvider:
     """The registry's factory (vault/providers.py PROVIDERS)."""
     if not settings.awskms_key_id:
-        raise StartupError("CHAINKEYS_MASTER_KEY_PROVIDER=awskms needs CHAINKEYS_AWSKMS_KEY_ID "
-                           "(a KMS key id, ARN or alias/name)")  # fmt: skip
+        raise StartupError(
+            "CHAINKEYS_MASTER_KEY_PROVIDER=awskms needs CHAINKEYS_AWSKMS_KEY_ID "
+            "(a KMS key id, ARN or alias/name)"
+        )
     return WrappedKeyProvider(AwsKmsWrapper(settings.awskms_key_id), blobs)

@@ -83,8 +83,7 @@ def learn_keys(vault: Vault, entries: Iterable[RingEntry]) -> None:
                 continue
             key = MasterKey(material)
             if key.id != entry.key_id:
-                log.error("the key ring entry for key %s holds another key; ignored",
-                          entry.key_id)  # fmt: skip
+                log.error("the key ring entry for key %s holds another key; ignored", entry.key_id)
                 continue
             vault.add(key)
             progress = True
@@ -203,8 +202,11 @@ class Barrier:
                 await self.learn()
             except ChainkeysError:
                 fence = self.fence_ms / 1000
-                self._refuse("stale", f"its view of the master-key ring is older than {fence:g} "
-                             "s and the ring cannot be read now")  # fmt: skip
+                self._refuse(
+                    "stale",
+                    f"its view of the master-key ring is older than {fence:g} "
+                    "s and the ring cannot be read now",
+                )
         if self._stuck is not None:
             self._refuse("retired", self._stuck)
         blob = self.vault.seal(plaintext, context)
@@ -230,8 +232,12 @@ class Barrier:
             await self.learn()
         if not self.vault.holds(key_id):
             metrics.SEAL_REFUSALS.labels("key_unavailable").inc()
-            log.error("a value is sealed with master key %s, which this process cannot "
-                      "learn; it holds %s", key_id, ", ".join(sorted(self._held())))  # fmt: skip
+            log.error(
+                "a value is sealed with master key %s, which this process cannot "
+                "learn; it holds %s",
+                key_id,
+                ", ".join(sorted(self._held())),
+            )
             raise KeyUnavailable(
                 f"this server does not hold master key {key_id}: restart it with the store's "
                 "current key"
@@ -251,9 +257,15 @@ class Barrier:
     # -- the heartbeat -------------------------------------------------------------------
 
     async def beat(self) -> None:
-        me = KeyUser(self.process, socket.gethostname()[:255], os.getpid(), self.vault.key_id,
-                     self.vault.root.id, now_ms(),
-                     ",".join(sorted(self._used | {self.vault.key_id})))  # fmt: skip
+        me = KeyUser(
+            self.process,
+            socket.gethostname()[:255],
+            os.getpid(),
+            self.vault.key_id,
+            self.vault.root.id,
+            now_ms(),
+            ",".join(sorted(self._used | {self.vault.key_id})),
+        )
         async with self.db.write() as tx:
             await KeyUsers.beat(tx, me)
 

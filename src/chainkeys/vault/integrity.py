@@ -96,8 +96,12 @@ def opened(integrity: Integrity | None) -> Integrity:
 def failed(entry: Authenticated, what: str) -> IntegrityFailure:
     """The failure of one row: counted by table, logged (never the row's values)."""
     metrics.INTEGRITY_FAILURES.labels(entry.table.name).inc()
-    log.error("integrity failure: %s (table %s) fails its MAC; it is not used: the database "
-              "was written by someone without the master key", what, entry.table.name)  # fmt: skip
+    log.error(
+        "integrity failure: %s (table %s) fails its MAC; it is not used: the database "
+        "was written by someone without the master key",
+        what,
+        entry.table.name,
+    )
     return IntegrityFailure(f"{what} failed its integrity check; nothing was done")
 
 
@@ -148,13 +152,16 @@ async def open_integrity(db: Backend, barrier: Any) -> Integrity:
         counts = {entry.table.name: await _adopt(tx, integrity, entry) for entry in REGISTRY}
         await Meta.insert(tx, RECORD, sealed.blob, sealed.key_id)
     if any(counts.values()):
-        log.warning("integrity: this store's rows are authenticated from now on; adopted %s",
-                    ", ".join(f"{n} {t}" for t, n in counts.items() if n))  # fmt: skip
+        log.warning(
+            "integrity: this store's rows are authenticated from now on; adopted %s",
+            ", ".join(f"{n} {t}" for t, n in counts.items() if n),
+        )
     return integrity
 
 
-async def _adopt_new(db: Backend, barrier: Any, integrity: Integrity,
-                     adopted: frozenset[str]) -> None:  # fmt: skip
+async def _adopt_new(
+    db: Backend, barrier: Any, integrity: Integrity, adopted: frozenset[str]
+) -> None:
     """MAC the rows of the tables this release authenticates that the key record does
     not name yet, and name them in it (one transaction)."""
     new = [entry for entry in REGISTRY if entry.table.name not in adopted]
@@ -165,8 +172,10 @@ async def _adopt_new(db: Backend, barrier: Any, integrity: Integrity,
     async with db.write() as tx:
         counts = {entry.table.name: await _adopt(tx, integrity, entry) for entry in new}
         await Meta.put(tx, RECORD, sealed.blob, sealed.key_id)
-    log.warning("integrity: newly authenticated tables adopted: %s",
-                ", ".join(f"{t} ({n} rows)" for t, n in counts.items()))  # fmt: skip
+    log.warning(
+        "integrity: newly authenticated tables adopted: %s",
+        ", ".join(f"{t} ({n} rows)" for t, n in counts.items()),
+    )
 
 
 async def _adopt(tx: Tx, integrity: Integrity, entry: Authenticated) -> int:

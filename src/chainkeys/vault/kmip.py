@@ -37,8 +37,7 @@ class KmipWrapper:
 
     kind = "kmip"
 
-    def __init__(self, host: str, port: int, cert: Path, key: Path, ca: Path,
-                 key_id: str) -> None:  # fmt: skip
+    def __init__(self, host: str, port: int, cert: Path, key: Path, ca: Path, key_id: str) -> None:
         self.host, self.port = host, port
         self._tls = (str(cert), str(key), str(ca))
         self.key_id = key_id
@@ -76,16 +75,18 @@ class KmipWrapper:
                 "_CERT, _KEY and _CA)"
             ) from None
         try:
-            result = getattr(client, action)(data, uid=self.key_id,
-                                             cryptographic_parameters=params,
-                                             iv_counter_nonce=iv)  # fmt: skip
+            result = getattr(client, action)(
+                data, uid=self.key_id, cryptographic_parameters=params, iv_counter_nonce=iv
+            )
         except e.KmipOperationFailure as exc:
             reason = getattr(exc.reason, "name", "unknown").lower().replace("_", " ")
-            raise StartupError(f"{self.description}: the KMIP server refused to {action} "
-                               f"({reason})") from None  # fmt: skip
+            raise StartupError(
+                f"{self.description}: the KMIP server refused to {action} ({reason})"
+            ) from None
         except OSError:
-            raise StartupError(f"the KMIP server at {self.host}:{self.port} dropped the "
-                               f"connection during {action}") from None  # fmt: skip
+            raise StartupError(
+                f"the KMIP server at {self.host}:{self.port} dropped the connection during {action}"
+            ) from None
         finally:
             client.close()
         return bytes(result[0] if isinstance(result, tuple) else result)
@@ -93,15 +94,22 @@ class KmipWrapper:
     def wrap(self, material: bytes, store: str) -> dict[str, Any]:
         iv = secrets.token_bytes(16)
         sealed = self._call("encrypt", material + store.encode(), iv)
-        return {"key_id": self.key_id, "mode": MODE, "iv": base64.b64encode(iv).decode(),
-                "wrapped": base64.b64encode(sealed).decode()}  # fmt: skip
+        return {
+            "key_id": self.key_id,
+            "mode": MODE,
+            "iv": base64.b64encode(iv).decode(),
+            "wrapped": base64.b64encode(sealed).decode(),
+        }
 
     def unwrap(self, fields: Fields, store: str) -> bytes:
         if fields.get("mode") != MODE:
-            raise StartupError(f"the KMIP-wrapped master key uses mode {fields.get('mode')!r}, "
-                               f"not {MODE}: the database was altered")  # fmt: skip
-        plain = self._call("decrypt", base64.b64decode(fields["wrapped"]),
-                           base64.b64decode(fields["iv"]))  # fmt: skip
+            raise StartupError(
+                f"the KMIP-wrapped master key uses mode {fields.get('mode')!r}, "
+                f"not {MODE}: the database was altered"
+            )
+        plain = self._call(
+            "decrypt", base64.b64decode(fields["wrapped"]), base64.b64decode(fields["iv"])
+        )
         if plain[KEY_BYTES:] != store.encode():
             raise StartupError(
                 f"{self.description} decrypts this store's wrapped key to one made for "
@@ -119,10 +127,12 @@ class KmipWrapper:
 def from_settings(settings: Settings, blobs: Blobs) -> KeyProvider:
     """The registry's factory (vault/providers.py PROVIDERS)."""
     named = {
-        "CHAINKEYS_KMIP_HOST": settings.kmip_host, "CHAINKEYS_KMIP_CERT": settings.kmip_cert,
-        "CHAINKEYS_KMIP_KEY": settings.kmip_key, "CHAINKEYS_KMIP_CA": settings.kmip_ca,
+        "CHAINKEYS_KMIP_HOST": settings.kmip_host,
+        "CHAINKEYS_KMIP_CERT": settings.kmip_cert,
+        "CHAINKEYS_KMIP_KEY": settings.kmip_key,
+        "CHAINKEYS_KMIP_CA": settings.kmip_ca,
         "CHAINKEYS_KMIP_KEY_ID": settings.kmip_key_id,
-    }  # fmt: skip
+    }
     missing = [name for name, value in named.items() if not value]
     host, cert, key, ca = (
         settings.kmip_host,
@@ -132,8 +142,11 @@ def from_settings(settings: Settings, blobs: Blobs) -> KeyProvider:
     )
     if missing or not (host and cert and key and ca and settings.kmip_key_id):
         raise StartupError(f"CHAINKEYS_MASTER_KEY_PROVIDER=kmip needs {', '.join(missing)}")
-    for name, path in (("CHAINKEYS_KMIP_CERT", cert), ("CHAINKEYS_KMIP_KEY", key),
-                       ("CHAINKEYS_KMIP_CA", ca)):  # fmt: skip
+    for name, path in (
+        ("CHAINKEYS_KMIP_CERT", cert),
+        ("CHAINKEYS_KMIP_KEY", key),
+        ("CHAINKEYS_KMIP_CA", ca),
+    ):
         if not path.is_file():
             raise StartupError(f"{name} {path}: no such file")
     wrapper = KmipWrapper(host, settings.kmip_port, cert, key, ca, settings.kmip_key_id)

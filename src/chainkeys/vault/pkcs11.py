@@ -157,10 +157,13 @@ def wrap(hsm: Hsm, material: bytes) -> dict[str, Any]:
         params = GCMParams(iv, AAD + key_id.encode(), 128)
         sealed = hsm_key.encrypt(material, mechanism=Mechanism.AES_GCM, mechanism_param=params)
     return {
-        "mechanism": MECHANISM, "token_label": hsm.token_label, "key_label": hsm.key_label,
-        "hsm_key_id": key_id, "iv": base64.b64encode(iv).decode(),
+        "mechanism": MECHANISM,
+        "token_label": hsm.token_label,
+        "key_label": hsm.key_label,
+        "hsm_key_id": key_id,
+        "iv": base64.b64encode(iv).decode(),
         "wrapped": base64.b64encode(sealed).decode(),
-    }  # fmt: skip
+    }
 
 
 def unwrap(hsm: Hsm, fields: Fields) -> bytes:
@@ -181,10 +184,12 @@ def unwrap(hsm: Hsm, fields: Fields) -> bytes:
             )
         try:
             material = hsm_key.decrypt(
-                base64.b64decode(fields["wrapped"]), mechanism=Mechanism.AES_GCM,
-                mechanism_param=GCMParams(base64.b64decode(fields["iv"]),
-                                          AAD + key_id.encode(), 128),
-            )  # fmt: skip
+                base64.b64decode(fields["wrapped"]),
+                mechanism=Mechanism.AES_GCM,
+                mechanism_param=GCMParams(
+                    base64.b64decode(fields["iv"]), AAD + key_id.encode(), 128
+                ),
+            )
         except e.PKCS11Error:
             raise StartupError(
                 f"{hsm.description} fails to unwrap this store's master key: a different key "
@@ -211,7 +216,9 @@ class Pkcs11Wrapper:
 
     def same_place(self, fields: Fields) -> bool:
         return (fields.get("key_label"), fields.get("token_label")) == (
-            self.hsm.key_label, self.hsm.token_label)  # fmt: skip
+            self.hsm.key_label,
+            self.hsm.token_label,
+        )
 
     def rewrap(self, fields: Fields, material: bytes, store: str) -> dict[str, Any] | None:
         return None  # an HSM key has no versions

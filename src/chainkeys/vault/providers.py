@@ -143,8 +143,10 @@ class EnvKeyProvider:
         return []  # CHAINKEYS_PREVIOUS_MASTER_KEYS may be unset: the ring keeps those keys
 
     async def adopt(self, key: MasterKey) -> bool:
-        raise StartupError("the master key cannot be moved into CHAINKEYS_MASTER_KEY by "
-                           "chainkeys: set the variable yourself")  # fmt: skip
+        raise StartupError(
+            "the master key cannot be moved into CHAINKEYS_MASTER_KEY by "
+            "chainkeys: set the variable yourself"
+        )
 
     async def release(self) -> None:
         return None
@@ -237,8 +239,9 @@ class FileKeyProvider:
         if self.path.exists():
             held = self.read_or_create(create=False)
             if held.id != key.id:
-                raise StartupError(f"{self.path} holds another master key (id {held.id}); "
-                                   "move it aside first")  # fmt: skip
+                raise StartupError(
+                    f"{self.path} holds another master key (id {held.id}); move it aside first"
+                )
             return True
         self.write_key(self.path, key)
         os.chmod(self.path, 0o600)
@@ -288,8 +291,10 @@ def kept_by(blob: bytes) -> tuple[str, str]:
     except msgspec.DecodeError:
         fields = None
     if not isinstance(fields, dict):
-        raise StartupError(f"the wrapped master key in meta {WRAPPED!r} is not a wrapped-key "
-                           "record: the database was altered")  # fmt: skip
+        raise StartupError(
+            f"the wrapped master key in meta {WRAPPED!r} is not a wrapped-key "
+            "record: the database was altered"
+        )
     return kept_by_fields(fields)
 
 
@@ -361,16 +366,17 @@ def env_provider(settings: Settings, blobs: Blobs) -> KeyProvider:
 
 
 def provider_for(
-    settings: Settings, blobs: Blobs, kind: str | None = None,
+    settings: Settings,
+    blobs: Blobs,
+    kind: str | None = None,
     overrides: Mapping[str, Any] | None = None,
-) -> KeyProvider:  # fmt: skip
+) -> KeyProvider:
     """The provider the settings name (or `kind`, with settings `overrides`, for a
     move's target): the one place that tells the providers apart, from `PROVIDERS`."""
     kind = kind or settings.key_provider
     row = PROVIDERS.get(kind)
     if row is None:
-        raise StartupError(f"cannot keep the master key in {kind!r}: use "
-                           f"{', '.join(PROVIDERS)}")  # fmt: skip
+        raise StartupError(f"cannot keep the master key in {kind!r}: use {', '.join(PROVIDERS)}")
     if overrides:
         settings = settings.model_copy(update=dict(overrides))
     module, _, name = row.factory.partition(":")

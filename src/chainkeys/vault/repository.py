@@ -37,8 +37,7 @@ class Meta:
     @staticmethod
     async def insert_new(tx: Tx, key: str, value: bytes, key_id: str | None) -> bool:
         """False when the record exists already (another process made it first)."""
-        return await insert_new(tx, _INSERT_META, {"key": key, "value": value,
-                                                   "key_id": key_id})  # fmt: skip
+        return await insert_new(tx, _INSERT_META, {"key": key, "value": value, "key_id": key_id})
 
     @staticmethod
     async def delete(tx: Tx, key: str) -> None:
@@ -125,8 +124,15 @@ _BEAT = Prepared(
         used_key_ids=bindparam("used"),
     )
 )
-_USER_FIELDS = ("process", "host", "pid", "sealing_key_id", "root_key_id", "seen_ms",
-                "used_key_ids")  # fmt: skip
+_USER_FIELDS = (
+    "process",
+    "host",
+    "pid",
+    "sealing_key_id",
+    "root_key_id",
+    "seen_ms",
+    "used_key_ids",
+)
 _USER_INSERT = Prepared(insert(key_users), _USER_FIELDS)
 _USER_DELETE = Prepared(delete(key_users).where(_k.process == bindparam("p")))
 _USERS = Prepared(select(*(_k[f] for f in _USER_FIELDS)).order_by(_k.host, _k.pid))
@@ -183,8 +189,13 @@ class KeyUsers:
 
     @staticmethod
     async def beat(tx: Tx, user: KeyUser) -> None:
-        params = {"p": user.process, "sealing": user.sealing_key_id, "root": user.root_key_id,
-                  "t": user.seen_ms, "used": user.used_key_ids}  # fmt: skip
+        params = {
+            "p": user.process,
+            "sealing": user.sealing_key_id,
+            "root": user.root_key_id,
+            "t": user.seen_ms,
+            "used": user.used_key_ids,
+        }
         if not (await tx.execute(_BEAT, params)).rowcount:
             await tx.execute(_USER_INSERT, dict(zip(_USER_FIELDS, astuple(user), strict=True)))
 

@@ -33,8 +33,10 @@ def _version(ciphertext: str) -> int:
     """The key version in `vault:v3:…`."""
     prefix = ciphertext.split(":")
     if len(prefix) < 3 or prefix[0] != "vault" or not prefix[1][1:].isdigit():
-        raise StartupError("the transit ciphertext of this store's master key is malformed: "
-                           "the database was altered")  # fmt: skip
+        raise StartupError(
+            "the transit ciphertext of this store's master key is malformed: "
+            "the database was altered"
+        )
     return int(prefix[1][1:])
 
 
@@ -59,8 +61,9 @@ class TransitWrapper:
         if self._client is None:
             import hvac  # type: ignore[import-untyped]
 
-            self._client = hvac.Client(url=self.addr, token=self._token, verify=self._verify,
-                                       timeout=TIMEOUT_SECONDS)  # fmt: skip
+            self._client = hvac.Client(
+                url=self.addr, token=self._token, verify=self._verify, timeout=TIMEOUT_SECONDS
+            )
         return self._client
 
     def _call(self, action: str, **params: Any) -> dict[str, Any]:
@@ -88,11 +91,14 @@ class TransitWrapper:
                 "docs/deploy.md)"
             ) from None
         except e.InvalidPath:
-            raise StartupError(f"{self.description}: no such transit key or mount (create "
-                               "it: an aes256-gcm96 key, docs/deploy.md)") from None  # fmt: skip
+            raise StartupError(
+                f"{self.description}: no such transit key or mount (create "
+                "it: an aes256-gcm96 key, docs/deploy.md)"
+            ) from None
         except e.VaultDown:
-            raise StartupError(f"Vault/OpenBao at {self.addr} is sealed: unseal it, then "
-                               "start chainkeys") from None  # fmt: skip
+            raise StartupError(
+                f"Vault/OpenBao at {self.addr} is sealed: unseal it, then start chainkeys"
+            ) from None
         except e.InvalidRequest:
             raise StartupError(
                 f"{self.description} refuses to {action.split('_')[0]} this store's master "
@@ -104,15 +110,25 @@ class TransitWrapper:
         return answer
 
     def wrap(self, material: bytes, store: str) -> dict[str, Any]:
-        answer = self._call("encrypt_data", plaintext=base64.b64encode(material).decode(),
-                            associated_data=base64.b64encode(store.encode()).decode())  # fmt: skip
+        answer = self._call(
+            "encrypt_data",
+            plaintext=base64.b64encode(material).decode(),
+            associated_data=base64.b64encode(store.encode()).decode(),
+        )
         ciphertext = str(answer["data"]["ciphertext"])
-        return {"mount": self.mount, "key": self.key, "ciphertext": ciphertext,
-                "key_version": _version(ciphertext)}  # fmt: skip
+        return {
+            "mount": self.mount,
+            "key": self.key,
+            "ciphertext": ciphertext,
+            "key_version": _version(ciphertext),
+        }
 
     def unwrap(self, fields: Fields, store: str) -> bytes:
-        answer = self._call("decrypt_data", ciphertext=str(fields["ciphertext"]),
-                            associated_data=base64.b64encode(store.encode()).decode())  # fmt: skip
+        answer = self._call(
+            "decrypt_data",
+            ciphertext=str(fields["ciphertext"]),
+            associated_data=base64.b64encode(store.encode()).decode(),
+        )
         return base64.b64decode(answer["data"]["plaintext"])
 
     def same_place(self, fields: Fields) -> bool:
@@ -129,11 +145,15 @@ class TransitWrapper:
 
 def from_settings(settings: Settings, blobs: Blobs) -> KeyProvider:
     """The registry's factory (vault/providers.py PROVIDERS)."""
-    missing = [name for name, value in (
-        ("CHAINKEYS_TRANSIT_ADDR", settings.transit_addr),
-        ("CHAINKEYS_TRANSIT_KEY", settings.transit_key),
-        ("CHAINKEYS_TRANSIT_TOKEN_FILE", settings.transit_token_file),
-    ) if not value]  # fmt: skip
+    missing = [
+        name
+        for name, value in (
+            ("CHAINKEYS_TRANSIT_ADDR", settings.transit_addr),
+            ("CHAINKEYS_TRANSIT_KEY", settings.transit_key),
+            ("CHAINKEYS_TRANSIT_TOKEN_FILE", settings.transit_token_file),
+        )
+        if not value
+    ]
     if missing or not (settings.transit_addr and settings.transit_key):
         raise StartupError(f"CHAINKEYS_MASTER_KEY_PROVIDER=transit needs {', '.join(missing)}")
     path = settings.transit_token_file
@@ -144,6 +164,7 @@ def from_settings(settings: Settings, blobs: Blobs) -> KeyProvider:
     if not token:
         raise StartupError(f"CHAINKEYS_TRANSIT_TOKEN_FILE {path} is empty")
     verify: str | bool = str(settings.transit_ca) if settings.transit_ca is not None else True
-    wrapper = TransitWrapper(settings.transit_addr, settings.transit_mount,
-                             settings.transit_key, token, verify)  # fmt: skip
+    wrapper = TransitWrapper(
+        settings.transit_addr, settings.transit_mount, settings.transit_key, token, verify
+    )
     return WrappedKeyProvider(wrapper, blobs)

@@ -128,17 +128,22 @@ class WrappedKeyProvider:
             )
         key = MasterKey(bytes(material))
         if key.id != fields.get("master_key_id"):
-            raise StartupError(f"the master key {self.description} unwrapped is not the one "
-                               "this store recorded")  # fmt: skip
+            raise StartupError(
+                f"the master key {self.description} unwrapped is not the one this store recorded"
+            )
         return key
 
     async def _blob(self, key: MasterKey) -> bytes:
         """`key` wrapped, checked to come back before anything depends on the blob."""
         store = await self._store(create=True)
         fields = {
-            "v": 1, "provider": self.wrapper.kind, "where": self.description, "store": store,
-            "master_key_id": key.id, **self.wrapper.wrap(key.material, store),
-        }  # fmt: skip
+            "v": 1,
+            "provider": self.wrapper.kind,
+            "where": self.description,
+            "store": store,
+            "master_key_id": key.id,
+            **self.wrapper.wrap(key.material, store),
+        }
         if (await self._open(fields)).id != key.id:
             raise StartupError(f"{self.description} does not give back the key it wrapped")
         return msgspec.json.encode(fields)

@@ -47,8 +47,9 @@ from chainkeys.wallets.repository import Chain, Counters, WalletMultisigRow, Wal
 from chainkeys.wallets.service import WalletService
 
 # the families a wallet makes HD multisigs on: those whose multisig forms have BIP48 types
-FAMILIES: Final = tuple(name for name, fam in REGISTRY.items()
-                        if fam.multisig is not None and fam.multisig.hd_types)  # fmt: skip
+FAMILIES: Final = tuple(
+    name for name, fam in REGISTRY.items() if fam.multisig is not None and fam.multisig.hd_types
+)
 MAX_COUNT: Final = 100
 
 
@@ -85,9 +86,16 @@ class WalletMultisigService:
         self.accounts = accounts
 
     async def create(
-        self, who: Principal, ref: str, family: str, network_name: str | None,
-        address_type: str | None, threshold: int, xpubs: Sequence[str], account: int,
-    ) -> WalletMultisigView:  # fmt: skip
+        self,
+        who: Principal,
+        ref: str,
+        family: str,
+        network_name: str | None,
+        address_type: str | None,
+        threshold: int,
+        xpubs: Sequence[str],
+        account: int,
+    ) -> WalletMultisigView:
         """Register the m-of-n HD multisig of this wallet's BIP48 key and `xpubs`."""
         if family not in FAMILIES:
             raise BadRequest(f"an HD multisig is made on {', '.join(FAMILIES)}", code=INVALID)
@@ -103,29 +111,43 @@ class WalletMultisigService:
             path = hd.multisig_path(network, account, kind)
             others = [hd.parse_xpub(x, network.testnet) for x in xpubs]
         if not 1 <= len(others) < MAX_KEYS:
-            raise BadRequest(f"xpubs holds the other 1 to {MAX_KEYS - 1} members' keys",
-                             code=INVALID)  # fmt: skip
+            raise BadRequest(
+                f"xpubs holds the other 1 to {MAX_KEYS - 1} members' keys", code=INVALID
+            )
         if not 1 <= threshold <= len(others) + 1:
             raise BadRequest(f"threshold is from 1 to {len(others) + 1}", code=INVALID)
         wallet, seed = await self.wallets.opened(who, ref)
         own = hd.own_node(seed, path, network.testnet)
         keys = [own.public, *(o.public for o in others)]
         if len(set(keys)) != len(keys):
-            raise BadRequest("the same extended key is listed twice (or is this wallet's own)",
-                             code=INVALID)  # fmt: skip
+            raise BadRequest(
+                "the same extended key is listed twice (or is this wallet's own)", code=INVALID
+            )
         descriptor = descriptor_of(threshold, [n.descriptor_key() for n in (own, *others)], kind)
         row = WalletMultisigRow(
-            id="wms_" + secrets.token_hex(6), tenant_id=who.tenant_id, wallet_id=wallet.id,
-            family=family, network=network.name, address_type=kind, threshold=threshold,
-            account=account, xpubs=[x.strip() for x in xpubs], descriptor=descriptor,
+            id="wms_" + secrets.token_hex(6),
+            tenant_id=who.tenant_id,
+            wallet_id=wallet.id,
+            family=family,
+            network=network.name,
+            address_type=kind,
+            threshold=threshold,
+            account=account,
+            xpubs=[x.strip() for x in xpubs],
+            descriptor=descriptor,
             created_ms=now_ms(),
-        )  # fmt: skip
-        details = {"wallet": wallet.id, "multisig": row.id, "threshold": threshold,
-                   "members": len(keys)}  # fmt: skip
+        )
+        details = {
+            "wallet": wallet.id,
+            "multisig": row.id,
+            "threshold": threshold,
+            "members": len(keys),
+        }
         async with self.db.write() as tx:
             await WalletMultisigs.insert(tx, opened(self.barrier.integrity), row)
-            await Audit.insert(tx, audit_event(who, "wallet.multisig", "ok", family=family,
-                                               details=details))  # fmt: skip
+            await Audit.insert(
+                tx, audit_event(who, "wallet.multisig", "ok", family=family, details=details)
+            )
         return WalletMultisigView(row, path, own.descriptor_key())
 
     async def get(self, who: Principal, ref: str, ms_id: str) -> WalletMultisigView:
@@ -134,8 +156,9 @@ class WalletMultisigService:
 
     async def _row(self, who: Principal, wallet_id: str, ms_id: str) -> WalletMultisigRow:
         async with self.db.read() as tx:
-            row = await WalletMultisigs.get(tx, opened(self.barrier.integrity), who.tenant_id,
-                                            wallet_id, ms_id[:32])  # fmt: skip
+            row = await WalletMultisigs.get(
+                tx, opened(self.barrier.integrity), who.tenant_id, wallet_id, ms_id[:32]
+            )
         if row is None:
             raise MultisigNotFound()
         if not who.may_use(row.family):
@@ -182,13 +205,32 @@ class WalletMultisigService:
                     ms = forms.build(row.threshold, keys, row.address_type)
                     address = ms.address(network)
                 rec = record(ms, {d.key.public.hex(): d.account.name})
-                rows.append((AccountRow(
-                    tenant_id=who.tenant_id, family=row.family, name=address,
-                    network=network.name, address=address, public_key="",
-                    details={"extra": {}, "address_type": ms.address_type, "multisig": rec,
-                             "hd": {"id": row.id, "path": d.origin.path,
-                                    "index": d.origin.index}},
-                    secret=b"", key_id="", created_ms=now_ms()), ms))  # fmt: skip
+                rows.append(
+                    (
+                        AccountRow(
+                            tenant_id=who.tenant_id,
+                            family=row.family,
+                            name=address,
+                            network=network.name,
+                            address=address,
+                            public_key="",
+                            details={
+                                "extra": {},
+                                "address_type": ms.address_type,
+                                "multisig": rec,
+                                "hd": {
+                                    "id": row.id,
+                                    "path": d.origin.path,
+                                    "index": d.origin.index,
+                                },
+                            },
+                            secret=b"",
+                            key_id="",
+                            created_ms=now_ms(),
+                        ),
+                        ms,
+                    )
+                )
             return rows
 
         if preview:
@@ -208,25 +250,35 @@ class WalletMultisigService:
                     found = await Accounts.get(tx, integrity, who.tenant_id, r.family, r.name)
                     if found is not None:  # derived before: answered again, or not ours
                         if found.details.get("hd") != r.details["hd"]:
-                            raise Conflict(f"a {r.family} account {r.name} exists in your "
-                                           "tenant and is not this index of this multisig",
-                                           code="account_exists")  # fmt: skip
+                            raise Conflict(
+                                f"a {r.family} account {r.name} exists in your "
+                                "tenant and is not this index of this multisig",
+                                code="account_exists",
+                            )
                         stored.append(found)
                         continue
                     blob = msgspec.json.encode(r.details["multisig"])
-                    sealed = await self.barrier.seal(blob, Context(who.tenant_id, r.family,
-                                                                   r.name))  # fmt: skip
+                    sealed = await self.barrier.seal(blob, Context(who.tenant_id, r.family, r.name))
                     r = dataclasses.replace(r, secret=sealed.blob, key_id=sealed.key_id)
                     await Accounts.insert(tx, integrity, r)
-                    await Audit.insert(tx, audit_event(who, "create", "ok", family=r.family,
-                                                       account_name=r.name,
-                                                       details={"multisig": row.id}))  # fmt: skip
+                    await Audit.insert(
+                        tx,
+                        audit_event(
+                            who,
+                            "create",
+                            "ok",
+                            family=r.family,
+                            account_name=r.name,
+                            details={"multisig": row.id},
+                        ),
+                    )
                     stored.append(r)
                 return taken
 
             try:
-                await self.accounts.store_derived(who, fam, network, members(first),
-                                                  allocate=allocate, rederive=members)  # fmt: skip
+                await self.accounts.store_derived(
+                    who, fam, network, members(first), allocate=allocate, rederive=members
+                )
             except _Busy:
                 continue
             return [view_of(r) for r in stored]
@@ -244,7 +296,8 @@ class WalletMultisigService:
                 raise _Busy
             return first
         if index + count <= hd.HARDENED - 1 and not await Counters.raise_to(
-                tx, chain, index + count):  # fmt: skip
+            tx, chain, index + count
+        ):
             raise _Busy
         return index
 
@@ -253,8 +306,9 @@ class WalletMultisigService:
         once, for the wallet's own member keys)."""
         wallet, seed = await self.wallets.opened(who, ref)
         async with self.db.read() as tx:
-            rows = await WalletMultisigs.of_wallet(tx, opened(self.barrier.integrity),
-                                                   who.tenant_id, wallet.id)  # fmt: skip
+            rows = await WalletMultisigs.of_wallet(
+                tx, opened(self.barrier.integrity), who.tenant_id, wallet.id
+            )
         return [self._view(seed, r) for r in rows if who.may_use(r.family)]
 
     @staticmethod

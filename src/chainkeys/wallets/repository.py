@@ -43,9 +43,14 @@ class Chain:
     change: int
 
     def params(self) -> dict[str, Any]:
-        return {"wallet_id": self.wallet_id, "family": self.family, "network": self.network,
-                "address_type": self.address_type, "account": self.account,
-                "change": self.change}  # fmt: skip
+        return {
+            "wallet_id": self.wallet_id,
+            "family": self.family,
+            "network": self.network,
+            "address_type": self.address_type,
+            "account": self.account,
+            "change": self.change,
+        }
 
 
 def wallet_context(tenant_id: str, wallet_id: str) -> Context:
@@ -55,14 +60,32 @@ def wallet_context(tenant_id: str, wallet_id: str) -> Context:
 
 _w, _c = wallets.c, wallet_counters.c
 _COLUMNS = (
-    _w.id, _w.tenant_id, _w.name, _w.fingerprint, _w.secret, _w.key_id, _w.created_ms,
-    _w.exported, _w.deleted_ms, _w.seq, _w.seed_key,
-)  # fmt: skip
+    _w.id,
+    _w.tenant_id,
+    _w.name,
+    _w.fingerprint,
+    _w.secret,
+    _w.key_id,
+    _w.created_ms,
+    _w.exported,
+    _w.deleted_ms,
+    _w.seq,
+    _w.seed_key,
+)
 _INSERT = Prepared(
     insert(wallets),
-    ("id", "tenant_id", "name", "fingerprint", "secret", "key_id", "created_ms", "exported",
-     "seed_key"),
-)  # fmt: skip
+    (
+        "id",
+        "tenant_id",
+        "name",
+        "fingerprint",
+        "secret",
+        "key_id",
+        "created_ms",
+        "exported",
+        "seed_key",
+    ),
+)
 _GET = Prepared(
     select(*_COLUMNS).where(
         _w.tenant_id == bindparam("tenant_id"),
@@ -111,10 +134,13 @@ _RESEAL = Prepared(
     .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
 )
 _CHAIN = (
-    (_c.wallet_id == bindparam("wallet_id")) & (_c.family == bindparam("family"))
-    & (_c.network == bindparam("network")) & (_c.address_type == bindparam("address_type"))
-    & (_c.account == bindparam("account")) & (_c.change == bindparam("change"))
-)  # fmt: skip
+    (_c.wallet_id == bindparam("wallet_id"))
+    & (_c.family == bindparam("family"))
+    & (_c.network == bindparam("network"))
+    & (_c.address_type == bindparam("address_type"))
+    & (_c.account == bindparam("account"))
+    & (_c.change == bindparam("change"))
+)
 _NEXT = Prepared(select(_c.next_index).where(_CHAIN))
 _INSERT_NEXT = Prepared(
     insert(wallet_counters),
@@ -134,24 +160,43 @@ _RAISE_NEXT = Prepared(
 
 
 def _row(r: Any) -> WalletRow:
-    return WalletRow(r[0], r[1], r[2], r[3], bytes(r[4]), r[5], int(r[6]), bool(r[7]),
-                     None if r[8] is None else int(r[8]), int(r[9]), r[10])  # fmt: skip
+    return WalletRow(
+        r[0],
+        r[1],
+        r[2],
+        r[3],
+        bytes(r[4]),
+        r[5],
+        int(r[6]),
+        bool(r[7]),
+        None if r[8] is None else int(r[8]),
+        int(r[9]),
+        r[10],
+    )
 
 
 class Wallets:
     @staticmethod
     async def insert(tx: Tx, row: WalletRow) -> bool:
         """False when the name or the seed is taken in the tenant (the caller says which)."""
-        params = {"id": row.id, "tenant_id": row.tenant_id, "name": row.name,
-                  "fingerprint": row.fingerprint, "secret": row.secret, "key_id": row.key_id,
-                  "created_ms": row.created_ms, "exported": 0,
-                  "seed_key": row.seed_key}  # fmt: skip
+        params = {
+            "id": row.id,
+            "tenant_id": row.tenant_id,
+            "name": row.name,
+            "fingerprint": row.fingerprint,
+            "secret": row.secret,
+            "key_id": row.key_id,
+            "created_ms": row.created_ms,
+            "exported": 0,
+            "seed_key": row.seed_key,
+        }
         return await insert_new(tx, _INSERT, params)
 
     @staticmethod
     async def with_seed_key(tx: Tx, tenant_id: str, seed_key: str) -> WalletRow | None:
-        found = (await tx.execute(_BY_SEED_KEY, {"tenant_id": tenant_id,
-                                                 "seed_key": seed_key})).first()  # fmt: skip
+        found = (
+            await tx.execute(_BY_SEED_KEY, {"tenant_id": tenant_id, "seed_key": seed_key})
+        ).first()
         return None if found is None else _row(found)
 
     @staticmethod
@@ -194,8 +239,7 @@ class Wallets:
 
     @staticmethod
     async def reseal(tx: Tx, seq: int, old_key_id: str, secret: bytes, key_id: str) -> bool:
-        params = {"seq": seq, "old_key_id": old_key_id, "new_secret": secret,
-                  "new_key_id": key_id}  # fmt: skip
+        params = {"seq": seq, "old_key_id": old_key_id, "new_secret": secret, "new_key_id": key_id}
         return bool((await tx.execute(_RESEAL, params)).rowcount)
 
 
@@ -226,9 +270,11 @@ class Counters:
         if held is not None and held + count <= limit:
             return None  # another transaction created the counter after our update ran
         if held is not None or count > limit:
-            raise ChainFull(f"this chain has {max(0, limit - (held or 0))} unused indices "
-                            f"below 2^31 ({count} asked); derive under another account "
-                            "number")  # fmt: skip
+            raise ChainFull(
+                f"this chain has {max(0, limit - (held or 0))} unused indices "
+                f"below 2^31 ({count} asked); derive under another account "
+                "number"
+            )
         made = await insert_new(tx, _INSERT_NEXT, {**chain.params(), "next_index": count})
         return 0 if made else None
 
@@ -261,18 +307,39 @@ class WalletMultisigRow:
 
 
 _m = wallet_multisigs.c
-_MS_COLUMNS = (_m.id, _m.tenant_id, _m.wallet_id, _m.family, _m.network, _m.address_type,
-               _m.threshold, _m.account, _m.xpubs, _m.descriptor, _m.created_ms,
-               _m.mac)  # fmt: skip
+_MS_COLUMNS = (
+    _m.id,
+    _m.tenant_id,
+    _m.wallet_id,
+    _m.family,
+    _m.network,
+    _m.address_type,
+    _m.threshold,
+    _m.account,
+    _m.xpubs,
+    _m.descriptor,
+    _m.created_ms,
+    _m.mac,
+)
 
 
 def _multisig(integrity: Integrity, r: Any) -> WalletMultisigRow:
     """The row, if its MAC holds: its members and descriptor decide every address a new
     index derives, so a writer's co-signer key must never reach a derivation."""
     integrity.check(WALLET_MULTISIGS, r._mapping, f"the multisig registration {r.id!r}")
-    return WalletMultisigRow(r.id, r.tenant_id, r.wallet_id, r.family, r.network,
-                             r.address_type, int(r.threshold), int(r.account),
-                             json.loads(r.xpubs), r.descriptor, int(r.created_ms))  # fmt: skip
+    return WalletMultisigRow(
+        r.id,
+        r.tenant_id,
+        r.wallet_id,
+        r.family,
+        r.network,
+        r.address_type,
+        int(r.threshold),
+        int(r.account),
+        json.loads(r.xpubs),
+        r.descriptor,
+        int(r.created_ms),
+    )
 
 
 class WalletMultisigs:
@@ -287,8 +354,9 @@ class WalletMultisigs:
     async def get(
         tx: Tx, integrity: Integrity, tenant_id: str, wallet_id: str, ms_id: str
     ) -> WalletMultisigRow | None:
-        stmt = select(*_MS_COLUMNS).where(_m.tenant_id == tenant_id, _m.wallet_id == wallet_id,
-                                          _m.id == ms_id)  # fmt: skip
+        stmt = select(*_MS_COLUMNS).where(
+            _m.tenant_id == tenant_id, _m.wallet_id == wallet_id, _m.id == ms_id
+        )
         found = (await tx.execute(stmt)).first()
         return None if found is None else _multisig(integrity, found)
 
@@ -303,6 +371,10 @@ class WalletMultisigs:
     async def of_wallet(
         tx: Tx, integrity: Integrity, tenant_id: str, wallet_id: str
     ) -> list[WalletMultisigRow]:
-        stmt = select(*_MS_COLUMNS).where(_m.tenant_id == tenant_id, _m.wallet_id == wallet_id
-                                          ).order_by(_m.seq).limit(1000)  # fmt: skip
+        stmt = (
+            select(*_MS_COLUMNS)
+            .where(_m.tenant_id == tenant_id, _m.wallet_id == wallet_id)
+            .order_by(_m.seq)
+            .limit(1000)
+        )
         return [_multisig(integrity, r) for r in (await tx.execute(stmt)).all()]

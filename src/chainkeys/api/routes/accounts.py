@@ -57,10 +57,13 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
 
     async def list_accounts(request: Request, principal: Principal) -> Response:
         page = await services_of(request).accounts.list(
-            principal, family, limit.read(request), params.CURSOR.read(request),
+            principal,
+            family,
+            limit.read(request),
+            params.CURSOR.read(request),
             network.read(request),
             params.PREFIX.read(request),  # given empty: refused (a search for nothing)
-        )  # fmt: skip
+        )
         return ok(shape.listed(page))
 
     option_names = frozenset(spec.name for spec in FAMILIES[family].option_specs)
@@ -95,47 +98,81 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
     base, item = f"/{family}", f"/{family}/{{accountName}}"
     name = ACCOUNT_NAMES[family]
     listing = Doc(
-        f"list{title}Accounts", f"List the caller's {title} accounts", title,
-        shape.list_response, ("400", *ERRORS_AUTH),
+        f"list{title}Accounts",
+        f"List the caller's {title} accounts",
+        title,
+        shape.list_response,
+        ("400", *ERRORS_AUTH),
         parameters=(limit, params.CURSOR, network, params.PREFIX),
-    )  # fmt: skip
+    )
     following = [f"{verb}{title}Account" for verb in ("get", "delete", "export")]
     following.append(f"delete{title}AccountMoon")
     following += [operation_id(family, k) for k in FAMILIES[family].signers]
     creating = Doc(
-        f"create{title}Account", f"Create (generate) or import a {title} account", title,
-        shape.account_response, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
-        request=create_type, request_required=False, parameters=(params.IDEMPOTENCY_KEY,),
+        f"create{title}Account",
+        f"Create (generate) or import a {title} account",
+        title,
+        shape.account_response,
+        ("400", "408", "409", "413", "415", *ERRORS_AUTH),
+        request=create_type,
+        request_required=False,
+        parameters=(params.IDEMPOTENCY_KEY,),
         links=links(following, accountName=shape.address_at),
-    )  # fmt: skip
+    )
     getting = Doc(
-        f"get{title}Account", f"Look up one {title} account by name", title,
-        shape.account_response, ("400", "404", *ERRORS_AUTH), parameters=(name,),
-    )  # fmt: skip
+        f"get{title}Account",
+        f"Look up one {title} account by name",
+        title,
+        shape.account_response,
+        ("400", "404", *ERRORS_AUTH),
+        parameters=(name,),
+    )
     deleting = Doc(
-        f"delete{title}Account", f"Delete one {title} account (restorable while retained)",
-        title, s.MessageResponse, ("400", "404", *ERRORS_AUTH), parameters=(name,),
-    )  # fmt: skip
+        f"delete{title}Account",
+        f"Delete one {title} account (restorable while retained)",
+        title,
+        s.MessageResponse,
+        ("400", "404", *ERRORS_AUTH),
+        parameters=(name,),
+    )
     moon_delete = Doc(
-        f"delete{title}AccountMoon", f"Delete one {title} account (Moon's path)", title,
-        s.MessageResponse, ("400", "404", *ERRORS_AUTH), parameters=(name,),
-    )  # fmt: skip
+        f"delete{title}AccountMoon",
+        f"Delete one {title} account (Moon's path)",
+        title,
+        s.MessageResponse,
+        ("400", "404", *ERRORS_AUTH),
+        parameters=(name,),
+    )
     exporting = Doc(
-        f"export{title}Account", f"Export one {title} account's private key (Moon's path)",
-        title, shape.account_response, ("400", "404", *ERRORS_AUTH), parameters=(name,),
+        f"export{title}Account",
+        f"Export one {title} account's private key (Moon's path)",
+        title,
+        shape.account_response,
+        ("400", "404", *ERRORS_AUTH),
+        parameters=(name,),
         description="Only when the server has CHAINKEYS_EXPORT_ENABLED and the token the "
         "`export` scope. The key is in the family's import form (hex for Cosmos, WIF for "
         "Dogecoin/Litecoin, legacy WIF for EOS), with the BIP32 path of a mnemonic import. "
         "Audited; answered with Cache-Control: no-store.",
-    )  # fmt: skip
+    )
     return [
-        resource(base, {"GET": Op(list_accounts, "read", family, listing),
-                        "POST": Op(create_account, "create", family, creating)}),
-        resource(item, {"GET": Op(get_account, "read", family, getting),
-                        "DELETE": Op(delete_account, "delete", family, deleting)}),
+        resource(
+            base,
+            {
+                "GET": Op(list_accounts, "read", family, listing),
+                "POST": Op(create_account, "create", family, creating),
+            },
+        ),
+        resource(
+            item,
+            {
+                "GET": Op(get_account, "read", family, getting),
+                "DELETE": Op(delete_account, "delete", family, deleting),
+            },
+        ),
         resource(f"{item}/delete", {"POST": Op(delete_account, "delete", family, moon_delete)}),
         resource(f"{item}/export", {"POST": Op(export_account, "export", family, exporting)}),
-    ]  # fmt: skip
+    ]
 
 
 def account_routes(list_max_limit: int) -> list[Route]:

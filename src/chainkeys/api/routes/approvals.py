@@ -23,8 +23,13 @@ from chainkeys.approvals.service import ApprovalView
 from chainkeys.tokens.service import Principal
 
 TAG = "Approvals"
-DECISION = params.Param("decision", "query", params.enum(("approve", "reject")),
-                        "the vote to sign: approve or reject", required=True)  # fmt: skip
+DECISION = params.Param(
+    "decision",
+    "query",
+    params.enum(("approve", "reject")),
+    "the vote to sign: approve or reject",
+    required=True,
+)
 
 
 def approval(view: ApprovalView, who: Principal) -> aps.Approval:
@@ -48,8 +53,9 @@ async def list_approvals(request: Request, principal: Principal) -> Response:
     views, cursor = await services_of(request).approvals.page(
         principal, params.APPROVAL_STATE.read(request), *paged(request)
     )
-    data = aps.ApprovalList(approvals=[approval(v, principal) for v in views],
-                            next_cursor=cursor or UNSET)  # fmt: skip
+    data = aps.ApprovalList(
+        approvals=[approval(v, principal) for v in views], next_cursor=cursor or UNSET
+    )
     return ok(s.Envelope(success=True, message="approvals listed", data=data))
 
 
@@ -85,8 +91,9 @@ async def reject(request: Request, principal: Principal) -> Response:
 
 async def challenge(request: Request, principal: Principal) -> Response:
     decision = DECISION.read(request)
-    options = await services_of(request).approvals.challenge(principal, approval_id(request),
-                                                             decision)  # fmt: skip
+    options = await services_of(request).approvals.challenge(
+        principal, approval_id(request), decision
+    )
     return ok(s.Envelope(success=True, message=f"sign this to {decision}", data=options))
 
 
@@ -99,42 +106,78 @@ def approval_routes(list_max_limit: int) -> list[Route]:
     item = (params.APPROVAL_ID,)
     errors = ("400", "403", "404", "409", *ERRORS_AUTH)
     docs = {
-        "list": Doc("listApprovals", "Approval requests the caller may see", TAG,
-                    aps.ApprovalListResponse, ("400", *ERRORS_AUTH),
-                    parameters=(params.APPROVAL_STATE, params.limit(list_max_limit),
-                                params.CURSOR),
-                    description="The requests the caller's token made, and, for an approver "
-                    "(`approve` scope), those of its group."),
-        "get": Doc("getApproval", "One approval request (with the signed result once signed)",
-                   TAG, aps.ApprovalResponse, ("404", *ERRORS_AUTH), parameters=item,
-                   response_examples={"pending": aps.APPROVAL_EXAMPLE}),
-        "approve": Doc("approveApproval", "Approve, on the digest you looked at", TAG,
-                       aps.ApprovalResponse, errors, request=aps.ApproveBody, parameters=item,
-                       examples={"approve": {"digest": aps.APPROVAL_EXAMPLE["data"]["digest"]}},
-                       description="Approvers of the request's group only; never the requester "
-                       "or a token with its label; one vote per person. The vote that reaches "
-                       "the quorum signs (the policy and caps are checked again). On a request "
-                       "whose rule says `passkey`, the vote carries `assertion` or `signature` "
-                       "(GET /approvals/{id}/challenge). Beyond the schema: `assertion` is "
-                       "WebAuthn's free-form response object, and a text in it holding NUL "
-                       "or an unpaired surrogate is refused (400 `invalid_text`)."),
-        "reject": Doc("rejectApproval", "Reject (one rejection ends the request)", TAG,
-                      aps.ApprovalResponse, errors, request=aps.RejectBody,
-                      request_required=False, parameters=item,
-                      examples={"reject": {"reason": "unknown payee"}},
-                      description="On a request whose rule says `passkey`, the rejection "
-                      "carries `assertion` or `signature` as an approval does. Beyond the "
-                      "schema: a text in `assertion` holding NUL or an unpaired surrogate is "
-                      "refused (400 `invalid_text`)."),
-        "cancel": Doc("cancelApproval", "Cancel your own pending request", TAG,
-                      aps.ApprovalResponse, errors, parameters=item),
-        "challenge": Doc("approvalChallenge", "WebAuthn request options to sign a vote with",
-                         TAG, aps.OptionsResponse, errors, parameters=(*item, DECISION),
-                         description="Their `challenge` is SHA-256(\"chainkeys approval v1\" "
-                         "|| id || digest || decision), allowing the caller's passkeys; a script "
-                         "key (chainkeys approver add-key) signs the same 32 bytes. Needs "
-                         "CHAINKEYS_PUBLIC_URL."),
-    }  # fmt: skip
+        "list": Doc(
+            "listApprovals",
+            "Approval requests the caller may see",
+            TAG,
+            aps.ApprovalListResponse,
+            ("400", *ERRORS_AUTH),
+            parameters=(params.APPROVAL_STATE, params.limit(list_max_limit), params.CURSOR),
+            description="The requests the caller's token made, and, for an approver "
+            "(`approve` scope), those of its group.",
+        ),
+        "get": Doc(
+            "getApproval",
+            "One approval request (with the signed result once signed)",
+            TAG,
+            aps.ApprovalResponse,
+            ("404", *ERRORS_AUTH),
+            parameters=item,
+            response_examples={"pending": aps.APPROVAL_EXAMPLE},
+        ),
+        "approve": Doc(
+            "approveApproval",
+            "Approve, on the digest you looked at",
+            TAG,
+            aps.ApprovalResponse,
+            errors,
+            request=aps.ApproveBody,
+            parameters=item,
+            examples={"approve": {"digest": aps.APPROVAL_EXAMPLE["data"]["digest"]}},
+            description="Approvers of the request's group only; never the requester "
+            "or a token with its label; one vote per person. The vote that reaches "
+            "the quorum signs (the policy and caps are checked again). On a request "
+            "whose rule says `passkey`, the vote carries `assertion` or `signature` "
+            "(GET /approvals/{id}/challenge). Beyond the schema: `assertion` is "
+            "WebAuthn's free-form response object, and a text in it holding NUL "
+            "or an unpaired surrogate is refused (400 `invalid_text`).",
+        ),
+        "reject": Doc(
+            "rejectApproval",
+            "Reject (one rejection ends the request)",
+            TAG,
+            aps.ApprovalResponse,
+            errors,
+            request=aps.RejectBody,
+            request_required=False,
+            parameters=item,
+            examples={"reject": {"reason": "unknown payee"}},
+            description="On a request whose rule says `passkey`, the rejection "
+            "carries `assertion` or `signature` as an approval does. Beyond the "
+            "schema: a text in `assertion` holding NUL or an unpaired surrogate is "
+            "refused (400 `invalid_text`).",
+        ),
+        "cancel": Doc(
+            "cancelApproval",
+            "Cancel your own pending request",
+            TAG,
+            aps.ApprovalResponse,
+            errors,
+            parameters=item,
+        ),
+        "challenge": Doc(
+            "approvalChallenge",
+            "WebAuthn request options to sign a vote with",
+            TAG,
+            aps.OptionsResponse,
+            errors,
+            parameters=(*item, DECISION),
+            description='Their `challenge` is SHA-256("chainkeys approval v1" '
+            "|| id || digest || decision), allowing the caller's passkeys; a script "
+            "key (chainkeys approver add-key) signs the same 32 bytes. Needs "
+            "CHAINKEYS_PUBLIC_URL.",
+        ),
+    }
     return [
         resource(
             "/approvals", {"GET": Op(list_approvals, AUTHENTICATED, BY_REQUEST, docs["list"])}

@@ -23,17 +23,21 @@ from chainkeys.clock import iso
 from chainkeys.tokens.service import Principal
 
 TAG = "Approvers"
-CREDENTIAL = params.Param("id", "path", Annotated[str, Meta(min_length=1, max_length=40)],
-                          "the credential's id (apc_…)")  # fmt: skip
+CREDENTIAL = params.Param(
+    "id", "path", Annotated[str, Meta(min_length=1, max_length=40)], "the credential's id (apc_…)"
+)
 
 
 def credential(row: CredentialRow) -> aps.Credential:
     return aps.Credential(
-        id=row.id, kind=row.kind, label=row.label, group=row.approver_group,
+        id=row.id,
+        kind=row.kind,
+        label=row.label,
+        group=row.approver_group,
         created_at=iso(row.created_ms),
         last_used_at=iso(row.last_used_ms) if row.last_used_ms else UNSET,
         revoked_at=iso(row.revoked_ms) if row.revoked_ms else UNSET,
-    )  # fmt: skip
+    )
 
 
 async def creation_options(request: Request, principal: Principal) -> Response:
@@ -44,8 +48,9 @@ async def creation_options(request: Request, principal: Principal) -> Response:
 
 async def register(request: Request, principal: Principal) -> Response:
     body = await required_body(request, aps.CredentialBody)
-    row = await services_of(request).approvals.passkeys.register(principal, body.code,
-                                                                 body.credential)  # fmt: skip
+    row = await services_of(request).approvals.passkeys.register(
+        principal, body.code, body.credential
+    )
     data = aps.CredentialCreated(id=row.id, created_at=iso(row.created_ms))
     return ok(s.Envelope(success=True, message="passkey enrolled", data=data))
 
@@ -64,35 +69,65 @@ async def remove(request: Request, principal: Principal) -> Response:
 def approver_routes() -> list[Route]:
     errors = ("400", "403", "404", "409", *ERRORS_AUTH)
     docs = {
-        "options": Doc("approverCredentialOptions", "WebAuthn creation options for an "
-                       "enrolment code", TAG, aps.CreationOptionsResponse, errors,
-                       request=aps.EnrolCode,
-                       examples={"code": {"code": "cki_3q2-7wVb1XyZ0aBcDeFgHi"}},
-                       description="The code is an operator's (chainkeys approver invite: 15 "
-                       "minutes, for this token's label and group). Resident key and user "
-                       "verification required; the RP is CHAINKEYS_PUBLIC_URL's host. Beyond "
-                       "the schema: without CHAINKEYS_PUBLIC_URL on the server, 400 "
-                       "`passkeys_not_configured`."),
-        "register": Doc("registerApproverCredential", "Enrol a passkey (spends the code)", TAG,
-                        aps.CredentialCreatedResponse, errors, request=aps.CredentialBody,
-                        description="`credential` is the authenticator's registration "
-                        "response (PublicKeyCredential.toJSON()). Beyond the schema: it must "
-                        "be an attestation made for this server's challenge and origin (400 "
-                        "`registration_invalid`); without CHAINKEYS_PUBLIC_URL, 400 "
-                        "`passkeys_not_configured`."),
-        "list": Doc("listApproverCredentials", "Your passkeys and keys", TAG,
-                    aps.CredentialListResponse, ERRORS_AUTH),
-        "remove": Doc("removeApproverCredential", "Revoke one of your credentials", TAG,
-                      aps.CredentialResponse, ("404", *ERRORS_AUTH), parameters=(CREDENTIAL,),
-                      description="Its signatures count no more, on votes already cast too "
-                      "(they are verified again when the quorum signs)."),
-    }  # fmt: skip
+        "options": Doc(
+            "approverCredentialOptions",
+            "WebAuthn creation options for an enrolment code",
+            TAG,
+            aps.CreationOptionsResponse,
+            errors,
+            request=aps.EnrolCode,
+            examples={"code": {"code": "cki_3q2-7wVb1XyZ0aBcDeFgHi"}},
+            description="The code is an operator's (chainkeys approver invite: 15 "
+            "minutes, for this token's label and group). Resident key and user "
+            "verification required; the RP is CHAINKEYS_PUBLIC_URL's host. Beyond "
+            "the schema: without CHAINKEYS_PUBLIC_URL on the server, 400 "
+            "`passkeys_not_configured`.",
+        ),
+        "register": Doc(
+            "registerApproverCredential",
+            "Enrol a passkey (spends the code)",
+            TAG,
+            aps.CredentialCreatedResponse,
+            errors,
+            request=aps.CredentialBody,
+            description="`credential` is the authenticator's registration "
+            "response (PublicKeyCredential.toJSON()). Beyond the schema: it must "
+            "be an attestation made for this server's challenge and origin (400 "
+            "`registration_invalid`); without CHAINKEYS_PUBLIC_URL, 400 "
+            "`passkeys_not_configured`.",
+        ),
+        "list": Doc(
+            "listApproverCredentials",
+            "Your passkeys and keys",
+            TAG,
+            aps.CredentialListResponse,
+            ERRORS_AUTH,
+        ),
+        "remove": Doc(
+            "removeApproverCredential",
+            "Revoke one of your credentials",
+            TAG,
+            aps.CredentialResponse,
+            ("404", *ERRORS_AUTH),
+            parameters=(CREDENTIAL,),
+            description="Its signatures count no more, on votes already cast too "
+            "(they are verified again when the quorum signs).",
+        ),
+    }
     return [
-        resource("/approvers/me/credentials/options",
-                 {"POST": Op(creation_options, "approve", NONE, docs["options"])}),
-        resource("/approvers/me/credentials",
-                 {"GET": Op(list_credentials, "approve", NONE, docs["list"]),
-                  "POST": Op(register, "approve", NONE, docs["register"])}),
-        resource("/approvers/me/credentials/{id}",
-                 {"DELETE": Op(remove, "approve", NONE, docs["remove"])}),
-    ]  # fmt: skip
+        resource(
+            "/approvers/me/credentials/options",
+            {"POST": Op(creation_options, "approve", NONE, docs["options"])},
+        ),
+        resource(
+            "/approvers/me/credentials",
+            {
+                "GET": Op(list_credentials, "approve", NONE, docs["list"]),
+                "POST": Op(register, "approve", NONE, docs["register"]),
+            },
+        ),
+        resource(
+            "/approvers/me/credentials/{id}",
+            {"DELETE": Op(remove, "approve", NONE, docs["remove"])},
+        ),
+    ]

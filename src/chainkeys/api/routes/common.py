@@ -82,7 +82,8 @@ def resource(path: str, ops: dict[str, Op]) -> Route:
             principal = await authorize(request, op.scope, op.family)
             if request.method not in READS:  # a change is audited: AUDIT_REQUIRED, first
                 await services_of(request).audit.require_devices(
-                    principal, request.method, request.url.path)  # fmt: skip
+                    principal, request.method, request.url.path
+                )
             if op.scope != "sign":  # a sign handler reads (and audits) its own refusal
                 oversize(request)
             return await op.handler(request, principal)  # type: ignore[call-arg]

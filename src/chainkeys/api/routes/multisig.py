@@ -42,13 +42,20 @@ DESCRIPTION = (
 
 
 def answer(view: MultisigView) -> ms.MultisigResponse:
-    members = [ms.MultisigMember(public_key=m.public_key, held=m.account is not None,
-                                 account=m.account) for m in view.members]  # fmt: skip
+    members = [
+        ms.MultisigMember(public_key=m.public_key, held=m.account is not None, account=m.account)
+        for m in view.members
+    ]
     data = ms.MultisigAccount(
-        family=view.family, network=view.network, name=view.address, address=view.address,
-        address_type=view.multisig.address_type, threshold=view.multisig.threshold,
-        members=members, created_at=iso(view.created_ms),
-    )  # fmt: skip
+        family=view.family,
+        network=view.network,
+        name=view.address,
+        address=view.address,
+        address_type=view.multisig.address_type,
+        threshold=view.multisig.threshold,
+        members=members,
+        created_at=iso(view.created_ms),
+    )
     if view.descriptor is not None:
         data.descriptor = view.descriptor
     pubkey = view.multisig.public_json()
@@ -65,8 +72,9 @@ def family_routes(family: str) -> list[Route]:
     async def register(request: Request, principal: Principal) -> Response:
         body: Any = await json_body(request, ms.MULTISIG_CREATES[family])
         if body is None:
-            raise BadRequest("a body with threshold and public_keys is required",
-                             code="invalid_multisig")  # fmt: skip
+            raise BadRequest(
+                "a body with threshold and public_keys is required", code="invalid_multisig"
+            )
         view = await services_of(request).multisig.register(
             principal,
             family,
@@ -82,25 +90,35 @@ def family_routes(family: str) -> list[Route]:
         return ok(answer(view_of(row)))
 
     following = [f"get{title}Multisig", f"get{title}Account", f"delete{title}Account"]
-    following += [operation_id(family, k) for k in FAMILIES_BY_NAME[family].signers
-                  if k.path in MULTISIG_KINDS]  # fmt: skip
+    following += [
+        operation_id(family, k)
+        for k in FAMILIES_BY_NAME[family].signers
+        if k.path in MULTISIG_KINDS
+    ]
     if combined is not None:
         following.append(f"combine{title}Multisig")
     registering = Doc(
-        f"register{title}Multisig", f"Register an m-of-n {title} multisig account", title,
-        ms.MultisigResponse, ("400", "408", "409", "413", "415", *ERRORS_AUTH),
-        request=ms.MULTISIG_CREATES[family], description=DESCRIPTION,
+        f"register{title}Multisig",
+        f"Register an m-of-n {title} multisig account",
+        title,
+        ms.MultisigResponse,
+        ("400", "408", "409", "413", "415", *ERRORS_AUTH),
+        request=ms.MULTISIG_CREATES[family],
+        description=DESCRIPTION,
         links=links(following, accountName="$response.body#/data/address"),
-    )  # fmt: skip
+    )
     getting = Doc(
-        f"get{title}Multisig", f"A {title} multisig account's members and descriptor", title,
-        ms.MultisigResponse, ("400", "404", *ERRORS_AUTH), parameters=(ACCOUNT_NAMES[family],),
-    )  # fmt: skip
+        f"get{title}Multisig",
+        f"A {title} multisig account's members and descriptor",
+        title,
+        ms.MultisigResponse,
+        ("400", "404", *ERRORS_AUTH),
+        parameters=(ACCOUNT_NAMES[family],),
+    )
     routes = [
         resource(f"/{family}/multisig", {"POST": Op(register, "create", family, registering)}),
-        resource(f"/{family}/{{accountName}}/multisig",
-                 {"GET": Op(get, "read", family, getting)}),
-    ]  # fmt: skip
+        resource(f"/{family}/{{accountName}}/multisig", {"GET": Op(get, "read", family, getting)}),
+    ]
     if combined is not None:
         routes.append(combine_route(family, combined))
     return routes
@@ -115,8 +133,9 @@ def combine_route(family: str, combined: type) -> Route:
     async def combine(request: Request, principal: Principal) -> Response:
         body = await json_body(request, ms.CombineRequest)
         if body is None:
-            raise BadRequest("a body with signDoc and signatures is required",
-                             code="invalid_sign_request")  # fmt: skip
+            raise BadRequest(
+                "a body with signDoc and signatures is required", code="invalid_sign_request"
+            )
         pairs = [(s.pub_key.value, s.signature) for s in body.signatures]
         signed = await services_of(request).signing.combine(
             principal, family, path_name(request, family), body.signDoc, pairs
@@ -124,9 +143,12 @@ def combine_route(family: str, combined: type) -> Route:
         return ok(answered(success=True, message="combined", data=signed.data))
 
     combining = Doc(
-        f"combine{title}Multisig", f"Assemble a {title} multisig transaction from its "
-        "members' signatures", title, answered,
-        ("400", "404", "408", "413", "415", *ERRORS_AUTH), request=ms.CombineRequest,
+        f"combine{title}Multisig",
+        f"Assemble a {title} multisig transaction from its members' signatures",
+        title,
+        answered,
+        ("400", "404", "408", "413", "415", *ERRORS_AUTH),
+        request=ms.CombineRequest,
         parameters=(ACCOUNT_NAMES[family],),
         description="The amino StdSignDoc every member signed (read in full, as sign-amino "
         "reads it) and at least threshold member signatures; each is verified. The answer "
@@ -134,9 +156,10 @@ def combine_route(family: str, combined: type) -> Route:
         f"to broadcast. Nothing is signed here. Beyond the schema: the account is a {title} "
         "multisig (else 400 `not_multisig`), the document is its, each signature its "
         "member's over it (`invalid_signature`).",
-    )  # fmt: skip
-    return resource(f"/{family}/{{accountName}}/combine",
-                    {"POST": Op(combine, "sign", family, combining)})  # fmt: skip
+    )
+    return resource(
+        f"/{family}/{{accountName}}/combine", {"POST": Op(combine, "sign", family, combining)}
+    )
 
 
 def multisig_routes() -> list[Route]:
@@ -149,22 +172,42 @@ def multisig_routes() -> list[Route]:
 def wallet_multisig(view: WalletMultisigView) -> ms.WalletMultisig:
     r = view.row
     return ms.WalletMultisig(
-        id=r.id, wallet=r.wallet_id, family=r.family, network=r.network,
-        address_type=r.address_type, threshold=r.threshold, account=r.account, path=view.path,
-        key=view.own_key, xpubs=r.xpubs, descriptor=r.descriptor, created_at=iso(r.created_ms),
-    )  # fmt: skip
+        id=r.id,
+        wallet=r.wallet_id,
+        family=r.family,
+        network=r.network,
+        address_type=r.address_type,
+        threshold=r.threshold,
+        account=r.account,
+        path=view.path,
+        key=view.own_key,
+        xpubs=r.xpubs,
+        descriptor=r.descriptor,
+        created_at=iso(r.created_ms),
+    )
 
 
 async def create_wallet_multisig(request: Request, principal: Principal) -> Response:
     body = await json_body(request, ms.WalletMultisigCreate)
     if body is None:
-        raise BadRequest("a body with family, threshold and xpubs is required",
-                         code="invalid_multisig")  # fmt: skip
+        raise BadRequest(
+            "a body with family, threshold and xpubs is required", code="invalid_multisig"
+        )
     view = await services_of(request).wallet_multisig.create(
-        principal, wallet_ref(request), body.family, body.network, body.address_type,
-        body.threshold, body.xpubs, body.account)  # fmt: skip
-    return ok(ms.WalletMultisigResponse(success=True, message="multisig created",
-                                        data=wallet_multisig(view)))  # fmt: skip
+        principal,
+        wallet_ref(request),
+        body.family,
+        body.network,
+        body.address_type,
+        body.threshold,
+        body.xpubs,
+        body.account,
+    )
+    return ok(
+        ms.WalletMultisigResponse(
+            success=True, message="multisig created", data=wallet_multisig(view)
+        )
+    )
 
 
 async def list_wallet_multisigs(request: Request, principal: Principal) -> Response:
@@ -177,54 +220,91 @@ async def get_wallet_multisig(request: Request, principal: Principal) -> Respons
     view = await services_of(request).wallet_multisig.get(
         principal, wallet_ref(request), params.MULTISIG_ID.read(request)
     )
-    return ok(ms.WalletMultisigResponse(success=True, message="multisig",
-                                        data=wallet_multisig(view)))  # fmt: skip
+    return ok(
+        ms.WalletMultisigResponse(success=True, message="multisig", data=wallet_multisig(view))
+    )
 
 
 async def derive_wallet_multisig(request: Request, principal: Principal) -> Response:
     body = await json_body(request, ms.WalletMultisigDerive) or ms.WalletMultisigDerive()
     views = await services_of(request).wallet_multisig.derive(
-        principal, wallet_ref(request), params.MULTISIG_ID.read(request), body.index,
-        body.count, body.preview)  # fmt: skip
+        principal,
+        wallet_ref(request),
+        params.MULTISIG_ID.read(request),
+        body.index,
+        body.count,
+        body.preview,
+    )
     accounts = [answer(v).data for v in views]
-    return ok(ms.MultisigAccountsResponse(success=True, message="multisig accounts",
-                                          data=ms.MultisigAccounts(accounts=accounts)))  # fmt: skip
+    return ok(
+        ms.MultisigAccountsResponse(
+            success=True, message="multisig accounts", data=ms.MultisigAccounts(accounts=accounts)
+        )
+    )
 
 
 def wallet_multisig_routes() -> list[Route]:
     base = "/wallets/{wallet}/multisig"
-    creating = Doc("createWalletMultisig", "Make an HD multisig of this wallet "
-                   f"({', '.join(f.capitalize() for f in HD_FAMILIES)})",
-                   "Wallets", ms.WalletMultisigResponse,
-                   ("400", "403", "404", "408", "413", "415", *ERRORS_AUTH),
-                   request=ms.WalletMultisigCreate, parameters=(params.WALLET,),
-                   links=links(["getWalletMultisig", "deriveWalletMultisig"],
-                               wallet="$response.body#/data/wallet",
-                               multisig="$response.body#/data/id"),
-                   description="The wallet's BIP48 key (m/48'/coin'/account'/2' for p2wsh, "
-                   "1' for p2sh-p2wsh) is one member, the xpubs the others; the answer's "
-                   "descriptor imports into Core, Sparrow or Electrum to watch the same "
-                   "addresses. Beyond the schema: the threshold is at most the number of "
-                   "members, each xpub is of the body's network and distinct from the others "
-                   "and the wallet's own (400 `invalid_multisig`, `invalid_xpub`).")  # fmt: skip
-    listing = Doc("listWalletMultisigs", "This wallet's HD multisigs", "Wallets",
-                  ms.WalletMultisigListResponse, ("400", "404", *ERRORS_AUTH),
-                  parameters=(params.WALLET,))  # fmt: skip
-    getting = Doc("getWalletMultisig", "One HD multisig of this wallet", "Wallets",
-                  ms.WalletMultisigResponse, ("400", "404", *ERRORS_AUTH),
-                  parameters=(params.WALLET, params.MULTISIG_ID))  # fmt: skip
-    deriving = Doc("deriveWalletMultisig", "The multisig accounts of the next indices (or of "
-                   "one index)", "Wallets", ms.MultisigAccountsResponse,
-                   ("400", "404", "408", "409", "413", "415", *ERRORS_AUTH),
-                   request=ms.WalletMultisigDerive, request_required=False,
-                   parameters=(params.WALLET, params.MULTISIG_ID),
-                   description="Beyond the schema: index + count stays below 2^31 (400 "
-                   "`invalid_index`).")  # fmt: skip
+    creating = Doc(
+        "createWalletMultisig",
+        f"Make an HD multisig of this wallet ({', '.join(f.capitalize() for f in HD_FAMILIES)})",
+        "Wallets",
+        ms.WalletMultisigResponse,
+        ("400", "403", "404", "408", "413", "415", *ERRORS_AUTH),
+        request=ms.WalletMultisigCreate,
+        parameters=(params.WALLET,),
+        links=links(
+            ["getWalletMultisig", "deriveWalletMultisig"],
+            wallet="$response.body#/data/wallet",
+            multisig="$response.body#/data/id",
+        ),
+        description="The wallet's BIP48 key (m/48'/coin'/account'/2' for p2wsh, "
+        "1' for p2sh-p2wsh) is one member, the xpubs the others; the answer's "
+        "descriptor imports into Core, Sparrow or Electrum to watch the same "
+        "addresses. Beyond the schema: the threshold is at most the number of "
+        "members, each xpub is of the body's network and distinct from the others "
+        "and the wallet's own (400 `invalid_multisig`, `invalid_xpub`).",
+    )
+    listing = Doc(
+        "listWalletMultisigs",
+        "This wallet's HD multisigs",
+        "Wallets",
+        ms.WalletMultisigListResponse,
+        ("400", "404", *ERRORS_AUTH),
+        parameters=(params.WALLET,),
+    )
+    getting = Doc(
+        "getWalletMultisig",
+        "One HD multisig of this wallet",
+        "Wallets",
+        ms.WalletMultisigResponse,
+        ("400", "404", *ERRORS_AUTH),
+        parameters=(params.WALLET, params.MULTISIG_ID),
+    )
+    deriving = Doc(
+        "deriveWalletMultisig",
+        "The multisig accounts of the next indices (or of one index)",
+        "Wallets",
+        ms.MultisigAccountsResponse,
+        ("400", "404", "408", "409", "413", "415", *ERRORS_AUTH),
+        request=ms.WalletMultisigDerive,
+        request_required=False,
+        parameters=(params.WALLET, params.MULTISIG_ID),
+        description="Beyond the schema: index + count stays below 2^31 (400 `invalid_index`).",
+    )
     return [
-        resource(base, {"GET": Op(list_wallet_multisigs, "read", NONE, listing),
-                        "POST": Op(create_wallet_multisig, "create", BY_REQUEST, creating)}),
-        resource(f"{base}/{{multisig}}",
-                 {"GET": Op(get_wallet_multisig, "read", BY_REQUEST, getting)}),
-        resource(f"{base}/{{multisig}}/accounts",
-                 {"POST": Op(derive_wallet_multisig, "create", BY_REQUEST, deriving)}),
-    ]  # fmt: skip
+        resource(
+            base,
+            {
+                "GET": Op(list_wallet_multisigs, "read", NONE, listing),
+                "POST": Op(create_wallet_multisig, "create", BY_REQUEST, creating),
+            },
+        ),
+        resource(
+            f"{base}/{{multisig}}", {"GET": Op(get_wallet_multisig, "read", BY_REQUEST, getting)}
+        ),
+        resource(
+            f"{base}/{{multisig}}/accounts",
+            {"POST": Op(derive_wallet_multisig, "create", BY_REQUEST, deriving)},
+        ),
+    ]

@@ -35,8 +35,22 @@ async def overview(request: Request, principal: Principal) -> Response:
 
 def overview_routes() -> list[Route]:
     return [
-        resource("/overview", {"GET": Op(overview, "read", NONE, Doc(
-            "overview", "The tenant at a glance: accounts per family, wallets, pending "
-            "approvals, signatures and refusals in the last 24 h", "Service",
-            s.OverviewResponse, ERRORS_AUTH))}),
-    ]  # fmt: skip
+        resource(
+            "/overview",
+            {
+                "GET": Op(
+                    overview,
+                    "read",
+                    NONE,
+                    Doc(
+                        "overview",
+                        "The tenant at a glance: accounts per family, wallets, pending "
+                        "approvals, signatures and refusals in the last 24 h",
+                        "Service",
+                        s.OverviewResponse,
+                        ERRORS_AUTH,
+                    ),
+                )
+            },
+        ),
+    ]

@@ -33,8 +33,12 @@ TAG = "Policy"
 
 
 # the example's request: the first family's sign-transfer example (Moon's transfer)
-_FAMILY, _TRANSFER = next((f.name, k.examples["moon"]) for f in FAMILIES.values()
-                          for k in f.signers if k.path == "sign-transfer")  # fmt: skip
+_FAMILY, _TRANSFER = next(
+    (f.name, k.examples["moon"])
+    for f in FAMILIES.values()
+    for k in f.signers
+    if k.path == "sign-transfer"
+)
 
 
 def _document(text: str | None) -> dict[str, Any] | None:
@@ -72,8 +76,10 @@ def _units(document: dict[str, Any] | None) -> dict[str, dict[str, ps.DenomUnit]
             for denom in rule.get(key) or {}:
                 unit = unit_of(family, denom)
                 out.setdefault(family, {})[denom] = ps.DenomUnit(
-                    base_unit=unit.base, unit=unit.display or UNSET,
-                    decimals=unit.decimals if unit.decimals is not None else UNSET)  # fmt: skip
+                    base_unit=unit.base,
+                    unit=unit.display or UNSET,
+                    decimals=unit.decimals if unit.decimals is not None else UNSET,
+                )
     return out
 
 
@@ -81,18 +87,25 @@ async def get_policy(request: Request, principal: Principal) -> Response:
     shown = await services_of(request).policies.show(principal.tenant)
     v = shown.version
     document = _shown_to(principal, v.document) if v else None
-    data = ps.PolicyShown(version=v.version if v else None, set=iso(v.created_ms) if v else None,
-                          policy=document, units=_units(document))  # fmt: skip
+    data = ps.PolicyShown(
+        version=v.version if v else None,
+        set=iso(v.created_ms) if v else None,
+        policy=document,
+        units=_units(document),
+    )
     return ok(s.Envelope(success=True, message="policy", data=data))
 
 
 async def policy_history(request: Request, principal: Principal) -> Response:
     versions = await services_of(request).policies.history(principal.tenant)
-    data = ps.PolicyHistory(versions=[
-        ps.PolicyVersion(version=v.version, set=iso(v.created_ms),
-                         policy=_shown_to(principal, v.document))
-        for v in versions
-    ])  # fmt: skip
+    data = ps.PolicyHistory(
+        versions=[
+            ps.PolicyVersion(
+                version=v.version, set=iso(v.created_ms), policy=_shown_to(principal, v.document)
+            )
+            for v in versions
+        ]
+    )
     return ok(s.Envelope(success=True, message="policy history", data=data))
 
 
@@ -102,10 +115,21 @@ async def test_policy(request: Request, principal: Principal) -> Response:
     if not principal.may_use(family):
         raise Forbidden(f"this token may not use {family} accounts")
     svc = services_of(request)
-    run = await dry_run(svc.db, opened(svc.barrier.integrity), svc.policies, principal, family,
-                        body.account, body.kind, body.request)  # fmt: skip
-    return ok(s.Envelope(success=True, message=f"the policy would {run.decision}",
-                         data=ps.decision_of(run)))  # fmt: skip
+    run = await dry_run(
+        svc.db,
+        opened(svc.barrier.integrity),
+        svc.policies,
+        principal,
+        family,
+        body.account,
+        body.kind,
+        body.request,
+    )
+    return ok(
+        s.Envelope(
+            success=True, message=f"the policy would {run.decision}", data=ps.decision_of(run)
+        )
+    )
 
 
 async def policy_usage(request: Request, principal: Principal) -> Response:
@@ -113,40 +137,112 @@ async def policy_usage(request: Request, principal: Principal) -> Response:
     for u in await services_of(request).policies.usage(principal):
         unit = unit_of(u.rule.family, u.denom)
         remaining = max(0, u.cap - u.spent)
-        caps.append(ps.CapUsage(
-            rule=u.rule.index, name=u.rule.name or UNSET, family=u.rule.family,
-            network=u.network, denom=u.denom, base_unit=unit.base, cap=str(u.cap),
-            spent=str(u.spent), remaining=str(remaining),
-            cap_display=_shown(u.cap, unit), spent_display=_shown(u.spent, unit),
-            remaining_display=_shown(remaining, unit),
-            unit=unit.display if unit.display is not None else UNSET,
-            decimals=unit.decimals if unit.decimals is not None else UNSET,
-        ))  # fmt: skip
+        caps.append(
+            ps.CapUsage(
+                rule=u.rule.index,
+                name=u.rule.name or UNSET,
+                family=u.rule.family,
+                network=u.network,
+                denom=u.denom,
+                base_unit=unit.base,
+                cap=str(u.cap),
+                spent=str(u.spent),
+                remaining=str(remaining),
+                cap_display=_shown(u.cap, unit),
+                spent_display=_shown(u.spent, unit),
+                remaining_display=_shown(remaining, unit),
+                unit=unit.display if unit.display is not None else UNSET,
+                decimals=unit.decimals if unit.decimals is not None else UNSET,
+            )
+        )
     data = ps.PolicyUsage(since_ms=now_ms() - DAY_MS, caps=caps)
     return ok(s.Envelope(success=True, message="daily caps used", data=data))
 
 
 def policy_routes() -> list[Route]:
     return [
-        resource("/policy", {"GET": Op(get_policy, "read", NONE, Doc(
-            "getPolicy", "The tenant's signing policy in force", TAG, ps.PolicyShownResponse,
-            ERRORS_AUTH))}),
-        resource("/policy/history", {"GET": Op(policy_history, "read", NONE, Doc(
-            "policyHistory", "Every version of the tenant's policy, oldest first", TAG,
-            ps.PolicyHistoryResponse, ERRORS_AUTH))}),
-        resource("/policy/usage", {"GET": Op(policy_usage, "read", NONE, Doc(
-            "policyUsage", "Each daily cap of the policy in force against its last 24 h "
-            "(the rules of the families the token may use)", TAG, ps.PolicyUsageResponse,
-            ERRORS_AUTH))}),
-        resource("/policy/test", {"POST": Op(test_policy, "read", BY_REQUEST, Doc(
-            "testPolicy", "What the policy in force would decide on a sign request, and "
-            "why: nothing signed, no key opened, no cap counted", TAG,
-            ps.PolicyDecisionResponse, ("400", "404", "408", "413", "415", *ERRORS_AUTH),
-            request=ps.PolicyTest, description="`request` is the body of the sign endpoint "
-            "`kind` names (its schema, by `kind`). Beyond the schema: the request must fit "
-            "the account as that endpoint's must (400 with its codes); an address's "
-            "checksum is checked (`invalid_account_name`).",
-            examples={"transfer": {"family": _FAMILY,
-                                   "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
-                                   "kind": "sign-transfer", "request": _TRANSFER}}))}),
-    ]  # fmt: skip
+        resource(
+            "/policy",
+            {
+                "GET": Op(
+                    get_policy,
+                    "read",
+                    NONE,
+                    Doc(
+                        "getPolicy",
+                        "The tenant's signing policy in force",
+                        TAG,
+                        ps.PolicyShownResponse,
+                        ERRORS_AUTH,
+                    ),
+                )
+            },
+        ),
+        resource(
+            "/policy/history",
+            {
+                "GET": Op(
+                    policy_history,
+                    "read",
+                    NONE,
+                    Doc(
+                        "policyHistory",
+                        "Every version of the tenant's policy, oldest first",
+                        TAG,
+                        ps.PolicyHistoryResponse,
+                        ERRORS_AUTH,
+                    ),
+                )
+            },
+        ),
+        resource(
+            "/policy/usage",
+            {
+                "GET": Op(
+                    policy_usage,
+                    "read",
+                    NONE,
+                    Doc(
+                        "policyUsage",
+                        "Each daily cap of the policy in force against its last 24 h "
+                        "(the rules of the families the token may use)",
+                        TAG,
+                        ps.PolicyUsageResponse,
+                        ERRORS_AUTH,
+                    ),
+                )
+            },
+        ),
+        resource(
+            "/policy/test",
+            {
+                "POST": Op(
+                    test_policy,
+                    "read",
+                    BY_REQUEST,
+                    Doc(
+                        "testPolicy",
+                        "What the policy in force would decide on a sign request, and "
+                        "why: nothing signed, no key opened, no cap counted",
+                        TAG,
+                        ps.PolicyDecisionResponse,
+                        ("400", "404", "408", "413", "415", *ERRORS_AUTH),
+                        request=ps.PolicyTest,
+                        description="`request` is the body of the sign endpoint "
+                        "`kind` names (its schema, by `kind`). Beyond the schema: "
+                        "the request must fit "
+                        "the account as that endpoint's must (400 with its codes); an address's "
+                        "checksum is checked (`invalid_account_name`).",
+                        examples={
+                            "transfer": {
+                                "family": _FAMILY,
+                                "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
+                                "kind": "sign-transfer",
+                                "request": _TRANSFER,
+                            }
+                        },
+                    ),
+                )
+            },
+        ),
+    ]

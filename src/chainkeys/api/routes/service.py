@@ -102,10 +102,15 @@ async def metrics_text(request: Request) -> Response:
 async def token_self(request: Request, principal: Principal) -> Response:
     row = await services_of(request).tokens.describe(principal)
     data = s.TokenSelf(
-        id=row.id, tenant=row.tenant, label=row.label, scopes=sorted(principal.scopes),
+        id=row.id,
+        tenant=row.tenant,
+        label=row.label,
+        scopes=sorted(principal.scopes),
         families=sorted(principal.families) if principal.families is not None else None,
-        group=row.group, created_ms=row.created_ms, expires_ms=row.expires_ms,
-    )  # fmt: skip
+        group=row.group,
+        created_ms=row.created_ms,
+        expires_ms=row.expires_ms,
+    )
     return ok(s.Envelope(success=True, message="this token", data=data))
 
 
@@ -114,10 +119,15 @@ def audit_query(request: Request, principal: Principal) -> AuditQuery:
     an empty filter is no filter)."""
     action, family, account, outcome = (p.read(request) or None for p in params.AUDIT_FILTERS)
     return AuditQuery(
-        principal.tenant_id, params.SINCE.read(request) or 0, principal.families,
-        action=action, family=family, account=account, outcome=outcome,
+        principal.tenant_id,
+        params.SINCE.read(request) or 0,
+        principal.families,
+        action=action,
+        family=family,
+        account=account,
+        outcome=outcome,
         until_ms=params.UNTIL.read(request),
-    )  # fmt: skip
+    )
 
 
 def audit_item(e: AuditEvent) -> s.AuditItem:
@@ -155,8 +165,11 @@ async def export_audit(request: Request, principal: Principal) -> Response:
     batches = services_of(request).audit.export(filters)
     media_type, render = EXPORTS[fmt]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms() / 1000))
-    headers = {"Content-Disposition": f'attachment; filename="chainkeys-audit-{stamp}.{fmt}"',
-               "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}  # fmt: skip
+    headers = {
+        "Content-Disposition": f'attachment; filename="chainkeys-audit-{stamp}.{fmt}"',
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
     return StreamingResponse(render(batches), media_type=media_type, headers=headers)
 
 
@@ -170,39 +183,128 @@ def service_routes(list_max_limit: int) -> list[Route]:
         return Doc(operation, summary, "Service", response, errors)
 
     audit_doc = Doc(
-        "listAudit", "The caller's tenant's audit events, newest first (creates, imports, "
+        "listAudit",
+        "The caller's tenant's audit events, newest first (creates, imports, "
         "deletes, signatures and refusals with their reason, tokens, policies)",
-        "Service", s.AuditResponse, ("400", *ERRORS_AUTH),
-        parameters=(params.SINCE, params.UNTIL, *params.AUDIT_FILTERS,
-                    params.limit(list_max_limit), params.CURSOR),
-    )  # fmt: skip
+        "Service",
+        s.AuditResponse,
+        ("400", *ERRORS_AUTH),
+        parameters=(
+            params.SINCE,
+            params.UNTIL,
+            *params.AUDIT_FILTERS,
+            params.limit(list_max_limit),
+            params.CURSOR,
+        ),
+    )
     export_doc = Doc(
-        "exportAudit", "The filtered audit view as a download (CSV or JSON Lines), newest "
-        "first, at most 100,000 events (narrow the time range for more)", "Service",
-        s.AuditResponse, ("400", *ERRORS_AUTH), parameters=(params.EXPORT_FORMAT, params.SINCE,
-                                                            params.UNTIL, *params.AUDIT_FILTERS),
-        media={"text/csv": {"schema": {"type": "string"}},
-               "application/jsonl": {"schema": {"type": "string"}}},
-    )  # fmt: skip
+        "exportAudit",
+        "The filtered audit view as a download (CSV or JSON Lines), newest "
+        "first, at most 100,000 events (narrow the time range for more)",
+        "Service",
+        s.AuditResponse,
+        ("400", *ERRORS_AUTH),
+        parameters=(params.EXPORT_FORMAT, params.SINCE, params.UNTIL, *params.AUDIT_FILTERS),
+        media={
+            "text/csv": {"schema": {"type": "string"}},
+            "application/jsonl": {"schema": {"type": "string"}},
+        },
+    )
     return [
-        resource("/livez", {"GET": Op(livez, None, NONE, public(
-            "live", "Liveness: the process is up (no storage check)", s.MessageResponse,
-            ("500",)))}),
-        resource("/readyz", {"GET": Op(readyz, None, NONE, public(
-            "ready", "Readiness: the database answers and the master key is loaded",
-            s.MessageResponse, ("500", "503")))}),
-        resource("/healthz", {"GET": Op(healthz, None, NONE, public(
-            "health", "Liveness and storage check (as /readyz)", s.MessageResponse,
-            ("500", "503")))}),
-        resource("/version", {"GET": Op(version, None, NONE, public(
-            "version", "The running version", s.VersionResponse, ("500",)))}),
+        resource(
+            "/livez",
+            {
+                "GET": Op(
+                    livez,
+                    None,
+                    NONE,
+                    public(
+                        "live",
+                        "Liveness: the process is up (no storage check)",
+                        s.MessageResponse,
+                        ("500",),
+                    ),
+                )
+            },
+        ),
+        resource(
+            "/readyz",
+            {
+                "GET": Op(
+                    readyz,
+                    None,
+                    NONE,
+                    public(
+                        "ready",
+                        "Readiness: the database answers and the master key is loaded",
+                        s.MessageResponse,
+                        ("500", "503"),
+                    ),
+                )
+            },
+        ),
+        resource(
+            "/healthz",
+            {
+                "GET": Op(
+                    healthz,
+                    None,
+                    NONE,
+                    public(
+                        "health",
+                        "Liveness and storage check (as /readyz)",
+                        s.MessageResponse,
+                        ("500", "503"),
+                    ),
+                )
+            },
+        ),
+        resource(
+            "/version",
+            {
+                "GET": Op(
+                    version,
+                    None,
+                    NONE,
+                    public("version", "The running version", s.VersionResponse, ("500",)),
+                )
+            },
+        ),
         resource("/metrics", {"GET": Op(metrics_text, None, NONE)}),
-        resource("/networks", {"GET": Op(get_networks, None, NONE, public(
-            "listNetworks", "Families, their networks and defaults", s.NetworksResponse,
-            ("500",)))}),
+        resource(
+            "/networks",
+            {
+                "GET": Op(
+                    get_networks,
+                    None,
+                    NONE,
+                    public(
+                        "listNetworks",
+                        "Families, their networks and defaults",
+                        s.NetworksResponse,
+                        ("500",),
+                    ),
+                )
+            },
+        ),
         resource("/audit", {"GET": Op(list_audit, "read", BY_REQUEST, audit_doc)}),
         resource("/audit/export", {"GET": Op(export_audit, "read", BY_REQUEST, export_doc)}),
-        resource("/tokens/self", {"GET": Op(token_self, AUTHENTICATED, NONE, Doc(
-            "tokenSelf", "The caller's own token: tenant, label, scopes, families, expiry "
-            "(never the token)", "Service", s.TokenSelfResponse, ERRORS_AUTH))}),
-    ]  # fmt: skip
+        resource(
+            "/tokens/self",
+            {
+                "GET": Op(
+                    token_self,
+                    AUTHENTICATED,
+                    NONE,
+                    Doc(
+                        "tokenSelf",
+                        "The caller's own token: tenant, label, scopes, families, expiry "
+                        "(never the token)",
+                        "Service",
+                        s.TokenSelfResponse,
+                        ERRORS_AUTH,
+                    ),
+                )
+            },
+        ),
+    ]

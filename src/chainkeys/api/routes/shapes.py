@@ -33,9 +33,12 @@ class Shape:
 
 
 def _keyring_account(
-    fam: Family[Any], view: AccountView, message: str, private_key: str | None,
+    fam: Family[Any],
+    view: AccountView,
+    message: str,
+    private_key: str | None,
     path: str | None = None,
-) -> Any:  # fmt: skip
+) -> Any:
     origin, forms = view.origin, fam.public_key_forms(view.public_key)
     account = s.CosmosAccount(
         address=view.address,

@@ -68,11 +68,16 @@ def kind_route(family: str, kind: SignKind) -> Route:
 
     title = family.capitalize()
     doc = Doc(
-        operation_id(family, kind), f"{title}: {kind.summary}", f"{title} signing", response_type,
-        ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH), request=request_type,
-        parameters=(account,), description=f"{kind.description} {BEYOND_THE_SCHEMA}".strip(),
+        operation_id(family, kind),
+        f"{title}: {kind.summary}",
+        f"{title} signing",
+        response_type,
+        ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH),
+        request=request_type,
+        parameters=(account,),
+        description=f"{kind.description} {BEYOND_THE_SCHEMA}".strip(),
         examples=kind.examples,
-    )  # fmt: skip
+    )
     path = f"/{family}/{{accountName}}/{kind.path}"
     return resource(path, {"POST": Op(sign, "sign", family, doc)})
 

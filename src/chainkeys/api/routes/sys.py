@@ -26,8 +26,10 @@ from chainkeys.bootstrap import SealStatus
 from chainkeys.errors import Forbidden, NotFound, Unauthorized
 
 TAG = "Seal"
-NOT_SHAMIR = ("this server's master key is not held by Shamir shares "
-              "(CHAINKEYS_MASTER_KEY_PROVIDER=shamir): it has no seal")  # fmt: skip
+NOT_SHAMIR = (
+    "this server's master key is not held by Shamir shares "
+    "(CHAINKEYS_MASTER_KEY_PROVIDER=shamir): it has no seal"
+)
 
 
 class UnsealRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -51,8 +53,15 @@ def answer(status: SealStatus) -> Response:
         message = f"sealed: {status.progress} of {status.threshold} shares given"
     else:
         message = "unsealed"
-    return ok(SealStatusResponse(success=True, message=message, sealed=status.sealed,
-                                 progress=status.progress, threshold=status.threshold))  # fmt: skip
+    return ok(
+        SealStatusResponse(
+            success=True,
+            message=message,
+            sealed=status.sealed,
+            progress=status.progress,
+            threshold=status.threshold,
+        )
+    )
 
 
 def gate_of(request: Request) -> SealGate:
@@ -78,8 +87,10 @@ async def seal(request: Request) -> Response:
     gate = gate_of(request)
     want = gate.store.settings.operator_token
     if want is None:
-        raise Forbidden("sealing over HTTP is off: set CHAINKEYS_OPERATOR_TOKEN (or stop the "
-                        "process: a shamir server starts sealed)")  # fmt: skip
+        raise Forbidden(
+            "sealing over HTTP is off: set CHAINKEYS_OPERATOR_TOKEN (or stop the "
+            "process: a shamir server starts sealed)"
+        )
     given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
     if not hmac.compare_digest(given.encode(), want.get_secret_value().encode()):
         raise Unauthorized("send the operator token (CHAINKEYS_OPERATOR_TOKEN) as a bearer token")
@@ -90,17 +101,62 @@ async def seal(request: Request) -> Response:
 def sys_routes() -> list[Route]:
     errors = ("400", "404", "415", "429", "500")
     return [
-        resource("/sys/unseal", {"POST": Op(unseal, None, NONE, Doc(
-            "unseal", "Give one Shamir share (no token; rate-limited per address); the "
-            "threshold-th opens the master key", TAG, SealStatusResponse, errors,
-            request=UnsealRequest, description="A mistyped share fails its check digits "
-            "(nothing counted); a quorum that does not rebuild the unseal key is refused as "
-            "`wrong_shares` and the progress starts again."))}),
-        resource("/sys/seal-status", {"GET": Op(seal_status, None, NONE, Doc(
-            "sealStatus", "Whether this server is sealed, and the shares given so far", TAG,
-            SealStatusResponse, ("404", "500")))}),
-        resource("/sys/seal", {"POST": Op(seal, None, NONE, Doc(
-            "seal", "Seal this server again (the operator token, CHAINKEYS_OPERATOR_TOKEN): "
-            "its keys are dropped until the shares are given again", TAG, SealStatusResponse,
-            ("401", "403", "404", "500")))}),
-    ]  # fmt: skip
+        resource(
+            "/sys/unseal",
+            {
+                "POST": Op(
+                    unseal,
+                    None,
+                    NONE,
+                    Doc(
+                        "unseal",
+                        "Give one Shamir share (no token; rate-limited per address); the "
+                        "threshold-th opens the master key",
+                        TAG,
+                        SealStatusResponse,
+                        errors,
+                        request=UnsealRequest,
+                        description="A mistyped share fails its check digits "
+                        "(nothing counted); a quorum that does not rebuild the unseal key "
+                        "is refused as "
+                        "`wrong_shares` and the progress starts again.",
+                    ),
+                )
+            },
+        ),
+        resource(
+            "/sys/seal-status",
+            {
+                "GET": Op(
+                    seal_status,
+                    None,
+                    NONE,
+                    Doc(
+                        "sealStatus",
+                        "Whether this server is sealed, and the shares given so far",
+                        TAG,
+                        SealStatusResponse,
+                        ("404", "500"),
+                    ),
+                )
+            },
+        ),
+        resource(
+            "/sys/seal",
+            {
+                "POST": Op(
+                    seal,
+                    None,
+                    NONE,
+                    Doc(
+                        "seal",
+                        "Seal this server again (the operator token, CHAINKEYS_OPERATOR_TOKEN): "
+                        "its keys are dropped until the shares are given again",
+                        TAG,
+                        SealStatusResponse,
+                        ("401", "403", "404", "500"),
+                    ),
+                )
+            },
+        ),
+    ]

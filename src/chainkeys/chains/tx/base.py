@@ -118,8 +118,9 @@ class Amount:
         if not isinstance(self.denom, str) or not self.denom:
             raise refuse("a denom is missing or not text", INVALID_AMOUNT)
         if type(self.amount) is not int or not 0 <= self.amount < MAX_AMOUNT:
-            raise refuse(f"an amount of {self.denom[:64]} is negative or out of range",
-                         INVALID_AMOUNT)  # fmt: skip
+            raise refuse(
+                f"an amount of {self.denom[:64]} is negative or out of range", INVALID_AMOUNT
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,9 +149,11 @@ class Item:
         if not isinstance(self.memo, str | None):
             raise refuse("a memo is not text")
         if self.recipient is not None and not plain_text(self.recipient):
-            raise refuse("a recipient holds control or bidirectional-text characters (it "
-                         "could be shown to a person as another address)",
-                         "invalid_recipient")  # fmt: skip
+            raise refuse(
+                "a recipient holds control or bidirectional-text characters (it "
+                "could be shown to a person as another address)",
+                "invalid_recipient",
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,13 +168,15 @@ class Ibc:
     timeout_timestamp: int | None  # nanoseconds since the epoch, None when not set
 
     def record(self) -> dict[str, Any]:
-        return {"channel": self.channel, "port": self.port,
-                "timeout_height": self.timeout_height,
-                "timeout_timestamp": self.timeout_timestamp}  # fmt: skip
+        return {
+            "channel": self.channel,
+            "port": self.port,
+            "timeout_height": self.timeout_height,
+            "timeout_timestamp": self.timeout_timestamp,
+        }
 
 
-BIDI_AND_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
-                              "\u2066-\u2069]")  # fmt: skip
+BIDI_AND_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def plain_text(text: str) -> bool:
@@ -258,8 +263,11 @@ def summary_record(summary: Summary) -> dict[str, Any]:
     """The summary as JSON-ready builtins (for the audit log and approval requests)."""
     items = []
     for item in summary.items:
-        entry: dict[str, Any] = {"type": item.type, "recipient": item.recipient,
-                                 "amounts": [amount_record(a) for a in item.amounts]}  # fmt: skip
+        entry: dict[str, Any] = {
+            "type": item.type,
+            "recipient": item.recipient,
+            "amounts": [amount_record(a) for a in item.amounts],
+        }
         if item.change:
             entry["change"] = True
         if not item.decoded:
@@ -270,12 +278,17 @@ def summary_record(summary: Summary) -> dict[str, Any]:
             entry["ibc"] = item.ibc.record()
         items.append(entry)
     return {
-        "family": summary.family, "network": summary.network, "kind": summary.kind,
-        "chain_id": summary.chain_id, "items": items,
+        "family": summary.family,
+        "network": summary.network,
+        "kind": summary.kind,
+        "chain_id": summary.chain_id,
+        "items": items,
         "fee": None if summary.fee is None else [amount_record(a) for a in summary.fee],
-        "digest": summary.digest, "raw": summary.raw, "memo": summary.memo,
+        "digest": summary.digest,
+        "raw": summary.raw,
+        "memo": summary.memo,
         **({"message": message_record(summary.message)} if summary.message is not None else {}),
-    }  # fmt: skip
+    }
 
 
 @dataclass(frozen=True, slots=True)

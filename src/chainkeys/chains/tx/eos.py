@@ -285,16 +285,22 @@ def prepare_transaction(req: EosTransactionRequest, owner: Owner) -> _EosDigest:
         transfer_item(a, owner) for a in actions
     )
     summary = Summary(
-        "eos", owner.network.name, "sign-transaction", owner.network.chain_id, items, (),
+        "eos",
+        owner.network.name,
+        "sign-transaction",
+        owner.network.chain_id,
+        items,
+        (),
         digest.hex(),
-    )  # fmt: skip
+    )
     tx_id = hashlib.sha256(tx).hexdigest()
 
     def respond(sig: str) -> Signed:
         data = EosTransactionResponse(
-            signatures=[sig], serializedTransaction=tx.hex(),
+            signatures=[sig],
+            serializedTransaction=tx.hex(),
             serializedContextFreeData=cfd.hex() if cfd else None,
-        )  # fmt: skip
+        )
         return Signed(data, tx_id)
 
     return _EosDigest(summary, digest, respond)
@@ -323,8 +329,10 @@ def never_sign(data: bytes) -> str | None:
     transaction's digest is sha256(chain id ‖ transaction ‖ hash), so data that begins
     with a chain id or has that shape is refused (a prefix too, whatever follows)."""
     if data[:32] in KNOWN_CHAIN_IDS:
-        return ("data begins with an Antelope chain id: its signature would sign a "
-                "transaction; use sign-transaction")  # fmt: skip
+        return (
+            "data begins with an Antelope chain id: its signature would sign a "
+            "transaction; use sign-transaction"
+        )
     if len(data) > 64:
         try:
             read_transaction(data[32:-32])
@@ -349,8 +357,9 @@ def prepare_message(req: EosMessageRequest, owner: Owner, others: Refusal) -> _E
     if reason is not None:
         raise refuse(reason, "message_is_transaction")
     digest = hashlib.sha256(raw).digest()
-    summary = Summary("eos", owner.network.name, "sign-message", None, (), (), digest.hex(),
-                      raw=True, message=raw)  # fmt: skip
+    summary = Summary(
+        "eos", owner.network.name, "sign-message", None, (), (), digest.hex(), raw=True, message=raw
+    )
     return _EosDigest(summary, digest, lambda sig: Signed(EosMessageResponse(signature=sig)))
 
 
@@ -358,17 +367,26 @@ def prepare_message(req: EosMessageRequest, owner: Owner, others: Refusal) -> _E
 VOCABULARY: Final = Vocabulary("actions", "action", ("eosio.token::transfer",))
 
 TRANSACTION: Final = SignKind(
-    "sign-transaction", ("eos",), EosTransactionRequest, EosTransactionResponse,
-    prepare_transaction, "sign a transaction (eosjs SignatureProvider.sign)",
+    "sign-transaction",
+    ("eos",),
+    EosTransactionRequest,
+    EosTransactionResponse,
+    prepare_transaction,
+    "sign a transaction (eosjs SignatureProvider.sign)",
     "Digest: sha256(chainId || transaction || sha256(context-free data) or 32 zero "
     "bytes). Every action must be authorized by this account only.",
-    {"eosjs": {"chainId": "aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906",
-               # custodytest1 sends 1.2345 EOS to exchange1234 (memo "m")
-               "serializedTransaction": (
-                   "000e0e6bd2042e160000000000000100a6823403ea3055000000572d3ccdcd01103256d9279a"
-                   "b14600000000a8ed323222103256d9279ab1464086088a4dd35057393000000000000004454f"
-                   "5300000000016d00")}},
-)  # fmt: skip
+    {
+        "eosjs": {
+            "chainId": "aca376f206b8fc25a6ed44dbdc66547c36c6c33e3a119ffbeaef943642f0e906",
+            # custodytest1 sends 1.2345 EOS to exchange1234 (memo "m")
+            "serializedTransaction": (
+                "000e0e6bd2042e160000000000000100a6823403ea3055000000572d3ccdcd01103256d9279a"
+                "b14600000000a8ed323222103256d9279ab1464086088a4dd35057393000000000000004454f"
+                "5300000000016d00"
+            ),
+        }
+    },
+)
 
 
 def kinds(others: Refusal) -> tuple[SignKind, ...]:
@@ -380,8 +398,12 @@ def kinds(others: Refusal) -> tuple[SignKind, ...]:
         return prepare_message(req, owner, others)
 
     return TRANSACTION, SignKind(
-        "sign-message", ("eos",), EosMessageRequest, EosMessageResponse, message,
+        "sign-message",
+        ("eos",),
+        EosMessageRequest,
+        EosMessageResponse,
+        message,
         "sign the sha256 of arbitrary bytes (eosjs-ecc sign)",
         "",
         {"text": {"message": "I own this account"}, "bytes": {"data": "00ff10"}},
-    )  # fmt: skip
+    )

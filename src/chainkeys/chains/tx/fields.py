@@ -19,9 +19,11 @@ HEX: TypeAlias = Annotated[str, Meta(pattern=r"^([0-9a-fA-F]{2})*\Z", descriptio
 HASH: TypeAlias = Annotated[str, Meta(pattern=r"^[0-9a-fA-F]{64}\Z", description="32 bytes as hex")]
 BASE64: TypeAlias = Annotated[
     str,
-    Meta(pattern=r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z",
-         description="bytes as standard base64 (padded)"),
-]  # fmt: skip
+    Meta(
+        pattern=r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z",
+        description="bytes as standard base64 (padded)",
+    ),
+]
 DIGITS: TypeAlias = Annotated[
     str, Meta(pattern=r"^[0-9]{1,80}\Z", description="a whole number as a decimal string")
 ]
@@ -47,14 +49,22 @@ MAX_MESSAGE_CHARS: Final = MESSAGE_JSON_BYTES // 12
 # (PHP's json_encode): 7,680 characters, 5,760 bytes (11,520 hex digits, 1 byte each).
 MAX_MESSAGE_BYTES: Final = MESSAGE_JSON_BYTES // 2 // 4 * 3
 MESSAGE_TEXT: TypeAlias = Annotated[
-    str, Meta(max_length=MAX_MESSAGE_CHARS,
-              description=f"UTF-8 text, {MAX_MESSAGE_CHARS:,} characters at most")
-]  # fmt: skip
+    str,
+    Meta(
+        max_length=MAX_MESSAGE_CHARS,
+        description=f"UTF-8 text, {MAX_MESSAGE_CHARS:,} characters at most",
+    ),
+]
 MESSAGE_HEX: TypeAlias = Annotated[
-    HEX, Meta(max_length=2 * MAX_MESSAGE_BYTES,
-              description=f"bytes as hex, {MAX_MESSAGE_BYTES:,} at most")
-]  # fmt: skip
+    HEX,
+    Meta(
+        max_length=2 * MAX_MESSAGE_BYTES, description=f"bytes as hex, {MAX_MESSAGE_BYTES:,} at most"
+    ),
+]
 MESSAGE_BASE64: TypeAlias = Annotated[
-    BASE64, Meta(max_length=-(-MAX_MESSAGE_BYTES // 3) * 4,
-                 description=f"bytes as standard base64 (padded), {MAX_MESSAGE_BYTES:,} at most")
-]  # fmt: skip
+    BASE64,
+    Meta(
+        max_length=-(-MAX_MESSAGE_BYTES // 3) * 4,
+        description=f"bytes as standard base64 (padded), {MAX_MESSAGE_BYTES:,} at most",
+    ),
+]

@@ -51,9 +51,11 @@ def members(threshold: object, public_keys: Sequence[object]) -> tuple[int, list
             raw = compressed_key(text)
             PublicKey(raw)
         except Exception:  # not hex nor base64, not 33 bytes, or not a point (coincurve)
-            raise ChainError(f"public_keys[{i}] is not a compressed secp256k1 public key "
-                             "(66 hex digits or 44 base64 characters)",
-                             INVALID) from None  # fmt: skip
+            raise ChainError(
+                f"public_keys[{i}] is not a compressed secp256k1 public key "
+                "(66 hex digits or 44 base64 characters)",
+                INVALID,
+            ) from None
         keys.append(raw)
     if len(set(keys)) != len(keys):
         raise ChainError("the same public key is listed twice", INVALID)

@@ -71,8 +71,9 @@ class Plan:
             self.sql = compiled.string
             self.names = tuple(compiled.positiontup or ())
             # Values bound in the statement itself; a required one must be given per call.
-            self.defaults = {n: b.effective_value for n in self.names
-                             if not (b := binds[n]).required}  # fmt: skip
+            self.defaults = {
+                n: b.effective_value for n in self.names if not (b := binds[n]).required
+            }
             self.defaults.update(prefetched)
         procs = []
         for i, name in enumerate(self.names):

@@ -356,8 +356,10 @@ class PgSession:
             if isinstance(exc, Replayed | StorageUnavailable) or not isinstance(exc, Exception):
                 raise
             raise StorageUnavailable() from translate(exc, "replay")
-        log.warning("a lost PostgreSQL connection was replaced%s",
-                    f" ({len(tx.log)} statements replayed)" if tx.log else "")  # fmt: skip
+        log.warning(
+            "a lost PostgreSQL connection was replaced%s",
+            f" ({len(tx.log)} statements replayed)" if tx.log else "",
+        )
 
     async def _commit(self, tx: PgTx) -> None:
         """NOTIFY (see watch.py) and COMMIT; a transaction found lost before its COMMIT
@@ -375,8 +377,9 @@ class PgSession:
                 await self.recover(tx)
         await self._xact.commit()
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: Any) -> bool:  # fmt: skip
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
         tx = self._tx
         if tx is None:
             raise RuntimeError("the transaction was not entered")

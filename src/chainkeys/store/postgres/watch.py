@@ -64,9 +64,11 @@ class PgChanges:
         try:
             if self._conn is None or self._conn.is_closed():
                 self._conn = None
-                conn = await asyncpg.connect(self._dsn, timeout=self._timeout,
-                                             server_settings={"application_name":
-                                                              "chainkeys-watch"})  # fmt: skip
+                conn = await asyncpg.connect(
+                    self._dsn,
+                    timeout=self._timeout,
+                    server_settings={"application_name": "chainkeys-watch"},
+                )
                 await conn.add_listener(CHANNEL, self._notified)
                 self._conn = conn
                 self._bump(None)  # what was missed while not listening: unknown

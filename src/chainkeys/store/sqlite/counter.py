@@ -107,7 +107,7 @@ class ChangeCounter:
         "backstop",
         "raced",
         "stale",
-    )  # fmt: skip
+    )
 
     def __init__(
         self, pragma: Callable[[], int], shm: Path | None, backstop: float = BACKSTOP
@@ -193,9 +193,11 @@ class ChangeCounter:
             return None
 
     def report(
-        self, began: tuple[bytes, int] | None, writer: sqlite3.Connection,
+        self,
+        began: tuple[bytes, int] | None,
+        writer: sqlite3.Connection,
         tables: frozenset[str],
-    ) -> tuple[bytes, frozenset[str]] | None:  # fmt: skip
+    ) -> tuple[bytes, frozenset[str]] | None:
         """After the COMMIT of a transaction that `began` so: record it as own (`own`) if
         no other connection committed from its BEGIN until the header after it was read
         here; what was recorded (None: nothing)."""

@@ -174,8 +174,9 @@ class SqliteRead:
     async def __aenter__(self) -> Tx:
         return self.tx()
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: Any) -> bool:  # fmt: skip
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
         if exc is not None and is_storage_error(exc):
             raise unavailable(exc) from exc
         return False

@@ -25,5 +25,10 @@ KINDS: tuple[SignKind, ...] = (direct.KIND, *amino.KINDS, *transfer.KINDS)
 # rules list message type URLs; left out: transfers only
 VOCABULARY = Vocabulary("messages", "message type", (SEND, IBC), ibc=True)
 # LegacyAminoPubKey threshold keys; `combine` assembles the TxRaw its members signed
-MULTISIG = MultisigForms(("multisig",), multisig.register, multisig.build, chosen=False,
-                         combined=transfer.CosmosTransactionResponse)  # fmt: skip
+MULTISIG = MultisigForms(
+    ("multisig",),
+    multisig.register,
+    multisig.build,
+    chosen=False,
+    combined=transfer.CosmosTransactionResponse,
+)

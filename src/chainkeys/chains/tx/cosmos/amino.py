@@ -72,8 +72,10 @@ def check_shape(doc: Any) -> None:
         if depth > MAX_DEPTH:
             raise refuse(f"signDoc nests deeper than {MAX_DEPTH} levels")
         if isinstance(value, int | float) and not isinstance(value, bool):
-            raise refuse(f"{where[:200]} is a number; amino amounts and counts are decimal "
-                         "strings", INVALID_AMOUNT)  # fmt: skip
+            raise refuse(
+                f"{where[:200]} is a number; amino amounts and counts are decimal strings",
+                INVALID_AMOUNT,
+            )
         if isinstance(value, dict):
             todo.extend((v, f"{where}.{k}", depth + 1) for k, v in value.items())
         elif isinstance(value, list):
@@ -108,8 +110,10 @@ def fields(
         raise refuse(f"{what} lacks {', '.join(sorted(missing))}")
     if unknown:
         names = ", ".join(sorted(k[:40] for k in unknown)[:5])
-        raise refuse(f"{what} has fields this signer does not read ({names}); it is refused "
-                     "rather than signed unread")  # fmt: skip
+        raise refuse(
+            f"{what} has fields this signer does not read ({names}); it is refused "
+            "rather than signed unread"
+        )
     return value
 
 
@@ -121,16 +125,26 @@ def _amino_send(value: Any, owner: Owner, what: str) -> Item:
 
 
 def _amino_transfer(value: Any, owner: Owner, what: str) -> Item:
-    v = fields(value, what, {"source_port", "source_channel", "token", "sender", "receiver"},
-               {"timeout_height", "timeout_timestamp", "memo"})  # fmt: skip
+    v = fields(
+        value,
+        what,
+        {"source_port", "source_channel", "token", "sender", "receiver"},
+        {"timeout_height", "timeout_timestamp", "memo"},
+    )
     port, channel = (text(v[key], f"{what}.{key}") for key in ("source_port", "source_channel"))
     own(text(v["sender"], f"{what}.sender"), owner, f"{what}.sender")
     revision = None
     if "timeout_height" in v:
-        height = fields(v["timeout_height"], f"{what}.timeout_height", set(),
-                        {"revision_height", "revision_number"})  # fmt: skip
-        parts = {key: integer(count, f"{what}.timeout_height.{key}", U64)
-                 for key, count in height.items()}  # fmt: skip
+        height = fields(
+            v["timeout_height"],
+            f"{what}.timeout_height",
+            set(),
+            {"revision_height", "revision_number"},
+        )
+        parts = {
+            key: integer(count, f"{what}.timeout_height.{key}", U64)
+            for key, count in height.items()
+        }
         revision = (parts.get("revision_number", 0), parts.get("revision_height", 0))
     timestamp = None
     if "timeout_timestamp" in v:
@@ -166,8 +180,12 @@ def amino_items(msgs: Any, owner: Owner) -> tuple[Item, ...]:
 def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> CosmosDoc:
     doc = req.signDoc
     check_shape(doc)
-    fields(doc, "signDoc", {"account_number", "chain_id", "fee", "memo", "msgs", "sequence"},
-           {"timeout_height"})  # fmt: skip
+    fields(
+        doc,
+        "signDoc",
+        {"account_number", "chain_id", "fee", "memo", "msgs", "sequence"},
+        {"timeout_height"},
+    )
     chain_id = text(doc["chain_id"], "signDoc.chain_id")
     check_chain(chain_id, owner)
     integer(doc["account_number"], "signDoc.account_number", U64)
@@ -184,14 +202,21 @@ def prepare_amino(req: CosmosAminoRequest, owner: Owner) -> CosmosDoc:
     items = amino_items(doc["msgs"], owner)
     message = serialize_sign_doc(doc)
     summary = Summary(
-        "cosmos", owner.network.name, "sign-amino", chain_id, items, fee_coins,
-        hashlib.sha256(message).hexdigest(), memo=memo,
-    )  # fmt: skip
+        "cosmos",
+        owner.network.name,
+        "sign-amino",
+        chain_id,
+        items,
+        fee_coins,
+        hashlib.sha256(message).hexdigest(),
+        memo=memo,
+    )
     return CosmosDoc(
-        summary, message,
+        summary,
+        message,
         lambda sig: Signed(CosmosAminoResponse(signed=doc, signature=std_signature(owner, sig))),
         lambda sigs: Signed(CosmosAminoResponse(signed=doc, signature=sigs[0], signatures=sigs)),
-    )  # fmt: skip
+    )
 
 
 class CosmosMessageRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -231,34 +256,66 @@ def prepare_message(req: CosmosMessageRequest, owner: Owner) -> CosmosDoc:
     doc = adr036_doc(owner.address, data)
     message = serialize_sign_doc(doc)
     summary = Summary(
-        "cosmos", owner.network.name, "sign-message", None, (), (),
-        hashlib.sha256(message).hexdigest(), raw=True, message=data,
-    )  # fmt: skip
+        "cosmos",
+        owner.network.name,
+        "sign-message",
+        None,
+        (),
+        (),
+        hashlib.sha256(message).hexdigest(),
+        raw=True,
+        message=data,
+    )
 
     def respond(sig: bytes) -> Signed:
-        return Signed(CosmosMessageResponse(
-            signedMessage=b64(sig), signature=std_signature(owner, sig), signed=doc
-        ))  # fmt: skip
+        return Signed(
+            CosmosMessageResponse(
+                signedMessage=b64(sig), signature=std_signature(owner, sig), signed=doc
+            )
+        )
 
     return CosmosDoc(summary, message, respond)
 
 
 KINDS = (
     SignKind(
-        "sign-amino", ("cosmos",), CosmosAminoRequest, CosmosAminoResponse, prepare_amino,
+        "sign-amino",
+        ("cosmos",),
+        CosmosAminoRequest,
+        CosmosAminoResponse,
+        prepare_amino,
         "sign a StdSignDoc (cosmjs OfflineAminoSigner.signAmino)",
         "Signed bytes are cosmjs serializeSignDoc's: sorted compact JSON.",
-        {"send": {"signDoc": {
-            "chain_id": "cosmoshub-4", "account_number": "12345", "sequence": "0", "memo": "",
-            "fee": {"amount": [{"denom": "uatom", "amount": "5000"}], "gas": "200000"},
-            "msgs": [{"type": "cosmos-sdk/MsgSend", "value": {
-                "from_address": "cosmos1…", "to_address": "cosmos1…",
-                "amount": [{"denom": "uatom", "amount": "1000"}]}}]}}},
+        {
+            "send": {
+                "signDoc": {
+                    "chain_id": "cosmoshub-4",
+                    "account_number": "12345",
+                    "sequence": "0",
+                    "memo": "",
+                    "fee": {"amount": [{"denom": "uatom", "amount": "5000"}], "gas": "200000"},
+                    "msgs": [
+                        {
+                            "type": "cosmos-sdk/MsgSend",
+                            "value": {
+                                "from_address": "cosmos1…",
+                                "to_address": "cosmos1…",
+                                "amount": [{"denom": "uatom", "amount": "1000"}],
+                            },
+                        }
+                    ],
+                }
+            }
+        },
     ),
     SignKind(
-        "sign-message", ("cosmos",), CosmosMessageRequest, CosmosMessageResponse, prepare_message,
+        "sign-message",
+        ("cosmos",),
+        CosmosMessageRequest,
+        CosmosMessageResponse,
+        prepare_message,
         "sign arbitrary data (ADR-036, Keplr signArbitrary; Moon's signedMessage)",
         "",
         {"text": {"message": "I own this address"}, "bytes": {"data": "AAEC/w=="}},
     ),
-)  # fmt: skip
+)

@@ -68,8 +68,10 @@ def parse(kind: type[Message], data: bytes, what: str) -> Any:
         raise refuse(f"{what} is not canonically encoded (fields out of order or repeated)")
     msg.DiscardUnknownFields()  # recursive: what is left is what this decoder reads
     if msg.SerializeToString(deterministic=True) != data:
-        raise refuse(f"{what} holds a protobuf field this signer does not read; it is "
-                     "refused rather than signed unread")  # fmt: skip
+        raise refuse(
+            f"{what} holds a protobuf field this signer does not read; it is "
+            "refused rather than signed unread"
+        )
     return msg
 
 
@@ -92,9 +94,19 @@ def denom(text: Any, what: str) -> str:
 # The display units of the networks' staking denoms (as their chain registries list them);
 # a Cosmos denom names its own smallest unit (uatom), and another denom (an IBC voucher,
 # a token factory's) is shown in that unit only.
-UNITS: Final = Units({denom: Unit(denom, display, 6) for denom, display in (
-    ("uatom", "ATOM"), ("uosmo", "OSMO"), ("ujuno", "JUNO"), ("uakt", "AKT"),
-    ("ustars", "STARS"), ("utia", "TIA"))})  # fmt: skip
+UNITS: Final = Units(
+    {
+        denom: Unit(denom, display, 6)
+        for denom, display in (
+            ("uatom", "ATOM"),
+            ("uosmo", "OSMO"),
+            ("ujuno", "JUNO"),
+            ("uakt", "AKT"),
+            ("ustars", "STARS"),
+            ("utia", "TIA"),
+        )
+    }
+)
 
 
 def amount(denom_: str, value: int) -> Amount:
@@ -126,8 +138,14 @@ def recipient(text: str, what: str) -> str:
     return text.lower()
 
 
-def ibc_packet(channel: str, port: str, receiver: str, height: tuple[int, int] | None,
-               timestamp: int | None, what: str) -> Ibc:  # fmt: skip
+def ibc_packet(
+    channel: str,
+    port: str,
+    receiver: str,
+    height: tuple[int, int] | None,
+    timestamp: int | None,
+    what: str,
+) -> Ibc:
     """Where an IBC transfer sends funds, checked: an ICS-024 channel and port, and a
     receiver that is a bech32 address (of any chain: the prefix is the other chain's)."""
     if CHANNEL.fullmatch(channel) is None:
@@ -220,8 +238,9 @@ class CosmosDoc:
     def cosign(self, keys: list[Key]) -> Signed:
         """A multisig's held members each sign the same bytes."""
         if self.cosigned is None or not keys:
-            raise refuse("this request is not signed by a multisig's members",
-                         "multisig_unsupported")  # fmt: skip
+            raise refuse(
+                "this request is not signed by a multisig's members", "multisig_unsupported"
+            )
         sigs = [signature_of(k.public, sign_bytes(k, self.message)) for k in keys]
         result: Signed = self.cosigned(sigs)
         return result

@@ -89,8 +89,7 @@ class CosmosDirectResponse(msgspec.Struct, kw_only=True):
 def body_items(body: Any, owner: Owner) -> tuple[Item, ...]:
     """Each message of a TxBody, decoded strictly when this signer knows its type."""
     if len(body.extension_options) or len(body.non_critical_extension_options):
-        raise refuse("signDoc.bodyBytes carries extension options, which this signer "
-                     "does not read")  # fmt: skip
+        raise refuse("signDoc.bodyBytes carries extension options, which this signer does not read")
     items = []
     for n, any_msg in enumerate(body.messages):
         what = f"message {n} ({any_msg.type_url[:100]})"
@@ -103,11 +102,18 @@ def body_items(body: Any, owner: Owner) -> tuple[Item, ...]:
             m = parse(ibc.MsgTransfer, any_msg.value, what)
             own(m.sender, owner, f"{what}: sender")
             height = (m.timeout_height.revision_number, m.timeout_height.revision_height)
-            packet = ibc_packet(m.source_channel, m.source_port, m.receiver, height,
-                                m.timeout_timestamp, what)  # fmt: skip
-            items.append(Item(IBC, recipient(m.receiver, f"{what}: receiver"),
-                              (coin(m.token, f"{what}.token"),), memo=m.memo,
-                              ibc=packet))  # fmt: skip
+            packet = ibc_packet(
+                m.source_channel, m.source_port, m.receiver, height, m.timeout_timestamp, what
+            )
+            items.append(
+                Item(
+                    IBC,
+                    recipient(m.receiver, f"{what}: receiver"),
+                    (coin(m.token, f"{what}.token"),),
+                    memo=m.memo,
+                    ibc=packet,
+                )
+            )
         else:
             items.append(Item(any_msg.type_url, decoded=False))
     return tuple(items)
@@ -121,8 +127,9 @@ def signer_keys(auth: Any) -> list[bytes]:
         if type_url == PUBKEY:
             keys.append(parse(keys_pb2.PubKey, info.public_key.value, f"signer {n}'s key").key)
         elif type_url or info.public_key.value:
-            raise refuse(f"signer {n}'s public key is a {type_url[:100]}, which this signer "
-                         "does not read")  # fmt: skip
+            raise refuse(
+                f"signer {n}'s public key is a {type_url[:100]}, which this signer does not read"
+            )
     return keys
 
 
@@ -144,14 +151,21 @@ def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> CosmosDoc:
         account_number=account_number,
     ).SerializeToString(deterministic=True)
     summary = Summary(
-        "cosmos", owner.network.name, "sign-direct", chain_id, body_items(body, owner),
-        coins(list(auth.fee.amount), "fee.amount"), hashlib.sha256(sign_doc).hexdigest(),
+        "cosmos",
+        owner.network.name,
+        "sign-direct",
+        chain_id,
+        body_items(body, owner),
+        coins(list(auth.fee.amount), "fee.amount"),
+        hashlib.sha256(sign_doc).hexdigest(),
         memo=body.memo,
-    )  # fmt: skip
+    )
     signed = CosmosSignedDirectDoc(
-        bodyBytes=b64(body_bytes), authInfoBytes=b64(auth_bytes), chainId=chain_id,
+        bodyBytes=b64(body_bytes),
+        authInfoBytes=b64(auth_bytes),
+        chainId=chain_id,
         accountNumber=str(account_number),
-    )  # fmt: skip
+    )
 
     def respond(sig: bytes) -> Signed:
         return Signed(CosmosDirectResponse(signed=signed, signature=std_signature(owner, sig)))
@@ -159,20 +173,31 @@ def prepare_direct(req: CosmosDirectRequest, owner: Owner) -> CosmosDoc:
     return CosmosDoc(summary, sign_doc, respond)
 
 
-KIND = (
-    SignKind(
-        "sign-direct", ("cosmos",), CosmosDirectRequest, CosmosDirectResponse, prepare_direct,
-        "sign a SignDoc (cosmjs OfflineDirectSigner.signDirect)",
-        "The body and auth info are decoded first: the chain id must be the account's "
-        "network's, a signer info must carry this account's public key.",
-        # a MsgSend of 1000 uatom from cosmos1w508…6ah60c (the key 1), fee 500 uatom
-        {"cosmjs": {"signDoc": {"bodyBytes": (
-            "Co0BChwvY29zbW9zLmJhbmsudjFiZXRhMS5Nc2dTZW5kEm0KLWNvc21vczF3NTA4ZDZxZWp4dGRn"
-            "NHk1cjN6YXJ2YXJ5MGM1eHc3azZhaDYwYxItY29zbW9zMXF5cHF4cHE5cWNyc3N6ZzJwdnhxNnJz"
-            "MHpxZzN5eWM1bHp2N3h1Gg0KBXVhdG9tEgQxMDAw"),
-            "authInfoBytes": (
-            "Ck4KRgofL2Nvc21vcy5jcnlwdG8uc2VjcDI1NmsxLlB1YktleRIjCiECeb5mfvncu6xVoGKVzocL"
-            "BwKb/NstzijZWfKBWxb4F5gSBAoCCAESEgoMCgV1YXRvbRIDNTAwEMCaDA=="),
-            "chainId": "cosmoshub-4", "accountNumber": "12345"}}},
-    )
-)  # fmt: skip
+KIND = SignKind(
+    "sign-direct",
+    ("cosmos",),
+    CosmosDirectRequest,
+    CosmosDirectResponse,
+    prepare_direct,
+    "sign a SignDoc (cosmjs OfflineDirectSigner.signDirect)",
+    "The body and auth info are decoded first: the chain id must be the account's "
+    "network's, a signer info must carry this account's public key.",
+    # a MsgSend of 1000 uatom from cosmos1w508…6ah60c (the key 1), fee 500 uatom
+    {
+        "cosmjs": {
+            "signDoc": {
+                "bodyBytes": (
+                    "Co0BChwvY29zbW9zLmJhbmsudjFiZXRhMS5Nc2dTZW5kEm0KLWNvc21vczF3NTA4ZDZxZWp4dGRn"
+                    "NHk1cjN6YXJ2YXJ5MGM1eHc3azZhaDYwYxItY29zbW9zMXF5cHF4cHE5cWNyc3N6ZzJwdnhxNnJz"
+                    "MHpxZzN5eWM1bHp2N3h1Gg0KBXVhdG9tEgQxMDAw"
+                ),
+                "authInfoBytes": (
+                    "Ck4KRgofL2Nvc21vcy5jcnlwdG8uc2VjcDI1NmsxLlB1YktleRIjCiECeb5mfvncu6xVoGKVzocL"
+                    "BwKb/NstzijZWfKBWxb4F5gSBAoCCAESEgoMCgV1YXRvbRIDNTAwEMCaDA=="
+                ),
+                "chainId": "cosmoshub-4",
+                "accountNumber": "12345",
+            }
+        }
+    },
+)

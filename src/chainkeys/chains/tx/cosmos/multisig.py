@@ -73,10 +73,14 @@ class CosmosMultisig:
 
     def pubkey_json(self) -> dict[str, Any]:
         """The amino JSON of the key (`tendermint/PubKeyMultisigThreshold`)."""
-        members = [{"type": "tendermint/PubKeySecp256k1", "value": base64.b64encode(k).decode()}
-                   for k in self.keys]  # fmt: skip
-        return {"type": "tendermint/PubKeyMultisigThreshold",
-                "value": {"threshold": str(self.threshold), "pubkeys": members}}  # fmt: skip
+        members = [
+            {"type": "tendermint/PubKeySecp256k1", "value": base64.b64encode(k).decode()}
+            for k in self.keys
+        ]
+        return {
+            "type": "tendermint/PubKeyMultisigThreshold",
+            "value": {"threshold": str(self.threshold), "pubkeys": members},
+        }
 
     def descriptor(self) -> str | None:
         return None  # output descriptors are a Bitcoin notion
@@ -130,27 +134,37 @@ def _message(msg: dict[str, Any]) -> any_pb2.Any:
     v = msg["value"]
     coins = [coin_pb2.Coin(denom=c["denom"], amount=c["amount"]) for c in v.get("amount", [])]
     if msg["type"] == "cosmos-sdk/MsgSend":
-        return pack_any(SEND, bank.MsgSend(from_address=v["from_address"],
-                                       to_address=v["to_address"], amount=coins))  # fmt: skip
+        return pack_any(
+            SEND,
+            bank.MsgSend(from_address=v["from_address"], to_address=v["to_address"], amount=coins),
+        )
     if msg["type"] == "cosmos-sdk/MsgTransfer":
         t = ibc.MsgTransfer(
-            source_port=v["source_port"], source_channel=v["source_channel"],
+            source_port=v["source_port"],
+            source_channel=v["source_channel"],
             token=coin_pb2.Coin(denom=v["token"]["denom"], amount=v["token"]["amount"]),
-            sender=v["sender"], receiver=v["receiver"],
-            timeout_timestamp=int(v.get("timeout_timestamp", "0")), memo=v.get("memo", ""),
-        )  # fmt: skip
+            sender=v["sender"],
+            receiver=v["receiver"],
+            timeout_timestamp=int(v.get("timeout_timestamp", "0")),
+            memo=v.get("memo", ""),
+        )
         height = v.get("timeout_height", {})
         t.timeout_height.revision_number = int(height.get("revision_number", "0"))
         t.timeout_height.revision_height = int(height.get("revision_height", "0"))
         return pack_any(IBC, t)
-    raise refuse("combine builds MsgSend and MsgTransfer only; assemble other messages with "
-                 "the coordinator (simd tx multisign, cosmjs)", "multisig_unsupported")  # fmt: skip
+    raise refuse(
+        "combine builds MsgSend and MsgTransfer only; assemble other messages with "
+        "the coordinator (simd tx multisign, cosmjs)",
+        "multisig_unsupported",
+    )
 
 
 def combine(
-    ms: CosmosMultisig, doc: dict[str, Any], message: bytes,
+    ms: CosmosMultisig,
+    doc: dict[str, Any],
+    message: bytes,
     signatures: Sequence[tuple[bytes, bytes]],
-) -> bytes:  # fmt: skip
+) -> bytes:
     """The TxRaw of `doc` (an amino StdSignDoc the amino signer has read in full, whose
     sign bytes are `message`) signed by these (member key, signature) pairs.
 
@@ -161,34 +175,51 @@ def combine(
     by_key: dict[bytes, bytes] = {}
     for n, (key, sig) in enumerate(signatures):
         if key not in ms.keys:
-            raise ChainError(f"signatures[{n}] is by a key that is not in this multisig",
-                             "invalid_signature")  # fmt: skip
+            raise ChainError(
+                f"signatures[{n}] is by a key that is not in this multisig", "invalid_signature"
+            )
         if not verify_compact(key, sig, hashlib.sha256(message).digest()):
-            raise ChainError(f"signatures[{n}] does not verify over the document's sign bytes",
-                             "invalid_signature")  # fmt: skip
+            raise ChainError(
+                f"signatures[{n}] does not verify over the document's sign bytes",
+                "invalid_signature",
+            )
         by_key[key] = sig
     if len(by_key) < ms.threshold:
-        raise ChainError(f"{len(by_key)} member signatures; this multisig needs "
-                         f"{ms.threshold}", "invalid_signature")  # fmt: skip
-    body = tx_pb2.TxBody(messages=[_message(m) for m in doc["msgs"]], memo=doc["memo"],
-                         timeout_height=int(doc.get("timeout_height", "0")))  # fmt: skip
+        raise ChainError(
+            f"{len(by_key)} member signatures; this multisig needs {ms.threshold}",
+            "invalid_signature",
+        )
+    body = tx_pb2.TxBody(
+        messages=[_message(m) for m in doc["msgs"]],
+        memo=doc["memo"],
+        timeout_height=int(doc.get("timeout_height", "0")),
+    )
     single = tx_pb2.ModeInfo.Single(mode=signing_pb2.SIGN_MODE_LEGACY_AMINO_JSON)
     signer = tx_pb2.SignerInfo(
         public_key=ms.proto(),
-        mode_info=tx_pb2.ModeInfo(multi=tx_pb2.ModeInfo.Multi(
-            bitarray=_bits([k in by_key for k in ms.keys]),
-            mode_infos=[tx_pb2.ModeInfo(single=single) for _ in by_key])),
+        mode_info=tx_pb2.ModeInfo(
+            multi=tx_pb2.ModeInfo.Multi(
+                bitarray=_bits([k in by_key for k in ms.keys]),
+                mode_infos=[tx_pb2.ModeInfo(single=single) for _ in by_key],
+            )
+        ),
         sequence=int(doc["sequence"]),
-    )  # fmt: skip
+    )
     fee = doc["fee"]
     paid = [coin_pb2.Coin(denom=c["denom"], amount=c["amount"]) for c in fee["amount"]]
-    auth = tx_pb2.AuthInfo(signer_infos=[signer], fee=tx_pb2.Fee(
-        amount=paid, gas_limit=int(fee["gas"]), payer=fee.get("payer", ""),
-        granter=fee.get("granter", "")))  # fmt: skip
+    auth = tx_pb2.AuthInfo(
+        signer_infos=[signer],
+        fee=tx_pb2.Fee(
+            amount=paid,
+            gas_limit=int(fee["gas"]),
+            payer=fee.get("payer", ""),
+            granter=fee.get("granter", ""),
+        ),
+    )
     multi = multisig_pb2.MultiSignature(signatures=[by_key[k] for k in ms.keys if k in by_key])
     raw: bytes = tx_pb2.TxRaw(
         body_bytes=body.SerializeToString(deterministic=True),
         auth_info_bytes=auth.SerializeToString(deterministic=True),
         signatures=[multi.SerializeToString(deterministic=True)],
-    ).SerializeToString(deterministic=True)  # fmt: skip
+    ).SerializeToString(deterministic=True)
     return raw

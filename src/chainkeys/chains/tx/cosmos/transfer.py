@@ -55,8 +55,19 @@ from chainkeys.chains.tx.fields import DENOM, DIGITS, UINT64
 
 class CosmosTransferInput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     codes: ClassVar = dict.fromkeys(
-        ("amount", "denom", "feeAmount", "feeDenom", "sequence", "accountNumber", "gasLimit",
-         "timeoutHeight", "timeoutTimestamp"), INVALID_AMOUNT)  # fmt: skip
+        (
+            "amount",
+            "denom",
+            "feeAmount",
+            "feeDenom",
+            "sequence",
+            "accountNumber",
+            "gasLimit",
+            "timeoutHeight",
+            "timeoutTimestamp",
+        ),
+        INVALID_AMOUNT,
+    )
 
     fromAddress: Annotated[str, Meta(description="this account's address")]
     toAddress: Annotated[str, Meta(min_length=1, max_length=128)]
@@ -76,9 +87,13 @@ class CosmosIBCTransferInput(CosmosTransferInput, kw_only=True, forbid_unknown_f
     sourcePort: str = "transfer"
     sourceChannel: Annotated[str, Meta(pattern=r"^channel-[0-9]{1,20}\Z")]
     timeoutTimestamp: Annotated[
-        int, Meta(ge=1, extra_json_schema={"maximum": 2**64 - 1},
-                  description="nanoseconds since the epoch")
-    ]  # fmt: skip
+        int,
+        Meta(
+            ge=1,
+            extra_json_schema={"maximum": 2**64 - 1},
+            description="nanoseconds since the epoch",
+        ),
+    ]
 
 
 class CosmosTransactionResponse(msgspec.Struct, kw_only=True):
@@ -128,15 +143,26 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
         if not 0 < req.timeoutTimestamp < U64:
             raise refuse("timeoutTimestamp must be nanoseconds since the epoch", INVALID_AMOUNT)
         transfer = ibc.MsgTransfer(
-            source_port=req.sourcePort, source_channel=req.sourceChannel, token=coin,
-            sender=owner.address, receiver=req.toAddress, timeout_timestamp=req.timeoutTimestamp,
-        )  # fmt: skip
+            source_port=req.sourcePort,
+            source_channel=req.sourceChannel,
+            token=coin,
+            sender=owner.address,
+            receiver=req.toAddress,
+            timeout_timestamp=req.timeoutTimestamp,
+        )
         transfer.timeout_height.SetInParent()  # an empty Height, as cosmjs and Keplr send
         msg = pack_any(IBC, transfer)
-        packet = ibc_packet(req.sourceChannel, req.sourcePort, req.toAddress, None,
-                            req.timeoutTimestamp, "the IBC transfer")  # fmt: skip
-        item = Item(IBC, recipient(req.toAddress, "toAddress"), (amount_of(req.denom, amount),),
-                    ibc=packet)  # fmt: skip
+        packet = ibc_packet(
+            req.sourceChannel,
+            req.sourcePort,
+            req.toAddress,
+            None,
+            req.timeoutTimestamp,
+            "the IBC transfer",
+        )
+        item = Item(
+            IBC, recipient(req.toAddress, "toAddress"), (amount_of(req.denom, amount),), ibc=packet
+        )
     else:
         try:
             to = COSMOS.check_address(req.toAddress, owner.network)
@@ -160,13 +186,21 @@ def _prepare(req: CosmosTransferInput, owner: Owner, kind: str) -> _TransferDoc:
     body_bytes = body.SerializeToString(deterministic=True)
     auth_bytes = auth.SerializeToString(deterministic=True)
     sign_doc = tx_pb2.SignDoc(
-        body_bytes=body_bytes, auth_info_bytes=auth_bytes, chain_id=req.chainId,
+        body_bytes=body_bytes,
+        auth_info_bytes=auth_bytes,
+        chain_id=req.chainId,
         account_number=req.accountNumber,
-    ).SerializeToString(deterministic=True)  # fmt: skip
+    ).SerializeToString(deterministic=True)
     summary = Summary(
-        "cosmos", owner.network.name, kind, req.chainId, (item,), (amount_of(req.feeDenom, fee),),
-        hashlib.sha256(sign_doc).hexdigest(), memo=req.memo,
-    )  # fmt: skip
+        "cosmos",
+        owner.network.name,
+        kind,
+        req.chainId,
+        (item,),
+        (amount_of(req.feeDenom, fee),),
+        hashlib.sha256(sign_doc).hexdigest(),
+        memo=req.memo,
+    )
     return _TransferDoc(summary, body_bytes, auth_bytes, sign_doc)
 
 
@@ -182,38 +216,87 @@ def prepare_ibc_transfer(req: CosmosIBCTransferInput, owner: Owner) -> _Transfer
 APPROVAL_EXAMPLE: Final[dict[str, Any]] = {
     "account": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
     "summary": {
-        "family": "cosmos", "network": "cosmoshub", "kind": "sign-transfer",
-        "chain_id": "cosmoshub-4", "memo": "payout 7", "raw": False,
+        "family": "cosmos",
+        "network": "cosmoshub",
+        "kind": "sign-transfer",
+        "chain_id": "cosmoshub-4",
+        "memo": "payout 7",
+        "raw": False,
         "digest": "1fb1a5dee5fcb6b2c2f6a38efea23ad623c57d50c5773b63434b8958b36780a1",
-        "items": [{"type": "/cosmos.bank.v1beta1.MsgSend",
-                   "recipient": "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv",
-                   "amounts": [{"denom": "uatom", "amount": "1500000", "base_unit": "uatom",
-                                "display": "1.5 ATOM"}]}],
-        "fee": [{"denom": "uatom", "amount": "5000", "base_unit": "uatom",
-                 "display": "0.005 ATOM"}],
+        "items": [
+            {
+                "type": "/cosmos.bank.v1beta1.MsgSend",
+                "recipient": "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv",
+                "amounts": [
+                    {
+                        "denom": "uatom",
+                        "amount": "1500000",
+                        "base_unit": "uatom",
+                        "display": "1.5 ATOM",
+                    }
+                ],
+            }
+        ],
+        "fee": [
+            {"denom": "uatom", "amount": "5000", "base_unit": "uatom", "display": "0.005 ATOM"}
+        ],
     },
-}  # fmt: skip
+}
 
 
 KINDS: tuple[SignKind, ...] = (
     SignKind(
-        "sign-transfer", ("cosmos",), CosmosTransferInput, CosmosTransactionResponse,
-        prepare_transfer, "build and sign a bank MsgSend (Moon's sign-transfer)",
+        "sign-transfer",
+        ("cosmos",),
+        CosmosTransferInput,
+        CosmosTransactionResponse,
+        prepare_transfer,
+        "build and sign a bank MsgSend (Moon's sign-transfer)",
         "SIGN_MODE_DIRECT; the answer is a base64 TxRaw ready to broadcast and its hash.",
-        {"moon": {"fromAddress": "cosmos1…", "toAddress": "cosmos1…", "amount": "1000",
-                  "denom": "uatom", "chainId": "cosmoshub-4", "sequence": 0,
-                  "accountNumber": 12345, "feeDenom": "uatom", "feeAmount": "5000",
-                  "gasLimit": 200000, "memo": "", "timeoutHeight": 0}},
+        {
+            "moon": {
+                "fromAddress": "cosmos1…",
+                "toAddress": "cosmos1…",
+                "amount": "1000",
+                "denom": "uatom",
+                "chainId": "cosmoshub-4",
+                "sequence": 0,
+                "accountNumber": 12345,
+                "feeDenom": "uatom",
+                "feeAmount": "5000",
+                "gasLimit": 200000,
+                "memo": "",
+                "timeoutHeight": 0,
+            }
+        },
         approval_example=APPROVAL_EXAMPLE,
     ),
     SignKind(
-        "sign-ibc-transfer", ("cosmos",), CosmosIBCTransferInput, CosmosTransactionResponse,
-        prepare_ibc_transfer, "build and sign an ibc-go MsgTransfer (Moon's sign-ibc-transfer)",
+        "sign-ibc-transfer",
+        ("cosmos",),
+        CosmosIBCTransferInput,
+        CosmosTransactionResponse,
+        prepare_ibc_transfer,
+        "build and sign an ibc-go MsgTransfer (Moon's sign-ibc-transfer)",
         "The timeout is timeoutTimestamp (ns); timeoutHeight is the transaction's own.",
-        {"moon": {"fromAddress": "cosmos1…", "toAddress": "osmo1…", "amount": "1000",
-                  "denom": "uatom", "chainId": "cosmoshub-4", "sequence": 0,
-                  "accountNumber": 12345, "feeDenom": "uatom", "feeAmount": "5000",
-                  "gasLimit": 200000, "memo": "", "timeoutHeight": 0, "sourcePort": "transfer",
-                  "sourceChannel": "channel-141", "timeoutTimestamp": 1800000000000000000}},
+        {
+            "moon": {
+                "fromAddress": "cosmos1…",
+                "toAddress": "osmo1…",
+                "amount": "1000",
+                "denom": "uatom",
+                "chainId": "cosmoshub-4",
+                "sequence": 0,
+                "accountNumber": 12345,
+                "feeDenom": "uatom",
+                "feeAmount": "5000",
+                "gasLimit": 200000,
+                "memo": "",
+                "timeoutHeight": 0,
+                "sourcePort": "transfer",
+                "sourceChannel": "channel-141",
+                "timeoutTimestamp": 1800000000000000000,
+            }
+        },
     ),
-)  # fmt: skip
+)

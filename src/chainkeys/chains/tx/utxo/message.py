@@ -63,14 +63,27 @@ def prepare_message(req: UtxoMessageRequest, owner: Owner) -> _MessageDigest:
     digest = message_hash(params.magic, req.message.encode())
     compressed = len(owner.public_key) == 33
     header = HEADER_BASE[owner.address_type or "p2pkh"] if compressed else 27
-    summary = Summary(owner.family, owner.network.name, "sign-message", None, (), (),
-                      digest.hex(), raw=True, message=req.message.encode())  # fmt: skip
+    summary = Summary(
+        owner.family,
+        owner.network.name,
+        "sign-message",
+        None,
+        (),
+        (),
+        digest.hex(),
+        raw=True,
+        message=req.message.encode(),
+    )
     return _MessageDigest(summary, digest, header)
 
 
 KIND = SignKind(
-    "sign-message", ("dogecoin", "litecoin"), UtxoMessageRequest, UtxoMessageResponse,
-    prepare_message, "sign a message (Core signmessage; BIP137 headers for segwit)",
+    "sign-message",
+    ("dogecoin", "litecoin"),
+    UtxoMessageRequest,
+    UtxoMessageResponse,
+    prepare_message,
+    "sign a message (Core signmessage; BIP137 headers for segwit)",
     "The coin's message magic, double SHA-256; the base64 65-byte compact signature.",
     {"core": {"message": "I own this address"}},
-)  # fmt: skip
+)

@@ -132,8 +132,9 @@ def ranged_descriptor(threshold: int, keys: Sequence[str], address_type: str) ->
 
 # A segwit coin's multisigs (Litecoin): every form, and HD ones of a wallet (BIP48 has
 # script types for the segwit forms only); a coin without segwit (Dogecoin): P2SH.
-SEGWIT_FORMS: Final = MultisigForms(TYPES, register, build, hd_types=("p2wsh", "p2sh-p2wsh"),
-                                    hd_descriptor=ranged_descriptor)  # fmt: skip
+SEGWIT_FORMS: Final = MultisigForms(
+    TYPES, register, build, hd_types=("p2wsh", "p2sh-p2wsh"), hd_descriptor=ranged_descriptor
+)
 LEGACY_FORMS: Final = MultisigForms(("p2sh",), register, build)
 
 
@@ -158,16 +159,20 @@ def check_signatures(inp: Any, ms: Multisig, digest: bytes, index: int) -> None:
     """
     for pub, sig in inp.partial_sigs.items():
         if pub.sec() not in ms.keys:
-            raise ChainError(f"input {index} carries a signature by a key that is not in "
-                             "this multisig", "invalid_signature")  # fmt: skip
+            raise ChainError(
+                f"input {index} carries a signature by a key that is not in this multisig",
+                "invalid_signature",
+            )
         try:
             good = sig[-1:] == b"\x01" and pub.verify(ec.Signature.parse(sig[:-1]), digest)
         except Exception:  # embit: not DER
             good = False
         if not good:
-            raise ChainError(f"input {index} carries a signature by {pub.sec().hex()} that "
-                             "does not verify over its sighash (SIGHASH_ALL)",
-                             "invalid_signature")  # fmt: skip
+            raise ChainError(
+                f"input {index} carries a signature by {pub.sec().hex()} that "
+                "does not verify over its sighash (SIGHASH_ALL)",
+                "invalid_signature",
+            )
 
 
 def finalize(inp: Any, ms: Multisig) -> bool:

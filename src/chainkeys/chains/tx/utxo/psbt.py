@@ -103,8 +103,9 @@ class _PsbtInputs:
 def _answer(psbt: Any, finalize: bool) -> Signed:
     """The PSBT as signed; when every input is final and finalize was asked, the
     transaction extracted, ready to broadcast."""
-    done = all(i.final_scriptsig is not None or i.final_scriptwitness is not None
-               for i in psbt.inputs)  # fmt: skip
+    done = all(
+        i.final_scriptsig is not None or i.final_scriptwitness is not None for i in psbt.inputs
+    )
     out = UtxoPsbtResponse(psbt="", complete=done)
     if done and finalize:
         tx = psbt.tx
@@ -132,8 +133,9 @@ def prevout(inp: Any, txin: Any, segwit_chain: bool) -> tuple[bytes | None, int 
     full = wit = None
     if inp.non_witness_utxo is not None:
         if inp.non_witness_utxo.txid() != txin.txid:
-            raise refuse("an input's previous transaction is not the one it spends",
-                         "prev_tx_mismatch")  # fmt: skip
+            raise refuse(
+                "an input's previous transaction is not the one it spends", "prev_tx_mismatch"
+            )
         if txin.vout >= len(inp.non_witness_utxo.vout):
             raise refuse("an input spends an output its previous transaction does not have")
         full = inp.non_witness_utxo.vout[txin.vout]
@@ -145,8 +147,9 @@ def prevout(inp: Any, txin: Any, segwit_chain: bool) -> tuple[bytes | None, int 
             wit.script_pubkey.data,
             wit.value,
         ):
-            raise refuse("an input's witness UTXO contradicts its previous transaction",
-                         "prev_tx_mismatch")  # fmt: skip
+            raise refuse(
+                "an input's witness UTXO contradicts its previous transaction", "prev_tx_mismatch"
+            )
     found = full or wit
     if found is None:
         return None, None
@@ -160,8 +163,10 @@ def _no_unknown_fields(psbt: Any) -> None:
     for what, scope in scopes:
         for key in scope.unknown:
             if bytes(key)[:1] != bytes((PROPRIETARY,)):
-                raise refuse(f"{what} has a PSBT field (type 0x{bytes(key)[:1].hex()}) this "
-                             "signer does not read")  # fmt: skip
+                raise refuse(
+                    f"{what} has a PSBT field (type 0x{bytes(key)[:1].hex()}) this "
+                    "signer does not read"
+                )
 
 
 def _scripts_are_ours(inp: Any, ms: multisig.Multisig, index: int) -> None:
@@ -174,8 +179,9 @@ def _scripts_are_ours(inp: Any, ms: multisig.Multisig, index: int) -> None:
     )
     for script, ours in given:
         if script is not None and bytes(script.data) != ours:
-            raise refuse(f"input {index}'s witness or redeem script is not this multisig's",
-                         "not_owner")  # fmt: skip
+            raise refuse(
+                f"input {index}'s witness or redeem script is not this multisig's", "not_owner"
+            )
 
 
 def parse_psbt(text: str) -> Any:
@@ -205,8 +211,7 @@ def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _PsbtInputs:
         if inp.sighash_type not in (None, SIGHASH_ALL):
             raise refuse("only SIGHASH_ALL is signed", "sighash_not_allowed")
         if not segwit(owner) and inp.non_witness_utxo is None:
-            raise refuse("a legacy input needs its full previous transaction",
-                         "missing_prev_tx")  # fmt: skip
+            raise refuse("a legacy input needs its full previous transaction", "missing_prev_tx")
         if ms is not None:
             _scripts_are_ours(inp, ms, i)
         mine.append(Mine(i, value, prev))
@@ -226,16 +231,26 @@ def prepare_psbt(req: UtxoPsbtRequest, owner: Owner) -> _PsbtInputs:
 
 
 KIND = SignKind(
-    "sign-psbt", ("dogecoin", "litecoin"), UtxoPsbtRequest, UtxoPsbtResponse, prepare_psbt,
+    "sign-psbt",
+    ("dogecoin", "litecoin"),
+    UtxoPsbtRequest,
+    UtxoPsbtResponse,
+    prepare_psbt,
     "sign a PSBT (BIP174; Litecoin Core walletprocesspsbt)",
     "Signs the inputs that pay this account (P2PKH with their full previous transaction, "
     "P2WPKH, P2SH-P2WPKH), SIGHASH_ALL only; with finalize, a complete PSBT is extracted. "
     "A multisig account adds the signature of every member key this tenant holds and "
     "finalizes an input once its signatures reach the threshold.",
     # Litecoin: a P2WPKH input of 0.01 LTC of the key 1, 0.006 LTC to LYWKqJ…iubdM
-    {"bitcoinjs": {"psbt": (
-        "cHNidP8BAFUCAAAAAZZmeEkhOj+596y1w3dw2D1yEGd08vqOqXU9VXi/Tsd3AAAAAAD/////AcAn"
-        "CQAAAAAAGXapFJGyS/n1KIUylgrGh6uwNRJ7HSiliKwAAAAAAAEAUgEAAAABBwcHBwcHBwcHBwcH"
-        "BwcHBwcHBwcHBwcHBwcHBwcHBwcAAAAAAP////8BQEIPAAAAAAAWABR1HnboGZGW1FSUHEXRs6Mj"
-        "8UM71gAAAAABAR9AQg8AAAAAABYAFHUedugZkZbUVJQcRdGzoyPxQzvWAAA="), "finalize": True}},
-)  # fmt: skip
+    {
+        "bitcoinjs": {
+            "psbt": (
+                "cHNidP8BAFUCAAAAAZZmeEkhOj+596y1w3dw2D1yEGd08vqOqXU9VXi/Tsd3AAAAAAD/////AcAn"
+                "CQAAAAAAGXapFJGyS/n1KIUylgrGh6uwNRJ7HSiliKwAAAAAAAEAUgEAAAABBwcHBwcHBwcHBwcH"
+                "BwcHBwcHBwcHBwcHBwcHBwcHBwcAAAAAAP////8BQEIPAAAAAAAWABR1HnboGZGW1FSUHEXRs6Mj"
+                "8UM71gAAAAABAR9AQg8AAAAAABYAFHUedugZkZbUVJQcRdGzoyPxQzvWAAA="
+            ),
+            "finalize": True,
+        }
+    },
+)

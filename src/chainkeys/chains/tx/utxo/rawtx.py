@@ -86,8 +86,10 @@ def smallest_unit(amount: Decimal, family: str) -> int:
         if units != units.to_integral_value():
             raise DecimalException
     except DecimalException:
-        raise refuse("an amount must be a coin amount from 0 to the coin's supply, with at "
-                     "most 8 decimals", INVALID_AMOUNT) from None  # fmt: skip
+        raise refuse(
+            "an amount must be a coin amount from 0 to the coin's supply, with at most 8 decimals",
+            INVALID_AMOUNT,
+        ) from None
     return int(units)
 
 
@@ -167,20 +169,25 @@ def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _RawTxInputs:
         if prev.hex is not None:
             full = parse_tx(prev.hex, "prevtxs[].hex")
             if full.txid() != txin.txid or txin.vout >= len(full.vout):
-                raise refuse("a previous transaction is not the one its input spends",
-                             "prev_tx_mismatch")  # fmt: skip
+                raise refuse(
+                    "a previous transaction is not the one its input spends", "prev_tx_mismatch"
+                )
             out = full.vout[txin.vout]
             if out.script_pubkey.data != spk or (value is not None and out.value != value):
-                raise refuse("scriptPubKey or amount contradicts the previous transaction",
-                             "prev_tx_mismatch")  # fmt: skip
+                raise refuse(
+                    "scriptPubKey or amount contradicts the previous transaction",
+                    "prev_tx_mismatch",
+                )
             value = check_value(out.value, owner.family, f"input {i}'s amount")
         values.append(value)
         _scripts_match(prev, spk == script, owner)
         if spk != script:
             continue
         if not segwit(owner) and prev.hex is None:
-            raise refuse("a legacy input needs its full previous transaction (prevtxs[].hex)",
-                         "missing_prev_tx")  # fmt: skip
+            raise refuse(
+                "a legacy input needs its full previous transaction (prevtxs[].hex)",
+                "missing_prev_tx",
+            )
         if value is None:
             raise refuse("an input of this account needs its amount", INVALID_AMOUNT)
         mine.append(Mine(i, value, spk))
@@ -192,21 +199,36 @@ def prepare_raw(req: UtxoRawTransactionRequest, owner: Owner) -> _RawTxInputs:
 
 
 KIND = SignKind(
-    "sign-raw-transaction", ("dogecoin", "litecoin"), UtxoRawTransactionRequest,
-    UtxoRawTransactionResponse, prepare_raw,
+    "sign-raw-transaction",
+    ("dogecoin", "litecoin"),
+    UtxoRawTransactionRequest,
+    UtxoRawTransactionResponse,
+    prepare_raw,
     "sign a raw transaction (Core signrawtransactionwithkey)",
     "Core's request and result. Inputs of this account: P2PKH ones need prevtxs[].hex, "
     "the full previous transaction (its legacy signature does not commit to the amount).",
     # Dogecoin: a P2PKH input of 0.01 DOGE of the key 1 (its previous transaction whole)
-    {"core": {"hex": (
-        "02000000019913237b3a8b45c185a94519643641b0309d5177551c3f24c69522e57537ab4400"
-        "00000000ffffffff01c0270900000000001976a91491b24bf9f5288532960ac687abb035127b"
-        "1d28a588ac00000000"),
-        "sighashtype": "ALL", "prevtxs": [{
-            "txid": "44ab3775e52295c6243f1c5577519d30b04136641945a985c1458b3a7b231399",
-            "vout": 0, "scriptPubKey": "76a914751e76e8199196d454941c45d1b3a323f1433bd688ac",
-            "amount": 0.01, "hex": (
-            "0100000001070707070707070707070707070707070707070707070707070707070707070700"
-            "00000000ffffffff0140420f00000000001976a914751e76e8199196d454941c45d1b3a323f1"
-            "433bd688ac00000000")}]}},
-)  # fmt: skip
+    {
+        "core": {
+            "hex": (
+                "02000000019913237b3a8b45c185a94519643641b0309d5177551c3f24c69522e57537ab4400"
+                "00000000ffffffff01c0270900000000001976a91491b24bf9f5288532960ac687abb035127b"
+                "1d28a588ac00000000"
+            ),
+            "sighashtype": "ALL",
+            "prevtxs": [
+                {
+                    "txid": "44ab3775e52295c6243f1c5577519d30b04136641945a985c1458b3a7b231399",
+                    "vout": 0,
+                    "scriptPubKey": "76a914751e76e8199196d454941c45d1b3a323f1433bd688ac",
+                    "amount": 0.01,
+                    "hex": (
+                        "0100000001070707070707070707070707070707070707070707070707070707070707070700"
+                        "00000000ffffffff0140420f00000000001976a914751e76e8199196d454941c45d1b3a323f1"
+                        "433bd688ac00000000"
+                    ),
+                }
+            ],
+        }
+    },
+)

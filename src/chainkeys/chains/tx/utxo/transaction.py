@@ -34,8 +34,10 @@ def never_sign(data: bytes) -> str | None:
     digest's shape. An input signature signs sha256(sha256(transaction)), so a signer
     that signs sha256(data) would sign an input when handed its sha256."""
     if len(data) == 32:
-        return ("32 bytes of data is a digest's shape: its sha256 is what a Dogecoin or "
-                "Litecoin input signature signs; send text or other bytes")  # fmt: skip
+        return (
+            "32 bytes of data is a digest's shape: its sha256 is what a Dogecoin or "
+            "Litecoin input signature signs; send text or other bytes"
+        )
     return None
 
 
@@ -174,15 +176,16 @@ def summarize(
         value = check_value(out.value, owner.family, f"output {n}")
         to = address_of(data, owner)
         shown = Amount.of(params.ticker, value, coin)
-        items.append(Item("output", to, (shown,), change=data == script,
-                          decoded=to is not None))  # fmt: skip
+        items.append(Item("output", to, (shown,), change=data == script, decoded=to is not None))
     spent = check_value(sum(o.value for o in tx.vout), owner.family, "the outputs' total")
     fee: tuple[Amount, ...] | None = None
     if None not in values:
         held = check_value(sum(v or 0 for v in values), owner.family, "the inputs' total")
         if held < spent:
-            raise refuse(f"the outputs pay {spent} but the inputs hold {held}: a negative fee",
-                         INVALID_AMOUNT)  # fmt: skip
+            raise refuse(
+                f"the outputs pay {spent} but the inputs hold {held}: a negative fee",
+                INVALID_AMOUNT,
+            )
         fee = (Amount.of(params.ticker, held - spent, coin),)
     digest = hashlib.sha256(b"".join(digests)).hexdigest()
     return Summary(owner.family, owner.network.name, kind, None, tuple(items), fee, digest)

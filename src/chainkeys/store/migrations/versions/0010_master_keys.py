@@ -94,7 +94,9 @@ def downgrade() -> None:
             newest[str(r.key_id)] = dict(r._mapping)
     if newest:
         conn.execute(
-            sa.text("INSERT INTO key_ring (key_id, wrapped, wrapped_by, created_ms) "
-                    "VALUES (:key_id, :wrapped, :wrapped_by, :created_ms)"),
+            sa.text(
+                "INSERT INTO key_ring (key_id, wrapped, wrapped_by, created_ms) "
+                "VALUES (:key_id, :wrapped, :wrapped_by, :created_ms)"
+            ),
             list(newest.values()),
-        )  # fmt: skip
+        )

@@ -23,13 +23,16 @@ def upgrade() -> None:
     with op.batch_alter_table("accounts") as batch:
         batch.add_column(sa.Column("wallet_id", sa.String(64), nullable=True))
     bind = op.get_bind()
-    rows = bind.execute(sa.text(
-        "SELECT id, details FROM accounts WHERE details LIKE '%\"wallet\"%'")).all()  # fmt: skip
+    rows = bind.execute(
+        sa.text("SELECT id, details FROM accounts WHERE details LIKE '%\"wallet\"%'")
+    ).all()
     for row_id, details in rows:
         wallet = json.loads(str(details)).get("wallet")
         if isinstance(wallet, str) and wallet:
-            bind.execute(sa.text("UPDATE accounts SET wallet_id = :w WHERE id = :id"),
-                         {"w": wallet, "id": row_id})  # fmt: skip
+            bind.execute(
+                sa.text("UPDATE accounts SET wallet_id = :w WHERE id = :id"),
+                {"w": wallet, "id": row_id},
+            )
     op.create_index("ix_accounts_tenant_wallet_id", "accounts", ["tenant_id", "wallet_id", "id"])
 
 

@@ -40,8 +40,9 @@ def upgrade() -> None:
             ["tenant_id"], ["tenants.id"], name="fk_wallet_multisigs_tenant_id_tenants"
         ),
     )
-    op.create_index("ix_wallet_multisigs_tenant_wallet", "wallet_multisigs",
-                    ["tenant_id", "wallet_id"])  # fmt: skip
+    op.create_index(
+        "ix_wallet_multisigs_tenant_wallet", "wallet_multisigs", ["tenant_id", "wallet_id"]
+    )
 
 
 def downgrade() -> None:

@@ -39,8 +39,9 @@ def upgrade() -> None:
             "tenant_id", "credential_id", name="uq_approver_credentials_tenant_id_credential_id"
         ),
     )
-    op.create_index("ix_approver_credentials_tenant_id_label", "approver_credentials",
-                    ["tenant_id", "label"])  # fmt: skip
+    op.create_index(
+        "ix_approver_credentials_tenant_id_label", "approver_credentials", ["tenant_id", "label"]
+    )
     op.create_table(
         "approver_invites",
         sa.Column("code_digest", sa.String(64), primary_key=True),
