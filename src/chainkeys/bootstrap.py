@@ -33,18 +33,20 @@ from chainkeys.vault.shamir import (
     SHAMIR_WRAPPED,
     UNSEALER,
     GivenKey,
+    Unsealer,
+    rekey,
+    share_set_of,
+    unwrap,
+)
+from chainkeys.vault.shares import (
     InvalidShare,
     Share,
     ShareSet,
-    Unsealer,
     UnsealKey,
     check_set,
     combine,
     parse_share,
-    rekey,
-    share_set_of,
     split,
-    unwrap,
 )
 
 if TYPE_CHECKING:  # imported by open_services: token, audit and policy commands skip them

@@ -10,7 +10,8 @@ from chainkeys.cli.common import DataDir, fail, group, run, run_admin, settings_
 from chainkeys.cli.operator import print_shares
 from chainkeys.errors import ChainkeysError
 from chainkeys.vault.providers import PROVIDERS
-from chainkeys.vault.shamir import UNSEALER, GivenKey, UnsealKey, split
+from chainkeys.vault.shamir import UNSEALER, GivenKey
+from chainkeys.vault.shares import UnsealKey, split
 
 key_app = group("Master-key rotation and where the key lives.")
 # A heartbeat the operator knows has ended (retire and destroy wait for the others).

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from chainkeys.cli.common import DataDir, fail, finish, group, settings_for
-from chainkeys.vault.shamir import (
+from chainkeys.vault.shares import (
     Share,
     ShareSet,
     UnsealKey,

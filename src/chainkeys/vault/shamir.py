@@ -12,36 +12,19 @@ data (`meta`, as the HSM-wrapped key is), so
 - rotating the master key is the other wrapped providers' rotation: the next key
   waits wrapped under the same unseal key beside the current one.
 
-The sharing is pycryptodome's `Crypto.Protocol.SecretSharing.Shamir` (GF(2^128),
-16-byte secrets), not a field written here. The 32-byte unseal key is shared as two
-16-byte halves, each with its own random polynomial, at the same indexes (1..N): one
-shared 16-byte seed would cap the key at 128 bits; K-1 shares say nothing of either.
-
-A share as an operator copies it, on one line:
-
-    cks1-<set: 8 hex>-<index>-<64 hex: both halves' values>-<check: 8 hex>
-
-The set id names the share set (a rekey makes a new one, so an old share is
-refused as such before anything is combined); the check is 4 bytes of SHA-256
-over the rest, so a typo is caught when the share is read, not after combining.
-The check is no authentication: a share that passes it and combines to a wrong
-key is caught by the wrapped blob's GCM tag, and the progress is reset.
+The shares (the split of the unseal key, a share's text and its check digits) are
+vault/shares.py; this module keeps the wrapped master key and the provider.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
-import re
 import secrets
 from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
-from Crypto.Protocol.SecretSharing import Shamir
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -54,6 +37,15 @@ from chainkeys.vault.providers import (
     MasterKey,
     kept_by,
 )
+from chainkeys.vault.shares import (
+    InvalidShare,
+    Share,
+    ShareSet,
+    UnsealKey,
+    check_set,
+    combine,
+    split,
+)
 
 if TYPE_CHECKING:
     from chainkeys.config import Settings
@@ -64,18 +56,9 @@ if TYPE_CHECKING:
 SHAMIR_WRAPPED = WRAPPED
 SHAMIR_NEXT = WRAPPED_NEXT  # a rotation's next key, until it finishes
 KIND = "shamir"
-MAX_SHARES = 255  # share indexes are one byte in the check
-HALF = 16  # pycryptodome's Shamir shares 16-byte secrets
 NONCE_BYTES = 12
 AAD = b"chainkeys shamir master key v1\x00"
-SHARE = re.compile(r"cks1-([0-9a-f]{8})-([0-9]{1,3})-([0-9a-f]{64})-([0-9a-f]{8})")
 DESCRIPTION = "Shamir shares (CHAINKEYS_MASTER_KEY_PROVIDER=shamir)"
-
-
-class InvalidShare(BadRequest):
-    """A share that cannot be one of this store's: a typo, another store's or an old set's."""
-
-    code = "invalid_share"
 
 
 class WrongShares(BadRequest):
@@ -83,116 +66,6 @@ class WrongShares(BadRequest):
     wrong (which one cannot be told, and is not guessed at)."""
 
     code = "wrong_shares"
-
-
-@dataclass(frozen=True, slots=True)
-class UnsealKey:
-    """The 256-bit key the shares rebuild; it wraps the master key, never seals data."""
-
-    material: bytes = field(repr=False)
-
-    def __post_init__(self) -> None:
-        if len(self.material) != KEY_BYTES:
-            raise StartupError(f"an unseal key is {KEY_BYTES} bytes")
-
-    def __repr__(self) -> str:
-        return "UnsealKey(***)"
-
-    @classmethod
-    def new(cls) -> UnsealKey:
-        return cls(secrets.token_bytes(KEY_BYTES))
-
-
-@dataclass(frozen=True, slots=True)
-class Share:
-    """One operator's share: its set, its index (1..N) and its 32-byte value."""
-
-    set_id: str
-    index: int
-    value: bytes = field(repr=False)
-
-    def __repr__(self) -> str:
-        return f"Share(set_id={self.set_id!r}, index={self.index}, value=***)"
-
-    def text(self) -> str:
-        body = f"cks1-{self.set_id}-{self.index}-{self.value.hex()}"
-        return f"{body}-{_check(self.set_id, self.index, self.value)}"
-
-
-@dataclass(frozen=True, slots=True)
-class ShareSet:
-    """What the store records of a share set (never a share): its id, N and K."""
-
-    set_id: str
-    shares: int
-    threshold: int
-
-
-def _check(set_id: str, index: int, value: bytes) -> str:
-    data = b"chainkeys share v1\x00" + set_id.encode() + bytes([index]) + value
-    return hashlib.sha256(data).hexdigest()[:8]
-
-
-def parse_share(text: str) -> Share:
-    """A share as an operator typed or pasted it (spaces and case forgiven).
-
-    Raises:
-        InvalidShare: not a share's shape, or its check fails (the message never
-            quotes the text: it is a secret).
-    """
-    compact = "".join(text.split()).lower()
-    found = SHARE.fullmatch(compact)
-    if found is None:
-        raise InvalidShare("this is not a chainkeys share: a share is one line "
-                           "cks1-<set>-<index>-<64 hex digits>-<check>")  # fmt: skip
-    set_id, index_text, value_hex, check = found.groups()
-    index = int(index_text)
-    value = bytes.fromhex(value_hex)
-    if not 1 <= index <= MAX_SHARES or not hmac.compare_digest(check, _check(set_id, index, value)):
-        raise InvalidShare("this share's check digits do not match: it was mistyped or "
-                           "cut short; nothing was counted")  # fmt: skip
-    return Share(set_id, index, value)
-
-
-def split(key: UnsealKey, shares: int, threshold: int) -> tuple[ShareSet, list[Share]]:
-    """N shares of `key`, any `threshold` of which rebuild it (a new set id).
-
-    Args:
-        key: the unseal key.
-        shares: N, from 1 to 255.
-        threshold: K, from 1 to N (1: every share alone opens the store).
-
-    Raises:
-        StartupError: N or K out of range.
-    """
-    if not 1 <= shares <= MAX_SHARES:
-        raise StartupError(f"--shares {shares}: from 1 to {MAX_SHARES}")
-    if not 1 <= threshold <= shares:
-        raise StartupError(f"--threshold {threshold}: from 1 to the number of shares ({shares})")
-    share_set = ShareSet(secrets.token_hex(4), shares, threshold)
-    if threshold == 1:  # a polynomial of degree 0: every share is the key itself
-        return share_set, [Share(share_set.set_id, i, key.material) for i in range(1, shares + 1)]
-    low = Shamir.split(threshold, shares, key.material[:HALF], ssss=False)
-    high = Shamir.split(threshold, shares, key.material[HALF:], ssss=False)
-    out = []
-    for (i, a), (j, b) in zip(low, high, strict=True):
-        if i != j:  # pycryptodome numbers both 1..N: the halves must meet at one index
-            raise StartupError("the two halves' shares were numbered differently")
-        out.append(Share(share_set.set_id, i, bytes(a) + bytes(b)))
-    return share_set, out
-
-
-def combine(shares: Iterable[Share]) -> UnsealKey:
-    """The key K shares rebuild: a wrong share gives a wrong key, never an error
-    (the caller proves the key against the wrapped blob)."""
-    given = sorted(shares, key=lambda s: s.index)
-    if len({s.index for s in given}) != len(given):
-        raise InvalidShare("two shares with the same index were given")
-    if len(given) == 1:
-        return UnsealKey(given[0].value)
-    low = Shamir.combine([(s.index, s.value[:HALF]) for s in given], ssss=False)
-    high = Shamir.combine([(s.index, s.value[HALF:]) for s in given], ssss=False)
-    return UnsealKey(bytes(low) + bytes(high))
 
 
 class Wrapped(msgspec.Struct, frozen=True):
@@ -221,12 +94,23 @@ def _aad(share_set: ShareSet, master_key_id: str) -> bytes:
 def wrap(key: MasterKey, unseal: UnsealKey, share_set: ShareSet) -> bytes:
     nonce = secrets.token_bytes(NONCE_BYTES)
     sealed = AESGCM(unseal.material).encrypt(nonce, key.material, _aad(share_set, key.id))
-    where = (f"the unseal key of Shamir share set {share_set.set_id} "
-             f"({share_set.threshold} of {share_set.shares} shares)")  # fmt: skip
-    return msgspec.json.encode(Wrapped(
-        KIND, where, 1, share_set.set_id, share_set.shares, share_set.threshold, key.id,
-        base64.b64encode(nonce).decode(), base64.b64encode(sealed).decode(),
-    ))  # fmt: skip
+    where = (
+        f"the unseal key of Shamir share set {share_set.set_id} "
+        f"({share_set.threshold} of {share_set.shares} shares)"
+    )
+    return msgspec.json.encode(
+        Wrapped(
+            KIND,
+            where,
+            1,
+            share_set.set_id,
+            share_set.shares,
+            share_set.threshold,
+            key.id,
+            base64.b64encode(nonce).decode(),
+            base64.b64encode(sealed).decode(),
+        )
+    )
 
 
 def read_blob(blob: bytes) -> Wrapped:
@@ -248,9 +132,10 @@ def unwrap(blob: bytes, unseal: UnsealKey) -> MasterKey:
     fields = read_blob(blob)
     try:
         material = AESGCM(unseal.material).decrypt(
-            base64.b64decode(fields.nonce), base64.b64decode(fields.wrapped),
+            base64.b64decode(fields.nonce),
+            base64.b64decode(fields.wrapped),
             _aad(fields.share_set, fields.master_key_id),
-        )  # fmt: skip
+        )
     except (InvalidTag, ValueError):
         raise WrongShares(
             "the shares given do not rebuild this store's unseal key: at least one of them "
@@ -304,8 +189,10 @@ class GivenKey:
 
 
 def sealed_message() -> str:
-    return ("the master key is held by Shamir shares: the service starts sealed and opens "
-            "once enough operators run `chainkeys operator unseal --url URL`")  # fmt: skip
+    return (
+        "the master key is held by Shamir shares: the service starts sealed and opens "
+        "once enough operators run `chainkeys operator unseal --url URL`"
+    )
 
 
 class ShamirKeyProvider:
@@ -337,9 +224,10 @@ class ShamirKeyProvider:
             raise StartupError(
                 "this store's master key is not held by Shamir shares: create a store for "
                 "them with `chainkeys init --shares 5 --threshold 3`"
-                if create else "this store's master key is not held by Shamir shares "
+                if create
+                else "this store's master key is not held by Shamir shares "
                 "(it is a key file, CHAINKEYS_MASTER_KEY or an HSM): start with that provider"
-            )  # fmt: skip
+            )
         unseal, share_set = fresh
         key = MasterKey(secrets.token_bytes(KEY_BYTES))
         await self._blobs.put(SHAMIR_WRAPPED, wrap(key, unseal, share_set))
@@ -380,8 +268,10 @@ class ShamirKeyProvider:
         it."""
         fresh = self._source().new_set()
         if fresh is None:
-            raise StartupError("a move to Shamir shares makes new shares: `chainkeys key move "
-                               "--to shamir --shares N --threshold K`")  # fmt: skip
+            raise StartupError(
+                "a move to Shamir shares makes new shares: `chainkeys key move "
+                "--to shamir --shares N --threshold K`"
+            )
         unseal, share_set = fresh
         await self._blobs.put(SHAMIR_WRAPPED, wrap(key, unseal, share_set))
         return False
@@ -423,28 +313,14 @@ async def rekey(
     current = read_blob(blob).share_set
     given = check_set(old, current)
     if len(given) < current.threshold:
-        raise InvalidShare(f"{len(given)} shares given; this store's share set needs "
-                           f"{current.threshold}")  # fmt: skip
+        raise InvalidShare(
+            f"{len(given)} shares given; this store's share set needs {current.threshold}"
+        )
     master = unwrap(blob, combine(given))
     if await blobs.get(SHAMIR_NEXT) is not None:  # two blobs cannot be re-wrapped as one step
-        raise StartupError("a master-key rotation is under way: finish it (`chainkeys key "
-                           "rotate`) before rekeying")  # fmt: skip
+        raise StartupError(
+            "a master-key rotation is under way: finish it (`chainkeys key rotate`) before rekeying"
+        )
     share_set, made = split(new_unseal := UnsealKey.new(), shares, threshold)
     await blobs.put(SHAMIR_WRAPPED, wrap(master, new_unseal, share_set))
     return share_set, made
-
-
-def check_set(shares: Iterable[Share], share_set: ShareSet) -> list[Share]:
-    """The shares, each of `share_set` with an index it has; InvalidShare otherwise."""
-    out = []
-    for share in shares:
-        if share.set_id != share_set.set_id:
-            raise InvalidShare(
-                f"this share is of share set {share.set_id}, not of this store's current "
-                f"set {share_set.set_id} (shares from before a rekey open nothing)"
-            )
-        if share.index > share_set.shares:
-            raise InvalidShare(f"share index {share.index} is not in this set "
-                               f"(1 to {share_set.shares})")  # fmt: skip
-        out.append(share)
-    return out
