@@ -13,7 +13,9 @@ and, with a webhook configured, written to the outbox in the same transaction
 (signing/service.py `complete`), as the requester if its token is still live; a
 revoked or expired requester's pending requests are cancelled by the sweeper. A rule
 with `"passkey": true` counts only votes signed by the person's enrolled credential
-(approvals/passkeys.py), verified when cast and again when the quorum signs.
+(approvals/passkeys.py), verified when cast and again when the quorum signs. The moves
+that end a request (expiry, cancellation, failure, signed) and the audit and outbox
+events of every move are approvals/transitions.py's.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -32,27 +33,22 @@ from chainkeys.approvals.passkeys import Passkeys
 from chainkeys.approvals.proofs import PasskeyRequired, Proof, person
 from chainkeys.approvals.repository import (
     APPROVED,
-    CANCELLED,
-    EXPIRED,
-    FAILED,
     PENDING,
     REJECTED,
-    SIGNED,
     STATES,
     ApprovalRow,
     Approvals,
-    Outbox,
     Vote,
     Votes,
 )
+from chainkeys.approvals.transitions import Transitions, record_of
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
-from chainkeys.clock import iso, now_ms
+from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound, StartupError
 from chainkeys.store.backend import Backend
 from chainkeys.store.integrity import APPROVAL_VOTES, APPROVALS
-from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
 from chainkeys.vault.integrity import Integrity, failed
@@ -60,7 +56,6 @@ from chainkeys.vault.integrity import Integrity, failed
 log = logging.getLogger("chainkeys.approvals")
 ID_PREFIX: Final = "apr_"
 MAX_REASON: Final = 500
-STUCK_MS: Final = 30_000  # an approved request not signed after this is signed again
 
 
 class ApprovalNotFound(NotFound):
@@ -74,23 +69,7 @@ class ApprovalView:
 
     def record(self) -> dict[str, Any]:
         """The approval as the API, the webhook and the page show it."""
-        r = self.row
-        out: dict[str, Any] = {
-            "id": r.id, "state": r.state, "family": r.family, "account": r.account_name,
-            "kind": r.kind, "summary": msgspec.json.decode(r.summary), "digest": r.digest,
-            "required": r.quorum, "group": r.approver_group,
-            "votes": [{"label": v.voter_label, "decision": v.decision,
-                       "time": iso(v.created_ms), **({"reason": v.reason} if v.reason else {}),
-                       **({"signed": signed_with(v)} if v.assertion else {})}
-                      for v in self.votes],
-            "passkey": bool(r.passkey),
-            "created_at": iso(r.created_ms), "expires_at": iso(r.expires_ms),
-        }  # fmt: skip
-        if r.reason:
-            out["reason"] = r.reason
-        if r.result is not None:
-            out["result"] = msgspec.json.decode(r.result)
-        return out
+        return record_of(self.row, self.votes)
 
     def cancellable_by(self, who: Principal) -> bool:
         """Whether `who` may cancel it (`ApprovalService.cancel`): its token made the
@@ -115,23 +94,17 @@ class Request:
     passkey: bool = False  # votes count only signed by the person's credential
 
 
-def signed_with(vote: Vote) -> str:
-    """What signed a vote, as the approval shows it: `passkey` or `key`."""
-    try:
-        stored = msgspec.json.decode(vote.assertion or "{}")
-    except msgspec.DecodeError:
-        return "unreadable"
-    return "passkey" if isinstance(stored, dict) and "assertion" in stored else "key"
+class ApprovalService(Transitions):
+    """Opening, showing and voting on requests; the moves that end them (expiry,
+    cancellation, failure, signed) and their audit and outbox events: `Transitions`."""
 
-
-class ApprovalService:
-    def __init__(self, db: Backend, settings: Settings, cursors: Cursors,
-                 integrity: Integrity | None = None) -> None:  # fmt: skip
-        self.db = db
+    def __init__(
+        self, db: Backend, settings: Settings, cursors: Cursors, integrity: Integrity | None = None
+    ) -> None:
+        super().__init__(db, webhook=settings.webhook_url is not None)
         self.settings = settings
         self.cursors = cursors
         self.integrity = integrity
-        self.webhook = settings.webhook_url is not None
         self.passkeys = Passkeys(db, settings, integrity)
 
     # -- requests ----------------------------------------------------------------------
@@ -149,11 +122,26 @@ class ApprovalService:
                     return ApprovalView(found, await Votes.of(tx, found.id))
             at = now_ms()
             row = ApprovalRow(
-                ID_PREFIX + secrets.token_hex(12), who.tenant_id, who.token_id, who.label,
-                req.family, req.account_name, req.kind, req.body, key, req.digest,
-                msgspec.json.encode(req.summary).decode(), req.rule_index, req.group, req.quorum,
-                PENDING, None, at, at + req.ttl_ms, passkey=True if req.passkey else None,
-            )  # fmt: skip
+                ID_PREFIX + secrets.token_hex(12),
+                who.tenant_id,
+                who.token_id,
+                who.label,
+                req.family,
+                req.account_name,
+                req.kind,
+                req.body,
+                key,
+                req.digest,
+                msgspec.json.encode(req.summary).decode(),
+                req.rule_index,
+                req.group,
+                req.quorum,
+                PENDING,
+                None,
+                at,
+                at + req.ttl_ms,
+                passkey=True if req.passkey else None,
+            )
             row = replace(row, mac=self._keyed().mac(APPROVALS, row.covered()))
             try:
                 async with self.db.write() as tx:
@@ -183,8 +171,9 @@ class ApprovalService:
         await self.expire_due()
         group = who.group if "approve" in who.scopes else None
         async with self.db.read() as tx:
-            rows = await Approvals.page(tx, who.tenant_id, state, who.token_id, group,
-                                        w.after or 0, w.fetch, who.families)  # fmt: skip
+            rows = await Approvals.page(
+                tx, who.tenant_id, state, who.token_id, group, w.after or 0, w.fetch, who.families
+            )
             shown, next_cursor = w.page(rows, lambda r: r.seq)
             views = [ApprovalView(r, await Votes.of(tx, r.id)) for r in shown]
         return views, next_cursor
@@ -194,8 +183,9 @@ class ApprovalService:
         await self.expire_due()
         group = who.group if "approve" in who.scopes else None
         async with self.db.read() as tx:
-            return await Approvals.count(tx, who.tenant_id, state, who.token_id, group,
-                                         who.families)  # fmt: skip
+            return await Approvals.count(
+                tx, who.tenant_id, state, who.token_id, group, who.families
+            )
 
     async def _visible(self, who: Principal, approval_id: str) -> ApprovalRow:
         """The approval if the caller may see it: its own request, or its group's (an
@@ -205,8 +195,9 @@ class ApprovalService:
             row = await Approvals.get(tx, approval_id[:40])
         if row is None or row.tenant_id != who.tenant_id:
             raise ApprovalNotFound()
-        approver = ("approve" in who.scopes and who.group == row.approver_group
-                    and who.may_use(row.family))  # fmt: skip
+        approver = (
+            "approve" in who.scopes and who.group == row.approver_group and who.may_use(row.family)
+        )
         if row.requester_token_id != who.token_id and not approver:
             raise ApprovalNotFound()
         return row
@@ -214,9 +205,14 @@ class ApprovalService:
     # -- people ------------------------------------------------------------------------
 
     async def vote(
-        self, who: Principal, approval_id: str, approve: bool, digest: str | None,
-        reason: str | None, proof: Proof | None = None,
-    ) -> tuple[ApprovalView, bool]:  # fmt: skip
+        self,
+        who: Principal,
+        approval_id: str,
+        approve: bool,
+        digest: str | None,
+        reason: str | None,
+        proof: Proof | None = None,
+    ) -> tuple[ApprovalView, bool]:
         """Record a vote; (the approval, whether this vote reached the quorum: the caller
         then signs). One rejection ends the request. On a passkey rule's request the vote
         carries `proof`, verified here (and stored, to be verified again at signing); a
@@ -231,24 +227,34 @@ class ApprovalService:
         if who.token_id == row.requester_token_id or (
             row.requester_label and person(who.label) == person(row.requester_label)
         ):
-            raise Forbidden("the requester does not approve its own request",
-                            code="self_approval")  # fmt: skip
+            raise Forbidden("the requester does not approve its own request", code="self_approval")
         if approve and digest != row.digest:
-            raise Conflict("the digest voted on is not this request's digest: look at the "
-                           "request again", code="digest_mismatch")  # fmt: skip
+            raise Conflict(
+                "the digest voted on is not this request's digest: look at the request again",
+                code="digest_mismatch",
+            )
         if reason is not None and len(reason) > MAX_REASON:
             raise BadRequest(f"a reason is at most {MAX_REASON} characters", code="invalid_reason")
         decision = "approve" if approve else "reject"
         assertion = None
         if row.passkey and proof is None:
-            await self.passkeys.audit_refusal(who, f"approval.{decision}", PasskeyRequired.code,
-                                         {"approval": row.id})  # fmt: skip
+            await self.passkeys.audit_refusal(
+                who, f"approval.{decision}", PasskeyRequired.code, {"approval": row.id}
+            )
             raise PasskeyRequired()
         if proof is not None:
             assertion = await self.passkeys.check(who, row, decision, proof)
         at = now_ms()
-        vote = Vote(row.id, who.label, who.token_id, decision, digest or row.digest, reason, at,
-                    assertion=assertion)  # fmt: skip
+        vote = Vote(
+            row.id,
+            who.label,
+            who.token_id,
+            decision,
+            digest or row.digest,
+            reason,
+            at,
+            assertion=assertion,
+        )
         vote = replace(vote, mac=self._keyed().mac(APPROVAL_VOTES, vote.covered()))
         won, closed = False, None
         async with self.db.write() as tx:
@@ -262,9 +268,17 @@ class ApprovalService:
                 if person(who.label) in voted or not await Votes.insert(tx, vote):
                     raise _Voted
                 action = "approval.approve" if approve else "approval.reject"
-                await Audit.insert(tx, audit_event(who, action, "ok", family=row.family,
-                                                   account_name=row.account_name,
-                                                   details={"approval": row.id}))  # fmt: skip
+                await Audit.insert(
+                    tx,
+                    audit_event(
+                        who,
+                        action,
+                        "ok",
+                        family=row.family,
+                        account_name=row.account_name,
+                        details={"approval": row.id},
+                    ),
+                )
                 if not approve:
                     if await Approvals.move(tx, row.id, PENDING, REJECTED, at, reason=reason):
                         await self._changed(tx, who, row, REJECTED)
@@ -273,18 +287,8 @@ class ApprovalService:
                     if won:
                         await self._changed(tx, who, row, APPROVED)
         if closed is not None:
-            raise Conflict(f"this request is {closed}; votes are closed",
-                           code="approval_closed")  # fmt: skip
+            raise Conflict(f"this request is {closed}; votes are closed", code="approval_closed")
         return await self.get(who, row.id), won
-
-    async def finish_pending(self, approval_id: str, reason: str) -> None:
-        """Pending → failed with `reason` (audited, announced), if it is still pending."""
-        async with self.db.write() as tx:
-            await tx.serialize(f"approval/{approval_id}")
-            row = await Approvals.get(tx, approval_id)
-            if row is not None and await Approvals.move(tx, row.id, PENDING, FAILED, now_ms(),
-                                                        reason=reason):  # fmt: skip
-                await self._changed(tx, None, row, FAILED)
 
     def approvers(self, row: ApprovalRow, votes: list[Vote]) -> int:
         """The people whose authenticated votes approve `row`'s digest: the quorum is
@@ -312,11 +316,15 @@ class ApprovalService:
         async with self.db.read() as tx:
             votes = await Votes.of(tx, row.id)
         if row.passkey:  # each proof verified again, against its credential as it is now
-            votes = [v for v in votes
-                     if v.decision == "approve" and await self.passkeys.counts(row, v)]  # fmt: skip
+            votes = [
+                v for v in votes if v.decision == "approve" and await self.passkeys.counts(row, v)
+            ]
         if self.approvers(row, votes) < row.quorum:
-            raise failed(APPROVALS, f"the quorum of approval {row.id} (its authenticated votes "
-                                    f"do not reach {row.quorum})")  # fmt: skip
+            raise failed(
+                APPROVALS,
+                f"the quorum of approval {row.id} (its authenticated votes "
+                f"do not reach {row.quorum})",
+            )
 
     async def challenge(self, who: Principal, approval_id: str, decision: str) -> dict[str, Any]:
         """WebAuthn request options for the caller's vote (`decision`) on a request it
@@ -328,20 +336,10 @@ class ApprovalService:
 
     def _keyed(self) -> Integrity:
         if self.integrity is None:
-            raise StartupError("approvals need the master key (their rows are authenticated "
-                               "under it)")  # fmt: skip
+            raise StartupError(
+                "approvals need the master key (their rows are authenticated under it)"
+            )
         return self.integrity
-
-    async def _closed(self, tx: Tx, row: ApprovalRow, at: int) -> str | None:
-        """Why a request takes no vote or cancel any more (None: it is pending); one past
-        its ttl is expired here, in the caller's serialized transaction."""
-        if row.state != PENDING:
-            return row.state
-        if row.expires_ms <= at:
-            if await Approvals.move(tx, row.id, PENDING, EXPIRED, at):
-                await self._changed(tx, None, row, EXPIRED)
-            return EXPIRED
-        return None
 
     async def cancel(self, who: Principal, approval_id: str) -> ApprovalView:
         row = await self._visible(who, approval_id)
@@ -349,75 +347,10 @@ class ApprovalService:
             raise Forbidden("only the token that made the request cancels it")
         closed = await self._cancel(row.id, who, "cancelled by the requester")
         if closed is not None:
-            raise Conflict(f"this request is {closed}; only a pending one is cancelled",
-                           code="approval_closed")  # fmt: skip
+            raise Conflict(
+                f"this request is {closed}; only a pending one is cancelled", code="approval_closed"
+            )
         return await self.get(who, row.id)
-
-    async def _cancel(self, approval_id: str, who: Principal | None, reason: str) -> str | None:
-        """Pending → cancelled in a serialized transaction; why not, when it was not."""
-        at = now_ms()
-        async with self.db.write() as tx:
-            await tx.serialize(f"approval/{approval_id}")
-            row = await Approvals.get(tx, approval_id)
-            if row is None:
-                return "gone"
-            closed = await self._closed(tx, row, at)
-            if closed is None and await Approvals.move(tx, row.id, PENDING, CANCELLED, at,
-                                                       reason=reason):  # fmt: skip
-                await self._changed(tx, who, row, CANCELLED)
-        return closed
-
-    async def cancel_orphans(self, is_live: Callable[[str], Awaitable[bool]]) -> int:
-        """Cancel pending requests whose requester token was revoked or has expired: a
-        token that may no longer sign gets no signature from a quorum either (a round
-        of the sweeper, and run at once by a revocation)."""
-        async with self.db.read() as tx:
-            pending = await Approvals.pending_requesters(tx)
-        done = 0
-        for approval_id, token_id in pending:
-            if not await is_live(token_id):
-                reason = "the requesting token was revoked or has expired"
-                done += await self._cancel(approval_id, None, reason) is None
-        return done
-
-    async def finish(self, approval_id: str, failure: str) -> None:
-        """Approved → failed with why (signed: `signed_in`)."""
-        async with self.db.write() as tx:
-            await self._settle(tx, approval_id, FAILED, reason=failure)
-
-    async def signed_in(self, tx: Tx, approval_id: str, result: str) -> bool:
-        """Approved → signed, in the transaction that signs; False when another process
-        signed it first (the caller drops its transaction and signature: signed once)."""
-        return await self._settle(tx, approval_id, SIGNED, result=result)
-
-    async def _settle(self, tx: Tx, approval_id: str, new: str, **fields: str) -> bool:
-        """Approved → `new`, if it still is approved (serialized per approval)."""
-        await tx.serialize(f"approval/{approval_id}")
-        row = await Approvals.get(tx, approval_id)
-        if row is None or not await Approvals.move(tx, row.id, APPROVED, new, now_ms(), **fields):
-            return False
-        await self._changed(tx, None, row, new)
-        return True
-
-    async def expire(self, approval_id: str) -> None:
-        async with self.db.write() as tx:
-            await tx.serialize(f"approval/{approval_id}")
-            row = await Approvals.get(tx, approval_id)
-            if row is not None:
-                await self._closed(tx, row, now_ms())
-
-    async def expire_due(self) -> None:
-        async with self.db.read() as tx:
-            due = await Approvals.due(tx, now_ms())
-        for approval_id in due:
-            await self.expire(approval_id)
-
-    async def stuck(self) -> list[ApprovalRow]:
-        """Approved requests whose signing did not finish (a process ended mid-way)."""
-        async with self.db.read() as tx:
-            ids = await Approvals.stuck(tx, now_ms() - STUCK_MS)
-            rows = [await Approvals.get(tx, i) for i in ids]
-        return [r for r in rows if r is not None]
 
     async def row(self, approval_id: str) -> ApprovalRow:
         async with self.db.read() as tx:
@@ -425,21 +358,6 @@ class ApprovalService:
         if row is None:
             raise ApprovalNotFound()
         return row
-
-    async def _changed(self, tx: Tx, who: Principal | None, row: ApprovalRow, state: str) -> None:
-        """Audit a state change and, with a webhook, queue its event."""
-        actor = who or Principal(row.tenant_id, "", "")
-        await Audit.insert(tx, audit_event(actor, f"approval.{state}", "ok", family=row.family,
-                                           account_name=row.account_name,
-                                           details={"approval": row.id}))  # fmt: skip
-        if self.webhook:
-            current = await Approvals.get(tx, row.id) or row
-            votes = await Votes.of(tx, row.id)
-            at = now_ms()
-            event_id = "evt_" + secrets.token_hex(12)
-            body = {"id": event_id, "type": f"approval.{state}",
-                    "approval": ApprovalView(current, votes).record(), "time": iso(at)}  # fmt: skip
-            await Outbox.add(tx, event_id, msgspec.json.encode(body).decode(), at)
 
 
 class _Taken(Exception):
