@@ -7,31 +7,21 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import msgspec
-
-from chainkeys import paging
 from chainkeys.accounts import idempotency as idem
-from chainkeys.accounts.families import (
-    PLAUSIBLE_NAME,
-    chain_errors,
-    check_name,
-    family_of,
-    lookup_name,
-)
+from chainkeys.accounts.families import chain_errors, family_of
 from chainkeys.accounts.idempotency_store import Idempotency
+from chainkeys.accounts.lookup import AccountLookup
 from chainkeys.accounts.models import (
     AccountView,
     Created,
     CreateRequest,
     Derivation,
-    Page,
     not_this_path,
 )
 from chainkeys.accounts.repository import AccountRow, Accounts, DeletedAccounts, DeletedRow
 from chainkeys.audit.repository import Audit, AuditEvent
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.hd import key_from_mnemonic
-from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import generate_key, key_from_secret
 from chainkeys.chains.spec import Family, Key, Network
 from chainkeys.clock import now_ms
@@ -45,40 +35,32 @@ from chainkeys.errors import (
     Forbidden,
     NotFound,
 )
-from chainkeys.store import tables
 from chainkeys.store.backend import Backend
-from chainkeys.store.cache import StoreCache
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier, Sealed
 from chainkeys.vault.derive import Cursors
-from chainkeys.vault.integrity import Integrity, opened
 from chainkeys.vault.seal import Context
 
 log = logging.getLogger("chainkeys.accounts")
-Fetch = Callable[[Any, Integrity, str, str, str], Awaitable[Any]]
 DerivedExport = Callable[[Tx, Principal, str, str], Awaitable[None]]  # see `export`
 
 
-class AccountService:
-    """Create, import, look up, list and delete accounts within one tenant."""
+class AccountService(AccountLookup):
+    """Create, import, look up, list and delete accounts within one tenant (looking up
+    and listing: `AccountLookup`, lookup.py)."""
 
-    VIEWS_MAX = 32_768  # account views kept (an LRU, ~450 bytes each: 15 MB full)
-    ROWS_MAX = 4_096  # stored rows kept for signing (sealed keys: ciphertext, as on disk)
-
-    def __init__(self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors,
-                 derived_export: DerivedExport) -> None:  # fmt: skip
-        self.db = db
-        self.barrier = barrier
-        self.settings = settings
+    def __init__(
+        self,
+        db: Backend,
+        barrier: Barrier,
+        settings: Settings,
+        cursors: Cursors,
+        derived_export: DerivedExport,
+    ) -> None:
+        super().__init__(db, barrier, settings, cursors)
         self.derived_export = derived_export
-        self.cursors = cursors
-        # (tenant id, family, name as asked) -> the view `get` answered
-        self._views: StoreCache[tuple[str, str, str], AccountView]
-        self._views = StoreCache(db, self.VIEWS_MAX, frozenset({tables.accounts.name}), "views")
-        self._rows: StoreCache[tuple[str, str, str], AccountRow] = StoreCache(
-            db, self.ROWS_MAX, frozenset({tables.accounts.name}), "rows")  # fmt: skip
 
     def _key_for(
         self, fam: Family[Any], req: CreateRequest, network: Network
@@ -154,8 +136,13 @@ class AccountService:
             imported=source != "generated",
             private_key=fam.export_private_key(key, network) if reveal else None,
         )
-        event = audit_event(who, "import" if created.imported else "create", "ok",
-                            family=fam.name, account_name=account.name)  # fmt: skip
+        event = audit_event(
+            who,
+            "import" if created.imported else "create",
+            "ok",
+            family=fam.name,
+            account_name=account.name,
+        )
         ttl_ms = self.settings.idempotency_ttl_seconds * 1000
         record = None
         if idem_key is not None:
@@ -175,62 +162,20 @@ class AccountService:
             return replay
         return created
 
-    @property
-    def _integrity(self) -> Integrity:
-        """What every account row read or written here is checked or MACed with."""
-        return opened(self.barrier.integrity)
-
     async def _audit(self, event: AuditEvent) -> None:
         """Record a failed attempt; a failure to record must not hide the original error."""
         with contextlib.suppress(ChainkeysError):
             await Audit.record(self.db, event)
 
-    check_name = staticmethod(check_name)
-    lookup_name = staticmethod(lookup_name)
-
-    async def _find(
-        self, who: Principal, family: str, name: str, fetch: Fetch = Accounts.get
-    ) -> Any:
-        """Look a name up; the family's full check runs first only when the name is
-        not plausible, and otherwise only on a miss, to say why (a checksum costs
-        more than the lookup, and stored names are canonical and valid)."""
-        fam = family_of(family)
-        if PLAUSIBLE_NAME.fullmatch(name) is None:
-            fam, name = self.check_name(family, name)  # 400 before any storage work
-        async with self.db.read() as tx:
-            row = await fetch(tx, self._integrity, who.tenant_id, fam.name, name)
-            if row is None:
-                _, canonical = self.lookup_name(family, name)  # 404 saying why if invalid
-                if canonical != name:
-                    row = await fetch(tx, self._integrity, who.tenant_id, fam.name, canonical)
-        if row is None:
-            raise AccountNotFound(f"no {fam.name} account by that name")
-        return row
-
-    async def get(self, who: Principal, family: str, name: str) -> AccountView:
-        """The account's view (no key). Where the store has a change counter, a view is
-        remembered until the next commit by any connection or process (a delete, a
-        restore, a rotation are such commits), so a repeated get reads nothing while
-        nothing changed; a miss (404) is never remembered."""
-        return await self._views.through((who.tenant_id, family, name),
-                                         lambda: self._view(who, family, name))  # fmt: skip
-
-    async def _view(self, who: Principal, family: str, name: str) -> AccountView:
-        row = await self._find(who, family, name, Accounts.view)
-        return AccountView.of_details(row.family, row.network, row.name, row.address,
-                                      row.public_key, msgspec.json.decode(row.details),
-                                      row.created_ms)  # fmt: skip
-
-    @staticmethod
-    def view_of(row: AccountRow) -> AccountView:
-        return AccountView.of_details(row.family, row.network, row.name, row.address,
-                                      row.public_key, row.details, row.created_ms)  # fmt: skip
-
     async def store_derived(
-        self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation],
+        self,
+        who: Principal,
+        fam: Family[Any],
+        network: Network,
+        derived: Sequence[Derivation],
         allocate: Callable[[Tx], Awaitable[int]] | None = None,
         rederive: Callable[[int], Sequence[Derivation]] | None = None,
-    ) -> list[AccountView]:  # fmt: skip
+    ) -> list[AccountView]:
         """Seal and store keys derived from a wallet, as ordinary accounts (audited as
         `derive`). `allocate` runs first in the same transaction (the wallet's index
         counter) and says the first index; if it is not the one `derived` starts at,
@@ -244,17 +189,23 @@ class AccountService:
                 continue
         return await self._store_derived(who, fam, network, derived, allocate, rederive)
 
-    async def _seal_all(self, who: Principal, fam: Family[Any],
-                        derived: Sequence[Derivation]) -> list[Sealed]:  # fmt: skip
-        return [await self.barrier.seal(d.key.secret,
-                                        Context(who.tenant_id, fam.name, d.account.name))
-                for d in derived]  # fmt: skip
+    async def _seal_all(
+        self, who: Principal, fam: Family[Any], derived: Sequence[Derivation]
+    ) -> list[Sealed]:
+        return [
+            await self.barrier.seal(d.key.secret, Context(who.tenant_id, fam.name, d.account.name))
+            for d in derived
+        ]
 
     async def _store_derived(
-        self, who: Principal, fam: Family[Any], network: Network, derived: Sequence[Derivation],
+        self,
+        who: Principal,
+        fam: Family[Any],
+        network: Network,
+        derived: Sequence[Derivation],
         allocate: Callable[[Tx], Awaitable[int]] | None,
         rederive: Callable[[int], Sequence[Derivation]] | None,
-    ) -> list[AccountView]:  # fmt: skip
+    ) -> list[AccountView]:
         views: list[AccountView] = []
         sealed = await self._seal_all(who, fam, derived)
         async with self.db.write() as tx:
@@ -264,38 +215,43 @@ class AccountService:
                     derived = rederive(first)  # another derivation took the guessed index
                     sealed = await self._seal_all(who, fam, derived)
             for d, s in zip(derived, sealed, strict=True):
-                existing = await Accounts.get(tx, self._integrity, who.tenant_id, fam.name,
-                                              d.account.name)  # fmt: skip
+                existing = await Accounts.get(
+                    tx, self._integrity, who.tenant_id, fam.name, d.account.name
+                )
                 if existing is not None:
                     found = self.view_of(existing)
                     if found.origin != d.origin or found.network != network.name:
-                        raise Conflict(not_this_path(found, d, network),
-                                       code="account_exists")  # fmt: skip
+                        raise Conflict(not_this_path(found, d, network), code="account_exists")
                     views.append(found)
                     continue
                 row = AccountRow(
-                    tenant_id=who.tenant_id, family=fam.name, name=d.account.name,
-                    network=network.name, address=d.account.address,
+                    tenant_id=who.tenant_id,
+                    family=fam.name,
+                    name=d.account.name,
+                    network=network.name,
+                    address=d.account.address,
                     public_key=d.account.public_key,
-                    details={"extra": dict(d.account.extra),
-                             "address_type": d.account.address_type, "compressed": True,
-                             "source": "derived", "path": d.origin.path,
-                             "wallet": d.origin.wallet, "index": d.origin.index},
-                    secret=s.blob, key_id=s.key_id, created_ms=now_ms(),
-                )  # fmt: skip
+                    details={
+                        "extra": dict(d.account.extra),
+                        "address_type": d.account.address_type,
+                        "compressed": True,
+                        "source": "derived",
+                        "path": d.origin.path,
+                        "wallet": d.origin.wallet,
+                        "index": d.origin.index,
+                    },
+                    secret=s.blob,
+                    key_id=s.key_id,
+                    created_ms=now_ms(),
+                )
                 await Accounts.insert(tx, self._integrity, row)
                 details = {"wallet": d.origin.wallet, "path": d.origin.path}
-                event = audit_event(who, "derive", "ok", family=fam.name,
-                                    account_name=row.name, details=details)  # fmt: skip
+                event = audit_event(
+                    who, "derive", "ok", family=fam.name, account_name=row.name, details=details
+                )
                 await Audit.insert(tx, event)
                 views.append(self.view_of(row))
         return views
-
-    async def row(self, who: Principal, family: str, name: str) -> AccountRow:
-        """The stored account, sealed key included (signing, export): remembered as `get`'s
-        views are; a rotation re-seals rows, a commit that clears the cache."""
-        return await self._rows.through((who.tenant_id, family, name),
-                                        lambda: self._find(who, family, name))  # fmt: skip
 
     async def export(
         self, who: Principal, family: str, name: str
@@ -309,14 +265,20 @@ class AccountService:
         `derived_export` (given at construction) marks the wallet exported, audited too."""
         row = await self.row(who, family, name)
         if row.details.get("multisig"):
-            await self._audit(audit_event(who, "export", "multisig_no_key", family=row.family,
-                                          account_name=row.name))  # fmt: skip
-            raise BadRequest("a multisig account has no key of its own: its keys are its "
-                             "member accounts'", code="multisig_no_key")  # fmt: skip
+            await self._audit(
+                audit_event(
+                    who, "export", "multisig_no_key", family=row.family, account_name=row.name
+                )
+            )
+            raise BadRequest(
+                "a multisig account has no key of its own: its keys are its member accounts'",
+                code="multisig_no_key",
+            )
         wallet = row.details.get("wallet")
         if wallet and who.families is not None:
-            await self._audit(audit_event(who, "export", Forbidden.code, family=row.family,
-                                          account_name=row.name))  # fmt: skip
+            await self._audit(
+                audit_event(who, "export", Forbidden.code, family=row.family, account_name=row.name)
+            )
             raise Forbidden(
                 "this key was derived from a wallet: with the wallet's xpub it gives every "
                 "key of its account (BIP32), so exporting it is the wallet's export and "
@@ -332,8 +294,9 @@ class AccountService:
             await Audit.insert(tx, event)
             if wallet:
                 await self.derived_export(tx, who, str(wallet), row.name)
-        log.warning("private key exported: %s account %s by token %s",
-                    row.family, row.name, who.token_id)  # fmt: skip
+        log.warning(
+            "private key exported: %s account %s by token %s", row.family, row.name, who.token_id
+        )
         return (
             self.view_of(row),
             exported,
@@ -353,47 +316,15 @@ class AccountService:
         context = Context(row.tenant_id, row.family, row.name)
         return self.barrier.open(row.secret, row.key_id, context)
 
-    async def list(
-        self,
-        who: Principal,
-        family: str,
-        limit: int | None,
-        cursor: str | None,
-        network: str | None = None,
-        prefix: str | None = None,
-    ) -> Page:
-        """A page of the family's accounts, oldest first; `prefix` keeps those whose
-        name (address) starts with it (a search: a cursor is bound to its prefix)."""
-        fam = family_of(family)
-        if network is not None:
-            with chain_errors():
-                network = fam.network(network).name  # 400 listing the accepted ones
-        if prefix is not None and not (0 < len(prefix) <= 100 and prefix.isprintable()):
-            raise BadRequest("prefix is 1 to 100 printable characters of a name or address",
-                             code="invalid_prefix")  # fmt: skip
-        scope = f"accounts/{who.tenant_id}/{fam.name}/{network or '*'}"
-        if prefix:
-            scope += "/prefix:" + prefix
-        w = paging.window(self.settings, self.cursors, scope, limit, cursor)
-        async with self.db.read() as tx:
-            rows = await Accounts.page(tx, self._integrity, who.tenant_id, fam.name,
-                                       w.after or 0, w.fetch, network, prefix)  # fmt: skip
-        return Page(*w.page(rows, lambda r: r.id))
-
-    async def counts(self, who: Principal) -> dict[str, int]:
-        """Accounts per family this token may use (every family, zeros included)."""
-        async with self.db.read() as tx:
-            found = await Accounts.counts(tx, who.tenant_id)
-        return {f: found.get(f, 0) for f in FAMILIES if who.may_use(f)}
-
     async def delete(self, who: Principal, family: str, name: str) -> None:
         """Delete (retained, sealed, for the retention period; 0: erased at once). Every
         idempotent replay of the account ends with it."""
         try:
             fam, name = self.lookup_name(family, name)
         except AccountNotFound:
-            await self._audit(audit_event(who, "delete", AccountNotFound.code, family=family,
-                                          account_name=name))  # fmt: skip
+            await self._audit(
+                audit_event(who, "delete", AccountNotFound.code, family=family, account_name=name)
+            )
             raise
         retain = now_ms() if self.settings.deleted_retention_days else None
         async with self.db.write() as tx:
@@ -403,8 +334,9 @@ class AccountService:
                 event = audit_event(who, "delete", "ok", family=fam.name, account_name=name)
                 await Audit.insert(tx, event)
         if not deleted:
-            await self._audit(audit_event(who, "delete", AccountNotFound.code,
-                                          family=fam.name, account_name=name))  # fmt: skip
+            await self._audit(
+                audit_event(who, "delete", AccountNotFound.code, family=fam.name, account_name=name)
+            )
             raise AccountNotFound(f"no {fam.name} account by that name")
 
     async def purge_expired(self) -> int:
