@@ -6,7 +6,7 @@ only to derive, to show an extended public key and to export (under the same
 rules as a key export). A derived account is an ordinary account: its key is
 derived once, sealed like any other, and signs at the same cost. Next indices
 come from a counter moved by compare-and-set, so concurrent derivations on any
-number of replicas never share an index.
+number of replicas never share an index (derivation.py).
 """
 
 from __future__ import annotations
@@ -23,18 +23,17 @@ from typing import Any, Final
 import msgspec
 
 from chainkeys import paging
-from chainkeys.accounts.families import chain_errors, family_of
-from chainkeys.accounts.models import AccountView, Derivation, Origin
+from chainkeys.accounts.families import chain_errors
+from chainkeys.accounts.models import AccountView
 from chainkeys.accounts.repository import Accounts
 from chainkeys.accounts.service import AccountService
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains import hd
 from chainkeys.chains.mnemonic import normalise_mnemonic, seed_from_mnemonic
-from chainkeys.chains.spec import Family, Network
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden
+from chainkeys.errors import BadRequest, ChainkeysError, Conflict
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
@@ -43,6 +42,15 @@ from chainkeys.vault.derive import Cursors
 from chainkeys.vault.integrity import opened
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context
+from chainkeys.wallets.derivation import (
+    Busy,
+    allocate,
+    check,
+    derive_keys,
+    next_free,
+    target,
+    type_of,
+)
 from chainkeys.wallets.models import (
     DeriveRequest,
     WalletNotFound,
@@ -52,15 +60,12 @@ from chainkeys.wallets.models import (
 )
 from chainkeys.wallets.repository import (
     Chain,
-    ChainFull,
-    Counters,
     WalletRow,
     Wallets,
     wallet_context,
 )
 
 log = logging.getLogger("chainkeys.wallets")
-MAX_COUNT: Final = 100
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # the same rule as a JSON Schema pattern, the id prefix excluded (api/wallet_schemas.py)
 NAME_PATTERN: Final = rf"^(?!wal_){NAME.pattern}\Z"
@@ -74,46 +79,8 @@ class _Phrase(msgspec.Struct):
     passphrase: str
 
 
-async def _allocate(chain: Chain, index: int | None, count: int, tx: Tx) -> int:
-    """In the storing transaction: the first index of this derivation. Derive-next takes
-    `count` indices from the counter (never past the last index below 2^31); an explicit
-    index moves the counter past it only when it lies beyond and below the last index (a
-    derivation at the top of the range must never leave derive-next with no valid
-    index). `_Busy` (the transaction rolls back) when another created the counter first."""
-    if index is None:
-        first = await Counters.take(tx, chain, count, hd.HARDENED)
-        if first is None:
-            raise _Busy
-        return first
-    after = index + count
-    if after <= hd.HARDENED - 1 and not await Counters.raise_to(tx, chain, after):
-        raise _Busy
-    return index
-
-
 class _NameOrSeedTaken(Exception):
     """The wallet's insert met a unique key: its name, or its seed."""
-
-
-class _Busy(Exception):
-    """Another derivation moved the counter first: read it again."""
-
-
-def _type_of(options: Any) -> str | None:
-    """The address type of a UTXO family's options (None for Cosmos and EOS)."""
-    kind = getattr(options, "address_type", None)
-    return None if kind is None else str(kind.name)
-
-
-def _given(fam: Family[Any], req: DeriveRequest, options: Any) -> dict[str, str]:
-    """The option fields the family takes, as a create request would send them."""
-    takes = {spec.name for spec in fam.option_specs}
-    given = {}
-    if "address_type" in takes and _type_of(options):
-        given["address_type"] = str(_type_of(options))
-    if "name" in takes and req.name is not None:
-        given["name"] = req.name
-    return given
 
 
 async def derived_export(tx: Tx, who: Principal, wallet_id: str, account: str) -> None:
@@ -123,17 +90,29 @@ async def derived_export(tx: Tx, who: Principal, wallet_id: str, account: str) -
     row = await Wallets.get(tx, who.tenant_id, wallet_id)
     if row is not None:
         await Wallets.set_exported(tx, row.seq)
-    await Audit.insert(tx, audit_event(who, "wallet.export", "ok", account_name=wallet_id,
-                                       details={"through": account}))  # fmt: skip
-    log.warning("a derived key of wallet %s was exported (account %s) by token %s",
-                wallet_id, account, who.token_id)  # fmt: skip
+    await Audit.insert(
+        tx,
+        audit_event(
+            who, "wallet.export", "ok", account_name=wallet_id, details={"through": account}
+        ),
+    )
+    log.warning(
+        "a derived key of wallet %s was exported (account %s) by token %s",
+        wallet_id,
+        account,
+        who.token_id,
+    )
 
 
 class WalletService:
     def __init__(
-        self, db: Backend, barrier: Barrier, settings: Settings, cursors: Cursors,
+        self,
+        db: Backend,
+        barrier: Barrier,
+        settings: Settings,
+        cursors: Cursors,
         accounts: AccountService,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.db = db
         self.barrier = barrier
         self._mac_key: bytes | None = None
@@ -144,9 +123,13 @@ class WalletService:
     # -- wallets -----------------------------------------------------------------------
 
     async def create(
-        self, who: Principal, name: str | None = None, words: int | None = None,
-        mnemonic: str | None = None, passphrase: str | None = None,
-    ) -> WalletView:  # fmt: skip
+        self,
+        who: Principal,
+        name: str | None = None,
+        words: int | None = None,
+        mnemonic: str | None = None,
+        passphrase: str | None = None,
+    ) -> WalletView:
         """Generate a phrase (`words`, default 24) or import one (with an optional BIP39
         passphrase); the phrase never leaves in the answer. Importing a seed the tenant
         already holds is a 409."""
@@ -159,9 +142,13 @@ class WalletService:
             raise
 
     async def _create(
-        self, who: Principal, name: str | None, words: int | None, mnemonic: str | None,
+        self,
+        who: Principal,
+        name: str | None,
+        words: int | None,
+        mnemonic: str | None,
         passphrase: str | None,
-    ) -> WalletView:  # fmt: skip
+    ) -> WalletView:
         # words or mnemonic, a passphrase with a mnemonic: checked where the body is read
         # (api/wallet_schemas.py WalletCreate.together)
         if mnemonic is None:
@@ -179,8 +166,16 @@ class WalletService:
         secret = msgspec.json.encode(_Phrase(phrase, passphrase or ""))
         sealed = await self.barrier.seal(secret, wallet_context(who.tenant_id, wallet_id))
         seed_key = await self._seed_key(who.tenant_id, secret)
-        row = WalletRow(wallet_id, who.tenant_id, name, seed.fingerprint, sealed.blob,
-                        sealed.key_id, now_ms(), seed_key=seed_key)  # fmt: skip
+        row = WalletRow(
+            wallet_id,
+            who.tenant_id,
+            name,
+            seed.fingerprint,
+            sealed.blob,
+            sealed.key_id,
+            now_ms(),
+            seed_key=seed_key,
+        )
         imported = mnemonic is not None
         try:
             async with self.db.write() as tx:
@@ -189,18 +184,24 @@ class WalletService:
                 if not await Wallets.insert(tx, row):
                     raise _NameOrSeedTaken
                 action = "wallet.import" if imported else "wallet.create"
-                await Audit.insert(tx, audit_event(who, action, "ok", account_name=wallet_id,
-                                                   details={"name": name}))  # fmt: skip
+                await Audit.insert(
+                    tx,
+                    audit_event(who, action, "ok", account_name=wallet_id, details={"name": name}),
+                )
         except _NameOrSeedTaken:
             async with self.db.read() as tx:
                 held = await Wallets.with_seed_key(tx, who.tenant_id, seed_key)
             if held is not None:
                 state = " (deleted: restore it)" if held.deleted_ms else ""
-                raise Conflict(f"this tenant already holds this seed as wallet {held.id}"
-                               f"{state}", code="wallet_exists") from None  # fmt: skip
-            raise Conflict("a wallet of that name already exists in your tenant (a deleted "
-                           "one keeps its name until it is purged)",
-                           code="wallet_exists") from None  # fmt: skip
+                raise Conflict(
+                    f"this tenant already holds this seed as wallet {held.id}{state}",
+                    code="wallet_exists",
+                ) from None
+            raise Conflict(
+                "a wallet of that name already exists in your tenant (a deleted "
+                "one keeps its name until it is purged)",
+                code="wallet_exists",
+            ) from None
         return view_of(row)
 
     async def _seed_key(self, tenant_id: str, secret: bytes) -> str:
@@ -237,8 +238,9 @@ class WalletService:
             )
         return name
 
-    async def _refuse_duplicate(self, tx: Any, who: Principal, fingerprint: str,
-                                secret: bytes) -> None:  # fmt: skip
+    async def _refuse_duplicate(
+        self, tx: Any, who: Principal, fingerprint: str, secret: bytes
+    ) -> None:
         """The same phrase and passphrase already held: the fingerprint narrows it down,
         the phrases themselves decide (a fingerprint is 32 bits)."""
         for other in await Wallets.with_fingerprint(tx, who.tenant_id, fingerprint):
@@ -246,8 +248,10 @@ class WalletService:
             held = await self.barrier.open_async(other.secret, other.key_id, context)
             if held == secret:
                 state = " (deleted: restore it)" if other.deleted_ms else ""
-                raise Conflict(f"this tenant already holds this seed as wallet {other.id}"
-                               f"{state}", code="wallet_exists")  # fmt: skip
+                raise Conflict(
+                    f"this tenant already holds this seed as wallet {other.id}{state}",
+                    code="wallet_exists",
+                )
 
     async def page(
         self, who: Principal, limit: int | None, cursor: str | None
@@ -258,17 +262,18 @@ class WalletService:
         shown, next_cursor = w.page(rows, lambda r: r.seq)
         return [view_of(r) for r in shown], next_cursor
 
-    async def derived(self, who: Principal, ref: str, limit: int | None,
-                       cursor: str | None) -> tuple[list[Any], str | None]:  # fmt: skip
+    async def derived(
+        self, who: Principal, ref: str, limit: int | None, cursor: str | None
+    ) -> tuple[list[Any], str | None]:
         """A page of the accounts derived from a wallet (of the families the token may
         use), in creation order: rows of id, family, network, name, address, details,
         created_ms."""
         row = await self._row(who, ref)
-        w = paging.window(self.settings, self.cursors, f"wallet-accounts/{row.id}", limit,
-                          cursor)  # fmt: skip
+        w = paging.window(self.settings, self.cursors, f"wallet-accounts/{row.id}", limit, cursor)
         async with self.db.read() as tx:
-            rows = await Accounts.of_wallet(tx, opened(self.barrier.integrity), who.tenant_id,
-                                            row.id, w.after or 0, w.fetch)  # fmt: skip
+            rows = await Accounts.of_wallet(
+                tx, opened(self.barrier.integrity), who.tenant_id, row.id, w.after or 0, w.fetch
+            )
         shown, next_cursor = w.page(rows, lambda r: int(r.id))
         return [r for r in shown if who.may_use(r.family)], next_cursor
 
@@ -305,8 +310,9 @@ class WalletService:
             if row is None or row.deleted_ms is None:
                 raise WalletNotFound("no deleted wallet by that id or name")
             await Wallets.set_deleted(tx, row.seq, None)
-            await Audit.insert(tx, audit_event(operator, "wallet.restore", "ok",
-                                               account_name=row.id))  # fmt: skip
+            await Audit.insert(
+                tx, audit_event(operator, "wallet.restore", "ok", account_name=row.id)
+            )
         return view_of(row)
 
     async def export(self, who: Principal, ref: str) -> tuple[WalletView, str, str]:
@@ -322,16 +328,18 @@ class WalletService:
         return view, phrase.mnemonic, phrase.passphrase
 
     async def _phrase(self, row: WalletRow) -> _Phrase:
-        plain = await self.barrier.open_async(row.secret, row.key_id,
-                                              wallet_context(row.tenant_id, row.id))  # fmt: skip
+        plain = await self.barrier.open_async(
+            row.secret, row.key_id, wallet_context(row.tenant_id, row.id)
+        )
         return msgspec.json.decode(plain, type=_Phrase)
 
     async def _seed(self, row: WalletRow) -> hd.Seed:
         phrase = await self._phrase(row)
         return hd.Seed(seed_from_mnemonic(phrase.mnemonic, phrase.passphrase))
 
-    async def _audit(self, who: Principal, action: str, outcome: str, details: dict[str, Any]
-                     ) -> None:  # fmt: skip
+    async def _audit(
+        self, who: Principal, action: str, outcome: str, details: dict[str, Any]
+    ) -> None:
         try:
             await Audit.record(self.db, audit_event(who, action, outcome, details=details))
         except ChainkeysError:
@@ -339,52 +347,23 @@ class WalletService:
 
     # -- derivation --------------------------------------------------------------------
 
-    def _target(
-        self, who: Principal, family: str, network: str | None, address_type: str | None,
-        name: str | None = None,
-    ) -> tuple[Family[Any], Network, Any]:  # fmt: skip
-        fam = family_of(family)
-        if not who.may_use(fam.name):
-            raise Forbidden(f"this token may not use {fam.name} accounts")
-        given = {k: v for k, v in (("address_type", address_type), ("name", name)) if v}
-        with chain_errors():
-            return fam, fam.network(network), fam.options(given, None)
-
     async def derive(self, who: Principal, ref: str, req: DeriveRequest) -> list[AccountView]:
         """Derive (and, unless `preview`, store) `count` accounts from index `index`, or
         from the chain's next index."""
-        fam, network, options = self._target(who, req.family, req.network, req.address_type,
-                                             req.name)  # fmt: skip
-        if isinstance(req.count, bool) or not 1 <= req.count <= MAX_COUNT:
-            raise BadRequest(f"count must be from 1 to {MAX_COUNT}", code="invalid_count")
-        if req.name is not None and req.count != 1:
-            raise BadRequest("name names one EOS account: send count 1", code="invalid_input")
-        with chain_errors():  # the path's parts checked before anything moves
-            hd.hd_path(fam.purpose(options), network.coin_type, req.account, req.change,
-                       req.index or 0)  # fmt: skip
-            if req.index is not None:
-                hd.hd_path(44, 0, 0, 0, req.index + req.count - 1)
+        fam, network, options = target(who, req.family, req.network, req.address_type, req.name)
+        check(fam, network, options, req)
         row = await self._row(who, ref)
         seed = await self._seed(row)
-        chain = Chain(row.id, fam.name, network.name, _type_of(options) or "", req.account,
-                      req.change)  # fmt: skip
-
-        def derive_from(first: int) -> list[Derivation]:
-            derived = []
-            for index in range(first, first + req.count):
-                with chain_errors():
-                    path = hd.hd_path(fam.purpose(options), network.coin_type, req.account,
-                                      req.change, index)  # fmt: skip
-                    key = seed.key(path)
-                    account = fam.account(key, network,
-                                          fam.options(_given(fam, req, options), key))  # fmt: skip
-                derived.append(Derivation(key, account, Origin(row.id, path, index)))
-            return derived
-
+        chain = Chain(
+            row.id, fam.name, network.name, type_of(options) or "", req.account, req.change
+        )
+        derive_from = functools.partial(derive_keys, seed, row.id, fam, network, options, req)
         if req.preview:
-            shown = req.index if req.index is not None else await self._next_free(chain, 1)
-            return [AccountView.of(fam.name, network.name, d.account, None, d.origin)
-                    for d in derive_from(shown)]  # fmt: skip
+            shown = req.index if req.index is not None else await next_free(self.db, chain, 1)
+            return [
+                AccountView.of(fam.name, network.name, d.account, None, d.origin)
+                for d in derive_from(shown)
+            ]
         # The counter moves in the transaction that stores the accounts (a row lock on it
         # serialises derivations of one chain: no retries under load), so only a
         # derivation that succeeds moves it. The keys are derived before it, for the
@@ -392,34 +371,28 @@ class WalletService:
         for _ in range(20):
             first = req.index
             if first is None:
-                first = await self._next_free(chain, req.count)
-            allocate = functools.partial(_allocate, chain, req.index, req.count)
+                first = await next_free(self.db, chain, req.count)
+            allocated = functools.partial(allocate, chain, req.index, req.count)
             try:
                 return await self.accounts.store_derived(
-                    who, fam, network, derive_from(first), allocate=allocate, rederive=derive_from
+                    who, fam, network, derive_from(first), allocate=allocated, rederive=derive_from
                 )
-            except _Busy:
+            except Busy:
                 continue
-        raise Conflict("too many derivations at once on this chain; try again",
-                       code="busy")  # fmt: skip
-
-    async def _next_free(self, chain: Chain, count: int) -> int:
-        """The chain's next index for `count` accounts as the counter shows it now; a
-        chain that has used every index below 2^31 is a 409 (the counter never passes
-        the last index)."""
-        async with self.db.read() as tx:
-            first = await Counters.next(tx, chain) or 0
-        if first + count > hd.HARDENED:
-            raise ChainFull(f"this chain has {hd.HARDENED - first} unused indices below 2^31 "
-                            f"({count} asked); derive under another account number")  # fmt: skip
-        return first
+        raise Conflict("too many derivations at once on this chain; try again", code="busy")
 
     async def xpub(
-        self, who: Principal, ref: str, family: str, network: str | None,
-        address_type: str | None, account: int, fmt: str | None,
-    ) -> XpubAnswer:  # fmt: skip
-        fam, net, options = self._target(who, family, network, address_type)
-        kind = _type_of(options)
+        self,
+        who: Principal,
+        ref: str,
+        family: str,
+        network: str | None,
+        address_type: str | None,
+        account: int,
+        fmt: str | None,
+    ) -> XpubAnswer:
+        fam, net, options = target(who, family, network, address_type)
+        kind = type_of(options)
         with chain_errors():
             chosen = hd.check_format(fam, net, kind, fmt)
             path = hd.account_path(fam, net, options, account)
