@@ -14,8 +14,6 @@ a 400 that signs nothing, never a 500).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 from typing import Any
 
@@ -33,7 +31,7 @@ from chainkeys.approvals.service import Request as ApprovalRequest
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.secp256k1 import key_from_secret
-from chainkeys.chains.spec import ChainError, Key
+from chainkeys.chains.spec import Key
 from chainkeys.chains.tx.base import (
     CoSigned,
     Decoded,
@@ -43,9 +41,6 @@ from chainkeys.chains.tx.base import (
     Summary,
     summary_record,
 )
-from chainkeys.chains.tx.cosmos.common import CosmosDoc
-from chainkeys.chains.tx.cosmos.multisig import CosmosMultisig, combine
-from chainkeys.chains.tx.cosmos.transfer import CosmosTransactionResponse
 from chainkeys.errors import (
     AccountNotFound,
     BadRequest,
@@ -74,15 +69,6 @@ from chainkeys.vault.integrity import opened
 log = logging.getLogger("chainkeys.signing")
 
 
-def _decoded(signatures: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    """(key, signature) pairs from their base64 text."""
-    try:
-        return [(base64.b64decode(k, validate=True), base64.b64decode(v, validate=True))
-                for k, v in signatures]  # fmt: skip
-    except ValueError:
-        raise ChainError("a key or a signature is not base64", "invalid_signature") from None
-
-
 class Completed(Exception):
     """An approved request another process signed first (`ApprovalService.signed_in`):
     this completion's transaction, its signature and audit row with it, is dropped."""
@@ -90,9 +76,14 @@ class Completed(Exception):
 
 class SigningService:
     def __init__(
-        self, db: Backend, barrier: Barrier, accounts: AccountService, policies: PolicyService,
-        approvals: ApprovalService, tokens: TokenService,
-    ) -> None:  # fmt: skip
+        self,
+        db: Backend,
+        barrier: Barrier,
+        accounts: AccountService,
+        policies: PolicyService,
+        approvals: ApprovalService,
+        tokens: TokenService,
+    ) -> None:
         self.db = db
         self.barrier = barrier
         self.tokens = tokens
@@ -105,8 +96,9 @@ class SigningService:
     ) -> None:
         """Audit a sign request refused before its body could be read (too large, too
         slow, not JSON, wrong field types): nothing was decoded, nothing signed."""
-        await self._audit_refusal(who, family, name, exc.code,
-                                  {"kind": kind.path, "reason": exc.message[:500]})  # fmt: skip
+        await self._audit_refusal(
+            who, family, name, exc.code, {"kind": kind.path, "reason": exc.message[:500]}
+        )
 
     async def sign(
         self, who: Principal, family: str, name: str, kind: SignKind, request: Any
@@ -119,42 +111,48 @@ class SigningService:
             await self.refuse_unread(who, family, name, kind, exc)
             raise
         owner = owner_of(row)
-        prepared = await self._prepare(who, row, owner, kind, request)
+        prepared = await self.decode(who, row, owner, kind, request)
         summary = prepared.summary
         try:
             policy = await self.policies.current(who.tenant_id)
         except IntegrityFailure as exc:  # the policy was edited: sign nothing until reset
-            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
             raise
         decision: Decision | None = None
         again: Again = None
         try:
             if policy is not None:
-                facts = await self.policies.facts(who, await self._account(row), summary,
-                                                  policy)  # fmt: skip
+                facts = await self.policies.facts(who, await self._account(row), summary, policy)
                 decision = await self.policies.decide(policy, summary, facts)
                 again = (policy, facts) if policy.reads_spent else None
             if decision is not None and decision.approval is not None:
-                return await self._hold(who, row, owner, kind, request, summary, decision,
-                                        again)  # fmt: skip
+                return await self._hold(who, row, owner, kind, request, summary, decision, again)
         except Refusal as refusal:
             await self._policy_refused(who, row, kind, summary, decision, refusal)
             raise PolicyDenied(refusal.message) from None
         return await self._sign(who, row, owner, kind, prepared, decision, again=again)
 
-    async def _prepare(
+    async def decode(
         self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any
     ) -> Decoded:
+        """The chain layer's `prepare`, a request it refuses audited (also signing/combine.py)."""
         try:
             return prepare(kind, request, owner)
         except BadRequest as exc:
-            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
             raise
 
     async def _sign(
-        self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, prepared: Decoded,
-        decision: Decision | None, approval: ApprovalRow | None = None, again: Again = None,
-    ) -> Signed:  # fmt: skip
+        self,
+        who: Principal,
+        row: AccountRow,
+        owner: Owner,
+        kind: SignKind,
+        prepared: Decoded,
+        decision: Decision | None,
+        approval: ApprovalRow | None = None,
+        again: Again = None,
+    ) -> Signed:
         """Count the caps (deciding again under their lock when conditions read `spent`),
         open the key, sign and audit, in one transaction. Whatever fails is audited."""
         summary = prepared.summary
@@ -182,8 +180,9 @@ class SigningService:
                 details["tx_id"] = signed.tx_id
                 if approval is not None:
                     details["approval"] = approval.id
-                event = audit_event(who, "sign", "ok", family=row.family,
-                                    account_name=row.name, details=details)  # fmt: skip
+                event = audit_event(
+                    who, "sign", "ok", family=row.family, account_name=row.name, details=details
+                )
                 await Audit.insert(tx, event)
                 if approval is not None:
                     result = msgspec.json.encode(signed.data).decode()
@@ -192,63 +191,31 @@ class SigningService:
         except Completed:
             raise
         except KeyMismatch:
-            await self._refused(who, row, KeyMismatch.code, {"kind": kind.path})
+            await self.refused(who, row, KeyMismatch.code, {"kind": kind.path})
             raise
         except BadRequest as exc:  # a multisig none of whose member keys is held any more
-            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
             raise
         except Refusal as refusal:
             await self._policy_refused(who, row, kind, summary, decision, refusal)
             raise PolicyDenied(refusal.message) from None
         except ChainkeysError as exc:  # the store unavailable, a fence: said as it is
-            await self._refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
             raise
         except Exception as exc:  # a key that will not open, a signer that fails: audited
-            log.error("signing with the %s account %s failed (%s); nothing was signed\n%s",
-                      row.family, row.name, type(exc).__name__, frames(exc))  # fmt: skip
-            await self._refused(who, row, SIGN_FAILED, {"kind": kind.path,
-                                                        "reason": "signing failed"})  # fmt: skip
+            log.error(
+                "signing with the %s account %s failed (%s); nothing was signed\n%s",
+                row.family,
+                row.name,
+                type(exc).__name__,
+                frames(exc),
+            )
+            await self.refused(
+                who, row, SIGN_FAILED, {"kind": kind.path, "reason": "signing failed"}
+            )
             raise
         metrics.SIGNATURES.labels(row.family, kind.path).inc()
         return signed
-
-    async def combine(
-        self, who: Principal, family: str, name: str, doc: dict[str, Any],
-        signatures: list[tuple[str, str]],
-    ) -> Signed:  # fmt: skip
-        """A Cosmos multisig's transaction from its members' amino signatures (base64
-        key, base64 signature): the document read in full as sign-amino reads it, each
-        signature verified, the TxRaw built as cosmjs `makeMultisignedTx` builds it.
-        Nothing is signed here, so no policy applies; it is audited as any signature."""
-        kind = kind_of(family, "sign-amino")
-        try:
-            row = await self.accounts.row(who, family, name)
-        except AccountNotFound as exc:
-            await self.refuse_unread(who, family, name, kind, exc)
-            raise
-        owner = owner_of(row)
-        ms = owner.multisig
-        if not isinstance(ms, CosmosMultisig):
-            wrong = BadRequest("this account is not a Cosmos multisig", code="not_multisig")
-            await self._refused(who, row, wrong.code, {"kind": "combine", "reason": wrong.message})
-            raise wrong
-        prepared = await self._prepare(who, row, owner, kind, kind.request(signDoc=doc))
-        try:
-            pairs = _decoded(signatures)
-            if not isinstance(prepared, CosmosDoc):  # never: sign-amino prepares one
-                raise RuntimeError("sign-amino prepared no Cosmos document")
-            raw = combine(ms, doc, prepared.message, pairs)
-        except ChainError as exc:
-            await self._refused(who, row, exc.code, {"kind": "combine", "reason": exc.message})
-            raise BadRequest(exc.message, code=exc.code) from None
-        tx_hash = hashlib.sha256(raw).hexdigest().upper()
-        details = {"kind": "combine", "digest": prepared.summary.digest, "tx_id": tx_hash,
-                   "signatures": len(pairs)}  # fmt: skip
-        event = audit_event(who, "sign", "ok", family=family, account_name=row.name,
-                            details=details)  # fmt: skip
-        await Audit.record(self.db, event)
-        answer = CosmosTransactionResponse(signedTx=base64.b64encode(raw).decode(), txHash=tx_hash)
-        return Signed(answer, tx_hash)
 
     async def _account(self, row: AccountRow) -> Account:
         return await account_for(self.db, opened(self.barrier.integrity), row)
@@ -267,8 +234,9 @@ class SigningService:
             if mine == public_key and member.network == row.network:
                 found.append(member)
         if not found:
-            raise BadRequest("no member key of this multisig is held here any more",
-                             code="multisig_no_key")  # fmt: skip
+            raise BadRequest(
+                "no member key of this multisig is held here any more", code="multisig_no_key"
+            )
         return found
 
     def _open(self, row: AccountRow) -> Key:
@@ -277,25 +245,41 @@ class SigningService:
         public = fam.public_key_bytes(row.public_key)
         key = key_from_secret(self.accounts.open_key(row), len(public) == 33)
         if key.public != public:  # decoded and checked against this key
-            log.error("refused to sign: the %s account %s opened a key that is not "
-                      "its stored public key's", row.family, row.name)  # fmt: skip
+            log.error(
+                "refused to sign: the %s account %s opened a key that is not "
+                "its stored public key's",
+                row.family,
+                row.name,
+            )
             raise KeyMismatch()
         return key
 
     async def _policy_refused(
-        self, who: Principal, row: AccountRow, kind: SignKind, summary: Summary,
-        decision: Decision | None, refusal: Refusal,
-    ) -> None:  # fmt: skip
+        self,
+        who: Principal,
+        row: AccountRow,
+        kind: SignKind,
+        summary: Summary,
+        decision: Decision | None,
+        refusal: Refusal,
+    ) -> None:
         details = self._details(kind, summary, decision)
         details.update(rule=refusal.rule.index if refusal.rule else None, reason=refusal.reason)
-        await self._refused(who, row, PolicyDenied.code, details)
+        await self.refused(who, row, PolicyDenied.code, details)
 
     # -- approvals -----------------------------------------------------------------------
 
     async def _hold(
-        self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any,
-        summary: Summary, decision: Decision, again: Again,
-    ) -> ApprovalView:  # fmt: skip
+        self,
+        who: Principal,
+        row: AccountRow,
+        owner: Owner,
+        kind: SignKind,
+        request: Any,
+        summary: Summary,
+        decision: Decision,
+        again: Again,
+    ) -> ApprovalView:
         """A request the policy allows only with approval: the caps are checked now (an
         approval never overrides a refusal), nothing is counted or signed, no key is
         opened; the approval request waits for people."""
@@ -303,24 +287,39 @@ class SigningService:
         if approval is None:  # never: the caller checked
             raise RuntimeError("no approval to wait for")
         async with self.db.write() as tx:
-            decision = await PolicyService.count(tx, who.tenant_id, owner.network.name,
-                                                 decision, summary, record=False,
-                                                 again=again)  # fmt: skip
+            decision = await PolicyService.count(
+                tx, who.tenant_id, owner.network.name, decision, summary, record=False, again=again
+            )
         approval = decision.approval
         if approval is None:  # the window moved under the lock: it no longer needs people
-            raise Refusal(decision.rule, "the 24 h window changed while this request was "
-                                         "decided; send it again")  # fmt: skip
+            raise Refusal(
+                decision.rule,
+                "the 24 h window changed while this request was decided; send it again",
+            )
         held = ApprovalRequest(
-            row.family, row.name, kind.path, msgspec.json.encode(request).decode(),
-            summary.digest, summary_record(summary), decision.rule.index, approval.group,
-            approval.quorum, approval.ttl_ms, approval.passkey,
-        )  # fmt: skip
+            row.family,
+            row.name,
+            kind.path,
+            msgspec.json.encode(request).decode(),
+            summary.digest,
+            summary_record(summary),
+            decision.rule.index,
+            approval.group,
+            approval.quorum,
+            approval.ttl_ms,
+            approval.passkey,
+        )
         return await self.approvals.open(who, held)
 
     async def vote(
-        self, who: Principal, approval_id: str, approve: bool, digest: str | None,
-        reason: str | None, proof: Proof | None = None,
-    ) -> ApprovalView:  # fmt: skip
+        self,
+        who: Principal,
+        approval_id: str,
+        approve: bool,
+        digest: str | None,
+        reason: str | None,
+        proof: Proof | None = None,
+    ) -> ApprovalView:
         """A person's vote (with its passkey or key signature: approvals/passkeys.py); the
         vote that reaches the quorum signs (once, whichever replica it lands on)."""
         view, won = await self.approvals.vote(who, approval_id, approve, digest, reason, proof)
@@ -343,8 +342,12 @@ class SigningService:
             await self.approvals.finish(approval.id, exc.message)
             return
         except Exception as exc:
-            log.error("the approved request %s could not be signed (%s); it is failed\n%s",
-                      approval.id, type(exc).__name__, frames(exc))  # fmt: skip
+            log.error(
+                "the approved request %s could not be signed (%s); it is failed\n%s",
+                approval.id,
+                type(exc).__name__,
+                frames(exc),
+            )
             await self.approvals.finish(
                 approval.id, f"it could not be signed ({type(exc).__name__})"
             )
@@ -368,24 +371,25 @@ class SigningService:
             raise BadRequest("the stored request no longer decodes") from None
         row = await self.accounts.row(requester, approval.family, approval.account_name)
         owner = owner_of(row)
-        prepared = await self._prepare(requester, row, owner, kind, request)
+        prepared = await self.decode(requester, row, owner, kind, request)
         if prepared.summary.digest != approval.digest:
             raise BadRequest("the request no longer decodes to the approved digest")
         policy = await self.policies.current(approval.tenant_id, fresh=True)
         decision, again = None, None
         if policy is not None:
             try:
-                facts = await self.policies.facts(requester, await self._account(row),
-                                                  prepared.summary, policy)  # fmt: skip
+                facts = await self.policies.facts(
+                    requester, await self._account(row), prepared.summary, policy
+                )
                 decision = await self.policies.decide(policy, prepared.summary, facts)
                 approved(decision, approval)
             except Refusal as refusal:
-                await self._policy_refused(requester, row, kind, prepared.summary, None,
-                                           refusal)  # fmt: skip
+                await self._policy_refused(requester, row, kind, prepared.summary, None, refusal)
                 raise PolicyDenied(refusal.message) from None
             again = (policy, facts) if policy.reads_spent else None
-        return await self._sign(requester, row, owner, kind, prepared, decision,
-                                approval=approval, again=again)  # fmt: skip
+        return await self._sign(
+            requester, row, owner, kind, prepared, decision, approval=approval, again=again
+        )
 
     async def sweep(self) -> None:
         """Expire pending requests past their ttl; sign approved ones a process did not
@@ -409,9 +413,10 @@ class SigningService:
             details["policy_rule"] = decision.rule.index
         return details
 
-    async def _refused(
+    async def refused(
         self, who: Principal, row: AccountRow, code: str, details: dict[str, Any]
     ) -> None:
+        """Audit a refused request on an account (also signing/combine.py)."""
         await self._audit_refusal(who, row.family, row.name, code, details)
 
     async def _audit_refusal(

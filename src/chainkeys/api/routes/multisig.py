@@ -25,6 +25,7 @@ from chainkeys.api.routes.wallets import wallet_ref
 from chainkeys.api.schemas import Envelope
 from chainkeys.chains.registry import FAMILIES as FAMILIES_BY_NAME
 from chainkeys.errors import BadRequest
+from chainkeys.signing.combine import combine_multisig
 from chainkeys.signing.requests import MULTISIG_KINDS
 from chainkeys.tokens.service import Principal
 from chainkeys.wallets.multisig import FAMILIES as HD_FAMILIES
@@ -137,9 +138,9 @@ def combine_route(family: str, combined: type) -> Route:
                 "a body with signDoc and signatures is required", code="invalid_sign_request"
             )
         pairs = [(s.pub_key.value, s.signature) for s in body.signatures]
-        signed = await services_of(request).signing.combine(
-            principal, family, path_name(request, family), body.signDoc, pairs
-        )
+        signing = services_of(request).signing
+        name = path_name(request, family)
+        signed = await combine_multisig(signing, principal, family, name, body.signDoc, pairs)
         return ok(answered(success=True, message="combined", data=signed.data))
 
     combining = Doc(
