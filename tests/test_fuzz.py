@@ -41,7 +41,8 @@ from tests.fuzz_run import beyond_schema
 
 # seconds (busy run; 125 s alone): scheduled first, not left as the suite's tail
 pytestmark = [pytest.mark.slow, pytest.mark.long(190)]
-MAX_EXAMPLES = 15
+# per operation and mode (tests/fuzz_run.py runs every schemathesis phase beside it)
+MAX_EXAMPLES = 10
 
 
 def test_each_rule_beyond_the_schema_names_an_operation_that_says_so() -> None:
