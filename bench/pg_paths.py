@@ -49,10 +49,12 @@ def _compiled(p: Prepared) -> tuple[str, tuple[str, ...]]:
 
 
 def _row(tenant: str, i: int) -> dict[str, Any]:
+    """An account row (its MAC a placeholder: no read here checks one)."""
     name = f"acct-{uuid.uuid4().hex}" if i < 0 else f"acct-{i}"
     return {"tenant_id": tenant, "family": "cosmos", "name": name, "network": "cosmoshub-4",
             "address": name, "public_key": "02" + "ab" * 32, "details": "{}",
-            "secret": b"\x01" * 80, "key_id": "k1", "created_ms": 1}  # fmt: skip
+            "secret": b"\x01" * 80, "key_id": "k1", "created_ms": 1, "wallet_id": None,
+            "mac": "-"}  # fmt: skip
 
 
 async def _spread(n: int, one: Callable[[int], Awaitable[None]]) -> float:
