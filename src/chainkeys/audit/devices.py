@@ -49,14 +49,16 @@ import socket
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
-import httpx
 import msgspec
 
 from chainkeys.audit.repository import AUDIT_COLUMNS
 from chainkeys.clock import iso
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("chainkeys.audit.devices")
 TIMEOUT_SECONDS: Final = 10.0
@@ -397,9 +399,11 @@ class HttpDevice:
         self._headers = {"Content-Type": "application/x-ndjson", "User-Agent": f"{APP_NAME}-audit"}
         if authorization:
             self._headers["Authorization"] = authorization
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx.AsyncClient | None = None  # made at the first send
 
     async def _post(self, body: bytes) -> None:
+        import httpx  # here: every process start (each CLI call too) would pay its import
+
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False)
         try:
