@@ -122,7 +122,7 @@ def integrity_material(data_dir: Path, sealed: bytes) -> bytes:
     from chainkeys.vault.seal import Vault
 
     vault = Vault(MasterKey(master_material(data_dir)))
-    return read_record(vault.open(sealed, vault.key_id, CONTEXT))[0]
+    return read_record(vault.open(sealed, vault.key_id, CONTEXT)).key
 
 
 def encode_cursor(data_dir: Path, tenant_id: str, last_id: int) -> str:

@@ -27,8 +27,8 @@ import pytest
 
 from chainkeys.api.router import AppState
 from chainkeys.api.sealing import SealGate
-from chainkeys.bootstrap import init_shamir, open_sealed
 from chainkeys.config import Settings
+from chainkeys.unsealing import init_shamir, open_sealed
 from chainkeys.vault.shamir import UNSEALER
 from chainkeys.vault.shares import Share, parse_share
 from tests.api.test_sign_cosmos import PRIVATE, TRANSFER

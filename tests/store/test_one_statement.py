@@ -56,7 +56,7 @@ async def ready(url: str) -> Backend:
     db = open_db(url)
     await migrate.upgrade(db)
     async with db.write() as tx:
-        await Tenants.insert(tx, TENANT, TENANT, 1)
+        await Tenants.insert(tx, {"id": TENANT, "name": TENANT, "created_ms": 1, "mac": None})
     return db
 
 

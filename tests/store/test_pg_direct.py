@@ -83,7 +83,9 @@ _n = iter(range(1_000_000))
 async def new_tenant(db: PostgresBackend) -> str:
     tenant_id = f"t{next(_n):08d}{int(time.time() * 1000) % 10**8:08d}"
     async with db.write() as tx:
-        await Tenants.insert(tx, tenant_id, f"name-{tenant_id}", 1)
+        await Tenants.insert(
+            tx, {"id": tenant_id, "name": f"name-{tenant_id}", "created_ms": 1, "mac": None}
+        )
     return tenant_id
 
 

@@ -21,7 +21,7 @@ from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, Conflict
 from chainkeys.store.sql import Tx
 from chainkeys.vault.barrier import Barrier
-from chainkeys.vault.integrity import opened
+from chainkeys.vault.gate import opened
 from chainkeys.vault.seal import Context
 
 KEY_MAX = 255

@@ -33,7 +33,8 @@ from chainkeys.store.cache import StoreCache
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
-from chainkeys.vault.integrity import Integrity, opened
+from chainkeys.vault.gate import opened
+from chainkeys.vault.integrity import Integrity
 
 Fetch = Callable[[Any, Integrity, str, str, str], Awaitable[Any]]
 

@@ -37,7 +37,7 @@ from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
-from chainkeys.vault.integrity import opened
+from chainkeys.vault.gate import opened
 from chainkeys.vault.seal import Context
 
 # The families with multisig accounts (their registry row's `multisig`).

@@ -351,7 +351,7 @@ class AccountService(AccountLookup):
         """Operator recovery: bring back the latest deleted account of that name."""
         fam, name = self.check_name(family, name)
         async with self.db.write() as tx:
-            tenant_id = await Tenants.id_by_name(tx, tenant_name)
+            tenant_id = await Tenants.id_by_name(tx, tenant_name, self._integrity)
             if tenant_id is None:
                 raise NotFound(f"no tenant named {tenant_name}")
             found = await DeletedAccounts.latest(tx, self._integrity, tenant_id, fam.name, name)
@@ -371,7 +371,7 @@ class AccountService(AccountLookup):
         async with self.db.read() as tx:
             tenant_id = None
             if tenant_name is not None:
-                tenant_id = await Tenants.id_by_name(tx, tenant_name)
+                tenant_id = await Tenants.id_by_name(tx, tenant_name, self._integrity)
                 if tenant_id is None:
                     raise NotFound(f"no tenant named {tenant_name}")
             return await DeletedAccounts.recent(tx, tenant_id, limit)

@@ -38,9 +38,10 @@ from chainkeys.api.sealing import Running, SealGate
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
 from chainkeys.api.ui import ui_routes
-from chainkeys.bootstrap import Services, open_sealed, open_services
+from chainkeys.bootstrap import Services, open_services
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
+from chainkeys.unsealing import open_sealed
 
 log = logging.getLogger("chainkeys.api")
 

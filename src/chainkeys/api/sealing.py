@@ -26,8 +26,9 @@ from chainkeys.api import background
 from chainkeys.api.errors import error_response
 from chainkeys.api.ratelimit import LocalBuckets
 from chainkeys.audit.service import AuditService, audit_event
-from chainkeys.bootstrap import SealedStore, SealStatus, Services
+from chainkeys.bootstrap import Services
 from chainkeys.errors import ChainkeysError, RateLimited, Sealed
+from chainkeys.unsealing import SealedStore, SealStatus
 
 log = logging.getLogger("chainkeys.api")
 

@@ -32,6 +32,7 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
+from chainkeys.approvals.credentials import CredentialRow, Credentials, InviteRow, Invites
 from chainkeys.approvals.proofs import (
     WEBAUTHN,
     CredentialNotFound,
@@ -43,17 +44,24 @@ from chainkeys.approvals.proofs import (
     script_key,
     unb64url,
 )
-from chainkeys.approvals.repository import CredentialRow, Credentials, InviteRow, Invites
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import BadRequest, ChainkeysError, Forbidden, NotFound, StartupError
+from chainkeys.errors import (
+    BadRequest,
+    ChainkeysError,
+    Forbidden,
+    IntegrityFailure,
+    NotFound,
+    StartupError,
+)
 from chainkeys.store.backend import Backend
 from chainkeys.store.integrity import APPROVER_CREDENTIALS, APPROVER_INVITES
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import GROUP, Principal
-from chainkeys.vault.integrity import Integrity, failed
+from chainkeys.vault.gate import Gate
+from chainkeys.vault.integrity import failed
 
 log = logging.getLogger("chainkeys.approvals")
 ENROL_PREFIX: Final = b"chainkeys enrol v1"
@@ -67,7 +75,7 @@ class Enrolment:
     """Enrolment (invites, script keys, passkey registration), listing and revoking of
     approvers' credentials."""
 
-    def __init__(self, db: Backend, settings: Settings, integrity: Integrity | None) -> None:
+    def __init__(self, db: Backend, settings: Settings, integrity: Gate | None) -> None:
         self.db = db
         self.settings = settings
         self.integrity = integrity
@@ -81,7 +89,7 @@ class Enrolment:
             raise PasskeysOff()
         return urlsplit(url).hostname or "", url
 
-    def _keyed(self) -> Integrity:
+    def _keyed(self) -> Gate:
         if self.integrity is None:
             raise StartupError(
                 "approver credentials need the master key (their rows are authenticated under it)"
@@ -104,7 +112,7 @@ class Enrolment:
         code = "cki_" + secrets.token_urlsafe(18)
         at = now_ms()
         async with self.db.write() as tx:
-            tenant_id = await Tenants.id_by_name(tx, tenant.strip())
+            tenant_id = await Tenants.id_by_name(tx, tenant.strip(), self._keyed())
             if tenant_id is None:
                 raise NotFound(f"no tenant named {tenant[:64]!r}", code="tenant_not_found")
             row = InviteRow(
@@ -112,6 +120,8 @@ class Enrolment:
             )
             row = replace(row, mac=self._keyed().mac(APPROVER_INVITES, row.covered()))
             await Invites.insert(tx, row)
+            member = (row.code_digest, str(row.mac))
+            await self._keyed().heads.change(tx, tenant_id, "invites", added=[member])
             details = {"label": row.label, "group": group, "expires_ms": row.expires_ms}
             actor = Principal(tenant_id, tenant, "")
             await Audit.insert(tx, audit_event(actor, "approver.invite", "ok", details=details))
@@ -130,7 +140,7 @@ class Enrolment:
         key_id = CREDENTIAL_PREFIX + secrets.token_hex(12)
         at = now_ms()
         async with self.db.write() as tx:
-            tenant_id = await Tenants.id_by_name(tx, tenant.strip())
+            tenant_id = await Tenants.id_by_name(tx, tenant.strip(), self._keyed())
             if tenant_id is None:
                 raise NotFound(f"no tenant named {tenant[:64]!r}", code="tenant_not_found")
             row = CredentialRow(
@@ -138,6 +148,8 @@ class Enrolment:
             )
             row = replace(row, mac=self._keyed().mac(APPROVER_CREDENTIALS, row.covered()))
             await Credentials.insert(tx, row)
+            member = (row.id, str(row.mac))
+            await self._keyed().heads.change(tx, tenant_id, "credentials", added=[member])
             await Audit.insert(
                 tx,
                 audit_event(
@@ -175,10 +187,18 @@ class Enrolment:
         if not isinstance(code, str) or not 1 <= len(code) <= 100:
             await self.audit_refusal(who, "approver.credential.add", InviteRefused.code, {})
             raise InviteRefused()
+        gate = self._keyed()
         async with self.db.read() as tx:
             row = await Invites.get(tx, self._code_digest(code))
-        if row is not None and not self._keyed().valid(APPROVER_INVITES, row.covered()):
-            raise failed(APPROVER_INVITES, "an enrolment code")
+            try:  # a code a writer made, edited or put back after it was spent
+                if row is not None:
+                    if not gate.valid(APPROVER_INVITES, row.covered()):
+                        raise failed(APPROVER_INVITES, "an enrolment code")
+                    if row.used_ms is None:
+                        await Invites.current(tx, gate, row)
+            except IntegrityFailure as exc:
+                await self.audit_refusal(who, "approver.credential.add", exc.code, {})
+                raise
         if (
             row is None
             or row.used_ms is not None
@@ -267,6 +287,10 @@ class Enrolment:
                 raise InviteRefused()  # spent meanwhile by another registration
             if not await Credentials.insert(tx, row):
                 raise Forbidden("this passkey is enrolled already", code="credential_exists")
+            spent = [(invite.code_digest, str(invite.mac))]
+            await integrity.heads.change(tx, who.tenant_id, "invites", removed=spent)
+            added = [(row.id, str(row.mac))]
+            await integrity.heads.change(tx, who.tenant_id, "credentials", added=added)
             await Audit.insert(
                 tx,
                 audit_event(
@@ -310,8 +334,11 @@ class Enrolment:
         done = replace(done, mac=self._keyed().mac(APPROVER_CREDENTIALS, done.covered()))
         actor = who or Principal(row.tenant_id, "", "")
         async with self.db.write() as tx:
-            if row.revoked_ms is None and not await Credentials.revoke(tx, row, at, done.mac or ""):
-                raise CredentialNotFound()  # revoked meanwhile
+            if row.revoked_ms is None:
+                if not await Credentials.revoke(tx, row, at, done.mac or ""):
+                    raise CredentialNotFound()  # revoked meanwhile
+                removed = [(row.id, str(row.mac))]
+                await self._keyed().heads.change(tx, row.tenant_id, "credentials", removed=removed)
             await Audit.insert(
                 tx,
                 audit_event(

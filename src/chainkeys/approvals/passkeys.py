@@ -38,6 +38,7 @@ from webauthn import (
 from webauthn.helpers.exceptions import WebAuthnException
 from webauthn.helpers.structs import PublicKeyCredentialDescriptor, UserVerificationRequirement
 
+from chainkeys.approvals.credentials import CredentialRow, Credentials
 from chainkeys.approvals.enrolment import TIMEOUT_MS, Enrolment
 from chainkeys.approvals.proofs import (
     DECISIONS,
@@ -56,7 +57,7 @@ from chainkeys.approvals.proofs import (
     unb64url,
     verify_key,
 )
-from chainkeys.approvals.repository import ApprovalRow, CredentialRow, Credentials, Vote
+from chainkeys.approvals.repository import ApprovalRow, Vote
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.store.integrity import APPROVER_CREDENTIALS
@@ -125,10 +126,18 @@ class Passkeys(Enrolment):
     async def _moved(self, credential: CredentialRow, count: int) -> None:
         at = now_ms()
         moved = replace(credential, sign_count=count, last_used_ms=at)
-        mac = self._keyed().mac(APPROVER_CREDENTIALS, moved.covered())
+        gate = self._keyed()
+        mac = gate.mac(APPROVER_CREDENTIALS, moved.covered())
         async with self.db.write() as tx:
             if not await Credentials.used(tx, credential, count, mac, at):
                 raise CounterRefused()  # another assertion moved it first
+            await gate.heads.change(
+                tx,
+                credential.tenant_id,
+                "credentials",
+                removed=[(credential.id, str(credential.mac))],
+                added=[(credential.id, mac)],
+            )
 
     async def counts(self, row: ApprovalRow, vote: Vote) -> bool:
         """Whether a stored vote's proof verifies now, against its credential as it is
@@ -201,14 +210,17 @@ class Passkeys(Enrolment):
         authenticator's id or by our key id; CredentialRefused otherwise."""
         if not isinstance(credential_id or key, str) or len(credential_id or key) > 1400:
             raise CredentialRefused()
+        gate = self._keyed()
         async with self.db.read() as tx:
             if key is not None:
                 row = await Credentials.get(tx, key)
             else:
                 row = await Credentials.by_credential_id(tx, tenant_id, credential_id)
-        if row is None:
-            raise CredentialRefused()
-        self._keyed().check(APPROVER_CREDENTIALS, row.covered(), f"credential {row.id}")
+            if row is None:
+                raise CredentialRefused()
+            gate.check(APPROVER_CREDENTIALS, row.covered(), f"credential {row.id}")
+            if row.revoked_ms is None:  # put back from before its revocation or last use
+                await Credentials.current(tx, gate, row)
         if (
             row.tenant_id != tenant_id
             or person(row.label) != person(label)

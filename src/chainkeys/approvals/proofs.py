@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from chainkeys.approvals.repository import CredentialRow
+from chainkeys.approvals.credentials import CredentialRow
 from chainkeys.errors import BadRequest, Forbidden, NotFound
 
 CHALLENGE_PREFIX: Final = b"chainkeys approval v1"

@@ -51,7 +51,8 @@ from chainkeys.store.backend import Backend
 from chainkeys.store.integrity import APPROVAL_VOTES, APPROVALS
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
-from chainkeys.vault.integrity import Integrity, failed
+from chainkeys.vault.gate import Gate
+from chainkeys.vault.integrity import failed
 
 log = logging.getLogger("chainkeys.approvals")
 ID_PREFIX: Final = "apr_"
@@ -99,9 +100,9 @@ class ApprovalService(Transitions):
     cancellation, failure, signed) and their audit and outbox events: `Transitions`."""
 
     def __init__(
-        self, db: Backend, settings: Settings, cursors: Cursors, integrity: Integrity | None = None
+        self, db: Backend, settings: Settings, cursors: Cursors, integrity: Gate | None = None
     ) -> None:
-        super().__init__(db, webhook=settings.webhook_url is not None)
+        super().__init__(db, webhook=settings.webhook_url is not None, gate=integrity)
         self.settings = settings
         self.cursors = cursors
         self.integrity = integrity
@@ -262,6 +263,8 @@ class ApprovalService(Transitions):
             current = await Approvals.get(tx, row.id)  # its state, read inside
             if current is None:
                 raise ApprovalNotFound()
+            if current.state in (PENDING, APPROVED):  # open as the head pins it, or ended
+                await Approvals.current(tx, self._keyed(), current)
             closed = await self._closed(tx, current, at)
             if closed is None:
                 voted = {person(v.voter_label) for v in await Votes.of(tx, row.id)}
@@ -314,6 +317,7 @@ class ApprovalService(Transitions):
         integrity = self._keyed()
         integrity.check(APPROVALS, row.covered(), f"approval {row.id}")
         async with self.db.read() as tx:
+            await Approvals.current(tx, integrity, row)  # not a request that ended
             votes = await Votes.of(tx, row.id)
         if row.passkey:  # each proof verified again, against its credential as it is now
             votes = [
@@ -334,7 +338,7 @@ class ApprovalService(Transitions):
             raise Forbidden("only an approver of this request's group may vote on it")
         return await self.passkeys.request_options(who, row, decision)
 
-    def _keyed(self) -> Integrity:
+    def _keyed(self) -> Gate:
         if self.integrity is None:
             raise StartupError(
                 "approvals need the master key (their rows are authenticated under it)"

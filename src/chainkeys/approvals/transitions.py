@@ -37,9 +37,12 @@ from chainkeys.approvals.repository import (
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import iso, now_ms
+from chainkeys.errors import IntegrityFailure
 from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import APPROVALS
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.gate import Gate
 
 STUCK_MS: Final = 30_000  # an approved request not signed after this is signed again
 
@@ -89,9 +92,10 @@ def signed_with(vote: Vote) -> str:
 class Transitions:
     """The state moves of stored requests (the base of `ApprovalService`)."""
 
-    def __init__(self, db: Backend, webhook: bool) -> None:
+    def __init__(self, db: Backend, webhook: bool, gate: Gate | None = None) -> None:
         self.db = db
         self.webhook = webhook  # state changes are queued in the outbox
+        self.gate = gate
 
     async def _closed(self, tx: Tx, row: ApprovalRow, at: int) -> str | None:
         """Why a request takes no vote or cancel any more (None: it is pending); one past
@@ -181,8 +185,29 @@ class Transitions:
             rows = [await Approvals.get(tx, i) for i in ids]
         return [r for r in rows if r is not None]
 
+    async def _pin(self, tx: Tx, row: ApprovalRow, state: str) -> None:
+        """The tenant's `approvals` set (vault/heads.py): in at opening, out at its end;
+        a row a writer edited, or set open again after it ended, was never in it and
+        leaves nothing."""
+        if self.gate is None:
+            raise IntegrityFailure("the integrity key is not open here: nothing was done")
+        member = [(row.id, str(row.mac))]
+        if state == PENDING:
+            await self.gate.heads.change(tx, row.tenant_id, "approvals", added=member)
+            return
+        if state == APPROVED or not self.gate.valid(APPROVALS, row.covered()):
+            return
+        # the row has just left the open states: was it in the set until now? (a request
+        # a writer set open again after it ended was not)
+        head = await self.gate.heads.head(tx, row.tenant_id)
+        before = [*await Approvals.open_members(tx, self.gate, row.tenant_id), *member]
+        if self.gate.heads.matches(head, "approvals", before):
+            await self.gate.heads.change(tx, row.tenant_id, "approvals", removed=member)
+
     async def _changed(self, tx: Tx, who: Principal | None, row: ApprovalRow, state: str) -> None:
-        """Audit a state change and, with a webhook, queue its event."""
+        """Pin it (a request is open from PENDING until it ends), audit the state change
+        and, with a webhook, queue its event."""
+        await self._pin(tx, row, state)
         actor = who or Principal(row.tenant_id, "", "")
         await Audit.insert(
             tx,

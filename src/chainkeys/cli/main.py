@@ -21,6 +21,7 @@ from chainkeys.bootstrap import (
 from chainkeys.cli.approver import approver_app
 from chainkeys.cli.audit import audit_app
 from chainkeys.cli.common import DataDir, fail, finish, group, run, run_admin, settings_for, when
+from chainkeys.cli.integrity import integrity_app
 from chainkeys.cli.masterkey import hsm_app, key_app
 from chainkeys.cli.operator import PromptUnsealer, operator_app, print_shares
 from chainkeys.cli.policy import policy_app
@@ -73,6 +74,7 @@ app.add_typer(wallet_app, name="wallet")
 app.add_typer(approver_app, name="approver")
 app.add_typer(operator_app, name="operator")
 app.add_typer(audit_app, name="audit")
+app.add_typer(integrity_app, name="integrity")
 
 
 def worker_count(value: str | int) -> int:
@@ -155,7 +157,7 @@ def serve(
 async def check_sealed_store(settings: Settings) -> None:
     """A shamir server's store is made by `chainkeys init --shares`: refused now, in one
     line, rather than by the worker at its start."""
-    from chainkeys.bootstrap import open_sealed
+    from chainkeys.unsealing import open_sealed
 
     store = await open_sealed(settings)
     await store.close()
@@ -343,7 +345,7 @@ def init(
 def init_shamir(
     settings: Settings, shares: int | None, threshold: int | None, where: object
 ) -> None:
-    from chainkeys.bootstrap import init_shamir as create
+    from chainkeys.unsealing import init_shamir as create
 
     if settings.key_provider != "shamir":
         fail("--shares and --threshold are for CHAINKEYS_MASTER_KEY_PROVIDER=shamir")

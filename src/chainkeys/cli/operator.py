@@ -144,7 +144,7 @@ def rekey(
     The master key stays the same (re-wrapped): running servers go on, and every
     later unseal takes the new shares; the old ones open nothing. The new shares are
     printed once, each on its own line."""
-    from chainkeys.bootstrap import open_sealed, rekey_shamir
+    from chainkeys.unsealing import open_sealed, rekey_shamir
 
     settings = settings_for(data_dir)
 

@@ -15,7 +15,7 @@ import typer
 
 from chainkeys.bootstrap import Admin
 from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
-from chainkeys.vault.integrity import opened
+from chainkeys.vault.gate import opened
 
 if TYPE_CHECKING:
     from chainkeys.api.policy_schemas import PolicyDecision

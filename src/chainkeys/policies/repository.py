@@ -6,8 +6,13 @@ from dataclasses import dataclass
 
 from sqlalchemy import bindparam, delete, insert, select, update
 
+from chainkeys.store.integrity import POLICY_TOTALS
 from chainkeys.store.sql import DB_NOW_MS, Prepared, Tx
 from chainkeys.store.tables import policy_spends, policy_totals, policy_versions
+from chainkeys.vault.gate import Gate
+from chainkeys.vault.heads import Member
+from chainkeys.vault.integrity import failed
+from chainkeys.vault.pinned import cap_ident
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +70,9 @@ _EXPIRE = Prepared(
 _EXPIRED = Prepared(  # what _EXPIRE would delete, read only (a read transaction's view)
     select(_s.denom, _s.amount).where(_SCOPE, _s.created_ms <= bindparam("cutoff"))
 )
-_TOTALS = Prepared(
-    select(_t.denom, _t.total).where(
-        _t.tenant_id == bindparam("tenant_id"),
-        _t.family == bindparam("family"),
-        _t.network == bindparam("network"),
+_TOTALS = Prepared(  # every total of the tenant: the `caps` set its head pins
+    select(_t.tenant_id, _t.family, _t.network, _t.denom, _t.total, _t.mac).where(
+        _t.tenant_id == bindparam("tenant_id")
     )
 )
 _SET_TOTAL = Prepared(
@@ -80,10 +83,10 @@ _SET_TOTAL = Prepared(
         _t.network == bindparam("network"),
         _t.denom == bindparam("denom"),
     )
-    .values(total=bindparam("total"))
+    .values(total=bindparam("total"), mac=bindparam("mac"))
 )
 _INSERT_TOTAL = Prepared(
-    insert(policy_totals), ("tenant_id", "family", "network", "denom", "total")
+    insert(policy_totals), ("tenant_id", "family", "network", "denom", "total", "mac")
 )
 _INSERT_SPEND = Prepared(
     insert(policy_spends),
@@ -120,6 +123,10 @@ DAY_MS = 24 * 3600 * 1000
 class Spends:
     """The rolling window of one tenant's spends on one family and network.
 
+    The running totals are authenticated rows pinned by the tenant's head (the `caps`
+    set, vault/heads.py): a total lowered, deleted or put back from an older copy by a
+    database writer fails closed (IntegrityFailure: nothing signs under that cap).
+
     Callers hold `lock` for the whole transaction: SQLite has one writer at a
     time already; PostgreSQL serialises the scope with an advisory lock, so
     replicas never both admit the last unit under a cap. Every time here is the
@@ -127,10 +134,12 @@ class Spends:
     clock, so a replica whose clock is ahead cannot expire anyone's spends early.
     """
 
-    def __init__(self, tx: Tx, tenant_id: str, family: str, network: str) -> None:
+    def __init__(self, tx: Tx, gate: Gate, tenant_id: str, family: str, network: str) -> None:
         self.tx = tx
+        self.gate = gate
         self.scope = {"tenant_id": tenant_id, "family": family, "network": network}
         self._locked = False
+        self._macs: dict[str, str] = {}  # denom -> the MAC of its total as read
 
     async def lock(self) -> None:
         if not self._locked:
@@ -150,9 +159,34 @@ class Spends:
         params = {"tenant_id": self.scope["tenant_id"], "digest": digest, "cutoff": cutoff_ms}
         return (await self.tx.execute(_SEEN, params)).first() is not None
 
+    async def _read_totals(self) -> dict[str, int]:
+        """This scope's totals, each authenticated and the tenant's set the latest."""
+        tenant_id = self.scope["tenant_id"]
+        mine: dict[str, int] = {}
+
+        async def load() -> list[Member]:
+            mine.clear()
+            self._macs.clear()
+            found = []
+            for row in (await self.tx.execute(_TOTALS, {"tenant_id": tenant_id})).all():
+                values = row._mapping
+                if not self.gate.valid(POLICY_TOTALS, values):
+                    raise failed(POLICY_TOTALS, f"the cap total {cap_ident(values)}")
+                found.append((cap_ident(values), str(values["mac"])))
+                if (values["family"], values["network"]) == (
+                    self.scope["family"],
+                    self.scope["network"],
+                ):
+                    mine[values["denom"]] = int(values["total"])
+                    self._macs[values["denom"]] = str(values["mac"])
+            return found
+
+        await self.gate.heads.check(self.tx, tenant_id, "caps", load, "the cap totals")
+        return dict(mine)
+
     async def totals(self, cutoff_ms: int) -> dict[str, int]:
         """Per denom, what the window holds after spends at or before `cutoff_ms` left it."""
-        totals = {r[0]: int(r[1]) for r in (await self.tx.execute(_TOTALS, self.scope)).all()}
+        totals = await self._read_totals()
         expired = (await self.tx.execute(_EXPIRE, {**self.scope, "cutoff": cutoff_ms})).all()
         if expired:
             for denom, amount in expired:
@@ -164,7 +198,7 @@ class Spends:
     async def window(self, cutoff_ms: int) -> dict[str, int]:
         """As `totals`, read only (no lock, nothing rewritten): what a condition reads as
         `spent`. The caps themselves are counted by `totals` under the lock."""
-        totals = {r[0]: int(r[1]) for r in (await self.tx.execute(_TOTALS, self.scope)).all()}
+        totals = await self._read_totals()
         expired = await self.tx.execute(_EXPIRED, {**self.scope, "cutoff": cutoff_ms})
         for denom, amount in expired.all():
             totals[denom] = totals.get(denom, 0) - int(amount)
@@ -196,8 +230,13 @@ class Spends:
             await self._store(denom, old.get(denom, 0) + amount, known=denom in old)
 
     async def _store(self, denom: str, total: int, known: bool) -> None:
-        params = {**self.scope, "denom": denom, "total": str(total)}
-        if known:
-            await self.tx.execute(_SET_TOTAL, params)
-        else:
-            await self.tx.execute(_INSERT_TOTAL, params)
+        values = {**self.scope, "denom": denom, "total": str(total)}
+        mac = self.gate.mac(POLICY_TOTALS, values)
+        ident = cap_ident(values)
+        old = self._macs.get(denom)
+        await self.tx.execute(_SET_TOTAL if known else _INSERT_TOTAL, {**values, "mac": mac})
+        removed = [(ident, old)] if known and old is not None else []
+        await self.gate.heads.change(
+            self.tx, self.scope["tenant_id"], "caps", removed=removed, added=[(ident, mac)]
+        )
+        self._macs[denom] = mac

@@ -19,7 +19,7 @@ from chainkeys.audit.service import audit_event
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.tx.base import Summary
 from chainkeys.clock import monotonic, now_ms
-from chainkeys.errors import NotFound, StartupError
+from chainkeys.errors import IntegrityFailure, NotFound, StartupError
 from chainkeys.policies.conditions import Facts
 from chainkeys.policies.document import Policy, PolicyError, Rule, parse
 from chainkeys.policies.engine import Decision, Refusal, decide, over_the_day
@@ -30,6 +30,8 @@ from chainkeys.store.integrity import POLICY_VERSIONS
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.gate import Gate
+from chainkeys.vault.heads import Member
 from chainkeys.vault.integrity import Integrity, failed
 
 log = logging.getLogger("chainkeys")
@@ -66,7 +68,7 @@ class Shown:
 
 class PolicyService:
     def __init__(
-        self, db: Backend, refresh_seconds: float = 5.0, integrity: Integrity | None = None
+        self, db: Backend, refresh_seconds: float = 5.0, integrity: Gate | None = None
     ) -> None:
         self.db = db
         self.refresh = refresh_seconds
@@ -83,13 +85,24 @@ class PolicyService:
         now = monotonic()
         if hit is not None and now < hit[0] and not fresh:
             return hit[1]
+        gate = self._keyed()
         async with self.db.read() as tx:
             latest = await Policies.latest(tx, tenant_id)
-        if latest is not None:  # a version a database writer made or edited: sign nothing
-            what = f"policy version {latest.version} of tenant {tenant_id}"
-            if not self._keyed().valid(POLICY_VERSIONS, latest.covered(tenant_id)):
+            try:  # a version a database writer made, edited, put back or deleted: sign nothing
+                if latest is not None:
+                    what = f"policy version {latest.version} of tenant {tenant_id}"
+                    if not gate.valid(POLICY_VERSIONS, latest.covered(tenant_id)):
+                        raise failed(POLICY_VERSIONS, what)
+
+                async def load() -> list[Member]:
+                    if latest is None:
+                        return []
+                    return [(str(latest.version), str(latest.mac))]
+
+                await gate.heads.check(tx, tenant_id, "policy", load, "the latest policy")
+            except IntegrityFailure:
                 self._cache.pop(tenant_id, None)  # no request uses what it held either
-                raise failed(POLICY_VERSIONS, what)
+                raise
         policy = None
         if latest is not None and latest.document is not None:
             try:
@@ -113,7 +126,7 @@ class PolicyService:
         spent: dict[str, int] = {}
         if policy.reads_spent:  # a first look: decided again under the lock (`count`)
             async with self.db.read() as tx:
-                window = Spends(tx, who.tenant_id, summary.family, summary.network)
+                window = Spends(tx, self._keyed(), who.tenant_id, summary.family, summary.network)
                 spent = await window.window(await window.cutoff())
         return Facts(
             who.token_id,
@@ -144,7 +157,7 @@ class PolicyService:
         windows: dict[tuple[str, str], dict[str, int]] = {}
         out: list[Usage] = []
         async with self.db.read() as tx:
-            cutoff = await Spends(tx, who.tenant_id, "", "").cutoff()
+            cutoff = await Spends(tx, self._keyed(), who.tenant_id, "", "").cutoff()
             for rule in policy.rules:
                 if rule.effect != "allow" or not rule.max_per_day or not who.may_use(rule.family):
                     continue
@@ -158,7 +171,7 @@ class PolicyService:
                 )
                 for network in networks:
                     if (rule.family, network) not in windows:
-                        window = Spends(tx, who.tenant_id, rule.family, network)
+                        window = Spends(tx, self._keyed(), who.tenant_id, rule.family, network)
                         windows[(rule.family, network)] = await window.window(cutoff)
                     spent = windows[(rule.family, network)]
                     out.extend(
@@ -167,8 +180,8 @@ class PolicyService:
                     )
         return out
 
-    @staticmethod
     async def count(
+        self,
         tx: Tx,
         tenant_id: str,
         network: str,
@@ -186,7 +199,7 @@ class PolicyService:
         `spent`: the decision is made again here, under the scope's lock, on the window
         this transaction sees, so concurrent requests (on any replica) never all pass a
         budget on the same stale `spent`."""
-        spends = Spends(tx, tenant_id, summary.family, network)
+        spends = Spends(tx, self._keyed(), tenant_id, summary.family, network)
         if again is not None and (facts := again[1]) is not None:
             policy = again[0]
             await spends.lock()
@@ -234,16 +247,18 @@ class PolicyService:
 
     async def _read(self, tenant: str, work: Callable[[Tx, str], Awaitable[T]]) -> T:
         async with self.db.read() as tx:
-            return await work(tx, await _tenant_id(tx, tenant))
+            return await work(tx, await _tenant_id(tx, tenant, self.integrity))
 
     async def _new_version(self, tenant: str, document: str | None) -> Version:
         async with self.db.write() as tx:
-            tenant_id = await _tenant_id(tx, tenant)
+            tenant_id = await _tenant_id(tx, tenant, self.integrity)
             latest = await Policies.latest(tx, tenant_id)
             version = Version((latest.version if latest else 0) + 1, document, now_ms())
-            mac = self._keyed().mac(POLICY_VERSIONS, version.covered(tenant_id))
+            gate = self._keyed()
+            mac = gate.mac(POLICY_VERSIONS, version.covered(tenant_id))
             version = replace(version, mac=mac)
             await Policies.insert(tx, tenant_id, version)
+            await gate.heads.replace(tx, tenant_id, "policy", [(str(version.version), mac)])
             details = {
                 "version": version.version,
                 "sha256": hashlib.sha256(document.encode()).hexdigest() if document else None,
@@ -254,7 +269,7 @@ class PolicyService:
         self._cache.pop(tenant_id, None)
         return version
 
-    def _keyed(self) -> Integrity:
+    def _keyed(self) -> Gate:
         if self.integrity is None:
             raise StartupError(
                 "setting and applying a policy needs the master key (its "
@@ -263,8 +278,8 @@ class PolicyService:
         return self.integrity
 
 
-async def _tenant_id(tx: Tx, tenant: str) -> str:
-    tenant_id = await Tenants.id_by_name(tx, tenant)
+async def _tenant_id(tx: Tx, tenant: str, integrity: Integrity | None) -> str:
+    tenant_id = await Tenants.id_by_name(tx, tenant, integrity)
     if tenant_id is None:
         raise NotFound(f"no tenant named {tenant}")
     return tenant_id

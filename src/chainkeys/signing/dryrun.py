@@ -26,7 +26,7 @@ from chainkeys.signing.requests import account_for, kind_of, owner_of, prepare
 from chainkeys.store.backend import Backend
 from chainkeys.together import Together
 from chainkeys.tokens.service import Principal
-from chainkeys.vault.integrity import Integrity
+from chainkeys.vault.gate import Gate
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class DryRun:
 
 async def dry_run(
     db: Backend,
-    integrity: Integrity,
+    integrity: Gate,
     policies: PolicyService,
     who: Principal,
     family: str,
@@ -93,7 +93,7 @@ async def dry_run(
             record,
         )
     values = _values(who, policy, summary.family, summary.network, decision.evaluations)
-    over = await _over_daily_cap(db, who, summary, decision)
+    over = await _over_daily_cap(db, integrity, who, summary, decision)
     if over is not None:
         return DryRun("deny", decision.rule, over, None, values, record)
     if decision.approval is not None:
@@ -118,13 +118,13 @@ def _values(
 
 
 async def _over_daily_cap(
-    db: Backend, who: Principal, summary: Summary, decision: Decision
+    db: Backend, gate: Gate, who: Principal, summary: Summary, decision: Decision
 ) -> str | None:
     """Why the 24 h window would refuse it (read, never counted); None when it fits."""
     if not decision.daily:
         return None
     async with db.read() as tx:
-        window = Spends(tx, who.tenant_id, summary.family, summary.network)
+        window = Spends(tx, gate, who.tenant_id, summary.family, summary.network)
         cutoff = await window.cutoff()
         if await window.seen(summary.digest, cutoff):
             return None  # the same bytes were counted already: free

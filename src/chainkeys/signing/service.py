@@ -64,7 +64,7 @@ from chainkeys.signing.requests import (
 from chainkeys.store.backend import Backend
 from chainkeys.tokens.service import Principal, TokenService
 from chainkeys.vault.barrier import Barrier
-from chainkeys.vault.integrity import opened
+from chainkeys.vault.gate import opened
 
 log = logging.getLogger("chainkeys.signing")
 
@@ -165,7 +165,7 @@ class SigningService:
                 if approval is not None:  # one completion at a time (signed_in below)
                     await tx.serialize(f"approval/{approval.id}")
                 if decision is not None:
-                    decision = await PolicyService.count(
+                    decision = await self.policies.count(
                         tx, who.tenant_id, owner.network.name, decision, summary, again=again
                     )
                     approved(decision, approval)
@@ -287,7 +287,7 @@ class SigningService:
         if approval is None:  # never: the caller checked
             raise RuntimeError("no approval to wait for")
         async with self.db.write() as tx:
-            decision = await PolicyService.count(
+            decision = await self.policies.count(
                 tx, who.tenant_id, owner.network.name, decision, summary, record=False, again=again
             )
         approval = decision.approval

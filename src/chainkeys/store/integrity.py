@@ -27,7 +27,10 @@ from chainkeys.store.tables import (
     approver_invites,
     audit_heads,
     deleted_accounts,
+    integrity_heads,
+    policy_totals,
     policy_versions,
+    tenants,
     tokens,
     wallet_multisigs,
 )
@@ -57,6 +60,9 @@ class Authenticated:
         )
 
 
+# A tenant's name is whose it is: swapped between two rows, an operator's `token create
+# --tenant mallory` would read prod's accounts.
+TENANTS = Authenticated(tenants, "tenant", ("id", "name", "created_ms"), {})
 TOKENS = Authenticated(
     tokens,
     "token",
@@ -76,6 +82,10 @@ TOKENS = Authenticated(
 )
 POLICY_VERSIONS = Authenticated(
     policy_versions, "policy", ("tenant_id", "version", "document", "created_ms"), {}
+)
+# A cap's running total: lowered by hand, the cap would admit more than it says.
+POLICY_TOTALS = Authenticated(
+    policy_totals, "cap total", ("tenant_id", "family", "network", "denom", "total"), {}
 )
 APPROVALS = Authenticated(
     approvals,
@@ -206,9 +216,15 @@ AUDIT_HEADS = Authenticated(
     audit_heads, "audit head", ("tenant_key", "last_id", "rows", "chain"), {}
 )
 
+# Which version of each authorizing row is the latest (vault/heads.py).
+HEADS = Authenticated(integrity_heads, "head", ("scope", "version", "body"), {})
+
 REGISTRY: tuple[Authenticated, ...] = (
+    HEADS,
+    TENANTS,
     TOKENS,
     POLICY_VERSIONS,
+    POLICY_TOTALS,
     APPROVALS,
     APPROVAL_VOTES,
     AUDIT_HEADS,

@@ -12,11 +12,13 @@ from sqlalchemy import (
     update,
 )
 
+from chainkeys.store.integrity import TENANTS
 from chainkeys.store.sql import Prepared, Tx
 from chainkeys.store.tables import (
     tenants,
     tokens,
 )
+from chainkeys.vault.integrity import Integrity
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,17 @@ class LiveToken:
     created_ms: int = 0
     token_hash: str = ""
     mac: str | None = None
+    tenant_created_ms: int = 0
+    tenant_mac: str | None = None
+
+    def tenant_row(self) -> dict[str, object]:
+        """The tenant's row, as its MAC covers it (store/integrity.py TENANTS)."""
+        return {
+            "id": self.tenant_id,
+            "name": self.tenant,
+            "created_ms": self.tenant_created_ms,
+            "mac": self.tenant_mac,
+        }
 
     def covered(self) -> dict[str, object]:
         """As TokenRow.covered (a live token is not revoked)."""
@@ -96,13 +109,17 @@ _TENANT_BY_TOKEN = Prepared(
         _k.created_ms,
         _k.token_hash,
         _k.mac,
+        _t.created_ms,
+        _t.mac,
     )
     .join_from(tokens, tenants, _k.tenant_id == _t.id)
     .where(_k.token_hash == bindparam("token_hash"), _k.revoked_ms.is_(None))
 )
 _TENANT_NAMES = Prepared(select(_t.id, _t.name))
-_TENANT_BY_NAME = Prepared(select(_t.id).where(_t.name == bindparam("name")))
-_INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms"))
+_TENANT_BY_NAME = Prepared(
+    select(_t.id, _t.name, _t.created_ms, _t.mac).where(_t.name == bindparam("name"))
+)
+_INSERT_TENANT = Prepared(insert(tenants), ("id", "name", "created_ms", "mac"))
 _INSERT_TOKEN = Prepared(
     insert(tokens),
     (
@@ -155,13 +172,26 @@ class Tenants:
         return None if row is None else LiveToken(*row)
 
     @staticmethod
-    async def id_by_name(tx: Tx, name: str) -> str | None:
+    async def id_by_name(tx: Tx, name: str, integrity: Integrity | None) -> str | None:
+        """The id of the tenant named `name`, its row authenticated (IntegrityFailure:
+        a name a writer moved to another tenant's row is never followed). Without the key
+        (a command that only lists), unchecked: what it shows is named unverified."""
         row = (await tx.execute(_TENANT_BY_NAME, {"name": name})).first()
-        return None if row is None else str(row[0])
+        if row is None:
+            return None
+        if integrity is not None:
+            integrity.check(TENANTS, row._mapping, f"the tenant {name[:64]!r}")
+        return str(row[0])
 
     @staticmethod
-    async def insert(tx: Tx, tenant_id: str, name: str, now_ms: int) -> None:
-        await tx.execute(_INSERT_TENANT, {"id": tenant_id, "name": name, "created_ms": now_ms})
+    async def insert(tx: Tx, row: dict[str, object]) -> None:
+        await tx.execute(_INSERT_TENANT, row)
+
+    @staticmethod
+    async def live_members(tx: Tx, tenant_id: str) -> list[TokenRow]:
+        """The tenant's unrevoked tokens (the `tokens` set its head pins)."""
+        stmt = _LIST_TOKENS.where(_k.tenant_id == tenant_id, _k.revoked_ms.is_(None))
+        return [TokenRow(*r) for r in (await tx.execute(stmt)).all()]
 
     @staticmethod
     async def insert_token(tx: Tx, row: TokenRow, token_hash: str, mac: str | None) -> None:

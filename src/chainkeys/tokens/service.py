@@ -22,9 +22,11 @@ from chainkeys.errors import BadRequest, IntegrityFailure, NotFound, StartupErro
 from chainkeys.store import tables
 from chainkeys.store.backend import Backend
 from chainkeys.store.cache import StoreCache
-from chainkeys.store.integrity import TOKENS
+from chainkeys.store.integrity import TENANTS, TOKENS
+from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
-from chainkeys.vault.integrity import Integrity
+from chainkeys.vault.gate import Gate
+from chainkeys.vault.heads import Member
 
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
 SCOPES = ("read", "create", "delete", "sign", "export", "approve")
@@ -115,7 +117,7 @@ class TokenService:
 
     SEEN_MAX = 4096  # live tokens remembered while the SQLite file is unchanged
 
-    def __init__(self, db: Backend, integrity: Integrity | None = None) -> None:
+    def __init__(self, db: Backend, integrity: Gate | None = None) -> None:
         self.db = db
         self.integrity = integrity  # None: an administration process without the key
         self._seen: StoreCache[str, Principal] = StoreCache(
@@ -149,12 +151,14 @@ class TokenService:
             return seen
         async with self.db.read() as tx:
             found = await Tenants.by_token_hash(tx, digest)
-        if found is None:
-            return None
-        try:
-            integrity.check(TOKENS, found.covered(), f"token {found.token_id}")
-        except IntegrityFailure:
-            return None  # refused as an unknown token would be: 401
+            if found is None:
+                return None
+            try:
+                integrity.check(TOKENS, found.covered(), f"token {found.token_id}")
+                integrity.check(TENANTS, found.tenant_row(), f"tenant {found.tenant_id}")
+                await self._current(tx, found.tenant_id, (found.token_id, str(found.mac)))
+            except IntegrityFailure:
+                return None  # refused as an unknown token would be: 401
         principal = Principal.of(found)
         self._seen.put(digest, principal, stamp)
         if principal.expires_ms is not None and principal.expires_ms <= now_ms():
@@ -188,10 +192,12 @@ class TokenService:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token_id, ts = uuid.uuid4().hex, now_ms()
         async with self.db.write() as tx:
-            tenant_id = await Tenants.id_by_name(tx, tenant)
+            tenant_id = await Tenants.id_by_name(tx, tenant, integrity)
             if tenant_id is None:
                 tenant_id = uuid.uuid4().hex
-                await Tenants.insert(tx, tenant_id, tenant, ts)
+                made: dict[str, object] = {"id": tenant_id, "name": tenant, "created_ms": ts}
+                await Tenants.insert(tx, {**made, "mac": integrity.mac(TENANTS, made)})
+                await integrity.heads.born(tx, tenant_id)
             row = TokenRow(
                 token_id,
                 tenant_id,
@@ -207,6 +213,7 @@ class TokenService:
             )
             mac = integrity.mac(TOKENS, row.covered())
             await Tenants.insert_token(tx, row, row.token_hash, mac)
+            await integrity.heads.change(tx, tenant_id, "tokens", added=[(token_id, mac)])
             owner = Principal(tenant_id, tenant, token_id)
             details = {
                 "scopes": sorted(scopes),
@@ -231,11 +238,16 @@ class TokenService:
         """The caller a token id stands for while the token is live (not revoked, not
         expired); None otherwise. For work done later on a token's behalf (an approved
         request signed at its quorum)."""
+        integrity = self._keyed()
         async with self.db.read() as tx:
             row = await Tenants.token(tx, token_id)
-        if row is None or row.revoked_ms is not None:
-            return None
-        self._keyed().check(TOKENS, row.covered(), f"token {row.id}")
+            if row is None or row.revoked_ms is not None:
+                return None
+            try:  # a row a writer made or put back speaks for nobody (and stops no round)
+                integrity.check(TOKENS, row.covered(), f"token {row.id}")
+                await self._current(tx, row.tenant_id, (row.id, str(row.mac)))
+            except IntegrityFailure:
+                return None
         if row.expires_ms is not None and row.expires_ms <= now_ms():
             return None
         families = frozenset(row.families.split(",")) if row.families else None
@@ -266,10 +278,23 @@ class TokenService:
             tenant_id = await Tenants.revoke_token(tx, token_id, at, mac)
             if tenant_id is None:
                 raise NotFound(f"no live token with id {token_id}")
+            if mac is not None and row is not None:  # an edited row was never a member
+                removed = [(token_id, str(row.mac))]
+                await integrity.heads.change(tx, tenant_id, "tokens", removed=removed)
             owner = Principal(tenant_id, "", token_id)
             await Audit.insert(tx, audit_event(owner, "token.revoke", "ok", account_name=token_id))
 
-    def _keyed(self) -> Integrity:
+    async def _current(self, tx: Tx, tenant_id: str, member: Member) -> None:
+        """IntegrityFailure unless this token row is the latest copy (vault/heads.py)."""
+        integrity = self._keyed()
+
+        async def load() -> list[Member]:
+            rows = await Tenants.live_members(tx, tenant_id)
+            return [(r.id, str(r.mac)) for r in rows if integrity.valid(TOKENS, r.covered())]
+
+        await integrity.heads.current(tx, tenant_id, "tokens", member, load, "a token")
+
+    def _keyed(self) -> Gate:
         if self.integrity is None:
             raise StartupError(
                 "issuing, revoking and checking tokens needs the master key "
@@ -293,7 +318,7 @@ class TokenService:
 
     async def tenant_id(self, name: str) -> str:
         async with self.db.read() as tx:
-            found = await Tenants.id_by_name(tx, name)
+            found = await Tenants.id_by_name(tx, name, self.integrity)
         if found is None:
             raise NotFound(f"no tenant named {name}")
         return found

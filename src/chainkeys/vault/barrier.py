@@ -36,7 +36,7 @@ from chainkeys import metrics
 from chainkeys.clock import iso, monotonic, now_ms
 from chainkeys.errors import ChainkeysError, KeyUnavailable, SealFenced
 from chainkeys.store.backend import Backend
-from chainkeys.vault.integrity import Integrity
+from chainkeys.vault.gate import Gate
 from chainkeys.vault.providers import MasterKey
 from chainkeys.vault.repository import KeyUser, KeyUsers, Ring, RingEntry, Term, Terms
 from chainkeys.vault.seal import Context, SealError, Vault
@@ -117,8 +117,8 @@ class Barrier:
         self._lock = asyncio.Lock()
         self._used: set[str] = set()
         self._stuck: str | None = None  # why this process may not seal, when it may not
-        # the store's integrity key (vault/integrity.py), opened at start by open_services
-        self.integrity: Integrity | None = None
+        # the gate (vault/gate.py: the integrity key and the heads), opened at start
+        self.integrity: Gate | None = None
 
     @property
     def key_id(self) -> str:

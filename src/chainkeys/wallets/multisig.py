@@ -41,7 +41,7 @@ from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
-from chainkeys.vault.integrity import opened
+from chainkeys.vault.gate import opened
 from chainkeys.vault.seal import Context
 from chainkeys.wallets.repository import Chain, Counters, WalletMultisigRow, WalletMultisigs
 from chainkeys.wallets.service import WalletService

@@ -39,7 +39,7 @@ from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
-from chainkeys.vault.integrity import opened
+from chainkeys.vault.gate import opened
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context
 from chainkeys.wallets.derivation import (

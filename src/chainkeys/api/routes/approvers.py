@@ -18,7 +18,7 @@ from chainkeys.api.auth import NONE, services_of
 from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
-from chainkeys.approvals.repository import CredentialRow
+from chainkeys.approvals.credentials import CredentialRow
 from chainkeys.clock import iso
 from chainkeys.tokens.service import Principal
 

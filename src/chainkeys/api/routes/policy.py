@@ -27,7 +27,7 @@ from chainkeys.errors import Forbidden
 from chainkeys.policies.service import DAY_MS
 from chainkeys.signing.dryrun import dry_run
 from chainkeys.tokens.service import Principal
-from chainkeys.vault.integrity import opened
+from chainkeys.vault.gate import opened
 
 TAG = "Policy"
 

@@ -22,8 +22,8 @@ from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import Op, ok, resource
 from chainkeys.api.sealing import SealGate
-from chainkeys.bootstrap import SealStatus
 from chainkeys.errors import Forbidden, NotFound, Unauthorized
+from chainkeys.unsealing import SealStatus
 
 TAG = "Seal"
 NOT_SHAMIR = (

@@ -26,6 +26,7 @@ tenants = Table(
     Column("id", String(32), primary_key=True),
     Column("name", String(64), nullable=False, unique=True),
     Column("created_ms", BigInteger, nullable=False),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: a name is whose it is
 )
 
 tokens = Table(
@@ -228,4 +229,5 @@ policy_totals = Table(
     Column("network", String(32), primary_key=True),
     Column("denom", String(128), primary_key=True),
     Column("total", Text, nullable=False),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: lowering it fails
 )

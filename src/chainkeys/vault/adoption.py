@@ -1,0 +1,244 @@
+"""Adoption is explicit: a store is born with its integrity key, and nothing adopts itself.
+
+An earlier release adopted at start whatever it found: a store without a key record
+got a new key and every row MACed, so a database writer who deleted the record,
+cleared the MACs and inserted a token row of their own was adopted with it. Now:
+
+- a store is *born* with its record (format 3) on the first start that finds no rows;
+- a store whose record is missing while it holds rows, whose record is of an older
+  format (any older backup holds one), or whose record does not name a table that
+  holds rows, does not start: the operator runs `chainkeys integrity adopt`, which
+  shows what it would adopt (every row without a valid MAC by name), adopts it in one
+  transaction, rebuilds the heads (vault/heads.py) and audits what it did.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from chainkeys.errors import StartupError
+from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import HEADS, REGISTRY, TENANTS, TOKENS, Authenticated
+from chainkeys.store.sql import Tx
+from chainkeys.store.tables import audit, integrity_heads, wallets, webhook_outbox
+from chainkeys.vault.gate import Gate
+from chainkeys.vault.heads import MOD, SETS, Head, tenant_scope
+from chainkeys.vault.integrity import CONTEXT, FORMAT, RECORD, Integrity, Record, read_record
+from chainkeys.vault.pinned import PINNED, members, rows
+from chainkeys.vault.repository import Meta
+
+log = logging.getLogger("chainkeys.vault")
+# Tables whose rows mean the store holds data (the barrier's own bookkeeping, written
+# when it first opens, does not count).
+HOLDING = (*(entry.table for entry in REGISTRY), audit, wallets, webhook_outbox)
+ADOPT = "`chainkeys integrity adopt` (it shows what it would adopt first)"
+
+
+async def held(tx: Tx, tables: Any = HOLDING) -> dict[str, int]:
+    """Rows per table, for the tables that hold any."""
+    counts = {}
+    for table in tables:
+        n = int((await tx.execute(select(func.count()).select_from(table))).scalar_one())
+        if n:
+            counts[table.name] = n
+    return counts
+
+
+def said(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} in {t}" for t, n in counts.items())
+
+
+async def read(db: Backend, barrier: Any) -> Record | None:
+    async with db.read() as tx:
+        found = await Meta.get(tx, RECORD)
+    if found is None:
+        return None
+    blob, key_id = found
+    return read_record(await barrier.open_async(blob, key_id or "", CONTEXT))
+
+
+async def open_integrity(db: Backend, barrier: Any) -> Gate:
+    """This store's integrity key at start (under the start-up lock): made with the
+    store when it holds nothing yet, else read from its record; refused (StartupError,
+    naming why and what to run) whenever adopting would be needed."""
+    record = await read(db, barrier)
+    if record is None:
+        async with db.read() as tx:
+            counts = await held(tx)
+        if counts:
+            raise StartupError(
+                f"this store holds rows ({said(counts)}) but no integrity record: it was "
+                "stripped by someone without the master key, or it predates integrity. "
+                f"Nothing was adopted. If you trust its rows, run {ADOPT}; else restore a "
+                "backup"
+            )
+        return await _born(db, barrier)
+    if record.format < FORMAT:
+        raise StartupError(
+            f"the integrity record is of format {record.format}; this release trusts "
+            f"only format {FORMAT} (an older record put back from a backup reads the "
+            f"same). If this store was upgraded from an earlier release, run {ADOPT}"
+        )
+    missing = [e.table for e in REGISTRY if e.table.name not in record.adopted]
+    if missing:
+        async with db.read() as tx:
+            counts = await held(tx, missing)
+        if counts:
+            raise StartupError(
+                f"rows of tables this store never authenticated are here ({said(counts)}): "
+                f"run {ADOPT}"
+            )
+        record = Record(record.key, FORMAT, _everything(), record.origin)
+        sealed = await barrier.seal(record.encode(), CONTEXT)
+        async with db.write() as tx:  # empty tables: nothing to adopt, named from now on
+            await Meta.put(tx, RECORD, sealed.blob, sealed.key_id)
+    return Gate(record.key)
+
+
+def _everything() -> frozenset[str]:
+    return frozenset(str(entry.table.name) for entry in REGISTRY)
+
+
+async def _born(db: Backend, barrier: Any) -> Gate:
+    record = Record(secrets.token_bytes(32), FORMAT, _everything(), "born")
+    sealed = await barrier.seal(record.encode(), CONTEXT)
+    async with db.write() as tx:
+        if not await Meta.insert_new(tx, RECORD, sealed.blob, sealed.key_id):
+            raise StartupError("the integrity record appeared during start-up; start again")
+    log.info("integrity: a new store, born with its integrity key")
+    return Gate(record.key)
+
+
+@dataclass
+class Plan:
+    """What `integrity adopt` found: rows per table, and those without a valid MAC."""
+
+    record: str  # "missing", "format N", "current"
+    rows: dict[str, int] = field(default_factory=dict)
+    unauthenticated: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def doubtful(self) -> int:
+        return sum(len(v) for v in self.unauthenticated.values())
+
+
+def describe(entry: Authenticated, row: Mapping[str, Any]) -> str:
+    """A row named for the operator (never a secret: token digests are not shown)."""
+    if entry is TOKENS:
+        return (
+            f"token {row['id']} of tenant {row['tenant_id']} (label {row['label']!r}, "
+            f"scopes {row['scopes']})"
+        )
+    keys = [c.name for c in entry.table.primary_key.columns]
+    return f"{entry.table.name} " + ", ".join(f"{k}={row[k]!r}" for k in keys)
+
+
+async def plan(db: Backend, barrier: Any) -> tuple[Plan, bytes | None]:
+    """What adopting would do, and the key it would keep (None: a new one)."""
+    record = await read(db, barrier)
+    key = record.key if record is not None else None
+    found = Plan("missing" if record is None else f"format {record.format}")
+    if record is not None and record.format == FORMAT:
+        found.record = "current"
+    integrity = Integrity(key) if key is not None else None
+    async with db.read() as tx:
+        for entry in REGISTRY:
+            if entry is HEADS:
+                continue  # rebuilt from the rows
+            table_rows = await rows(tx, entry)
+            if table_rows:
+                found.rows[entry.table.name] = len(table_rows)
+            for row in table_rows:
+                if integrity is None or not integrity.valid(entry, row):
+                    found.unauthenticated.setdefault(entry.table.name, []).append(
+                        describe(entry, row)
+                    )
+    return found, key
+
+
+async def adopt(db: Backend, barrier: Any, audit_event: Any) -> Plan:
+    """Adopt every row as it is, in one transaction: MACs made (token digests of a store
+    without a record re-keyed from their bare sha256), the record written at format 3,
+    every tenant's head rebuilt, and `audit_event(details)` written with it."""
+    found, key = await plan(db, barrier)
+    bare = key is None  # no record: token digests are the bare sha256 of before
+    key = key or secrets.token_bytes(32)
+    integrity = Integrity(key)
+    record = Record(key, FORMAT, _everything(), "adopted")
+    sealed = await barrier.seal(record.encode(), CONTEXT)
+    async with db.write() as tx:
+        for entry in REGISTRY:
+            if entry is not HEADS:
+                await _mac_all(tx, integrity, entry, bare)
+        await rebuild_heads(tx, integrity)
+        await Meta.put(tx, RECORD, sealed.blob, sealed.key_id)
+        await audit_event(
+            tx,
+            {
+                "record": found.record,
+                "rows": found.rows,
+                "unauthenticated": {t: len(v) for t, v in found.unauthenticated.items()},
+            },
+        )
+    log.warning(
+        "integrity: the store was adopted by the operator (record %s; %d rows had no valid MAC)",
+        found.record,
+        found.doubtful,
+    )
+    return found
+
+
+async def _mac_all(tx: Tx, integrity: Integrity, entry: Authenticated, bare: bool) -> None:
+    table = entry.table
+    keys = [c.name for c in table.primary_key.columns]
+    for found in await rows(tx, entry):
+        row = dict(found)
+        values: dict[str, Any] = {}
+        if entry is TOKENS and bare and not integrity.valid(entry, row):
+            values["token_hash"] = row["token_hash"] = integrity.keyed_digest(
+                bytes.fromhex(row["token_hash"])
+            )
+        values["mac"] = integrity.mac(entry, row)
+        if values["mac"] == row.get("mac") and len(values) == 1:
+            continue
+        where = [table.c[k] == row[k] for k in keys]
+        await tx.execute(update(table).where(*where).values(**values))
+
+
+async def expected_heads(tx: Tx, integrity: Integrity) -> dict[str, Head]:
+    """Every tenant's head as its rows say it should be (MACs assumed checked)."""
+    sets: dict[str, dict[str, list[tuple[str, str]]]] = defaultdict(dict)
+    for tenant in await rows(tx, TENANTS):
+        sets[str(tenant["id"])] = {}
+    for pinned in PINNED:
+        for tenant_id, found in (await members(tx, pinned)).items():
+            sets[tenant_id][pinned.name] = found
+    heads = {}
+    for tenant_id, by_set in sets.items():
+        digests = {}
+        for name in SETS:
+            found = by_set.get(name, [])
+            if found:
+                digest = sum(integrity.element(name, i, m) for i, m in found) % MOD
+                digests[name] = (len(found), digest)
+        heads[tenant_scope(tenant_id)] = Head(tenant_scope(tenant_id), 1, digests)
+    return heads
+
+
+async def rebuild_heads(tx: Tx, integrity: Integrity) -> None:
+    """Every tenant's head made again from its rows, at a version above any before."""
+    old = {str(r["scope"]): int(r["version"]) for r in await rows(tx, HEADS)}
+    await tx.execute(integrity_heads.delete())
+    for scope, head in (await expected_heads(tx, integrity)).items():
+        version = old.get(scope, 0) + 1
+        values = Head(scope, version, head.sets).values()
+        await tx.execute(
+            integrity_heads.insert().values(**values, mac=integrity.mac(HEADS, values))
+        )

@@ -1,0 +1,90 @@
+"""What each pinned set of a tenant's head holds (vault/heads.py), as data: the
+authenticated table it is drawn from, which rows are in it and by what identity.
+
+The services add and remove members as they write (in the same transaction); this
+table is what rebuilds the heads when an operator adopts a store
+(`chainkeys integrity adopt`) and what `chainkeys integrity verify`, the start and the
+supervised round check them against, read from the rows themselves.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from chainkeys.store.integrity import (
+    APPROVER_CREDENTIALS,
+    APPROVER_INVITES,
+    POLICY_TOTALS,
+    POLICY_VERSIONS,
+    TOKENS,
+    Authenticated,
+)
+from chainkeys.store.sql import Tx
+from chainkeys.vault.heads import Member
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """One set: its table, the row's identity, and which rows are live (or, with
+    `latest`, only each tenant's row with the highest value of that column)."""
+
+    name: str
+    entry: Authenticated
+    ident: Callable[[Row], str]
+    live: Callable[[Row], bool] = lambda row: True
+    latest: str | None = None
+
+
+def token_member(row: Row) -> Member:
+    return (str(row["id"]), str(row["mac"]))
+
+
+def cap_ident(row: Row) -> str:
+    return f"{row['family']}/{row['network']}/{row['denom']}"
+
+
+PINNED: tuple[Pinned, ...] = (
+    Pinned("tokens", TOKENS, lambda r: str(r["id"]), lambda r: r["revoked_ms"] is None),
+    Pinned(
+        "credentials",
+        APPROVER_CREDENTIALS,
+        lambda r: str(r["id"]),
+        lambda r: r["revoked_ms"] is None,
+    ),
+    Pinned(
+        "invites", APPROVER_INVITES, lambda r: str(r["code_digest"]), lambda r: r["used_ms"] is None
+    ),
+    Pinned("policy", POLICY_VERSIONS, lambda r: str(r["version"]), latest="version"),
+    Pinned("caps", POLICY_TOTALS, cap_ident),
+)
+
+
+async def members(tx: Tx, pinned: Pinned) -> dict[str, list[Member]]:
+    """Per tenant id, the members of the set as the table holds them now (MACs are the
+    caller's to check: `Integrity.valid` on each row read by `rows`)."""
+    found: dict[str, list[Member]] = defaultdict(list)
+    best: dict[str, tuple[Any, Member]] = {}
+    for row in await rows(tx, pinned.entry):
+        if not pinned.live(row):
+            continue
+        member = (pinned.ident(row), str(row["mac"]))
+        tenant = str(row["tenant_id"])
+        if pinned.latest is None:
+            found[tenant].append(member)
+        elif tenant not in best or row[pinned.latest] > best[tenant][0]:
+            best[tenant] = (row[pinned.latest], member)
+    for tenant, (_, member) in best.items():
+        found[tenant].append(member)
+    return dict(found)
+
+
+async def rows(tx: Tx, entry: Authenticated) -> list[Row]:
+    """Every row of an authenticated table, by column name."""
+    return [dict(r._mapping) for r in (await tx.execute(select(entry.table))).all()]
