@@ -28,6 +28,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,12 +125,15 @@ class AutoFailover:
     bindir: Path
     base: Path
     as_user: list[str]
+    node_settings: dict[str, str] = field(default_factory=lambda: dict(NODE_SETTINGS))
+    monitor_settings: dict[str, str] = field(default_factory=lambda: dict(MONITOR_SETTINGS))
     monitor: Node = field(init=False)
     nodes: list[Node] = field(init=False)
     semaphores: set[int] = field(default_factory=set)
     _loop: asyncio.AbstractEventLoop | None = None
     _thread: threading.Thread | None = None
     _conn: Any = None
+    _asking: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         def node(name: str) -> Node:
@@ -189,12 +193,12 @@ class AutoFailover:
             )  # fmt: skip
 
     def start(self) -> None:
-        self._initdb(self.monitor, {**NODE_SETTINGS, **MONITOR_SETTINGS})
+        self._initdb(self.monitor, {**self.node_settings, **self.monitor_settings})
         self._spawn(self.monitor, "create", "monitor", "--pgport", str(self.monitor.port),
                     "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run")  # fmt: skip
         self._connect_monitor()
         first = self.nodes[0]
-        self._initdb(first, NODE_SETTINGS)  # the standby is a copy of it (pg_basebackup)
+        self._initdb(first, self.node_settings)  # the standby is a copy of it (pg_basebackup)
         for node in self.nodes:
             self._spawn(node, "create", "postgres", "--pgport", str(node.port),
                         "--listen", "127.0.0.1", "--hostname", "127.0.0.1", "--name", node.name,
@@ -239,8 +243,9 @@ class AutoFailover:
 
     def states(self) -> dict[str, tuple[str, str]]:
         """Each node's reported and assigned state, as the monitor has them."""
-        rows = self._call(self._conn.fetch(
-            "SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node"))  # fmt: skip
+        with self._asking:  # one statement at a time on the connection (threads ask too)
+            rows = self._call(self._conn.fetch(
+                "SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node"))  # fmt: skip
         return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
 
     def node(self, name: str) -> Node:
@@ -287,17 +292,27 @@ class AutoFailover:
 
         return list(self._call(ask()))
 
-    def kill(self, node: Node) -> None:
-        """The machine gone: every process of `node` stopped (so none starts another),
-        then killed."""
+    def kill(self, node: Node, lag: float = 0.0) -> None:
+        """The machine gone: every process of `node` stopped at once (so none commits
+        or starts another meanwhile), then killed. `lag` (bench/failover.py): seconds
+        for which the standby hears nothing before, as if the network between them were
+        that far behind (its WAL senders stopped first)."""
         assert node.popen is not None
+        for pid in descendants(node.popen.pid):
+            self._note_semaphore(pid)
         stopped: list[int] = []
+        if lag:
+            for pid in descendants(node.popen.pid):
+                with contextlib.suppress(OSError):
+                    if b"walsender" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        os.kill(pid, signal.SIGSTOP)
+                        stopped.append(pid)
+            time.sleep(lag)
         while True:
             new = [pid for pid in descendants(node.popen.pid) if pid not in stopped]
             if not new:
                 break
-            for pid in new:
-                self._note_semaphore(pid)
+            for pid in new:  # nothing else in this loop: microseconds for them all
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGSTOP)
             stopped.extend(new)
@@ -346,16 +361,21 @@ class AutoFailover:
 
 
 @contextlib.contextmanager
-def auto_failover() -> Iterator[AutoFailover]:
+def auto_failover(
+    node_settings: dict[str, str] | None = None, monitor_settings: dict[str, str] | None = None
+) -> Iterator[AutoFailover]:
     """A started cluster (node1 primary, node2 its synchronous standby), stopped and
-    removed after the block."""
+    removed after the block. `node_settings`, `monitor_settings`: instead of the
+    tests' (bench/failover.py measures with fsync on, and with the monitor's defaults)."""
     bindir = installed()
     base = Path(tempfile.mkdtemp(prefix="chainkeys-ha-"))
     as_user: list[str] = []
     if os.geteuid() == 0:
         shutil.chown(base, USER)
         as_user = ["setpriv", f"--reuid={USER}", f"--regid={USER}", "--init-groups", "--"]
-    cluster = AutoFailover(bindir, base, as_user)
+    nodes = dict(NODE_SETTINGS) if node_settings is None else node_settings
+    monitor = dict(MONITOR_SETTINGS) if monitor_settings is None else monitor_settings
+    cluster = AutoFailover(bindir, base, as_user, nodes, monitor)
     try:
         cluster.start()
         yield cluster

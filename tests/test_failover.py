@@ -25,6 +25,7 @@ docs/deploy.md quotes them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -217,41 +218,49 @@ class Deployment:
     tenants: dict[str, str]  # token name -> tenant id
 
 
+@contextlib.contextmanager
+def deployed(ha: AutoFailover, tmp_path: Path, capped: list[str]) -> Iterator[Deployment]:
+    """Two replicas on `ha`'s URL; the tenants' tokens (`hot`, and each of `capped`,
+    whose policy caps cosmoshub transfers at CAP uatom a day), each with the account
+    the transfers are signed with."""
+    url = ha.url()
+    settings = Settings(database_url=url, master_key=TEST_MASTER_KEY,
+                        data_dir=tmp_path / "cli")  # fmt: skip
+    names = ["hot", *capped]
+
+    async def prepare(svc: Services) -> tuple[dict[str, str], dict[str, str]]:
+        tokens, tenants = {}, {}
+        for name in names:
+            row, tokens[name] = await svc.tokens.create(name, "failover test")
+            tenants[name] = row.tenant_id
+            if name in capped:
+                rule = {"family": "cosmos", "network": "cosmoshub",
+                        "max_per_day": {"uatom": str(CAP)}}  # fmt: skip
+                await svc.policies.set(name, json.dumps({"rules": [rule]}), "json")
+        return tokens, tenants
+
+    tokens, tenants = with_services(settings, prepare)
+    procs: list[Proc] = []
+    try:
+        for i in range(2):
+            env = {"CHAINKEYS_DATABASE_URL": url, "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
+                   "CHAINKEYS_DATA_DIR": str(tmp_path / f"data{i}"), **TIMEOUTS}  # fmt: skip
+            procs.append(start(env, tmp_path / f"replica{i}.log"))
+        for name in names:  # the account every transfer is signed with
+            r = httpx.post(f"{procs[0].base_url}/cosmos", json={"private_key": PRIVATE},
+                           headers={"Authorization": tokens[name]}, verify=TLS)  # fmt: skip
+            assert r.status_code == 200, r.text
+        yield Deployment(ha, procs, settings, tokens, tenants)
+    finally:
+        logs = [proc.stop() for proc in procs]
+    for log in logs:
+        assert "Traceback" not in log
+
+
 @pytest.fixture
 def deployment(tmp_path: Path) -> Iterator[Deployment]:
-    with auto_failover() as ha:
-        url = ha.url()
-        settings = Settings(database_url=url, master_key=TEST_MASTER_KEY,
-                            data_dir=tmp_path / "cli")  # fmt: skip
-        names = ("hot", "capped-1", "capped-2")
-
-        async def prepare(svc: Services) -> tuple[dict[str, str], dict[str, str]]:
-            tokens, tenants = {}, {}
-            for name in names:
-                row, tokens[name] = await svc.tokens.create(name, "failover test")
-                tenants[name] = row.tenant_id
-                if name.startswith("capped"):
-                    rule = {"family": "cosmos", "network": "cosmoshub",
-                            "max_per_day": {"uatom": str(CAP)}}  # fmt: skip
-                    await svc.policies.set(name, json.dumps({"rules": [rule]}), "json")
-            return tokens, tenants
-
-        tokens, tenants = with_services(settings, prepare)
-        procs: list[Proc] = []
-        try:
-            for i in range(2):
-                env = {"CHAINKEYS_DATABASE_URL": url, "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
-                       "CHAINKEYS_DATA_DIR": str(tmp_path / f"data{i}"), **TIMEOUTS}  # fmt: skip
-                procs.append(start(env, tmp_path / f"replica{i}.log"))
-            for name in names:  # the account every transfer is signed with
-                r = httpx.post(f"{procs[0].base_url}/cosmos", json={"private_key": PRIVATE},
-                               headers={"Authorization": tokens[name]}, verify=TLS)  # fmt: skip
-                assert r.status_code == 200, r.text
-            yield Deployment(ha, procs, settings, tokens, tenants)
-        finally:
-            logs = [proc.stop() for proc in procs]
-        for log in logs:
-            assert "Traceback" not in log
+    with auto_failover() as ha, deployed(ha, tmp_path, ["capped-1", "capped-2"]) as d:
+        yield d
 
 
 @dataclass
