@@ -14,9 +14,9 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from sqlalchemy import Executable, Table, func, insert, select
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import StatementError
 
 from chainkeys.errors import ChainkeysError, StorageUnavailable
@@ -51,11 +51,19 @@ class CopyReport:
 
 
 def display_url(url: str) -> str:
-    """The URL with any password masked, for messages."""
+    """The URL with any password masked, for messages (a URL naming several hosts too,
+    which SQLAlchemy's parser refuses)."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
+        parts = urlsplit(url)
+        userinfo, at, hosts = parts.netloc.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        query = [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)]
+    except ValueError:
         return "<unparsable URL>"
+    if not colon and not any(k == "password" for k, _ in query):
+        return url
+    masked = parts._replace(netloc=f"{user}{':***' if colon else ''}{at}{hosts}")
+    return urlunsplit(masked._replace(query=urlencode(query, safe="*")))
 
 
 class _Conn:

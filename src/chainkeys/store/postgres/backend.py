@@ -18,6 +18,7 @@ from sqlalchemy.pool import NullPool
 
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
+from chainkeys.store.postgres.hosts import connect
 from chainkeys.store.postgres.pool import PgPool, pg_dsn
 from chainkeys.store.postgres.watch import WATCH_EVERY, PgChanges
 from chainkeys.store.sql import CopySession, Tx, storage_errors
@@ -52,18 +53,24 @@ class PostgresBackend:
 
     def engine(self) -> AsyncEngine:
         """SQLAlchemy's engine: start-up lock, migrations, copies; keeps no connection
-        open between its rare uses."""
+        open between its rare uses. Its connections come from hosts.py as the pool's do
+        (SQLAlchemy's URL parser takes one host: a multi-host URL would not parse)."""
         if self._engine is None:
-            s = self.settings
+            s, dsn = self.settings, pg_dsn(self.url)
+
+            async def connection() -> Any:
+                return await connect(
+                    dsn,
+                    timeout=s.db_connect_timeout,
+                    command_timeout=s.db_statement_timeout_ms / 1000 or None,
+                    server_settings={"statement_timeout": str(s.db_statement_timeout_ms)},
+                )
+
             self._engine = create_async_engine(
-                async_url(self.url),
+                "postgresql+asyncpg://",
+                async_creator=connection,
                 hide_parameters=True,  # bound values (hashes, sealed blobs) stay out of errors
                 poolclass=NullPool,
-                connect_args={
-                    "timeout": s.db_connect_timeout,
-                    "command_timeout": s.db_statement_timeout_ms / 1000 or None,
-                    "server_settings": {"statement_timeout": str(s.db_statement_timeout_ms)},
-                },
             )
         return self._engine
 

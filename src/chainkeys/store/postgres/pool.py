@@ -37,6 +37,7 @@ from chainkeys.errors import StorageUnavailable
 from chainkeys.store.changes import changed_by
 from chainkeys.store.postgres.failures import LOST, RETRIES, is_closed, is_lost, is_sound, translate
 from chainkeys.store.postgres.gate import FairGate
+from chainkeys.store.postgres.hosts import connect
 from chainkeys.store.postgres.plan import PgRows, Plan
 from chainkeys.store.postgres.private import release_inline
 from chainkeys.store.postgres.watch import CHANNEL, NOTIFY, PgChanges
@@ -173,6 +174,7 @@ class PgPool:
         timeout_s = s.db_statement_timeout_ms / 1000 or None
         pool = asyncpg.create_pool(
             self.dsn,
+            connect=connect,  # each host of a multi-host URL in turn (hosts.py)
             min_size=0,  # nothing connects until a request needs it (nor fails at start)
             max_size=s.db_pool_size,
             max_queries=sys.maxsize,  # no graceful close mid-flight: it could stall

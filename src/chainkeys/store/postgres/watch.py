@@ -27,9 +27,8 @@ import contextlib
 import time
 from typing import Any, Final
 
-import asyncpg  # type: ignore[import-untyped]
-
 from chainkeys.store.changes import EVERYTHING, between
+from chainkeys.store.postgres.hosts import connect
 
 CHANNEL: Final = "chainkeys_changes"
 NOTIFY: Final = "SELECT pg_notify($1, $2)"  # a write's last statement: channel, tables
@@ -64,7 +63,7 @@ class PgChanges:
         try:
             if self._conn is None or self._conn.is_closed():
                 self._conn = None
-                conn = await asyncpg.connect(
+                conn = await connect(  # the primary's: only it sends notifications
                     self._dsn,
                     timeout=self._timeout,
                     server_settings={"application_name": "chainkeys-watch"},
