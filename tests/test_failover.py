@@ -364,7 +364,8 @@ def caches_follow(d: Deployment, token: str) -> None:
 
 
 def verify_audit(d: Deployment) -> None:
-    """Every row linked (as if they had settled), then `chainkeys audit verify`."""
+    """Every row linked (as if they had settled), then `chainkeys audit verify` and
+    `chainkeys integrity verify`."""
 
     async def link(svc: Services) -> int:
         assert svc.barrier.integrity is not None
@@ -375,6 +376,8 @@ def verify_audit(d: Deployment) -> None:
     env = {"CHAINKEYS_DATABASE_URL": d.ha.url(), "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
            "CHAINKEYS_DATA_DIR": str(d.settings.data_dir)}  # fmt: skip
     done = chainkeys_cli("audit", "verify", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = chainkeys_cli("integrity", "verify", env=env)  # every row and head as pinned
     assert done.returncode == 0, done.stdout + done.stderr
 
 
