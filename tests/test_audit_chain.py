@@ -1,4 +1,4 @@
-"""The audit chain (audit/chain.py), on both engines: rows linked once settled, and
+"""The audit chain (audit/chain.py), on both engines: rows linked once committed, and
 `chainkeys audit verify` exits 0 on an honest log and 1 naming the first row where a
 database writer edited, deleted, reordered or inserted one, or cut the tail."""
 
@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, func, insert, select, update
 
-from chainkeys import clock
-from chainkeys.audit.chain import SETTLE_MS, chain_round, verify
+from chainkeys.audit.chain import link_committed, verify
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
 from chainkeys.store.backend import open_backend
@@ -22,7 +21,6 @@ from tests.conftest import BACKENDS, backend_settings, chainkeys_cli, drop_pg_da
 from tests.test_rotation import env_of
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
-LATER = SETTLE_MS + 1_000
 
 
 @pytest.fixture
@@ -37,8 +35,7 @@ def store(backend: str, tmp_path: Path) -> Iterator[Settings]:
             await svc.policies.set(tenant, '{"rules": [{"family": "cosmos"}]}', "json")
             await svc.tokens.revoke(row.id)
         await svc.tokens.create("acme", "second")
-        with clock.shift(LATER):
-            assert await chain_round(svc.db, _integrity(svc)) == await _count(svc)
+        assert await link_committed(svc.db, _integrity(svc)) == await _count(svc)
 
     _with_services(settings, fill)
     yield settings
@@ -106,7 +103,7 @@ def test_an_edited_row_is_named(store: Settings) -> None:
     _sql(store, lambda c: c.execute(update(audit).where(audit.c.id == target)
                                     .values(outcome="ok", action="forged")))  # fmt: skip
     code, out = _verify(store)
-    assert code == 1 and f"row {target}" in out and "fails its link" in out, out
+    assert code == 1 and f"row {target} fails its MAC" in out, out
 
 
 def test_a_deleted_row_breaks_the_chain_at_the_next_one(store: Settings) -> None:
@@ -165,8 +162,7 @@ def test_a_forged_head_is_refused_and_never_built_on(store: Settings) -> None:
 
     async def link_more(svc: Services) -> Any:
         await svc.tokens.create("acme", "third")
-        with clock.shift(LATER):
-            return await chain_round(svc.db, _integrity(svc))
+        return await link_committed(svc.db, _integrity(svc))
 
     with pytest.raises(Exception, match="integrity check"):
         _with_services(store, link_more)
@@ -201,20 +197,77 @@ def test_a_row_inserted_later_is_waiting_above_the_cursor_and_named_below_it(
     assert code == 1 and "row 0 fails its link" in out, out
 
 
-def test_rows_settle_before_they_are_linked(backend: str, tmp_path: Path) -> None:
+def test_rows_are_linked_once_committed_and_a_future_date_stalls_nothing(
+    backend: str, tmp_path: Path
+) -> None:
+    """No settling window: the next round links what committed. A writer who dates an
+    unlinked row a year ahead stalls nothing (the rows after it are linked too) and
+    `verify` names the row at once, by its MAC, before and after it is linked."""
     settings, pg_url = backend_settings(backend, tmp_path)
     try:
 
-        async def work(svc: Services) -> tuple[int, int, Any]:
+        async def first(svc: Services) -> tuple[int, Any]:
             await svc.tokens.create("acme", "app")
-            now_linked = await chain_round(svc.db, _integrity(svc))
-            with clock.shift(LATER):
-                later_linked = await chain_round(svc.db, _integrity(svc))
-                return now_linked, later_linked, await verify(svc.db, _integrity(svc))
+            linked = await link_committed(svc.db, _integrity(svc))
+            return linked, await verify(svc.db, _integrity(svc))
 
-        now_linked, later_linked, verdict = _with_services(settings, work)
-        assert now_linked == 0 and later_linked >= 1
-        assert verdict.ok and verdict.rows == later_linked and verdict.unlinked == 0
+        linked, verdict = _with_services(settings, first)
+        assert linked >= 1 and verdict.ok and verdict.rows == linked and verdict.unlinked == 0
+
+        async def more(svc: Services) -> None:
+            await svc.tokens.create("acme", "second")
+            await svc.tokens.create("acme", "third")
+
+        _with_services(settings, more)
+        newest = max(_ids(settings))
+        year = 365 * 86_400_000
+        _sql(
+            settings,
+            lambda c: c.execute(
+                update(audit)
+                .where(audit.c.id == newest - 1)
+                .values(created_ms=audit.c.created_ms + year)
+            ),
+        )
+        code, out = _verify(settings)
+        assert code == 1 and f"row {newest - 1} fails its MAC" in out, out
+
+        async def link(svc: Services) -> int:
+            return await link_committed(svc.db, _integrity(svc))
+
+        assert _with_services(settings, link) >= 2  # the dated row and the one after it
+        assert (
+            _sql(
+                settings,
+                lambda c: c.execute(
+                    select(func.count()).select_from(audit).where(audit.c.chain.is_(None))
+                ).scalar_one(),
+            )
+            == 0
+        )
+        code, out = _verify(settings)
+        assert code == 1 and f"row {newest - 1} fails its MAC" in out, out
     finally:
         if pg_url:
             drop_pg_database(pg_url)
+
+
+def test_a_row_inserted_without_the_key_is_named_once_linked(store: Settings) -> None:
+    """A row a writer inserts above the cursor is linked by the next round (the chain
+    takes what committed), and `verify` names it: it carries no valid MAC."""
+
+    def forge(c: Any) -> None:
+        c.execute(
+            insert(audit).values(
+                tenant_id=None, action="token.create", outcome="ok", created_ms=1, mac=None
+            )
+        )
+
+    _sql(store, forge)
+
+    async def link(svc: Services) -> int:
+        return await link_committed(svc.db, _integrity(svc))
+
+    assert _with_services(store, link) >= 1
+    code, out = _verify(store)
+    assert code == 1 and "fails its MAC" in out, out

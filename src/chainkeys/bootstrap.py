@@ -162,6 +162,7 @@ async def open_store(
             barrier = await open_barrier(db, settings) if unseal else None
             if barrier is not None and adopted:
                 barrier.integrity = await open_integrity(db, barrier)
+                db.signer = barrier.integrity  # audit rows MACed by their INSERT
                 await _check_heads(db, barrier.integrity)
     except StorageUnavailable as exc:
         await db.close()

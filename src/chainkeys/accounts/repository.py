@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from chainkeys.audit.repository import AuditEvent
 from chainkeys.errors import AccountExists
 from chainkeys.store.backend import Backend
-from chainkeys.store.integrity import ACCOUNTS, DELETED_ACCOUNTS
+from chainkeys.store.integrity import ACCOUNTS, AUDIT_ROWS, DELETED_ACCOUNTS
 from chainkeys.store.sql import Prepared, Tx, is_unique_violation
 from chainkeys.store.tables import account_created, accounts, deleted_accounts, tenants
 from chainkeys.vault.integrity import Integrity, failed
@@ -212,6 +212,7 @@ class Accounts:
                     "audit_actor": audit["actor_token_id"],
                     "audit_client_request_id": audit["client_request_id"],
                     "audit_details": audit["details"],
+                    "audit_mac": integrity.mac(AUDIT_ROWS, audit),
                 },
             )
 

@@ -1,32 +1,37 @@
 """The audit log chained, so a database writer cannot edit, delete or reorder it unseen.
 
-A MAC per row would catch an edit but not a deleted refusal; a chain catches all
-three. Each row's `chain` is HMAC(integrity key, the tenant's previous link || the
+Each row carries a MAC made by the statement that inserts it (store/integrity.py
+AUDIT_ROWS): an edit is seen at once, before the row is linked. The chain catches
+the rest: each row's `chain` is HMAC(integrity key, the tenant's previous link || the
 row's id and every column), and `audit_heads` keeps each tenant's newest link (the
 head, itself MACed), so `verify` walking a tenant's rows in id order names the
 first row where the chain breaks: an edited row fails its own link, a deleted or
 moved one fails the next row's, a deleted tail leaves a head that no row matches.
 A global cursor head (`*`) counts every chained row: a tenant whose rows and head
-were both deleted leaves the count short.
+were both deleted leaves the count short, and the store's integrity head holds the
+same count (vault/heads.py), so deleting the whole log and every head is seen too.
 
 Why a chaining round and not a link at insert: a link at insert needs the tenant's
 previous link inside every writing transaction, which serializes a tenant's every
-signature on one row lock across replicas (and refusals are written by a single
-statement with no transaction at all). So requests write rows as before; a
-supervised round (`api/background.py`) links the rows that have *settled* (written
-more than `SETTLE_MS` ago), in id order, a batch per write transaction, under the
-`audit-chain` scope so replicas take turns. Settling matters on PostgreSQL, where a
-lower id can commit after a higher one: the round only links past rows whose
-transactions have long ended. A row that appears below the cursor later, unlinked,
-was inserted after the fact, and `verify` names it.
+signature on one row lock across replicas. So requests write rows with their MAC; a
+supervised round (`api/background.py`, every few seconds) links them in commit
+order, a batch per write transaction, under the `audit-chain` scope so replicas take
+turns. Commit order, on the database's own counter, never a clock: on PostgreSQL a
+lower id can commit after a higher one, so a row is linked only once every
+transaction running when it was inserted has ended (its `horizon`, the next
+transaction id of that moment, is at or below the oldest one still running:
+`CommitHorizon`); SQLite has one writer, and the round links what it sees. No
+timestamp decides anything, so a row a writer dates into the future stalls nothing.
+A row that appears below the cursor later, unlinked, was inserted after the fact,
+and `verify` names it.
 
-What this leaves (docs/security.md): the newest `SETTLE_MS` of rows are not yet
-linked (an edit there is not seen until the round links it, then it is linked as
-edited); rolling the whole database back to an older copy is not detected.
+What this leaves (docs/security.md): the whole database rolled back to an older
+copy; a device checkpoint catches that where an audit device is configured.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -34,22 +39,26 @@ from typing import Any, Final
 from sqlalchemy import bindparam, delete, insert, select, update
 
 from chainkeys.audit.repository import AUDIT_COLUMNS
-from chainkeys.clock import now_ms
+from chainkeys.clock import monotonic
 from chainkeys.errors import IntegrityFailure
 from chainkeys.store.backend import Backend
-from chainkeys.store.integrity import AUDIT_HEADS, Authenticated
-from chainkeys.store.sql import Prepared, Tx
+from chainkeys.store.integrity import AUDIT_HEADS, AUDIT_ROWS, Authenticated
+from chainkeys.store.sql import COMMIT_HORIZON, Prepared, Tx
 from chainkeys.store.tables import audit, audit_heads
 from chainkeys.vault.integrity import Integrity
 
-SETTLE_MS: Final = 60_000  # far longer than any transaction the service holds open
 BATCH: Final = 500  # rows linked per write transaction (SQLite's writer is held for it)
 CURSOR: Final = "*"  # the head that counts every linked row, of every tenant
 _u = audit.c
 _h = audit_heads.c
 ROW_COLUMNS: Final = ("id", *AUDIT_COLUMNS)
-# What a link covers: the previous link and the row, bound to the record "audit link".
+# What a link covers: the previous link and the row, bound to the record "audit link"
+# (not the row's MAC, which covers the same columns: `integrity adopt` may add one to
+# a row linked before MACs existed).
 LINK = Authenticated(audit, "audit link", ("prev", *ROW_COLUMNS), {})
+# Events a process without the gate writes (a key move runs before any barrier opens
+# on the new provider): they carry no MAC; the chain alone authenticates them.
+UNSIGNED: Final = frozenset({"key.move"})
 _SET_CHAIN = Prepared(
     update(audit).where(_u.id == bindparam("row_id")).values(chain=bindparam("link")),
     ("link", "row_id"),
@@ -89,43 +98,73 @@ async def _heads(tx: Tx, integrity: Integrity) -> dict[str, Head]:
     return found
 
 
+def _authentic(integrity: Integrity, row: Mapping[str, Any]) -> bool:
+    """The row's MAC is valid (or it is an event written without the gate, UNSIGNED)."""
+    if row["mac"] is None:
+        return row["action"] in UNSIGNED and row["tenant_id"] is None
+    return integrity.valid(AUDIT_ROWS, row)
+
+
 def link(integrity: Integrity, prev: str, row: Mapping[str, Any]) -> str:
     return integrity.mac(LINK, {"prev": prev, **row})
 
 
-async def chain_round(db: Backend, integrity: Integrity, now: int | None = None) -> int:
-    """Link the settled rows not yet linked, a batch per transaction; how many."""
-    horizon = (now_ms() if now is None else now) - SETTLE_MS
+async def chain_round(db: Backend, integrity: Integrity) -> int:
+    """Link the committed rows not yet linked, a batch per transaction; how many."""
     total = 0
     while True:
         async with db.read() as tx:  # nothing to do is the common case: no write lock
             cursor = (await tx.execute(select(_h.last_id).where(_h.tenant_key == CURSOR))).first()
             after = cursor[0] if cursor is not None else 0
-            waiting = (
-                await tx.execute(
-                    select(_u.created_ms).where(_u.id > after).order_by(_u.id).limit(1)
-                )
-            ).first()
-        if waiting is None or waiting[0] >= horizon:
+            waiting = (await tx.execute(select(_u.id).where(_u.id > after).limit(1))).first()
+        if waiting is None:
             return total
-        linked = await _link_batch(db, integrity, horizon)
+        linked = await _link_batch(db, integrity)
         total += linked
         if linked < BATCH:
             return total
 
 
-async def _link_batch(db: Backend, integrity: Integrity, horizon: int) -> int:
+async def link_committed(db: Backend, integrity: Integrity, patience_s: float = 30.0) -> int:
+    """Rounds until no row waits above the cursor (or `patience_s` passed: a
+    transaction elsewhere still running keeps newer rows waiting); how many linked.
+    What `chainkeys audit verify` runs first, so it checks the newest rows linked."""
+    total, started = 0, monotonic()
+    while True:
+        total += await chain_round(db, integrity)
+        async with db.read() as tx:
+            cursor = (await tx.execute(select(_h.last_id).where(_h.tenant_key == CURSOR))).first()
+            after = cursor[0] if cursor is not None else 0
+            waiting = (await tx.execute(select(_u.id).where(_u.id > after).limit(1))).first()
+        if waiting is None or monotonic() - started > patience_s:
+            return total
+        await asyncio.sleep(0.05)
+
+
+def _committed(row: Mapping[str, Any], oldest: int | None, following: int | None) -> bool:
+    """Whether every transaction running when `row` was inserted has ended (PostgreSQL;
+    on SQLite, which has one writer, what the round sees is committed). A horizon past
+    the next transaction id was written by hand: not a reason to wait."""
+    horizon = row["horizon"]
+    if horizon is None or oldest is None:
+        return True
+    return bool(horizon <= oldest or (following is not None and horizon > following))
+
+
+async def _link_batch(db: Backend, integrity: Integrity) -> int:
     async with db.write() as tx:
         await tx.serialize("audit-chain")
         heads = await _heads(tx, integrity)
         cursor = heads.get(CURSOR, Head(CURSOR, 0, 0, ""))
-        stmt = select(*(_u[c] for c in ROW_COLUMNS)).where(_u.id > cursor.last_id)
+        oldest, following = (await tx.execute(COMMIT_HORIZON)).all()[0]
+        columns = (*(_u[c] for c in ROW_COLUMNS), _u.mac, _u.horizon)
+        stmt = select(*columns).where(_u.id > cursor.last_id)
         rows = (await tx.execute(stmt.order_by(_u.id).limit(BATCH))).all()
         changed: dict[str, Head] = {}
         links: list[tuple[int, str]] = []
         for found in rows:
             row = dict(found._mapping)
-            if row["created_ms"] >= horizon:  # in id order: nothing past an unsettled row
+            if not _committed(row, oldest, following):  # in id order: nothing past it
                 break
             key = tenant_key(row["tenant_id"])
             head = changed.get(key) or heads.get(key) or Head(key, 0, 0, "")
@@ -221,13 +260,24 @@ async def _walk(
     who = _u.tenant_id.is_(None) if tenant is None else _u.tenant_id == tenant
     while True:
         async with db.read() as tx:
-            stmt = select(*(_u[c] for c in ROW_COLUMNS), _u.chain).where(who)
+            stmt = select(*(_u[c] for c in ROW_COLUMNS), _u.mac, _u.chain).where(who)
             if after is not None:
                 stmt = stmt.where(_u.id > after)
             page = (await tx.execute(stmt.order_by(_u.id).limit(PAGE))).all()
         for found in page:
             row = dict(found._mapping)
             after = row["id"]
+            if not _authentic(integrity, row):
+                return (
+                    rows,
+                    waiting,
+                    Break(
+                        row["id"],
+                        tenant,
+                        f"row {row['id']} fails its MAC: it was edited, or written by someone "
+                        "without the master key",
+                    ),
+                )
             if row["chain"] is None:
                 if row["id"] <= linked_through:
                     return (

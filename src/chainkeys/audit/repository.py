@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Select, String, and_, bindparam, case, func, insert, select, update
 
 from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import AUDIT_ROWS
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import (
     audit,
@@ -27,7 +28,7 @@ AUDIT_COLUMNS = (
     "client_request_id",
     "details",
 )
-_INSERT_AUDIT = Prepared(insert(audit), AUDIT_COLUMNS)
+_INSERT_AUDIT = Prepared(insert(audit), (*AUDIT_COLUMNS, "mac"))
 # a column's length, which PostgreSQL enforces and SQLite does not: a refusal of a
 # request with a 200-character name is audited, its name cut to fit, on both engines
 _LENGTHS = {
@@ -105,19 +106,27 @@ class AuditEvent:
         return row
 
 
+def signed(tx: Tx, params: dict[str, Any]) -> dict[str, Any]:
+    """An audit row's values with its MAC (store/integrity.py AUDIT_ROWS)."""
+    params["mac"] = tx.signer.mac(AUDIT_ROWS, params) if tx.signer is not None else None
+    return params
+
+
 class Audit:
     """Append-only record of what was done; never holds a secret."""
 
     @staticmethod
     async def insert(tx: Tx, event: AuditEvent) -> None:
-        await tx.execute(_INSERT_AUDIT, event.params())
+        """Append the event with its MAC (made by the transaction's gate: store/sql.py
+        `Tx.signer`; NULL only where no barrier is open, which `audit verify` names)."""
+        await tx.execute(_INSERT_AUDIT, signed(tx, event.params()))
 
     @staticmethod
     async def record(db: Backend, event: AuditEvent) -> None:
         """`insert` as a write of its own (a refusal, a step done elsewhere): one
         statement, so no transaction around it (Backend.write's one_statement)."""
         async with db.write(one_statement=True) as tx:
-            await tx.execute(_INSERT_AUDIT, event.params())
+            await tx.execute(_INSERT_AUDIT, signed(tx, event.params()))
 
     @staticmethod
     async def page(tx: Tx, q: AuditQuery, after: int, limit: int) -> list[AuditEvent]:

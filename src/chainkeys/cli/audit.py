@@ -124,8 +124,8 @@ def audit_verify(
 ) -> None:
     """Check that no audit row was edited, deleted or reordered: walk each tenant's
     chain (every row linked so far, and its head). Exits 1 naming the first row where
-    the chain breaks, 0 on an honest log. Rows from the last minute are not linked yet;
-    they are counted, not checked.
+    the chain breaks, 0 on an honest log. Rows committed since the server's last round (a
+    few seconds) are not linked yet: their MACs are checked and they are counted.
 
     With --file: check a device's copy instead. Every event in it must equal its row,
     and every row from its first event to its last must be in it; exits 1 naming

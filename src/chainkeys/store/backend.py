@@ -16,7 +16,7 @@ from typing import Protocol, TypeVar
 from sqlalchemy import Connection
 
 from chainkeys.config import Settings
-from chainkeys.store.sql import CopySession, Tx
+from chainkeys.store.sql import CopySession, RowSigner, Tx
 
 T = TypeVar("T")
 
@@ -29,6 +29,9 @@ class Backend(Protocol):
     has_change_counter: bool
     # Seconds between two rounds of `watch` in a server process (None: it has none).
     watch_every: float | None
+    # The gate (vault/gate.py) once the barrier opened it, handed to every transaction:
+    # what lets an audit row carry its MAC from the statement that inserts it.
+    signer: RowSigner | None
 
     def read(self) -> contextlib.AbstractAsyncContextManager[Tx]:
         """Autocommit reads: each statement sees a consistent snapshot."""

@@ -25,6 +25,7 @@ from chainkeys.store.tables import (
     approvals,
     approver_credentials,
     approver_invites,
+    audit,
     audit_heads,
     deleted_accounts,
     integrity_heads,
@@ -210,8 +211,31 @@ WALLET_MULTISIGS = Authenticated(
     {"seq": "a local order, not a fact"},
 )
 
-# The audit rows themselves are chained, not MACed one by one (audit/chain.py); what a
-# deleted tail would change is each tenant's head.
+# Each audit row is MACed at insert (an edit is seen at once) and then chained
+# (audit/chain.py: a deletion or a reordering breaks the next link). Not in REGISTRY:
+# `chainkeys audit verify` walks them by pages, millions of them.
+AUDIT_ROWS = Authenticated(
+    audit,
+    "audit row",
+    (
+        "tenant_id",
+        "action",
+        "family",
+        "account_name",
+        "request_id",
+        "outcome",
+        "created_ms",
+        "actor_token_id",
+        "client_request_id",
+        "details",
+    ),
+    {
+        "id": "assigned by the database: the chain links each row to the one before",
+        "chain": "the link itself, made by the chaining round",
+        "horizon": "PostgreSQL's transaction counter at insert: when linking is safe",
+    },
+)
+# What a deleted tail would change is each tenant's head.
 AUDIT_HEADS = Authenticated(
     audit_heads, "audit head", ("tenant_key", "last_id", "rows", "chain"), {}
 )

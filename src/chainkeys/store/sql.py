@@ -176,12 +176,23 @@ def _one_arg(name: str) -> Callable[[Mapping[str, Any]], tuple[Any]]:
     return get
 
 
+class RowSigner(Protocol):
+    """What MACs a row as it is written (the barrier's gate, vault/gate.py): the store
+    holds it for the transactions it hands out and never sees its key."""
+
+    def mac(self, entry: Any, row: Mapping[str, Any]) -> str: ...
+
+
 class Tx(Protocol):
     """One transaction (or autocommit reader); the only way repositories reach SQL.
 
     Where the engines differ, a repository asks for a capability, never for the
     engine's name: the engine-specific half lives here in `store/`.
     """
+
+    # the gate, once the barrier opened it (None before: then no authenticated row is
+    # written through this transaction)
+    signer: RowSigner | None
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
 
@@ -291,3 +302,49 @@ def _pg_now(element: DbNowMs, compiler: Any, **kw: Any) -> str:
 
 
 DB_NOW_MS = Prepared(select(DbNowMs().label("now_ms")))
+
+
+class CommitHorizon(FunctionElement[int]):
+    """How far rows are known committed, for linking the audit chain in commit order
+    (audit/chain.py): on PostgreSQL the oldest transaction still running (every
+    transaction below it has ended), and `audit.horizon`, set at insert to the next
+    transaction id of that moment, says from when a row and every lower id are
+    visible. SQLite has one writer: NULL, everything a writer sees is committed."""
+
+    type = BigInteger()
+    inherit_cache = True
+    name = "commit_horizon"
+
+
+@compiles(CommitHorizon, "sqlite")
+def _sqlite_horizon(element: CommitHorizon, compiler: Any, **kw: Any) -> str:
+    return "NULL"
+
+
+@compiles(CommitHorizon, "postgresql")
+def _pg_horizon(element: CommitHorizon, compiler: Any, **kw: Any) -> str:
+    return "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS TEXT) AS BIGINT)"
+
+
+class NextTransaction(FunctionElement[int]):
+    """PostgreSQL's next transaction id (no row can carry a horizon past it: one that
+    does was written by hand); NULL on SQLite."""
+
+    type = BigInteger()
+    inherit_cache = True
+    name = "next_transaction"
+
+
+@compiles(NextTransaction, "sqlite")
+def _sqlite_next(element: NextTransaction, compiler: Any, **kw: Any) -> str:
+    return "NULL"
+
+
+@compiles(NextTransaction, "postgresql")
+def _pg_next(element: NextTransaction, compiler: Any, **kw: Any) -> str:
+    return "CAST(CAST(pg_snapshot_xmax(pg_current_snapshot()) AS TEXT) AS BIGINT)"
+
+
+COMMIT_HORIZON = Prepared(select(CommitHorizon().label("horizon"), NextTransaction().label("next")))
+# what `audit.horizon` defaults to on PostgreSQL (the migration sets it)
+PG_ROW_HORIZON = "CAST(CAST(pg_snapshot_xmax(pg_current_snapshot()) AS TEXT) AS BIGINT)"

@@ -21,7 +21,7 @@ from chainkeys.errors import StorageUnavailable
 from chainkeys.store.postgres.hosts import connect
 from chainkeys.store.postgres.pool import PgPool, pg_dsn
 from chainkeys.store.postgres.watch import WATCH_EVERY, PgChanges
-from chainkeys.store.sql import CopySession, Tx, storage_errors
+from chainkeys.store.sql import CopySession, RowSigner, Tx, storage_errors
 
 STARTUP_LOCK = 0x636B6579  # "ckey": the advisory lock id for start-up
 STARTUP_WAIT_SECONDS = 300.0
@@ -42,6 +42,16 @@ class PostgresBackend:
     """The `Backend` on a PostgreSQL database; maps driver failures to StorageUnavailable."""
 
     has_change_counter = True  # while a server process's watch holds its lease (watch.py)
+
+    @property
+    def signer(self) -> RowSigner | None:
+        """The gate, given to each transaction (store/sql.py Tx)."""
+        return self._pool.signer
+
+    @signer.setter
+    def signer(self, signer: RowSigner | None) -> None:
+        self._pool.signer = signer
+
     watch_every: float | None = WATCH_EVERY
 
     def __init__(self, url: str, settings: Settings) -> None:

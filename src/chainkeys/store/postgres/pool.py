@@ -41,7 +41,7 @@ from chainkeys.store.postgres.hosts import connect
 from chainkeys.store.postgres.plan import PgRows, Plan
 from chainkeys.store.postgres.private import release_inline
 from chainkeys.store.postgres.watch import CHANNEL, NOTIFY, PgChanges
-from chainkeys.store.sql import Params, Prepared, is_storage_error, lock_key
+from chainkeys.store.sql import Params, Prepared, RowSigner, is_storage_error, lock_key
 
 log = logging.getLogger("chainkeys.store")
 _DRIVER_SUFFIX = re.compile(r"^(postgres|postgresql)\+\w+://")
@@ -62,10 +62,11 @@ class PgTx:
     """`Tx` on one pooled asyncpg connection (another one, should that one be lost:
     `PgSession.recover`)."""
 
-    __slots__ = ("_left", "_session", "broken", "changed", "conn", "log")
+    __slots__ = ("_left", "_session", "broken", "changed", "conn", "log", "signer")
 
     def __init__(self, conn: Any, statements: int = 0, session: PgSession | None = None) -> None:
         self.conn = conn  # None once given back after a loss no new one replaced
+        self.signer: RowSigner | None = session._pool.signer if session else None
         self.broken = False  # the connection may be unusable: dropped, not reused
         self._left = statements or -1  # statements allowed (-1: any number)
         self._session = session
@@ -159,6 +160,7 @@ class PgPool:
         self.dsn = pg_dsn(url)
         self.settings = settings
         self.changes = changes  # told of each commit that changed rows (watch.py)
+        self.signer: RowSigner | None = None  # given to each transaction (store/sql.py Tx)
         self._pool: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._gate = FairGate(settings.db_pool_size)

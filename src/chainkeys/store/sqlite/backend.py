@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, Executable, Table
 
 from chainkeys.config import Settings
-from chainkeys.store.sql import CopySession, Tx, storage_errors
+from chainkeys.store.sql import CopySession, RowSigner, Tx, storage_errors
 from chainkeys.store.sqlite.batch import (
     MAX_BATCH,
     Batch,
@@ -54,6 +54,7 @@ class SqliteBackend:
     (StorageFull when the disk is full: store/sqlite/full.py)."""
 
     has_change_counter = True  # see change_counter
+    signer: RowSigner | None = None  # the gate, given to each writer (store/sql.py Tx)
     watch_every: float | None = None  # the counter is read from shared memory: nothing to keep up
 
     def __init__(self, url: str, settings: Settings) -> None:
@@ -227,7 +228,7 @@ class SqliteBackend:
         loop = asyncio.get_running_loop()
         failed: Exception | None = None
         async with self._write_lock:
-            tx = (OneStatementTx if one_statement else SyncTx)(self.connection("w"))
+            tx = (OneStatementTx if one_statement else SyncTx)(self.connection("w"), self.signer)
             raw = tx.raw
             batch = self._batch
             if batch is not None and batch.bodies >= MAX_BATCH:

@@ -17,6 +17,7 @@ from chainkeys.store.sql import (
     Params,
     Prepared,
     Rows,
+    RowSigner,
     Tx,
     is_storage_error,
     only_row,
@@ -72,10 +73,11 @@ class FastRows:
 
 
 class SyncTx:
-    __slots__ = ("_conn", "changes", "raw")
+    __slots__ = ("_conn", "changes", "raw", "signer")
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, signer: RowSigner | None = None) -> None:
         self._conn = conn
+        self.signer = signer
         self.raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
         # the writer's: the tables its statements change rows of (store/changes.py)
         self.changes: set[str] | None = None
@@ -136,8 +138,8 @@ class OneStatementTx(SyncTx):
 
     __slots__ = ("_ran",)
 
-    def __init__(self, conn: Connection) -> None:
-        super().__init__(conn)
+    def __init__(self, conn: Connection, signer: RowSigner | None = None) -> None:
+        super().__init__(conn, signer)
         self._ran = False
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:

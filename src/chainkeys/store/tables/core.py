@@ -113,6 +113,11 @@ audit = Table(
     Column("details", Text, nullable=True),  # JSON: what was done (e.g. a sign summary)
     # the tenant's chain MAC through this row, set by the chaining round (audit/chain.py)
     Column("chain", String(80), nullable=True),
+    # store/integrity.py AUDIT_ROWS: made at insert, so an edit is seen before linking
+    Column("mac", String(80), nullable=True),
+    # PostgreSQL: the next transaction id at insert (its default, migration 0021): the
+    # round links the row once every transaction of that moment ended; NULL on SQLite
+    Column("horizon", BigInteger, nullable=True),
     Index("ix_audit_tenant_id_id", "tenant_id", "id"),
     Index("ix_audit_created_ms", "created_ms"),
     Index("ix_audit_tenant_id_created_ms", "tenant_id", "created_ms"),
@@ -162,6 +167,7 @@ account_created = JoinedInsert(
         ("actor_token_id", "audit_actor"),
         ("client_request_id", "audit_client_request_id"),
         ("details", "audit_details"),
+        ("mac", "audit_mac"),
     ),
 )
 
