@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import secrets
 import socket
 import sqlite3
 import threading
@@ -32,6 +33,7 @@ from chainkeys.config import Settings
 from chainkeys.store import migrate
 from chainkeys.store.backend import open_backend
 from chainkeys.store.tables import webhook_outbox
+from chainkeys.vault.gate import Gate
 from tests.conftest import BACKENDS, backend_settings, drop_pg_database
 
 
@@ -100,6 +102,7 @@ def test_the_webhook_counts_a_redirect_and_a_non_http_answer_as_failures(tmp_pat
 
     async def main() -> list[tuple[int, str | None, int | None]]:
         db = open_backend(f"sqlite:///{tmp_path / 'w.db'}", Settings(data_dir=tmp_path))
+        db.signer = Gate(secrets.token_bytes(32))  # what the barrier gives a server's store
         try:
             await migrate.upgrade(db)
             async with db.write() as tx:
@@ -132,6 +135,43 @@ def test_the_webhook_counts_a_redirect_and_a_non_http_answer_as_failures(tmp_pat
     assert seen[1][0] == 2 and seen[1][1] and seen[1][2] is None  # not HTTP: a failure
     assert seen[2][2] is not None  # the third answer, a 200, delivered it
     assert receiver.methods == ["POST", "POST", "POST"]  # never re-sent as a GET
+
+
+def test_an_event_a_database_writer_inserted_is_never_sent(tmp_path: Path) -> None:
+    """A row copied from a real event under another id and body, and one with no MAC:
+    neither reaches the receiver signed; the real one does; both are parked, named."""
+    receiver = Recording()
+
+    async def main() -> list[Any]:
+        from sqlalchemy import insert, select
+
+        db = open_backend(f"sqlite:///{tmp_path / 'w.db'}", Settings(data_dir=tmp_path))
+        db.signer = Gate(secrets.token_bytes(32))
+        try:
+            await migrate.upgrade(db)
+            async with db.write() as tx:
+                await Outbox.add(tx, "evt_real", '{"id":"evt_real"}', now_ms())
+                [real] = (await tx.execute(select(webhook_outbox))).all()
+                copy = {**real._mapping, "event_id": "evt_forged", "body": '{"pay":"me"}'}
+                del copy["id"]
+                await tx.execute(insert(webhook_outbox).values(**copy))
+                bare = {**copy, "event_id": "evt_bare", "mac": None}
+                await tx.execute(insert(webhook_outbox).values(**bare))
+            hook = Webhook(db, f"http://127.0.0.1:{receiver.port}/hook", b"secret")
+            assert await hook.send_due() == 1
+            assert await hook.send_due() == 0  # parked: never due again
+            async with db.read() as tx:
+                stmt = select(webhook_outbox.c.event_id, webhook_outbox.c.last_error)
+                return list((await tx.execute(stmt.order_by(webhook_outbox.c.id))).all())
+        finally:
+            await db.close()
+
+    try:
+        rows = asyncio.run(main())
+    finally:
+        receiver.close()
+    assert [body for _, body in receiver.received] == [b'{"id":"evt_real"}']
+    assert [r[0] for r in rows if r[1] and "integrity" in r[1]] == ["evt_forged", "evt_bare"]
 
 
 class Recording:
@@ -175,6 +215,7 @@ def test_the_webhook_signs_with_the_clock_seam(tmp_path: Path) -> None:
 
     async def main() -> None:
         db = open_backend(f"sqlite:///{tmp_path / 'w.db'}", Settings(data_dir=tmp_path))
+        db.signer = Gate(secrets.token_bytes(32))  # what the barrier gives a server's store
         try:
             await migrate.upgrade(db)
             hook = Webhook(db, f"http://127.0.0.1:{receiver.port}/hook", b"secret")

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
 
-from chainkeys.store.integrity import APPROVALS
+from chainkeys.store.integrity import APPROVALS, WEBHOOK_OUTBOX
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import (
     approval_votes,
@@ -17,6 +17,10 @@ from chainkeys.store.tables import (
 )
 from chainkeys.vault.gate import Gate
 from chainkeys.vault.heads import Member
+from chainkeys.vault.integrity import failed
+
+NEVER = 2**62  # a parked event's next attempt: never
+UNSENT = "fails its integrity check: written by someone without the master key; never sent"
 
 APPROVALS_COVERED = tuple(c for c in APPROVALS.covered if c != "id")
 PENDING, APPROVED, SIGNED, FAILED = "pending", "approved", "signed", "failed"
@@ -127,10 +131,10 @@ _VOTES = Prepared(
     .order_by(_v.created_ms, _v.voter_label)
 )
 _OUTBOX_INSERT = Prepared(
-    insert(webhook_outbox), ("event_id", "body", "created_ms", "attempts", "next_ms")
+    insert(webhook_outbox), ("event_id", "body", "created_ms", "attempts", "next_ms", "mac")
 )
 _OUTBOX_DUE = Prepared(
-    select(_o.id, _o.body, _o.attempts)
+    select(_o.id, _o.body, _o.attempts, _o.event_id, _o.created_ms, _o.mac)
     .where(
         _o.delivered_ms.is_(None),
         _o.next_ms <= bindparam("now"),
@@ -298,19 +302,39 @@ class Votes:
 class Outbox:
     @staticmethod
     async def add(tx: Tx, event_id: str, body: str, at: int) -> None:
-        params = {
+        params: dict[str, Any] = {
             "event_id": event_id,
             "body": body,
             "created_ms": at,
             "attempts": 0,
             "next_ms": at,
         }
+        signer = tx.signer
+        params["mac"] = signer.mac(WEBHOOK_OUTBOX, params) if signer is not None else None
         await tx.execute(_OUTBOX_INSERT, params)
 
     @staticmethod
-    async def due(tx: Tx, now: int, limit: int) -> list[tuple[int, str, int]]:
+    async def due(
+        tx: Tx, now: int, limit: int
+    ) -> tuple[list[tuple[int, str, int]], list[tuple[int, int]]]:
+        """Events to send, each authenticated; and those that fail (a row a database
+        writer inserted or edited: logged, counted, for `park`), never signed and sent."""
         rows = (await tx.execute(_OUTBOX_DUE, {"now": now, "limit": limit})).all()
-        return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+        signer, due, forged = tx.signer, [], []
+        for r in rows:
+            if signer is None or not signer.valid(WEBHOOK_OUTBOX, r._mapping):
+                failed(WEBHOOK_OUTBOX, f"webhook event {r[3]!r}")
+                forged.append((int(r[0]), int(r[2])))
+                continue
+            due.append((int(r[0]), str(r[1]), int(r[2])))
+        return due, forged
+
+    @staticmethod
+    async def park(tx: Tx, forged: list[tuple[int, int]]) -> None:
+        """Never due again, with why (what `due` found failing)."""
+        for event, attempts in forged:
+            params = {"id": event, "attempts": attempts, "next_ms": NEVER, "error": UNSENT}
+            await tx.execute(_OUTBOX_RETRY, params)
 
     @staticmethod
     async def claim(tx: Tx, event: int, now: int, until: int) -> bool:

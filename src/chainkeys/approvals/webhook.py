@@ -71,7 +71,10 @@ class Webhook:
     async def send_due(self) -> int:
         """Send every due event this process can claim; how many were delivered."""
         async with self.db.read() as tx:
-            due = await Outbox.due(tx, now_ms(), 50)
+            due, forged = await Outbox.due(tx, now_ms(), 50)
+        if forged:  # written by someone without the master key: parked, never sent
+            async with self.db.write() as tx:
+                await Outbox.park(tx, forged)
         delivered = 0
         for event, body, attempts in due:
             now = now_ms()  # a slow receiver must not shorten the next row's claim

@@ -34,6 +34,7 @@ from chainkeys.store.tables import (
     tenants,
     tokens,
     wallet_multisigs,
+    webhook_outbox,
 )
 
 
@@ -240,6 +241,22 @@ AUDIT_HEADS = Authenticated(
     audit_heads, "audit head", ("tenant_key", "last_id", "rows", "chain"), {}
 )
 
+# Webhook events: the service signs each with the webhook secret when it sends it, so
+# a row a writer inserts would reach the customer signed (`Chainkeys-Signature`).
+WEBHOOK_OUTBOX = Authenticated(
+    webhook_outbox,
+    "webhook event",
+    ("event_id", "body", "created_ms"),
+    {
+        "id": "assigned by the database: the order of sending",
+        "attempts": "delivery bookkeeping",
+        "next_ms": "delivery bookkeeping: when to try again",
+        "claimed_until": "delivery bookkeeping: which process sends it",
+        "delivered_ms": "delivery bookkeeping: sent",
+        "last_error": "why the last attempt failed: for people",
+    },
+)
+
 # Which version of each authorizing row is the latest (vault/heads.py).
 HEADS = Authenticated(integrity_heads, "head", ("scope", "version", "body"), {})
 
@@ -257,4 +274,5 @@ REGISTRY: tuple[Authenticated, ...] = (
     WALLET_MULTISIGS,
     APPROVER_CREDENTIALS,
     APPROVER_INVITES,
+    WEBHOOK_OUTBOX,
 )

@@ -182,6 +182,8 @@ class RowSigner(Protocol):
 
     def mac(self, entry: Any, row: Mapping[str, Any]) -> str: ...
 
+    def valid(self, entry: Any, row: Mapping[str, Any]) -> bool: ...
+
 
 class Tx(Protocol):
     """One transaction (or autocommit reader); the only way repositories reach SQL.

@@ -33,6 +33,8 @@ class Connections(Protocol):
     """What the read context needs of the backend (store/sqlite/backend.py, which builds
     it): its reader connection, and the way to open one."""
 
+    signer: RowSigner | None
+
     @property
     def reader(self) -> Connection | None: ...
 
@@ -167,10 +169,11 @@ class SqliteRead:
     def tx(self) -> SyncTx:
         tx = self._tx
         if tx is not None and self._db.reader is self._conn:  # SqliteBackend.close() unsets it
+            tx.signer = self._db.signer  # (set once the barrier opened)
             return tx
         with storage_errors():
             conn = self._db.connection("r")
-        self._conn, self._tx = conn, SyncTx(conn)
+        self._conn, self._tx = conn, SyncTx(conn, self._db.signer)
         return self._tx
 
     async def __aenter__(self) -> Tx:

@@ -123,5 +123,6 @@ webhook_outbox = Table(
     Column("claimed_until", BigInteger, nullable=True),
     Column("delivered_ms", BigInteger, nullable=True),
     Column("last_error", Text, nullable=True),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: never sent without it
     Index("ix_webhook_outbox_delivered_ms_next_ms", "delivered_ms", "next_ms"),
 )
