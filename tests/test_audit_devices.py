@@ -368,6 +368,49 @@ def test_audit_required_with_every_device_down_refuses_before_signing(
         assert sign_refusal["path"].endswith("/sign-message")
 
 
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_a_cursor_moved_past_the_end_fails_audit_required_closed(
+    backend: str, tmp_path: Path
+) -> None:
+    """A database writer moves the HTTP device's cursor past the last row (so nothing
+    more would be shipped): the cursor fails its MAC, the device is unhealthy, and with
+    CHAINKEYS_AUDIT_REQUIRED every change is refused until the record is dealt with."""
+    from sqlalchemy import select, update
+
+    from chainkeys.store.tables import meta
+
+    receiver = Receiver()
+    receiver.start()
+    try:
+        with (
+            own_server(
+                backend, tmp_path / "data", audit_required=True, audit_http_url=receiver.url
+            ) as server,
+            server.client(server.new_token()) as c,
+        ):
+            wait_for(lambda: c.post("/dogecoin", json={}).status_code == 200, "a create")
+            assert server.services is not None
+            db = server.services.db
+
+            async def move() -> None:
+                async with db.write() as tx:
+                    key = meta.c.key
+                    [(name, raw)] = (await tx.execute(select(key, meta.c.value).where(
+                            key.like("audit.device.http.%")))).all()  # fmt: skip
+                    state = json.loads(bytes(raw))
+                    state["through"] += 1_000_000
+                    moved = json.dumps(state).encode()
+                    await tx.execute(update(meta).where(key == name).values(value=moved))
+
+            server.call(move())
+            wait_for(lambda: c.post("/dogecoin", json={}).status_code == 503,
+                         "changes refused once the cursor was moved")  # fmt: skip
+            r = c.post("/dogecoin", json={})
+            assert r.json()["code"] == "audit_unavailable", r.text
+    finally:
+        receiver.stop()
+
+
 def test_audit_required_needs_a_device_that_confirms_delivery(tmp_path: Path) -> None:
     env = {"CHAINKEYS_DATA_DIR": str(tmp_path), "CHAINKEYS_AUDIT_REQUIRED": "true",
            "CHAINKEYS_AUDIT_SYSLOG": "udp://127.0.0.1:514"}  # fmt: skip

@@ -33,6 +33,8 @@ from chainkeys.audit.repository import Stored
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import DEVICE_CURSORS
+from chainkeys.vault.integrity import failed
 
 log = logging.getLogger("chainkeys.audit.devices")
 BATCH: Final = 500  # rows per delivery
@@ -58,9 +60,18 @@ class State(msgspec.Struct, kw_only=True):
     failures: int = 0
     next_ms: int = 0
     shipped: int = 0
+    mac: str = ""  # over the record's key and its cursor (store/integrity.py DEVICE_CURSORS)
 
 
 _decoder = msgspec.json.Decoder(State)
+
+
+class ForgedCursor(Exception):
+    """A device's cursor that fails its MAC: moved by someone without the master key."""
+
+
+def cursor_of(key: str, state: State) -> dict[str, Any]:
+    return {"key": key, "through": state.through, "gaps": [list(g) for g in state.gaps]}
 
 
 def backoff_ms(failures: int) -> int:
@@ -135,14 +146,30 @@ class Shipper:
         return True
 
     async def _read(self) -> tuple[bytes | None, State]:
+        """The record, its cursor authenticated: one a database writer moved (past the
+        end: nothing would be shipped again) makes the device unhealthy, so
+        CHAINKEYS_AUDIT_REQUIRED refuses changes, and nothing is shipped from it."""
         async with self.db.read() as tx:
             raw = await Stored.state(tx, self.key)
         state = State() if raw is None else _decoder.decode(raw)
+        signer = self.db.signer
+        if raw is not None and (
+            signer is None
+            or not signer.valid(DEVICE_CURSORS, {**cursor_of(self.key, state), "mac": state.mac})
+        ):
+            failed(DEVICE_CURSORS, f"the cursor of the {self.device.kind} audit device")
+            self.seen = (State(fail_ms=now_ms(), error="its cursor fails its MAC"), now_ms())
+            raise ForgedCursor(f"the cursor of the {self.device.kind} audit device fails its MAC")
         self.seen = (state, now_ms())
         return raw, state
 
     async def _swap(self, old: bytes | None, new: State) -> bytes | None:
         """`new` in place of `old`; its bytes, or None when another process was first."""
+        signer = self.db.signer
+        if signer is not None:
+            new = msgspec.structs.replace(
+                new, mac=signer.mac(DEVICE_CURSORS, cursor_of(self.key, new))
+            )
         raw = msgspec.json.encode(new)
         async with self.db.write() as tx:
             done = await Stored.swap(tx, self.key, old, raw)

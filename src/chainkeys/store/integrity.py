@@ -29,6 +29,7 @@ from chainkeys.store.tables import (
     audit_heads,
     deleted_accounts,
     integrity_heads,
+    meta,
     policy_totals,
     policy_versions,
     tenants,
@@ -256,6 +257,11 @@ WEBHOOK_OUTBOX = Authenticated(
         "last_error": "why the last attempt failed: for people",
     },
 )
+
+# An audit device's cursor (a `meta` record's JSON, audit/shipping.py): moved past the
+# end by a writer, nothing more would be shipped while CHAINKEYS_AUDIT_REQUIRED still
+# let changes through. Its MAC covers the record's key, the cursor and its gaps.
+DEVICE_CURSORS = Authenticated(meta, "audit device cursor", ("key", "through", "gaps"), {})
 
 # Which version of each authorizing row is the latest (vault/heads.py).
 HEADS = Authenticated(integrity_heads, "head", ("scope", "version", "body"), {})
