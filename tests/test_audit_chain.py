@@ -154,6 +154,16 @@ def test_a_whole_tenant_deleted_with_its_head_is_missed_by_the_count(store: Sett
     assert code == 1 and "a whole tenant" in out, out
 
 
+def test_a_wiped_log_and_every_head_fail(store: Settings) -> None:
+    def wipe(c: Any) -> None:
+        c.execute(delete(audit))
+        c.execute(delete(audit_heads))
+
+    _sql(store, wipe)
+    code, out = _verify(store)
+    assert code == 1 and "was wiped" in out, out
+
+
 def test_a_forged_head_is_refused_and_never_built_on(store: Settings) -> None:
     _sql(store, lambda c: c.execute(update(audit_heads).where(audit_heads.c.tenant_key == "*")
                                     .values(rows=audit_heads.c.rows - 1)))  # fmt: skip

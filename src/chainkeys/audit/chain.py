@@ -44,7 +44,7 @@ from chainkeys.errors import IntegrityFailure
 from chainkeys.store.backend import Backend
 from chainkeys.store.integrity import AUDIT_HEADS, AUDIT_ROWS, Authenticated
 from chainkeys.store.sql import COMMIT_HORIZON, Prepared, Tx
-from chainkeys.store.tables import audit, audit_heads
+from chainkeys.store.tables import audit, audit_heads, tenants
 from chainkeys.vault.integrity import Integrity
 
 BATCH: Final = 500  # rows linked per write transaction (SQLite's writer is held for it)
@@ -214,24 +214,31 @@ async def verify(
             heads = await _heads(tx, integrity)
         except IntegrityFailure as exc:
             return Verdict(0, 0, Break(None, None, str(exc)))
+        # every tenant was made by an audited token.create: one with no row at all had
+        # its log wiped (with its head, or the whole table and every head)
+        made = {str(r[0]) for r in (await tx.execute(select(tenants.c.id))).all()}
         if all_tenants:
-            tenants: list[str | None] = [
+            chained: list[str | None] = [
                 r[0] for r in (await tx.execute(select(_u.tenant_id).distinct())).all()
             ]
-            known = {tenant_key(t) for t in tenants}
-            tenants += [
+            known = {tenant_key(t) for t in chained}
+            chained += [
                 None if k == "-" else k[1:] for k in heads if k != CURSOR and k not in known
             ]
+            chained += sorted(made - {t for t in chained if t is not None})
         else:
-            tenants = [tenant]
+            chained = [tenant]
     cursor = heads.get(CURSOR, Head(CURSOR, 0, 0, ""))
     rows = unlinked = 0
-    for t in sorted(tenants, key=lambda t: (t is not None, t or "")):
+    for t in sorted(set(chained), key=lambda t: (t is not None, t or "")):
         checked, waiting, broken = await _walk(db, integrity, t, heads, cursor.last_id)
         rows += checked
         unlinked += waiting
         if broken is not None:
             return Verdict(rows, unlinked, broken)
+        if t in made and not checked + waiting:
+            wiped = f"the log of a whole tenant ({t}) was wiped: it exists, no row of it is here"
+            return Verdict(rows, unlinked, Break(None, t, wiped))
     if all_tenants and rows != cursor.rows:
         return Verdict(
             rows,
