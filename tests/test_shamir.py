@@ -190,6 +190,7 @@ def test_sealed_until_the_threshold_then_seal_and_restart(store: Store) -> None:
     outcomes = [json.loads(line)["outcome"] for line in audit.stdout.splitlines()]
     assert outcomes[:2] == ["progress", "progress"] and "refused" in outcomes, outcomes
     assert outcomes.count("unsealed") == 2 and outcomes.count("sealed") == 1, outcomes
+    assert outcomes.count("seal_refused") == 2, outcomes  # the two refused POST /sys/seal
     assert not any(share in audit.stdout for share in shares)
     # a restart is sealed again; the shares open it and the account signs the same
     proc = store.serve("b")

@@ -145,6 +145,10 @@ class SealGate:
                 await self._record("sealed", None)
                 log.warning("sealed: the master key was dropped; waiting for shares")
 
+    async def refused_seal(self, code: str) -> None:
+        """A `POST /sys/seal` refused (no operator token set, or a wrong one): audited."""
+        await self._record("seal_refused", {"code": code})
+
     async def close(self) -> None:
         if self.running is not None:
             await self.running.stop()

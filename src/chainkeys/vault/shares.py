@@ -165,14 +165,14 @@ def check_set(shares: Iterable[Share], share_set: ShareSet) -> list[Share]:
     """The shares, each of `share_set` with an index it has; InvalidShare otherwise."""
     out = []
     for share in shares:
+        # (said to whoever sends a share, unauthenticated: neither the store's set id
+        # nor how many shares it has)
         if share.set_id != share_set.set_id:
             raise InvalidShare(
-                f"this share is of share set {share.set_id}, not of this store's current "
-                f"set {share_set.set_id} (shares from before a rekey open nothing)"
+                "this share is not of this store's current share set (shares from "
+                "before a rekey open nothing)"
             )
         if share.index > share_set.shares:
-            raise InvalidShare(
-                f"share index {share.index} is not in this set (1 to {share_set.shares})"
-            )
+            raise InvalidShare("this share's index is not one of this store's share set")
         out.append(share)
     return out

@@ -86,14 +86,21 @@ async def seal_status(request: Request) -> Response:
 async def seal(request: Request) -> Response:
     gate = gate_of(request)
     want = gate.store.settings.operator_token
+    refusal: Forbidden | Unauthorized | None = None
     if want is None:
-        raise Forbidden(
+        refusal = Forbidden(
             "sealing over HTTP is off: set CHAINKEYS_OPERATOR_TOKEN (or stop the "
             "process: a shamir server starts sealed)"
         )
-    given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-    if not hmac.compare_digest(given.encode(), want.get_secret_value().encode()):
-        raise Unauthorized("send the operator token (CHAINKEYS_OPERATOR_TOKEN) as a bearer token")
+    else:
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), want.get_secret_value().encode()):
+            refusal = Unauthorized(
+                "send the operator token (CHAINKEYS_OPERATOR_TOKEN) as a bearer token"
+            )
+    if refusal is not None:  # every refusal audited, whoever sent it
+        await gate.refused_seal(refusal.code)
+        raise refusal
     await gate.seal()
     return answer(gate.status())
 
