@@ -24,6 +24,9 @@ from chainkeys import metrics
 from chainkeys.approvals.webhook import Webhook
 from chainkeys.audit.chain import chain_round
 from chainkeys.bootstrap import Services
+from chainkeys.store.backend import Backend
+from chainkeys.vault.gate import Gate
+from chainkeys.vault.verify import verify_store
 
 log = logging.getLogger("chainkeys.background")
 MAX_BACKOFF_SECONDS = 60.0
@@ -71,6 +74,8 @@ def tasks_of(svc: Services, purge: bool) -> list[Task]:
     integrity = svc.barrier.integrity
     if integrity is not None:  # the audit chain: every replica takes its turn (audit/chain.py)
         tasks.append(Task("audit-chain", lambda: chain_round(svc.db, integrity), 5.0))
+        if purge:  # the heads against their rows (vault/verify.py), from one process
+            tasks.append(Task("integrity", lambda: check_integrity(svc.db, integrity), 60.0))
     if svc.db.watch_every is not None:
         tasks.append(Task("store-watch", svc.db.watch, svc.db.watch_every))
     # audit devices: each ships the table to its device, in one process at a time
@@ -84,6 +89,15 @@ def tasks_of(svc: Services, purge: bool) -> list[Task]:
     if purge:
         tasks.append(Task("purge", lambda: purge_expired(svc), 600.0))
     return tasks
+
+
+async def check_integrity(db: Backend, gate: Gate) -> None:
+    """A round of the start's check: every tenant's pinned sets against its rows.
+    Failures are logged and counted (`chainkeys_integrity_failures_total`); what fails
+    is refused where it is used, whether or not this round saw it first."""
+    report = await verify_store(db, gate, full=False)
+    for failure in report.failures[:20]:
+        log.error("integrity round: %s", failure)
 
 
 async def purge_expired(svc: Services) -> None:
