@@ -15,7 +15,7 @@ from chainkeys.store.integrity import APPROVER_CREDENTIALS, APPROVER_INVITES
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import approver_credentials, approver_invites, tenants
 from chainkeys.vault.gate import Gate
-from chainkeys.vault.heads import Member
+from chainkeys.vault.heads import Loaded
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +105,12 @@ class Credentials:
         credential: one put back from before its revocation or its counter's last move
         fails (the tenant's `credentials` set, vault/heads.py)."""
 
-        async def load() -> list[Member]:
+        async def load() -> list[Loaded]:
             found = await Credentials.of(tx, row.tenant_id)
             return [
-                (r.id, str(r.mac))
+                ((r.id, str(r.mac)), gate.valid(APPROVER_CREDENTIALS, r.covered()))
                 for r in found
-                if r.revoked_ms is None and gate.valid(APPROVER_CREDENTIALS, r.covered())
+                if r.revoked_ms is None
             ]
 
         member = (row.id, str(row.mac))
@@ -154,15 +154,14 @@ class Invites:
         """IntegrityFailure unless `row` (its MAC checked) is an unused code as the
         tenant's head pins it: a spent code put back fails."""
 
-        async def load() -> list[Member]:
+        async def load() -> list[Loaded]:
             stmt = select(*(_i[n] for n in _INVITE_COLUMNS)).where(
                 _i.tenant_id == row.tenant_id, _i.used_ms.is_(None)
             )
             found = [InviteRow(*r) for r in (await tx.execute(stmt)).all()]
             return [
-                (r.code_digest, str(r.mac))
+                ((r.code_digest, str(r.mac)), gate.valid(APPROVER_INVITES, r.covered()))
                 for r in found
-                if gate.valid(APPROVER_INVITES, r.covered())
             ]
 
         member = (row.code_digest, str(row.mac))

@@ -16,7 +16,7 @@ from chainkeys.store.tables import (
     webhook_outbox,
 )
 from chainkeys.vault.gate import Gate
-from chainkeys.vault.heads import Member
+from chainkeys.vault.heads import Loaded
 from chainkeys.vault.integrity import failed
 
 NEVER = 2**62  # a parked event's next attempt: never
@@ -230,14 +230,14 @@ class Approvals:
         return int((await tx.execute(stmt)).scalar_one())
 
     @staticmethod
-    async def open_members(tx: Tx, gate: Gate, tenant_id: str) -> list[Member]:
-        """The tenant's open requests (pending or approved) with a valid MAC, as members
-        of its `approvals` set (vault/heads.py)."""
+    async def open_members(tx: Tx, gate: Gate, tenant_id: str) -> list[Loaded]:
+        """The tenant's open requests (pending or approved), as members of its
+        `approvals` set (vault/heads.py), each by its stored MAC and whether it holds."""
         stmt = select(_a.id, *(_a[c] for c in APPROVALS_COVERED), _a.mac).where(
             _a.tenant_id == tenant_id, _a.state.in_((PENDING, APPROVED))
         )
         found = [dict(r._mapping) for r in (await tx.execute(stmt)).all()]
-        return [(r["id"], str(r["mac"])) for r in found if gate.valid(APPROVALS, r)]
+        return [((r["id"], str(r["mac"])), gate.valid(APPROVALS, r)) for r in found]
 
     @staticmethod
     async def current(tx: Tx, gate: Gate, row: ApprovalRow) -> None:
@@ -246,7 +246,7 @@ class Approvals:
         and was set pending or approved again by a database writer, or put back from an
         older copy, is not."""
 
-        async def load() -> list[Member]:
+        async def load() -> list[Loaded]:
             return await Approvals.open_members(tx, gate, row.tenant_id)
 
         member = (row.id, str(row.mac))

@@ -39,7 +39,6 @@ from chainkeys.audit.service import audit_event
 from chainkeys.clock import iso, now_ms
 from chainkeys.errors import IntegrityFailure
 from chainkeys.store.backend import Backend
-from chainkeys.store.integrity import APPROVALS
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.gate import Gate
@@ -186,21 +185,24 @@ class Transitions:
         return [r for r in rows if r is not None]
 
     async def _pin(self, tx: Tx, row: ApprovalRow, state: str) -> None:
-        """The tenant's `approvals` set (vault/heads.py): in at opening, out at its end;
-        a row a writer edited, or set open again after it ended, was never in it and
-        leaves nothing."""
+        """The tenant's `approvals` set (vault/heads.py): in at opening, out at its end
+        (by its stored MAC: a row a writer edited in place leaves as it entered); one a
+        writer set open again after it ended was not in it and leaves nothing."""
         if self.gate is None:
             raise IntegrityFailure("the integrity key is not open here: nothing was done")
         member = [(row.id, str(row.mac))]
         if state == PENDING:
             await self.gate.heads.change(tx, row.tenant_id, "approvals", added=member)
             return
-        if state == APPROVED or not self.gate.valid(APPROVALS, row.covered()):
+        if state == APPROVED:
             return
         # the row has just left the open states: was it in the set until now? (a request
-        # a writer set open again after it ended was not)
+        # a writer set open again after it ended was not). Read under the tenant's head:
+        # another request's end committing between the two reads would look like one.
+        await tx.serialize("head/" + row.tenant_id)
         head = await self.gate.heads.head(tx, row.tenant_id)
-        before = [*await Approvals.open_members(tx, self.gate, row.tenant_id), *member]
+        now_open = await Approvals.open_members(tx, self.gate, row.tenant_id)
+        before = [*(m for m, _ in now_open), *member]
         if self.gate.heads.matches(head, "approvals", before):
             await self.gate.heads.change(tx, row.tenant_id, "approvals", removed=member)
 

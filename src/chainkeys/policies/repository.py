@@ -10,7 +10,7 @@ from chainkeys.store.integrity import POLICY_TOTALS
 from chainkeys.store.sql import DB_NOW_MS, Prepared, Tx
 from chainkeys.store.tables import policy_spends, policy_totals, policy_versions
 from chainkeys.vault.gate import Gate
-from chainkeys.vault.heads import Member
+from chainkeys.vault.heads import Loaded
 from chainkeys.vault.integrity import failed
 from chainkeys.vault.pinned import cap_ident
 
@@ -164,19 +164,20 @@ class Spends:
         tenant_id = self.scope["tenant_id"]
         mine: dict[str, int] = {}
 
-        async def load() -> list[Member]:
+        async def load() -> list[Loaded]:
             mine.clear()
             self._macs.clear()
             found = []
             for row in (await self.tx.execute(_TOTALS, {"tenant_id": tenant_id})).all():
                 values = row._mapping
-                if not self.gate.valid(POLICY_TOTALS, values):
-                    raise failed(POLICY_TOTALS, f"the cap total {cap_ident(values)}")
-                found.append((cap_ident(values), str(values["mac"])))
+                valid = self.gate.valid(POLICY_TOTALS, values)
+                found.append(((cap_ident(values), str(values["mac"])), valid))
                 if (values["family"], values["network"]) == (
                     self.scope["family"],
                     self.scope["network"],
                 ):
+                    if not valid:  # a total of this window that fails: nothing counts on
+                        raise failed(POLICY_TOTALS, f"the cap total {cap_ident(values)}")
                     mine[values["denom"]] = int(values["total"])
                     self._macs[values["denom"]] = str(values["mac"])
             return found

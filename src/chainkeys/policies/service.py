@@ -31,7 +31,7 @@ from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.gate import Gate
-from chainkeys.vault.heads import Member
+from chainkeys.vault.heads import Loaded
 from chainkeys.vault.integrity import Integrity, failed
 
 log = logging.getLogger("chainkeys")
@@ -94,10 +94,10 @@ class PolicyService:
                     if not gate.valid(POLICY_VERSIONS, latest.covered(tenant_id)):
                         raise failed(POLICY_VERSIONS, what)
 
-                async def load() -> list[Member]:
+                async def load() -> list[Loaded]:  # (its MAC was checked above)
                     if latest is None:
                         return []
-                    return [(str(latest.version), str(latest.mac))]
+                    return [((str(latest.version), str(latest.mac)), True)]
 
                 await gate.heads.check(tx, tenant_id, "policy", load, "the latest policy")
             except IntegrityFailure:

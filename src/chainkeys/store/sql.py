@@ -196,6 +196,11 @@ class Tx(Protocol):
     # written through this transaction)
     signer: RowSigner | None
 
+    @property
+    def writing(self) -> bool:
+        """A write transaction's (what it reads may still roll back with it)."""
+        ...
+
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
 
     async def serialize(self, scope: str) -> None:

@@ -26,7 +26,7 @@ from chainkeys.store.integrity import TENANTS, TOKENS
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import LiveToken, Tenants, TokenRow
 from chainkeys.vault.gate import Gate
-from chainkeys.vault.heads import Member
+from chainkeys.vault.heads import Loaded, Member
 
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
 SCOPES = ("read", "create", "delete", "sign", "export", "approve")
@@ -288,9 +288,9 @@ class TokenService:
         """IntegrityFailure unless this token row is the latest copy (vault/heads.py)."""
         integrity = self._keyed()
 
-        async def load() -> list[Member]:
+        async def load() -> list[Loaded]:
             rows = await Tenants.live_members(tx, tenant_id)
-            return [(r.id, str(r.mac)) for r in rows if integrity.valid(TOKENS, r.covered())]
+            return [((r.id, str(r.mac)), integrity.valid(TOKENS, r.covered())) for r in rows]
 
         await integrity.heads.current(tx, tenant_id, "tokens", member, load, "a token")
 

@@ -15,6 +15,15 @@ rows it holds and the sum, modulo 2^256, of a keyed element per row
 - `policy`: the latest policy version (one row);
 - `caps`: the running totals behind the caps.
 
+A member is a row's identity and its stored MAC. A loader says of each row whether
+its MAC is valid; the set matches when the valid rows plus some of the invalid ones
+(up to `SPARE` of them) are exactly what the head pins. So a row a writer edited in
+place (a member whose content no longer fits its MAC) or inserted (no member at all)
+is refused on its own and never stops its tenant's others; a row put back from an
+older copy (valid, but not the member) or deleted changes the set, and the tenant's
+set fails closed until an operator restores it or adopts the store. Only valid rows
+are ever given back as members: an invalid one is never used.
+
 Every change to one of them updates the head in the same transaction, under the
 tenant's `head/` scope (one writer per tenant, on every replica). A row is used only
 when the whole set it belongs to, as read now, matches the head: a row put back,
@@ -35,6 +44,7 @@ the store's own head keeps each tenant's floor, written by a supervised round
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
@@ -49,8 +59,11 @@ from chainkeys.store.tables import integrity_heads
 from chainkeys.vault.integrity import Integrity, failed
 
 SETS: Final = ("tokens", "credentials", "invites", "approvals", "policy", "caps")
+SPARE: Final = 8  # invalid rows tried in or out of a set (2^8 sums at most)
+RETRIES: Final = 30  # reads of a set that changed under them, before a mismatch counts
 MOD: Final = 1 << 256
 Member = tuple[str, str]  # a row's identity in its set and its MAC
+Loaded = tuple[Member, bool]  # a row as read: its member, and whether its MAC is valid
 _h = integrity_heads.c
 _GET = Prepared(select(_h.scope, _h.version, _h.body, _h.mac).where(_h.scope == bindparam("s")))
 _INSERT = Prepared(insert(integrity_heads), ("scope", "version", "body", "mac"))
@@ -113,7 +126,8 @@ class Heads:
                 f"the head of tenant {tenant_id} (version {version}, older than "
                 f"{self._floors[scope]} seen before: put back from an older copy)",
             )
-        self._floors[scope] = version
+        if not tx.writing:  # what a write transaction reads may still roll back with it
+            self._floors[scope] = version
         return Head(scope, version, parse_body(row[2]))
 
     def floor(self, scope: str, version: int) -> None:
@@ -177,23 +191,46 @@ class Heads:
         # head after it commits raises the floor)
 
     def matches(self, head: Head, name: str, members: Iterable[Member]) -> bool:
-        """Whether `members` (each row's MAC already checked) are exactly the set."""
+        """Whether `members` are exactly the set the head pins."""
+        rows, digest = self._sum(name, members)
+        return head.sets.get(name, (0, 0)) == (rows, digest)
+
+    def _sum(self, name: str, members: Iterable[Member]) -> tuple[int, int]:
         rows, digest = 0, 0
         for ident, mac in members:
             rows, digest = rows + 1, (digest + self.integrity.element(name, ident, mac)) % MOD
-        return head.sets.get(name, (0, 0)) == (rows, digest)
+        return rows, digest
+
+    def _valid_match(self, head: Head, name: str, loaded: Iterable[Loaded]) -> bool:
+        """The valid rows plus some of the invalid ones are the set (edited rows are
+        members, inserted ones are not: both are refused on their own)."""
+        valid = [m for m, ok in loaded if ok]
+        spare = [m for m, ok in loaded if not ok]
+        if len(spare) > SPARE:
+            return False
+        want = head.sets.get(name, (0, 0))
+        rows, digest = self._sum(name, valid)
+        extras = [(1, self.integrity.element(name, i, m)) for i, m in spare]
+        for mask in range(1 << len(spare)):
+            n, d = rows, digest
+            for bit, (one, element) in enumerate(extras):
+                if mask >> bit & 1:
+                    n, d = n + one, (d + element) % MOD
+            if (n, d) == want:
+                return True
+        return False
 
     async def check(
         self,
         tx: Tx,
         tenant_id: str,
         name: str,
-        load: Callable[[], Awaitable[Iterable[Member]]],
+        load: Callable[[], Awaitable[Iterable[Loaded]]],
         what: str,
     ) -> frozenset[Member]:
-        """The whole of set `name` as `load` reads it now (each row's MAC checked by
-        `load`); IntegrityFailure unless it is what the head pins. Loaded every time:
-        the caller goes on to use what `load` read."""
+        """The valid members of set `name` as `load` reads it now; IntegrityFailure
+        unless the set is what the head pins. Loaded every time: the caller goes on to
+        use what `load` read."""
         return await self._verify(tx, tenant_id, name, load, what, cached=False)
 
     async def current(
@@ -202,13 +239,13 @@ class Heads:
         tenant_id: str,
         name: str,
         member: Member,
-        load: Callable[[], Awaitable[Iterable[Member]]],
+        load: Callable[[], Awaitable[Iterable[Loaded]]],
         what: str,
     ) -> None:
         """IntegrityFailure unless `member` is in set `name` as the head pins it.
 
-        `load` reads the whole set (each row's MAC checked); it is called only when this
-        process has not verified the set at the head's version yet."""
+        `load` reads the whole set (each row with whether its MAC is valid); it is
+        called only when this process has not verified the set at the head's version."""
         if member not in await self._verify(tx, tenant_id, name, load, what):
             raise failed(HEADS, f"{what} is not the latest copy of its row")
 
@@ -217,25 +254,29 @@ class Heads:
         tx: Tx,
         tenant_id: str,
         name: str,
-        load: Callable[[], Awaitable[Iterable[Member]]],
+        load: Callable[[], Awaitable[Iterable[Loaded]]],
         what: str,
         cached: bool = True,
     ) -> frozenset[Member]:
         # Outside a write transaction the head and the set are read by two statements,
-        # each on its own snapshot: a change committed between them is read again, a
-        # few times, before a mismatch is called one (a writer's edit stays a mismatch).
+        # each on its own snapshot: a change committed between them is read again (a
+        # busy tenant's head moves often) before a mismatch is called one; a writer's
+        # edit stays a mismatch with the head standing still.
         head = await self.head(tx, tenant_id)
-        for _ in range(4):
+        for attempt in range(RETRIES):
             key = (head.scope, name)
             seen = self._verified.get(key)
             if cached and seen is not None and seen[0] == head.version:
                 return seen[1]
-            members = frozenset(await load())
-            if self.matches(head, name, members):
-                self._verified[key] = (head.version, members)
+            loaded = list(await load())
+            if self._valid_match(head, name, loaded):
+                members = frozenset(m for m, ok in loaded if ok)
+                if not tx.writing:  # (a write's view may still roll back)
+                    self._verified[key] = (head.version, members)
                 return members
             again = await self.head(tx, tenant_id)
             if again.version == head.version:
                 break
             head = again
+            await asyncio.sleep(0.001 * attempt)  # the tenant is busy: let a change land
         raise failed(HEADS, f"{what}: the tenant's {name} are not the latest")

@@ -78,6 +78,10 @@ class PgTx:
         self.log: list[tuple[Plan, Any, Any]] | None = None
 
     @property
+    def writing(self) -> bool:
+        return self.changed is not None
+
+    @property
     def recoverable(self) -> bool:
         """Whether a lost connection may still be replaced (no statement has failed)."""
         return self._session is not None

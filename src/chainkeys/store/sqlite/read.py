@@ -84,6 +84,10 @@ class SyncTx:
         # the writer's: the tables its statements change rows of (store/changes.py)
         self.changes: set[str] | None = None
 
+    @property
+    def writing(self) -> bool:
+        return self.changes is not None
+
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
         if stmt.__class__ is not Prepared:  # a rarer statement: SQLAlchemy runs it
             result = self._conn.execute(stmt, params)  # type: ignore[arg-type]
