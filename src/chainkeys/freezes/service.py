@@ -206,10 +206,10 @@ class FreezeService:
         details = {"freeze": row.id, "account": row.account, "reason": row.reason}
         if row.until_ms is not None:
             details["until"] = iso(row.until_ms)
-        event = audit_event(
+        audited = audit_event(
             who, action, "ok", family=row.family, account_name=row.account_name, details=details
         )
-        await Audit.insert(tx, event)
+        await Audit.insert(tx, audited)
         if self.webhook:
             at = now_ms()
             event_id = "evt_" + secrets.token_hex(12)
