@@ -53,6 +53,13 @@ def lift(
 ) -> None:
     """End a freeze now: what it stopped may be done again. Audited (`freeze.lift`) and
     announced by the webhook (`freeze.lifted`)."""
-    row = run_admin(settings_for(data_dir), lambda admin: _freezes(admin).lift(tenant, freeze))
+    settings = settings_for(data_dir)
+    row = run_admin(settings, lambda admin: _freezes(admin).lift(tenant, freeze))
     scope = row.account or f"the tenant {tenant}"
     typer.echo(f"lifted {row.id} over {scope} ({row.reason})")
+    if settings.webhook_url is None:
+        typer.echo(
+            "chainkeys: note: CHAINKEYS_WEBHOOK_URL is not set for this command, so the "
+            "lift was not announced (run it with the servers' settings)",
+            err=True,
+        )
