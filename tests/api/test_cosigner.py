@@ -11,6 +11,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import re
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +27,7 @@ import httpx
 import pytest
 from tests.api.tenants import Tenant
 from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, TRANSFER
-from tests.conftest import BACKENDS, Server, own_server
+from tests.conftest import BACKENDS, ROOT, Server, free_port, own_server, wait_for
 
 from chainkeys.config import ConfigError, load_settings
 
@@ -334,3 +339,35 @@ def test_the_secret_is_read_from_its_file(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert settings.cosigner_secret is not None
     assert settings.cosigner_secret.get_secret_value().encode() == SECRET
     assert SECRET.decode() not in repr(settings)
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_the_worked_co_signer_of_the_docs_approves_and_refuses(backend: str, tmp_path: Any) -> None:
+    """docs/cosigner.md's co-signer, run as a reader runs it, in front of chainkeys."""
+    found = re.search(r"<!-- cosigner -->\n```python\n(.*?)```",
+                      (ROOT / "docs/cosigner.md").read_text(), re.DOTALL)  # fmt: skip
+    assert found is not None
+    (tmp_path / "cosigner.py").write_text(found[1])
+    (tmp_path / "secret").write_bytes(SECRET + b"\n")
+    port = free_port()
+    env = {**os.environ, "COSIGNER_SECRET_FILE": str(tmp_path / "secret"), "PAYEES": OTHER,
+           "PORT": str(port)}  # fmt: skip
+    process = subprocess.Popen([sys.executable, str(tmp_path / "cosigner.py")], env=env)
+    try:
+        wait_for(lambda: listening(port), "the co-signer listening")
+        url = f"http://127.0.0.1:{port}/"
+        with own_server(backend, tmp_path / "data", cosigner_url=url,
+                        cosigner_secret=SECRET.decode()) as srv, srv.client(srv.new_token()) as c:  # fmt: skip
+            assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
+            assert c.post(SEND, json=transfer()).status_code == 200
+            elsewhere = c.post(SEND, json={**transfer(), "toAddress": ADDRESS})
+            assert elsewhere.status_code == 403, elsewhere.text
+            assert "not a known payee" in elsewhere.json()["message"]
+    finally:
+        process.terminate()
+        process.wait(10)
