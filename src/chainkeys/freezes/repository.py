@@ -50,6 +50,10 @@ _ACTIVE = Prepared(
     .limit(MAX_ACTIVE + 1)
 )
 _BY_ID = Prepared(_SELECT.where(_f.id == bindparam("id"), _f.tenant_id == bindparam("tenant_id")))
+# A no-op in-place change: a freeze's INSERT also "changes" its table, so this process's
+# own caches of freezes (store/cache.py, which keep values across an own commit that only
+# adds rows) drop what they held with that commit.
+_TOUCH = Prepared(update(freezes).where(_f.id == bindparam("id")).values(created_ms=_f.created_ms))
 _LIFT = Prepared(
     update(freezes)
     .where(_f.id == bindparam("id"), _f.lifted_ms.is_(None))
@@ -65,6 +69,7 @@ class Freezes:
     @staticmethod
     async def insert(tx: Tx, row: FreezeRow) -> None:
         await tx.execute(_INSERT, {n: getattr(row, n) for n in _COLUMNS})
+        await tx.execute(_TOUCH, {"id": row.id})
 
     @staticmethod
     async def active(tx: Tx, tenant_id: str, now: int) -> list[FreezeRow]:

@@ -8,10 +8,11 @@ reason, audited. A freeze ends at its `until`, or earlier only by the operator
 configured, announced (`freeze.created`, `freeze.lifted`) through the approvals'
 outbox in the same transaction.
 
-`holding` is the check: one indexed read of the tenant's active freezes, never
-cached, so a freeze made on one replica holds on every other at its next request.
-The signing service calls it on the one path every signature takes
-(signing/service.py `_sign`), so a new way to sign cannot forget it.
+`holding` is the check: one indexed read of the tenant's active freezes, so a freeze
+made on one replica holds on every other at its next request; the signing service,
+which checks on the one path every signature takes (signing/gate.py, from
+signing/service.py `_sign`, so a new way to sign cannot forget it), keeps them only as
+long as the store can say nothing committed since (`FreezeLookup`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from chainkeys.clock import iso, now_ms
 from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, Frozen, NotFound
 from chainkeys.freezes.repository import MAX_ACTIVE, FreezeRow, Freezes
 from chainkeys.store.backend import Backend
+from chainkeys.store.cache import StoreCache
 from chainkeys.store.sql import Tx
+from chainkeys.store.tables import freezes
 from chainkeys.text import printable
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
@@ -76,10 +79,51 @@ async def holding(
 ) -> FreezeRow | None:
     """The first freeze holding now over `names` of `family` (or the whole tenant); with
     `any_account`, any freeze of the tenant (a wallet's phrase gives every key derived
-    from it). Read from the store each time: no cache can miss another replica's."""
+    from it). Read from the store each time (exports and votes; signing keeps them as
+    `FreezeLookup` does)."""
     async with db.read() as tx:
         rows = await Freezes.active(tx, tenant_id, now_ms())
-    return next((r for r in rows if any_account or r.covers(family, names)), None)
+    return first_holding(rows, family, names, any_account)
+
+
+def first_holding(
+    rows: list[FreezeRow], family: str | None, names: tuple[str, ...], any_account: bool
+) -> FreezeRow | None:
+    now = now_ms()
+    return next(
+        (
+            r
+            for r in rows
+            if (r.until_ms is None or r.until_ms > now) and (any_account or r.covers(family, names))
+        ),
+        None,
+    )
+
+
+class FreezeLookup:
+    """`holding` for every signature: a tenant's active freezes kept only while the store
+    can tell that nothing committed since they were read (SQLite's change counter,
+    store/cache.py: another process's commit, or an own one that changed `freezes`,
+    drops them; a freeze's INSERT does, `Freezes.insert`), and read each time where it
+    cannot (PostgreSQL): a freeze made on any replica holds at the next request."""
+
+    SIZE: Final = 10_000  # tenants whose freezes (most often none) are kept
+
+    def __init__(self, db: Backend) -> None:
+        self._db = db
+        self._kept: StoreCache[str, list[FreezeRow]] = StoreCache(
+            db, self.SIZE, frozenset({freezes.name}), "freezes"
+        )
+
+    async def holding(
+        self, tenant_id: str, family: str | None, names: tuple[str, ...]
+    ) -> FreezeRow | None:
+        rows = await self._kept.through(tenant_id, lambda: self._read(tenant_id))
+        return first_holding(rows, family, names, any_account=False)
+
+    async def _read(self, tenant_id: str) -> list[FreezeRow]:
+        async with self._db.read() as tx:
+            return await Freezes.active(tx, tenant_id, now_ms())
 
 
 class FreezeService:

@@ -19,7 +19,7 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.tx.base import Decoded, Owner, SignKind
 from chainkeys.errors import ChainkeysError, CosignerRejected, CosignerUnavailable
-from chainkeys.freezes.service import frozen, holding
+from chainkeys.freezes.service import FreezeLookup, frozen
 from chainkeys.policies.engine import Decision
 from chainkeys.policies.service import PolicyService
 from chainkeys.signing.cosigner import Cosigner, question
@@ -36,13 +36,14 @@ class Gate:
     def __init__(self, db: Backend, cosigner: Cosigner | None) -> None:
         self.db = db
         self.cosigner = cosigner
+        self.freezes = FreezeLookup(db)
 
     async def unfrozen(
         self, who: Principal, row: AccountRow, kind: str, names: tuple[str, ...]
     ) -> None:
         """Frozen (423, audited) while a freeze holds over the tenant or any of `names`
         (the account, and a multisig's member keys that would sign); also combine.py's."""
-        found = await holding(self.db, who.tenant_id, row.family, names, any_account=False)
+        found = await self.freezes.holding(who.tenant_id, row.family, names)
         if found is not None:
             error = frozen(found, "nothing was signed")
             details = {"kind": kind, "freeze": found.id, "reason": error.message}
