@@ -92,9 +92,10 @@ class Gate:
         )
         details: dict[str, Any] = {"cosigner": asked["id"], "kind": kind.path}
         details.update(digest=summary.digest, approval=asked["approval"])
-        outcome = "ok"
+        outcome = "interrupted"  # the request was cancelled, or the asking failed
         try:
             await self.cosigner.ask(asked)
+            outcome = "ok"
         except (CosignerRejected, CosignerUnavailable) as exc:
             outcome, details["reason"] = exc.code, exc.message
             raise
