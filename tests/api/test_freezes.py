@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.api.tenants import Tenant
+from tests.api.test_multisig import keypair, send_doc
 from tests.api.test_sign_cosmos import ADDRESS, PRIVATE, TRANSFER
 from tests.conftest import (
     BACKENDS,
@@ -251,6 +252,29 @@ def test_who_may_freeze_and_what_is_refused_in_words(team: Team) -> None:
     assert {"invalid_account", "account_not_found", "invalid_until", "invalid_reason",
             "forbidden"} <= set(refusals)  # fmt: skip
     assert t.sign(SEND, transfer()).status_code == 200
+
+
+def test_a_frozen_member_key_signs_for_no_multisig_and_a_frozen_multisig_combines_nothing(
+    team: Team,
+) -> None:
+    c = team.tenant.client
+    (a_secret, a_pub), (b_secret, b_pub) = keypair(), keypair()
+    member = c.post("/cosmos", json={"private_key": a_secret}).json()["data"]["data"]["address"]
+    assert c.post("/cosmos", json={"private_key": b_secret}).status_code == 200
+    ms = c.post("/cosmos/multisig",
+                json={"threshold": 2, "public_keys": [a_pub, b_pub, keypair()[1]]}).json()["data"]  # fmt: skip
+    base, doc = f"/cosmos/{ms['address']}", send_doc(ms["address"], sequence=0)
+    sigs = c.post(f"{base}/sign-amino", json={"signDoc": doc}).json()["data"]["signatures"]
+    assert len(sigs) == 2
+    of_member = freeze(team.alice, account=f"cosmos/{member}")
+    refused_frozen(c.post(f"{base}/sign-amino", json={"signDoc": send_doc(ms["address"], 1)}),
+                   of_member)  # fmt: skip
+    combine = {"signDoc": doc, "signatures": sigs}
+    assert c.post(f"{base}/combine", json=combine).status_code == 200  # it opens no key
+    of_multisig = freeze(team.alice, account=f"cosmos/{ms['address']}")
+    refused_frozen(c.post(f"{base}/combine", json=combine), of_multisig)
+    seen = [(e["details"]["kind"], e["outcome"]) for e in audit(c, "sign")[:3]]
+    assert seen == [("combine", "frozen"), ("combine", "ok"), ("sign-amino", "frozen")]
 
 
 TEXT = st.text(max_size=30) | st.sampled_from(["cosmos/", "cosmos/x", f"cosmos/{ADDRESS}", ""])
