@@ -298,5 +298,5 @@ async def open_services(
         approvals,
         MultisigService(db, barrier),
         WalletMultisigService(db, barrier, wallets, accounts),
-        FreezeService(db, accounts, webhook=settings.webhook_url is not None),
+        FreezeService(db, accounts, settings.webhook_url is not None, barrier.integrity),
     )

@@ -21,7 +21,8 @@ Tenant = Annotated[str, typer.Option(help="the tenant")]
 def _freezes(admin: Admin) -> FreezeService:
     from chainkeys.freezes.service import FreezeService
 
-    return FreezeService(admin.db, webhook=settings_for(None).webhook_url is not None)
+    webhook = settings_for(None).webhook_url is not None
+    return FreezeService(admin.db, webhook=webhook, integrity=admin.integrity)
 
 
 @freeze_app.command("list")
@@ -54,7 +55,7 @@ def lift(
     """End a freeze now: what it stopped may be done again. Audited (`freeze.lift`) and
     announced by the webhook (`freeze.lifted`)."""
     settings = settings_for(data_dir)
-    row = run_admin(settings, lambda admin: _freezes(admin).lift(tenant, freeze))
+    row = run_admin(settings, lambda admin: _freezes(admin).lift(tenant, freeze), keyed=True)
     scope = row.account or f"the tenant {tenant}"
     typer.echo(f"lifted {row.id} over {scope} ({row.reason})")
     if settings.webhook_url is None:

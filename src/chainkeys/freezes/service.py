@@ -39,6 +39,7 @@ from chainkeys.store.tables import freezes
 from chainkeys.text import printable
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.integrity import Integrity
 
 if TYPE_CHECKING:
     from chainkeys.accounts.service import AccountService
@@ -130,11 +131,16 @@ class FreezeService:
     """Freezes as approvers make and see them, and as the operator lists and lifts them."""
 
     def __init__(
-        self, db: Backend, accounts: AccountService | None = None, webhook: bool = False
+        self,
+        db: Backend,
+        accounts: AccountService | None = None,
+        webhook: bool = False,
+        integrity: Integrity | None = None,
     ) -> None:
         self.db = db
         self.accounts = accounts  # None: an operator's process (list and lift only)
         self.webhook = webhook
+        self.integrity = integrity  # the tenants' rows are read authenticated with it
 
     async def create(
         self, who: Principal, account: str | None, until: datetime | None, reason: str
@@ -225,13 +231,13 @@ class FreezeService:
     async def listed(self, tenant: str) -> list[FreezeRow]:
         """The tenant's freezes holding now (`chainkeys freeze list`)."""
         async with self.db.read() as tx:
-            tenant_id = await _tenant_id(tx, tenant)
+            tenant_id = await _tenant_id(tx, tenant, self.integrity)
             return await Freezes.active(tx, tenant_id, now_ms())
 
     async def lift(self, tenant: str, freeze_id: str) -> FreezeRow:
         """End a freeze now (`chainkeys freeze lift`): audited and announced."""
         async with self.db.write() as tx:
-            tenant_id = await _tenant_id(tx, tenant)
+            tenant_id = await _tenant_id(tx, tenant, self.integrity)
             row = await Freezes.get(tx, tenant_id, freeze_id[:40])
             if row is None:
                 raise FreezeNotFound(f"no freeze {freeze_id[:40]} in the tenant {tenant}")
@@ -261,8 +267,9 @@ class FreezeService:
             await Outbox.add(tx, event_id, msgspec.json.encode(body).decode(), at)
 
 
-async def _tenant_id(tx: Tx, tenant: str) -> str:
-    tenant_id = await Tenants.id_by_name(tx, tenant)
+async def _tenant_id(tx: Tx, tenant: str, integrity: Integrity | None) -> str:
+    """The tenant's id, its row authenticated when the key is held (lift: always)."""
+    tenant_id = await Tenants.id_by_name(tx, tenant, integrity)
     if tenant_id is None:
         raise NotFound(f"no tenant named {tenant}")
     return tenant_id

@@ -33,8 +33,9 @@ log = logging.getLogger("chainkeys.signing")
 class Gate:
     """Freezes and the co-signer between a decision and a key; refusals audited."""
 
-    def __init__(self, db: Backend, cosigner: Cosigner | None) -> None:
+    def __init__(self, db: Backend, policies: PolicyService, cosigner: Cosigner | None) -> None:
         self.db = db
+        self.policies = policies
         self.cosigner = cosigner
         self.freezes = FreezeLookup(db)
 
@@ -76,7 +77,7 @@ class Gate:
         summary = prepared.summary
         if decision is not None and (decision.spent or again is not None):
             async with self.db.write() as tx:
-                checked = await PolicyService.count(
+                checked = await self.policies.count(
                     tx, who.tenant_id, owner.network.name, decision, summary, False, again
                 )
             approved(checked, approval)

@@ -99,11 +99,10 @@ class SigningService(Gate):
         tokens: TokenService,
         cosigner: Cosigner | None = None,
     ) -> None:
-        super().__init__(db, cosigner)
+        super().__init__(db, policies, cosigner)
         self.barrier = barrier
         self.tokens = tokens
         self.accounts = accounts
-        self.policies = policies
         self.approvals = approvals
 
     async def refuse_unread(
