@@ -55,6 +55,12 @@ BEYOND_SCHEMA: dict[str, Rule] = {
         "an assertion is WebAuthn's free-form response object: a text in it holding NUL or an "
         "unpaired surrogate is refused, as everywhere (below)",
     ),
+    r"POST /freezes": _rule(
+        "invalid_account invalid_account_name invalid_until invalid_reason",
+        "the account must be family/name of an account (a name with a checksum), until in "
+        "the future (a schema has no now), the reason free of control and format characters "
+        "(a pattern no error wording could say) and not only spaces",
+    ),
     r"GET /wallets/\{wallet\}/xpub": _rule(
         "invalid_option unknown_network invalid_format",
         "the options must fit the family, and an OpenAPI query parameter cannot depend on another",

@@ -27,7 +27,8 @@ from chainkeys import clock
 from chainkeys.api import background
 from chainkeys.api.background import Task, supervise
 from chainkeys.approvals.repository import Outbox
-from chainkeys.approvals.webhook import HEADER, Webhook
+from chainkeys.approvals.webhook import Webhook
+from chainkeys.callbacks import HEADER
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.store import migrate

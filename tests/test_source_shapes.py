@@ -193,3 +193,15 @@ def test_every_file_the_package_serves_is_in_the_wheel() -> None:
     assert [f for f in data if not any(fnmatch.fnmatch(f, pat) and f.count("/") == pat.count("/")
                                        for pat in patterns)] == []  # fmt: skip
     assert any(f.startswith("api/static/console/pages/") for f in data)
+
+
+def test_httpx_is_imported_by_the_first_call_not_at_start() -> None:
+    """httpx (~0.14 s of CPU at each process start) is imported where an outbound call
+    is first made (the HTTP audit device, the co-signer), never by a module loading."""
+    import subprocess
+    import sys
+
+    code = ("import sys, chainkeys.api.app, chainkeys.cli.main, chainkeys.signing.service, "
+            "chainkeys.audit.devices, chainkeys.signing.cosigner; print('httpx' in sys.modules)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chainkeys.audit.service import AuditService
@@ -21,6 +18,7 @@ from chainkeys.errors import StartupError, StorageUnavailable
 from chainkeys.masterkey.service import KeyService
 from chainkeys.store import migrate
 from chainkeys.store.backend import Backend, open_backend
+from chainkeys.store.datadir import prepare_data_dir
 from chainkeys.store.dbcopy import CopyReport, Opener, copy_database, display_url
 from chainkeys.store.sealed import SealedRow
 from chainkeys.tokens.service import TokenService
@@ -39,6 +37,7 @@ if TYPE_CHECKING:  # imported by open_services: token, audit and policy commands
     from chainkeys.accounts.multisig import MultisigService
     from chainkeys.accounts.service import AccountService
     from chainkeys.approvals.service import ApprovalService
+    from chainkeys.freezes.service import FreezeService
     from chainkeys.policies.service import PolicyService
     from chainkeys.signing.service import SigningService
     from chainkeys.wallets.multisig import WalletMultisigService
@@ -64,38 +63,16 @@ class Services:
     approvals: ApprovalService
     multisig: MultisigService
     wallet_multisig: WalletMultisigService
+    freezes: FreezeService
 
     async def close(self) -> None:
+        await self.signing.close()  # the co-signer's connections
         await self.db.close()
 
     async def db_ping(self) -> None:
         """Raises StorageUnavailable when the database does not answer."""
         async with self.db.read() as tx:
             await Meta.ping(tx)
-
-
-def prepare_data_dir(settings: Settings) -> None:
-    """The data directory (0700 when made here) and the SQLite file, created 0600
-    whatever the umask or the directory's mode: its WAL and SHM files take the
-    database file's mode. A directory others can read is worth a warning."""
-    data_dir = settings.data_dir
-    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    mode = stat.S_IMODE(data_dir.stat().st_mode)
-    if mode & 0o077:
-        log.warning(
-            "data directory %s is readable by others (mode %o); chmod 700 it",
-            data_dir,
-            mode,
-        )
-    for path in (settings.sqlite_path, *_sqlite_companions(settings.sqlite_path)):
-        if path == settings.sqlite_path and not path.exists():
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        if path.exists() and stat.S_IMODE(path.stat().st_mode) != 0o600:
-            path.chmod(0o600)
-
-
-def _sqlite_companions(db: Path) -> tuple[Path, Path]:
-    return db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")
 
 
 @dataclass
@@ -290,7 +267,9 @@ async def open_services(
     from chainkeys.accounts.multisig import MultisigService
     from chainkeys.accounts.service import AccountService
     from chainkeys.approvals.service import ApprovalService
+    from chainkeys.freezes.service import FreezeService
     from chainkeys.policies.service import PolicyService
+    from chainkeys.signing.cosigner import Cosigner
     from chainkeys.signing.service import SigningService
     from chainkeys.vault.derive import Cursors
     from chainkeys.wallets.multisig import WalletMultisigService
@@ -314,9 +293,10 @@ async def open_services(
         AuditService(db, settings, cursors),
         KeyService(db, settings, barrier),
         policies,
-        SigningService(db, barrier, accounts, policies, approvals, tokens),
+        SigningService(db, barrier, accounts, policies, approvals, tokens, Cosigner.of(settings)),
         wallets,
         approvals,
         MultisigService(db, barrier),
         WalletMultisigService(db, barrier, wallets, accounts),
+        FreezeService(db, accounts, settings.webhook_url is not None, barrier.integrity),
     )

@@ -5,6 +5,7 @@ mistake into one line naming the variable, what it got and what it accepts."""
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import tomllib
 from collections.abc import Mapping
@@ -21,12 +22,15 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from chainkeys.settings_words import describe
+
 PREFIX = "CHAINKEYS_"
 # Secrets that may come from a file named by CHAINKEYS_<NAME>_FILE (Docker/systemd
 # credentials). The master key's file form is CHAINKEYS_MASTER_KEY_FILE (the key file),
 # the PIN's is the pkcs11_pin_file setting.
 SECRET_FILES = (
     "audit_http_authorization",
+    "cosigner_secret",
     "database_url",
     "metrics_token",
     "operator_token",
@@ -126,6 +130,13 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     # Delivered webhook events are forgotten after this many days.
     webhook_retention_days: int = Field(default=7, ge=1, le=3650)
+    # The co-signer (docs/cosigner.md): before any key opens, every signature the policy
+    # allows is POSTed here, signed with the secret (32 bytes or more, best from
+    # CHAINKEYS_COSIGNER_SECRET_FILE), and signed only if its signed answer approves.
+    # https://, or http:// to a loopback host only.
+    cosigner_url: str | None = None
+    cosigner_secret: SecretStr | None = None
+    cosigner_timeout: float = Field(default=10.0, gt=0, le=120)
     # Where people reach the console (https://keys.example.com): approver passkeys are
     # bound to its origin and host (the WebAuthn RP id); unset, passkeys are off.
     public_url: str | None = None
@@ -200,6 +211,33 @@ class Settings(BaseSettings):
             raise ValueError(
                 "CHAINKEYS_WEBHOOK_URL needs CHAINKEYS_WEBHOOK_SECRET (receivers "
                 "check every event's signature with it)"
+            )
+        return self
+
+    @field_validator("cosigner_url")
+    @classmethod
+    def _cosigner_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parsed = urlsplit(value.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("the co-signer URL is https://host[:port]/path")
+        if parsed.scheme == "http" and not loopback(parsed.hostname):
+            raise ValueError(
+                "the co-signer URL is https:// (http:// only to a loopback host: "
+                "localhost, 127.0.0.1, ::1)"
+            )
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _cosigner_needs_a_secret(self) -> Settings:
+        secret = self.cosigner_secret
+        if self.cosigner_url is not None and (
+            secret is None or len(secret.get_secret_value().encode()) < 32
+        ):
+            raise ValueError(
+                "CHAINKEYS_COSIGNER_URL needs CHAINKEYS_COSIGNER_SECRET_FILE, a file of at "
+                "least 32 bytes (questions and answers are signed with it)"
             )
         return self
 
@@ -298,6 +336,16 @@ class Settings(BaseSettings):
         return f"sqlite:///{self.sqlite_path}"
 
 
+def loopback(host: str) -> bool:
+    """Whether `host` names this machine only (plain http:// stays on it)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class SecretFiles(PydanticBaseSettingsSource):
     """CHAINKEYS_<SECRET>_FILE: the secret is the file's content (trailing newline dropped)."""
 
@@ -381,49 +429,4 @@ def load_settings() -> tuple[Settings, list[str]]:
     try:
         return Settings(), warnings
     except ValidationError as exc:
-        raise ConfigError(describe(exc)) from None
-
-
-def describe(exc: ValidationError) -> str:
-    """The first problem as `CHAINKEYS_X='got': what it accepts` (secrets not echoed)."""
-    error = exc.errors()[0]
-    name = str(error["loc"][0]) if error["loc"] else "?"
-    field = Settings.model_fields.get(name)
-    secret = field is not None and "SecretStr" in str(field.annotation)
-    got = "(hidden)" if secret else repr(error.get("input"))
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    msg = str(error["msg"]).removeprefix("Value error, ")
-    if not error["loc"]:  # a check across settings: its input is every setting, secrets too
-        return f"{msg}{more}"
-    if field is not None and error["type"] in RANGE_ERRORS:
-        msg = f"out of range: {accepted_range(field)}"
-    return f"{PREFIX}{name.upper()}={got}: {msg[:1].lower()}{msg[1:]}{more}"
-
-
-RANGE_ERRORS = {
-    "greater_than",
-    "greater_than_equal",
-    "less_than",
-    "less_than_equal",
-    "int_from_float",
-    "finite_number",
-}
-
-
-def accepted_range(field: FieldInfo) -> str:
-    """A field's bounds for a person: "from 1 to 65535", "above 0, at most 3600"."""
-    low = high = ""
-    for m in field.metadata:
-        if getattr(m, "ge", None) is not None:
-            low = f"from {m.ge}"
-        elif getattr(m, "gt", None) is not None:
-            low = f"above {m.gt}"
-        if getattr(m, "le", None) is not None:
-            high = f"{m.le}"
-        elif getattr(m, "lt", None) is not None:
-            high = f"below {m.lt}"
-    if low.startswith("from") and high and not high.startswith("below"):
-        return f"{low} to {high}"
-    if high and not high.startswith("below"):
-        high = f"at most {high}"
-    return ", ".join(p for p in (low, high) if p)
+        raise ConfigError(describe(exc, Settings.model_fields, PREFIX)) from None

@@ -40,6 +40,20 @@ class PolicyDenied(ChainkeysError):
     code, message = "policy_denied", "the signing policy does not allow this request"
 
 
+class CosignerRejected(ChainkeysError):
+    """The tenant's co-signer (CHAINKEYS_COSIGNER_URL) answered `reject`: nothing was
+    signed, no key opened (signing/cosigner.py). Its reason is in the message."""
+
+    code, message = "cosigner_rejected", "the co-signer rejected this request; nothing was signed"
+
+
+class Frozen(ChainkeysError):
+    """An emergency freeze holds over this tenant or account (freezes/service.py):
+    nothing is signed, exported or approved in its scope until it ends or is lifted."""
+
+    code, message = "frozen", "frozen: nothing is signed, exported or approved here now"
+
+
 class NotFound(ChainkeysError):
     code, message = "not_found", "not found"
 
@@ -122,6 +136,15 @@ class AuditUnavailable(Unavailable):
 
     code = "audit_unavailable"
     message = "no audit device can take this request's event now; nothing was done, try again"
+
+
+class CosignerUnavailable(Unavailable):
+    """The co-signer gave no valid answer (a timeout, a status other than 200, an
+    unsigned or stale answer, another request's id, malformed JSON, a redirect): nothing
+    was signed, no key opened; the same request may be sent again."""
+
+    code = "cosigner_unavailable"
+    message = "the co-signer gave no valid answer; nothing was signed, try again"
 
 
 class KeyUnavailable(Unavailable):

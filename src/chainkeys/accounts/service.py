@@ -35,6 +35,7 @@ from chainkeys.errors import (
     Forbidden,
     NotFound,
 )
+from chainkeys.freezes.service import frozen, holding
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
@@ -284,6 +285,22 @@ class AccountService(AccountLookup):
                 "key of its account (BIP32), so exporting it is the wallet's export and "
                 "needs a token not limited to families"
             )
+        # a derived key gives its wallet's every key: any freeze in the tenant stops it
+        found = await holding(self.db, who.tenant_id, row.family, (row.name,), bool(wallet))
+        if found is not None:
+            error = frozen(found, "nothing was exported")
+            details = {"freeze": found.id, "reason": error.message}
+            await self._audit(
+                audit_event(
+                    who,
+                    "export",
+                    error.code,
+                    family=row.family,
+                    account_name=row.name,
+                    details=details,
+                )
+            )
+            raise error
         fam = family_of(row.family)
         network = fam.network(row.network)
         await self.barrier.ensure(row.key_id)

@@ -31,6 +31,7 @@ class Doc:
     # OpenAPI links of the 200: operation id -> {parameter: runtime expression}, so a
     # client or a stateful fuzzer follows create -> get, sign, delete, …
     links: dict[str, dict[str, str]] = field(default_factory=dict)
+    status: str = "200"  # the success status (201: something was made)
 
 
 def links(operations: list[str], **parameters: str) -> dict[str, dict[str, str]]:

@@ -59,6 +59,7 @@ STATUS: dict[type[e.ChainkeysError], int] = {
     e.Unauthorized: 401,
     e.Forbidden: 403,
     e.PolicyDenied: 403,
+    e.CosignerRejected: 403,
     e.NotFound: 404,
     MethodNotAllowed: 405,
     RequestTimeout: 408,
@@ -66,10 +67,11 @@ STATUS: dict[type[e.ChainkeysError], int] = {
     e.Conflict: 409,
     PayloadTooLarge: 413,
     UnsupportedMediaType: 415,
+    e.Frozen: 423,  # WebDAV's Locked: the resource is, until the freeze ends or is lifted
     e.RateLimited: 429,
     e.StorageUnavailable: 503,
     e.StorageFull: 503,  # (a StorageUnavailable: named for the reader of this table)
-    e.Unavailable: 503,
+    e.Unavailable: 503,  # the co-signer's too (e.CosignerUnavailable)
 }
 ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")  # how Allow lists methods
 NO_SUCH_ENDPOINT = (

@@ -29,15 +29,16 @@ REF = "#/components/schemas/{name}"
 ERRORS = {
     "400": "bad input: malformed JSON, unknown field or network, invalid key, name or request",
     "401": "missing, unknown, expired or revoked token",
-    "403": "the token lacks the scope this route needs, or a policy refused the request",
+    "403": "the token lacks the scope this route needs, or a policy or the co-signer refused",
     "404": "not found in the caller's tenant (another tenant's is a 404 too)",
     "408": "the request body did not arrive in time",
     "409": "conflict: the name is taken in the caller's tenant, or the state does not allow it",
     "413": "request body too large",
     "415": "request body is not JSON",
+    "423": "frozen: a freeze holds over this tenant or account (GET /freezes)",
     "429": "rate limited",
     "500": "internal error",
-    "503": "storage unavailable",
+    "503": "storage unavailable, or (signing) the co-signer gave no valid answer",
 }
 RETRY_AFTER = {
     "Retry-After": {
@@ -125,7 +126,7 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
         "summary": doc.summary,
         "tags": [doc.tag],
         "responses": {
-            "200": {
+            doc.status: {
                 "description": doc.summary,
                 "content": doc.media or _content(doc.response, doc.response_examples),
             },
@@ -133,7 +134,7 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
         },
     }
     if doc.links:
-        op["responses"]["200"]["links"] = _links(doc.links)
+        op["responses"][doc.status]["links"] = _links(doc.links)
     if "202" in op["responses"]:  # an approval opened: its own operations follow
         op["responses"]["202"]["links"] = _links(APPROVAL_LINKS)
     if description:

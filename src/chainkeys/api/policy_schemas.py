@@ -108,6 +108,13 @@ class PolicyDecision(Struct, kw_only=True, omit_defaults=True):
     approval: dict[str, Any] | UnsetType = UNSET
     rules: list[RuleTried]
     summary: Annotated[dict[str, Any], Meta(description="what the request would do")]
+    cosigner: Annotated[
+        bool,
+        Meta(
+            description="true: the co-signer (CHAINKEYS_COSIGNER_URL) would be asked before "
+            "it signs, and signs only on its approval (docs/cosigner.md)"
+        ),
+    ] = False
 
 
 class CapUsage(Struct, kw_only=True, omit_defaults=True):
@@ -174,4 +181,5 @@ def decision_of(run: DryRun) -> PolicyDecision:
         approval=approval,
         rules=rules,
         summary=run.summary,
+        cosigner=run.cosigner,
     )

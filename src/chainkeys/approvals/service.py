@@ -47,6 +47,7 @@ from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound, StartupError
+from chainkeys.freezes.service import frozen, holding
 from chainkeys.store.backend import Backend
 from chainkeys.store.integrity import APPROVAL_VOTES, APPROVALS
 from chainkeys.tokens.service import Principal
@@ -237,6 +238,8 @@ class ApprovalService(Transitions):
         if reason is not None and len(reason) > MAX_REASON:
             raise BadRequest(f"a reason is at most {MAX_REASON} characters", code="invalid_reason")
         decision = "approve" if approve else "reject"
+        if approve:  # a rejection can only stop a request: it is taken during a freeze
+            await self._unfrozen(who, row)
         assertion = None
         if row.passkey and proof is None:
             await self.passkeys.audit_refusal(
@@ -292,6 +295,16 @@ class ApprovalService(Transitions):
         if closed is not None:
             raise Conflict(f"this request is {closed}; votes are closed", code="approval_closed")
         return await self.get(who, row.id), won
+
+    async def _unfrozen(self, who: Principal, row: ApprovalRow) -> None:
+        """Frozen (423, audited) while a freeze holds over the request's tenant or
+        account (freezes/service.py): no approving vote counts then."""
+        found = await holding(self.db, row.tenant_id, row.family, (row.account_name,), False)
+        if found is not None:
+            error = frozen(found, "the vote was not counted")
+            details = {"approval": row.id, "freeze": found.id, "reason": error.message}
+            await self.passkeys.audit_refusal(who, "approval.approve", error.code, details)
+            raise error
 
     def approvers(self, row: ApprovalRow, votes: list[Vote]) -> int:
         """The people whose authenticated votes approve `row`'s digest: the quorum is

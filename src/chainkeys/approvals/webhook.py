@@ -9,21 +9,20 @@ would send the event as a GET, without its body, somewhere else), and so is any
 answer that is not HTTP at all. Delivered events are forgotten after
 CHAINKEYS_WEBHOOK_RETENTION_DAYS. Sending never blocks a request. Each POST
 carries `Chainkeys-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret,
-"<t>.<raw body>")>` (Stripe's scheme: a receiver recomputes it and rejects an
-old `t`, which stops replays).
+"<t>.<raw body>")>` (Stripe's scheme, chainkeys/callbacks.py, which the co-signer's
+calls use too: a receiver recomputes it and rejects an old `t`, which stops replays).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import logging
 import urllib.error
 import urllib.request
 from typing import Any, Final
 
 from chainkeys.approvals.repository import Outbox
+from chainkeys.callbacks import HEADER, signature
 from chainkeys.clock import now_ms
 from chainkeys.store.backend import Backend
 
@@ -31,13 +30,6 @@ log = logging.getLogger("chainkeys.webhook")
 CLAIM_MS: Final = 30_000
 TIMEOUT_SECONDS: Final = 10
 MAX_BACKOFF_MS: Final = 300_000
-HEADER: Final = "Chainkeys-Signature"
-
-
-def signature(secret: bytes, body: bytes, at: int) -> str:
-    """The header value for `body` sent at unix second `at`."""
-    mac = hmac.new(secret, str(at).encode() + b"." + body, hashlib.sha256).hexdigest()
-    return f"t={at},v1={mac}"
 
 
 def backoff_ms(attempts: int) -> int:

@@ -21,6 +21,7 @@ from chainkeys.bootstrap import (
 from chainkeys.cli.approver import approver_app
 from chainkeys.cli.audit import audit_app
 from chainkeys.cli.common import DataDir, fail, finish, group, run, run_admin, settings_for, when
+from chainkeys.cli.freeze import freeze_app
 from chainkeys.cli.integrity import integrity_app
 from chainkeys.cli.masterkey import hsm_app, key_app
 from chainkeys.cli.operator import PromptUnsealer, operator_app, print_shares
@@ -75,6 +76,7 @@ app.add_typer(approver_app, name="approver")
 app.add_typer(operator_app, name="operator")
 app.add_typer(audit_app, name="audit")
 app.add_typer(integrity_app, name="integrity")
+app.add_typer(freeze_app, name="freeze")
 
 
 def worker_count(value: str | int) -> int:

@@ -204,10 +204,12 @@ def policy_test(
             str(asked["kind"]),
             asked["request"],
             candidate,
+            cosigner=settings.cosigner_url is not None,
         )
         return decision_of(run)
 
-    decided = run_admin(settings_for(data_dir), work, keyed=True)  # reads an account
+    settings = settings_for(data_dir)
+    decided = run_admin(settings, work, keyed=True)  # reads an account
     shown = {**msgspec.to_builtins(decided), "token": seen}
     typer.echo(msgspec.json.format(msgspec.json.encode(shown).decode(), indent=2))
     raise typer.Exit(TEST_EXIT.get(decided.decision, 1))

@@ -55,6 +55,7 @@ class RuleFields(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     above: dict[str, Any] | None = None  # values checked by _caps, like the caps
     when: str | None = None  # a CEL condition (policies/conditions.py)
     effect: str = "allow"  # or "deny"
+    cosigner: bool = True  # false: what this rule allows is signed without the co-signer
 
 
 RuleFile: Final = msgspec.defstruct(
@@ -101,6 +102,7 @@ class Rule:
     above: Mapping[str, int] | None = None  # approval only above these, or for other denoms
     when: Condition | None = None  # applies only when this is true (None: always)
     effect: str = "allow"  # "deny": applies to refuse, whatever else allows
+    cosigner: bool = True  # the co-signer (if one is set) is asked before it signs
 
     @property
     def label(self) -> str:
@@ -275,6 +277,8 @@ def _rule(index: int, raw: RuleFields, at: str) -> Rule:
         raise PolicyError(f"{at}.above: says when approval is needed; add approval")
     if raw.effect not in ("allow", "deny"):
         raise PolicyError(f"{at}.effect: allow or deny")
+    if raw.effect == "deny" and not raw.cosigner:
+        raise PolicyError(f"{at}.cosigner: a deny rule signs nothing, so it asks no co-signer")
     when = None
     if raw.when is not None:
         try:
@@ -307,6 +311,7 @@ def _rule(index: int, raw: RuleFields, at: str) -> Rule:
         _caps(raw.above, f"{at}.above"),
         when,
         raw.effect,
+        raw.cosigner,
     )
 
 

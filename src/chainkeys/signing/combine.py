@@ -51,7 +51,8 @@ async def combine_multisig(
     """A Cosmos multisig's transaction from its members' amino signatures (base64
     key, base64 signature): the document read in full as sign-amino reads it, each
     signature verified, the TxRaw built as cosmjs `makeMultisignedTx` builds it.
-    Nothing is signed here, so no policy applies; it is audited as any signature."""
+    Nothing is signed here, so no policy applies; it is audited as any signature, and
+    refused as any while a freeze holds over the account."""
     kind = kind_of(family, "sign-amino")
     try:
         row = await signing.accounts.row(who, family, name)
@@ -65,6 +66,7 @@ async def combine_multisig(
         await signing.refused(who, row, wrong.code, {"kind": "combine", "reason": wrong.message})
         raise wrong
     prepared = await signing.decode(who, row, owner, kind, kind.request(signDoc=doc))
+    await signing.unfrozen(who, row, "combine", (row.name,))  # it makes a signed transaction
     try:
         pairs = _decoded(signatures)
         if not isinstance(prepared, CosmosDoc):  # never: sign-amino prepares one

@@ -47,6 +47,7 @@ class DryRun:
     approval: Approval | None
     rules: list[RuleValue]
     summary: dict[str, Any]
+    cosigner: bool = False  # a co-signer would be asked before it signs (docs/cosigner.md)
 
 
 async def dry_run(
@@ -59,9 +60,12 @@ async def dry_run(
     kind_path: str,
     body: Any,
     policy: Policy | None = None,
+    cosigner: bool = False,
 ) -> DryRun:
     """Decide `body` (a sign endpoint's request) for `account` as `who`, under `policy`
-    (None: the tenant's policy in force, read fresh). No master key is needed."""
+    (None: the tenant's policy in force, read fresh). No master key is needed. With
+    `cosigner` (one is configured), say whether it would be asked: for whatever would
+    sign, unless the deciding rule says `"cosigner": false`."""
     fam = family_of(family)
     kind = kind_of(fam.name, kind_path)
     request = convert(body, kind.request, "request: ")
@@ -79,7 +83,8 @@ async def dry_run(
         policy = await policies.current(who.tenant_id, fresh=True)
     record = summary_record(summary)
     if policy is None:
-        return DryRun("allow", None, "no policy: the token's scopes decide", None, [], record)
+        why = "no policy: the token's scopes decide"
+        return DryRun("allow", None, why, None, [], record, cosigner)
     facts = await policies.facts(who, await account_for(db, integrity, row), summary, policy)
     try:
         decision = decide(policy, summary, facts, every=True)
@@ -96,9 +101,10 @@ async def dry_run(
     over = await _over_daily_cap(db, integrity, who, summary, decision)
     if over is not None:
         return DryRun("deny", decision.rule, over, None, values, record)
+    asked = cosigner and decision.rule.cosigner
     if decision.approval is not None:
-        return DryRun("approval", decision.rule, None, decision.approval, values, record)
-    return DryRun("allow", decision.rule, None, None, values, record)
+        return DryRun("approval", decision.rule, None, decision.approval, values, record, asked)
+    return DryRun("allow", decision.rule, None, None, values, record, asked)
 
 
 def _values(

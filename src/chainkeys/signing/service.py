@@ -1,10 +1,21 @@
 """The one path every sign request takes, whatever the family and kind.
 
 Decode and check first (the chain layer's `prepare`, with public data only),
-then the tenant's policy on the summary; a refusal opens no key. Then, in one
-transaction: count the spend against the policy's 24 h caps, open the key,
-sign, and audit the summary with the digest and tx id. A signature whose
-audit row (or cap count) cannot be committed is not handed out.
+then the tenant's policy on the summary; a refusal opens no key. Then the gate every
+signature passes, whichever way it came (`_sign`: the sign endpoint, an approved
+request at its quorum, and any later way to sign): no freeze may hold over the
+tenant, the account or a key that would sign (freezes/service.py), and the co-signer,
+when one is set, must approve (signing/cosigner.py). Then, in one transaction: count
+the spend against the policy's 24 h caps, open the key, sign, and audit the summary
+with the digest and tx id. A signature whose audit row (or cap count) cannot be
+committed is not handed out.
+
+The co-signer is asked outside any transaction (its answer may take seconds; no
+lock or connection waits on it), after the caps were checked without counting (it is
+never asked about what they refuse) and before they are counted: so a rejected or
+unanswered signature consumes no cap, and the count in the signing transaction,
+which may still refuse when concurrent signatures filled the window meanwhile,
+keeps every cap exact. Its approval is necessary, never sufficient.
 
 Every refusal is audited, whatever its shape: a body that is too large,
 malformed or of the wrong types (`refuse_unread`), an unknown account, a
@@ -45,12 +56,15 @@ from chainkeys.errors import (
     AccountNotFound,
     BadRequest,
     ChainkeysError,
+    Frozen,
     IntegrityFailure,
     KeyMismatch,
     PolicyDenied,
 )
 from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.service import Account, PolicyService
+from chainkeys.signing.cosigner import Cosigner
+from chainkeys.signing.gate import Gate
 from chainkeys.signing.requests import (
     SIGN_FAILED,
     Again,
@@ -74,7 +88,7 @@ class Completed(Exception):
     this completion's transaction, its signature and audit row with it, is dropped."""
 
 
-class SigningService:
+class SigningService(Gate):
     def __init__(
         self,
         db: Backend,
@@ -83,12 +97,12 @@ class SigningService:
         policies: PolicyService,
         approvals: ApprovalService,
         tokens: TokenService,
+        cosigner: Cosigner | None = None,
     ) -> None:
-        self.db = db
+        super().__init__(db, policies, cosigner)
         self.barrier = barrier
         self.tokens = tokens
         self.accounts = accounts
-        self.policies = policies
         self.approvals = approvals
 
     async def refuse_unread(
@@ -130,7 +144,7 @@ class SigningService:
         except Refusal as refusal:
             await self._policy_refused(who, row, kind, summary, decision, refusal)
             raise PolicyDenied(refusal.message) from None
-        return await self._sign(who, row, owner, kind, prepared, decision, again=again)
+        return await self._sign(who, row, owner, kind, prepared, decision, request, again=again)
 
     async def decode(
         self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any
@@ -150,14 +164,23 @@ class SigningService:
         kind: SignKind,
         prepared: Decoded,
         decision: Decision | None,
+        request: Any,
         approval: ApprovalRow | None = None,
         again: Again = None,
     ) -> Signed:
-        """Count the caps (deciding again under their lock when conditions read `spent`),
-        open the key, sign and audit, in one transaction. Whatever fails is audited."""
+        """No freeze holding, the co-signer's approval; then count the caps (deciding
+        again under their lock when conditions read `spent`), open the key, sign and
+        audit, in one transaction. Whatever fails is audited."""
         summary = prepared.summary
         try:
             signers = await self._signers(who, row, owner)
+            names = (row.name, *(s.name for s in signers if s.name != row.name))
+            await self.unfrozen(who, row, kind.path, names)
+            asked = await self._cosigned(
+                who, row, owner, kind, prepared, request, decision, approval, again
+            )
+            if asked is not None:  # its answer took a while: a freeze made meanwhile holds
+                await self.unfrozen(who, row, kind.path, names)
             for signer in signers:  # a rotation newer than the last refresh
                 await self.barrier.ensure(signer.key_id)
             # without caps to count, the audit row is the write's one statement
@@ -169,6 +192,8 @@ class SigningService:
                         tx, who.tenant_id, owner.network.name, decision, summary, again=again
                     )
                     approved(decision, approval)
+                    if asked is None and self._asks(decision):  # decided again: another rule
+                        raise Refusal(decision.rule, "the policy changed meanwhile; send it again")
                 keys = [self._open(signer) for signer in signers]
                 if owner.multisig is None:
                     signed = prepared.sign(keys[0])
@@ -178,6 +203,8 @@ class SigningService:
                     raise RuntimeError(f"{kind.path} prepared no multisig signing")
                 details = self._details(kind, summary, decision)
                 details["tx_id"] = signed.tx_id
+                if asked is not None:
+                    details["cosigner"] = asked
                 if approval is not None:
                     details["approval"] = approval.id
                 event = audit_event(
@@ -188,7 +215,7 @@ class SigningService:
                     result = msgspec.json.encode(signed.data).decode()
                     if not await self.approvals.signed_in(tx, approval.id, result):
                         raise Completed(approval.id)
-        except Completed:
+        except (Completed, Frozen):  # audited where it was found
             raise
         except KeyMismatch:
             await self.refused(who, row, KeyMismatch.code, {"kind": kind.path})
@@ -286,6 +313,7 @@ class SigningService:
         approval = decision.approval
         if approval is None:  # never: the caller checked
             raise RuntimeError("no approval to wait for")
+        await self.unfrozen(who, row, kind.path, (row.name,))  # no request opens either
         async with self.db.write() as tx:
             decision = await self.policies.count(
                 tx, who.tenant_id, owner.network.name, decision, summary, record=False, again=again
@@ -388,7 +416,7 @@ class SigningService:
                 raise PolicyDenied(refusal.message) from None
             again = (policy, facts) if policy.reads_spent else None
         return await self._sign(
-            requester, row, owner, kind, prepared, decision, approval=approval, again=again
+            requester, row, owner, kind, prepared, decision, request, approval, again
         )
 
     async def sweep(self) -> None:
@@ -412,19 +440,3 @@ class SigningService:
         if decision is not None:
             details["policy_rule"] = decision.rule.index
         return details
-
-    async def refused(
-        self, who: Principal, row: AccountRow, code: str, details: dict[str, Any]
-    ) -> None:
-        """Audit a refused request on an account (also signing/combine.py)."""
-        await self._audit_refusal(who, row.family, row.name, code, details)
-
-    async def _audit_refusal(
-        self, who: Principal, family: str, name: str, code: str, details: dict[str, Any]
-    ) -> None:
-        metrics.SIGN_REFUSALS.labels(family, details["kind"], code).inc()
-        event = audit_event(who, "sign", code, family=family, account_name=name, details=details)
-        try:
-            await Audit.record(self.db, event)
-        except ChainkeysError:
-            log.error("the audit row of a refused %s sign request could not be written", family)

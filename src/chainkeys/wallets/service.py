@@ -34,6 +34,7 @@ from chainkeys.chains.mnemonic import normalise_mnemonic, seed_from_mnemonic
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, ChainkeysError, Conflict
+from chainkeys.freezes.service import frozen, holding
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
@@ -319,6 +320,15 @@ class WalletService:
         """The phrase and passphrase (the caller checked the setting and the scope);
         audited, logged without them, and the wallet is marked exported for good."""
         row = await self._row(who, ref)
+        found = await holding(self.db, who.tenant_id, None, (), any_account=True)
+        if found is not None:  # its phrase gives the keys of every account derived from it
+            error = frozen(found, "no wallet is exported while a freeze holds in the tenant")
+            details = {"freeze": found.id, "reason": error.message}
+            event = audit_event(
+                who, "wallet.export", error.code, account_name=row.id, details=details
+            )
+            await Audit.record(self.db, event)
+            raise error
         phrase = await self._phrase(row)
         async with self.db.write() as tx:
             await Wallets.set_exported(tx, row.seq)

@@ -148,12 +148,14 @@ def family_routes(family: str, list_max_limit: int) -> list[Route]:
         f"Export one {title} account's private key (Moon's path)",
         title,
         shape.account_response,
-        ("400", "404", *ERRORS_AUTH),
+        ("400", "404", "423", *ERRORS_AUTH),
         parameters=(name,),
         description="Only when the server has CHAINKEYS_EXPORT_ENABLED and the token the "
         "`export` scope. The key is in the family's import form (hex for Cosmos, WIF for "
         "Dogecoin/Litecoin, legacy WIF for EOS), with the BIP32 path of a mnemonic import. "
-        "Audited; answered with Cache-Control: no-store.",
+        "Audited; answered with Cache-Control: no-store. 423 while a freeze holds over "
+        "the account or the tenant (any freeze in the tenant, for a key derived from a "
+        "wallet).",
     )
     return [
         resource(

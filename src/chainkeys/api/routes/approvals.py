@@ -104,7 +104,7 @@ async def cancel(request: Request, principal: Principal) -> Response:
 
 def approval_routes(list_max_limit: int) -> list[Route]:
     item = (params.APPROVAL_ID,)
-    errors = ("400", "403", "404", "409", *ERRORS_AUTH)
+    errors = ("400", "403", "404", "409", "423", *ERRORS_AUTH)
     docs = {
         "list": Doc(
             "listApprovals",
@@ -135,8 +135,10 @@ def approval_routes(list_max_limit: int) -> list[Route]:
             parameters=item,
             examples={"approve": {"digest": aps.APPROVAL_EXAMPLE["data"]["digest"]}},
             description="Approvers of the request's group only; never the requester "
-            "or a token with its label; one vote per person. The vote that reaches "
-            "the quorum signs (the policy and caps are checked again). On a request "
+            "or a token with its label; one vote per person; none while a freeze holds "
+            "over the request's account or tenant (423). The vote that reaches the "
+            "quorum signs (the policy, the caps, any freeze and the co-signer are "
+            "checked then). On a request "
             "whose rule says `passkey`, the vote carries `assertion` or `signature` "
             "(GET /approvals/{id}/challenge). Beyond the schema: `assertion` is "
             "WebAuthn's free-form response object, and a text in it holding NUL "

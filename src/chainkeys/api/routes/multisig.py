@@ -148,7 +148,7 @@ def combine_route(family: str, combined: type) -> Route:
         f"Assemble a {title} multisig transaction from its members' signatures",
         title,
         answered,
-        ("400", "404", "408", "413", "415", *ERRORS_AUTH),
+        ("400", "404", "408", "413", "415", "423", *ERRORS_AUTH),
         request=ms.CombineRequest,
         parameters=(ACCOUNT_NAMES[family],),
         description="The amino StdSignDoc every member signed (read in full, as sign-amino "

@@ -124,6 +124,7 @@ async def test_policy(request: Request, principal: Principal) -> Response:
         body.account,
         body.kind,
         body.request,
+        cosigner=svc.settings.cosigner_url is not None,
     )
     return ok(
         s.Envelope(

@@ -72,7 +72,7 @@ def kind_route(family: str, kind: SignKind) -> Route:
         f"{title}: {kind.summary}",
         f"{title} signing",
         response_type,
-        ("202", "400", "404", "408", "413", "415", *ERRORS_AUTH),
+        ("202", "400", "404", "408", "413", "415", "423", *ERRORS_AUTH),
         request=request_type,
         parameters=(account,),
         description=f"{kind.description} {BEYOND_THE_SCHEMA}".strip(),

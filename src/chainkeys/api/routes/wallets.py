@@ -274,11 +274,12 @@ def wallet_routes(list_max_limit: int) -> list[Route]:
             "Export a wallet's phrase",
             TAG,
             ws.WalletExportResponse,
-            ("403", "404", *ERRORS_AUTH),
+            ("403", "404", "423", *ERRORS_AUTH),
             parameters=item,
             description="Only with CHAINKEYS_EXPORT_ENABLED and the `export` scope; "
             "audited; the wallet is marked exported for good; Cache-Control: "
-            "no-store.",
+            "no-store. 423 while any freeze holds in the tenant (the phrase gives the "
+            "keys of every account derived from it).",
         ),
     }
     return [

@@ -30,6 +30,7 @@ from chainkeys.store.tables.core import (
     tenants,
     tokens,
 )
+from chainkeys.store.tables.freezes import freezes
 from chainkeys.store.tables.heads import integrity_heads
 from chainkeys.store.tables.keys import key_ring, key_users, master_keys
 from chainkeys.store.tables.wallets import wallet_counters, wallet_multisigs, wallets
@@ -46,6 +47,7 @@ __all__ = [
     "audit",
     "audit_heads",
     "deleted_accounts",
+    "freezes",
     "idempotency",
     "integrity_heads",
     "key_ring",
