@@ -25,6 +25,7 @@ from chainkeys.store.tables import (
     approvals,
     approver_credentials,
     approver_invites,
+    freezes,
     policy_totals,
     policy_versions,
     tenants,
@@ -265,3 +266,28 @@ def test_a_token_row_that_fails_stops_no_round(srv: Server, t: Tenant) -> None:
         assert t.client.get(f"/approvals/{mine['id']}").status_code == 401
     finally:
         other.client.close()
+
+
+def test_a_freeze_deleted_or_lifted_by_a_writer_fails_closed(srv: Server, t: Tenant) -> None:
+    """A tenant frozen; a writer deletes the freeze (or sets it lifted) to sign in the
+    emergency: nothing signs (integrity_failure), never a signature."""
+    assert srv.services is not None
+    assert t.client.post("/dogecoin", json={}).status_code == 200
+    [name] = t.client.get("/dogecoin").json()["data"]["keys"]
+    path = f"/dogecoin/{name}/sign-message"
+    _, approve = srv.call(srv.services.tokens.create(
+        t.name, "alice", frozenset({"approve", "read"}), None, None, "treasury"))  # fmt: skip
+    with srv.client(approve) as alice:
+        made = alice.post("/freezes", json={"reason": "the payout host may be compromised"})
+        assert made.status_code == 201, made.text
+    r = t.sign(path, {"message": "frozen"})
+    assert (r.status_code, r.json()["code"]) == (423, "frozen"), r.text
+    tenant_id = _tenant_id(srv, t)
+    [row] = _sql(srv, select(freezes).where(freezes.c.tenant_id == tenant_id))
+    _sql(srv, update(freezes).where(freezes.c.id == row["id"]).values(lifted_ms=1))
+    r = t.sign(path, {"message": "lifted by hand"})
+    assert (r.status_code, r.json()["code"]) == (500, "integrity_failure"), r.text
+    _sql(srv, delete(freezes).where(freezes.c.id == row["id"]))
+    r = t.sign(path, {"message": "deleted by hand"})
+    assert (r.status_code, r.json()["code"]) == (500, "integrity_failure"), r.text
+    assert not [e for e in t.sign_events() if e["outcome"] == "ok"]

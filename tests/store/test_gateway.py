@@ -42,6 +42,7 @@ OWNERS: dict[str, set[str]] = {
     "audit": {"audit/repository.py", "audit/chain.py", "vault/adoption.py"},
     "webhook_outbox": {"approvals/repository.py", "vault/adoption.py"},
     "integrity_heads": {"vault/heads.py", "vault/adoption.py"},
+    "freezes": {"freezes/repository.py", "freezes/service.py"},  # (service: its cache's name)
 }
 AUTHENTICATES = ("chainkeys.vault.gate", "chainkeys.vault.integrity", "chainkeys.store.integrity")
 

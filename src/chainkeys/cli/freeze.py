@@ -34,7 +34,9 @@ def list_freezes(
     """The tenant's freezes holding now."""
     from chainkeys.freezes.service import record_of
 
-    rows = run_admin(settings_for(data_dir), lambda admin: _freezes(admin).listed(tenant))
+    rows = run_admin(  # keyed: freezes are authenticated rows
+        settings_for(data_dir), lambda admin: _freezes(admin).listed(tenant), keyed=True
+    )
     for r in rows:
         if as_json:
             typer.echo(msgspec.json.encode(record_of(r)).decode())

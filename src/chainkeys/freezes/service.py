@@ -119,7 +119,10 @@ class FreezeLookup:
     async def holding(
         self, tenant_id: str, family: str | None, names: tuple[str, ...]
     ) -> FreezeRow | None:
-        rows = await self._kept.through(tenant_id, lambda: self._read(tenant_id))
+        if self._db.counter_is_immediate:
+            rows = await self._kept.through(tenant_id, lambda: self._read(tenant_id))
+        else:  # a freeze made on another replica must hold at this one's next request
+            rows = await self._read(tenant_id)
         return first_holding(rows, family, names, any_account=False)
 
     async def _read(self, tenant_id: str) -> list[FreezeRow]:
@@ -244,7 +247,7 @@ class FreezeService:
             at = now_ms()
             if row.lifted_ms is not None or (row.until_ms is not None and row.until_ms <= at):
                 raise Conflict(f"freeze {row.id} has ended already", code="freeze_ended")
-            if not await Freezes.lift(tx, row.id, at):
+            if not await Freezes.lift(tx, row, at):
                 raise Conflict(f"freeze {row.id} has ended already", code="freeze_ended")
             lifted = replace(row, lifted_ms=at)
             await self._changed(tx, Principal(tenant_id, tenant, ""), lifted, "freeze.lifted")

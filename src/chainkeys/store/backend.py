@@ -27,6 +27,10 @@ class Backend(Protocol):
     url: str
     # Whether change_counter() is cheap enough to read per request (caches rely on it).
     has_change_counter: bool
+    # Whether it moves with the commit itself (SQLite's shared memory), or a moment
+    # later (PostgreSQL's notifications): what must hold "at once" on every replica
+    # (a freeze) is cached only where it is immediate.
+    counter_is_immediate: bool
     # Seconds between two rounds of `watch` in a server process (None: it has none).
     watch_every: float | None
     # The gate (vault/gate.py) once the barrier opened it, handed to every transaction:

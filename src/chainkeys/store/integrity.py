@@ -28,6 +28,7 @@ from chainkeys.store.tables import (
     audit,
     audit_heads,
     deleted_accounts,
+    freezes,
     integrity_heads,
     meta,
     policy_totals,
@@ -263,6 +264,25 @@ WEBHOOK_OUTBOX = Authenticated(
 # let changes through. Its MAC covers the record's key, the cursor and its gaps.
 DEVICE_CURSORS = Authenticated(meta, "audit device cursor", ("key", "through", "gaps"), {})
 
+# Emergency freezes: a writer who deletes or lifts one would sign during an emergency.
+FREEZES = Authenticated(
+    freezes,
+    "freeze",
+    (
+        "id",
+        "tenant_id",
+        "family",
+        "account_name",
+        "reason",
+        "created_ms",
+        "until_ms",
+        "created_by",
+        "created_by_token_id",
+        "lifted_ms",
+    ),
+    {},
+)
+
 # Which version of each authorizing row is the latest (vault/heads.py).
 HEADS = Authenticated(integrity_heads, "head", ("scope", "version", "body"), {})
 
@@ -281,4 +301,5 @@ REGISTRY: tuple[Authenticated, ...] = (
     APPROVER_CREDENTIALS,
     APPROVER_INVITES,
     WEBHOOK_OUTBOX,
+    FREEZES,
 )

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from chainkeys.store.integrity import (
     APPROVER_CREDENTIALS,
     APPROVER_INVITES,
+    FREEZES,
     POLICY_TOTALS,
     POLICY_VERSIONS,
     TOKENS,
@@ -63,6 +64,7 @@ PINNED: tuple[Pinned, ...] = (
     ),
     Pinned("policy", POLICY_VERSIONS, lambda r: str(r["version"]), latest="version"),
     Pinned("caps", POLICY_TOTALS, cap_ident),
+    Pinned("freezes", FREEZES, lambda r: str(r["id"]), lambda r: r["lifted_ms"] is None),
 )
 
 

@@ -42,6 +42,7 @@ class PostgresBackend:
     """The `Backend` on a PostgreSQL database; maps driver failures to StorageUnavailable."""
 
     has_change_counter = True  # while a server process's watch holds its lease (watch.py)
+    counter_is_immediate = False  # a commit elsewhere is heard a moment later (NOTIFY)
 
     @property
     def signer(self) -> RowSigner | None:

@@ -54,6 +54,7 @@ class SqliteBackend:
     (StorageFull when the disk is full: store/sqlite/full.py)."""
 
     has_change_counter = True  # see change_counter
+    counter_is_immediate = True  # the WAL index moves with the commit
     signer: RowSigner | None = None  # the gate, given to each writer (store/sql.py Tx)
     watch_every: float | None = None  # the counter is read from shared memory: nothing to keep up
 

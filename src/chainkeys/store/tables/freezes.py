@@ -24,5 +24,6 @@ freezes = Table(
     Column("created_by", String(128), nullable=False),
     Column("created_by_token_id", String(32), nullable=False),
     Column("lifted_ms", BigInteger, nullable=True),
+    Column("mac", String(80), nullable=True),  # store/integrity.py FREEZES
     Index("ix_freezes_tenant_id_lifted_ms", "tenant_id", "lifted_ms"),
 )

@@ -30,6 +30,7 @@ def upgrade() -> None:
         sa.Column("created_by", sa.String(128), nullable=False),
         sa.Column("created_by_token_id", sa.String(32), nullable=False),
         sa.Column("lifted_ms", sa.BigInteger(), nullable=True),
+        sa.Column("mac", sa.String(80), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_freezes"),
         sa.ForeignKeyConstraint(["tenant_id"], ["tenants.id"], name="fk_freezes_tenant_id_tenants"),
     )
