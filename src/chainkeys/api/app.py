@@ -32,6 +32,7 @@ from chainkeys.api.routes.multisig import multisig_routes, wallet_multisig_route
 from chainkeys.api.routes.overview import overview_routes
 from chainkeys.api.routes.policy import policy_routes
 from chainkeys.api.routes.service import service_routes
+from chainkeys.api.routes.sign_batch import sign_batch_routes
 from chainkeys.api.routes.signing import signing_routes
 from chainkeys.api.routes.sys import sys_routes
 from chainkeys.api.routes.wallets import wallet_routes
@@ -55,6 +56,7 @@ def api_routes(settings: Settings) -> list[Route]:
         *multisig_routes(),  # before /{family}/{accountName}: "multisig" is no address
         *account_routes(settings.list_max_limit),
         *signing_routes(),
+        *sign_batch_routes(),
         *wallet_routes(settings.list_max_limit),
         *wallet_multisig_routes(),
         *approval_routes(settings.list_max_limit),

@@ -115,7 +115,7 @@ def _statuses(doc: Doc) -> list[str]:
     return sorted(codes)
 
 
-def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
+def _operation(doc: Doc, scope: str | None, max_body: int | None = None) -> dict[str, Any]:
     description = doc.description
     if scope == AUTHENTICATED:
         description = f"Any live token. {description}".strip()
@@ -146,6 +146,13 @@ def _operation(doc: Doc, scope: str | None) -> dict[str, Any]:
             "required": doc.request_required,
             "content": _content(doc.request, doc.examples),
         }
+        if max_body is not None:  # a route's own cap (Op.max_body), above the server's
+            op["requestBody"]["description"] = (
+                f"At most {max_body:,} bytes: this operation's own cap (every other "
+                "operation's is the server's CHAINKEYS_MAX_BODY_BYTES, 16 KiB by "
+                "default); a larger body is a 413."
+            )
+            op["requestBody"]["x-max-body-bytes"] = max_body
     if scope is None:
         op["security"] = []
     return op
@@ -202,6 +209,23 @@ def ecma_patterns(node: Any) -> Any:
     return out
 
 
+def _listed(t: Any) -> set[Any]:
+    """The Structs a request lists in a field (`list[A | B]`: a batch's items), so their
+    rules between fields (`together`) are stated as the top-level requests' are."""
+    found: set[Any] = set()
+    for field in getattr(t, "__struct_fields__", ()):
+        hint = typing.get_type_hints(t, include_extras=True).get(field)
+        while typing.get_origin(hint) is typing.Annotated:
+            hint = typing.get_args(hint)[0]
+        if typing.get_origin(hint) is not list:
+            continue
+        (member,) = typing.get_args(hint)
+        union = typing.get_origin(member) is typing.Union
+        members = typing.get_args(member) if union else (member,)
+        found.update(m for m in members if isinstance(m, type) and issubclass(m, msgspec.Struct))
+    return found
+
+
 def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     types: set[Any] = {ErrorBody, ApprovalResponse}
@@ -215,7 +239,9 @@ def build_openapi(routes: Iterable[Route]) -> dict[str, Any]:
                 types.update(typing.get_args(doc.request))
             elif doc.request is not None:
                 types.add(doc.request)
-            paths.setdefault(route.path, {})[method.lower()] = _operation(doc, op.scope)
+                types.update(_listed(doc.request))
+            operation = _operation(doc, op.scope, op.max_body)
+            paths.setdefault(route.path, {})[method.lower()] = operation
     types |= {n for t in list(types) if (rules := together(t)) for n in rules.types()}
     _, components = msgspec.json.schema_components(sorted(types, key=_name), ref_template=REF)
     for t in types:

@@ -5,7 +5,8 @@ It sits outside the framework (Starlette) so that it sees every request, routing
   the audit log); a client's own id is kept apart as `client_request_id`;
 - the body's bounds: its size (413; a declared size over the limit is refused
   by the route after authentication, before a byte is read, so a refused sign
-  request is audited), a deadline for all of it (408: an idle timer would let
+  request is audited; a route may allow more than the server's limit, its own
+  cap: `_Body.widen`), a deadline for all of it (408: an idle timer would let
   one byte every few seconds hold a connection forever), and a body that
   never fully arrives is a disconnect, never a complete request;
 - `Connection: close` after a response that left part of a body unread, so a
@@ -43,9 +44,10 @@ CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 ARRIVED = "chainkeys.arrived"
 TOKEN_ID = "chainkeys.token_id"  # noqa: S105 - a scope key, not a secret
 AUTHORIZATION = "chainkeys.authorization"  # the one Authorization header's value (bytes)
-# The body limit when the declared body is over it (else 0): the first read raises 413
-# before any byte is read. Left to the app, so that a refused sign request is audited.
-OVERSIZE = "chainkeys.oversize"
+# The request's body (`_Body`): its limit, and whether the declared size is over it (the
+# first read then raises 413 before any byte is read). Left to the app, so that a refused
+# sign request is audited, and so that a route can allow its own cap (`_Body.widen`).
+BODY = "chainkeys.body"
 
 
 class _RequestIds:
@@ -71,16 +73,24 @@ class _Body:
     """The request body as the app receives it: bounded in size and in time."""
 
     def __init__(
-        self, receive: Receive, expected: bool, limit: int, timeout: float, oversize: bool
+        self, receive: Receive, expected: bool, limit: int, timeout: float, declared: int | None
     ) -> None:
         self._receive = receive
         self.limit = limit
         self.timeout = timeout
         self.complete = not expected
         self.gone = False
-        self.oversize = oversize
+        self.declared = declared
+        self.oversize = declared is not None and declared > limit
         self._seen = 0
         self._deadline: float | None = None
+
+    def widen(self, limit: int) -> None:
+        """A route's own cap above the server's (a batch of sign requests), set before
+        the route reads its body."""
+        if limit > self.limit:
+            self.limit = limit
+            self.oversize = self.declared is not None and self.declared > limit
 
     async def receive(self) -> Message:
         if self.oversize:
@@ -151,9 +161,7 @@ class Transport:
                 client_rid = text if CLIENT_REQUEST_ID.fullmatch(text) else None
         logs.client_request_id.set(client_rid)
         expected = chunked or (declared is not None and declared != 0)
-        oversize = declared is not None and declared > self.max_body
-        scope[OVERSIZE] = self.max_body if oversize else 0
-        body = _Body(receive, expected, self.max_body, self.body_timeout, oversize)
+        body = scope[BODY] = _Body(receive, expected, self.max_body, self.body_timeout, declared)
         status = 500
         rid_header = (b"x-request-id", rid.encode())
 

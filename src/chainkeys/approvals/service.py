@@ -48,7 +48,7 @@ from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound, StartupError
 from chainkeys.freezes.service import frozen, holding
-from chainkeys.store.backend import Backend
+from chainkeys.store.backend import Backend, Transactions
 from chainkeys.store.integrity import APPROVAL_VOTES, APPROVALS
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
@@ -111,14 +111,18 @@ class ApprovalService(Transitions):
 
     # -- requests ----------------------------------------------------------------------
 
-    async def open(self, who: Principal, req: Request) -> ApprovalView:
+    async def open(
+        self, who: Principal, req: Request, db: Transactions | None = None
+    ) -> ApprovalView:
         """The pending approval of this request: a new one, or the one the same token
-        opened for the same bytes (a retry never makes a second)."""
+        opened for the same bytes (a retry never makes a second). `db`: where (a batch
+        of sign requests' one transaction), the store by default."""
+        db = db or self.db
         key = hashlib.sha256(
             "\x00".join((who.token_id, req.family, req.account_name, req.kind, req.body)).encode()
         ).hexdigest()
         for _ in range(3):
-            async with self.db.read() as tx:
+            async with db.read() as tx:
                 found = await Approvals.pending(tx, key)
                 if found is not None:
                     return ApprovalView(found, await Votes.of(tx, found.id))
@@ -146,7 +150,7 @@ class ApprovalService(Transitions):
             )
             row = replace(row, mac=self._keyed().mac(APPROVALS, row.covered()))
             try:
-                async with self.db.write() as tx:
+                async with db.write() as tx:
                     if not await Approvals.insert(tx, row):
                         raise _Taken
                     await self._changed(tx, who, row, PENDING)

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Select, String, and_, bindparam, case, func, insert, select, update
 
-from chainkeys.store.backend import Backend
+from chainkeys.store.backend import Transactions
 from chainkeys.store.integrity import AUDIT_ROWS
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import (
@@ -122,7 +122,7 @@ class Audit:
         await tx.execute(_INSERT_AUDIT, signed(tx, event.params()))
 
     @staticmethod
-    async def record(db: Backend, event: AuditEvent) -> None:
+    async def record(db: Transactions, event: AuditEvent) -> None:
         """`insert` as a write of its own (a refusal, a step done elsewhere): one
         statement, so no transaction around it (Backend.write's one_statement)."""
         async with db.write(one_statement=True) as tx:

@@ -25,7 +25,7 @@ from chainkeys.policies.document import Policy, PolicyError, Rule, parse
 from chainkeys.policies.engine import Decision, Refusal, decide, over_the_day
 from chainkeys.policies.repository import DAY_MS as DAY_MS
 from chainkeys.policies.repository import Policies, Spends, Version
-from chainkeys.store.backend import Backend
+from chainkeys.store.backend import Backend, Transactions
 from chainkeys.store.integrity import POLICY_VERSIONS
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
@@ -61,6 +61,21 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class Spend:
+    """A request's spend, checked against the caps under their lock
+    (`PolicyService.check`): recorded in the same transaction once it is signed."""
+
+    spends: Spends
+    digest: str
+    amounts: dict[str, int]
+    totals: dict[str, int]  # the window's before this spend
+    at_ms: int
+
+    async def record(self) -> None:
+        await self.spends.add(self.digest, self.amounts, self.totals, self.at_ms)
+
+
+@dataclass(frozen=True, slots=True)
 class Shown:
     tenant: str
     version: Version | None  # None: never had a policy
@@ -77,16 +92,19 @@ class PolicyService:
 
     # -- serving -----------------------------------------------------------------
 
-    async def current(self, tenant_id: str, fresh: bool = False) -> Policy | None:
+    async def current(
+        self, tenant_id: str, fresh: bool = False, db: Transactions | None = None
+    ) -> Policy | None:
         """The tenant's policy in force (None: no policy, sign as scopes allow).
         `fresh` reads the store past the cache: a signature at an approval's quorum
-        may come long after the request, and must follow the policy of that moment."""
+        may come long after the request, and must follow the policy of that moment.
+        `db`: where to read it (a batch's transaction), the store by default."""
         hit = self._cache.get(tenant_id)
         now = monotonic()
         if hit is not None and now < hit[0] and not fresh:
             return hit[1]
         gate = self._keyed()
-        async with self.db.read() as tx:
+        async with (db or self.db).read() as tx:
             latest = await Policies.latest(tx, tenant_id)
             try:  # a version a database writer made, edited, put back or deleted: sign nothing
                 if latest is not None:
@@ -116,16 +134,22 @@ class PolicyService:
         return policy
 
     async def facts(
-        self, who: Principal, account: Account, summary: Summary, policy: Policy
+        self,
+        who: Principal,
+        account: Account,
+        summary: Summary,
+        policy: Policy,
+        db: Transactions | None = None,
     ) -> Facts | None:
         """The variables a policy's conditions read beside the summary (None when it has
         none): the token, the account, the time, and the 24 h window spent so far (read
-        only when a condition names `spent`)."""
+        only when a condition names `spent`; from `db`, a batch's transaction, whose
+        earlier items' spends count, or the store)."""
         if not policy.conditional:
             return None
         spent: dict[str, int] = {}
         if policy.reads_spent:  # a first look: decided again under the lock (`count`)
-            async with self.db.read() as tx:
+            async with (db or self.db).read() as tx:
                 window = Spends(tx, self._keyed(), who.tenant_id, summary.family, summary.network)
                 spent = await window.window(await window.cutoff())
         return Facts(
@@ -191,9 +215,27 @@ class PolicyService:
         again: tuple[Policy, Facts | None] | None = None,
     ) -> Decision:
         """Check the 24 h caps and count this request's spend, in the caller's
-        transaction (Refusal rolls it back); the decision that counted. A digest counted
-        in the window is free. Without `record`, only check (a request that waits for
-        approval: its spend is counted when it is signed).
+        transaction (Refusal rolls it back); the decision that counted. Without
+        `record`, only check (a request that waits for approval: its spend is counted
+        when it is signed). `check` and `Spend.record` in one call."""
+        decision, spend = await self.check(tx, tenant_id, network, decision, summary, again)
+        if record and spend is not None:
+            await spend.record()
+        return decision
+
+    async def check(
+        self,
+        tx: Tx,
+        tenant_id: str,
+        network: str,
+        decision: Decision,
+        summary: Summary,
+        again: tuple[Policy, Facts | None] | None = None,
+    ) -> tuple[Decision, Spend | None]:
+        """Check the 24 h caps under their lock, in the caller's transaction (Refusal
+        when one would be passed): the decision that counts, and the spend to record
+        in the same transaction once the request is signed (None: nothing to count, or
+        these bytes were counted in the window already: a digest counted is free).
 
         `again` (the policy and the request's facts), when the policy's conditions read
         `spent`: the decision is made again here, under the scope's lock, on the window
@@ -206,12 +248,12 @@ class PolicyService:
             spent = await spends.window(await spends.cutoff())
             decision = decide(policy, summary, replace(facts, spent=spent))
         if not decision.spent:
-            return decision
+            return decision, None
         await spends.lock()
         at = await spends.now()
         cutoff = at - DAY_MS
         if await spends.seen(summary.digest, cutoff):
-            return decision
+            return decision, None
         totals = await spends.totals(cutoff)
         for denom, cap in decision.daily.items():
             total = totals.get(denom, 0) + decision.spent[denom]
@@ -219,9 +261,7 @@ class PolicyService:
                 raise Refusal(
                     decision.rule, over_the_day(summary, denom, decision.spent[denom], total, cap)
                 )
-        if record:
-            await spends.add(summary.digest, dict(decision.spent), totals, at)
-        return decision
+        return decision, Spend(spends, summary.digest, dict(decision.spent), totals, at)
 
     # -- operator ----------------------------------------------------------------
 

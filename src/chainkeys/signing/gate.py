@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chainkeys import metrics
 from chainkeys.accounts.repository import AccountRow
 from chainkeys.approvals.repository import ApprovalRow
 from chainkeys.audit.repository import Audit
@@ -23,15 +22,18 @@ from chainkeys.freezes.service import FreezeLookup, frozen
 from chainkeys.policies.engine import Decision
 from chainkeys.policies.service import PolicyService
 from chainkeys.signing.cosigner import Cosigner, question
+from chainkeys.signing.refusals import Refusals
 from chainkeys.signing.requests import Again, approved
-from chainkeys.store.backend import Backend
+from chainkeys.store.backend import Backend, Transactions
 from chainkeys.tokens.service import Principal
 
 log = logging.getLogger("chainkeys.signing")
 
 
-class Gate:
-    """Freezes and the co-signer between a decision and a key; refusals audited."""
+class Gate(Refusals):
+    """Freezes and the co-signer between a decision and a key; refusals audited
+    (signing/refusals.py). `db`: where an item of a batch reads and writes (its
+    transaction, store/shared.py), the store by default."""
 
     def __init__(self, db: Backend, policies: PolicyService, cosigner: Cosigner | None) -> None:
         self.db = db
@@ -40,7 +42,12 @@ class Gate:
         self.freezes = FreezeLookup(db)
 
     async def unfrozen(
-        self, who: Principal, row: AccountRow, kind: str, names: tuple[str, ...]
+        self,
+        who: Principal,
+        row: AccountRow,
+        kind: str,
+        names: tuple[str, ...],
+        db: Transactions | None = None,
     ) -> None:
         """Frozen (423, audited) while a freeze holds over the tenant or any of `names`
         (the account, and a multisig's member keys that would sign); also combine.py's."""
@@ -48,7 +55,7 @@ class Gate:
         if found is not None:
             error = frozen(found, "nothing was signed")
             details = {"kind": kind, "freeze": found.id, "reason": error.message}
-            await self.refused(who, row, error.code, details)
+            await self.refused(who, row, error.code, details, db)
             raise error
 
     def _asks(self, decision: Decision | None) -> bool:
@@ -67,6 +74,7 @@ class Gate:
         decision: Decision | None,
         approval: ApprovalRow | None,
         again: Again,
+        db: Transactions | None = None,
     ) -> str | None:
         """The co-signer's approval (the question's id; None: none was asked), asked
         after the caps were checked, without counting them, in a short transaction of
@@ -76,7 +84,7 @@ class Gate:
             return None
         summary = prepared.summary
         if decision is not None and (decision.spent or again is not None):
-            async with self.db.write() as tx:
+            async with (db or self.db).write() as tx:
                 checked = await self.policies.count(
                     tx, who.tenant_id, owner.network.name, decision, summary, False, again
                 )
@@ -105,7 +113,7 @@ class Gate:
                 who, "cosigner", outcome, family=row.family, account_name=row.name, details=details
             )
             try:
-                await Audit.record(self.db, event)
+                await Audit.record(db or self.db, event)
             except ChainkeysError:
                 log.error("the audit row of a co-signer call could not be written")
         return str(asked["id"])
@@ -113,19 +121,3 @@ class Gate:
     async def close(self) -> None:
         if self.cosigner is not None:
             await self.cosigner.close()
-
-    async def refused(
-        self, who: Principal, row: AccountRow, code: str, details: dict[str, Any]
-    ) -> None:
-        """Audit a refused request on an account (also signing/combine.py)."""
-        await self._audit_refusal(who, row.family, row.name, code, details)
-
-    async def _audit_refusal(
-        self, who: Principal, family: str, name: str, code: str, details: dict[str, Any]
-    ) -> None:
-        metrics.SIGN_REFUSALS.labels(family, details["kind"], code).inc()
-        event = audit_event(who, "sign", code, family=family, account_name=name, details=details)
-        try:
-            await Audit.record(self.db, event)
-        except ChainkeysError:
-            log.error("the audit row of a refused %s sign request could not be written", family)

@@ -25,7 +25,7 @@ from chainkeys.policies.conditions import Facts
 from chainkeys.policies.document import Policy
 from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.service import Account
-from chainkeys.store.backend import Backend
+from chainkeys.store.backend import Transactions
 from chainkeys.vault.integrity import Integrity
 from chainkeys.wallets.repository import WalletMultisigs
 
@@ -76,7 +76,7 @@ def account_of(row: AccountRow, wallet: str | None = None) -> Account:
     return Account(row.name, row.address, str(found), str(path or ""), index)
 
 
-async def account_for(db: Backend, integrity: Integrity, row: AccountRow) -> Account:
+async def account_for(db: Transactions, integrity: Integrity, row: AccountRow) -> Account:
     """`account_of(row)`, with the wallet of a multisig derived from one."""
     hd = row.details.get("hd")
     if not isinstance(hd, dict) or not isinstance(hd.get("id"), str):

@@ -3,24 +3,25 @@
 Decode and check first (the chain layer's `prepare`, with public data only),
 then the tenant's policy on the summary; a refusal opens no key. Then the gate every
 signature passes, whichever way it came (`_sign`: the sign endpoint, an approved
-request at its quorum, and any later way to sign): no freeze may hold over the
-tenant, the account or a key that would sign (freezes/service.py), and the co-signer,
-when one is set, must approve (signing/cosigner.py). Then, in one transaction: count
-the spend against the policy's 24 h caps, open the key, sign, and audit the summary
-with the digest and tx id. A signature whose audit row (or cap count) cannot be
-committed is not handed out.
+request at its quorum, an item of a batch, and any later way to sign): no freeze may
+hold over the tenant, the account or a key that would sign (freezes/service.py), and
+the co-signer, when one is set, must approve (signing/cosigner.py). Then, in one
+transaction: check the policy's 24 h caps, open the key, sign, count the spend, and
+audit the summary with the digest and tx id. A signature whose audit row (or cap
+count) cannot be committed is not handed out.
 
 The co-signer is asked outside any transaction (its answer may take seconds; no
 lock or connection waits on it), after the caps were checked without counting (it is
 never asked about what they refuse) and before they are counted: so a rejected or
 unanswered signature consumes no cap, and the count in the signing transaction,
 which may still refuse when concurrent signatures filled the window meanwhile,
-keeps every cap exact. Its approval is necessary, never sufficient.
+keeps every cap exact. Its approval is necessary, never sufficient. An item of a batch
+(signing/batch.py) takes the same path (`sign_on`), its reads and writes in the
+batch's one transaction (`db`): there the co-signer is asked inside it.
 
-Every refusal is audited, whatever its shape: a body that is too large,
-malformed or of the wrong types (`refuse_unread`), an unknown account, a
-request the decoder refuses, and one the decoder fails on (a bug there is
-a 400 that signs nothing, never a 500).
+Every refusal is audited (signing/refusals.py), whatever its shape: a body too large,
+malformed or of the wrong types (`refuse_unread`), an unknown account, a request the
+decoder refuses or fails on (a bug there is a 400 that signs nothing, never a 500).
 """
 
 from __future__ import annotations
@@ -62,9 +63,10 @@ from chainkeys.errors import (
     PolicyDenied,
 )
 from chainkeys.policies.engine import Decision, Refusal
-from chainkeys.policies.service import Account, PolicyService
+from chainkeys.policies.service import Account, PolicyService, Spend
 from chainkeys.signing.cosigner import Cosigner
 from chainkeys.signing.gate import Gate
+from chainkeys.signing.refusals import details_of
 from chainkeys.signing.requests import (
     SIGN_FAILED,
     Again,
@@ -75,7 +77,7 @@ from chainkeys.signing.requests import (
     owner_of,
     prepare,
 )
-from chainkeys.store.backend import Backend
+from chainkeys.store.backend import Backend, Transactions
 from chainkeys.tokens.service import Principal, TokenService
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.gate import opened
@@ -105,55 +107,75 @@ class SigningService(Gate):
         self.accounts = accounts
         self.approvals = approvals
 
-    async def refuse_unread(
-        self, who: Principal, family: str, name: str, kind: SignKind, exc: ChainkeysError
-    ) -> None:
-        """Audit a sign request refused before its body could be read (too large, too
-        slow, not JSON, wrong field types): nothing was decoded, nothing signed."""
-        await self._audit_refusal(
-            who, family, name, exc.code, {"kind": kind.path, "reason": exc.message[:500]}
-        )
-
     async def sign(
         self, who: Principal, family: str, name: str, kind: SignKind, request: Any
     ) -> Signed | ApprovalView:
         """Sign, or, when the tenant's policy asks people to approve it first, open (or
         answer again) the approval request and sign nothing yet."""
+        row = await self.account(who, family, name, kind.path)
+        return await self.sign_on(who, row, kind, request)
+
+    async def account(self, who: Principal, family: str, name: str, kind: str) -> AccountRow:
+        """The account that signs (an unknown one is refused, audited as `kind`)."""
         try:
-            row = await self.accounts.row(who, family, name)
+            return await self.accounts.row(who, family, name)
         except AccountNotFound as exc:
             await self.refuse_unread(who, family, name, kind, exc)
             raise
+
+    async def sign_on(
+        self,
+        who: Principal,
+        row: AccountRow,
+        kind: SignKind,
+        request: Any,
+        db: Transactions | None = None,
+    ) -> Signed | ApprovalView:
+        """`sign` on the account `row`: what decides, caps, signs and audits a request,
+        alone (`db` None: each write is its own transaction) or as an item of a batch
+        (`db`: the batch's one transaction, where the items before it are seen)."""
+        db = db or self.db
         owner = owner_of(row)
-        prepared = await self.decode(who, row, owner, kind, request)
+        prepared = await self.decode(who, row, owner, kind, request, db)
         summary = prepared.summary
         try:
-            policy = await self.policies.current(who.tenant_id)
+            policy = await self.policies.current(who.tenant_id, db=db)
         except IntegrityFailure as exc:  # the policy was edited: sign nothing until reset
-            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message}, db)
             raise
         decision: Decision | None = None
         again: Again = None
         try:
             if policy is not None:
-                facts = await self.policies.facts(who, await self._account(row), summary, policy)
+                account = await self._account(row, db)
+                facts = await self.policies.facts(who, account, summary, policy, db)
                 decision = await self.policies.decide(policy, summary, facts)
                 again = (policy, facts) if policy.reads_spent else None
             if decision is not None and decision.approval is not None:
-                return await self._hold(who, row, owner, kind, request, summary, decision, again)
+                return await self._hold(
+                    who, row, owner, kind, request, summary, decision, again, db
+                )
         except Refusal as refusal:
-            await self._policy_refused(who, row, kind, summary, decision, refusal)
+            await self.policy_refused(who, row, kind, summary, decision, refusal, db)
             raise PolicyDenied(refusal.message) from None
-        return await self._sign(who, row, owner, kind, prepared, decision, request, again=again)
+        return await self._sign(
+            who, row, owner, kind, prepared, decision, request, again=again, db=db
+        )
 
     async def decode(
-        self, who: Principal, row: AccountRow, owner: Owner, kind: SignKind, request: Any
+        self,
+        who: Principal,
+        row: AccountRow,
+        owner: Owner,
+        kind: SignKind,
+        request: Any,
+        db: Transactions | None = None,
     ) -> Decoded:
         """The chain layer's `prepare`, a request it refuses audited (also signing/combine.py)."""
         try:
             return prepare(kind, request, owner)
         except BadRequest as exc:
-            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message}, db)
             raise
 
     async def _sign(
@@ -167,28 +189,36 @@ class SigningService(Gate):
         request: Any,
         approval: ApprovalRow | None = None,
         again: Again = None,
+        db: Transactions | None = None,
     ) -> Signed:
-        """No freeze holding, the co-signer's approval; then count the caps (deciding
-        again under their lock when conditions read `spent`), open the key, sign and
-        audit, in one transaction. Whatever fails is audited."""
+        """No freeze holding, the co-signer's approval; then check the caps (deciding
+        again under their lock when conditions read `spent`), open the key, sign, count
+        the spend and audit, in one transaction. Whatever fails is audited.
+
+        Every row it adds comes after the last thing that can refuse the request: an
+        item of a batch shares the batch's transaction without a savepoint
+        (store/shared.py), so a refused item must leave nothing of its own behind (a
+        write that added rows and then failed fails the whole batch instead)."""
+        db = db or self.db
         summary = prepared.summary
         try:
             signers = await self._signers(who, row, owner)
             names = (row.name, *(s.name for s in signers if s.name != row.name))
-            await self.unfrozen(who, row, kind.path, names)
+            await self.unfrozen(who, row, kind.path, names, db)
             asked = await self._cosigned(
-                who, row, owner, kind, prepared, request, decision, approval, again
+                who, row, owner, kind, prepared, request, decision, approval, again, db
             )
             if asked is not None:  # its answer took a while: a freeze made meanwhile holds
-                await self.unfrozen(who, row, kind.path, names)
+                await self.unfrozen(who, row, kind.path, names, db)
             for signer in signers:  # a rotation newer than the last refresh
                 await self.barrier.ensure(signer.key_id)
             # without caps to count, the audit row is the write's one statement
-            async with self.db.write(one_statement=decision is None and approval is None) as tx:
+            async with db.write(one_statement=decision is None and approval is None) as tx:
                 if approval is not None:  # one completion at a time (signed_in below)
                     await tx.serialize(f"approval/{approval.id}")
+                spend: Spend | None = None
                 if decision is not None:
-                    decision = await self.policies.count(
+                    decision, spend = await self.policies.check(
                         tx, who.tenant_id, owner.network.name, decision, summary, again=again
                     )
                     approved(decision, approval)
@@ -201,7 +231,9 @@ class SigningService(Gate):
                     signed = prepared.cosign(keys)
                 else:
                     raise RuntimeError(f"{kind.path} prepared no multisig signing")
-                details = self._details(kind, summary, decision)
+                if spend is not None:  # signed: its spend counts from here
+                    await spend.record()
+                details = details_of(kind, summary, decision)
                 details["tx_id"] = signed.tx_id
                 if asked is not None:
                     details["cosigner"] = asked
@@ -218,16 +250,16 @@ class SigningService(Gate):
         except (Completed, Frozen):  # audited where it was found
             raise
         except KeyMismatch:
-            await self.refused(who, row, KeyMismatch.code, {"kind": kind.path})
+            await self.refused(who, row, KeyMismatch.code, {"kind": kind.path}, db)
             raise
         except BadRequest as exc:  # a multisig none of whose member keys is held any more
-            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message}, db)
             raise
         except Refusal as refusal:
-            await self._policy_refused(who, row, kind, summary, decision, refusal)
+            await self.policy_refused(who, row, kind, summary, decision, refusal, db)
             raise PolicyDenied(refusal.message) from None
         except ChainkeysError as exc:  # the store unavailable, a fence: said as it is
-            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message})
+            await self.refused(who, row, exc.code, {"kind": kind.path, "reason": exc.message}, db)
             raise
         except Exception as exc:  # a key that will not open, a signer that fails: audited
             log.error(
@@ -237,15 +269,15 @@ class SigningService(Gate):
                 type(exc).__name__,
                 frames(exc),
             )
-            await self.refused(
-                who, row, SIGN_FAILED, {"kind": kind.path, "reason": "signing failed"}
-            )
+            reason = {"kind": kind.path, "reason": "signing failed"}
+            await self.refused(who, row, SIGN_FAILED, reason, db)
             raise
-        metrics.SIGNATURES.labels(row.family, kind.path).inc()
+        if db is self.db:  # (a batch counts its signatures once they are committed)
+            metrics.SIGNATURES.labels(row.family, kind.path).inc()
         return signed
 
-    async def _account(self, row: AccountRow) -> Account:
-        return await account_for(self.db, opened(self.barrier.integrity), row)
+    async def _account(self, row: AccountRow, db: Transactions | None = None) -> Account:
+        return await account_for(db or self.db, opened(self.barrier.integrity), row)
 
     async def _signers(self, who: Principal, row: AccountRow, owner: Owner) -> list[AccountRow]:
         """The accounts whose keys sign: this one, or a multisig's members held here."""
@@ -281,19 +313,6 @@ class SigningService(Gate):
             raise KeyMismatch()
         return key
 
-    async def _policy_refused(
-        self,
-        who: Principal,
-        row: AccountRow,
-        kind: SignKind,
-        summary: Summary,
-        decision: Decision | None,
-        refusal: Refusal,
-    ) -> None:
-        details = self._details(kind, summary, decision)
-        details.update(rule=refusal.rule.index if refusal.rule else None, reason=refusal.reason)
-        await self.refused(who, row, PolicyDenied.code, details)
-
     # -- approvals -----------------------------------------------------------------------
 
     async def _hold(
@@ -306,6 +325,7 @@ class SigningService(Gate):
         summary: Summary,
         decision: Decision,
         again: Again,
+        db: Transactions,
     ) -> ApprovalView:
         """A request the policy allows only with approval: the caps are checked now (an
         approval never overrides a refusal), nothing is counted or signed, no key is
@@ -313,10 +333,10 @@ class SigningService(Gate):
         approval = decision.approval
         if approval is None:  # never: the caller checked
             raise RuntimeError("no approval to wait for")
-        await self.unfrozen(who, row, kind.path, (row.name,))  # no request opens either
-        async with self.db.write() as tx:
-            decision = await self.policies.count(
-                tx, who.tenant_id, owner.network.name, decision, summary, record=False, again=again
+        await self.unfrozen(who, row, kind.path, (row.name,), db)  # no request opens either
+        async with db.write() as tx:
+            decision, _ = await self.policies.check(
+                tx, who.tenant_id, owner.network.name, decision, summary, again=again
             )
         approval = decision.approval
         if approval is None:  # the window moved under the lock: it no longer needs people
@@ -337,7 +357,7 @@ class SigningService(Gate):
             approval.ttl_ms,
             approval.passkey,
         )
-        return await self.approvals.open(who, held)
+        return await self.approvals.open(who, held, db)
 
     async def vote(
         self,
@@ -412,7 +432,7 @@ class SigningService(Gate):
                 decision = await self.policies.decide(policy, prepared.summary, facts)
                 approved(decision, approval)
             except Refusal as refusal:
-                await self._policy_refused(requester, row, kind, prepared.summary, None, refusal)
+                await self.policy_refused(requester, row, kind, prepared.summary, None, refusal)
                 raise PolicyDenied(refusal.message) from None
             again = (policy, facts) if policy.reads_spent else None
         return await self._sign(
@@ -429,14 +449,3 @@ class SigningService(Gate):
 
     async def _requester_live(self, token_id: str) -> bool:
         return await self.tokens.live(token_id) is not None
-
-    @staticmethod
-    def _details(kind: SignKind, summary: Summary, decision: Decision | None) -> dict[str, Any]:
-        details: dict[str, Any] = {
-            "kind": kind.path,
-            "digest": summary.digest,
-            "summary": summary_record(summary),
-        }
-        if decision is not None:
-            details["policy_rule"] = decision.rule.index
-        return details

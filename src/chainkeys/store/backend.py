@@ -21,6 +21,15 @@ from chainkeys.store.sql import CopySession, RowSigner, Tx
 T = TypeVar("T")
 
 
+class Transactions(Protocol):
+    """Where a service's reads and writes go: a `Backend` (each write its own
+    transaction), or one transaction several requests share (store/shared.py)."""
+
+    def read(self) -> contextlib.AbstractAsyncContextManager[Tx]: ...
+
+    def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]: ...
+
+
 class Backend(Protocol):
     """A chainkeys store on one engine."""
 

@@ -19,7 +19,7 @@ from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, EVERY, NONE, authorize
 from chainkeys.api.body import TEXT_REFUSED, storable
 from chainkeys.api.doc import Doc
 from chainkeys.api.errors import PayloadTooLarge, error_response, internal_error
-from chainkeys.api.transport import OVERSIZE
+from chainkeys.api.transport import BODY
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.tokens.service import SCOPES
@@ -57,6 +57,7 @@ class Op:
     scope: str | None
     family: str
     doc: Doc | None = None
+    max_body: int | None = None  # its own body cap, above the server's (sign-batch)
 
     def __post_init__(self) -> None:
         if self.scope is not None and self.scope not in (*SCOPES, AUTHENTICATED):
@@ -80,6 +81,8 @@ def resource(path: str, ops: dict[str, Op]) -> Route:
                 oversize(request)
                 return await op.handler(request)  # type: ignore[call-arg]
             principal = await authorize(request, op.scope, op.family)
+            if op.max_body is not None and (body := request.scope.get(BODY)) is not None:
+                body.widen(op.max_body)
             if request.method not in READS:  # a change is audited: AUDIT_REQUIRED, first
                 await services_of(request).audit.require_devices(
                     principal, request.method, request.url.path
@@ -113,9 +116,9 @@ def storable_url(request: Request) -> None:
 
 def oversize(request: Request) -> None:
     """413 for a declared body over the limit (the transport leaves it to the route)."""
-    limit = request.scope.get(OVERSIZE)
-    if limit:
-        raise PayloadTooLarge(f"request body is larger than {limit} bytes")
+    body = request.scope.get(BODY)
+    if body is not None and body.oversize:
+        raise PayloadTooLarge(f"request body is larger than {body.limit} bytes")
 
 
 def paged(request: Request) -> tuple[int | None, str | None]:
