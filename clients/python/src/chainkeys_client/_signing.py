@@ -218,6 +218,18 @@ class Signing:
     def __init__(self, run: SyncRunner) -> None:
         self._run = run
 
+    def sign_batch(
+        self, family: str, name: str, items: Sequence[Json], *, public_key: str | None = None
+    ) -> list[Any]:
+        """Up to 1,000 of the account's sign requests in one request and one transaction:
+        each item a sign endpoint's body plus `"kind"` (`sign-message`, `sign-psbt`, …).
+        One result per item, in order: the value its method returns (checked as the
+        method checks it), or the exception it would raise (`ApprovalPending` included),
+        not raised. See `_batch.py`; `public_key`: as in sign_message (EOS)."""
+        from chainkeys_client._batch import sign_batch  # (it builds on this module)
+
+        return sign_batch(self._run, family, name, items, public_key)
+
     def _sign(self, signer: Signer[T]) -> T:
         return sign(self._run, signer)
 
@@ -286,6 +298,13 @@ class AsyncSigning:
 
     def __init__(self, run: AsyncRunner) -> None:
         self._run = run
+
+    async def sign_batch(
+        self, family: str, name: str, items: Sequence[Json], *, public_key: str | None = None
+    ) -> list[Any]:
+        from chainkeys_client._batch import sign_batch_async  # (it builds on this module)
+
+        return await sign_batch_async(self._run, family, name, items, public_key)
 
     async def _sign(self, signer: Signer[T]) -> T:
         return await sign_async(self._run, signer)
