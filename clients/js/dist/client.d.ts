@@ -40,6 +40,22 @@ export type VoteProof = {
 export declare function challengeBytes(options: {
     challenge: string;
 }): Uint8Array;
+/**
+ * One item of `signBatch`: the body of one of the account's sign endpoints plus `kind`,
+ * that endpoint's last path segment (`sign-message`, `sign-psbt`, `sign-direct`, …).
+ */
+export interface SignBatchItem {
+    kind: string;
+    [field: string]: unknown;
+}
+/**
+ * One item's outcome in `signBatch`, shaped as `Promise.allSettled` gives it for the same
+ * calls made one at a time: fulfilled with the endpoint's `data` (signed), or rejected
+ * with what the call would throw: an `ApprovalPending` (HTTP 202: nothing signed yet;
+ * `waitForApproval()` resolves to the endpoint's `data` once people approve it) or a
+ * `ChainkeysError` (the refusal's `code`, `status` and `message`).
+ */
+export type SignBatchResult = PromiseSettledResult<any>;
 /** A small client for the endpoints the adapters call. */
 export declare class ChainkeysClient {
     #private;
@@ -59,6 +75,18 @@ export declare class ChainkeysClient {
      * adapter's result, now or, after a 202, once the request is approved.
      */
     sign<T>(path: string, body: unknown, finish: (data: any) => T | Promise<T>): Promise<T>;
+    /**
+     * `POST /{family}/{account}/sign-batch`: up to 1,000 of the account's sign requests in one
+     * request and one transaction; each item is decided, capped, audited and answered as its
+     * endpoint alone would answer it, in order (an item's caps see what the items before it
+     * spent), and no signature is handed out unless all of the batch's committed. One result
+     * per item, in order (`SignBatchResult`). Throws a `ChainkeysError` when the batch as a
+     * whole is refused (no item or over 1,000, an item without a kind of this family, a body
+     * over the route's 1 MiB cap). The `data` is the service's answer as the endpoint gives
+     * it: unlike the adapters, this method does not check signatures; check them as the
+     * adapter of that kind does, or sign through the adapters.
+     */
+    signBatch(family: string, items: SignBatchItem[]): Promise<SignBatchResult[]>;
     /** `GET /approvals/{id}`. */
     approval(id: string): Promise<Approval>;
     /**

@@ -41,6 +41,24 @@ export function challengeBytes(options: { challenge: string }): Uint8Array {
   return fromBase64(s + "===".slice((s.length + 3) % 4));
 }
 
+/**
+ * One item of `signBatch`: the body of one of the account's sign endpoints plus `kind`,
+ * that endpoint's last path segment (`sign-message`, `sign-psbt`, `sign-direct`, …).
+ */
+export interface SignBatchItem {
+  kind: string;
+  [field: string]: unknown;
+}
+
+/**
+ * One item's outcome in `signBatch`, shaped as `Promise.allSettled` gives it for the same
+ * calls made one at a time: fulfilled with the endpoint's `data` (signed), or rejected
+ * with what the call would throw: an `ApprovalPending` (HTTP 202: nothing signed yet;
+ * `waitForApproval()` resolves to the endpoint's `data` once people approve it) or a
+ * `ChainkeysError` (the refusal's `code`, `status` and `message`).
+ */
+export type SignBatchResult = PromiseSettledResult<any>;
+
 /** A small client for the endpoints the adapters call. */
 export class ChainkeysClient {
   readonly options: ChainkeysOptions;
@@ -125,6 +143,39 @@ export class ChainkeysClient {
       throw pending;
     }
     return finish(envelope.data);
+  }
+
+  /**
+   * `POST /{family}/{account}/sign-batch`: up to 1,000 of the account's sign requests in one
+   * request and one transaction; each item is decided, capped, audited and answered as its
+   * endpoint alone would answer it, in order (an item's caps see what the items before it
+   * spent), and no signature is handed out unless all of the batch's committed. One result
+   * per item, in order (`SignBatchResult`). Throws a `ChainkeysError` when the batch as a
+   * whole is refused (no item or over 1,000, an item without a kind of this family, a body
+   * over the route's 1 MiB cap). The `data` is the service's answer as the endpoint gives
+   * it: unlike the adapters, this method does not check signatures; check them as the
+   * adapter of that kind does, or sign through the adapters.
+   */
+  async signBatch(family: string, items: SignBatchItem[]): Promise<SignBatchResult[]> {
+    const path = this.accountPath(family, "/sign-batch");
+    const { envelope } = await this.call("POST", path, { items });
+    const results = (envelope.data as { results?: unknown } | undefined)?.results;
+    if (!Array.isArray(results) || results.length !== items.length) {
+      throw new ChainkeysError("chainkeys: the batch answer does not hold one result per item",
+        "invalid_response", 200, { body: envelope });
+    }
+    return results.map((r: { status?: unknown; data?: unknown; code?: unknown; message?: unknown }) => {
+      if (r?.status === 200) return { status: "fulfilled", value: r.data };
+      if (r?.status === 202) {
+        const approval = r.data as Approval;
+        return { status: "rejected", reason: new ApprovalPending(
+          "approval required: nothing is signed yet", approval, (id) => this.approval(id), (data: unknown) => data) };
+      }
+      const status = typeof r?.status === "number" ? r.status : 0;
+      return { status: "rejected", reason: new ChainkeysError(
+        typeof r?.message === "string" ? r.message : `HTTP ${status}`,
+        typeof r?.code === "string" ? r.code : httpCode(status), status, { body: r }) };
+    });
   }
 
   /** `GET /approvals/{id}`. */

@@ -7,7 +7,7 @@
 export { ChainkeysError, ApprovalPending } from "./errors.js";
 export type { Approval, ApprovalState, WaitOptions } from "./errors.js";
 export { ChainkeysClient, challengeBytes } from "./client.js";
-export type { ChainkeysOptions, VoteProof } from "./client.js";
+export type { ChainkeysOptions, SignBatchItem, SignBatchResult, VoteProof } from "./client.js";
 export { ChainkeysCosmosMultisig, ChainkeysCosmosSigner } from "./cosmjs.js";
 export type { DirectSignDoc } from "./cosmjs.js";
 export { ChainkeysSignatureProvider } from "./eosjs.js";
