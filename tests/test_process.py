@@ -435,6 +435,21 @@ def test_sigterm_does_not_wait_past_the_shutdown_deadline(
     assert "shutdown completed" in log.splitlines()[-1]  # the last line is not lost in a buffer
 
 
+@pytest.mark.parametrize(("setting", "loop"), [(None, "uvloop"), ("asyncio", "asyncio")])
+def test_serve_runs_on_uvloop_unless_told_otherwise(
+    env: dict[str, str], tmp_path: Path, setting: str | None, loop: str
+) -> None:
+    """uvloop is a dependency and `serve`'s default (the loop the benchmarks measure);
+    CHAINKEYS_EVENT_LOOP=asyncio runs Python's own. Each worker says which it runs on."""
+    log = tmp_path / "server.log"
+    proc = start({**env, **({"CHAINKEYS_EVENT_LOOP": setting} if setting else {})}, log)
+    try:
+        wait_for(lambda: "serving on" in log.read_text(), "a worker serving")
+        assert re.findall(r"worker \d+ serving on (\w+)", log.read_text()) == [loop]
+    finally:
+        proc.stop()
+
+
 def test_serve_starts_one_worker_per_core(env: dict[str, str], tmp_path: Path) -> None:
     """With no --workers and CHAINKEYS_WORKERS at its default (auto), `chainkeys serve`
     runs one worker per core this process may use (the suite's own servers run one)."""

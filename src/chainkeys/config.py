@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
 
     host: str = "127.0.0.1"
+    # The event loop `serve`'s workers run on: uvloop (a dependency of chainkeys, what
+    # bench/README.md measures) or Python's own asyncio (api/serve.py run_granian).
+    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     # `serve`'s worker processes when --workers is not given: "auto" (one per core the
     # process may use, one under shamir) or a number (api/serve.py worker_count)
     workers: str = Field(default="auto", pattern=r"^(auto|[1-9][0-9]{0,2})$")

@@ -11,8 +11,10 @@ generated from them (api/openapi.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -106,6 +108,8 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     async def running(app: Router) -> AsyncIterator[None]:
         """The services (opened here unless given) and their background tasks."""
         opened = Running(svc or await open_services(settings), owned=svc is None)
+        loop = type(asyncio.get_running_loop())
+        log.info("worker %d serving on %s", os.getpid(), loop.__module__.split(".")[0])
         try:
             opened.start()
             app.state.services = opened.services

@@ -281,7 +281,9 @@ def run_granian(settings: Settings, workers: int) -> None:
         address=settings.host,
         port=settings.port,
         workers=workers,
-        loop=Loops.auto,
+        # explicit: Loops.auto takes whichever loop happens to be installed (rloop
+        # first), so what runs would depend on the environment, not the settings
+        loop=Loops.uvloop if settings.event_loop == "uvloop" else Loops.asyncio,
         log_dictconfig=logs.dict_config(settings.log_level, settings.log_json),
         workers_kill_timeout=max(1, round(settings.shutdown_timeout)),
         **options(settings),
