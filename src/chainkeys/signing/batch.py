@@ -7,8 +7,10 @@ or a freeze included, decides each item), in the items' order. What the batch
 adds is its transaction: every item's reads and writes go through the batch's one
 transaction (store/shared.py), so an item's caps and conditions see what the items
 before it spent, and the signatures, their audit rows and cap counts commit
-together. None is handed out unless all of it committed; when the transaction
-fails, the whole batch fails (503 or 500), audited, and nothing of it is kept.
+together (none is handed out unless all of it committed; when the transaction fails,
+the whole batch fails, 503 or 500, audited, and nothing of it is kept); and the
+account's key is opened (and checked against its public key) once for the batch, not
+once per item.
 
 An item that could not be read (too large for the server's body limit, malformed)
 is refused and audited in its place, as alone.
@@ -28,7 +30,7 @@ from chainkeys.approvals.service import ApprovalView
 from chainkeys.chains.tx.base import Signed, SignKind
 from chainkeys.errors import ChainkeysError
 from chainkeys.signing.requests import frames
-from chainkeys.signing.service import SigningService
+from chainkeys.signing.service import Opened, SigningService
 from chainkeys.store.shared import Shared
 from chainkeys.tokens.service import Principal
 
@@ -64,13 +66,16 @@ async def sign_batch(
     outcomes: list[Outcome] = []
     try:
         async with signing.db.write() as tx:
-            shared = Shared(tx)
+            shared, opened = Shared(tx), Opened()
             for n, item in enumerate(items):
-                outcomes.append(await _one(signing, who, row, item, shared))
+                outcomes.append(await _one(signing, who, row, item, shared, opened))
                 if shared.failed is not None:  # nothing of this transaction may commit
                     raise shared.failed
                 if n % TURN == TURN - 1:
                     await asyncio.sleep(0)
+            await shared.flush()  # the rows added behind, before the COMMIT
+            if shared.failed is not None:
+                raise shared.failed
     except ChainkeysError as exc:
         await signing.refuse_unread(who, family, row.name, KIND, exc)
         raise
@@ -91,13 +96,18 @@ async def sign_batch(
 
 
 async def _one(
-    signing: SigningService, who: Principal, row: AccountRow, item: Item, shared: Shared
+    signing: SigningService,
+    who: Principal,
+    row: AccountRow,
+    item: Item,
+    shared: Shared,
+    opened: Opened,
 ) -> Outcome:
     if item.refusal is not None:
         await signing.refuse_unread(who, row.family, row.name, item.kind, item.refusal, shared)
         return item.refusal
     try:
-        return await signing.sign_on(who, row, item.kind, item.request, shared)
+        return await signing.sign_on(who, row, item.kind, item.request, shared, opened)
     except ChainkeysError as exc:
         return exc
     except Exception as exc:  # as alone: a 500 (audited where it was raised)

@@ -83,6 +83,7 @@ from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.gate import opened
 
 log = logging.getLogger("chainkeys.signing")
+Opened = dict[tuple[bytes, str], Key]  # a batch's opened keys (`SigningService._open`)
 
 
 class Completed(Exception):
@@ -130,10 +131,12 @@ class SigningService(Gate):
         kind: SignKind,
         request: Any,
         db: Transactions | None = None,
+        opened: Opened | None = None,
     ) -> Signed | ApprovalView:
         """`sign` on the account `row`: what decides, caps, signs and audits a request,
         alone (`db` None: each write is its own transaction) or as an item of a batch
-        (`db`: the batch's one transaction, where the items before it are seen)."""
+        (`db`: the batch's one transaction, where the items before it are seen; `opened`:
+        the keys its items opened and checked, each opened once per batch)."""
         db = db or self.db
         owner = owner_of(row)
         prepared = await self.decode(who, row, owner, kind, request, db)
@@ -159,7 +162,7 @@ class SigningService(Gate):
             await self.policy_refused(who, row, kind, summary, decision, refusal, db)
             raise PolicyDenied(refusal.message) from None
         return await self._sign(
-            who, row, owner, kind, prepared, decision, request, again=again, db=db
+            who, row, owner, kind, prepared, decision, request, again=again, db=db, opened=opened
         )
 
     async def decode(
@@ -190,6 +193,7 @@ class SigningService(Gate):
         approval: ApprovalRow | None = None,
         again: Again = None,
         db: Transactions | None = None,
+        opened: Opened | None = None,
     ) -> Signed:
         """No freeze holding, the co-signer's approval; then check the caps (deciding
         again under their lock when conditions read `spent`), open the key, sign, count
@@ -224,7 +228,7 @@ class SigningService(Gate):
                     approved(decision, approval)
                     if asked is None and self._asks(decision):  # decided again: another rule
                         raise Refusal(decision.rule, "the policy changed meanwhile; send it again")
-                keys = [self._open(signer) for signer in signers]
+                keys = [self._open(signer, opened) for signer in signers]
                 if owner.multisig is None:
                     signed = prepared.sign(keys[0])
                 elif isinstance(prepared, CoSigned):  # every kind in MULTISIG_KINDS is
@@ -298,8 +302,11 @@ class SigningService(Gate):
             )
         return found
 
-    def _open(self, row: AccountRow) -> Key:
-        """The account's key, checked against its stored public key."""
+    def _open(self, row: AccountRow, opened: Opened | None = None) -> Key:
+        """The account's key, checked against its stored public key (once per batch:
+        `opened` holds what its items opened, by sealed key and public key)."""
+        if opened is not None and (found := opened.get((row.secret, row.public_key))):
+            return found
         fam = family_of(row.family)
         public = fam.public_key_bytes(row.public_key)
         key = key_from_secret(self.accounts.open_key(row), len(public) == 33)
@@ -311,6 +318,8 @@ class SigningService(Gate):
                 row.name,
             )
             raise KeyMismatch()
+        if opened is not None:
+            opened[(row.secret, row.public_key)] = key
         return key
 
     # -- approvals -----------------------------------------------------------------------

@@ -6,15 +6,21 @@ each item in the batch's one transaction: `Shared` answers `read()` and
 see what the items before it wrote (item 3's caps count what items 1 and 2
 spent) and everything commits together or not at all.
 
+Rows are added behind: an INSERT that answers nothing is kept and sent with the
+ones after it in one `execute_many` (on PostgreSQL one round trip for a batch's
+audit rows instead of one per item), before any other statement runs, so every
+read still sees every row added before it; the owner `flush`es before it commits.
+
 It has no savepoints: on PostgreSQL each would be two more round trips and a
 subtransaction per item, and past 64 of those in one transaction every other
 session's snapshots pay for them. Instead an item's rows are added after the
 last thing that can refuse it (signing/service.py `_sign`), so a refused item
-leaves nothing of its own behind but the audit row of its refusal. Two things
+leaves nothing of its own behind but the audit row of its refusal. Three things
 would break that, and `failed` keeps them from being committed (the owner ends
 the transaction with an error when it is set):
 - a statement that fails: PostgreSQL aborts the transaction, and a COMMIT then
   rolls everything back without an error;
+- rows added behind that fail when they are sent (their request answered already);
 - a body (a `write()`) that added rows and then raised: nothing of it can be
   undone alone.
 """
@@ -22,12 +28,12 @@ the transaction with an error when it is set):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from sqlalchemy import Executable
 
-from chainkeys.store.sql import Params, Prepared, Rows, Tx
+from chainkeys.store.sql import ListRows, Params, Prepared, Rows, Tx
 
 
 def adds_rows(stmt: Executable | Prepared) -> bool:
@@ -37,18 +43,39 @@ def adds_rows(stmt: Executable | Prepared) -> bool:
     return bool(getattr(inner, "is_insert", False))
 
 
+def _behind(stmt: Executable | Prepared) -> bool:
+    """An INSERT that answers nothing (no RETURNING), compiled once: sent behind."""
+    if stmt.__class__ is not Prepared:
+        return False
+    inner: Any = stmt.stmt  # type: ignore[union-attr]
+    return bool(getattr(inner, "is_insert", False)) and not inner.returning_column_descriptions
+
+
+_ADDED = ListRows([], 1)  # what a row added behind answers: one row, nothing to read
+
+
 class Shared:
     """`Backend.read()` and `.write()` over one open transaction `tx` (see the module
     docstring); itself the `Tx` they give."""
 
-    __slots__ = ("_added", "_tx", "failed")
+    __slots__ = ("_added", "_behind", "_rows", "_tx", "failed")
 
     def __init__(self, tx: Tx) -> None:
         self._tx = tx
-        self._added = 0  # INSERTs run so far
+        self._added = 0  # INSERTs run (or kept to be sent) so far
+        self._behind: Prepared | None = None  # the INSERT whose rows wait in `_rows`
+        self._rows: list[Params] = []
         self.failed: BaseException | None = None  # set: this transaction must not commit
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
+        if _behind(stmt):
+            self._added += 1
+            if self._behind is not stmt:
+                await self.flush()
+                self._behind = stmt  # type: ignore[assignment]
+            self._rows.append(params)
+            return _ADDED
+        await self.flush()
         try:
             rows = await self._tx.execute(stmt, params)
         except BaseException as exc:
@@ -58,7 +85,24 @@ class Shared:
             self._added += 1
         return rows
 
+    async def execute_many(self, stmt: Prepared, params: Sequence[Params]) -> None:
+        for one in params:
+            await self.execute(stmt, one)
+
+    async def flush(self) -> None:
+        """Send the rows added behind (before any other statement, and before COMMIT)."""
+        stmt, rows = self._behind, self._rows
+        if stmt is None or not rows:
+            return
+        self._behind, self._rows = None, []
+        try:
+            await self._tx.execute_many(stmt, rows)
+        except BaseException as exc:
+            self.failed = self.failed or exc
+            raise
+
     async def serialize(self, scope: str) -> None:
+        await self.flush()
         try:
             await self._tx.serialize(scope)
         except BaseException as exc:

@@ -203,6 +203,12 @@ class Tx(Protocol):
 
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows: ...
 
+    async def execute_many(self, stmt: Prepared, params: Sequence[Params]) -> None:
+        """`stmt`, a statement that answers no rows (an INSERT without RETURNING), once per
+        set of parameters, sent together (PostgreSQL: one round trip): the rows a batch
+        of sign requests adds (store/shared.py)."""
+        ...
+
     async def serialize(self, scope: str) -> None:
         """Hold `scope` until this transaction ends: every other transaction that asks
         for the same scope, on any replica, waits (PostgreSQL: a transaction-scoped

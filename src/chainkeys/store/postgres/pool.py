@@ -23,6 +23,7 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -134,6 +135,32 @@ class PgTx:
             if self.log is not None:
                 self.log.append((plan, args, _answer(rows)))
             return rows
+
+    async def execute_many(self, stmt: Prepared, params: Sequence[Params]) -> None:
+        """One round trip for every row (asyncpg `executemany`; what a row answers, such
+        as the key PostgreSQL's INSERT returns, is not read). Not replayed: a transaction
+        that sent rows so is not recovered after a lost connection (503), as one whose
+        statement failed is not."""
+        plan = plan_of(stmt)
+        if self._left >= 0:
+            raise RuntimeError("execute_many is several statements: not in a one-statement write")
+        if self.conn is None:  # lost, and no new one came
+            raise StorageUnavailable()
+        if self.changed is not None and (table := changed_by(plan.sql)) is not None:
+            self.changed.add(table)
+        rows = [plan.args(one) for one in params]
+        self._session = None  # (its answers are not logged: never replayed from here)
+        try:
+            await self.conn.executemany(plan.sql, rows)
+        except BaseException as exc:
+            if not is_sound(exc):
+                self.broken = True
+            error = translate(exc, plan.sql)
+            if error is exc:
+                raise
+            if isinstance(exc, asyncpg.PostgresError):
+                raise error from None  # its DETAIL may quote bound values
+            raise error from exc
 
     async def serialize(self, scope: str) -> None:
         await self.execute(_ADVISORY_LOCK, {"k": lock_key(scope)})

@@ -116,6 +116,22 @@ class SyncTx:
             raise OperationalError(sql, args, exc) from None
         return FastRows(cursor, stmt)
 
+    async def execute_many(self, stmt: Prepared, params: Sequence[Params]) -> None:
+        if stmt.steps:  # (several statements each: one after the other)
+            for one in params:
+                await self.execute(stmt, one)
+            return
+        sql = stmt._sql or stmt.for_sqlite(self._conn.dialect)[0]
+        if self.changes is not None and (changed := changed_by(sql)) is not None:
+            self.changes.add(changed)
+        rows = [stmt.args(one) for one in params]
+        try:
+            self.raw.executemany(sql, rows)
+        except sqlite3.IntegrityError as exc:
+            raise IntegrityError(sql, None, exc) from None
+        except sqlite3.Error as exc:
+            raise OperationalError(sql, None, exc) from None
+
     async def _steps(self, steps: Sequence[Prepared], params: Params) -> Rows:
         """Statements that are one write on PostgreSQL (store/joined.py), in a savepoint
         of their own: all kept, or none (a one-statement body has no other)."""
