@@ -5,7 +5,7 @@ message quoting no bound value), and whether the connection is still usable or g
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.exc import (
@@ -53,6 +53,17 @@ def translate(exc: BaseException, sql: str | None) -> BaseException:
     if isinstance(exc, asyncpg.InternalClientError):
         return InternalError(sql, None, PgDriverError(exc), hide_parameters=True)
     return exc
+
+
+def raise_translated(exc: BaseException, sql: str) -> NoReturn:
+    """Raise a failed statement's error as `translate` says, never chained to a
+    PostgreSQL error (its DETAIL may quote bound values)."""
+    error = translate(exc, sql)
+    if error is exc:
+        raise exc
+    if isinstance(exc, asyncpg.PostgresError):
+        raise error from None
+    raise error from exc
 
 
 def is_sound(exc: BaseException) -> bool:

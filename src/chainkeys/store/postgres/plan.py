@@ -188,3 +188,15 @@ class PgRows:
 
     def scalar_one(self) -> Any:
         return self._make(only_row(self._records))[0]
+
+
+async def run(conn: Any, plan: Plan, args: Any) -> PgRows:
+    """`plan` with `args` on an asyncpg connection: its rows, or its command status."""
+    if plan.returns_rows:
+        return PgRows(plan, await conn.fetch(plan.sql, *args), None)
+    return PgRows(plan, [], await conn.execute(plan.sql, *args))
+
+
+def answer_of(rows: PgRows) -> Any:
+    """What a statement answered, comparable with the answer of its replay."""
+    return rows.status if rows.status is not None else [tuple(r) for r in rows.records]

@@ -36,10 +36,18 @@ from chainkeys import metrics
 from chainkeys.config import Settings
 from chainkeys.errors import StorageUnavailable
 from chainkeys.store.changes import changed_by
-from chainkeys.store.postgres.failures import LOST, RETRIES, is_closed, is_lost, is_sound, translate
+from chainkeys.store.postgres.failures import (
+    LOST,
+    RETRIES,
+    is_closed,
+    is_lost,
+    is_sound,
+    raise_translated,
+    translate,
+)
 from chainkeys.store.postgres.gate import FairGate
 from chainkeys.store.postgres.hosts import connect
-from chainkeys.store.postgres.plan import PgRows, Plan
+from chainkeys.store.postgres.plan import PgRows, Plan, answer_of, run
 from chainkeys.store.postgres.private import release_inline
 from chainkeys.store.postgres.watch import CHANNEL, NOTIFY, PgChanges
 from chainkeys.store.sql import Params, Prepared, RowSigner, is_storage_error, lock_key
@@ -109,7 +117,7 @@ class PgTx:
                 tries += 1  # lost before this statement was sent: safe on a new one
                 await session.recover(self)
             try:
-                rows = await _run(self.conn, plan, args)
+                rows = await run(self.conn, plan, args)
             except BaseException as exc:
                 if (
                     session is not None
@@ -126,14 +134,9 @@ class PgTx:
                 # A failed statement aborts a PostgreSQL transaction; a replay would
                 # not: this transaction is not recovered from here on.
                 self._session = None
-                error = translate(exc, plan.sql)
-                if error is exc:
-                    raise
-                if isinstance(exc, asyncpg.PostgresError):
-                    raise error from None  # its DETAIL may quote bound values
-                raise error from exc
+                raise_translated(exc, plan.sql)
             if self.log is not None:
-                self.log.append((plan, args, _answer(rows)))
+                self.log.append((plan, args, answer_of(rows)))
             return rows
 
     async def execute_many(self, stmt: Prepared, params: Sequence[Params]) -> None:
@@ -155,26 +158,10 @@ class PgTx:
         except BaseException as exc:
             if not is_sound(exc):
                 self.broken = True
-            error = translate(exc, plan.sql)
-            if error is exc:
-                raise
-            if isinstance(exc, asyncpg.PostgresError):
-                raise error from None  # its DETAIL may quote bound values
-            raise error from exc
+            raise_translated(exc, plan.sql)
 
     async def serialize(self, scope: str) -> None:
         await self.execute(_ADVISORY_LOCK, {"k": lock_key(scope)})
-
-
-async def _run(conn: Any, plan: Plan, args: Any) -> PgRows:
-    if plan.returns_rows:
-        return PgRows(plan, await conn.fetch(plan.sql, *args), None)
-    return PgRows(plan, [], await conn.execute(plan.sql, *args))
-
-
-def _answer(rows: PgRows) -> Any:
-    """What a statement answered, comparable with the answer of its replay."""
-    return rows.status if rows.status is not None else [tuple(r) for r in rows.records]
 
 
 class Replayed(Exception):
@@ -384,7 +371,7 @@ class PgSession:
         try:
             await self._begin(conn)
             for plan, args, answer in tx.log or ():
-                if _answer(await _run(conn, plan, args)) != answer:
+                if answer_of(await run(conn, plan, args)) != answer:
                     raise Replayed("a replayed statement answered otherwise")
         except BaseException as exc:
             tx.broken = True
