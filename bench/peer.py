@@ -92,6 +92,7 @@ class Target:
     audit_file: Path | None = None
     chainkeys: bool = False
     per_request: int = 1  # signatures per request (a batch's size)
+    connections: int = 0  # wrk's connections (0: the run's --connections)
     requests: int = 0  # every request wrk sent it, warm-up included
     runs: list[dict[str, float]] = field(default_factory=list)
 
@@ -288,7 +289,7 @@ def measure(wrk_bin: str, target: Target, tmp: Path, seconds: float, connections
     with procs.CpuMeter(target.server) as meter:
         spies = profile.start(target) if profile is not None else []
         load = wrk.run(wrk_bin, target.server.url, wrk.script(target.lua, tmp), target.env,
-                       seconds=seconds, connections=connections)  # fmt: skip
+                       seconds=seconds, connections=target.connections or connections)  # fmt: skip
         for spy in spies:
             spy.wait(60)
     target.requests += load.requests
@@ -388,8 +389,9 @@ def best(target: Target) -> dict[str, float]:
 
 def report(targets: list[Target], version: str, args: argparse.Namespace) -> str:
     lines = [
-        f"{version}; {os.cpu_count()} cores; wrk -t1 -c{args.connections}, {args.rounds} "
-        f"rounds of {args.seconds:g} s, the best counts",
+        f"{version}; {os.cpu_count()} cores; wrk -t1 -c{args.connections} (a batch of n: "
+        f"-c{args.connections}/n, at least 4), {args.rounds} rounds of {args.seconds:g} s, "
+        "the best counts",
         "",
         "| server | signatures/s (best; each round) | p50 ms | p99 ms | CPU µs/sig | other load |",
         "|---|---|---|---|---|---|",
@@ -508,7 +510,7 @@ def main() -> None:
                 targets.append(start_chainkeys(tmp, config, pg_url, ref, databases))
         targets.append(start_bao(bao, tmp, audit=False))
         targets.append(start_bao(bao, tmp, audit=True))
-        targets += batches(targets, [int(b) for b in split(args.batch, str)])
+        targets += batches(targets, [int(b) for b in split(args.batch, str)], args.connections)
         for t in targets:
             measure(wrk_bin, t, tmp, args.warmup, args.connections, keep=False)
         for r in range(args.rounds):
@@ -541,9 +543,10 @@ def main() -> None:
     (args.out / "peer.json").write_text(json.dumps(doc, indent=1))
 
 
-def batches(targets: list[Target], sizes: list[int]) -> list[Target]:
+def batches(targets: list[Target], sizes: list[int], connections: int) -> list[Target]:
     """For each size, a batch target on each of this tree's chainkeys servers and on
-    OpenBao with its audit device (bench/peer_batch.py)."""
+    OpenBao with its audit device (bench/peer_batch.py), each with about as many
+    signatures in flight as the single requests' `connections` (at least 4 requests)."""
     out: list[Target] = []
     bao = next(t for t in targets if t.name == "openbao+audit")
     verify = transit_verifier(bao.server.url, {"X-Vault-Token": ROOT})
@@ -554,6 +557,8 @@ def batches(targets: list[Target], sizes: list[int]) -> list[Target]:
                 out.append(dataclasses.replace(t, requests=0, runs=[], **fields))
         fields = peer_batch.bao_batch(bao.name, bao.server.url, bao.env, size, call, verify)
         out.append(dataclasses.replace(bao, requests=0, runs=[], **fields))
+    for t in out:
+        t.connections = max(4, connections // t.per_request)
     return out
 
 

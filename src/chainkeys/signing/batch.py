@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -89,9 +90,11 @@ async def sign_batch(
         )
         await signing.refuse_unread(who, family, row.name, KIND, ChainkeysError())
         raise
-    for item, outcome in zip(items, outcomes, strict=True):
-        if isinstance(outcome, Signed):
-            metrics.SIGNATURES.labels(family, item.kind.path).inc()
+    signed = Counter(
+        i.kind.path for i, o in zip(items, outcomes, strict=True) if isinstance(o, Signed)
+    )
+    for path, count in signed.items():  # (counted once committed)
+        metrics.SIGNATURES.labels(family, path).inc(count)
     return outcomes
 
 

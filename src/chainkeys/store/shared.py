@@ -28,7 +28,7 @@ the transaction with an error when it is set):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Executable
@@ -47,8 +47,16 @@ def _behind(stmt: Executable | Prepared) -> bool:
     """An INSERT that answers nothing (no RETURNING), compiled once: sent behind."""
     if stmt.__class__ is not Prepared:
         return False
-    inner: Any = stmt.stmt  # type: ignore[union-attr]
-    return bool(getattr(inner, "is_insert", False)) and not inner.returning_column_descriptions
+    found = _BEHIND.get(stmt)  # (statements compiled once live as long as the process)
+    if found is None:
+        inner: Any = stmt.stmt  # type: ignore[union-attr]
+        found = _BEHIND[stmt] = bool(getattr(inner, "is_insert", False)) and not (
+            inner.returning_column_descriptions
+        )
+    return found
+
+
+_BEHIND: dict[Any, bool] = {}
 
 
 _ADDED = ListRows([], 1)  # what a row added behind answers: one row, nothing to read
@@ -110,17 +118,27 @@ class Shared:
             raise
 
     def read(self) -> contextlib.AbstractAsyncContextManager[Tx]:
-        return self._body()
+        return _Body(self)
 
     def write(self, one_statement: bool = False) -> contextlib.AbstractAsyncContextManager[Tx]:
-        return self._body()
+        return _Body(self)
 
-    @contextlib.asynccontextmanager
-    async def _body(self) -> AsyncIterator[Any]:
-        added = self._added
-        try:
-            yield self
-        except BaseException as exc:
-            if self._added != added:  # rows of a write that did not finish: keep none
-                self.failed = self.failed or exc
-            raise
+
+class _Body:
+    """A read or write body over the shared transaction: one that added rows and then
+    raised fails it. (A class: a generator-based context per item costs more.)"""
+
+    __slots__ = ("_added", "_shared")
+
+    def __init__(self, shared: Shared) -> None:
+        self._shared = shared
+        self._added = shared._added
+
+    async def __aenter__(self) -> Shared:
+        return self._shared
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        shared = self._shared
+        if exc is not None and shared._added != self._added and shared.failed is None:
+            shared.failed = exc  # rows of a write that did not finish: keep none
+        return False
