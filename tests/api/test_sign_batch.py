@@ -77,6 +77,7 @@ def test_utxo_kinds_in_one_batch_are_what_each_endpoint_signs(client: httpx.Clie
     made = client.post("/dogecoin", json={"private_key": KEY["private_key_hex"]})
     address, pubkey = made.json()["address"], made.json()["data"]["public_key"]
     path, network = f"/dogecoin/{address}", "dogecoin/mainnet"
+    items: list[dict[str, Any]]
     outputs = [{"address": RECIPIENT["dogecoin"], "value": 600_000},
                {"address": address, "value": 390_000}]  # fmt: skip
     psbt = run_node("utxo.mjs", {"action": "build_psbt", "network": network, "kind": "p2pkh",
@@ -126,7 +127,7 @@ def test_cosmos_kinds_in_one_batch_verify_with_cosmjs(client: httpx.Client) -> N
     require_node()
     assert client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
     doc = direct_doc()
-    items = [
+    items: list[dict[str, Any]] = [
         {"kind": "sign-direct", "signDoc": doc},
         {"kind": "sign-message", "message": "hello custody"},
         {"kind": "sign-transfer", **TRANSFER},
@@ -194,7 +195,7 @@ def test_a_refused_item_is_answered_as_alone_and_the_others_are_signed(cosmos: T
 def test_malformed_and_oversized_items_are_answered_as_alone(client: httpx.Client) -> None:
     address = client.post("/dogecoin", json={}).json()["address"]
     path = f"/dogecoin/{address}"
-    items = [
+    items: list[dict[str, Any]] = [
         {"kind": "sign-message", "message": "ok"},
         {"kind": "sign-message", "msg": "x"},  # a field the endpoint does not have
         {"kind": "sign-message", "message": 7},  # a field of the wrong type

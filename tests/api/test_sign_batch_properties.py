@@ -67,7 +67,7 @@ def target(server: Server) -> Iterator[Target]:
         "pubkey": ltc["data"]["public_key"], "amountIn": 1_000_000, "witness": True,
         "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
     })["psbt"]  # fmt: skip
-    items = {
+    items: dict[str, list[dict[str, Any]]] = {
         "cosmos": [{"kind": "sign-direct", "signDoc": direct_doc()},
                    {"kind": "sign-message", "data": "aGVsbG8="},
                    {"kind": "sign-transfer", **TRANSFER}],
