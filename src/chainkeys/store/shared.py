@@ -33,7 +33,7 @@ from typing import Any
 
 from sqlalchemy import Executable
 
-from chainkeys.store.sql import ListRows, Params, Prepared, Rows, Tx
+from chainkeys.store.sql import ListRows, Params, Prepared, Rows, RowSigner, Tx
 
 
 def adds_rows(stmt: Executable | Prepared) -> bool:
@@ -66,10 +66,12 @@ class Shared:
     """`Backend.read()` and `.write()` over one open transaction `tx` (see the module
     docstring); itself the `Tx` they give."""
 
-    __slots__ = ("_added", "_behind", "_rows", "_tx", "failed")
+    __slots__ = ("_added", "_behind", "_rows", "_tx", "failed", "signer")
 
     def __init__(self, tx: Tx) -> None:
         self._tx = tx
+        # what MACs a row as it is written (store/sql.py Tx)
+        self.signer: RowSigner | None = tx.signer
         self._added = 0  # INSERTs run (or kept to be sent) so far
         self._behind: Prepared | None = None  # the INSERT whose rows wait in `_rows`
         self._rows: list[Params] = []

@@ -140,10 +140,8 @@ class PgTx:
             return rows
 
     async def execute_many(self, stmt: Prepared, params: Sequence[Params]) -> None:
-        """One round trip for every row (asyncpg `executemany`; what a row answers, such
-        as the key PostgreSQL's INSERT returns, is not read). Not replayed: a transaction
-        that sent rows so is not recovered after a lost connection (503), as one whose
-        statement failed is not."""
+        """Every row in one round trip (asyncpg `executemany`; what a row answers is not
+        read), so never replayed: after a lost connection, 503 (as after a failure)."""
         plan = plan_of(stmt)
         if self._left >= 0:
             raise RuntimeError("execute_many is several statements: not in a one-statement write")
@@ -152,7 +150,7 @@ class PgTx:
         if self.changed is not None and (table := changed_by(plan.sql)) is not None:
             self.changed.add(table)
         rows = [plan.args(one) for one in params]
-        self._session = None  # (its answers are not logged: never replayed from here)
+        self._session = None  # (its answers are not logged)
         try:
             await self.conn.executemany(plan.sql, rows)
         except BaseException as exc:
