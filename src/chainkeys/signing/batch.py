@@ -30,8 +30,9 @@ from chainkeys.accounts.repository import AccountRow
 from chainkeys.approvals.service import ApprovalView
 from chainkeys.chains.tx.base import Signed, SignKind
 from chainkeys.errors import ChainkeysError
+from chainkeys.signing.keys import OpenedKeys
 from chainkeys.signing.requests import frames
-from chainkeys.signing.service import Opened, SigningService
+from chainkeys.signing.service import SigningService
 from chainkeys.store.shared import Shared
 from chainkeys.tokens.service import Principal
 
@@ -67,7 +68,7 @@ async def sign_batch(
     outcomes: list[Outcome] = []
     try:
         async with signing.db.write() as tx:
-            shared, opened = Shared(tx), Opened()
+            shared, opened = Shared(tx), OpenedKeys()
             for n, item in enumerate(items):
                 outcomes.append(await _one(signing, who, row, item, shared, opened))
                 if shared.failed is not None:  # nothing of this transaction may commit
@@ -104,7 +105,7 @@ async def _one(
     row: AccountRow,
     item: Item,
     shared: Shared,
-    opened: Opened,
+    opened: OpenedKeys,
 ) -> Outcome:
     if item.refusal is not None:
         await signing.refuse_unread(who, row.family, row.name, item.kind, item.refusal, shared)

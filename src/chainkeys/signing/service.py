@@ -42,8 +42,6 @@ from chainkeys.approvals.service import ApprovalService, ApprovalView
 from chainkeys.approvals.service import Request as ApprovalRequest
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
-from chainkeys.chains.secp256k1 import key_from_secret
-from chainkeys.chains.spec import Key
 from chainkeys.chains.tx.base import (
     CoSigned,
     Decoded,
@@ -66,6 +64,7 @@ from chainkeys.policies.engine import Decision, Refusal
 from chainkeys.policies.service import Account, PolicyService, Spend
 from chainkeys.signing.cosigner import Cosigner
 from chainkeys.signing.gate import Gate
+from chainkeys.signing.keys import OpenedKeys, open_checked
 from chainkeys.signing.refusals import details_of
 from chainkeys.signing.requests import (
     SIGN_FAILED,
@@ -83,7 +82,6 @@ from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.gate import opened
 
 log = logging.getLogger("chainkeys.signing")
-Opened = dict[tuple[bytes, str], Key]  # a batch's opened keys (`SigningService._open`)
 
 
 class Completed(Exception):
@@ -131,12 +129,12 @@ class SigningService(Gate):
         kind: SignKind,
         request: Any,
         db: Transactions | None = None,
-        opened: Opened | None = None,
+        opened_keys: OpenedKeys | None = None,
     ) -> Signed | ApprovalView:
         """`sign` on the account `row`: what decides, caps, signs and audits a request,
         alone (`db` None: each write is its own transaction) or as an item of a batch
-        (`db`: the batch's one transaction, where the items before it are seen; `opened`:
-        the keys its items opened and checked, each opened once per batch)."""
+        (`db`: the batch's one transaction, where the items before it are seen;
+        `opened_keys`: the keys its items opened and checked, once per batch)."""
         db = db or self.db
         owner = owner_of(row)
         prepared = await self.decode(who, row, owner, kind, request, db)
@@ -162,8 +160,9 @@ class SigningService(Gate):
             await self.policy_refused(who, row, kind, summary, decision, refusal, db)
             raise PolicyDenied(refusal.message) from None
         return await self._sign(
-            who, row, owner, kind, prepared, decision, request, again=again, db=db, opened=opened
-        )
+            who, row, owner, kind, prepared, decision, request, again=again, db=db,
+            opened_keys=opened_keys,
+        )  # fmt: skip
 
     async def decode(
         self,
@@ -193,7 +192,7 @@ class SigningService(Gate):
         approval: ApprovalRow | None = None,
         again: Again = None,
         db: Transactions | None = None,
-        opened: Opened | None = None,
+        opened_keys: OpenedKeys | None = None,
     ) -> Signed:
         """No freeze holding, the co-signer's approval; then check the caps (deciding
         again under their lock when conditions read `spent`), open the key, sign, count
@@ -228,7 +227,7 @@ class SigningService(Gate):
                     approved(decision, approval)
                     if asked is None and self._asks(decision):  # decided again: another rule
                         raise Refusal(decision.rule, "the policy changed meanwhile; send it again")
-                keys = [self._open(signer, opened) for signer in signers]
+                keys = [open_checked(self.accounts, s, opened_keys) for s in signers]
                 if owner.multisig is None:
                     signed = prepared.sign(keys[0])
                 elif isinstance(prepared, CoSigned):  # every kind in MULTISIG_KINDS is
@@ -301,26 +300,6 @@ class SigningService(Gate):
                 "no member key of this multisig is held here any more", code="multisig_no_key"
             )
         return found
-
-    def _open(self, row: AccountRow, opened: Opened | None = None) -> Key:
-        """The account's key, checked against its stored public key (once per batch:
-        `opened` holds what its items opened, by sealed key and public key)."""
-        if opened is not None and (found := opened.get((row.secret, row.public_key))):
-            return found
-        fam = family_of(row.family)
-        public = fam.public_key_bytes(row.public_key)
-        key = key_from_secret(self.accounts.open_key(row), len(public) == 33)
-        if key.public != public:  # decoded and checked against this key
-            log.error(
-                "refused to sign: the %s account %s opened a key that is not "
-                "its stored public key's",
-                row.family,
-                row.name,
-            )
-            raise KeyMismatch()
-        if opened is not None:
-            opened[(row.secret, row.public_key)] = key
-        return key
 
     # -- approvals -----------------------------------------------------------------------
 

@@ -77,6 +77,11 @@ class Shared:
         self._rows: list[Params] = []
         self.failed: BaseException | None = None  # set: this transaction must not commit
 
+    @property
+    def writing(self) -> bool:
+        """Always: what a batch reads may still roll back with it (store/sql.py Tx)."""
+        return True
+
     async def execute(self, stmt: Executable | Prepared, params: Params = None) -> Rows:
         if _behind(stmt):
             self._added += 1
