@@ -371,3 +371,27 @@ def test_the_worked_co_signer_of_the_docs_approves_and_refuses(backend: str, tmp
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_each_item_of_a_batch_is_asked_and_answered_in_its_place(
+    tenant: Tenant, cosigner: CoSigner
+) -> None:
+    """A batch (`sign-batch`) asks the co-signer for each item its caps allow, in order,
+    inside the batch's transaction: a rejected item is 403 in its place and spends nothing,
+    the item the cap then refuses is never asked, the others are signed."""
+    tenant.policy({"family": "cosmos", "max_per_day": {"uatom": "2500"}})
+    cosigner.meanwhile = lambda asked: setattr(  # the second question is rejected
+        cosigner, "mode", "reject" if len(cosigner.questions) == 2 else "approve"
+    )
+    items = [{"kind": "sign-transfer", **transfer(1000, sequence=n)} for n in (1, 2, 3, 4)]
+    r = tenant.client.post(f"/cosmos/{ADDRESS}/sign-batch", json={"items": items})
+    assert r.status_code == 200, r.text
+    results = r.json()["data"]["results"]
+    assert [x["status"] for x in results] == [200, 403, 200, 403]
+    assert results[1]["code"] == "cosigner_rejected" and "payee" in results[1]["message"]
+    assert results[3]["code"] == "policy_denied"  # 1,000 + 1,000 signed: over 2,500, not asked
+    assert [q["request"]["sequence"] for q in cosigner.questions] == [1, 2, 3]
+    assert [e["outcome"] for e in events(tenant, "cosigner")] == ["ok", "cosigner_rejected", "ok"]
+    assert [e["outcome"] for e in events(tenant, "sign")] == [
+        "ok", "cosigner_rejected", "ok", "policy_denied"]  # fmt: skip
+    assert tenant.client.get("/policy/usage").json()["data"]["caps"][0]["spent"] == "2000"

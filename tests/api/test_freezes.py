@@ -329,3 +329,21 @@ def test_a_freeze_made_on_one_replica_holds_on_the_other_at_once(
         a.stop()
         if pg_url:
             drop_pg_database(pg_url)
+
+
+def test_a_freeze_refuses_each_item_of_a_batch_in_its_place(team: Team) -> None:
+    """`sign-batch`: every item of a frozen account is 423 in its place, audited as
+    alone; another account's batch signs."""
+    t = team.tenant
+    other = t.client.post("/cosmos", json={}).json()["data"]["data"]["address"]
+    made = freeze(team.cosmos_alice, account=f"cosmos/{ADDRESS}")
+    items = [{"kind": "sign-transfer", **transfer(sequence=n)} for n in (1, 2)]
+    r = t.client.post(f"/cosmos/{ADDRESS}/sign-batch", json={"items": items})
+    assert r.status_code == 200, r.text
+    results = r.json()["data"]["results"]
+    assert [(x["status"], x["code"]) for x in results] == [(423, "frozen"), (423, "frozen")]
+    assert made["id"] in results[0]["message"]
+    assert [e["outcome"] for e in audit(t.client, "sign")[:2]] == ["frozen", "frozen"]
+    theirs = [{"kind": "sign-transfer", **transfer(other)}]
+    r = t.client.post(f"/cosmos/{other}/sign-batch", json={"items": theirs})
+    assert r.json()["data"]["results"][0]["status"] == 200, r.text
