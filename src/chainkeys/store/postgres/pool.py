@@ -140,11 +140,8 @@ class PgTx:
             return rows
 
     async def execute_many(self, stmt: Prepared, params: Sequence[Params]) -> None:
-        """Every row in one round trip (asyncpg `executemany`; what a row answers is not
-        read), so never replayed: after a lost connection, 503 (as after a failure)."""
+        """Every row in one round trip (asyncpg `executemany`): never replayed (unlogged)."""
         plan = plan_of(stmt)
-        if self._left >= 0:
-            raise RuntimeError("execute_many is several statements: not in a one-statement write")
         if self.conn is None:  # lost, and no new one came
             raise StorageUnavailable()
         if self.changed is not None and (table := changed_by(plan.sql)) is not None:
@@ -154,8 +151,7 @@ class PgTx:
         try:
             await self.conn.executemany(plan.sql, rows)
         except BaseException as exc:
-            if not is_sound(exc):
-                self.broken = True
+            self.broken = self.broken or not is_sound(exc)
             raise_translated(exc, plan.sql)
 
     async def serialize(self, scope: str) -> None:
