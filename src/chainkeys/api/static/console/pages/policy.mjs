@@ -113,7 +113,8 @@ async function signKinds(family) {
   const kinds = new Map();
   for (const [path, ops] of Object.entries(doc.paths)) {
     const kind = path.startsWith(prefix) ? path.slice(prefix.length) : "";
-    if (!kind.startsWith("sign-") || !ops.post) continue;
+    // a batch is its items, each of which the dry run decides alone: it is not offered
+    if (!kind.startsWith("sign-") || kind === "sign-batch" || !ops.post) continue;
     const examples = ((ops.post.requestBody || {}).content || {})["application/json"] || {};
     const first = Object.values(examples.examples || {})[0];
     kinds.set(kind, first ? first.value : {});
