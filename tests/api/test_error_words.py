@@ -151,16 +151,23 @@ CASES = [(url, case) for url, type_ in ENDPOINTS.items() for case in cases(type_
 
 
 def check_words(r: httpx.Response, case: Case) -> str:
-    """The refusal's message: in words, naming the field when it names one."""
-    assert r.status_code != 500, r.text
-    if r.status_code != 400:  # a value the schema takes after all (a union's other member)
+    """The refusal's message: in words, naming the field when it names one. A batch's
+    item is answered in its place in `results`, as its own endpoint answers it (so its
+    message names the field within the item)."""
+    assert r.status_code < 500, r.text
+    answer, path = r.json() if r.content else {}, case.path
+    if r.status_code == 200 and path.startswith("items[0]") and "results" in answer.get("data", {}):
+        answer, path = answer["data"]["results"][0], path.removeprefix("items[0]").lstrip(".")
+        if answer["status"] != 400:
+            return ""
+    elif r.status_code != 400:  # a value the schema takes after all (a union's other member)
         return ""
-    message: str = r.json()["message"]
+    message: str = answer["message"]
     for raw in RAW:
         assert raw not in message, (case, message)
     assert "/openapi.json" not in message, (case, message)  # a pattern PATTERN_WORDS lacks
-    if r.json()["code"] in ("invalid_field", "invalid_amount") and case.path:
-        assert message.startswith(case.path) or " is required" in message, (case, message)
+    if answer["code"] in ("invalid_field", "invalid_amount") and path:
+        assert message.startswith(path) or " is required" in message, (case, message)
     return message
 
 
@@ -178,10 +185,27 @@ def client(server: Server) -> Iterator[httpx.Client]:
         yield c
 
 
+def live(client: httpx.Client, url: str) -> str:
+    """A batch reads its items once its account is found (a single endpoint reads its
+    body first): its url names an account of the client's tenant."""
+    family, _, rest = url.lstrip("/").partition("/")
+    if not rest.endswith("sign-batch"):
+        return url
+    if (client, family) not in MADE:
+        made = client.post(f"/{family}", json={})
+        assert made.status_code == 200, made.text
+        MADE[client, family] = made.json()["data"]["data"]["address"]
+    return f"/{family}/{MADE[client, family]}/sign-batch"
+
+
+MADE: dict[tuple[httpx.Client, str], str] = {}
+
+
 @pytest.mark.parametrize("url", sorted(ENDPOINTS))
 def test_every_schema_refusal_is_in_words(client: httpx.Client, url: str) -> None:
     mine = [case for u, case in CASES if u == url]
     refused = 0
+    url = live(client, url)
     for case in mine:
         r = client.post(url, content=msgspec.json.encode(case.body),
                         headers={"content-type": "application/json"})  # fmt: skip
@@ -221,7 +245,7 @@ def test_any_value_anywhere_is_refused_in_words(client: httpx.Client, data: st.D
     url, case = data.draw(st.sampled_from(CASES))
     value = data.draw(JSON)
     body = put(msgspec.json.decode(msgspec.json.encode(case.body)), case.path, value)
-    r = client.post(url, json=body)
+    r = client.post(live(client, url), json=body)
     check_words(r, Case(case.path, body, "any value"))
 
 
