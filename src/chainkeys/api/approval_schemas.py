@@ -51,7 +51,13 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
     family: str
     account: str
     kind: Annotated[str, Meta(description="the sign endpoint: sign-psbt, sign-transfer, …")]
-    summary: Annotated[dict[str, Any], Meta(description="what it signs, decoded")]
+    summary: Annotated[
+        dict[str, Any] | None,
+        Meta(
+            description="what it signs, decoded from the stored request each time it is "
+            "shown (never a stored copy); null when it cannot be (summary_error says why)"
+        ),
+    ]
     digest: Annotated[str, Meta(description="vote on this: the sha256 of what is signed")]
     required: Annotated[int, Meta(description="approvals needed (the quorum)")]
     group: str
@@ -72,6 +78,10 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
             "pending (POST /approvals/{id}/cancel)"
         ),
     ]
+    summary_error: (
+        Annotated[str, Meta(description="why there is no summary: nothing of it is signed")]
+        | UnsetType
+    ) = UNSET
     reason: Annotated[str, Meta(description="why it was rejected or failed")] | UnsetType = UNSET
     result: Annotated[Any, Meta(description="signed: the sign endpoint's own data")] | UnsetType = (
         UNSET

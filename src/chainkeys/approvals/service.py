@@ -41,6 +41,7 @@ from chainkeys.approvals.repository import (
     Vote,
     Votes,
 )
+from chainkeys.approvals.summaries import Shown, derive
 from chainkeys.approvals.transitions import Transitions, record_of
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
@@ -50,6 +51,7 @@ from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound, StartupE
 from chainkeys.freezes.service import frozen, holding
 from chainkeys.store.backend import Backend, Transactions
 from chainkeys.store.integrity import APPROVAL_VOTES, APPROVALS
+from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
 from chainkeys.vault.gate import Gate
@@ -68,10 +70,11 @@ class ApprovalNotFound(NotFound):
 class ApprovalView:
     row: ApprovalRow
     votes: list[Vote]
+    shown: Shown  # the summary derived from the request now (approvals/summaries.py)
 
     def record(self) -> dict[str, Any]:
         """The approval as the API, the webhook and the page show it."""
-        return record_of(self.row, self.votes)
+        return record_of(self.row, self.votes, self.shown)
 
     def cancellable_by(self, who: Principal) -> bool:
         """Whether `who` may cancel it (`ApprovalService.cancel`): its token made the
@@ -125,7 +128,7 @@ class ApprovalService(Transitions):
             async with db.read() as tx:
                 found = await Approvals.pending(tx, key)
                 if found is not None:
-                    return ApprovalView(found, await Votes.of(tx, found.id))
+                    return await self._view(tx, found)
             at = now_ms()
             row = ApprovalRow(
                 ID_PREFIX + secrets.token_hex(12),
@@ -154,7 +157,8 @@ class ApprovalService(Transitions):
                     if not await Approvals.insert(tx, row):
                         raise _Taken
                     await self._changed(tx, who, row, PENDING)
-                return ApprovalView(row, [])
+                async with db.read() as tx:
+                    return await self._view(tx, row)
             except _Taken:
                 continue  # the same request, opened at the same moment: answer that one
         raise Conflict("the same request is being opened; retry", code="busy")
@@ -165,7 +169,7 @@ class ApprovalService(Transitions):
             await self.expire(row.id)
             row = await self._visible(who, approval_id)
         async with self.db.read() as tx:
-            return ApprovalView(row, await Votes.of(tx, row.id))
+            return await self._view(tx, row)
 
     async def page(
         self, who: Principal, state: str | None, limit: int | None, cursor: str | None
@@ -181,8 +185,12 @@ class ApprovalService(Transitions):
                 tx, who.tenant_id, state, who.token_id, group, w.after or 0, w.fetch, who.families
             )
             shown, next_cursor = w.page(rows, lambda r: r.seq)
-            views = [ApprovalView(r, await Votes.of(tx, r.id)) for r in shown]
+            views = [await self._view(tx, r) for r in shown]
         return views, next_cursor
+
+    async def _view(self, tx: Tx, row: ApprovalRow) -> ApprovalView:
+        """`row` with its votes and its summary derived from its request now."""
+        return ApprovalView(row, await Votes.of(tx, row.id), await derive(tx, self._keyed(), row))
 
     async def count(self, who: Principal, state: str) -> int:
         """How many of the requests this token sees (`page`) are in `state`."""
