@@ -177,8 +177,17 @@ class RequestOptions(Struct, kw_only=True, omit_defaults=True, rename="camel"):
 
     challenge: Annotated[
         str,
-        Meta(description='base64url SHA-256("chainkeys approval v1" || id || digest || decision)'),
+        Meta(
+            description='base64url SHA-256("chainkeys approval v2" || id || digest || '
+            "hex SHA-256(canonical summary JSON) || decision): canonical JSON has its keys "
+            "sorted, no whitespace, UTF-8; the digest and the summary's SHA-256 are "
+            "lowercase hex"
+        ),
     ]
+    summary: Annotated[
+        dict[str, Any] | None,
+        Meta(description="the summary the challenge covers (derived from the request now)"),
+    ] = None
     timeout: int | UnsetType = UNSET
     rp_id: str | UnsetType = UNSET
     allow_credentials: list[dict[str, Any]] | UnsetType = UNSET

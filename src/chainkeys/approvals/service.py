@@ -252,6 +252,9 @@ class ApprovalService(Transitions):
         decision = "approve" if approve else "reject"
         if approve:  # a rejection can only stop a request: it is taken during a freeze
             await self._unfrozen(who, row)
+        shown = await self._shown(row)
+        if approve and shown.summary is None:
+            raise Conflict(f"nothing to approve: {shown.problem}", code="summary_unavailable")
         assertion = None
         if row.passkey and proof is None:
             await self.passkeys.audit_refusal(
@@ -259,7 +262,7 @@ class ApprovalService(Transitions):
             )
             raise PasskeyRequired()
         if proof is not None:
-            assertion = await self.passkeys.check(who, row, decision, proof)
+            assertion = await self.passkeys.check(who, row, shown.summary, decision, proof)
         at = now_ms()
         vote = Vote(
             row.id,
@@ -345,8 +348,11 @@ class ApprovalService(Transitions):
             await Approvals.current(tx, integrity, row)  # not a request that ended
             votes = await Votes.of(tx, row.id)
         if row.passkey:  # each proof verified again, against its credential as it is now
+            summary = (await self._shown(row)).summary  # and the summary derived now
             votes = [
-                v for v in votes if v.decision == "approve" and await self.passkeys.counts(row, v)
+                v
+                for v in votes
+                if v.decision == "approve" and await self.passkeys.counts(row, summary, v)
             ]
         if self.approvers(row, votes) < row.quorum:
             raise failed(
@@ -357,11 +363,20 @@ class ApprovalService(Transitions):
 
     async def challenge(self, who: Principal, approval_id: str, decision: str) -> dict[str, Any]:
         """WebAuthn request options for the caller's vote (`decision`) on a request it
-        may vote on; their `challenge` is what a script key signs too."""
+        may vote on, with the `summary` their challenge covers; their `challenge` is
+        what a script key signs too."""
         row = await self._visible(who, approval_id)
         if "approve" not in who.scopes or who.group != row.approver_group:
             raise Forbidden("only an approver of this request's group may vote on it")
-        return await self.passkeys.request_options(who, row, decision)
+        shown = await self._shown(row)
+        if decision == "approve" and shown.summary is None:
+            raise Conflict(f"nothing to approve: {shown.problem}", code="summary_unavailable")
+        return await self.passkeys.request_options(who, row, shown.summary, decision)
+
+    async def _shown(self, row: ApprovalRow) -> Shown:
+        """`row`'s summary derived from its request now (what a vote's challenge covers)."""
+        async with self.db.read() as tx:
+            return await derive(tx, self._keyed(), row)
 
     def _keyed(self) -> Gate:
         if self.integrity is None:

@@ -12,13 +12,12 @@ One form for every kind of request (`form`): the signing layer's `summary_record
 (family, network, kind, chain id, every output or message or action with its
 recipient and amounts in base and display units, fee, memo, IBC route, message) with
 the account beside it. Integers a JavaScript number cannot hold are decimal text, so
-the console hashes the same canonical JSON (`canonical`) as the server.
+the console hashes the same canonical JSON (approvals/proofs.py `canonical`) as the
+server.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -59,19 +58,6 @@ def _safe(value: Any) -> Any:
     if type(value) is int and abs(value) > SAFE_INTEGER:
         return str(value)
     return value
-
-
-def canonical(summary: dict[str, Any] | None) -> bytes:
-    """The summary's canonical JSON: keys sorted, no whitespace, UTF-8 (not \\u-escaped
-    beyond what JSON requires); `null` when there is none."""
-    return json.dumps(
-        summary, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode()
-
-
-def summary_hash(summary: dict[str, Any] | None) -> bytes:
-    """SHA-256 of the canonical summary JSON: what a vote's challenge covers."""
-    return hashlib.sha256(canonical(summary)).digest()
 
 
 async def derive(tx: Tx, integrity: Integrity, row: ApprovalRow) -> Shown:

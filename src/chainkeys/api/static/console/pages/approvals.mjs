@@ -8,7 +8,7 @@
 // the vote is signed by the approver's passkey (the browser's prompt), and each vote
 // says whether it carries a signature.
 import { amounts, facts, h, heading, untrusted } from "../dom.mjs";
-import { get, supported, why } from "../webauthn.mjs";
+import { canonical, get, supported, voteChallenge, why } from "../webauthn.mjs";
 
 const STATES = ["pending", "approved", "signed", "failed", "rejected", "expired", "cancelled"];
 
@@ -72,6 +72,7 @@ function card(a, me, api, go, say) {
       `${a.family} ${a.kind} from `, untrusted(a.account)),
     facts([
       ["Request", h("code", {}, a.id)],
+      ["Summary", a.summary_error ? untrusted(a.summary_error) : undefined, { warn: true }],
       ["Network", [s.network, s.chain_id].filter(Boolean).join(" · ") || "—"],
       ["Fee", s.fee === null ? "unknown (an input's amount is missing)" : amounts(s.fee), { warn: s.fee === null }],
       ["Memo", s.memo ? untrusted(s.memo) : undefined],
@@ -117,11 +118,16 @@ function card(a, me, api, go, say) {
   return node;
 }
 
-/** The passkey's assertion over this request and decision (the challenge the API
- * gives: SHA-256 of the request's id, digest and the decision). */
+/** The passkey's assertion over this request, the summary this card shows and the
+ * decision: the challenge the API gives must be the one computed here from them. */
 async function signed(a, how, api) {
   if (!supported()) throw new Error("this browser cannot use passkeys here (WebAuthn needs https, or http://localhost)");
   const options = await api("GET", `/approvals/${encodeURIComponent(a.id)}/challenge?decision=${how}`);
+  const mine = await voteChallenge(a.id, a.digest, a.summary ?? null, how);
+  if (options.challenge !== mine || canonical(options.summary ?? null) !== canonical(a.summary ?? null)) {
+    throw new Error("not signed: the request changed since this page showed it; reload and look again");
+  }
+  delete options.summary; // not a WebAuthn option
   try {
     return await get(options);
   } catch (e) {
