@@ -82,6 +82,23 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
         Annotated[str, Meta(description="why there is no summary: nothing of it is signed")]
         | UnsetType
     ) = UNSET
+    request: Annotated[
+        Any,
+        Meta(
+            description="the sign endpoint's body as the server read it (every field "
+            "sent, with the defaults it filled): what offline verifiers decode"
+        ),
+    ] = None
+    signer: (
+        Annotated[
+            dict[str, Any],
+            Meta(
+                description="the signing account's public data an offline verifier needs: "
+                "address, public_key, network, address_type (Litecoin), multisig"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     reason: Annotated[str, Meta(description="why it was rejected or failed")] | UnsetType = UNSET
     result: Annotated[Any, Meta(description="signed: the sign endpoint's own data")] | UnsetType = (
         UNSET

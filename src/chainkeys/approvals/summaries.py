@@ -23,7 +23,8 @@ from typing import Any, Final
 
 import msgspec
 
-from chainkeys.accounts.repository import Accounts
+from chainkeys.accounts.multisig import multisig_of
+from chainkeys.accounts.repository import AccountRow, Accounts
 from chainkeys.approvals.repository import ApprovalRow
 from chainkeys.chains.tx.base import Summary, summary_record
 from chainkeys.errors import ChainkeysError
@@ -41,6 +42,22 @@ class Shown:
 
     summary: dict[str, Any] | None
     problem: str | None = None
+    signer: dict[str, Any] | None = None  # the account's public data (`signer_of`)
+
+
+def signer_of(account: AccountRow) -> dict[str, Any]:
+    """What an offline verifier needs of the signing account besides the request (its
+    address, public key, network and, for Litecoin, address type)."""
+    out: dict[str, Any] = {
+        "address": account.address,
+        "public_key": account.public_key,
+        "network": account.network,
+    }
+    if account.details.get("address_type") is not None:
+        out["address_type"] = account.details["address_type"]
+    if multisig_of(account.details) is not None:
+        out["multisig"] = True  # its members sign: not verifiable from these fields alone
+    return out
 
 
 def form(account: str, summary: Summary) -> dict[str, Any]:
@@ -78,4 +95,4 @@ async def derive(tx: Tx, integrity: Integrity, row: ApprovalRow) -> Shown:
         return Shown(None, "the stored request no longer decodes: it cannot be signed")
     if summary.digest != row.digest:
         return Shown(None, "the request no longer decodes to its digest: it cannot be signed")
-    return Shown(form(row.account_name, summary))
+    return Shown(form(row.account_name, summary), signer=signer_of(account))

@@ -77,11 +77,22 @@ def record_of(row: ApprovalRow, votes: list[Vote], shown: Shown) -> dict[str, An
     }
     if shown.problem is not None:
         out["summary_error"] = shown.problem
+    out["request"] = _request(row)  # the raw request: for offline verifiers
+    if shown.signer is not None:
+        out["signer"] = shown.signer
     if row.reason:
         out["reason"] = row.reason
     if row.result is not None:
         out["result"] = msgspec.json.decode(row.result)
     return out
+
+
+def _request(row: ApprovalRow) -> Any:
+    """The sign endpoint's body as the server read it (JSON; text if it does not parse)."""
+    try:
+        return msgspec.json.decode(row.request)
+    except msgspec.DecodeError:
+        return row.request
 
 
 def signed_with(vote: Vote) -> str:
