@@ -5,6 +5,7 @@ the server package.
 """
 
 from chainkeys_client._approvals import challenge_bytes, vote_challenge
+from chainkeys_client._verify import ApprovalCheck, verify_approval
 from chainkeys_client._client import AsyncClient, Client
 from chainkeys_client._core import RetryPolicy
 from chainkeys_client._errors import (
@@ -117,4 +118,6 @@ __all__ = [
     "__version__",
     "challenge_bytes",
     "vote_challenge",
+    "verify_approval",
+    "ApprovalCheck",
 ]
