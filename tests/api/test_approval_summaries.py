@@ -79,3 +79,20 @@ def test_the_webhook_record_carries_the_derived_summary(team: Team, server: Serv
             return record_of(row, [], await derive(tx, gate, row))
 
     assert server.call(record())["summary"] == waiting["summary"]
+
+
+def test_nothing_is_approved_without_a_summary(team: Team) -> None:  # noqa: F811
+    """An account deleted since the request: no summary can be derived, so none is
+    shown, and neither an approving vote nor its challenge is taken (409)."""
+    t = team.tenant
+    waiting = pending(t, send(60_000, sequence=5))
+    assert t.client.delete(f"/cosmos/{waiting['account']}").status_code == 200
+    shown = team.alice.get(f"/approvals/{waiting['id']}").json()["data"]
+    assert shown["summary"] is None and "account is gone" in shown["summary_error"]
+    voted = team.alice.post(f"/approvals/{waiting['id']}/approve",
+                            json={"digest": waiting["digest"]})  # fmt: skip
+    assert voted.status_code == 409 and voted.json()["code"] == "summary_unavailable"
+    asked = team.alice.get(f"/approvals/{waiting['id']}/challenge", params={"decision": "approve"})
+    assert asked.status_code == 409 and asked.json()["code"] == "summary_unavailable"
+    rejected = team.bob.post(f"/approvals/{waiting['id']}/reject", json={"reason": "gone"})
+    assert rejected.status_code == 200 and rejected.json()["data"]["state"] == "rejected"
