@@ -6,7 +6,8 @@
 // person voted, the card says so instead. The token that made a pending request may
 // cancel it (the API says so: `cancellable`). On a request whose rule asks for passkeys
 // the vote is signed by the approver's passkey (the browser's prompt), and each vote
-// says whether it carries a signature.
+// says whether it carries a signature. Each card offers the approval as a download, to
+// check with a verifier that does not trust this page or the service.
 import { amounts, facts, h, heading, untrusted } from "../dom.mjs";
 import { canonical, get, supported, voteChallenge, why } from "../webauthn.mjs";
 
@@ -83,7 +84,8 @@ function card(a, me, api, go, say) {
       ["Reason", a.reason ? untrusted(a.reason) : undefined, { warn: true }],
     ]),
     h("ol", { class: "items", "aria-label": "What it does" }, (s.items || []).map(item)),
-    h("div", { class: "votes" }, h("h3", {}, "Votes"), votes.length ? h("ul", {}, votes) : h("p", {}, "none yet")));
+    h("div", { class: "votes" }, h("h3", {}, "Votes"), votes.length ? h("ul", {}, votes) : h("p", {}, "none yet")),
+    download(a));
   const mayVote = a.state === "pending" && me.scopes.includes("approve") && me.group === a.group;
   const mine = (a.votes || []).find((v) => person(v.label) === person(me.label));
   if (mayVote && mine) {
@@ -133,6 +135,22 @@ async function signed(a, how, api) {
   } catch (e) {
     throw new Error(`not signed: ${why(e)}`);
   }
+}
+
+/** The approval as `GET /approvals/{id}` gives it, to check away from this page:
+ * `chainkeys approval verify FILE`, or the client packages' verifiers. */
+function download(a) {
+  const { cancellable, ...approval } = a; // the caller's own, not the approval's
+  const link = h("button", { type: "button", class: "download" }, "Download to verify elsewhere");
+  link.addEventListener("click", () => {
+    const url = URL.createObjectURL(new Blob([JSON.stringify(approval, null, 1)], { type: "application/json" }));
+    const save = h("a", { href: url, download: `${a.id}.json` });
+    save.click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  });
+  return h("p", { class: "verify hint" }, link,
+    " then, on another machine, run ", h("code", {}, `chainkeys approval verify ${a.id}.json`),
+    " or the client packages' verify_approval / verifyApproval: each decodes the raw request itself and names any difference from what this page shows.");
 }
 
 /** The requester's own pending request: withdraw it (nothing is signed, votes end). */
