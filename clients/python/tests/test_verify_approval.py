@@ -46,6 +46,13 @@ def approvals(server: Server) -> dict[str, dict[str, Any]]:
                 cosmos, COSMOS["sign-transfer"]["request"]),
             "cosmos sign-direct": lambda: ck.signing.sign_direct(
                 cosmos, COSMOS["sign-direct"]["request"]["signDoc"]),
+            "cosmos sign-amino": lambda: ck.signing.sign_amino(
+                cosmos, COSMOS["sign-amino"]["request"]["signDoc"]
+            ),
+            "cosmos sign-ibc-transfer": lambda: ck.signing.sign_ibc_transfer(
+                cosmos, COSMOS["sign-ibc-transfer"]["request"]
+            ),
+            "cosmos sign-message": lambda: ck.signing.sign_message("cosmos", cosmos, "I agree"),
             "eos sign-transaction": lambda: ck.signing.sign_eos_transaction(
                 eos, EOS_MAINNET, eos_transfer_tx("verifyeos123", "exchange1234", 12345)),
             "eos sign-message": lambda: ck.signing.sign_message("eos", eos, "I own this"),
@@ -69,8 +76,18 @@ def approvals(server: Server) -> dict[str, dict[str, Any]]:
     return found
 
 
-NAMES = ["cosmos sign-transfer", "cosmos sign-direct", "eos sign-transaction", "eos sign-message",
-         "dogecoin sign-message", "dogecoin sign-raw-transaction", "litecoin sign-psbt"]  # fmt: skip
+NAMES = [
+    "cosmos sign-transfer",
+    "cosmos sign-direct",
+    "cosmos sign-amino",
+    "cosmos sign-ibc-transfer",
+    "cosmos sign-message",
+    "eos sign-transaction",
+    "eos sign-message",
+    "dogecoin sign-message",
+    "dogecoin sign-raw-transaction",
+    "litecoin sign-psbt",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", NAMES)
