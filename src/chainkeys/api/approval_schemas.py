@@ -125,7 +125,7 @@ APPROVAL_EXAMPLE: dict[str, Any] = {
         "family": _FAMILY,
         "account": _EXAMPLE["account"],
         "kind": _KIND.path,
-        "summary": _EXAMPLE["summary"],
+        "summary": {"account": _EXAMPLE["account"], **_EXAMPLE["summary"]},
         "digest": _EXAMPLE["summary"]["digest"],
         "required": 2,
         "group": "treasury",

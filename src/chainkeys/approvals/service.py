@@ -13,7 +13,9 @@ and, with a webhook configured, written to the outbox in the same transaction
 (signing/service.py `complete`), as the requester if its token is still live; a
 revoked or expired requester's pending requests are cancelled by the sweeper. A rule
 with `"passkey": true` counts only votes signed by the person's enrolled credential
-(approvals/passkeys.py), verified when cast and again when the quorum signs. The moves
+(approvals/passkeys.py) over the digest and the summary derived from the request
+(approvals/summaries.py: what is shown is never a stored copy), verified when cast and
+again when the quorum signs. The moves
 that end a request (expiry, cancellation, failure, signed) and the audit and outbox
 events of every move are approvals/transitions.py's.
 """
