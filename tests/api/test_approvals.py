@@ -253,7 +253,8 @@ def test_an_approver_sees_what_decides_where_value_goes(team: Team, server: Serv
     [item] = summary["items"]
     assert item["recipient"] == IBC_TRANSFER["toAddress"] and summary["memo"] == "payout 7"
     assert item["ibc"] == {"channel": "channel-141", "port": "transfer", "timeout_height": None,
-                           "timeout_timestamp": IBC_TRANSFER["timeoutTimestamp"]}  # fmt: skip
+                           # beyond a JavaScript number: decimal text
+                           "timeout_timestamp": str(IBC_TRANSFER["timeoutTimestamp"])}  # fmt: skip
     assert item["amounts"] == [{"denom": "uatom", "amount": "5000000000", "base_unit": "uatom",
                                 "display": "5000 ATOM"}]  # fmt: skip
     for bad in ("osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsx",  # a checksum that fails

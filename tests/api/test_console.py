@@ -133,6 +133,12 @@ def test_a_tenant_read_from_the_console_alone(
     assert INJECTED in seen["token"] and seen["pwned"] is False
     assert INJECTED in seen["card"] and seen["approverPwned"] is False
     assert "⟨U+202E⟩" in seen["rejectCard"] and "\u202e" not in seen["rejectCard"]
+    # the approval as a file, which the offline verifier accepts as what is signed
+    from chainkeys.approvals.verify import approval_of, differences
+
+    saved = seen["approvalFile"]
+    assert saved["name"] == f"{approve['id']}.json" and "cancellable" not in saved["approval"]
+    assert differences(approval_of(saved["approval"])) == []
     # the approver, keyboard only
     assert seen["tabbedToApprove"] and seen["tabbedToReason"] and seen["tabbedToReject"]
     assert "approved by you; now signed" in seen["approveMessage"]

@@ -138,7 +138,9 @@ def test_enrol_and_approve_with_a_quorum_of_passkeys(team: Team) -> None:
         (team.alice.credential, "webauthn", "alice")
     ]
     options = team.alice.options(waiting)
-    assert unb64url(options["challenge"]) == challenge(waiting["id"], waiting["digest"], "approve")
+    assert unb64url(options["challenge"]) == challenge(
+        waiting["id"], waiting["digest"], waiting["summary"], "approve"
+    )
     assert options["rpId"] == "localhost" and options["userVerification"] == "required"
     first = team.alice.vote(waiting, team.alice.device.get(options))
     assert first.status_code == 200 and first.json()["data"]["state"] == "pending", first.text

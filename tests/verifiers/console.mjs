@@ -179,6 +179,9 @@ try {
       seen.card = await ap.locator(`li.approval[data-id="${input.approve}"]`).innerText();
       seen.rejectCard = await ap.locator(`li.approval[data-id="${input.reject}"]`).innerText();
       seen.approverPwned = await ap.evaluate(() => window.pwned === 1 || document.querySelector("b.injected") !== null);
+      const [saved] = await Promise.all([ap.waitForEvent("download"),
+        ap.click(`li.approval[data-id="${input.approve}"] button.download`)]);
+      seen.approvalFile = { name: saved.suggestedFilename(), approval: JSON.parse(readFileSync(await saved.path(), "utf8")) };
       seen.tabbedToApprove = await tabTo(ap, `li.approval[data-id="${input.approve}"] button.approve`);
       await ap.keyboard.press("Enter");
       await ap.waitForFunction((id) => document.getElementById("message").textContent.startsWith(`${id}:`), input.approve);

@@ -12,4 +12,6 @@ export { ChainkeysCosmosMultisig, ChainkeysCosmosSigner } from "./cosmjs.js";
 export type { DirectSignDoc } from "./cosmjs.js";
 export { ChainkeysSignatureProvider } from "./eosjs.js";
 export { signPsbt, coinOf } from "./bitcoinjs.js";
+export { verifyApproval } from "./verify.js";
+export type { ApprovalCheck } from "./verify.js";
 export type { SignPsbtOptions, UtxoCoin, EccVerifier } from "./bitcoinjs.js";

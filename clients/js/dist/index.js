@@ -9,3 +9,4 @@ export { ChainkeysClient, challengeBytes } from "./client.js";
 export { ChainkeysCosmosMultisig, ChainkeysCosmosSigner } from "./cosmjs.js";
 export { ChainkeysSignatureProvider } from "./eosjs.js";
 export { signPsbt, coinOf } from "./bitcoinjs.js";
+export { verifyApproval } from "./verify.js";

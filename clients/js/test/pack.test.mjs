@@ -28,7 +28,7 @@ test("the tarball installs with no peer, and the main entry imports", () => {
   npm(["install", tgz, "--no-audit", "--no-fund", "--offline"], dir);
   assert.ok(!existsSync(join(dir, "node_modules", "@cosmjs")), "optional peers are not installed");
   const names = node(`import * as m from "@chainkeys/signers"; console.log(Object.keys(m).sort().join(","))`, dir).trim();
-  assert.equal(names, "ApprovalPending,ChainkeysClient,ChainkeysCosmosMultisig,ChainkeysCosmosSigner,ChainkeysError,ChainkeysSignatureProvider,challengeBytes,coinOf,signPsbt");
+  assert.equal(names, "ApprovalPending,ChainkeysClient,ChainkeysCosmosMultisig,ChainkeysCosmosSigner,ChainkeysError,ChainkeysSignatureProvider,challengeBytes,coinOf,signPsbt,verifyApproval");
   const sub = node(`import { ChainkeysCosmosSigner } from "@chainkeys/signers/cosmjs"; import { signPsbt } from "@chainkeys/signers/bitcoinjs";
     import { ChainkeysSignatureProvider } from "@chainkeys/signers/eosjs"; import { ChainkeysError } from "@chainkeys/signers/errors";
     console.log(typeof ChainkeysCosmosSigner, typeof signPsbt, typeof ChainkeysSignatureProvider, typeof ChainkeysError)`, dir).trim();

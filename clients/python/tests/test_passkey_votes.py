@@ -73,7 +73,7 @@ def test_a_vote_signed_by_a_script_key(server: Server, tmp_path: Path) -> None:
             alice.approvals.approve(waiting, digest, assertion={
                 "id": "AAAA", "rawId": "AAAA", "type": "public-key", "response": {}})  # fmt: skip
         assert unknown.value.code == "credential_refused"
-        message = challenge_bytes(alice.approvals.challenge(waiting, "approve"))
+        message = challenge_bytes(alice.approvals.challenge(waiting, "approve"), waiting, "approve")
         voted = alice.approvals.approve(
             waiting, digest, signature=KeySignature.of(alice_id, alice_key.sign(message))
         )

@@ -51,7 +51,13 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
     family: str
     account: str
     kind: Annotated[str, Meta(description="the sign endpoint: sign-psbt, sign-transfer, …")]
-    summary: Annotated[dict[str, Any], Meta(description="what it signs, decoded")]
+    summary: Annotated[
+        dict[str, Any] | None,
+        Meta(
+            description="what it signs, decoded from the stored request each time it is "
+            "shown (never a stored copy); null when it cannot be (summary_error says why)"
+        ),
+    ]
     digest: Annotated[str, Meta(description="vote on this: the sha256 of what is signed")]
     required: Annotated[int, Meta(description="approvals needed (the quorum)")]
     group: str
@@ -72,6 +78,27 @@ class Approval(Struct, kw_only=True, omit_defaults=True):
             "pending (POST /approvals/{id}/cancel)"
         ),
     ]
+    summary_error: (
+        Annotated[str, Meta(description="why there is no summary: nothing of it is signed")]
+        | UnsetType
+    ) = UNSET
+    request: Annotated[
+        Any,
+        Meta(
+            description="the sign endpoint's body as the server read it (every field "
+            "sent, with the defaults it filled): what offline verifiers decode"
+        ),
+    ] = None
+    signer: (
+        Annotated[
+            dict[str, Any],
+            Meta(
+                description="the signing account's public data an offline verifier needs: "
+                "address, public_key, network, address_type (Litecoin), multisig"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     reason: Annotated[str, Meta(description="why it was rejected or failed")] | UnsetType = UNSET
     result: Annotated[Any, Meta(description="signed: the sign endpoint's own data")] | UnsetType = (
         UNSET
@@ -98,7 +125,7 @@ APPROVAL_EXAMPLE: dict[str, Any] = {
         "family": _FAMILY,
         "account": _EXAMPLE["account"],
         "kind": _KIND.path,
-        "summary": _EXAMPLE["summary"],
+        "summary": {"account": _EXAMPLE["account"], **_EXAMPLE["summary"]},
         "digest": _EXAMPLE["summary"]["digest"],
         "required": 2,
         "group": "treasury",
@@ -167,8 +194,17 @@ class RequestOptions(Struct, kw_only=True, omit_defaults=True, rename="camel"):
 
     challenge: Annotated[
         str,
-        Meta(description='base64url SHA-256("chainkeys approval v1" || id || digest || decision)'),
+        Meta(
+            description='base64url SHA-256("chainkeys approval v2" || id || digest || '
+            "hex SHA-256(canonical summary JSON) || decision): canonical JSON has its keys "
+            "sorted, no whitespace, UTF-8; the digest and the summary's SHA-256 are "
+            "lowercase hex"
+        ),
     ]
+    summary: Annotated[
+        dict[str, Any] | None,
+        Meta(description="the summary the challenge covers (derived from the request now)"),
+    ] = None
     timeout: int | UnsetType = UNSET
     rp_id: str | UnsetType = UNSET
     allow_credentials: list[dict[str, Any]] | UnsetType = UNSET

@@ -4,7 +4,9 @@ A bearer token's vote is as strong as the token. On a request whose rule says
 `"passkey": true`, a vote counts only signed by a credential the person enrolled:
 
 - a passkey (WebAuthn): an assertion whose challenge is
-  `SHA-256("chainkeys approval v1" || id || digest || decision)`, made for the
+  `SHA-256("chainkeys approval v2" || id || digest || SHA-256(canonical summary JSON)
+  || decision)` (approvals/proofs.py `challenge`; the summary is the one derived from
+  the request, approvals/summaries.py), made for the
   console's origin and RP id (`CHAINKEYS_PUBLIC_URL`), user verified, with a sign
   counter that moves forward (a counter that is not above the stored one is refused
   unless both are 0: authenticators that keep no counter send 0);
@@ -73,18 +75,20 @@ class Passkeys(Enrolment):
     # -- votes ------------------------------------------------------------------------------
 
     async def request_options(
-        self, who: Principal, row: ApprovalRow, decision: str
+        self, who: Principal, row: ApprovalRow, summary: dict[str, Any] | None, decision: str
     ) -> dict[str, Any]:
-        """WebAuthn request options whose challenge is this request's and decision's (a
-        script key signs the same `challenge`), allowing the caller's passkeys."""
+        """WebAuthn request options whose challenge is this request's, its summary's and
+        decision's (a script key signs the same `challenge`), allowing the caller's
+        passkeys, with the `summary` the challenge covers beside them."""
         if decision not in DECISIONS:
             raise BadRequest("decision is approve or reject", code="invalid_decision")
-        expected = challenge(row.id, row.digest, decision)
+        expected = challenge(row.id, row.digest, summary, decision)
         if self.settings.public_url is None:  # no passkeys here: what a script key signs
             return {
                 "challenge": b64url(expected),
                 "timeout": TIMEOUT_MS,
                 "userVerification": "required",
+                "summary": summary,
             }
         rp_id, _ = self._party()
         live = [
@@ -100,15 +104,24 @@ class Passkeys(Enrolment):
             user_verification=UserVerificationRequirement.REQUIRED,
         )
         decoded: dict[str, Any] = msgspec.json.decode(options_to_json(options))
+        decoded["summary"] = summary
         return decoded
 
-    async def check(self, who: Principal, row: ApprovalRow, decision: str, proof: Proof) -> str:
-        """Verify a vote's proof for `row` and `decision` as `who`; move the counter; the
-        JSON to store with the vote. Refusals are audited and raised."""
+    async def check(
+        self,
+        who: Principal,
+        row: ApprovalRow,
+        summary: dict[str, Any] | None,
+        decision: str,
+        proof: Proof,
+    ) -> str:
+        """Verify a vote's proof for `row`, its `summary` (derived now) and `decision` as
+        `who`; move the counter; the JSON to store with the vote. Refusals are audited
+        and raised."""
         action = f"approval.{decision}"
         try:
             credential, stored, count = await self._verify(
-                row, decision, proof, who.tenant_id, who.label, row.approver_group
+                row, summary, decision, proof, who.tenant_id, who.label, row.approver_group
             )
             if (
                 credential.kind == WEBAUTHN
@@ -139,10 +152,11 @@ class Passkeys(Enrolment):
                 added=[(credential.id, mac)],
             )
 
-    async def counts(self, row: ApprovalRow, vote: Vote) -> bool:
+    async def counts(self, row: ApprovalRow, summary: dict[str, Any] | None, vote: Vote) -> bool:
         """Whether a stored vote's proof verifies now, against its credential as it is
-        now (at signing): false for no proof, a revoked or another person's credential,
-        or a signature of anything else. The counter was checked when it was cast."""
+        now (at signing) and the summary derived now: false for no proof, a revoked or
+        another person's credential, or a signature of anything else (another summary
+        too). The counter was checked when it was cast."""
         if vote.assertion is None:
             return False
         try:
@@ -151,7 +165,13 @@ class Passkeys(Enrolment):
                 stored.get("assertion"), stored.get("credential"), stored.get("signature")
             )
             await self._verify(
-                row, vote.decision, proof, row.tenant_id, vote.voter_label, row.approver_group
+                row,
+                summary,
+                vote.decision,
+                proof,
+                row.tenant_id,
+                vote.voter_label,
+                row.approver_group,
             )
         except (ChainkeysError, msgspec.DecodeError, AttributeError):
             log.warning("a stored vote on approval %s does not verify; it is not counted", row.id)
@@ -161,6 +181,7 @@ class Passkeys(Enrolment):
     async def _verify(
         self,
         row: ApprovalRow,
+        summary: dict[str, Any] | None,
         decision: str,
         proof: Proof,
         tenant_id: str,
@@ -168,8 +189,9 @@ class Passkeys(Enrolment):
         group: str,
     ) -> tuple[CredentialRow, str, int]:
         """(the credential, the proof as stored, the authenticator's counter) when `proof`
-        is `label`'s live credential's signature of this request's challenge."""
-        expected = challenge(row.id, row.digest, decision)
+        is `label`'s live credential's signature of this request's challenge (over
+        `summary`, the one derived from the request now)."""
+        expected = challenge(row.id, row.digest, summary, decision)
         if proof.assertion is not None:
             rp_id, origin = self._party()
             response = plain(proof.assertion)

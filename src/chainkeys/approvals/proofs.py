@@ -2,7 +2,8 @@
 that may sign one, and the refusals (approvals/passkeys.py verifies; docs/approvals.md
 "Passkeys").
 
-The challenge binds a vote to one request, its digest and one decision, so an assertion
+The challenge binds a vote to one request, its digest, the summary people were shown
+(derived from the request: approvals/summaries.py) and one decision, so an assertion
 made for anything else verifies for nothing here. Script keys (`chainkeys approver
 add-key`) are P-256 or Ed25519 public keys; their signatures are checked with
 `cryptography`, a WebAuthn assertion with py_webauthn (in passkeys.py).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Final
@@ -24,15 +26,28 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from chainkeys.approvals.credentials import CredentialRow
 from chainkeys.errors import BadRequest, Forbidden, NotFound
 
-CHALLENGE_PREFIX: Final = b"chainkeys approval v1"
+CHALLENGE_PREFIX: Final = b"chainkeys approval v2"
 WEBAUTHN, P256, ED25519 = "webauthn", "p256", "ed25519"
 DECISIONS: Final = ("approve", "reject")
 
 
-def challenge(approval_id: str, digest: str, decision: str) -> bytes:
-    """What a vote signs: SHA-256("chainkeys approval v1" || id || digest || decision),
-    each part as the API shows it (UTF-8; the digest in hex)."""
-    parts = CHALLENGE_PREFIX + approval_id.encode() + digest.encode() + decision.encode()
+def canonical(summary: dict[str, Any] | None) -> bytes:
+    """A summary's canonical JSON: keys sorted, no whitespace, UTF-8 (only what JSON
+    requires escaped); `null` when there is none."""
+    return json.dumps(
+        summary, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def challenge(
+    approval_id: str, digest: str, summary: dict[str, Any] | None, decision: str
+) -> bytes:
+    """What a vote signs: SHA-256("chainkeys approval v2" || id || digest ||
+    SHA-256(canonical summary JSON) || decision), each part as the API shows it (UTF-8;
+    the digest and the summary's SHA-256 in lowercase hex): a vote over another summary
+    than the one derived from the request verifies for nothing."""
+    shown = hashlib.sha256(canonical(summary)).hexdigest()
+    parts = CHALLENGE_PREFIX + (approval_id + digest + shown + decision).encode()
     return hashlib.sha256(parts).digest()
 
 

@@ -13,7 +13,9 @@ and, with a webhook configured, written to the outbox in the same transaction
 (signing/service.py `complete`), as the requester if its token is still live; a
 revoked or expired requester's pending requests are cancelled by the sweeper. A rule
 with `"passkey": true` counts only votes signed by the person's enrolled credential
-(approvals/passkeys.py), verified when cast and again when the quorum signs. The moves
+(approvals/passkeys.py) over the digest and the summary derived from the request
+(approvals/summaries.py: what is shown is never a stored copy), verified when cast and
+again when the quorum signs. The moves
 that end a request (expiry, cancellation, failure, signed) and the audit and outbox
 events of every move are approvals/transitions.py's.
 """
@@ -41,6 +43,7 @@ from chainkeys.approvals.repository import (
     Vote,
     Votes,
 )
+from chainkeys.approvals.summaries import Shown, derive
 from chainkeys.approvals.transitions import Transitions, record_of
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
@@ -50,6 +53,7 @@ from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound, StartupE
 from chainkeys.freezes.service import frozen, holding
 from chainkeys.store.backend import Backend, Transactions
 from chainkeys.store.integrity import APPROVAL_VOTES, APPROVALS
+from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.derive import Cursors
 from chainkeys.vault.gate import Gate
@@ -68,10 +72,11 @@ class ApprovalNotFound(NotFound):
 class ApprovalView:
     row: ApprovalRow
     votes: list[Vote]
+    shown: Shown  # the summary derived from the request now (approvals/summaries.py)
 
     def record(self) -> dict[str, Any]:
         """The approval as the API, the webhook and the page show it."""
-        return record_of(self.row, self.votes)
+        return record_of(self.row, self.votes, self.shown)
 
     def cancellable_by(self, who: Principal) -> bool:
         """Whether `who` may cancel it (`ApprovalService.cancel`): its token made the
@@ -125,7 +130,7 @@ class ApprovalService(Transitions):
             async with db.read() as tx:
                 found = await Approvals.pending(tx, key)
                 if found is not None:
-                    return ApprovalView(found, await Votes.of(tx, found.id))
+                    return await self._view(tx, found)
             at = now_ms()
             row = ApprovalRow(
                 ID_PREFIX + secrets.token_hex(12),
@@ -154,7 +159,8 @@ class ApprovalService(Transitions):
                     if not await Approvals.insert(tx, row):
                         raise _Taken
                     await self._changed(tx, who, row, PENDING)
-                return ApprovalView(row, [])
+                async with db.read() as tx:
+                    return await self._view(tx, row)
             except _Taken:
                 continue  # the same request, opened at the same moment: answer that one
         raise Conflict("the same request is being opened; retry", code="busy")
@@ -165,7 +171,7 @@ class ApprovalService(Transitions):
             await self.expire(row.id)
             row = await self._visible(who, approval_id)
         async with self.db.read() as tx:
-            return ApprovalView(row, await Votes.of(tx, row.id))
+            return await self._view(tx, row)
 
     async def page(
         self, who: Principal, state: str | None, limit: int | None, cursor: str | None
@@ -181,8 +187,12 @@ class ApprovalService(Transitions):
                 tx, who.tenant_id, state, who.token_id, group, w.after or 0, w.fetch, who.families
             )
             shown, next_cursor = w.page(rows, lambda r: r.seq)
-            views = [ApprovalView(r, await Votes.of(tx, r.id)) for r in shown]
+            views = [await self._view(tx, r) for r in shown]
         return views, next_cursor
+
+    async def _view(self, tx: Tx, row: ApprovalRow) -> ApprovalView:
+        """`row` with its votes and its summary derived from its request now."""
+        return ApprovalView(row, await Votes.of(tx, row.id), await derive(tx, self._keyed(), row))
 
     async def count(self, who: Principal, state: str) -> int:
         """How many of the requests this token sees (`page`) are in `state`."""
@@ -244,6 +254,9 @@ class ApprovalService(Transitions):
         decision = "approve" if approve else "reject"
         if approve:  # a rejection can only stop a request: it is taken during a freeze
             await self._unfrozen(who, row)
+        shown = await self._shown(row)
+        if approve and shown.summary is None:
+            raise Conflict(f"nothing to approve: {shown.problem}", code="summary_unavailable")
         assertion = None
         if row.passkey and proof is None:
             await self.passkeys.audit_refusal(
@@ -251,7 +264,7 @@ class ApprovalService(Transitions):
             )
             raise PasskeyRequired()
         if proof is not None:
-            assertion = await self.passkeys.check(who, row, decision, proof)
+            assertion = await self.passkeys.check(who, row, shown.summary, decision, proof)
         at = now_ms()
         vote = Vote(
             row.id,
@@ -337,8 +350,11 @@ class ApprovalService(Transitions):
             await Approvals.current(tx, integrity, row)  # not a request that ended
             votes = await Votes.of(tx, row.id)
         if row.passkey:  # each proof verified again, against its credential as it is now
+            summary = (await self._shown(row)).summary  # and the summary derived now
             votes = [
-                v for v in votes if v.decision == "approve" and await self.passkeys.counts(row, v)
+                v
+                for v in votes
+                if v.decision == "approve" and await self.passkeys.counts(row, summary, v)
             ]
         if self.approvers(row, votes) < row.quorum:
             raise failed(
@@ -349,11 +365,20 @@ class ApprovalService(Transitions):
 
     async def challenge(self, who: Principal, approval_id: str, decision: str) -> dict[str, Any]:
         """WebAuthn request options for the caller's vote (`decision`) on a request it
-        may vote on; their `challenge` is what a script key signs too."""
+        may vote on, with the `summary` their challenge covers; their `challenge` is
+        what a script key signs too."""
         row = await self._visible(who, approval_id)
         if "approve" not in who.scopes or who.group != row.approver_group:
             raise Forbidden("only an approver of this request's group may vote on it")
-        return await self.passkeys.request_options(who, row, decision)
+        shown = await self._shown(row)
+        if decision == "approve" and shown.summary is None:
+            raise Conflict(f"nothing to approve: {shown.problem}", code="summary_unavailable")
+        return await self.passkeys.request_options(who, row, shown.summary, decision)
+
+    async def _shown(self, row: ApprovalRow) -> Shown:
+        """`row`'s summary derived from its request now (what a vote's challenge covers)."""
+        async with self.db.read() as tx:
+            return await derive(tx, self._keyed(), row)
 
     def _keyed(self) -> Gate:
         if self.integrity is None:

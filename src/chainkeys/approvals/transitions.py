@@ -34,6 +34,7 @@ from chainkeys.approvals.repository import (
     Vote,
     Votes,
 )
+from chainkeys.approvals.summaries import Shown, derive
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import iso, now_ms
@@ -41,20 +42,22 @@ from chainkeys.errors import IntegrityFailure
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
-from chainkeys.vault.gate import Gate
+from chainkeys.vault.gate import Gate, opened
 
 STUCK_MS: Final = 30_000  # an approved request not signed after this is signed again
 
 
-def record_of(row: ApprovalRow, votes: list[Vote]) -> dict[str, Any]:
-    """The approval as the API, the webhook and the page show it (`ApprovalView.record`)."""
+def record_of(row: ApprovalRow, votes: list[Vote], shown: Shown) -> dict[str, Any]:
+    """The approval as the API, the webhook and the page show it (`ApprovalView.record`),
+    with the summary derived from its request now (`shown`: approvals/summaries.py),
+    never the stored summary column."""
     out: dict[str, Any] = {
         "id": row.id,
         "state": row.state,
         "family": row.family,
         "account": row.account_name,
         "kind": row.kind,
-        "summary": msgspec.json.decode(row.summary),
+        "summary": shown.summary,
         "digest": row.digest,
         "required": row.quorum,
         "group": row.approver_group,
@@ -72,11 +75,24 @@ def record_of(row: ApprovalRow, votes: list[Vote]) -> dict[str, Any]:
         "created_at": iso(row.created_ms),
         "expires_at": iso(row.expires_ms),
     }
+    if shown.problem is not None:
+        out["summary_error"] = shown.problem
+    out["request"] = _request(row)  # the raw request: for offline verifiers
+    if shown.signer is not None:
+        out["signer"] = shown.signer
     if row.reason:
         out["reason"] = row.reason
     if row.result is not None:
         out["result"] = msgspec.json.decode(row.result)
     return out
+
+
+def _request(row: ApprovalRow) -> Any:
+    """The sign endpoint's body as the server read it (JSON; text if it does not parse)."""
+    try:
+        return msgspec.json.decode(row.request)
+    except msgspec.DecodeError:
+        return row.request
 
 
 def signed_with(vote: Vote) -> str:
@@ -225,12 +241,13 @@ class Transitions:
         if self.webhook:
             current = await Approvals.get(tx, row.id) or row
             votes = await Votes.of(tx, row.id)
+            shown = await derive(tx, opened(self.gate), current)
             at = now_ms()
             event_id = "evt_" + secrets.token_hex(12)
             body = {
                 "id": event_id,
                 "type": f"approval.{state}",
-                "approval": record_of(current, votes),
+                "approval": record_of(current, votes, shown),
                 "time": iso(at),
             }
             await Outbox.add(tx, event_id, msgspec.json.encode(body).decode(), at)

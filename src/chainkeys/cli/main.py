@@ -18,6 +18,7 @@ from chainkeys.bootstrap import (
     copy_between,
     upgrade_schema,
 )
+from chainkeys.cli.approval import approval_app
 from chainkeys.cli.approver import approver_app
 from chainkeys.cli.audit import audit_app
 from chainkeys.cli.common import DataDir, fail, finish, group, run, run_admin, settings_for, when
@@ -73,6 +74,7 @@ app.add_typer(account_app, name="account")
 app.add_typer(policy_app, name="policy")
 app.add_typer(wallet_app, name="wallet")
 app.add_typer(approver_app, name="approver")
+app.add_typer(approval_app, name="approval")
 app.add_typer(operator_app, name="operator")
 app.add_typer(audit_app, name="audit")
 app.add_typer(integrity_app, name="integrity")

@@ -113,7 +113,7 @@ APPROVALS = Authenticated(
     ),
     {
         "seq": "a local order, not a fact",
-        "summary": "derived from request when it is signed",
+        "summary": "a copy made at opening, never shown: derived from request each time",
         "pending_key": "a uniqueness guard while pending",
         "state": "recomputed from the votes",
         "reason": "why it ended: for people",

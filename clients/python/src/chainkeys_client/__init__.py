@@ -4,7 +4,8 @@ Depends only on httpx, msgspec and coincurve (to check signatures); never import
 the server package.
 """
 
-from chainkeys_client._approvals import challenge_bytes
+from chainkeys_client._approvals import challenge_bytes, vote_challenge
+from chainkeys_client._verify import ApprovalCheck, verify_approval
 from chainkeys_client._client import AsyncClient, Client
 from chainkeys_client._core import RetryPolicy
 from chainkeys_client._errors import (
@@ -116,4 +117,7 @@ __all__ = [
     "Xpub",
     "__version__",
     "challenge_bytes",
+    "vote_challenge",
+    "verify_approval",
+    "ApprovalCheck",
 ]

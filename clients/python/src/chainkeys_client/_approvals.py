@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -84,11 +86,41 @@ def challenge_call(approval: ApprovalRef, decision: str) -> Call[dict[str, Any]]
                 params={"decision": decision}, retry=True)  # fmt: skip
 
 
-def challenge_bytes(options: dict[str, Any]) -> bytes:
+def canonical(summary: Any) -> bytes:
+    """A summary's canonical JSON: keys sorted, no whitespace, UTF-8."""
+    return json.dumps(
+        summary, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def vote_challenge(approval_id: str, digest: str, summary: Any, decision: str) -> bytes:
+    """SHA-256("chainkeys approval v2" || id || digest || SHA-256(canonical summary
+    JSON) || decision), the digest and the summary's SHA-256 in lowercase hex."""
+    shown = hashlib.sha256(canonical(summary)).hexdigest()
+    text = f"chainkeys approval v2{approval_id}{digest}{shown}{decision}"
+    return hashlib.sha256(text.encode()).digest()
+
+
+def challenge_bytes(
+    options: dict[str, Any], approval: Approval | None = None, decision: str | None = None
+) -> bytes:
     """The 32 bytes a script key signs: the request options' `challenge` (base64url),
-    SHA-256("chainkeys approval v1" || id || digest || decision)."""
+    SHA-256("chainkeys approval v2" || id || digest || SHA-256(canonical summary JSON)
+    || decision). Given the `approval` you looked at and the `decision`, the challenge
+    is recomputed here and ValueError raised unless the options' summary is that
+    approval's and their challenge covers it."""
     text = str(options["challenge"])
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    given = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if approval is None:
+        return given
+    if decision not in ("approve", "reject"):
+        raise ValueError("decision is approve or reject")
+    summary = options.get("summary")
+    if canonical(summary) != canonical(approval.summary):
+        raise ValueError("the challenge covers another summary than the approval you looked at")
+    if given != vote_challenge(approval.id, approval.digest or "", summary, decision):
+        raise ValueError("the challenge is not this approval's, summary's and decision's")
+    return given
 
 
 def cancel_call(approval: ApprovalRef) -> Call[Approval]:

@@ -194,6 +194,9 @@ class Approval(Struct, kw_only=True):
     expires_at: str | None = None
     reason: str | None = None
     result: Any = None
+    request: Any = None  # the sign endpoint's body as the server read it
+    signer: dict[str, Any] | None = None  # the account's public data (verify_approval)
+    summary_error: str | None = None  # why there is no summary
 
     @property
     def terminal(self) -> bool:

@@ -174,10 +174,13 @@ def approval_routes(list_max_limit: int) -> list[Route]:
             aps.OptionsResponse,
             errors,
             parameters=(*item, DECISION),
-            description='Their `challenge` is SHA-256("chainkeys approval v1" '
-            "|| id || digest || decision), allowing the caller's passkeys; a script "
-            "key (chainkeys approver add-key) signs the same 32 bytes. Needs "
-            "CHAINKEYS_PUBLIC_URL.",
+            description='Their `challenge` is SHA-256("chainkeys approval v2" '
+            "|| id || digest || SHA-256(canonical summary JSON) || decision), the "
+            "digest and the summary's SHA-256 in lowercase hex, canonical JSON with its "
+            "keys sorted, no whitespace, UTF-8; `summary` beside it is the summary it "
+            "covers (derived from the request now: a vote over another summary does not "
+            "count). It allows the caller's passkeys; a script key (chainkeys approver "
+            "add-key) signs the same 32 bytes. Passkeys need CHAINKEYS_PUBLIC_URL.",
         ),
     }
     return [

@@ -56,6 +56,28 @@ export async function get(options) {
   return toJSON(await navigator.credentials.get({ publicKey: requestOptions(options) }));
 }
 
+/** A summary's canonical JSON: keys sorted, no whitespace (the server's
+ * approvals/proofs.py `canonical`; TextEncoder makes it UTF-8). */
+export function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value === undefined ? null : value);
+}
+
+const hex = (buffer) => [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+/** The challenge of a vote, base64url: SHA-256("chainkeys approval v2" || id || digest
+ * || hex SHA-256(canonical summary JSON) || decision), computed here from what the
+ * page shows, so a passkey signs the summary a person read. */
+export async function voteChallenge(id, digest, summary, decision) {
+  const utf8 = new TextEncoder();
+  const shown = hex(await crypto.subtle.digest("SHA-256", utf8.encode(canonical(summary))));
+  const parts = utf8.encode(`chainkeys approval v2${id}${digest}${shown}${decision}`);
+  return b64.encode(await crypto.subtle.digest("SHA-256", parts));
+}
+
 /** What a person reads when the browser's ceremony ends without a credential. */
 export function why(e) {
   if (e && e.name === "NotAllowedError") return "the passkey prompt was cancelled or timed out";

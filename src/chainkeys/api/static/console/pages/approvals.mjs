@@ -6,9 +6,10 @@
 // person voted, the card says so instead. The token that made a pending request may
 // cancel it (the API says so: `cancellable`). On a request whose rule asks for passkeys
 // the vote is signed by the approver's passkey (the browser's prompt), and each vote
-// says whether it carries a signature.
+// says whether it carries a signature. Each card offers the approval as a download, to
+// check with a verifier that does not trust this page or the service.
 import { amounts, facts, h, heading, untrusted } from "../dom.mjs";
-import { get, supported, why } from "../webauthn.mjs";
+import { canonical, get, supported, voteChallenge, why } from "../webauthn.mjs";
 
 const STATES = ["pending", "approved", "signed", "failed", "rejected", "expired", "cancelled"];
 
@@ -72,6 +73,7 @@ function card(a, me, api, go, say) {
       `${a.family} ${a.kind} from `, untrusted(a.account)),
     facts([
       ["Request", h("code", {}, a.id)],
+      ["Summary", a.summary_error ? untrusted(a.summary_error) : undefined, { warn: true }],
       ["Network", [s.network, s.chain_id].filter(Boolean).join(" · ") || "—"],
       ["Fee", s.fee === null ? "unknown (an input's amount is missing)" : amounts(s.fee), { warn: s.fee === null }],
       ["Memo", s.memo ? untrusted(s.memo) : undefined],
@@ -82,7 +84,8 @@ function card(a, me, api, go, say) {
       ["Reason", a.reason ? untrusted(a.reason) : undefined, { warn: true }],
     ]),
     h("ol", { class: "items", "aria-label": "What it does" }, (s.items || []).map(item)),
-    h("div", { class: "votes" }, h("h3", {}, "Votes"), votes.length ? h("ul", {}, votes) : h("p", {}, "none yet")));
+    h("div", { class: "votes" }, h("h3", {}, "Votes"), votes.length ? h("ul", {}, votes) : h("p", {}, "none yet")),
+    download(a));
   const mayVote = a.state === "pending" && me.scopes.includes("approve") && me.group === a.group;
   const mine = (a.votes || []).find((v) => person(v.label) === person(me.label));
   if (mayVote && mine) {
@@ -117,16 +120,37 @@ function card(a, me, api, go, say) {
   return node;
 }
 
-/** The passkey's assertion over this request and decision (the challenge the API
- * gives: SHA-256 of the request's id, digest and the decision). */
+/** The passkey's assertion over this request, the summary this card shows and the
+ * decision: the challenge the API gives must be the one computed here from them. */
 async function signed(a, how, api) {
   if (!supported()) throw new Error("this browser cannot use passkeys here (WebAuthn needs https, or http://localhost)");
   const options = await api("GET", `/approvals/${encodeURIComponent(a.id)}/challenge?decision=${how}`);
+  const mine = await voteChallenge(a.id, a.digest, a.summary ?? null, how);
+  if (options.challenge !== mine || canonical(options.summary ?? null) !== canonical(a.summary ?? null)) {
+    throw new Error("not signed: the request changed since this page showed it; reload and look again");
+  }
+  delete options.summary; // not a WebAuthn option
   try {
     return await get(options);
   } catch (e) {
     throw new Error(`not signed: ${why(e)}`);
   }
+}
+
+/** The approval as `GET /approvals/{id}` gives it, to check away from this page:
+ * `chainkeys approval verify FILE`, or the client packages' verifiers. */
+function download(a) {
+  const { cancellable, ...approval } = a; // the caller's own, not the approval's
+  const link = h("button", { type: "button", class: "download" }, "Download to verify elsewhere");
+  link.addEventListener("click", () => {
+    const url = URL.createObjectURL(new Blob([JSON.stringify(approval, null, 1)], { type: "application/json" }));
+    const save = h("a", { href: url, download: `${a.id}.json` });
+    save.click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  });
+  return h("p", { class: "verify hint" }, link,
+    " then, on another machine, run ", h("code", {}, `chainkeys approval verify ${a.id}.json`),
+    " or the client packages' verify_approval / verifyApproval: each decodes the raw request itself and names any difference from what this page shows.");
 }
 
 /** The requester's own pending request: withdraw it (nothing is signed, votes end). */
