@@ -34,10 +34,13 @@ def _head(git: Path) -> str | None:
         if not head.startswith("ref: "):
             return head[:40] or None
         ref = head[5:]
-        loose = git / ref
-        if loose.is_file():
-            return loose.read_text().strip()[:40]
-        for line in (git / "packed-refs").read_text().splitlines():
+        # a linked worktree keeps HEAD of its own and the refs in the shared directory
+        common = git / "commondir"
+        shared = (git / common.read_text().strip()).resolve() if common.is_file() else git
+        for where in (git, shared):
+            if (where / ref).is_file():
+                return (where / ref).read_text().strip()[:40]
+        for line in (shared / "packed-refs").read_text().splitlines():
             sha, _, name = line.partition(" ")
             if name == ref:
                 return sha[:40]
