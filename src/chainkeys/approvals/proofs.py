@@ -25,14 +25,27 @@ from chainkeys.approvals.credentials import CredentialRow
 from chainkeys.errors import BadRequest, Forbidden, NotFound
 
 CHALLENGE_PREFIX: Final = b"chainkeys approval v1"
+CHANGE_PREFIX: Final = b"chainkeys change v1"
 WEBAUTHN, P256, ED25519 = "webauthn", "p256", "ed25519"
 DECISIONS: Final = ("approve", "reject")
+# The group an admin's credential carries (`chainkeys admin add-key`): no approver group
+# can be named so (approver groups start with a letter or digit), so an admin's key
+# never signs an approval and an approver's key never signs a governance change.
+ADMINS: Final = "*admins"
 
 
 def challenge(approval_id: str, digest: str, decision: str) -> bytes:
     """What a vote signs: SHA-256("chainkeys approval v1" || id || digest || decision),
     each part as the API shows it (UTF-8; the digest in hex)."""
     parts = CHALLENGE_PREFIX + approval_id.encode() + digest.encode() + decision.encode()
+    return hashlib.sha256(parts).digest()
+
+
+def change_challenge(change_id: str, digest: str, decision: str) -> bytes:
+    """What an admin's vote on a governance change signs: SHA-256("chainkeys change v1"
+    || id || digest || decision), as `challenge` (another prefix: a signature made for
+    an approval never counts on a change, nor the reverse)."""
+    parts = CHANGE_PREFIX + change_id.encode() + digest.encode() + decision.encode()
     return hashlib.sha256(parts).digest()
 
 
