@@ -7,6 +7,7 @@ for nothing; and a database writer who edits a change is refused."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,7 +25,8 @@ from tests.test_rotation import env_of
 
 from chainkeys import clock
 from chainkeys.approvals.proofs import ADMINS, change_challenge
-from chainkeys.store.tables import changes
+from chainkeys.errors import IntegrityFailure
+from chainkeys.store.tables import changes, governance
 
 HOUR_MS = 3_600_000
 CAPPED = {"rules": [{"family": "cosmos", "network": "cosmoshub",
@@ -252,6 +254,51 @@ def test_a_database_writer_who_edits_a_change_is_refused(governed: Governed) -> 
     with clock.shift(HOUR_MS + 1000):
         assert governed.server.call(governed.server.services.governance.due()) == 0
     assert governed.policy() == CAPPED
+
+
+def test_a_database_writer_who_deletes_the_governance_is_refused(governed: Governed) -> None:
+    """Ungoverning a tenant by hand (to set its policy alone) fails closed: its head
+    pins its governance row, so no change is filed and no policy is set there."""
+    server = governed.server
+    assert server.services is not None
+    db, tokens = server.services.db, server.services.tokens
+
+    async def delete() -> None:
+        tenant_id = await tokens.tenant_id(governed.name)
+        async with db.write() as tx:
+            await tx.execute(governance.delete().where(governance.c.tenant_id == tenant_id))
+
+    server.call(delete())
+    r = governed.admins["alice"].client.post("/changes", json={"kind": "policy", "document": None})
+    assert r.status_code == 500 and r.json()["code"] == "integrity_failure", r.text
+    with pytest.raises(IntegrityFailure):
+        server.call(server.services.governance.set_policy(governed.name, None))
+    assert governed.policy() == CAPPED
+
+
+def test_the_last_two_votes_at_once_decide_once(governed: Governed) -> None:
+    """Two admins' votes that both see the other's missing (a barrier releases them
+    together): the change is decided once, in the transaction of the vote that
+    reached the quorum, never twice nor not at all."""
+    change = governed.file("alice", capped(700))  # only tightens: applies at the quorum
+    start = threading.Barrier(2)
+    answers: list[httpx.Response] = []
+
+    def vote(name: str) -> None:
+        start.wait()
+        answers.append(governed.admins[name].vote(change))
+
+    threads = [threading.Thread(target=vote, args=(n,)) for n in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(r.status_code for r in answers) == [200, 200], [r.text for r in answers]
+    assert sorted(r.json()["data"]["state"] for r in answers) == ["applied", "pending"]
+    assert governed.policy() == capped(700)
+    assert governed.server.services is not None
+    history = governed.server.call(governed.server.services.policies.history(governed.name))
+    assert len(history) == 2  # the operator's first version, and this change's alone
 
 
 def test_the_operator_cli_governs_and_files(server: Server, tmp_path: Path) -> None:
