@@ -61,6 +61,16 @@ BEYOND_SCHEMA: dict[str, Rule] = {
         "the future (a schema has no now), the reason free of control and format characters "
         "(a pattern no error wording could say) and not only spaces",
     ),
+    r"POST /changes": _rule(
+        "unsupported_change_kind invalid_policy invalid_text",
+        "kind names a kind of change this server builds, and the document is a whole policy "
+        "validated as `chainkeys policy set` validates one (rules that depend on each other)",
+    ),
+    r"POST /changes/\{id\}/(approve|reject)": _rule(
+        "invalid_text",
+        "an assertion is WebAuthn's free-form response object: a text in it holding NUL or an "
+        "unpaired surrogate is refused, as everywhere (below)",
+    ),
     r"GET /wallets/\{wallet\}/xpub": _rule(
         "invalid_option unknown_network invalid_format",
         "the options must fit the family, and an OpenAPI query parameter cannot depend on another",

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # imported by open_services: token, audit and policy commands
     from chainkeys.accounts.service import AccountService
     from chainkeys.approvals.service import ApprovalService
     from chainkeys.freezes.service import FreezeService
+    from chainkeys.governance.service import GovernanceService
     from chainkeys.policies.service import PolicyService
     from chainkeys.signing.service import SigningService
     from chainkeys.wallets.multisig import WalletMultisigService
@@ -64,6 +65,7 @@ class Services:
     multisig: MultisigService
     wallet_multisig: WalletMultisigService
     freezes: FreezeService
+    governance: GovernanceService
 
     async def close(self) -> None:
         await self.signing.close()  # the co-signer's connections
@@ -93,6 +95,13 @@ class Admin:
         from chainkeys.policies.service import PolicyService
 
         return PolicyService(self.db, integrity=self.integrity)
+
+    def governance(self, webhook: bool) -> GovernanceService:
+        """The operator's side of governance (set, show, `policy set` on a governed
+        tenant); `webhook`: whether a break glass is announced."""
+        from chainkeys.governance.service import GovernanceService
+
+        return GovernanceService(self.db, self.policies, None, webhook, self.integrity)
 
     async def close(self) -> None:
         await self.db.close()
@@ -268,6 +277,7 @@ async def open_services(
     from chainkeys.accounts.service import AccountService
     from chainkeys.approvals.service import ApprovalService
     from chainkeys.freezes.service import FreezeService
+    from chainkeys.governance.service import GovernanceService
     from chainkeys.policies.service import PolicyService
     from chainkeys.signing.cosigner import Cosigner
     from chainkeys.signing.service import SigningService
@@ -284,6 +294,8 @@ async def open_services(
     approvals = ApprovalService(db, settings, cursors, barrier.integrity)
     tokens = TokenService(db, barrier.integrity)
     wallets = WalletService(db, barrier, settings, cursors, accounts)
+    webhook = settings.webhook_url is not None
+    governance = GovernanceService(db, policies, approvals.passkeys, webhook, barrier.integrity)
     return Services(
         settings,
         db,
@@ -298,5 +310,6 @@ async def open_services(
         approvals,
         MultisigService(db, barrier),
         WalletMultisigService(db, barrier, wallets, accounts),
-        FreezeService(db, accounts, settings.webhook_url is not None, barrier.integrity),
+        FreezeService(db, accounts, webhook, barrier.integrity),
+        governance,
     )

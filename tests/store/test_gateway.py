@@ -43,6 +43,9 @@ OWNERS: dict[str, set[str]] = {
     "webhook_outbox": {"approvals/repository.py", "vault/adoption.py"},
     "integrity_heads": {"vault/heads.py", "vault/adoption.py"},
     "freezes": {"freezes/repository.py", "freezes/service.py"},  # (service: its cache's name)
+    "governance": {"governance/repository.py"},
+    "changes": {"governance/repository.py"},
+    "change_votes": {"governance/repository.py"},
 }
 AUTHENTICATES = ("chainkeys.vault.gate", "chainkeys.vault.integrity", "chainkeys.store.integrity")
 

@@ -29,6 +29,7 @@ from chainkeys.api.router import Router
 from chainkeys.api.routes.accounts import account_routes
 from chainkeys.api.routes.approvals import approval_routes
 from chainkeys.api.routes.approvers import approver_routes
+from chainkeys.api.routes.changes import change_routes
 from chainkeys.api.routes.freezes import freeze_routes
 from chainkeys.api.routes.multisig import multisig_routes, wallet_multisig_routes
 from chainkeys.api.routes.overview import overview_routes
@@ -64,6 +65,7 @@ def api_routes(settings: Settings) -> list[Route]:
         *approval_routes(settings.list_max_limit),
         *approver_routes(),
         *freeze_routes(),
+        *change_routes(),
         *policy_routes(),
         *sys_routes(),
     ]

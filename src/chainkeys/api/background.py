@@ -70,6 +70,7 @@ def tasks_of(svc: Services, purge: bool) -> list[Task]:
     tasks = [
         Task("key-ring", svc.barrier.refresh, settings.key_refresh_seconds),
         Task("approvals-sweep", svc.signing.sweep, 2.0),
+        Task("changes-due", svc.governance.due, 1.0),  # scheduled governance changes
     ]
     integrity = svc.barrier.integrity
     if integrity is not None:  # the audit chain: every replica takes its turn (audit/chain.py)

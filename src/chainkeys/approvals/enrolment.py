@@ -34,6 +34,7 @@ from webauthn.helpers.structs import (
 
 from chainkeys.approvals.credentials import CredentialRow, Credentials, InviteRow, Invites
 from chainkeys.approvals.proofs import (
+    ADMINS,
     WEBAUTHN,
     CredentialNotFound,
     InviteRefused,
@@ -129,8 +130,10 @@ class Enrolment:
 
     async def add_key(self, tenant: str, label: str, group: str, public_key: str) -> CredentialRow:
         """Enrol a script key (PEM, or base64 DER SubjectPublicKeyInfo; P-256 or Ed25519)
-        for `label` of `group`: its signatures of the challenge are that person's votes."""
-        if not label.strip() or not GROUP.fullmatch(group):
+        for `label` of `group`: its signatures of the challenge are that person's votes.
+        `group` ADMINS makes it an admin's key (`chainkeys admin add-key`): it signs
+        governance changes, never approvals."""
+        if not label.strip() or len(label) > 128 or not (group == ADMINS or GROUP.fullmatch(group)):
             raise BadRequest(
                 "--label (the person) and --group (1 to 64 of A-Z a-z 0-9 . _ -) "
                 "name whose key it is",
@@ -154,7 +157,7 @@ class Enrolment:
                 tx,
                 audit_event(
                     Principal(tenant_id, tenant, ""),
-                    "approver.key.add",
+                    "admin.key.add" if group == ADMINS else "approver.key.add",
                     "ok",
                     details={
                         "credential": key_id,

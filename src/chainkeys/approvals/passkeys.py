@@ -63,6 +63,7 @@ from chainkeys.approvals.repository import ApprovalRow, Vote
 from chainkeys.clock import now_ms
 from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.store.integrity import APPROVER_CREDENTIALS
+from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 
 log = logging.getLogger("chainkeys.approvals")
@@ -118,10 +119,27 @@ class Passkeys(Enrolment):
         """Verify a vote's proof for `row`, its `summary` (derived now) and `decision` as
         `who`; move the counter; the JSON to store with the vote. Refusals are audited
         and raised."""
-        action = f"approval.{decision}"
+        expected = challenge(row.id, row.digest, summary, decision)
+        details = {"approval": row.id}
+        return await self.signed(
+            who, expected, row.approver_group, proof, f"approval.{decision}", details
+        )
+
+    async def signed(
+        self,
+        who: Principal,
+        expected: bytes,
+        group: str,
+        proof: Proof,
+        action: str,
+        details: dict[str, Any],
+    ) -> str:
+        """Verify that `proof` is `who`'s live credential of `group` signing `expected`
+        (an approval's challenge, or a governance change's); move a passkey's counter;
+        the JSON to store with the vote. Refusals are audited (as `action`) and raised."""
         try:
             credential, stored, count = await self._verify(
-                row, summary, decision, proof, who.tenant_id, who.label, row.approver_group
+                expected, proof, who.tenant_id, who.label, group
             )
             if (
                 credential.kind == WEBAUTHN
@@ -132,7 +150,7 @@ class Passkeys(Enrolment):
             if credential.kind == WEBAUTHN:
                 await self._moved(credential, count)
         except ChainkeysError as exc:
-            await self.audit_refusal(who, action, exc.code, {"approval": row.id})
+            await self.audit_refusal(who, action, exc.code, details)
             raise
         return stored
 
@@ -157,46 +175,52 @@ class Passkeys(Enrolment):
         now (at signing) and the summary derived now: false for no proof, a revoked or
         another person's credential, or a signature of anything else (another summary
         too). The counter was checked when it was cast."""
-        if vote.assertion is None:
+        expected = challenge(row.id, row.digest, summary, vote.decision)
+        if await self.still_signed(
+            expected, vote.assertion, row.tenant_id, vote.voter_label, row.approver_group
+        ):
+            return True
+        log.warning("a stored vote on approval %s does not verify; it is not counted", row.id)
+        return False
+
+    async def still_signed(
+        self,
+        expected: bytes,
+        stored: str | None,
+        tenant_id: str,
+        label: str,
+        group: str,
+        tx: Tx | None = None,
+    ) -> bool:
+        """Whether a proof as `signed` stored it verifies now for `expected`, against its
+        credential as it is now (revoked since, or another's: it does not); read in `tx`
+        when given (a count made in the transaction that acts on it)."""
+        if stored is None:
             return False
         try:
-            stored = msgspec.json.decode(vote.assertion)
-            proof = Proof(
-                stored.get("assertion"), stored.get("credential"), stored.get("signature")
-            )
-            await self._verify(
-                row,
-                summary,
-                vote.decision,
-                proof,
-                row.tenant_id,
-                vote.voter_label,
-                row.approver_group,
-            )
+            found = msgspec.json.decode(stored)
+            proof = Proof(found.get("assertion"), found.get("credential"), found.get("signature"))
+            await self._verify(expected, proof, tenant_id, label, group, tx)
         except (ChainkeysError, msgspec.DecodeError, AttributeError):
-            log.warning("a stored vote on approval %s does not verify; it is not counted", row.id)
             return False
         return True
 
     async def _verify(
         self,
-        row: ApprovalRow,
-        summary: dict[str, Any] | None,
-        decision: str,
+        expected: bytes,
         proof: Proof,
         tenant_id: str,
         label: str,
         group: str,
+        tx: Tx | None = None,
     ) -> tuple[CredentialRow, str, int]:
         """(the credential, the proof as stored, the authenticator's counter) when `proof`
-        is `label`'s live credential's signature of this request's challenge (over
-        `summary`, the one derived from the request now)."""
-        expected = challenge(row.id, row.digest, summary, decision)
+        is `label`'s live credential's (of `group`) signature of `expected`."""
         if proof.assertion is not None:
             rp_id, origin = self._party()
             response = plain(proof.assertion)
             raw = response.get("rawId") or response.get("id")
-            credential = await self._credential(tenant_id, label, group, credential_id=raw)
+            credential = await self._credential(tenant_id, label, group, tx, credential_id=raw)
             if credential.kind != WEBAUTHN:
                 raise CredentialRefused()
             try:
@@ -214,7 +238,7 @@ class Passkeys(Enrolment):
             stored = {"credential": credential.id, "assertion": response}
             return credential, msgspec.json.encode(stored).decode(), verified.new_sign_count
         if proof.credential is not None and proof.signature is not None:
-            credential = await self._credential(tenant_id, label, group, key=proof.credential)
+            credential = await self._credential(tenant_id, label, group, tx, key=proof.credential)
             if credential.kind not in (P256, ED25519):
                 raise CredentialRefused()
             try:
@@ -226,23 +250,35 @@ class Passkeys(Enrolment):
         raise PasskeyRequired()
 
     async def _credential(
-        self, tenant_id: str, label: str, group: str, *, credential_id: Any = None, key: Any = None
+        self,
+        tenant_id: str,
+        label: str,
+        group: str,
+        tx: Tx | None,
+        *,
+        credential_id: Any = None,
+        key: Any = None,
     ) -> CredentialRow:
         """The live, authenticated credential of this person and group, found by the
-        authenticator's id or by our key id; CredentialRefused otherwise."""
+        authenticator's id or by our key id (read in `tx`, or a read of its own);
+        CredentialRefused otherwise."""
         if not isinstance(credential_id or key, str) or len(credential_id or key) > 1400:
             raise CredentialRefused()
+        if tx is None:
+            async with self.db.read() as own:
+                return await self._credential(
+                    tenant_id, label, group, own, credential_id=credential_id, key=key
+                )
         gate = self._keyed()
-        async with self.db.read() as tx:
-            if key is not None:
-                row = await Credentials.get(tx, key)
-            else:
-                row = await Credentials.by_credential_id(tx, tenant_id, credential_id)
-            if row is None:
-                raise CredentialRefused()
-            gate.check(APPROVER_CREDENTIALS, row.covered(), f"credential {row.id}")
-            if row.revoked_ms is None:  # put back from before its revocation or last use
-                await Credentials.current(tx, gate, row)
+        if key is not None:
+            row = await Credentials.get(tx, key)
+        else:
+            row = await Credentials.by_credential_id(tx, tenant_id, credential_id)
+        if row is None:
+            raise CredentialRefused()
+        gate.check(APPROVER_CREDENTIALS, row.covered(), f"credential {row.id}")
+        if row.revoked_ms is None:  # put back from before its revocation or last use
+            await Credentials.current(tx, gate, row)
         if (
             row.tenant_id != tenant_id
             or person(row.label) != person(label)

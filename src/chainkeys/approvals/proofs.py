@@ -27,8 +27,13 @@ from chainkeys.approvals.credentials import CredentialRow
 from chainkeys.errors import BadRequest, Forbidden, NotFound
 
 CHALLENGE_PREFIX: Final = b"chainkeys approval v2"
+CHANGE_PREFIX: Final = b"chainkeys change v1"
 WEBAUTHN, P256, ED25519 = "webauthn", "p256", "ed25519"
 DECISIONS: Final = ("approve", "reject")
+# The group an admin's credential carries (`chainkeys admin add-key`): no approver group
+# can be named so (approver groups start with a letter or digit), so an admin's key
+# never signs an approval and an approver's key never signs a governance change.
+ADMINS: Final = "*admins"
 
 
 def canonical(summary: dict[str, Any] | None) -> bytes:
@@ -48,6 +53,14 @@ def challenge(
     than the one derived from the request verifies for nothing."""
     shown = hashlib.sha256(canonical(summary)).hexdigest()
     parts = CHALLENGE_PREFIX + (approval_id + digest + shown + decision).encode()
+    return hashlib.sha256(parts).digest()
+
+
+def change_challenge(change_id: str, digest: str, decision: str) -> bytes:
+    """What an admin's vote on a governance change signs: SHA-256("chainkeys change v1"
+    || id || digest || decision), as `challenge` (another prefix: a signature made for
+    an approval never counts on a change, nor the reverse)."""
+    parts = CHANGE_PREFIX + change_id.encode() + digest.encode() + decision.encode()
     return hashlib.sha256(parts).digest()
 
 

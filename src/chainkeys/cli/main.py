@@ -23,6 +23,7 @@ from chainkeys.cli.approver import approver_app
 from chainkeys.cli.audit import audit_app
 from chainkeys.cli.common import DataDir, fail, finish, group, run, run_admin, settings_for, when
 from chainkeys.cli.freeze import freeze_app
+from chainkeys.cli.governance import admin_app, governance_app
 from chainkeys.cli.integrity import integrity_app
 from chainkeys.cli.masterkey import hsm_app, key_app
 from chainkeys.cli.operator import PromptUnsealer, operator_app, print_shares
@@ -79,6 +80,8 @@ app.add_typer(operator_app, name="operator")
 app.add_typer(audit_app, name="audit")
 app.add_typer(integrity_app, name="integrity")
 app.add_typer(freeze_app, name="freeze")
+app.add_typer(admin_app, name="admin")
+app.add_typer(governance_app, name="governance")
 
 
 def worker_count(value: str | int) -> int:
@@ -199,8 +202,8 @@ def token_create(
     scope: Annotated[
         str | None,
         typer.Option(
-            help="comma list of read,create,delete,sign,export,approve (default: all but "
-            "export and approve)"
+            help="comma list of read,create,delete,sign,export,approve,admin (default: all "
+            "but export, approve and admin)"
         ),
     ] = None,
     expires: Annotated[

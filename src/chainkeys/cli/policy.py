@@ -1,14 +1,16 @@
 """`chainkeys policy`: a tenant's signing policy (set, show, clear, history).
 
-No master key needed: policies hold no secret. Every change is a new version,
-kept and audited; servers pick it up within `CHAINKEYS_POLICY_REFRESH_SECONDS`.
+Setting one needs the master key (its versions are authenticated under it). Every
+change is a new version, kept and audited; servers pick it up within
+`CHAINKEYS_POLICY_REFRESH_SECONDS`. On a governed tenant (docs/governance.md) `set`
+and `clear` file a change for its admins to sign, unless `--break-glass`.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 import typer
@@ -23,6 +25,14 @@ if TYPE_CHECKING:
 policy_app = group("Signing policies per tenant.")
 
 Tenant = Annotated[str, typer.Argument(help="tenant name")]
+BreakGlass = Annotated[
+    bool,
+    typer.Option(
+        "--break-glass",
+        help="on a governed tenant, apply at once instead of filing a change (audited as "
+        "break_glass, announced)",
+    ),
+]
 
 
 def _pretty(document: str) -> str:
@@ -33,9 +43,11 @@ def _pretty(document: str) -> str:
 def policy_set(
     tenant: Tenant,
     file: Annotated[Path, typer.Argument(help="policy file: .json or .toml ('-': JSON on stdin)")],
+    break_glass: BreakGlass = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Validate FILE and make it the tenant's policy (a new version)."""
+    """Validate FILE and make it the tenant's policy (a new version); on a governed
+    tenant, file it as a change for its admins and print the change's id."""
     if str(file) == "-":
         text, fmt = sys.stdin.buffer.read(), "json"
     else:
@@ -44,10 +56,36 @@ def policy_set(
         except OSError as exc:
             fail(f"cannot read {file}: {exc.strerror}")
         fmt = _format_of(file, text)
-    version = run_admin(  # keyed: its version is authenticated under the master key
-        settings_for(data_dir), lambda a: a.policies.set(tenant, text, fmt), keyed=True
-    )
-    typer.echo(f"policy version {version.version} set for tenant {tenant}")
+    _through_governance(tenant, text, fmt, break_glass, data_dir)
+
+
+def _through_governance(
+    tenant: str, text: bytes | None, fmt: str, break_glass: bool, data_dir: Path | None
+) -> None:
+    """Set (`text` None: clear) the policy, or file it as a change on a governed tenant;
+    decided in one transaction (governance/service.py `set_policy`)."""
+    from chainkeys.policies.document import parse
+
+    settings = settings_for(data_dir)
+    webhook = settings.webhook_url is not None
+
+    async def work(a: Admin) -> tuple[str, Any]:
+        document = parse(text, fmt).canonical if text is not None else None
+        return await a.governance(webhook).set_policy(tenant, document, break_glass)
+
+    # keyed: its version is authenticated under the master key
+    how, done = run_admin(settings, work, keyed=True)
+    if how == "filed":
+        words = "; ".join(msgspec.json.decode(done.diff))
+        typer.echo(
+            f"tenant {tenant} is governed: change {done.id} filed for its admins "
+            f"({'loosens' if done.loosens else 'only tightens'}: {words})"
+        )
+        typer.echo(done.id)
+        return
+    what = "cleared" if text is None else "set"
+    glass = " (break glass: applied at once, audited)" if how == "break_glass" else ""
+    typer.echo(f"policy version {done.version} {what} for tenant {tenant}{glass}")
 
 
 def _format_of(file: Path, text: bytes) -> str:
@@ -89,10 +127,10 @@ def policy_show(
 
 
 @policy_app.command("clear")
-def policy_clear(tenant: Tenant, data_dir: DataDir = None) -> None:
-    """Remove the tenant's policy (a new, empty version; history is kept)."""
-    version = run_admin(settings_for(data_dir), lambda a: a.policies.clear(tenant), keyed=True)
-    typer.echo(f"policy cleared for tenant {tenant} (version {version.version})")
+def policy_clear(tenant: Tenant, break_glass: BreakGlass = False, data_dir: DataDir = None) -> None:
+    """Remove the tenant's policy (a new, empty version; history is kept); on a governed
+    tenant, file the clearing as a change for its admins."""
+    _through_governance(tenant, None, "json", break_glass, data_dir)
 
 
 @policy_app.command("history")

@@ -103,21 +103,9 @@ class PolicyService:
         now = monotonic()
         if hit is not None and now < hit[0] and not fresh:
             return hit[1]
-        gate = self._keyed()
         async with (db or self.db).read() as tx:
-            latest = await Policies.latest(tx, tenant_id)
-            try:  # a version a database writer made, edited, put back or deleted: sign nothing
-                if latest is not None:
-                    what = f"policy version {latest.version} of tenant {tenant_id}"
-                    if not gate.valid(POLICY_VERSIONS, latest.covered(tenant_id)):
-                        raise failed(POLICY_VERSIONS, what)
-
-                async def load() -> list[Loaded]:  # (its MAC was checked above)
-                    if latest is None:
-                        return []
-                    return [((str(latest.version), str(latest.mac)), True)]
-
-                await gate.heads.check(tx, tenant_id, "policy", load, "the latest policy")
+            try:
+                latest = await self.latest(tx, tenant_id)
             except IntegrityFailure:
                 self._cache.pop(tenant_id, None)  # no request uses what it held either
                 raise
@@ -132,6 +120,25 @@ class PolicyService:
                 policy = Policy((), "")
         self._cache[tenant_id] = (now + self.refresh, policy)
         return policy
+
+    async def latest(self, tx: Tx, tenant_id: str) -> Version | None:
+        """The tenant's latest version, authenticated and the one its head pins
+        (IntegrityFailure for a version a database writer made, edited, put back or
+        deleted: sign nothing, change nothing)."""
+        gate = self._keyed()
+        latest = await Policies.latest(tx, tenant_id)
+        if latest is not None:
+            what = f"policy version {latest.version} of tenant {tenant_id}"
+            if not gate.valid(POLICY_VERSIONS, latest.covered(tenant_id)):
+                raise failed(POLICY_VERSIONS, what)
+
+        async def load() -> list[Loaded]:  # (its MAC was checked above)
+            if latest is None:
+                return []
+            return [((str(latest.version), str(latest.mac)), True)]
+
+        await gate.heads.check(tx, tenant_id, "policy", load, "the latest policy")
+        return latest
 
     async def facts(
         self,
@@ -292,20 +299,31 @@ class PolicyService:
     async def _new_version(self, tenant: str, document: str | None) -> Version:
         async with self.db.write() as tx:
             tenant_id = await _tenant_id(tx, tenant, self.integrity)
-            latest = await Policies.latest(tx, tenant_id)
-            version = Version((latest.version if latest else 0) + 1, document, now_ms())
-            gate = self._keyed()
-            mac = gate.mac(POLICY_VERSIONS, version.covered(tenant_id))
-            version = replace(version, mac=mac)
-            await Policies.insert(tx, tenant_id, version)
-            await gate.heads.replace(tx, tenant_id, "policy", [(str(version.version), mac)])
-            details = {
-                "version": version.version,
-                "sha256": hashlib.sha256(document.encode()).hexdigest() if document else None,
-            }
-            action = "policy.set" if document is not None else "policy.clear"
-            actor = Principal(tenant_id, tenant, "")
-            await Audit.insert(tx, audit_event(actor, action, "ok", details=details))
+            version = await self.write_version(tx, tenant_id, tenant, document)
+        return version
+
+    async def write_version(
+        self, tx: Tx, tenant_id: str, tenant: str, document: str | None, why: str | None = None
+    ) -> Version:
+        """Store `document` (canonical JSON; None: clear) as the tenant's next version,
+        pinned and audited, in the caller's write transaction: a governance change is
+        applied in the transaction that decides it (`why`: the change's id, audited)."""
+        latest = await Policies.latest(tx, tenant_id)
+        version = Version((latest.version if latest else 0) + 1, document, now_ms())
+        gate = self._keyed()
+        mac = gate.mac(POLICY_VERSIONS, version.covered(tenant_id))
+        version = replace(version, mac=mac)
+        await Policies.insert(tx, tenant_id, version)
+        await gate.heads.replace(tx, tenant_id, "policy", [(str(version.version), mac)])
+        details: dict[str, object] = {
+            "version": version.version,
+            "sha256": hashlib.sha256(document.encode()).hexdigest() if document else None,
+        }
+        if why is not None:
+            details["change"] = why
+        action = "policy.set" if document is not None else "policy.clear"
+        actor = Principal(tenant_id, tenant, "")
+        await Audit.insert(tx, audit_event(actor, action, "ok", details=details))
         self._cache.pop(tenant_id, None)
         return version
 

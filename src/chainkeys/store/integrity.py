@@ -27,8 +27,11 @@ from chainkeys.store.tables import (
     approver_invites,
     audit,
     audit_heads,
+    change_votes,
+    changes,
     deleted_accounts,
     freezes,
+    governance,
     integrity_heads,
     meta,
     policy_totals,
@@ -283,6 +286,47 @@ FREEZES = Authenticated(
     {},
 )
 
+# Governance (governance/): a tenant's quorum and delay, deleted or lowered by a writer,
+# would let one person loosen the rules; a change's document, state or countdown edited
+# would apply what nobody signed, or apply it early.
+GOVERNANCE = Authenticated(
+    governance, "governance", ("tenant_id", "quorum", "delay_ms", "created_ms"), {}
+)
+CHANGES = Authenticated(
+    changes,
+    "change",
+    (
+        "id",
+        "tenant_id",
+        "kind",
+        "document",
+        "base_version",
+        "digest",
+        "diff",
+        "loosens",
+        "quorum",
+        "delay_ms",
+        "created_ms",
+        "created_by",
+        "created_by_token_id",
+        "state",
+        "effective_ms",
+        "ended_ms",
+        "ended_by",
+        "reason",
+    ),
+    {},
+)
+CHANGE_VOTES = Authenticated(
+    change_votes,
+    "change vote",
+    ("change_id", "voter", "voter_label", "voter_token_id", "decision", "digest", "created_ms"),
+    {
+        "proof": "signed by the admin's enrolled credential: verified against it when cast "
+        "and again when the votes are counted (governance/service.py)"
+    },
+)
+
 # Which version of each authorizing row is the latest (vault/heads.py).
 HEADS = Authenticated(integrity_heads, "head", ("scope", "version", "body"), {})
 
@@ -302,4 +346,7 @@ REGISTRY: tuple[Authenticated, ...] = (
     APPROVER_INVITES,
     WEBHOOK_OUTBOX,
     FREEZES,
+    GOVERNANCE,
+    CHANGES,
+    CHANGE_VOTES,
 )

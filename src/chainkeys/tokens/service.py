@@ -29,8 +29,10 @@ from chainkeys.vault.gate import Gate
 from chainkeys.vault.heads import Loaded, Member
 
 TOKEN_PREFIX = "ck_"  # noqa: S105 - a prefix, not a secret
-SCOPES = ("read", "create", "delete", "sign", "export", "approve")
-DEFAULT_SCOPES = frozenset(SCOPES) - {"export", "approve"}
+SCOPES = ("read", "create", "delete", "sign", "export", "approve", "admin")
+# Export, approve and admin are given only when asked for: approve and admin tokens
+# are people's (a label), admins file and sign the tenant's governed changes.
+DEFAULT_SCOPES = frozenset(SCOPES) - {"export", "approve", "admin"}
 GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -44,7 +46,7 @@ class Principal:
     scopes: frozenset[str] = DEFAULT_SCOPES
     families: frozenset[str] | None = None  # None: every family
     expires_ms: int | None = None
-    label: str = ""  # a person, for `approve` tokens (two tokens, one label: one person)
+    label: str = ""  # a person, for `approve` and `admin` tokens (one label: one person)
     group: str | None = None  # the approver group of an `approve` token
 
     @classmethod
@@ -175,7 +177,8 @@ class TokenService:
         group: str | None = None,
     ) -> tuple[TokenRow, str]:
         """Issue a token (creating the tenant if new); returns the row and the token. An
-        `approve` token is a person's: it needs a label and an approver group."""
+        `approve` token is a person's: it needs a label and an approver group; an
+        `admin` token's label names the person whose enrolled keys sign their votes."""
         tenant = tenant.strip()
         if not tenant or len(tenant) > 64:
             raise BadRequest("a tenant name is 1 to 64 characters", code="invalid_tenant")
@@ -188,6 +191,12 @@ class TokenService:
                 )
         elif group is not None:
             raise BadRequest("--group goes with the approve scope", code="invalid_scope")
+        if "admin" in scopes and (not label.strip() or len(label) > 128):
+            raise BadRequest(
+                "an admin token needs --label (the person, 1 to 128 characters): "
+                "an admin's votes are signed by the key enrolled for that label",
+                code="invalid_scope",
+            )
         integrity = self._keyed()
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token_id, ts = uuid.uuid4().hex, now_ms()

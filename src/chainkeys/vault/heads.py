@@ -14,7 +14,9 @@ rows it holds and the sum, modulo 2^256, of a keyed element per row
 - `approvals`: open requests (pending or approved, not yet ended) and their votes;
 - `policy`: the latest policy version (one row);
 - `caps`: the running totals behind the caps;
-- `freezes`: the freezes not lifted (an emergency's: freezes/repository.py).
+- `freezes`: the freezes not lifted (an emergency's: freezes/repository.py);
+- `governance`: the tenant's quorum and delay (one row, once governed);
+- `changes`: governance changes not yet ended (pending or scheduled).
 
 A member is a row's identity and its stored MAC. A loader says of each row whether
 its MAC is valid; the set matches when the valid rows plus some of the invalid ones
@@ -59,7 +61,17 @@ from chainkeys.store.sql import Prepared, Tx
 from chainkeys.store.tables import integrity_heads
 from chainkeys.vault.integrity import Integrity, failed
 
-SETS: Final = ("tokens", "credentials", "invites", "approvals", "policy", "caps", "freezes")
+SETS: Final = (
+    "tokens",
+    "credentials",
+    "invites",
+    "approvals",
+    "policy",
+    "caps",
+    "freezes",
+    "governance",
+    "changes",
+)
 SPARE: Final = 8  # invalid rows tried in or out of a set (2^8 sums at most)
 RETRIES: Final = 30  # reads of a set that changed under them, before a mismatch counts
 MOD: Final = 1 << 256

@@ -19,7 +19,9 @@ from sqlalchemy import select
 from chainkeys.store.integrity import (
     APPROVER_CREDENTIALS,
     APPROVER_INVITES,
+    CHANGES,
     FREEZES,
+    GOVERNANCE,
     POLICY_TOTALS,
     POLICY_VERSIONS,
     TOKENS,
@@ -65,6 +67,13 @@ PINNED: tuple[Pinned, ...] = (
     Pinned("policy", POLICY_VERSIONS, lambda r: str(r["version"]), latest="version"),
     Pinned("caps", POLICY_TOTALS, cap_ident),
     Pinned("freezes", FREEZES, lambda r: str(r["id"]), lambda r: r["lifted_ms"] is None),
+    Pinned("governance", GOVERNANCE, lambda r: str(r["tenant_id"])),
+    Pinned(
+        "changes",
+        CHANGES,
+        lambda r: str(r["id"]),
+        lambda r: r["state"] in ("pending", "scheduled"),
+    ),
 )
 
 

@@ -88,7 +88,7 @@ def freeze_routes() -> list[Route]:
         resource(
             "/freezes",
             {
-                # `approve` tokens freeze; an admin scope (not there yet) will join it
+                # `approve` tokens freeze; admin tokens (docs/governance.md) do not, yet
                 "POST": Op(create_freeze, "approve", BY_REQUEST, docs["create"]),
                 "GET": Op(list_freezes, AUTHENTICATED, BY_REQUEST, docs["list"]),
             },

@@ -31,6 +31,7 @@ from chainkeys.store.tables.core import (
     tokens,
 )
 from chainkeys.store.tables.freezes import freezes
+from chainkeys.store.tables.governance import change_votes, changes, governance
 from chainkeys.store.tables.heads import integrity_heads
 from chainkeys.store.tables.keys import key_ring, key_users, master_keys
 from chainkeys.store.tables.wallets import wallet_counters, wallet_multisigs, wallets
@@ -46,8 +47,11 @@ __all__ = [
     "approver_invites",
     "audit",
     "audit_heads",
+    "change_votes",
+    "changes",
     "deleted_accounts",
     "freezes",
+    "governance",
     "idempotency",
     "integrity_heads",
     "key_ring",

@@ -1,0 +1,107 @@
+"""`chainkeys admin` and `chainkeys governance`: the operator's side of governance
+(docs/governance.md): admins' keys, and a tenant's quorum and delay, set once with
+the master key (afterwards only through a governed change)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import msgspec
+import typer
+
+from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
+
+if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
+    from chainkeys.approvals.enrolment import Enrolment
+    from chainkeys.bootstrap import Admin
+
+admin_app = group("Tenants' admins: the people who sign governed changes (operator).")
+governance_app = group("A tenant's governance: the quorum of admins and the delay (operator).")
+TenantOption = Annotated[str, typer.Option("--tenant", help="the tenant")]
+TenantArg = Annotated[str, typer.Argument(help="the tenant")]
+
+
+def _enrolment(admin: Admin) -> Enrolment:
+    from chainkeys.approvals.enrolment import Enrolment
+
+    return Enrolment(admin.db, settings_for(None), admin.integrity)
+
+
+@admin_app.command("add-key")
+def add_key(
+    tenant: TenantOption,
+    label: Annotated[str, typer.Option(help="the person: their admin tokens' label")],
+    key: Annotated[Path, typer.Option(help="the public key: PEM or base64 DER, P-256 or Ed25519")],
+    data_dir: DataDir = None,
+) -> None:
+    """Enrol an admin's public key: its signatures of a change's challenge are their
+    votes (POST /changes/{id}/approve). Prints the credential id."""
+    from chainkeys.approvals.proofs import ADMINS
+
+    try:
+        text = key.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read {key}: {exc.__class__.__name__}")
+    row = run_admin(
+        settings_for(data_dir),
+        lambda admin: _enrolment(admin).add_key(tenant, label, ADMINS, text),
+        keyed=True,
+    )
+    typer.echo(
+        f"{row.kind} admin key enrolled for {row.label} in {tenant}: its votes carry "
+        '"signature": {"credential": this id, "value": …}'
+    )
+    typer.echo(row.id)
+
+
+@governance_app.command("set")
+def governance_set(
+    tenant: TenantArg,
+    quorum: Annotated[int, typer.Option(help="how many admins sign a change (1 to 20)")],
+    delay: Annotated[
+        str, typer.Option(help="how long a change that loosens waits once signed: 24h, 7d, 0")
+    ],
+    data_dir: DataDir = None,
+) -> None:
+    """Govern TENANT: from now on its policy changes by a quorum of its admins, and a
+    change that loosens anything waits DELAY. Once only: afterwards its quorum and
+    delay change only through a governed change."""
+    settings = settings_for(data_dir)
+    webhook = settings.webhook_url is not None
+    row = run_admin(
+        settings, lambda a: a.governance(webhook).set(tenant, quorum, delay), keyed=True
+    )
+    typer.echo(
+        f"tenant {tenant} is governed: {row.quorum} admins sign a change; one that "
+        f"loosens waits {row.delay_ms // 1000} s"
+    )
+
+
+@governance_app.command("show")
+def governance_show(
+    tenant: TenantArg,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Print the tenant's quorum and delay, or say it is not governed."""
+    settings = settings_for(data_dir)
+    row = run_admin(settings, lambda a: a.governance(False).show(tenant), keyed=True)
+    record = (
+        None
+        if row is None
+        else {
+            "quorum": row.quorum,
+            "delay_seconds": row.delay_ms // 1000,
+            "since": when(row.created_ms),
+        }
+    )
+    if as_json:
+        typer.echo(msgspec.json.encode({"tenant": tenant, "governance": record}).decode())
+    elif record is None:
+        typer.echo(f"tenant {tenant} is not governed: its policy is set by the operator alone")
+    else:
+        typer.echo(
+            f"tenant {tenant}: quorum {record['quorum']}, delay {record['delay_seconds']} s "
+            f"(since {record['since']})"
+        )

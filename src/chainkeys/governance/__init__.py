@@ -1,0 +1,1 @@
+"""Governance: changes to a tenant's rules by a quorum of admins (docs/governance.md)."""
