@@ -126,6 +126,9 @@ class Heads:
     async def head(self, tx: Tx, tenant_id: str) -> Head:
         """The tenant's head, authenticated and no older than any this process saw."""
         scope = tenant_scope(tenant_id)
+        # The floor as the read starts: one raised while it runs is another coroutine's
+        # newer read, which this statement may not see (it is no rollback).
+        floor = self._floors.get(scope, 0)
         row = (await tx.execute(_GET, {"s": scope})).first()
         if row is None:
             raise failed(HEADS, f"the head of tenant {tenant_id} is missing")
@@ -133,13 +136,13 @@ class Heads:
         if not self.integrity.valid(HEADS, values):
             raise failed(HEADS, f"the head of tenant {tenant_id}")
         version = values["version"]
-        if version < self._floors.get(scope, 0):
+        if version < floor:
             raise failed(
                 HEADS,
                 f"the head of tenant {tenant_id} (version {version}, older than "
-                f"{self._floors[scope]} seen before: put back from an older copy)",
+                f"{floor} seen before: put back from an older copy)",
             )
-        if not tx.writing:  # what a write transaction reads may still roll back with it
+        if not tx.writing and version > self._floors.get(scope, 0):  # (a write's may roll back)
             self._floors[scope] = version
         return Head(scope, version, parse_body(row[2]))
 
