@@ -4,6 +4,7 @@ the process is the subject (see its docstring)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import os
@@ -15,6 +16,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import typer.main
@@ -36,9 +38,11 @@ def chainkeys_cli(
     env: Mapping[str, str | None] | None = None,
     timeout: float = 60,
     process: bool = False,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the `chainkeys` command: `env` is added to this process's environment for
-    the call only (a None value removes a variable); the answer is the subprocess's.
+    the call only (a None value removes a variable), in `cwd` if given; the answer is
+    the subprocess's.
 
     In this process by default, through typer's CliRunner: a new Python process spends
     ~0.6 s of CPU importing chainkeys before doing anything, and CI is CPU-bound. The
@@ -53,8 +57,9 @@ def chainkeys_cli(
     loop (CliRunner swaps sys.stdout for the whole process; a command runs its own
     event loop)."""
     if process or not _can_run_here(args, env or {}):
-        return _in_a_process(args, env, timeout)
-    return _in_this_process(args, env)
+        return _in_a_process(args, env, timeout, cwd)
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        return _in_this_process(args, env)
 
 
 def _can_run_here(args: Sequence[str], env: Mapping[str, str | None]) -> bool:
@@ -71,7 +76,7 @@ def _can_run_here(args: Sequence[str], env: Mapping[str, str | None]) -> bool:
 
 
 def _in_a_process(
-    args: Sequence[str], env: Mapping[str, str | None] | None, timeout: float
+    args: Sequence[str], env: Mapping[str, str | None] | None, timeout: float, cwd: Path | None
 ) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
@@ -81,6 +86,7 @@ def _in_a_process(
         text=True,
         timeout=timeout,
         check=False,
+        cwd=cwd,
     )
 
 
