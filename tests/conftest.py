@@ -12,8 +12,6 @@ import contextlib
 import os
 import socket
 import ssl
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -30,6 +28,7 @@ from chainkeys.api import serve
 from chainkeys.api.app import create_app
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
+from tests.cli import chainkeys_cli as chainkeys_cli  # where the tests import it from
 
 # Every httpx client gets this one TLS context: httpx builds a new one per client by
 # default and loads the CA bundle into it (~50 ms each); the tests talk plain HTTP to
@@ -289,21 +288,6 @@ def client(server: Server) -> Iterator[httpx.Client]:
     """A client with a token of its own fresh tenant."""
     with server.client(server.new_token()) as c:
         yield c
-
-
-def chainkeys_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    """Run the installed `chainkeys` command in a subprocess."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "chainkeys.cli", *args],
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def wait_for(check: Callable[[], bool], what: str = "the change") -> float:

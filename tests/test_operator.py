@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TLS
+from tests.conftest import TLS, chainkeys_cli
 from tests.test_process import announced, first_token, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
@@ -20,10 +20,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
 def chainkeys(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
-    return subprocess.run([sys.executable, "-m", "chainkeys.cli", *args], cwd=cwd,
-                          env={**clean, **(env or {})}, capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    """The command as an operator runs it: in `cwd`, with no CHAINKEYS_* variable but `env`."""
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("CHAINKEYS_")}
+    return chainkeys_cli(*args, env={**unset, **(env or {})}, cwd=cwd)
 
 
 def test_a_second_server_on_a_port_in_use_is_refused_in_one_line(tmp_path: Path) -> None:

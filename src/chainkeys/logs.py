@@ -59,6 +59,7 @@ class BufferedStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         except (OSError, ValueError, AttributeError):  # no real fd (e.g. captured)
             stream = sys.stderr
         super().__init__(stream)
+        self._stopped = threading.Event()
         self._flusher = threading.Thread(target=self._flush_often, daemon=True)
         self._flusher.start()
 
@@ -71,9 +72,18 @@ class BufferedStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.handleError(record)
 
     def _flush_often(self) -> None:
-        while True:
-            time.sleep(self.FLUSH_SECONDS)
+        while not self._stopped.wait(self.FLUSH_SECONDS):
+            with self.lock:  # type: ignore[union-attr]
+                if not self._stopped.is_set():
+                    self.flush()
+
+    def close(self) -> None:
+        """Flushed, and its flushing thread ended: a handler replaced (a new logging
+        set-up, a command run inside another program) leaves no thread behind."""
+        with self.lock:  # type: ignore[union-attr]
+            self._stopped.set()
             self.flush()
+        super().close()
 
 
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
