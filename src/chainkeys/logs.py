@@ -59,6 +59,7 @@ class BufferedStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         except (OSError, ValueError, AttributeError):  # no real fd (e.g. captured)
             stream = sys.stderr
         super().__init__(stream)
+        self._own = stream is not sys.stderr  # the copy is this handler's to close
         self._stopped = threading.Event()
         self._flusher = threading.Thread(target=self._flush_often, daemon=True)
         self._flusher.start()
@@ -78,11 +79,14 @@ class BufferedStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
                     self.flush()
 
     def close(self) -> None:
-        """Flushed, and its flushing thread ended: a handler replaced (a new logging
-        set-up, a command run inside another program) leaves no thread behind."""
+        """Flushed, its flushing thread ended and its copy of stderr closed: a handler
+        replaced (a new logging set-up, a command run inside another program) leaves
+        no thread and no open descriptor behind."""
         with self.lock:  # type: ignore[union-attr]
             self._stopped.set()
             self.flush()
+            if self._own and not self.stream.closed:
+                self.stream.close()
         super().close()
 
 
