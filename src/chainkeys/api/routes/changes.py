@@ -19,10 +19,12 @@ from chainkeys.api.body import required_body
 from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
 from chainkeys.approvals.proofs import Proof
+from chainkeys.chains.registry import FAMILIES
 from chainkeys.governance.views import ChangeView
 from chainkeys.tokens.service import Principal
 
 TAG = "Governance"
+_FAMILY = min(FAMILIES)  # the example's (chains/ names the families)
 CHANGE_ID = params.Param(
     "id", "path", Annotated[str, Meta(min_length=1, max_length=40)], "the change's id (chg_…)"
 )
@@ -110,13 +112,7 @@ def change_routes() -> list[Route]:
                 "policy": {
                     "kind": "policy",
                     "document": {
-                        "rules": [
-                            {
-                                "family": "cosmos",
-                                "network": "cosmoshub",
-                                "max_per_tx": {"uatom": "1000"},
-                            }
-                        ]
+                        "rules": [{"family": _FAMILY, "effect": "deny", "name": "no-more-for-now"}]
                     },
                 }
             },
