@@ -125,6 +125,9 @@ _V_INSERT = Prepared(insert(change_votes), _V_COLUMNS)
 _V_OF = Prepared(_V_SELECT.where(_v.change_id == bindparam("id")).order_by(_v.created_ms))
 
 
+REREADS = 3  # reads of a change that a concurrent commit moved on (`Changes.get`)
+
+
 class Governance:
     @staticmethod
     async def get(tx: Tx, tenant_id: str) -> GovernanceRow | None:
@@ -197,23 +200,32 @@ class Changes:
 
     @staticmethod
     async def get(tx: Tx, tenant_id: str, change_id: str) -> ChangeRow | None:
-        """One change, authenticated; an open one must be the copy the head pins."""
-        found = (await tx.execute(_C_GET, {"id": change_id, "t": tenant_id})).first()
-        if found is None:
-            return None
-        row = _change(found)
+        """One change, authenticated; an open one must be the copy the head pins. Outside
+        a write transaction the row and the head are read by separate statements: a row
+        that a change (the due round applying it, a vote) moved on in between is read
+        again, a few times, before it is called a stale copy."""
         gate = _gate(tx)
-        gate.check(CHANGES, values(row), f"change {row.id}")
-        if row.state in OPEN:
 
-            async def load() -> list[Loaded]:
-                found = (await tx.execute(_C_OPEN, {"t": tenant_id})).all()
-                rows = [_change(r) for r in found]
-                return [((r.id, str(r.mac)), gate.valid(CHANGES, values(r))) for r in rows]
+        async def load() -> list[Loaded]:
+            found = (await tx.execute(_C_OPEN, {"t": tenant_id})).all()
+            rows = [_change(r) for r in found]
+            return [((r.id, str(r.mac)), gate.valid(CHANGES, values(r))) for r in rows]
 
-            member = (row.id, str(row.mac))
-            await gate.heads.current(tx, tenant_id, "changes", member, load, f"change {row.id}")
-        return row
+        for attempt in range(REREADS):
+            found = (await tx.execute(_C_GET, {"id": change_id, "t": tenant_id})).first()
+            if found is None:
+                return None
+            row = _change(found)
+            gate.check(CHANGES, values(row), f"change {row.id}")
+            if row.state not in OPEN:
+                return row
+            member, what = (row.id, str(row.mac)), f"change {row.id}"
+            if tx.writing or attempt == REREADS - 1:
+                await gate.heads.current(tx, tenant_id, "changes", member, load, what)
+                return row
+            if await gate.heads.holds(tx, tenant_id, "changes", member, load, what):
+                return row
+        return None  # (not reached: the last attempt returns or raises)
 
     @staticmethod
     async def due(tx: Tx, now: int) -> list[tuple[str, str]]:

@@ -262,8 +262,22 @@ class Heads:
 
         `load` reads the whole set (each row with whether its MAC is valid); it is
         called only when this process has not verified the set at the head's version."""
-        if member not in await self._verify(tx, tenant_id, name, load, what):
+        if not await self.holds(tx, tenant_id, name, member, load, what):
             raise failed(HEADS, f"{what} is not the latest copy of its row")
+
+    async def holds(
+        self,
+        tx: Tx,
+        tenant_id: str,
+        name: str,
+        member: Member,
+        load: Callable[[], Awaitable[Iterable[Loaded]]],
+        what: str,
+    ) -> bool:
+        """Whether `member` is in set `name` as the head pins it (as `current`, for a
+        caller outside a write transaction whose row may have been read before a change
+        that committed since: it reads the row again before it calls it a failure)."""
+        return member in await self._verify(tx, tenant_id, name, load, what)
 
     async def _verify(
         self,
