@@ -183,8 +183,12 @@ def _fresh_warnings() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.resetwarnings()
         warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
-        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
-                         ResourceWarning):  # fmt: skip
+        for category in (
+            DeprecationWarning,
+            PendingDeprecationWarning,
+            ImportWarning,
+            ResourceWarning,
+        ):
             warnings.simplefilter("ignore", category, append=True)
         yield
 

@@ -14,10 +14,20 @@ from tests.conftest import Server
 
 from chainkeys.store.tables import approvals
 
-FORGED = {"family": "cosmos", "network": "cosmoshub", "kind": "sign-transfer",
-          "items": [{"type": "/cosmos.bank.v1beta1.MsgSend", "recipient": OTHER,
-                     "amounts": [{"denom": "uatom", "amount": "9000",
-                                  "base_unit": "uatom", "display": "0.009 ATOM"}]}]}  # fmt: skip
+FORGED = {
+    "family": "cosmos",
+    "network": "cosmoshub",
+    "kind": "sign-transfer",
+    "items": [
+        {
+            "type": "/cosmos.bank.v1beta1.MsgSend",
+            "recipient": OTHER,
+            "amounts": [
+                {"denom": "uatom", "amount": "9000", "base_unit": "uatom", "display": "0.009 ATOM"}
+            ],
+        }
+    ],
+}
 
 
 async def _edit(server: Server, approval_id: str, **values: Any) -> None:
@@ -89,8 +99,9 @@ def test_nothing_is_approved_without_a_summary(team: Team) -> None:  # noqa: F81
     assert t.client.delete(f"/cosmos/{waiting['account']}").status_code == 200
     shown = team.alice.get(f"/approvals/{waiting['id']}").json()["data"]
     assert shown["summary"] is None and "account is gone" in shown["summary_error"]
-    voted = team.alice.post(f"/approvals/{waiting['id']}/approve",
-                            json={"digest": waiting["digest"]})  # fmt: skip
+    voted = team.alice.post(
+        f"/approvals/{waiting['id']}/approve", json={"digest": waiting["digest"]}
+    )
     assert voted.status_code == 409 and voted.json()["code"] == "summary_unavailable"
     asked = team.alice.get(f"/approvals/{waiting['id']}/challenge", params={"decision": "approve"})
     assert asked.status_code == 409 and asked.json()["code"] == "summary_unavailable"

@@ -22,8 +22,9 @@ from chainkeys.cli.main import app
 
 __all__ = ["target"]  # the module fixture: one request every kind signs
 FAMILIES = ("cosmos", "eos", "litecoin", "dogecoin")
-POLICY = [{"family": f, "raw_messages": True, "approval": {"quorum": 1, "group": "g"}}
-          for f in FAMILIES]  # fmt: skip
+POLICY = [
+    {"family": f, "raw_messages": True, "approval": {"quorum": 1, "group": "g"}} for f in FAMILIES
+]
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +33,12 @@ def waiting(server: Server, target: Target) -> Iterator[dict[str, dict[str, Any]
     assert server.services is not None
     name = "verify-" + server.new_token()[-8:].lower()
     client = server.client(server.new_token(name))
-    made = [client.post("/cosmos", json={"private_key": PRIVATE}),
-            client.post("/eos", json={"private_key": PRIVATE, "name": NAME}),
-            client.post("/litecoin", json={"private_key": KEY["private_key_hex"]}),
-            client.post("/dogecoin", json={"private_key": KEY["private_key_hex"]})]  # fmt: skip
+    made = [
+        client.post("/cosmos", json={"private_key": PRIVATE}),
+        client.post("/eos", json={"private_key": PRIVATE, "name": NAME}),
+        client.post("/litecoin", json={"private_key": KEY["private_key_hex"]}),
+        client.post("/dogecoin", json={"private_key": KEY["private_key_hex"]}),
+    ]
     assert all(r.status_code == 200 for r in made), [r.text for r in made]
     server.call(server.services.policies.set(name, json.dumps({"rules": POLICY}), "json"))
     found = {}

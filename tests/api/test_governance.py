@@ -29,8 +29,7 @@ from chainkeys.errors import IntegrityFailure
 from chainkeys.store.tables import changes, governance
 
 HOUR_MS = 3_600_000
-CAPPED = {"rules": [{"family": "cosmos", "network": "cosmoshub",
-                     "max_per_tx": {"uatom": "1000"}}]}  # fmt: skip
+CAPPED = {"rules": [{"family": "cosmos", "network": "cosmoshub", "max_per_tx": {"uatom": "1000"}}]}
 
 
 def capped(amount: int, **more: Any) -> dict[str, Any]:
@@ -45,8 +44,9 @@ class Admin:
     key: ed25519.Ed25519PrivateKey
     credential: str
 
-    def signature(self, change: dict[str, Any], decision: str = "approve",
-                  digest: str | None = None) -> dict[str, str]:  # fmt: skip
+    def signature(
+        self, change: dict[str, Any], decision: str = "approve", digest: str | None = None
+    ) -> dict[str, str]:
         message = change_challenge(change["id"], digest or change["digest"], decision)
         return {"credential": self.credential, "value": b64url(self.key.sign(message))}
 
@@ -86,8 +86,9 @@ class Governed:
 def admin(server: Server, tenant: str, label: str) -> Admin:
     assert server.services is not None
     key = ed25519.Ed25519PrivateKey.generate()
-    pem = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                        serialization.PublicFormat.SubjectPublicKeyInfo)  # fmt: skip
+    pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     _, token = server.call(server.services.tokens.create(tenant, label, frozenset({"admin"})))
     row = server.call(
         server.services.approvals.passkeys.add_key(tenant, label, ADMINS, pem.decode())
@@ -180,15 +181,21 @@ def test_only_a_signed_vote_on_this_digest_by_its_own_key_counts(governed: Gover
     r = alice.vote(change, digest=other)  # the body names another digest
     assert r.status_code == 409 and r.json()["code"] == "digest_mismatch", r.text
     signed_other = alice.signature(change, digest=other)  # signed over another digest
-    r = alice.client.post(f"/changes/{change['id']}/approve",
-                          json={"digest": change["digest"], "signature": signed_other})  # fmt: skip
+    r = alice.client.post(
+        f"/changes/{change['id']}/approve",
+        json={"digest": change["digest"], "signature": signed_other},
+    )
     assert r.status_code == 403 and r.json()["code"] == "assertion_invalid", r.text
     as_reject = alice.signature(change, decision="reject")  # a rejection's signature
-    r = alice.client.post(f"/changes/{change['id']}/approve",
-                          json={"digest": change["digest"], "signature": as_reject})  # fmt: skip
+    r = alice.client.post(
+        f"/changes/{change['id']}/approve",
+        json={"digest": change["digest"], "signature": as_reject},
+    )
     assert r.status_code == 403 and r.json()["code"] == "assertion_invalid", r.text
-    r = bob.client.post(f"/changes/{change['id']}/approve",
-                        json={"digest": change["digest"], "signature": alice.signature(change)})  # fmt: skip
+    r = bob.client.post(
+        f"/changes/{change['id']}/approve",
+        json={"digest": change["digest"], "signature": alice.signature(change)},
+    )
     assert r.status_code == 403 and r.json()["code"] == "credential_refused", r.text
     r = bob.client.post(f"/changes/{change['id']}/approve", json={"digest": change["digest"]})
     assert r.status_code == 403 and r.json()["code"] == "signature_required", r.text
@@ -203,8 +210,10 @@ def test_only_a_signed_vote_on_this_digest_by_its_own_key_counts(governed: Gover
 
 def test_who_may_file_and_where(governed: Governed, server: Server) -> None:
     with server.client(server.new_token(governed.name)) as plain:
-        for r in (plain.post("/changes", json={"kind": "policy", "document": None}),
-                  plain.get("/changes")):  # fmt: skip
+        for r in (
+            plain.post("/changes", json={"kind": "policy", "document": None}),
+            plain.get("/changes"),
+        ):
             assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text
     alice = governed.admins["alice"]
     r = alice.client.post("/changes", json={"kind": "token", "document": None})
@@ -306,21 +315,30 @@ def test_the_operator_cli_governs_and_files(server: Server, tmp_path: Path) -> N
     (a change, its id printed) or with `--break-glass` (applied, audited as such)."""
     env = env_of(server.settings)
     name = f"g-{uuid.uuid4().hex[:10]}"
-    made = chainkeys_cli("token", "create", "--tenant", name, "--scope", "admin",
-                         "--label", "carol", env=env)  # fmt: skip
+    made = chainkeys_cli(
+        "token", "create", "--tenant", name, "--scope", "admin", "--label", "carol", env=env
+    )
     assert made.returncode == 0, made.stderr
     key = ed25519.Ed25519PrivateKey.generate()
     pem = tmp_path / "carol.pem"
-    pem.write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))  # fmt: skip
-    added = chainkeys_cli("admin", "add-key", "--tenant", name, "--label", "carol",
-                          "--key", str(pem), env=env)  # fmt: skip
+    pem.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    added = chainkeys_cli(
+        "admin", "add-key", "--tenant", name, "--label", "carol", "--key", str(pem), env=env
+    )
     assert added.returncode == 0, added.stderr
     assert added.stdout.splitlines()[-1].startswith("apc_")
     shown = chainkeys_cli("governance", "show", name, "--json", env=env)
     assert json.loads(shown.stdout)["governance"] is None, shown.stderr
-    assert chainkeys_cli("governance", "set", name, "--quorum", "1", "--delay", "24h",
-                         env=env).returncode == 0  # fmt: skip
+    assert (
+        chainkeys_cli(
+            "governance", "set", name, "--quorum", "1", "--delay", "24h", env=env
+        ).returncode
+        == 0
+    )
     shown = chainkeys_cli("governance", "show", name, "--json", env=env)
     assert json.loads(shown.stdout)["governance"]["quorum"] == 1
     again = chainkeys_cli("governance", "set", name, "--quorum", "2", "--delay", "1h", env=env)

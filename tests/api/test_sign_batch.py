@@ -65,8 +65,14 @@ def cosmos(tenant: Tenant) -> Tenant:
 
 
 def send(amount: int, sequence: int, fee: int = 5000, to: str = OTHER) -> dict[str, Any]:
-    return {"kind": "sign-transfer", **TRANSFER, "amount": str(amount), "sequence": sequence,
-            "feeAmount": str(fee), "toAddress": to}  # fmt: skip
+    return {
+        "kind": "sign-transfer",
+        **TRANSFER,
+        "amount": str(amount),
+        "sequence": sequence,
+        "feeAmount": str(fee),
+        "toAddress": to,
+    }
 
 
 # ---- every kind, each signature checked by the reference verifiers ------------------------
@@ -78,15 +84,40 @@ def test_utxo_kinds_in_one_batch_are_what_each_endpoint_signs(client: httpx.Clie
     address, pubkey = made.json()["address"], made.json()["data"]["public_key"]
     path, network = f"/dogecoin/{address}", "dogecoin/mainnet"
     items: list[dict[str, Any]]
-    outputs = [{"address": RECIPIENT["dogecoin"], "value": 600_000},
-               {"address": address, "value": 390_000}]  # fmt: skip
-    psbt = run_node("utxo.mjs", {"action": "build_psbt", "network": network, "kind": "p2pkh",
-                                 "pubkey": pubkey, "amountIn": 1_000_000, "witness": False,
-                                 "outputs": outputs})  # fmt: skip
-    raw = run_node("utxo.mjs", {"action": "build_rawtx", "network": network, "kind": "p2pkh",
-                                "pubkey": pubkey, "amountIn": 1_000_000, "outputs": outputs})  # fmt: skip
-    prev = {"txid": raw["fundTxid"], "vout": 0, "scriptPubKey": raw["scriptPubKey"],
-            "amount": 0.01, "hex": raw["fundHex"]}  # fmt: skip
+    outputs = [
+        {"address": RECIPIENT["dogecoin"], "value": 600_000},
+        {"address": address, "value": 390_000},
+    ]
+    psbt = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_psbt",
+            "network": network,
+            "kind": "p2pkh",
+            "pubkey": pubkey,
+            "amountIn": 1_000_000,
+            "witness": False,
+            "outputs": outputs,
+        },
+    )
+    raw = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_rawtx",
+            "network": network,
+            "kind": "p2pkh",
+            "pubkey": pubkey,
+            "amountIn": 1_000_000,
+            "outputs": outputs,
+        },
+    )
+    prev = {
+        "txid": raw["fundTxid"],
+        "vout": 0,
+        "scriptPubKey": raw["scriptPubKey"],
+        "amount": 0.01,
+        "hex": raw["fundHex"],
+    }
     items = [
         {"kind": "sign-message", "message": "first"},
         {"kind": "sign-psbt", "psbt": psbt["psbt"], "finalize": False},
@@ -98,21 +129,38 @@ def test_utxo_kinds_in_one_batch_are_what_each_endpoint_signs(client: httpx.Clie
     assert [r["status"] for r in results] == [200, 200, 200, 200, 200]
     for item, result in zip(items, results, strict=True):
         if item["kind"] == "sign-message":
-            check = run_node("utxo.mjs", {"action": "verify_message", "network": network,
-                                          "message": item["message"], "address": address,
-                                          "signature": result["data"]["signature"]})  # fmt: skip
+            check = run_node(
+                "utxo.mjs",
+                {
+                    "action": "verify_message",
+                    "network": network,
+                    "message": item["message"],
+                    "address": address,
+                    "signature": result["data"]["signature"],
+                },
+            )
             assert check["matches"] and check["library"] and check["lowS"], check
     partial, final = results[1]["data"], results[3]["data"]
     assert partial["complete"] is False and final["complete"] is True
-    check = run_node("utxo.mjs", {"action": "check_psbt", "network": network,
-                                  "psbt": partial["psbt"]})  # fmt: skip
+    check = run_node(
+        "utxo.mjs", {"action": "check_psbt", "network": network, "psbt": partial["psbt"]}
+    )
     assert check["valid"] is True
     assert (final["hex"], final["txid"]) == (check["hex"], check["txid"])  # bitcoinjs' own
     signed_raw = results[2]["data"]
     assert signed_raw["complete"] is True and signed_raw["errors"] == []
-    check = run_node("utxo.mjs", {"action": "check_rawtx", "network": network,
-                                  "hex": signed_raw["hex"], "kind": "p2pkh", "pubkey": pubkey,
-                                  "scriptPubKey": raw["scriptPubKey"], "value": 1_000_000})  # fmt: skip
+    check = run_node(
+        "utxo.mjs",
+        {
+            "action": "check_rawtx",
+            "network": network,
+            "hex": signed_raw["hex"],
+            "kind": "p2pkh",
+            "pubkey": pubkey,
+            "scriptPubKey": raw["scriptPubKey"],
+            "value": 1_000_000,
+        },
+    )
     assert check["valid"] and check["lowS"] and check["hashType"] == 1
     events = sign_events(client)
     assert [(e["outcome"], details(e)["kind"]) for e in events] == [
@@ -135,18 +183,39 @@ def test_cosmos_kinds_in_one_batch_verify_with_cosmjs(client: httpx.Client) -> N
     results = batch(client, COSMOS, items)
     assert [r["status"] for r in results] == [200, 200, 200]
     direct = results[0]["data"]
-    verdict = run_node("cosmos.mjs", {"action": "verify_direct", "signDoc": doc, "pubkey": PUBKEY,
-                                      "signature": direct["signature"]["signature"]})  # fmt: skip
+    verdict = run_node(
+        "cosmos.mjs",
+        {
+            "action": "verify_direct",
+            "signDoc": doc,
+            "pubkey": PUBKEY,
+            "signature": direct["signature"]["signature"],
+        },
+    )
     assert verdict == {"valid": True, "lowS": True, "ok": True}
     message = results[1]["data"]
-    checked = run_node("cosmos.mjs", {"action": "adr036_doc", "signer": ADDRESS,
-                                      "data": "aGVsbG8gY3VzdG9keQ==", "pubkey": PUBKEY,
-                                      "signature": message["signedMessage"]})  # fmt: skip
+    checked = run_node(
+        "cosmos.mjs",
+        {
+            "action": "adr036_doc",
+            "signer": ADDRESS,
+            "data": "aGVsbG8gY3VzdG9keQ==",
+            "pubkey": PUBKEY,
+            "signature": message["signedMessage"],
+        },
+    )
     assert checked["doc"] == message["signed"] and checked["verdict"]["valid"] is True
     tx = results[2]["data"]
-    checked = run_node("cosmos.mjs", {"action": "verify_tx", "signedTx": tx["signedTx"],
-                                      "chainId": "cosmoshub-4", "accountNumber": "12345",
-                                      "pubkey": PUBKEY})  # fmt: skip
+    checked = run_node(
+        "cosmos.mjs",
+        {
+            "action": "verify_tx",
+            "signedTx": tx["signedTx"],
+            "chainId": "cosmoshub-4",
+            "accountNumber": "12345",
+            "pubkey": PUBKEY,
+        },
+    )
     assert checked["verdict"]["valid"] is True
     for item, result in zip(items, results, strict=True):
         assert alone(client, COSMOS, item) == result
@@ -158,19 +227,36 @@ def test_eos_kinds_in_one_batch_verify_with_wharfkit(client: httpx.Client) -> No
     public = made.json()["data"]["public_key"]
     built = build(transfer())
     items = [
-        {"kind": "sign-transaction", "chainId": CHAIN,
-         "serializedTransaction": built["serializedTransaction"]},
+        {
+            "kind": "sign-transaction",
+            "chainId": CHAIN,
+            "serializedTransaction": built["serializedTransaction"],
+        },
         {"kind": "sign-message", "data": "00ff10"},
-    ]  # fmt: skip
+    ]
     results = batch(client, f"/eos/{NAME}", items)
     assert [r["status"] for r in results] == [200, 200]
     [sig] = results[0]["data"]["signatures"]
-    check = run_node("eos.mjs", {"action": "verify_tx", "chainId": CHAIN, "signature": sig,
-                                 "serializedTransaction": built["serializedTransaction"],
-                                 "publicKey": public})  # fmt: skip
+    check = run_node(
+        "eos.mjs",
+        {
+            "action": "verify_tx",
+            "chainId": CHAIN,
+            "signature": sig,
+            "serializedTransaction": built["serializedTransaction"],
+            "publicKey": public,
+        },
+    )
     assert check["valid"] and check["canonical"] and check["recovered"] == public
-    check = run_node("eos.mjs", {"action": "verify_message", "publicKey": public, "data": "00ff10",
-                                 "signature": results[1]["data"]["signature"]})  # fmt: skip
+    check = run_node(
+        "eos.mjs",
+        {
+            "action": "verify_message",
+            "publicKey": public,
+            "data": "00ff10",
+            "signature": results[1]["data"]["signature"],
+        },
+    )
     assert check == {"valid": True, "canonical": True, "ecc": True}
 
 
@@ -179,8 +265,12 @@ def test_eos_kinds_in_one_batch_verify_with_wharfkit(client: httpx.Client) -> No
 
 def test_a_refused_item_is_answered_as_alone_and_the_others_are_signed(cosmos: Tenant) -> None:
     cosmos.policy({"family": "cosmos", "network": "cosmoshub", "recipients": [OTHER]})
-    items = [send(10, 1), send(10, 2, to=STRANGER), {"kind": "sign-message", "message": "hi"},
-             send(10, 3)]  # fmt: skip
+    items = [
+        send(10, 1),
+        send(10, 2, to=STRANGER),
+        {"kind": "sign-message", "message": "hi"},
+        send(10, 3),
+    ]
     results = batch(cosmos.client, COSMOS, items)
     assert [r["status"] for r in results] == [200, 403, 403, 200]
     assert results[1]["code"] == "policy_denied" and STRANGER in results[1]["message"]
@@ -206,20 +296,38 @@ def test_malformed_and_oversized_items_are_answered_as_alone(client: httpx.Clien
     ]
     results = batch(client, path, items)
     assert [r["status"] for r in results] == [200, 400, 400, 400, 413, 400, 200]
-    assert [r.get("code") for r in results] == [None, "invalid_field", "invalid_field",
-                                                "invalid_field", "payload_too_large",
-                                                "invalid_sign_request", None]  # fmt: skip
+    assert [r.get("code") for r in results] == [
+        None,
+        "invalid_field",
+        "invalid_field",
+        "invalid_field",
+        "payload_too_large",
+        "invalid_sign_request",
+        None,
+    ]
     events = sign_events(client)
-    assert [e["outcome"] for e in events] == ["ok", "invalid_field", "invalid_field",
-                                              "invalid_field", "payload_too_large",
-                                              "invalid_sign_request", "ok"]  # fmt: skip
+    assert [e["outcome"] for e in events] == [
+        "ok",
+        "invalid_field",
+        "invalid_field",
+        "invalid_field",
+        "payload_too_large",
+        "invalid_sign_request",
+        "ok",
+    ]
     for item, result in zip(items, results, strict=True):
         assert alone(client, path, item) == result
 
 
 def test_an_item_that_needs_approval_waits_in_its_place(server: Server, cosmos: Tenant) -> None:
-    cosmos.policy({"family": "cosmos", "network": "cosmoshub",
-                   "approval": {"quorum": 1, "group": "treasury"}, "above": {"uatom": "100000"}})  # fmt: skip
+    cosmos.policy(
+        {
+            "family": "cosmos",
+            "network": "cosmoshub",
+            "approval": {"quorum": 1, "group": "treasury"},
+            "above": {"uatom": "100000"},
+        }
+    )
     large = send(500_000, 2)
     results = batch(cosmos.client, COSMOS, [send(10, 1), large, send(10, 3)])
     assert [r["status"] for r in results] == [200, 202, 200]
@@ -231,8 +339,11 @@ def test_an_item_that_needs_approval_waits_in_its_place(server: Server, cosmos: 
     assert again[0]["data"]["id"] == waiting["id"]
     assert alone(cosmos.client, COSMOS, large)["data"]["id"] == waiting["id"]
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        cosmos.name, "bob", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            cosmos.name, "bob", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     with server.client(token) as bob:
         r = bob.post(f"/approvals/{waiting['id']}/approve", json={"digest": waiting["digest"]})
     assert r.status_code == 200 and r.json()["data"]["state"] == "signed", r.text
@@ -248,21 +359,39 @@ def test_a_cap_crossed_inside_the_batch(cosmos: Tenant) -> None:
     are signed, and those after are decided on what was spent (a retry of counted bytes
     is free, anything more is over)."""
     cosmos.policy({"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "30000"}})
-    items = [send(5000, 1), send(5000, 2), send(5001, 3), send(5000, 3), send(5000, 1),
-             send(1, 4, fee=0)]  # fmt: skip
+    items = [
+        send(5000, 1),
+        send(5000, 2),
+        send(5001, 3),
+        send(5000, 3),
+        send(5000, 1),
+        send(1, 4, fee=0),
+    ]
     results = batch(cosmos.client, COSMOS, items)
     assert [r["status"] for r in results] == [200, 200, 403, 200, 200, 403]
     assert "30001" in results[2]["message"] and "over the cap of 30000" in results[2]["message"]
     assert results[4]["data"] == results[0]["data"]  # the same bytes: the same, and free
     assert [e["outcome"] for e in cosmos.sign_events()] == [
-        "ok", "ok", "policy_denied", "ok", "ok", "policy_denied"]  # fmt: skip
+        "ok",
+        "ok",
+        "policy_denied",
+        "ok",
+        "ok",
+        "policy_denied",
+    ]
     refused = alone(cosmos.client, COSMOS, send(1, 5, fee=0))  # the window is full
     assert refused["status"] == 403 and "over the cap of 30000" in refused["message"]
 
 
 def test_conditions_read_what_earlier_items_spent(cosmos: Tenant) -> None:
-    cosmos.policy({"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "10000000"},
-                   "when": "!('uatom' in spent) || spent['uatom'] < 20000"})  # fmt: skip
+    cosmos.policy(
+        {
+            "family": "cosmos",
+            "network": "cosmoshub",
+            "max_per_day": {"uatom": "10000000"},
+            "when": "!('uatom' in spent) || spent['uatom'] < 20000",
+        }
+    )
     results = batch(cosmos.client, COSMOS, [send(5000, n) for n in (1, 2, 3)])
     assert [r["status"] for r in results] == [200, 200, 403]  # 10,000 each with the fee
     assert results[2]["code"] == "policy_denied"
@@ -293,17 +422,20 @@ def test_concurrent_batches_never_pass_a_cap_together(server: Server, cosmos: Te
 # ---- whole-batch refusals -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("body", "code", "words"), [
-    ({"items": [{"kind": "sign-message", "message": "m"}] * 1001}, "invalid_batch", "1,001"),
-    ({"items": []}, "invalid_batch", "1 to 1,000 items"),
-    ({}, "invalid_field", "items"),
-    ({"items": "x"}, "invalid_field", "items"),
-    ({"items": [{"kind": "sign-message", "message": "m"}], "more": 1}, "invalid_field", "more"),
-    ({"items": [{"kind": "sign-message", "message": "m"}, 7]}, "invalid_batch", "items[1]"),
-    ({"items": [{"message": "m"}]}, "invalid_batch", "items[0] is not a sign request"),
-    ({"items": [{"kind": "sign-direct", "signDoc": {}}]}, "invalid_batch", "no 'sign-direct'"),
-    ({"items": [{"kind": "sign-everything"}]}, "invalid_batch", "sign-psbt, sign-raw"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "code", "words"),
+    [
+        ({"items": [{"kind": "sign-message", "message": "m"}] * 1001}, "invalid_batch", "1,001"),
+        ({"items": []}, "invalid_batch", "1 to 1,000 items"),
+        ({}, "invalid_field", "items"),
+        ({"items": "x"}, "invalid_field", "items"),
+        ({"items": [{"kind": "sign-message", "message": "m"}], "more": 1}, "invalid_field", "more"),
+        ({"items": [{"kind": "sign-message", "message": "m"}, 7]}, "invalid_batch", "items[1]"),
+        ({"items": [{"message": "m"}]}, "invalid_batch", "items[0] is not a sign request"),
+        ({"items": [{"kind": "sign-direct", "signDoc": {}}]}, "invalid_batch", "no 'sign-direct'"),
+        ({"items": [{"kind": "sign-everything"}]}, "invalid_batch", "sign-psbt, sign-raw"),
+    ],
+)
 def test_a_batch_that_is_not_one_is_refused_whole_and_audited(
     client: httpx.Client, body: dict[str, Any], code: str, words: str
 ) -> None:
@@ -322,8 +454,10 @@ def test_not_json_an_unknown_account_and_the_body_cap(client: httpx.Client) -> N
     path = f"/dogecoin/{address}/sign-batch"
     r = client.post(path, content=b"{items", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["code"] == "invalid_json"
-    r = client.post("/dogecoin/DJRU7MLhcPwCTNRZ4e8gJzDebtG1H5M7pc/sign-batch",
-                    json={"items": [{"kind": "sign-message", "message": "m"}]})  # fmt: skip
+    r = client.post(
+        "/dogecoin/DJRU7MLhcPwCTNRZ4e8gJzDebtG1H5M7pc/sign-batch",
+        json={"items": [{"kind": "sign-message", "message": "m"}]},
+    )
     assert r.status_code == 404 and r.json()["code"] == "account_not_found"
     # its own cap, 1 MiB: a hundred of the longest messages (far over the server's 16 KiB)
     longest = {"kind": "sign-message", "message": "é" * MAX_MESSAGE_CHARS}
@@ -340,8 +474,12 @@ def test_not_json_an_unknown_account_and_the_body_cap(client: httpx.Client) -> N
     assert r.status_code == 413 and r.json()["code"] == "payload_too_large"
     assert "1048576" in r.json()["message"]
     outcomes = [(e["outcome"], details(e)["kind"]) for e in sign_events(client)]
-    assert outcomes == [("invalid_json", "sign-batch"), ("account_not_found", "sign-batch"),
-                        *[("ok", "sign-message")] * 100, ("payload_too_large", "sign-batch")]  # fmt: skip
+    assert outcomes == [
+        ("invalid_json", "sign-batch"),
+        ("account_not_found", "sign-batch"),
+        *[("ok", "sign-message")] * 100,
+        ("payload_too_large", "sign-batch"),
+    ]
 
 
 def test_the_document_states_the_batch_and_its_cap(server: Server) -> None:

@@ -30,10 +30,12 @@ from tests.node import run_node
 
 pytestmark = pytest.mark.slow
 SETTINGS = settings(
-    max_examples=25, deadline=None, derandomize=True,
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
     phases=(Phase.explicit, Phase.generate),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)  # fmt: skip
+)
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
 
 
@@ -55,32 +57,65 @@ def target(server: Server) -> Iterator[Target]:
     }
     assert all(r.status_code == 200 for r in made.values())
     doge, ltc = made["dogecoin"].json(), made["litecoin"].json()
-    raw = run_node("utxo.mjs", {
-        "action": "build_rawtx", "network": "dogecoin/mainnet", "kind": "p2pkh",
-        "pubkey": doge["data"]["public_key"], "amountIn": 1_000_000,
-        "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}],
-    })  # fmt: skip
-    prev = {"txid": raw["fundTxid"], "vout": 0, "scriptPubKey": raw["scriptPubKey"],
-            "amount": "0.01", "hex": raw["fundHex"]}  # fmt: skip
-    psbt = run_node("utxo.mjs", {
-        "action": "build_psbt", "network": "litecoin/mainnet", "kind": "p2wpkh",
-        "pubkey": ltc["data"]["public_key"], "amountIn": 1_000_000, "witness": True,
-        "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
-    })["psbt"]  # fmt: skip
+    raw = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_rawtx",
+            "network": "dogecoin/mainnet",
+            "kind": "p2pkh",
+            "pubkey": doge["data"]["public_key"],
+            "amountIn": 1_000_000,
+            "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}],
+        },
+    )
+    prev = {
+        "txid": raw["fundTxid"],
+        "vout": 0,
+        "scriptPubKey": raw["scriptPubKey"],
+        "amount": "0.01",
+        "hex": raw["fundHex"],
+    }
+    psbt = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_psbt",
+            "network": "litecoin/mainnet",
+            "kind": "p2wpkh",
+            "pubkey": ltc["data"]["public_key"],
+            "amountIn": 1_000_000,
+            "witness": True,
+            "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
+        },
+    )["psbt"]
     items: dict[str, list[dict[str, Any]]] = {
-        "cosmos": [{"kind": "sign-direct", "signDoc": direct_doc()},
-                   {"kind": "sign-message", "data": "aGVsbG8="},
-                   {"kind": "sign-transfer", **TRANSFER}],
-        "dogecoin": [{"kind": "sign-message", "message": "hi"},
-                     {"kind": "sign-raw-transaction", "hex": raw["hex"], "prevtxs": [prev]}],
-        "eos": [{"kind": "sign-transaction", "chainId": CHAIN,
-                 "serializedTransaction": build(transfer())["serializedTransaction"]},
-                {"kind": "sign-message", "data": "00ff10"}],
-        "litecoin": [{"kind": "sign-psbt", "psbt": psbt}, {"kind": "sign-message", "message": "hi"}],
-    }  # fmt: skip
-    where = {"cosmos": f"/cosmos/{ADDRESS}", "eos": f"/eos/{NAME}",
-             "dogecoin": f"/dogecoin/{doge['address']}",
-             "litecoin": f"/litecoin/{ltc['address']}"}  # fmt: skip
+        "cosmos": [
+            {"kind": "sign-direct", "signDoc": direct_doc()},
+            {"kind": "sign-message", "data": "aGVsbG8="},
+            {"kind": "sign-transfer", **TRANSFER},
+        ],
+        "dogecoin": [
+            {"kind": "sign-message", "message": "hi"},
+            {"kind": "sign-raw-transaction", "hex": raw["hex"], "prevtxs": [prev]},
+        ],
+        "eos": [
+            {
+                "kind": "sign-transaction",
+                "chainId": CHAIN,
+                "serializedTransaction": build(transfer())["serializedTransaction"],
+            },
+            {"kind": "sign-message", "data": "00ff10"},
+        ],
+        "litecoin": [
+            {"kind": "sign-psbt", "psbt": psbt},
+            {"kind": "sign-message", "message": "hi"},
+        ],
+    }
+    where = {
+        "cosmos": f"/cosmos/{ADDRESS}",
+        "eos": f"/eos/{NAME}",
+        "dogecoin": f"/dogecoin/{doge['address']}",
+        "litecoin": f"/litecoin/{ltc['address']}",
+    }
     t = Target(client, where, items)
     for family, found in items.items():  # every base item signs: the mutations start valid
         r = client.post(f"{where[family]}/sign-batch", json={"items": found})
@@ -118,8 +153,11 @@ def _at(value: Any, where: tuple[Any, ...]) -> Any:
 
 
 def post(t: Target, family: str, body: Any) -> httpx.Response:
-    r = t.client.post(f"{t.paths[family]}/sign-batch", content=json.dumps(body).encode(),
-                      headers={"content-type": "application/json"})  # fmt: skip
+    r = t.client.post(
+        f"{t.paths[family]}/sign-batch",
+        content=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
     assert r.status_code < 500, (family, body, r.text)
     answer = r.json()
     if r.status_code != 200:

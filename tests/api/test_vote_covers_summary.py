@@ -28,9 +28,19 @@ def _add_key(server: Server, tenant: str, label: str, tmp_path: Path) -> tuple[A
     )
     path = tmp_path / f"{label}.pem"
     path.write_bytes(pem)
-    done = chainkeys_cli("approver", "add-key", "--tenant", tenant, "--label", label,
-                         "--group", "treasury", "--key", str(path),
-                         env=env_of(server.settings))  # fmt: skip
+    done = chainkeys_cli(
+        "approver",
+        "add-key",
+        "--tenant",
+        tenant,
+        "--label",
+        label,
+        "--group",
+        "treasury",
+        "--key",
+        str(path),
+        env=env_of(server.settings),
+    )
     assert done.returncode == 0, done.stderr
     return key, done.stdout.split()[2]
 
@@ -52,8 +62,11 @@ def test_a_vote_over_another_summary_does_not_count(
 ) -> None:
     assert pk_server.services is not None
     key, credential = _add_key(pk_server, team.tenant.name, "erin", tmp_path)
-    _, token = pk_server.call(pk_server.services.tokens.create(
-        team.tenant.name, "erin", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, token = pk_server.call(
+        pk_server.services.tokens.create(
+            team.tenant.name, "erin", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     waiting = pending(team.tenant, 41)
     with pk_server.client(token) as erin:
         got = erin.get(f"/approvals/{waiting['id']}/challenge", params={"decision": "approve"})
@@ -65,8 +78,10 @@ def test_a_vote_over_another_summary_does_not_count(
 
         def vote(message: bytes) -> Any:
             sig = {"credential": credential, "value": b64url(key.sign(message))}
-            return erin.post(f"/approvals/{waiting['id']}/approve",
-                             json={"digest": waiting["digest"], "signature": sig})  # fmt: skip
+            return erin.post(
+                f"/approvals/{waiting['id']}/approve",
+                json={"digest": waiting["digest"], "signature": sig},
+            )
 
         shown = copy.deepcopy(waiting["summary"])  # what a compromised screen showed
         shown["items"][0]["amounts"][0].update(amount="9000", display="0.009 ATOM")
