@@ -13,6 +13,7 @@ import typer
 from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
 
 if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
+    from chainkeys.approvals.credentials import CredentialRow
     from chainkeys.approvals.passkeys import Passkeys
     from chainkeys.bootstrap import Admin
 
@@ -26,6 +27,22 @@ def _passkeys(admin: Admin) -> Passkeys:
     from chainkeys.approvals.passkeys import Passkeys
 
     return Passkeys(admin.db, settings_for(None), admin.integrity)
+
+
+def enrol_key(
+    tenant: str, label: str, group: str, key: Path, data_dir: Path | None
+) -> CredentialRow:
+    """A person's public key read from `key` and enrolled in `group` (an approver group,
+    or the admins': cli/governance.py), in the store's credentials."""
+    try:
+        text = key.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read {key}: {exc.__class__.__name__}")
+    return run_admin(
+        settings_for(data_dir),
+        lambda admin: _passkeys(admin).add_key(tenant, label, group, text),
+        keyed=True,
+    )
 
 
 @approver_app.command("invite")
@@ -62,15 +79,7 @@ def add_key(
 ) -> None:
     """Enrol a script's public key as this person's: its signature of a request's
     challenge (GET /approvals/{id}/challenge) is their vote, on passkey rules too."""
-    try:
-        text = key.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"cannot read {key}: {exc.__class__.__name__}")
-    row = run_admin(
-        settings_for(data_dir),
-        lambda admin: _passkeys(admin).add_key(tenant, label, group, text),
-        keyed=True,
-    )
+    row = enrol_key(tenant, label, group, key, data_dir)
     typer.echo(
         f"{row.kind} key {row.id} enrolled for {row.label} ({row.approver_group}): "
         'its votes carry "signature": {"credential": its id, "value": …}'

@@ -5,27 +5,17 @@ the master key (afterwards only through a governed change)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import msgspec
 import typer
 
-from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
-
-if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
-    from chainkeys.approvals.enrolment import Enrolment
-    from chainkeys.bootstrap import Admin
+from chainkeys.cli.common import DataDir, group, run_admin, settings_for, when
 
 admin_app = group("Tenants' admins: the people who sign governed changes (operator).")
 governance_app = group("A tenant's governance: the quorum of admins and the delay (operator).")
 TenantOption = Annotated[str, typer.Option("--tenant", help="the tenant")]
 TenantArg = Annotated[str, typer.Argument(help="the tenant")]
-
-
-def _enrolment(admin: Admin) -> Enrolment:
-    from chainkeys.approvals.enrolment import Enrolment
-
-    return Enrolment(admin.db, settings_for(None), admin.integrity)
 
 
 @admin_app.command("add-key")
@@ -38,16 +28,9 @@ def add_key(
     """Enrol an admin's public key: its signatures of a change's challenge are their
     votes (POST /changes/{id}/approve). Prints the credential id."""
     from chainkeys.approvals.proofs import ADMINS
+    from chainkeys.cli.approver import enrol_key
 
-    try:
-        text = key.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"cannot read {key}: {exc.__class__.__name__}")
-    row = run_admin(
-        settings_for(data_dir),
-        lambda admin: _enrolment(admin).add_key(tenant, label, ADMINS, text),
-        keyed=True,
-    )
+    row = enrol_key(tenant, label, ADMINS, key, data_dir)
     typer.echo(
         f"{row.kind} admin key enrolled for {row.label} in {tenant}: its votes carry "
         '"signature": {"credential": this id, "value": …}'
