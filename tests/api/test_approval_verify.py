@@ -15,10 +15,7 @@ from tests.api.test_sign_cosmos import PRIVATE
 from tests.api.test_sign_eos import NAME
 from tests.api.test_sign_properties import KINDS, Target, target
 from tests.api.test_sign_utxo import KEY
-from tests.conftest import Server
-from typer.testing import CliRunner
-
-from chainkeys.cli.main import app
+from tests.conftest import Server, chainkeys_cli
 
 __all__ = ["target"]  # the module fixture: one request every kind signs
 FAMILIES = ("cosmos", "eos", "litecoin", "dogecoin")
@@ -55,8 +52,8 @@ def waiting(server: Server, target: Target) -> Iterator[dict[str, dict[str, Any]
 def verify(tmp_path: Path, document: Any) -> tuple[int, str]:
     path = tmp_path / "approval.json"
     path.write_text(json.dumps(document))
-    done = CliRunner().invoke(app, ["approval", "verify", str(path)])
-    return done.exit_code, done.output
+    done = chainkeys_cli("approval", "verify", str(path))  # its context kept in the call
+    return done.returncode, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("kind", KINDS)
