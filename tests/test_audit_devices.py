@@ -56,6 +56,7 @@ class Syslog:
     def __init__(self, tcp: bool) -> None:
         self.tcp = tcp
         self.events: list[dict[str, Any]] = []
+        self.checkpoints: list[dict[str, Any]] = []  # (audit/checkpoints.py)
         self.headers: list[tuple[int, str]] = []  # (PRI, MSGID)
         self.raw: list[bytes] = []  # each message as received
         self.connections = 0
@@ -82,8 +83,11 @@ class Syslog:
         assert found is not None, message[:200]
         event = json.loads(found.group(6))
         with self._lock:
-            self.headers.append((int(found.group(1)), found.group(5).decode()))
             self.raw.append(message)
+            if "id" not in event:
+                self.checkpoints.append(event)
+                return
+            self.headers.append((int(found.group(1)), found.group(5).decode()))
             self.events.append(event)
 
     def _serve(self) -> None:
@@ -134,6 +138,7 @@ class Receiver:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/audit"
         self.events: list[dict[str, Any]] = []
+        self.checkpoints: list[dict[str, Any]] = []  # (audit/checkpoints.py)
         self.probes = 0
         self.authorization: set[str] = set()
         self._server: ThreadingHTTPServer | None = None
@@ -150,7 +155,9 @@ class Receiver:
                     outer.authorization.add(self.headers.get("Authorization", ""))
                     if not body:
                         outer.probes += 1
-                    outer.events += [json.loads(line) for line in body.splitlines()]
+                    lines = [json.loads(line) for line in body.splitlines()]
+                    outer.events += [e for e in lines if "id" in e]
+                    outer.checkpoints += [e for e in lines if "id" not in e]
                 self.send_response(204)
                 self.end_headers()
 
@@ -205,6 +212,12 @@ def mixed_run(server: Server) -> None:
         assert refused.status_code == 403
 
 
+def events_in(path: Path) -> list[dict[str, Any]]:
+    """A file's events (its checkpoint lines left out: audit/checkpoints.py)."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [e for e in map(json.loads, lines) if "id" in e]
+
+
 def same(copy: list[dict[str, Any]], rows: dict[int, dict[str, Any]]) -> bool:
     """The copy holds every row once, each equal to its row (a chain linked since the
     event left is not a difference)."""
@@ -229,12 +242,14 @@ def test_every_event_of_a_mixed_run_reaches_every_device(
         assert {"create", "sign", "denied", "token.create"} <= {e["action"] for e in rows.values()}
 
         def file_events() -> list[dict[str, Any]]:
-            text = audit_file.read_text() if audit_file.exists() else ""
-            return [json.loads(line) for line in text.splitlines()]
+            return events_in(audit_file)
 
         wait_for(lambda: same(receiver.events, rows), "every event at the HTTP receiver")
         wait_for(lambda: same(syslog.events, rows), f"every event at the {scheme} collector")
         wait_for(lambda: same(file_events(), rows), "every event in the file")
+        # each device had a checkpoint of every tenant's position (audit/checkpoints.py)
+        wait_for(lambda: bool(receiver.checkpoints and syslog.checkpoints), "checkpoints")
+        assert {c["action"] for c in receiver.checkpoints + syslog.checkpoints} == {"checkpoint"}
         assert receiver.authorization == {"Splunk s3cret"}
         facility_auth = 4
         pris = {e["id"]: h for e, h in zip(syslog.events, syslog.headers, strict=True)}
@@ -436,8 +451,7 @@ def test_a_rotated_file_goes_on_after_sighup(backend: str, tmp_path: Path) -> No
                           timeout=30) as c:  # fmt: skip
 
             def lines(path: Path) -> list[dict[str, Any]]:
-                text = path.read_text() if path.exists() else ""
-                return [json.loads(line) for line in text.splitlines()]
+                return events_in(path)
 
             names = [c.post("/dogecoin", json={}).json()["address"] for _ in range(3)]
             wait_for(lambda: sum(e["action"] == "create" for e in lines(audit_file)) == 3,
@@ -469,8 +483,7 @@ def test_verify_file_passes_an_honest_copy_and_names_a_changed_one(
         for _ in range(2):
             mixed_run(server)
         rows = table(server)
-        wait_for(lambda: audit_file.exists() and len(audit_file.read_text().splitlines())
-                 == len(rows), "every event in the file")  # fmt: skip
+        wait_for(lambda: len(events_in(audit_file)) == len(rows), "every event in the file")
         assert server.services is not None
         db = server.services.db
 
@@ -479,7 +492,7 @@ def test_verify_file_passes_an_honest_copy_and_names_a_changed_one(
 
         honest = verify(audit_file)
         assert honest.ok and honest.matched == len(rows), honest
-        events = audit_file.read_text().splitlines()
+        events = [json.dumps(e) for e in events_in(audit_file)]
         ids = [json.loads(line)["id"] for line in events]
 
         edited = tmp_path / "edited.jsonl"

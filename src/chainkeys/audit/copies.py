@@ -6,7 +6,8 @@ Every event must equal its row as stored; every row from the copy's first event 
 its last must be in it. Rows newer than its last event are the device's lag, not a
 problem; lines that are not events (a line cut short by a crash, written again whole
 after it) are noted, not counted against the copy: a replaced event still shows, as
-its row missing from the copy.
+its row missing from the copy. Checkpoint lines (audit/checkpoints.py) are no events
+and are skipped here: `chainkeys integrity verify` reads them.
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ class FileCheck:
 def event_in(line: bytes) -> dict[str, Any] | None:
     """The event of a copy's line: a JSON Lines event, or the MSG of a syslog line as a
     collector wrote it (the JSON after the header); None for anything else."""
+    event = object_in(line)
+    if event is None or not isinstance(event.get("id"), int):
+        return None
+    return event
+
+
+def object_in(line: bytes) -> dict[str, Any] | None:
+    """The JSON object of a copy's line (an event, or a checkpoint of
+    audit/checkpoints.py), bare or after a syslog header; None for anything else."""
     text = line.strip()
     if not text.startswith(b"{"):
         start = text.find(b"\xef\xbb\xbf{")
@@ -58,9 +68,7 @@ def event_in(line: bytes) -> dict[str, Any] | None:
         event = msgspec.json.decode(text)
     except msgspec.DecodeError:
         return None
-    if not isinstance(event, dict) or not isinstance(event.get("id"), int):
-        return None
-    return event
+    return event if isinstance(event, dict) else None
 
 
 def _differs(event: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
@@ -94,7 +102,9 @@ async def verify_file(
                     continue
                 event = event_in(line)
                 if event is None:
-                    unreadable += 1
+                    found = object_in(line)
+                    if found is None or found.get("action") != "checkpoint":
+                        unreadable += 1  # (a checkpoint is no event: audit/checkpoints.py)
                     continue
                 if not every_tenant and event.get("tenant_id") != tenant_id:
                     continue

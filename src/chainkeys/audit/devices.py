@@ -6,6 +6,9 @@ syslog over UDP or TCP (CHAINKEYS_AUDIT_SYSLOG) and HTTP batches
 its id, every column and its chain link (`chain`, NULL until the chaining round of
 audit/chain.py reaches the row), plus `time` (the row's `created_ms` in ISO 8601)
 for people. `verify_file` (audit/copies.py) checks such a copy against the table.
+A round that ships events ends its batch with a checkpoint line when a tenant's
+position moved (audit/checkpoints.py: no `id`, `action` "checkpoint"), which the start
+reads back from the file to refuse a database put back from an older copy.
 
 The outbox is the table itself. Audit rows are written by many paths (a refusal on
 its own, a sign in its transaction, an account and its event in one statement), so
@@ -65,6 +68,8 @@ TIMEOUT_SECONDS: Final = 10.0
 UDP_MAX: Final = 60_000  # bytes in one datagram (IPv4's limit is 65,507)
 TAIL_BYTES: Final = 256 * 1024  # what the file device reads back at open (see FileDevice)
 APP_NAME: Final = "chainkeys"
+# A checkpoint line (audit/checkpoints.py), written after a batch's events; None: none.
+CheckpointLine = Mapping[str, Any] | None
 
 
 class DeliveryFailed(Exception):
@@ -72,15 +77,18 @@ class DeliveryFailed(Exception):
 
 
 class Device(Protocol):
-    """Where a copy goes. `send` delivers a batch of rows in full or raises
-    DeliveryFailed; `probe` raises DeliveryFailed when the device could not take an
-    event now; `confirms`: a delivery that returns was received (UDP: never known)."""
+    """Where a copy goes. `send` delivers a batch of rows in full, then the round's
+    checkpoint line if any (audit/checkpoints.py), or raises DeliveryFailed; `probe`
+    raises DeliveryFailed when the device could not take an event now; `confirms`: a
+    delivery that returns was received (UDP: never known)."""
 
     kind: str
     target: str  # what the cursor key is derived from (never logged: may hold a secret)
     confirms: bool
 
-    async def send(self, rows: Sequence[Mapping[str, Any]]) -> None: ...
+    async def send(
+        self, rows: Sequence[Mapping[str, Any]], checkpoint: CheckpointLine = None
+    ) -> None: ...
 
     async def probe(self) -> None: ...
 
@@ -98,6 +106,12 @@ def event_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def line_of(row: Mapping[str, Any]) -> bytes:
     return msgspec.json.encode(event_of(row)) + b"\n"
+
+
+def lines_of(rows: Sequence[Mapping[str, Any]], checkpoint: CheckpointLine) -> bytes:
+    """A batch as JSON Lines: its events, then its checkpoint."""
+    tail = msgspec.json.encode(checkpoint) + b"\n" if checkpoint is not None else b""
+    return b"".join(line_of(r) for r in rows) + tail
 
 
 class _Id(msgspec.Struct):
@@ -177,11 +191,11 @@ class FileDevice:
             self._fd = fd
         return fd
 
-    def _write(self, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _write(self, rows: Sequence[Mapping[str, Any]], checkpoint: CheckpointLine) -> None:
         with self._lock:
             try:
                 fd = self._open()
-                data = b"".join(line_of(r) for r in rows if r["id"] not in self._held)
+                data = lines_of([r for r in rows if r["id"] not in self._held], checkpoint)
                 self._held = set()
                 if data:
                     _write_all(fd, data)
@@ -208,8 +222,10 @@ class FileDevice:
         with self._lock:
             self._close()
 
-    async def send(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        await asyncio.to_thread(self._write, rows)
+    async def send(
+        self, rows: Sequence[Mapping[str, Any]], checkpoint: CheckpointLine = None
+    ) -> None:
+        await asyncio.to_thread(self._write, rows, checkpoint)
 
     async def probe(self) -> None:
         await asyncio.to_thread(self._probe)
@@ -339,15 +355,19 @@ class SyslogDevice:
             self._handler = handler
         return handler
 
-    def _send(self, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _send(self, rows: Sequence[Mapping[str, Any]], checkpoint: CheckpointLine) -> None:
         with self._lock:
             try:
                 handler = self._connected()
-                for row in rows:
-                    event = event_of(row)
+                events = [event_of(row) for row in rows]
+                if checkpoint is not None and (
+                    self.tcp or len(msgspec.json.encode(checkpoint)) <= UDP_MAX
+                ):  # (one too long for a datagram is left out: UDP is never read back)
+                    events.append(dict(checkpoint))
+                for event in events:
                     if not self.tcp and len(msgspec.json.encode(event)) > UDP_MAX:
                         event = {**event, "details": None, "cut": True}
-                    level = logging.INFO if event["outcome"] == "ok" else logging.WARNING
+                    level = logging.INFO if event.get("outcome", "ok") == "ok" else logging.WARNING
                     record = logging.LogRecord(
                         "chainkeys.audit", level, __file__, 0, "", None, None
                     )
@@ -374,8 +394,10 @@ class SyslogDevice:
         with self._lock:
             self._drop()
 
-    async def send(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        await asyncio.to_thread(self._send, rows)
+    async def send(
+        self, rows: Sequence[Mapping[str, Any]], checkpoint: CheckpointLine = None
+    ) -> None:
+        await asyncio.to_thread(self._send, rows, checkpoint)
 
     async def probe(self) -> None:
         await asyncio.to_thread(self._probe)
@@ -413,8 +435,10 @@ class HttpDevice:
         if not 200 <= answer.status_code < 300:
             raise DeliveryFailed(f"HTTP {answer.status_code}")
 
-    async def send(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        await self._post(b"".join(line_of(r) for r in rows))
+    async def send(
+        self, rows: Sequence[Mapping[str, Any]], checkpoint: CheckpointLine = None
+    ) -> None:
+        await self._post(lines_of(rows, checkpoint))
 
     async def probe(self) -> None:
         await self._post(b"")

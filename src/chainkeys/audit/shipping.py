@@ -12,6 +12,12 @@ A round (every second, supervised by api/background.py): read the record; if
 another live process holds the lease, only note the device's health; else read
 what is due (rows past the cursor, and the gaps), take or renew the lease, deliver,
 then move the cursor, or note the failure and back off (1 s, 2 s, 4 s, … 30 s).
+
+A delivery ends with a checkpoint line (audit/checkpoints.py) when a tenant's position
+moved since the last one this process delivered: read in each round that ships
+events, and in the rounds after until the audit chain has linked what was shipped
+(its positions move a few seconds after the events left), and once at a process's
+first round (an honest restart leaves its own checkpoint at the end of the file).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any, Final
 
 import msgspec
 
+from chainkeys.audit.checkpoints import Position, positions, record
 from chainkeys.audit.devices import DeliveryFailed, Device, FileDevice, HttpDevice, SyslogDevice
 from chainkeys.audit.repository import Stored
 from chainkeys.clock import now_ms
@@ -97,6 +104,8 @@ class Shipper:
         self.key = f"audit.device.{device.kind}.{digest}"
         self.name = f"audit-{device.kind}"
         self.seen: tuple[State, int] | None = None  # the record as last read, and when
+        self.marked: dict[str, Position] | None = None  # positions last checkpointed
+        self.linked = 0  # the id the audit chain had linked through, as last read
 
     def healthy(self, now: int) -> bool:
         """The last attempt succeeded, recently, as read within HEALTHY_MS."""
@@ -194,9 +203,15 @@ class Shipper:
         if (not mine and state.until > now) or now < state.next_ms:
             return 0  # another process ships it, or it is backing off
         due = await self._due(state, now)
-        probe = self.probe and not due.rows and now - max(state.ok_ms, state.fail_ms) >= PROBE_MS
+        mark = await self._mark(due, state)
+        probe = (
+            self.probe
+            and not due.rows
+            and mark is None
+            and now - max(state.ok_ms, state.fail_ms) >= PROBE_MS
+        )
         unchanged = due.gaps == state.gaps and due.through == state.through
-        quiet = not due.rows and not probe and unchanged
+        quiet = not due.rows and not probe and unchanged and mark is None
         if quiet and mine and state.until - now > LEASE_MS // 2:
             return 0  # nothing to deliver, nothing to write
         claimed = msgspec.structs.replace(state, owner=self.owner, until=now + LEASE_MS)
@@ -207,13 +222,15 @@ class Shipper:
             return 0
         error = None
         try:
-            if due.rows:
-                await self.device.send(due.rows)
+            if due.rows or mark is not None:
+                await self.device.send(due.rows, mark[0] if mark is not None else None)
             elif probe:
                 await self.device.probe()
         except DeliveryFailed as exc:
             error = str(exc)
         at = now_ms()
+        if error is None and mark is not None:
+            self.marked = mark[1]
         if error is None:
             done = msgspec.structs.replace(
                 claimed,
@@ -222,7 +239,7 @@ class Shipper:
                 failures=0,
                 next_ms=0,
                 error="",
-                ok_ms=at if (due.rows or probe) else claimed.ok_ms,
+                ok_ms=at if (due.rows or probe or mark is not None) else claimed.ok_ms,
                 shipped=claimed.shipped + len(due.rows),
                 until=at + LEASE_MS,
             )
@@ -251,6 +268,22 @@ class Shipper:
             )
             return 0
         return len(due.rows) if error is None else 0
+
+    async def _mark(
+        self, due: Due, state: State
+    ) -> tuple[dict[str, Any], dict[str, Position]] | None:
+        """The checkpoint to deliver with this batch (and the positions it holds), when
+        a position moved since the last one delivered; None without the integrity key,
+        or when nothing can have moved (no events, and the chain linked what left)."""
+        signer = self.db.signer
+        if signer is None:
+            return None
+        if not due.rows and self.marked is not None and self.linked >= state.through:
+            return None
+        held, self.linked = await positions(self.db, signer)
+        if held == self.marked:
+            return None
+        return record(signer, held), held
 
     async def _due(self, state: State, now: int) -> Due:
         """The rows past the cursor, and those of its gaps that have committed since;
