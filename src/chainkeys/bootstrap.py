@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chainkeys.audit.rollback import check_at_start
 from chainkeys.audit.service import AuditService
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError, StorageUnavailable
@@ -150,6 +151,7 @@ async def open_store(
                 barrier.integrity = await open_integrity(db, barrier)
                 db.signer = barrier.integrity  # audit rows MACed by their INSERT
                 await _check_heads(db, barrier.integrity)
+                await check_at_start(db, barrier.integrity, settings)  # a rollback
     except StorageUnavailable as exc:
         await db.close()
         raise StartupError(

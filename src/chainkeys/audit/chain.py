@@ -26,7 +26,8 @@ A row that appears below the cursor later, unlinked, was inserted after the fact
 and `verify` names it.
 
 What this leaves (docs/security.md): the whole database rolled back to an older
-copy; a device checkpoint catches that where an audit device is configured.
+copy; the checkpoints of audit/checkpoints.py catch that where a file audit device is
+configured.
 """
 
 from __future__ import annotations

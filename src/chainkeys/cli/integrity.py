@@ -4,6 +4,7 @@ store explicitly (vault/adoption.py: nothing adopts itself)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -20,20 +21,67 @@ SHOWN = 50  # rows named per table before "and N more"
 
 
 @integrity_app.command("verify")
-def verify(data_dir: DataDir = None) -> None:
-    """Check every authenticated row's MAC and every tenant's head against its rows.
+def verify(
+    checkpoints: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--checkpoints",
+            exists=True,
+            dir_okay=False,
+            help=(
+                "also check the store against the newest checkpoint in this copy of an "
+                "audit device (what a syslog collector or HTTP receiver stored); repeat "
+                "for several"
+            ),
+        ),
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Check every authenticated row's MAC and every tenant's head against its rows,
+    and the store against the audit devices' newest checkpoints.
 
     Exits 1 naming each failure (a row edited, put back from an older copy, removed or
-    added by someone without the master key)."""
+    added by someone without the master key; a checkpoint line that fails its MAC; a
+    store behind a copy's checkpoint). A store behind the audit file's checkpoint does
+    not open at all: the command exits 1 with the start's refusal."""
+    from chainkeys.audit.rollback import compare, unreadable
     from chainkeys.vault.verify import verify_store
+
+    settings = settings_for(data_dir)
+    files = ([settings.audit_file] if settings.audit_file is not None else []) + list(
+        checkpoints or []
+    )
 
     async def work(svc: Services) -> Any:
         gate = svc.barrier.integrity
         if gate is None:
             fail("the integrity key is not open")
-        return await verify_store(svc.db, gate, full=True)
+        return await verify_store(svc.db, gate, full=True), await compare(svc.db, gate, files)
 
-    report = run(settings_for(data_dir), work)
+    report, compared = run(settings, work)
+    for kind in unreadable(settings):
+        typer.echo(
+            f"note: the {kind} audit device cannot be read back: check a copy of what it "
+            "received with --checkpoints FILE"
+        )
+    for seen in compared:
+        for where in seen.found.forged:
+            report.failures.append(f"the checkpoint line in {where} fails its MAC: not trusted")
+        if seen.found.foreign:
+            typer.echo(
+                f"note: {seen.path} holds {seen.found.foreign} checkpoints of another store "
+                "(another integrity key), after its newest of this one: not compared"
+            )
+        newest = seen.found.newest
+        if newest is None:
+            typer.echo(f"note: {seen.path} holds no checkpoint of this store")
+        elif seen.behind:
+            report.failures += [
+                f"behind the checkpoint of {newest.time} ({newest.where}): {late}"
+                for late in seen.behind
+            ]
+        else:
+            typer.echo(f"checkpoint of {newest.time} in {seen.path}: the store is not behind it")
     rows = sum(report.rows.values())
     if not report.ok:
         for failure in report.failures:
