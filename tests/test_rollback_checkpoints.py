@@ -37,6 +37,7 @@ from tests.conftest import (
     drop_pg_database,
     wait_for,
 )
+from tests.test_audit_devices import Receiver
 from tests.test_process import start
 
 pytestmark = [pytest.mark.parametrize("backend", BACKENDS, indirect=True), pytest.mark.long(90)]
@@ -57,8 +58,11 @@ class Store:
         env = {
             "CHAINKEYS_DATA_DIR": str(self.settings.data_dir),
             "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
-            "CHAINKEYS_AUDIT_FILE": str(self.settings.audit_file),
         }
+        if self.settings.audit_file is not None:
+            env["CHAINKEYS_AUDIT_FILE"] = str(self.settings.audit_file)
+        if self.settings.audit_http_url is not None:
+            env["CHAINKEYS_AUDIT_HTTP_URL"] = self.settings.audit_http_url
         if self.pg_url is not None:
             env["CHAINKEYS_DATABASE_URL"] = self.pg_url
         return env
@@ -103,17 +107,21 @@ def _pg(sql: str) -> None:
     asyncio.run(_pg_admin(sql))
 
 
-@pytest.fixture
-def store(backend: str, tmp_path: Path) -> Iterator[Store]:
-    settings, pg_url = backend_settings(
-        backend, tmp_path / "data", audit_file=tmp_path / "audit.jsonl"
-    )
+@contextlib.contextmanager
+def made_store(backend: str, tmp_path: Path, **devices: Any) -> Iterator[Store]:
+    settings, pg_url = backend_settings(backend, tmp_path / "data", **devices)
     (tmp_path / "backups").mkdir()
     made = Store(settings, pg_url, tmp_path / "backups", backend)
     try:
         yield made
     finally:
         made.drop()
+
+
+@pytest.fixture
+def store(backend: str, tmp_path: Path) -> Iterator[Store]:
+    with made_store(backend, tmp_path, audit_file=tmp_path / "audit.jsonl") as made:
+        yield made
 
 
 @contextlib.contextmanager
@@ -155,8 +163,7 @@ def checkpoints(path: Path) -> list[dict[str, Any]]:
     return [o for o in map(json.loads, lines) if o.get("action") == "checkpoint"]
 
 
-def in_newest(path: Path, tenant_id: str) -> tuple[int, int] | None:
-    found = checkpoints(path)
+def in_newest(found: list[dict[str, Any]], tenant_id: str) -> tuple[int, int] | None:
     heads = {k: (v, n) for k, v, n in found[-1]["heads"]} if found else {}
     return heads.get("t" + tenant_id)
 
@@ -172,11 +179,17 @@ def activity(server: Server, tenant: str) -> tuple[str, str]:
     return server.call(server.services.tokens.tenant_id(tenant)), token
 
 
-def settle(server: Server, *tenant_ids: str) -> None:
+def settle(server: Server, *tenant_ids: str, receiver: Receiver | None = None) -> None:
     """Until every audit row of these tenants is linked (the chain round) and the audit
-    file's newest checkpoint holds their positions as the tables do."""
-    assert server.services is not None and server.settings.audit_file is not None
+    file's (or the receiver's) newest checkpoint holds their positions as the tables do."""
+    assert server.services is not None
     db, audit_file = server.services.db, server.settings.audit_file
+
+    def newest() -> list[dict[str, Any]]:
+        if receiver is not None:
+            return list(receiver.checkpoints)
+        assert audit_file is not None
+        return checkpoints(audit_file)
 
     async def rows(tenant_id: str) -> int:
         async with db.read() as tx:
@@ -185,7 +198,7 @@ def settle(server: Server, *tenant_ids: str) -> None:
 
     def done(tenant_id: str) -> bool:
         now = position(server, tenant_id)
-        return now[1] == server.call(rows(tenant_id)) and in_newest(audit_file, tenant_id) == now
+        return now[1] == server.call(rows(tenant_id)) and in_newest(newest(), tenant_id) == now
 
     for tenant_id in tenant_ids:
         wait_for(lambda: done(tenant_id), f"tenant {tenant_id} linked and checkpointed")  # noqa: B023
@@ -294,3 +307,37 @@ def test_a_forged_checkpoint_is_reported_not_trusted_and_a_store_ahead_starts(
     with serving(store) as server, server.client(token) as c:  # the forged line is not used
         assert c.get("/dogecoin").status_code == 200
         assert position(server, alice)[0] > version
+
+
+def test_a_receivers_copy_is_checked_by_integrity_verify_checkpoints(
+    backend: str, tmp_path: Path
+) -> None:
+    """An HTTP receiver gets the checkpoints too but cannot be read back: the start
+    on an older copy is not refused (said so), and `integrity verify --checkpoints`
+    with what the receiver stored names the tenant behind."""
+    receiver = Receiver()
+    receiver.start()
+    try:
+        with made_store(backend, tmp_path, audit_http_url=receiver.url) as store:
+            with serving(store) as server:
+                alice, _ = activity(server, "alice")
+                settle(server, alice, receiver=receiver)
+                old = position(server, alice)
+            store.save("old")
+            with serving(store) as server:
+                activity(server, "alice")
+                settle(server, alice, receiver=receiver)
+                new = position(server, alice)
+            copy = tmp_path / "received.jsonl"
+            copy.write_text("".join(json.dumps(e) + "\n" for e in receiver.checkpoints))
+            store.restore("old")
+            verify = chainkeys_cli("integrity", "verify", "--checkpoints", str(copy), env=store.env)
+    finally:
+        receiver.stop()
+    out = " ".join((verify.stdout + verify.stderr).split())
+    assert verify.returncode == 1, out
+    assert "note: the HTTP audit device cannot be read back" in out
+    assert (
+        f"tenant {alice}: the store is at head version {old[0]} with {old[1]} audit rows "
+        f"linked, the device at version {new[0]} with {new[1]}"
+    ) in out
