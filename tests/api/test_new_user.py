@@ -1,12 +1,15 @@
 """What a new user met following the README and docs (issue 67), as that user meets it:
-an approver invite for someone who cannot vote is refused and says why."""
+an approver invite for someone who cannot vote is refused and says why; the approvals
+list is newest first, as the docs say, and its pages follow on."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import httpx
 from tests.api.tenants import Tenant
+from tests.api.test_approvals import Team, pending, send, team  # noqa: F401
 from tests.conftest import Server, chainkeys_cli
 from tests.test_rotation import env_of
 
@@ -50,3 +53,37 @@ def test_an_invite_is_refused_for_someone_who_cannot_vote(server: Server, tenant
     assert [e["outcome"] for e in events] == ["refused"] * 4 + ["ok"]
     assert events[0]["details"] == {"label": "alice", "group": "treasury",
                                     "code": "no_approve_token"}  # fmt: skip
+
+
+def test_approvals_are_listed_newest_first_page_after_page(team: Team) -> None:  # noqa: F811
+    """docs/approvals.md says newest first: every page is, and a page's cursor leads to
+    the next older ones, none twice, none skipped, with a state filter too."""
+    made = [pending(team.tenant, send(5000 + n, sequence=n))["id"] for n in range(5)]
+    rejected = team.bob.post(f"/approvals/{made[1]}/reject", json={"reason": "no"})
+    assert rejected.status_code == 200, rejected.text
+    newest_first = list(reversed(made))
+
+    def every_page(client: httpx.Client, limit: int, state: str | None) -> list[list[str]]:
+        pages: list[list[str]] = []
+        params: dict[str, Any] = {"limit": limit, **({"state": state} if state else {})}
+        while True:
+            r = client.get("/approvals", params=params)
+            assert r.status_code == 200, r.text
+            data = r.json()["data"]
+            pages.append([a["id"] for a in data["approvals"]])
+            if "next_cursor" not in data:
+                return pages
+            params["cursor"] = data["next_cursor"]
+
+    assert every_page(team.tenant.client, 2, None) == [newest_first[:2], newest_first[2:4],
+                                                       newest_first[4:]]  # fmt: skip
+    waiting = [i for i in newest_first if i != made[1]]
+    assert every_page(team.bob, 3, "pending") == [waiting[:3], waiting[3:]]
+    assert every_page(team.alice, 100, "rejected") == [[made[1]]]
+    # a sign request made after the first page was read is not in the pages that follow
+    first = team.alice.get("/approvals", params={"limit": 2, "state": "pending"}).json()["data"]
+    newer = pending(team.tenant, send(9000, sequence=9))["id"]
+    rest = team.alice.get("/approvals", params={"limit": 100, "state": "pending",
+                                                "cursor": first["next_cursor"]})  # fmt: skip
+    assert [a["id"] for a in rest.json()["data"]["approvals"]] == waiting[2:]
+    assert every_page(team.alice, 100, "pending")[0][0] == newer
