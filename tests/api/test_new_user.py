@@ -1,17 +1,24 @@
 """What a new user met following the README and docs (issue 67), as that user meets it:
 an approver invite for someone who cannot vote is refused and says why; the approvals
-list is newest first, as the docs say, and its pages follow on."""
+list is newest first, as the docs say, and its pages follow on; a sealed server says so
+in its log and says when it is unsealed."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from tests.api.tenants import Tenant
 from tests.api.test_approvals import Team, pending, send, team  # noqa: F401
-from tests.conftest import Server, chainkeys_cli
+from tests.conftest import TLS, Server, chainkeys_cli, wait_for
+from tests.test_process import start
 from tests.test_rotation import env_of
+
+from chainkeys.vault.shares import parse_share
 
 
 def test_an_invite_is_refused_for_someone_who_cannot_vote(server: Server, tenant: Tenant) -> None:
@@ -87,3 +94,34 @@ def test_approvals_are_listed_newest_first_page_after_page(team: Team) -> None: 
                                                 "cursor": first["next_cursor"]})  # fmt: skip
     assert [a["id"] for a in rest.json()["data"]["approvals"]] == waiting[2:]
     assert every_page(team.alice, 100, "pending")[0][0] == newer
+
+
+SHARE = re.compile(r"share \d+: (\S+)")
+
+
+def test_a_sealed_server_says_so_in_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`chainkeys serve` under shamir logs one line at start saying it is sealed and how
+    many shares it waits for (not the share set's id), and one when it is unsealed.
+    A process of its own: its log is the subject."""
+    for var in ("CHAINKEYS_MASTER_KEY", "CHAINKEYS_DATABASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "data"), "CHAINKEYS_MASTER_KEY_PROVIDER": "shamir"}
+    made = chainkeys_cli("init", "--shares", "3", "--threshold", "2", env=env)
+    assert made.returncode == 0, made.stderr
+    shares = SHARE.findall(made.stdout)
+    set_id = parse_share(shares[0]).set_id
+    proc = start(env, tmp_path / "serve.log")
+    try:
+        log = proc.log_path
+        wait_for(lambda: "sealed: waiting for 2 of 3 shares" in log.read_text(), "the sealed line")
+        assert "unsealed" not in log.read_text()
+        with httpx.Client(base_url=proc.base_url, verify=TLS, timeout=30) as c:
+            for share in shares[:2]:
+                assert c.post("/sys/unseal", json={"share": share}).status_code == 200
+        wait_for(lambda: "unsealed: " in log.read_text(), "the unsealed line")
+    finally:
+        text = proc.stop()
+    assert text.count("sealed: waiting for") == 1
+    assert set_id not in text and not any(share in text for share in shares)
