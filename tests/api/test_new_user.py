@@ -1,20 +1,27 @@
 """What a new user met following the README and docs (issue 67), as that user meets it:
 an approver invite for someone who cannot vote is refused and says why; the approvals
 list is newest first, as the docs say, and its pages follow on; a sealed server says so
-in its log and says when it is unsealed."""
+in its log and says when it is unsealed; the console opened at 127.0.0.1 says where
+passkeys work, and an EOS account's QR code is labelled as its account name."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import tests.conftest as harness
 from tests.api.tenants import Tenant
 from tests.api.test_approvals import Team, pending, send, team  # noqa: F401
-from tests.conftest import TLS, Server, chainkeys_cli, wait_for
+from tests.api.test_sign_cosmos import ADDRESS, PRIVATE
+from tests.api.test_sign_eos import NAME
+from tests.conftest import TLS, Server, chainkeys_cli, own_server, wait_for
+from tests.node import chromium, run_node
 from tests.test_process import start
 from tests.test_rotation import env_of
 
@@ -125,3 +132,55 @@ def test_a_sealed_server_says_so_in_its_log(
         text = proc.stop()
     assert text.count("sealed: waiting for") == 1
     assert set_id not in text and not any(share in text for share in shares)
+
+
+@contextlib.contextmanager
+def at_localhost(backend: str, data_dir: Path) -> Iterator[tuple[Server, int]]:
+    """A server whose CHAINKEYS_PUBLIC_URL is http://localhost:<its port> (the harness
+    picks the port: it is picked here first and handed to it)."""
+    port = harness.free_port()
+    real = harness.free_port
+    harness.free_port = lambda: port
+    try:
+        with own_server(backend, data_dir, public_url=f"http://localhost:{port}") as srv:
+            harness.free_port = real
+            yield srv, port
+    finally:
+        harness.free_port = real
+
+
+def test_the_console_at_127_0_0_1_says_where_passkeys_work(tmp_path: Path) -> None:
+    """The README once said http://127.0.0.1:8000; passkeys are bound to a name
+    (localhost) and browsers refuse them on an IP address: enrolling there says where
+    to go. And an EOS account's QR code is its account name, labelled so (it must exist
+    on chain), where other families show a deposit address. SQLite: no storage here
+    differs by engine."""
+    browser = chromium()
+    with at_localhost("sqlite", tmp_path) as (server, port):
+        assert server.services is not None
+        t = Tenant(server)
+        for family, body in (("eos", {"private_key": PRIVATE, "name": NAME}),
+                             ("cosmos", {"private_key": PRIVATE})):  # fmt: skip
+            assert t.client.post(f"/{family}", json=body).status_code == 200
+        _, alice = server.call(server.services.tokens.create(
+            t.name, "alice", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+        code, _ = server.call(server.services.approvals.passkeys.invite(t.name, "alice",
+                                                                        "treasury"))  # fmt: skip
+        seen = run_node("new_user.mjs", {
+            "url": f"http://127.0.0.1:{port}", "chromium": browser, "approver": alice,
+            "code": code, "token": server.new_token(t.name), "eos": NAME, "cosmos": ADDRESS,
+        }, timeout=180)  # fmt: skip
+        t.client.close()
+    assert "failure" not in seen, seen
+    assert seen["secure"] is True  # the browser would try: 127.0.0.1 is a secure context
+    assert seen["enrolMessage"] == (
+        "no passkey was made: this page is at 127.0.0.1, but passkeys here are bound to "
+        "localhost (CHAINKEYS_PUBLIC_URL): open the console at localhost (browsers never "
+        "allow passkeys on an IP address such as 127.0.0.1: use a name, such as localhost)"
+    )
+    assert seen["eos"]["caption"] == (
+        "Account name (it must exist on chain before funds are sent to it)"
+    )
+    assert "Account name" in seen["eos"]["facts"] and "Address" not in seen["eos"]["facts"]
+    assert seen["cosmos"]["caption"] == "Deposit address" and "Address" in seen["cosmos"]["facts"]
+    assert seen["errors"] == []
