@@ -198,16 +198,24 @@ def parse(text: str | bytes, fmt: str = "json") -> Policy:
             data = msgspec.json.decode(text)
     except (msgspec.DecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"the policy is not valid {fmt.upper()}: {exc}") from None
+    try:  # the shape of every policy stored, and of most files: read at once
+        doc: Any = msgspec.convert(data, PolicyFile)
+    except msgspec.ValidationError:
+        doc = None  # read key by key below, to name every problem
     rules = data.get("rules") if isinstance(data, dict) else None
-    # the file's own keys first (each rule is read below, on its own)
-    top = {**data, "rules": []} if isinstance(rules, list) else data
-    found = [p.message for p in problems(top, PolicyFile, "", NOUNS)]
+    found: list[str] = []
+    if doc is None:  # the file's own keys first (each rule is read below, on its own)
+        top = {**data, "rules": []} if isinstance(rules, list) else data
+        found = [p.message for p in problems(top, PolicyFile, "", NOUNS)]
     if not isinstance(rules, list):  # missing, or not an array: said just now
         raise PolicyError.of(found)
     checked: list[Rule] = []
     seen: dict[tuple[str, str | None], int] = {}
     for i, rule in enumerate(rules):
-        made = _read_rule(i, rule, found)
+        if doc is not None:
+            made = _rule(i, doc.rules[i], f"rules[{i}]", frozenset(), found)
+        else:
+            made = _read_rule(i, rule, found)
         if made is None:
             continue
         key = (made.family, made.network)
@@ -222,7 +230,8 @@ def parse(text: str | bytes, fmt: str = "json") -> Policy:
         checked.append(made)
     if found:
         raise PolicyError.of(found)
-    doc = msgspec.convert(data, PolicyFile)  # every part was checked above: it converts
+    if doc is None:  # every part was checked above: it converts
+        doc = msgspec.convert(data, PolicyFile)
     policy = Policy(tuple(checked), msgspec.json.encode(doc, order="sorted").decode())
     _within_cost(policy)
     return policy

@@ -11,6 +11,7 @@ then converted.
 from __future__ import annotations
 
 import difflib
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from msgspec.structs import fields
+from msgspec.structs import FieldInfo, fields
 
 from chainkeys.jsonvalues import in_words
 
@@ -45,7 +46,7 @@ def problems(value: Any, type_: Any, at: str, nouns: Mapping[Any, str]) -> list[
     noun = nouns.get(type_, "this object")
     if not isinstance(value, dict):
         return [Problem("", f"{at or 'the file'}: must be {noun} (an object), not {_kind(value)}")]
-    known = {f.encode_name: f for f in fields(type_)}
+    known = _known(type_)
     found = [
         Problem(key, _unknown(key, known, _join(at, key), noun))
         for key in value
@@ -74,7 +75,7 @@ def usable(value: dict[str, Any], type_: Any) -> dict[str, Any]:
     """The part of `value` that reads as the Struct `type_`: its known keys whose values
     convert (an object below cleaned the same way first), so the values of a rule are
     checked even where its shape is wrong elsewhere (`problems` named the rest)."""
-    known = {f.encode_name: f for f in fields(type_)}
+    known = _known(type_)
     kept: dict[str, Any] = {}
     for key, item in value.items():
         field = known.get(key)
@@ -86,6 +87,14 @@ def usable(value: dict[str, Any], type_: Any) -> dict[str, Any]:
         if _convert_error(item, field.type, key) is None:
             kept[key] = item
     return kept
+
+
+@functools.cache
+def _known(type_: Any) -> Mapping[str, FieldInfo]:
+    """The keys of the Struct `type_` and their fields, read once: msgspec resolves a
+    Struct's annotations on every `fields` call (~2 ms), and a policy is parsed at every
+    refresh."""
+    return {f.encode_name: f for f in fields(type_)}
 
 
 def _unknown(key: str, known: Mapping[str, Any], path: str, noun: str) -> str:
