@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chainkeys import clock
 from chainkeys.policies.document import PolicyError, parse
@@ -65,7 +67,12 @@ def test_every_invalid_field_is_named_at_once() -> None:
     ([{"family": "cosmos", "recipients": ["cosmos1notanaddress"]}], "rules[0].recipients[0]"),
     ([{"family": "dogecoin", "recipients": ["LKqJxEKxN7SnCEpj3ia3Z9DuAD1HNjh1hx"]}],
      "rules[0].recipients[0]"),
-    ([{"family": "cosmos", "recipient": [OTHER]}], "rules[0].recipient is not a field"),
+    ([{"family": "cosmos", "recipient": [OTHER]}],
+     'rules[0].recipient: not a key of a rule (did you mean "recipients"?)'),
+    ([{"family": "cosmos", "approval": {"quorom": 2, "group": "t"}}],
+     'rules[0].approval.quorom: not a key of an approval (did you mean "quorum"?)'),
+    ([{"family": "cosmos", "effect": "alow"}], 'rules[0].effect: allow or deny (did you mean "allow"?)'),
+    ([{"family": "litecoin", "network": "mainet"}], 'network (mainnet, testnet, regtest) (did you mean "mainnet"?)'),
     ([{"family": "dogecoin", "messages": ["x"]}], "rules[0].messages: only cosmos rules"),
     ([{"family": "cosmos"}, {"family": "cosmos"}], "rules[1]: rules[0] already covers cosmos"),
 ])  # fmt: skip
@@ -73,6 +80,75 @@ def test_invalid_files_name_the_field(rules: list[dict[str, object]], says: str)
     with pytest.raises(PolicyError) as refused:
         parse(json.dumps({"rules": rules}))
     assert says in refused.value.message
+
+
+# Defects an operator makes, each with the path and words the refusal must name.
+DEFECTS: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "typo": ({"recipent": [OTHER]}, ["{at}.recipent", 'did you mean "recipients"']),
+    "cap key": ({"max_per_txn": {"uatom": "5"}}, ["{at}.max_per_txn", 'did you mean "max_per_tx"']),
+    "cap value": ({"max_per_day": {"uatom": "1.5"}}, ["{at}.max_per_day.uatom"]),
+    "effect": ({"effect": "alow"}, ["{at}.effect", 'did you mean "allow"']),
+    "network": ({"network": "cosmoshubb"}, ["{at}.network", 'did you mean "cosmoshub"']),
+    "type": ({"raw_messages": "yes"}, ["{at}.raw_messages"]),
+    "approval": ({"approval": {"quorom": 2, "group": "t"}}, ["{at}.approval.quorom"]),
+    "recipient": ({"recipients": ["cosmos1notanaddress"]}, ["{at}.recipients[0]"]),
+    "when": ({"when": "tx.fmaily == 1"}, ["{at}.when"]),
+}  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    rules=st.lists(st.sets(st.sampled_from(sorted(DEFECTS)), max_size=4), min_size=1, max_size=6),
+    stray=st.sampled_from([None, "rule", "Rules", "version"]),
+)
+def test_every_problem_of_every_rule_is_named_at_once(
+    rules: list[set[str]], stray: str | None
+) -> None:
+    """Whatever mix of mistakes a file holds, one answer names each, with its path and
+    a "did you mean" for a near-miss of a known key or value; a rule without mistakes
+    is not mentioned (issue 67)."""
+    document: dict[str, Any] = {"rules": []}
+    expected: list[str] = []
+    for i, defects in enumerate(rules):
+        rule: dict[str, Any] = {"family": "cosmos", "when": "true"}  # a when: never a duplicate
+        for name in sorted(defects):
+            part, words = DEFECTS[name]
+            rule.update(part)
+            expected += [w.format(at=f"rules[{i}]") for w in words]
+        document["rules"].append(rule)
+    if stray is not None:
+        document[stray] = 1
+        expected.append(f"{stray}: not a key of a policy")
+    if not expected:
+        parse(json.dumps(document))  # no mistake: accepted
+        return
+    with pytest.raises(PolicyError) as refused:
+        parse(json.dumps(document))
+    said = refused.value.problems
+    assert "; ".join(said) == refused.value.message
+    for words_of_one in expected:
+        assert any(words_of_one in problem for problem in said), (words_of_one, said)
+    for i, defects in enumerate(rules):
+        if not defects:
+            assert not any(f"rules[{i}]." in problem for problem in said), said
+    if stray in ("rule", "Rules"):
+        assert any('did you mean "rules"' in problem for problem in said), said
+
+
+def test_a_file_that_is_not_a_policy_says_what_a_policy_is() -> None:
+    for document, says in [
+        ({"rule": [{"family": "cosmos"}]},
+         ['rule: not a key of a policy ({"rules": [...]}) (did you mean "rules"?)',
+          'rules: is required in a policy ({"rules": [...]})']),
+        ([{"family": "cosmos"}], ['the file: must be a policy ({"rules": [...]}) (an object), '
+                                  "not an array"]),
+        ({"rules": {"family": "cosmos"}}, ["rules: must be an array, not an object"]),
+        ({"rules": ["cosmos"]}, ["rules[0]: must be a rule (an object), not a string"]),
+        ({"rules": [{"network": "cosmoshub"}]}, ["rules[0].family: is required in a rule"]),
+    ]:  # fmt: skip
+        with pytest.raises(PolicyError) as refused:
+            parse(json.dumps(document))
+        assert list(refused.value.problems) == says
 
 
 def test_the_cli_refuses_a_bad_file_in_one_line_and_changes_nothing(
@@ -96,19 +172,69 @@ def test_the_cli_refuses_a_bad_file_in_one_line_and_changes_nothing(
     assert "has no policy" in shown.stdout
 
 
+def test_the_cli_lists_every_problem_one_a_line_and_changes_nothing(
+    server: Server, tenant: Tenant, tmp_path: Path
+) -> None:
+    env = env_of(server.settings)
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"rule": [], "rules": [
+        {"family": "cosmos", "recipent": [OTHER], "max_per_tx": {"uatom": "1e6"}},
+        {"family": "eos", "network": "eos"},
+        {"family": "dogecoin", "effect": "alow", "max_per_dayy": {"DOGE": "5"}},
+    ]}))  # fmt: skip
+    for command in (["set", tenant.name, str(path)],
+                    ["test", tenant.name, str(path), str(path)]):  # fmt: skip
+        done = chainkeys_cli("policy", *command, env=env)
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.splitlines() == [
+            "chainkeys: the policy has 5 problems:",
+            '  rule: not a key of a policy ({"rules": [...]}) (did you mean "rules"?)',
+            '  rules[0].recipent: not a key of a rule (did you mean "recipients"?)',
+            "  rules[0].max_per_tx.uatom: '1e6' is not a whole number of the smallest unit "
+            '(a decimal string such as "1000000")',
+            '  rules[2].max_per_dayy: not a key of a rule (did you mean "max_per_day"?)',
+            '  rules[2].effect: allow or deny (did you mean "allow"?)',
+        ], done.stderr
+    assert json.loads(chainkeys_cli("policy", "show", tenant.name, "--json",
+                                    env=env).stdout)["policy"] is None  # fmt: skip
+
+
+def test_what_show_prints_set_takes_back(server: Server, tenant: Tenant, tmp_path: Path) -> None:
+    """`policy show T > p.json`, edit, `policy set T p.json` (issue 67): show's stdout is
+    the document alone; its version line is on stderr."""
+    env = env_of(server.settings)
+    (tmp_path / "p.toml").write_text(TOML)
+    assert chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "p.toml"),
+                         env=env).returncode == 0  # fmt: skip
+    shown = chainkeys_cli("policy", "show", tenant.name, env=env)
+    assert shown.stderr.startswith("# version 1, set ")
+    for name in ("shown.json", "shown"):  # by extension, and by its first character
+        (tmp_path / name).write_text(shown.stdout)
+        again = chainkeys_cli("policy", "set", tenant.name, str(tmp_path / name), env=env)
+        assert again.returncode == 0 and "set for tenant" in again.stdout, again.stderr
+        assert chainkeys_cli("policy", "show", tenant.name, env=env).stdout == shown.stdout
+    older = tmp_path / "older.json"  # what show printed before: its version line first
+    older.write_text(shown.stderr + shown.stdout)
+    refused = chainkeys_cli("policy", "set", tenant.name, str(older), env=env)
+    assert refused.returncode == 1
+    assert "a line starting with # is not JSON" in refused.stderr and "remove it" in refused.stderr
+    history = chainkeys_cli("policy", "history", tenant.name, env=env).stdout.splitlines()
+    assert [line.split()[0] for line in history[1:]] == ["1", "2", "3"]
+
+
 def test_set_show_history_clear_and_audit(server: Server, tenant: Tenant, tmp_path: Path) -> None:
     env = env_of(server.settings)
     (tmp_path / "p.json").write_text(json.dumps(GOOD))
     (tmp_path / "p.toml").write_text(TOML)
     assert "version 1 set" in chainkeys_cli("policy", "set", tenant.name,
                                              str(tmp_path / "p.json"), env=env).stdout  # fmt: skip
-    shown = chainkeys_cli("policy", "show", tenant.name, env=env).stdout
-    assert shown.startswith("# version 1")
-    assert json.loads(shown.split("\n", 1)[1])["rules"][0]["max_per_day"] == {"uatom": "5000000"}
+    shown = chainkeys_cli("policy", "show", tenant.name, env=env)
+    assert shown.stderr.startswith("# version 1")
+    assert json.loads(shown.stdout)["rules"][0]["max_per_day"] == {"uatom": "5000000"}
     assert "version 2 set" in chainkeys_cli("policy", "set", tenant.name,
                                              str(tmp_path / "p.toml"), env=env).stdout  # fmt: skip
     toml_rule = json.loads(chainkeys_cli("policy", "show", tenant.name, env=env).stdout
-                           .split("\n", 1)[1])["rules"][0]  # fmt: skip
+                           )["rules"][0]  # fmt: skip
     assert "max_per_day" not in toml_rule and toml_rule["max_per_tx"] == {"uatom": "1000000"}
     assert "version 3" in chainkeys_cli("policy", "clear", tenant.name, env=env).stdout
     assert "cleared in version 3" in chainkeys_cli("policy", "show", tenant.name, env=env).stdout

@@ -349,6 +349,9 @@ def test_enrolment_codes(team: Team, pk_server: Server) -> None:
     bad = team.alice.client.post("/approvers/me/credentials", json={"code": code,
                                                                     "credential": "x"})  # fmt: skip
     assert bad.status_code in (400, 403) and bad.status_code < 500
+    assert pk_server.services is not None  # an invite is for someone with an approve token
+    pk_server.call(pk_server.services.tokens.create(
+        team.tenant.name, "gus", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
     cli = chainkeys_cli("approver", "invite", "--tenant", team.tenant.name, "--label", "gus",
                         "--group", "treasury", env=env_of(pk_server.settings))  # fmt: skip
     assert cli.returncode == 0 and cli.stdout.splitlines()[-1].startswith("cki_"), cli.stderr

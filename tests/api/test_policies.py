@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from tests.api.tenants import Tenant
+from tests.api.test_governance import Governed, governed  # noqa: F401
 from tests.api.test_sign_cosmos import ADDRESS, IBC_TRANSFER, OTHER, PRIVATE, TRANSFER, direct_doc
 from tests.api.test_sign_eos import CHAIN, NAME, build, transfer
 from tests.api.test_sign_utxo import KEY, RECIPIENT, VECTORS
@@ -217,3 +218,32 @@ def test_the_window_is_24_hours_to_the_second(server: Server, cosmos: Tenant) ->
     cosmos.allowed(SEND, send(1, sequence=2, fee=0))
     cosmos.allowed(SEND, send(4999, sequence=3, fee=5000))  # the window is empty but for 1
     cosmos.denied(SEND, send(1, sequence=4, fee=0), "10001")
+
+
+def test_a_policy_proposed_over_http_is_refused_with_every_problem(governed: Governed) -> None:  # noqa: F811
+    """POST /changes {"kind": "policy"} (how a policy reaches the service over HTTP;
+    operators set one with the CLI): one 400 `invalid_policy` names every problem with
+    its path, a near-miss of a key with "did you mean", and nothing is filed."""
+    alice = governed.admins["alice"]
+    document = {"rule": [], "rules": [
+        {"family": "cosmos", "network": "cosmoshub", "max_per_tx": {"uatom": "1000"},
+         "recipents": [OTHER]},
+        {"family": "cosmos", "network": "osmosis", "max_per_day": {"uatom": "-5"},
+         "effect": "deny ", "approval": {"quorum": 0, "group": "treasury", "tll": "1h"}},
+        {"family": "doge"},
+    ]}  # fmt: skip
+    r = alice.client.post("/changes", json={"kind": "policy", "document": document})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_policy", r.text
+    said = r.json()["message"].split("; ")
+    assert said == [
+        'rule: not a key of a policy ({"rules": [...]}) (did you mean "rules"?)',
+        'rules[0].recipents: not a key of a rule (did you mean "recipients"?)',
+        'rules[1].approval.tll: not a key of an approval (did you mean "ttl"?)',
+        'rules[1].effect: allow or deny (did you mean "deny"?)',
+        "rules[1].max_per_day.uatom: '-5' is not a whole number of the smallest unit "
+        '(a decimal string such as "1000000")',
+        "rules[1].approval.quorum: from 1 to 20 people",
+        "rules[2].family: 'doge' is not one of cosmos, dogecoin, eos, litecoin "
+        '(did you mean "dogecoin"?)',
+    ], said
+    assert alice.client.get("/changes").json()["data"]["changes"] == []

@@ -39,14 +39,13 @@ from chainkeys.api.routes.sign_batch import sign_batch_routes
 from chainkeys.api.routes.signing import signing_routes
 from chainkeys.api.routes.sys import sys_routes
 from chainkeys.api.routes.wallets import wallet_routes
-from chainkeys.api.sealing import Running, SealGate
+from chainkeys.api.sealing import Running, open_gate
 from chainkeys.api.serve import die_with_parent
 from chainkeys.api.transport import Transport
 from chainkeys.api.ui import ui_routes
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
-from chainkeys.unsealing import open_sealed
 
 log = logging.getLogger("chainkeys.api")
 
@@ -122,7 +121,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     @contextlib.asynccontextmanager
     async def sealed(app: Router) -> AsyncIterator[None]:
         """Shamir shares: the store without its key, until the shares arrive."""
-        gate = SealGate(app.state, await open_sealed(settings))
+        gate = await open_gate(app.state, settings)
         app.state.gate = gate
         try:
             yield

@@ -27,8 +27,9 @@ from chainkeys.api.errors import error_response
 from chainkeys.api.ratelimit import LocalBuckets
 from chainkeys.audit.service import AuditService, audit_event
 from chainkeys.bootstrap import Services
+from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError, RateLimited, Sealed
-from chainkeys.unsealing import SealedStore, SealStatus
+from chainkeys.unsealing import SealedStore, SealStatus, open_sealed
 
 log = logging.getLogger("chainkeys.api")
 
@@ -68,6 +69,24 @@ class Running:
             # barrier's keys go with the rest (a shutdown does not mind the collection).
             gc.unfreeze()
             gc.collect()
+
+
+async def open_gate(state: Any, settings: Settings) -> SealGate:
+    """The gate of a server that starts sealed, said in its log: an operator watching
+    the start sees why every request answers 503 and what it waits for (the share set's
+    id is not said: it names the set each share carries)."""
+    store = await open_sealed(settings)
+    try:
+        found = await store.share_set()
+    except BaseException:
+        await store.close()
+        raise
+    log.warning(
+        "sealed: waiting for %d of %d shares (POST /sys/unseal, or chainkeys operator unseal)",
+        found.threshold,
+        found.shares,
+    )
+    return SealGate(state, store)
 
 
 class SealGate:

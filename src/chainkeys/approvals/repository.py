@@ -198,18 +198,20 @@ class Approvals:
         state: str | None,
         token_id: str,
         group: str | None,
-        after: int,
+        before: int,
         limit: int,
         families: frozenset[str] | None = None,
     ) -> list[ApprovalRow]:
         """What a caller may see: the requests its token made, and, for an approver,
-        its group's of the families its token may use."""
-        stmt = _SELECT.where(
-            _a.tenant_id == tenant_id, _a.seq > after, _seen(token_id, group, families)
-        )
+        its group's of the families its token may use. Newest first, as people read a
+        queue (docs/approvals.md): a page starts below `before`, the last row of the
+        page before it (0: the first page)."""
+        stmt = _SELECT.where(_a.tenant_id == tenant_id, _seen(token_id, group, families))
+        if before:
+            stmt = stmt.where(_a.seq < before)
         if state is not None:
             stmt = stmt.where(_a.state == state)
-        rows = (await tx.execute(stmt.order_by(_a.seq).limit(limit))).all()
+        rows = (await tx.execute(stmt.order_by(_a.seq.desc()).limit(limit))).all()
         return [_row(r) for r in rows]
 
     @staticmethod

@@ -53,6 +53,7 @@ def invite(tenant: Tenant, label: Label, group: Group, data_dir: DataDir = None)
     settings = settings_for(data_dir)
 
     async def work(admin: Admin) -> tuple[str, int]:
+        await _holds_approve_token(admin, tenant, label, group)
         code, row = await _passkeys(admin).invite(tenant, label, group)
         return code, row.expires_ms
 
@@ -67,6 +68,45 @@ def invite(tenant: Tenant, label: Label, group: Group, data_dir: DataDir = None)
         f"enrolment code for {label} ({group}) in {tenant}, single use, until {when(expires_ms)}:"
     )
     typer.echo(code)
+
+
+async def _holds_approve_token(admin: Admin, tenant: str, label: str, group: str) -> None:
+    """Refuse (audited) an invite for a person with no live approve token of `group`.
+
+    Refused rather than warned: the console enrols a passkey only for someone signed in
+    with such a token, and a vote counts only from one, so the code could never be
+    used; it is nearly always a typo in --label or --group, or a token not made yet,
+    and the operator is told which. Labels compare as votes compare them (one person).
+    """
+    from chainkeys.approvals.proofs import person
+    from chainkeys.audit.service import audit_event
+    from chainkeys.clock import now_ms
+    from chainkeys.errors import BadRequest
+    from chainkeys.tokens.service import Principal
+
+    tenant_id = await admin.tokens.tenant_id(tenant)
+    now = now_ms()
+    theirs = [
+        t
+        for t in await admin.tokens.list(tenant)
+        if person(t.label) == person(label)
+        and t.revoked_ms is None
+        and (t.expires_ms is None or t.expires_ms > now)
+        and "approve" in t.scopes.split(",")
+    ]
+    if any(t.group == group for t in theirs):
+        return
+    groups = sorted({t.group for t in theirs if t.group})
+    held = f" (their approve tokens are of {', '.join(groups)})" if groups else ""
+    details = {"label": label, "group": group, "code": "no_approve_token"}
+    actor = Principal(tenant_id, tenant, "")
+    await admin.audit.record(audit_event(actor, "approver.invite", "refused", details=details))
+    raise BadRequest(
+        f"{label} holds no live approve token of group {group} in {tenant}{held}, so a "
+        "passkey enrolled with this code could never vote; create one first: chainkeys "
+        f"token create --tenant {tenant} --scope approve --group {group} --label {label}",
+        code="no_approve_token",
+    )
 
 
 @approver_app.command("add-key")

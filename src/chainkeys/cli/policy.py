@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import msgspec
 import typer
@@ -21,6 +21,7 @@ from chainkeys.vault.gate import opened
 
 if TYPE_CHECKING:
     from chainkeys.api.policy_schemas import PolicyDecision
+    from chainkeys.policies.document import Policy, PolicyError
 
 policy_app = group("Signing policies per tenant.")
 
@@ -37,6 +38,30 @@ BreakGlass = Annotated[
 
 def _pretty(document: str) -> str:
     return msgspec.json.format(document, indent=2)
+
+
+def _refused(exc: PolicyError) -> NoReturn:
+    """Every problem of a refused file, one a line, so the operator fixes it in one go."""
+    if len(exc.problems) == 1:
+        fail(exc.problems[0])
+    listed = "\n".join(f"  {problem}" for problem in exc.problems)
+    fail(f"the policy has {len(exc.problems)} problems:\n{listed}")
+
+
+def _read_policy(file: Path, text: bytes, fmt: str) -> Policy:
+    """The policy in `file`, or every problem it has and exit 1 (before any store is
+    opened: nothing is changed)."""
+    from chainkeys.policies.document import PolicyError, parse
+
+    if fmt == "json" and text.lstrip()[:1] == b"#":
+        fail(
+            f"{file}: a line starting with # is not JSON (older `chainkeys policy show` "
+            "printed its `# version` line there, now on stderr): remove it"
+        )
+    try:
+        return parse(text, fmt)
+    except PolicyError as exc:
+        _refused(exc)
 
 
 @policy_app.command("set")
@@ -56,21 +81,18 @@ def policy_set(
         except OSError as exc:
             fail(f"cannot read {file}: {exc.strerror}")
         fmt = _format_of(file, text)
-    _through_governance(tenant, text, fmt, break_glass, data_dir)
+    _through_governance(tenant, _read_policy(file, text, fmt).canonical, break_glass, data_dir)
 
 
 def _through_governance(
-    tenant: str, text: bytes | None, fmt: str, break_glass: bool, data_dir: Path | None
+    tenant: str, document: str | None, break_glass: bool, data_dir: Path | None
 ) -> None:
-    """Set (`text` None: clear) the policy, or file it as a change on a governed tenant;
-    decided in one transaction (governance/service.py `set_policy`)."""
-    from chainkeys.policies.document import parse
-
+    """Set (`document` None: clear) the policy, or file it as a change on a governed
+    tenant; decided in one transaction (governance/service.py `set_policy`)."""
     settings = settings_for(data_dir)
     webhook = settings.webhook_url is not None
 
     async def work(a: Admin) -> tuple[str, Any]:
-        document = parse(text, fmt).canonical if text is not None else None
         return await a.governance(webhook).set_policy(tenant, document, break_glass)
 
     # keyed: its version is authenticated under the master key
@@ -83,7 +105,7 @@ def _through_governance(
         )
         typer.echo(done.id)
         return
-    what = "cleared" if text is None else "set"
+    what = "cleared" if document is None else "set"
     glass = " (break glass: applied at once, audited)" if how == "break_glass" else ""
     typer.echo(f"policy version {done.version} {what} for tenant {tenant}{glass}")
 
@@ -104,7 +126,8 @@ def policy_show(
     ] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Print the policy in force (JSON), or say there is none."""
+    """Print the policy in force as JSON, which `policy set` takes back as it is (its
+    version and time go to stderr), or say there is none."""
     shown = run_admin(settings_for(data_dir), lambda a: a.policies.show(tenant))
     version = shown.version
     if as_json:
@@ -122,7 +145,8 @@ def policy_show(
         cleared = f" (cleared in version {version.version})" if version else ""
         typer.echo(f"tenant {tenant} has no policy{cleared}: it signs what its scopes allow")
         return
-    typer.echo(f"# version {version.version}, set {when(version.created_ms)}")
+    # stderr: stdout is the document alone, so `show > p.json` then `set T p.json` works
+    typer.echo(f"# version {version.version}, set {when(version.created_ms)}", err=True)
     typer.echo(_pretty(version.document))
 
 
@@ -130,7 +154,7 @@ def policy_show(
 def policy_clear(tenant: Tenant, break_glass: BreakGlass = False, data_dir: DataDir = None) -> None:
     """Remove the tenant's policy (a new, empty version; history is kept); on a governed
     tenant, file the clearing as a change for its admins."""
-    _through_governance(tenant, None, "json", break_glass, data_dir)
+    _through_governance(tenant, None, break_glass, data_dir)
 
 
 @policy_app.command("history")
@@ -184,18 +208,15 @@ def policy_test(
     REQUEST (or with some of its fields missing) it says on stderr which token it
     assumed. Nothing is signed, no key is opened, no cap counted.
     """
-    from chainkeys.policies.document import PolicyError, parse
     from chainkeys.tokens.service import SCOPES, Principal
 
     try:
         text, asked = file.read_bytes(), msgspec.json.decode(request.read_bytes())
-        candidate = parse(text, _format_of(file, text))
     except OSError as exc:
         fail(f"cannot read a file: {exc.strerror}")
     except msgspec.DecodeError:
         fail(f"{request} is not JSON")
-    except PolicyError as exc:
-        fail(exc.message)
+    candidate = _read_policy(file, text, _format_of(file, text))
     if not isinstance(asked, dict) or not {"family", "account", "kind", "request"} <= set(asked):
         fail(f'{request}: give "family", "account", "kind" and "request"')
     token = asked.get("token")

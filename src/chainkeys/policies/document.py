@@ -18,9 +18,9 @@ import msgspec
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
-from chainkeys.jsonvalues import in_words
 from chainkeys.policies.analysis import SCOPE_COST
 from chainkeys.policies.conditions import Condition, ConditionError, compile_condition
+from chainkeys.policies.shape import did_you_mean, problems, usable
 from chainkeys.tokens.service import GROUP, parse_duration
 
 MAX_AMOUNT = 2**256  # Cosmos amounts are sdk.Int (256 bits); no cap is larger
@@ -30,7 +30,20 @@ LISTS: Final = tuple(sorted({f.vocabulary.lists for f in FAMILIES.values() if f.
 
 
 class PolicyError(BadRequest):
+    """A policy refused: `problems` holds each of its problems, path first; the message
+    joins them (one line for the API's envelope and the audit log)."""
+
     code = "invalid_policy"
+
+    def __init__(self, message: str | None = None, *, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.problems: tuple[str, ...] = (self.message,)
+
+    @classmethod
+    def of(cls, problems: list[str]) -> PolicyError:
+        error = cls("; ".join(problems))
+        error.problems = tuple(problems)
+        return error
 
 
 class ApprovalFile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -70,6 +83,12 @@ PolicyFile: Final = msgspec.defstruct(
     [("rules", list[RuleFile])],  # type: ignore[valid-type]
     forbid_unknown_fields=True,
 )
+# how the messages name each object of the file ("rules[0].bogus: not a key of a rule")
+NOUNS: Final = {
+    PolicyFile: 'a policy ({"rules": [...]})',
+    RuleFile: "a rule",
+    ApprovalFile: "an approval",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +188,8 @@ class Policy:
 
 
 def parse(text: str | bytes, fmt: str = "json") -> Policy:
-    """A policy from a file's text: `fmt` is "json" or "toml"."""
+    """A policy from a file's text: `fmt` is "json" or "toml". Refused with every
+    problem of the file at once (`PolicyError.problems`), each with its path."""
     try:
         if fmt == "toml":
             raw = text.decode() if isinstance(text, bytes) else text
@@ -178,64 +198,59 @@ def parse(text: str | bytes, fmt: str = "json") -> Policy:
             data = msgspec.json.decode(text)
     except (msgspec.DecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PolicyError(f"the policy is not valid {fmt.upper()}: {exc}") from None
-    try:
-        doc = msgspec.convert(data, PolicyFile)
-    except msgspec.ValidationError as exc:
-        raise PolicyError(_every_shape_error(data, str(exc))) from None
-    return _validate(doc)
-
-
-def _every_shape_error(data: Any, first: str) -> str:
-    """Every rule whose shape is wrong, each with its field (msgspec stops at the
-    first: each rule is converted on its own to find the others)."""
+    try:  # the shape of every policy stored, and of most files: read at once
+        doc: Any = msgspec.convert(data, PolicyFile)
+    except msgspec.ValidationError:
+        doc = None  # read key by key below, to name every problem
     rules = data.get("rules") if isinstance(data, dict) else None
-    if not isinstance(rules, list) or set(data) != {"rules"}:
-        return f"policy: {_where(first)}"
-    found = []
-    for i, rule in enumerate(rules):
-        try:
-            msgspec.convert(rule, RuleFile)
-        except msgspec.ValidationError as exc:
-            found.append(in_words(RuleFile, str(exc), f"rules[{i}]"))
-    return "policy: " + "; ".join(found or [_where(first)])
-
-
-def _where(message: str) -> str:
-    """msgspec's "… - at `$.rules[0].family`" as "rules[0].family: …"."""
-    text, sep, path = message.rpartition(" - at `$")
-    if not sep:
-        return message
-    return f"{path.rstrip('`').lstrip('.')}: {text[0].lower()}{text[1:]}"
-
-
-def _validate(doc: Any) -> Policy:
-    rules: list[Rule] = []
+    found: list[str] = []
+    if doc is None:  # the file's own keys first (each rule is read below, on its own)
+        top = {**data, "rules": []} if isinstance(rules, list) else data
+        found = [p.message for p in problems(top, PolicyFile, "", NOUNS)]
+    if not isinstance(rules, list):  # missing, or not an array: said just now
+        raise PolicyError.of(found)
+    checked: list[Rule] = []
     seen: dict[tuple[str, str | None], int] = {}
-    raws: list[RuleFields] = doc.rules
-    errors: list[str] = []  # every invalid rule is named, not only the first
-    for i, raw in enumerate(raws):
-        at = f"rules[{i}]"
-        try:
-            rule = _rule(i, raw, at)
-        except PolicyError as exc:
-            errors.append(exc.message)
+    for i, rule in enumerate(rules):
+        if doc is not None:
+            made = _rule(i, doc.rules[i], f"rules[{i}]", frozenset(), found)
+        else:
+            made = _read_rule(i, rule, found)
+        if made is None:
             continue
-        key = (rule.family, rule.network)
-        if rule.effect == "allow" and rule.when is None:  # it always applies: a later
+        key = (made.family, made.network)
+        if made.effect == "allow" and made.when is None:  # it always applies: a later
             if key in seen:  # unconditional allow rule of the same scope never would
-                where = rule.network or "every network"
-                errors.append(
-                    f"{at}: rules[{seen[key]}] already covers {rule.family} on "
+                where = made.network or "every network"
+                found.append(
+                    f"rules[{i}]: rules[{seen[key]}] already covers {made.family} on "
                     f"{where} with no condition (give one of them a when)"
                 )
             seen[key] = i
-        rules.append(rule)
-    if errors:
-        raise PolicyError("; ".join(errors))
-    canonical = msgspec.json.encode(doc, order="sorted").decode()
-    policy = Policy(tuple(rules), canonical)
+        checked.append(made)
+    if found:
+        raise PolicyError.of(found)
+    if doc is None:  # every part was checked above: it converts
+        doc = msgspec.convert(data, PolicyFile)
+    policy = Policy(tuple(checked), msgspec.json.encode(doc, order="sorted").decode())
     _within_cost(policy)
     return policy
+
+
+def _read_rule(index: int, rule: Any, found: list[str]) -> Rule | None:
+    """One rule of the file, or None with each of its problems added to `found`: its
+    shape's first (unknown keys, types), then its values' (the keys whose shape was
+    right), so a rule's every problem is named, not only the first."""
+    at = f"rules[{index}]"
+    shape = problems(rule, RuleFile, at, NOUNS)
+    found += [p.message for p in shape]
+    fine = usable(rule, RuleFile) if isinstance(rule, dict) else {}
+    if "family" not in fine:
+        return None  # without its family nothing else of the rule can be checked
+    broken = frozenset(rule) - frozenset(fine)  # left out: their problems are named
+    raw: RuleFields = msgspec.convert(fine, RuleFile)  # type: ignore[assignment]
+    made = _rule(index, raw, at, broken, found)
+    return None if shape else made
 
 
 def _within_cost(policy: Policy) -> None:
@@ -255,60 +270,81 @@ def _within_cost(policy: Policy) -> None:
                 )
 
 
-def _rule(index: int, raw: RuleFields, at: str) -> Rule:
+def _rule(
+    index: int, raw: RuleFields, at: str, broken: frozenset[str], found: list[str]
+) -> Rule | None:
+    """The rule, or None with each of its problems added to `found` (`broken`: its keys
+    whose shape was wrong, already named, left out here)."""
+    before = len(found)
     fam = FAMILIES.get(raw.family)
     if fam is None:
-        raise PolicyError(f"{at}.family: {raw.family!r} is not one of {', '.join(FAMILIES)}")
-    if raw.network is not None and raw.network not in fam.networks:
+        found.append(
+            f"{at}.family: {raw.family!r} is not one of {', '.join(FAMILIES)}"
+            f"{did_you_mean(raw.family, FAMILIES)}"
+        )
+        return None  # the rest is read by the family's rules
+    network = raw.network
+    if network is not None and network not in fam.networks:
         names = ", ".join(fam.networks)
-        raise PolicyError(f"{at}.network: {raw.network!r} is not a {raw.family} network ({names})")
+        found.append(
+            f"{at}.network: {network!r} is not a {raw.family} network ({names})"
+            f"{did_you_mean(network, fam.networks)}"
+        )
+        network = None  # recipients are still checked, as for any of the family's
     words = fam.vocabulary
     for name in LISTS:  # another family's list: say whose it is
         if getattr(raw, name) is not None and name != words.lists:
             theirs = [(n, f.vocabulary) for n, f in FAMILIES.items() if f.vocabulary.lists == name]
-            raise PolicyError(
+            found.append(
                 f"{at}.{name}: only {' and '.join(n for n, _ in theirs)} rules "
                 f"list {theirs[0][1].item}s"
             )
     if raw.ibc_memo and not words.ibc:
         ibc = " and ".join(n for n, f in FAMILIES.items() if f.vocabulary.ibc)
-        raise PolicyError(f"{at}.ibc_memo: only {ibc} rules carry IBC transfers")
-    if raw.above is not None and raw.approval is None:
-        raise PolicyError(f"{at}.above: says when approval is needed; add approval")
+        found.append(f"{at}.ibc_memo: only {ibc} rules carry IBC transfers")
+    if raw.above is not None and raw.approval is None and "approval" not in broken:
+        found.append(f"{at}.above: says when approval is needed; add approval")
     if raw.effect not in ("allow", "deny"):
-        raise PolicyError(f"{at}.effect: allow or deny")
+        found.append(f"{at}.effect: allow or deny{did_you_mean(raw.effect, ('allow', 'deny'))}")
     if raw.effect == "deny" and not raw.cosigner:
-        raise PolicyError(f"{at}.cosigner: a deny rule signs nothing, so it asks no co-signer")
+        found.append(f"{at}.cosigner: a deny rule signs nothing, so it asks no co-signer")
     when = None
     if raw.when is not None:
         try:
             when = compile_condition(raw.when)
         except ConditionError as exc:
-            raise PolicyError(f"{at}.when: {exc}") from None
+            found.append(f"{at}.when: {exc}")
     listed: list[str] | None = getattr(raw, words.lists) if words.lists else None
     for j, item in enumerate(listed or ()):
         if not item.strip():
-            raise PolicyError(f"{at}.{words.lists}[{j}]: empty")
+            found.append(f"{at}.{words.lists}[{j}]: empty")
     recipients = None
     if raw.recipients is not None:
         recipients = frozenset(
-            _recipient(fam, raw.network, r, f"{at}.recipients[{j}]")
-            for j, r in enumerate(raw.recipients)
+            r
+            for j, text in enumerate(raw.recipients)
+            if (r := _recipient(fam, network, text, f"{at}.recipients[{j}]", found)) is not None
         )
+    max_per_tx = _caps(raw.max_per_tx, f"{at}.max_per_tx", found)
+    max_per_day = _caps(raw.max_per_day, f"{at}.max_per_day", found)
+    approval = _approval(raw.approval, f"{at}.approval", found)
+    above = _caps(raw.above, f"{at}.above", found)
+    if len(found) > before:
+        return None
     return Rule(
         index,
         raw.family,
         raw.network,
         raw.name,
         recipients,
-        _caps(raw.max_per_tx, f"{at}.max_per_tx"),
-        _caps(raw.max_per_day, f"{at}.max_per_day"),
+        max_per_tx,
+        max_per_day,
         frozenset(listed if listed is not None else words.default),
         listed is not None,
         raw.raw_messages,
         raw.ibc_memo,
-        _approval(raw.approval, f"{at}.approval"),
-        _caps(raw.above, f"{at}.above"),
+        approval,
+        above,
         when,
         raw.effect,
         raw.cosigner,
@@ -319,54 +355,61 @@ MAX_QUORUM = 20
 MAX_TTL_MS = 30 * 86_400_000
 
 
-def _approval(raw: ApprovalFile | None, at: str) -> Approval | None:
+def _approval(raw: ApprovalFile | None, at: str, found: list[str]) -> Approval | None:
     if raw is None:
         return None
+    before = len(found)
     if not 1 <= raw.quorum <= MAX_QUORUM:
-        raise PolicyError(f"{at}.quorum: from 1 to {MAX_QUORUM} people")
+        found.append(f"{at}.quorum: from 1 to {MAX_QUORUM} people")
     if not GROUP.fullmatch(raw.group):
-        raise PolicyError(f"{at}.group: 1 to 64 of A-Z a-z 0-9 . _ -")
+        found.append(f"{at}.group: 1 to 64 of A-Z a-z 0-9 . _ -")
+    ttl_ms = 0
     try:
         ttl_ms = parse_duration(raw.ttl)
     except BadRequest:
-        raise PolicyError(
-            f"{at}.ttl: {raw.ttl!r} is not a duration such as 30s, 15m, 24h, 7d"
-        ) from None
-    if not 1000 <= ttl_ms <= MAX_TTL_MS:
-        raise PolicyError(f"{at}.ttl: from 1s to 30d")
+        found.append(f"{at}.ttl: {raw.ttl!r} is not a duration such as 30s, 15m, 24h, 7d")
+    else:
+        if not 1000 <= ttl_ms <= MAX_TTL_MS:
+            found.append(f"{at}.ttl: from 1s to 30d")
+    if len(found) > before:
+        return None
     return Approval(raw.quorum, raw.group, ttl_ms, raw.passkey)
 
 
-def _caps(raw: dict[str, Any] | None, at: str) -> Mapping[str, int] | None:
+def _caps(raw: dict[str, Any] | None, at: str, found: list[str]) -> Mapping[str, int] | None:
+    """The amounts of a denom map (caps, `above`); each invalid one added to `found`."""
     if raw is None:
         return None
     caps = {}
     for denom, text in raw.items():
         if not denom.strip():
-            raise PolicyError(f"{at}: a denom is empty")
-        if not isinstance(text, str):
-            raise PolicyError(
+            found.append(f"{at}: a denom is empty")
+        elif not isinstance(text, str):
+            found.append(
                 f"{at}.{denom}: {text!r} is not a string; amounts are decimal strings "
                 'of the smallest unit, such as "1000000"'
             )
-        if not (text.isascii() and text.isdigit()) or (len(text) > 1 and text[0] == "0"):
-            raise PolicyError(
+        elif not (text.isascii() and text.isdigit()) or (len(text) > 1 and text[0] == "0"):
+            found.append(
                 f"{at}.{denom}: {text!r} is not a whole number of the smallest unit "
                 '(a decimal string such as "1000000")'
             )
-        value = int(text)
-        if value >= MAX_AMOUNT:
-            raise PolicyError(f"{at}.{denom}: larger than any amount a chain can move")
-        caps[denom] = value
+        elif int(text) >= MAX_AMOUNT:
+            found.append(f"{at}.{denom}: larger than any amount a chain can move")
+        else:
+            caps[denom] = int(text)
     return caps
 
 
-def _recipient(fam: Family[Any], network: str | None, text: str, at: str) -> str:
+def _recipient(
+    fam: Family[Any], network: str | None, text: str, at: str, found: list[str]
+) -> str | None:
     """The canonical form of an allow-listed recipient, as summaries carry them (the
     family's `canonical_recipient`: Cosmos recipients may be on another chain, an IBC
     receiver; UTXO addresses must be of the rule's network, any of the family's when it
-    names none)."""
+    names none); None, its problem added to `found`, when it is not one."""
     try:
         return fam.canonical_recipient(text, fam.network(network) if network else None)
     except ChainError as exc:
-        raise PolicyError(f"{at}: {text!r} is not a valid recipient: {exc.message}") from None
+        found.append(f"{at}: {text!r} is not a valid recipient: {exc.message}")
+        return None

@@ -46,13 +46,32 @@ function toJSON(credential) {
     clientExtensionResults: credential.getClientExtensionResults(), response };
 }
 
+/** Why a passkey cannot be made or used on this page when its address is not the host
+ * passkeys are bound to (the RP id: CHAINKEYS_PUBLIC_URL's host), in words that say
+ * where to go; null when it is. Said before the browser's prompt, whose own refusal
+ * ("SecurityError") names neither address. Browsers never bind a passkey to an IP
+ * address, so a console opened at http://127.0.0.1 must be opened at localhost. */
+export function wrongPlace(rpId, here = location.hostname) {
+  if (!rpId || here === rpId || here.endsWith(`.${rpId}`)) return null;
+  const ip = /^[0-9.]+$/.test(here) || here.includes(":") || here.startsWith("[");
+  const hint = ip ? ` (browsers never allow passkeys on an IP address such as ${here}: use a name, such as localhost)` : "";
+  return `this page is at ${here}, but passkeys here are bound to ${rpId} (CHAINKEYS_PUBLIC_URL): open the console at ${rpId}${hint}`;
+}
+
+function atTheRightPlace(rpId) {
+  const wrong = wrongPlace(rpId);
+  if (wrong) throw Object.assign(new Error(wrong), { name: "WrongPlace" });
+}
+
 /** A new passkey for creation options: the registration response JSON. */
 export async function create(options) {
+  atTheRightPlace(options.rp && options.rp.id);
   return toJSON(await navigator.credentials.create({ publicKey: creationOptions(options) }));
 }
 
 /** An assertion for request options: the authentication response JSON. */
 export async function get(options) {
+  atTheRightPlace(options.rpId);
   return toJSON(await navigator.credentials.get({ publicKey: requestOptions(options) }));
 }
 
@@ -82,6 +101,6 @@ export async function voteChallenge(id, digest, summary, decision) {
 export function why(e) {
   if (e && e.name === "NotAllowedError") return "the passkey prompt was cancelled or timed out";
   if (e && e.name === "InvalidStateError") return "this passkey is enrolled already";
-  if (e && e.name === "SecurityError") return "this page's address is not the one passkeys are bound to (CHAINKEYS_PUBLIC_URL)";
+  if (e && e.name === "SecurityError") return "this page's address is not the one passkeys are bound to (CHAINKEYS_PUBLIC_URL; browsers refuse passkeys on an IP address such as 127.0.0.1: open the console at localhost)";
   return e && e.message ? e.message : String(e);
 }

@@ -1,8 +1,8 @@
 // Accounts: per family (#/accounts/litecoin), searched by the start of a name or
 // address, a page at a time (the service's keyset pages: a tenant of a million accounts
 // costs one page), each with its network; create on a chosen network (a main network
-// asks once more, naming it); an account's page with its deposit QR code and its
-// recent signatures and refusals.
+// asks once more, naming it); an account's page with its deposit QR code (an EOS
+// account's name, labelled so) and its recent signatures and refusals.
 import { copyable, facts, h, heading, link, table, untrusted, when } from "../dom.mjs";
 import { qrcode } from "../vendor/qrcode-generator.mjs";
 
@@ -140,6 +140,12 @@ function creator(api, family, info, go, say) {
   return form;
 }
 
+/** Whether an account's "address" is a name on chain: an Antelope (EOS) account, the
+ * accounts that carry a PUB_K1_ key. Such a name is made on chain by someone who pays
+ * for it, never by this service, so funds sent to one that does not exist go nowhere.
+ * Read from the answer, not from the family's name (tests/test_family_literals.py). */
+const named = (a) => a.public_key_k1 !== undefined;
+
 /** The deposit QR code of `text`, drawn as SVG rectangles (no markup string). */
 export function qr(text) {
   const code = qrcode(0, "M");
@@ -180,7 +186,7 @@ export async function account({ api, args, me }) {
     h("div", { class: "split" },
       h("div", {},
         facts([
-          ["Address", copyable(a.address, "Copy address")],
+          [named(a) ? "Account name" : "Address", copyable(a.address, named(a) ? "Copy account name" : "Copy address")],
           ["Network", a.network],
           ["Public key", a.public_key ? copyable(a.public_key, "Copy key") : (a.pubkey ? copyable(a.pubkey, "Copy key") : undefined)],
           ["EOS K1 key", a.public_key_k1 ? copyable(a.public_key_k1, "Copy key") : undefined],
@@ -188,7 +194,8 @@ export async function account({ api, args, me }) {
           ["Path", a.path || undefined],
           ["Created", a.created_at],
         ])),
-      h("figure", {}, qr(a.address), h("figcaption", {}, "Deposit address"))),
+      h("figure", {}, qr(a.address), h("figcaption", {}, named(a)
+        ? "Account name (it must exist on chain before funds are sent to it)" : "Deposit address"))),
     h("h2", {}, "Recent signatures and refusals"),
     recent.length
       ? table(null, ["Time", "Action", "Outcome", "Details"], recent, { class: "list events" })
