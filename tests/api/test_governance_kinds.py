@@ -534,15 +534,33 @@ def malformed(draw: st.DrawFn) -> Any:
     return body
 
 
+@pytest.fixture
+def reader(team: Governed) -> Iterator[httpx.Client]:
+    """A token of the tenant that reads its audit log."""
+    with team.server.client(team.server.new_token(team.name)) as c:
+        yield c
+
+
+def refusals(reader: httpx.Client) -> list[str]:
+    """The outcomes of the tenant's `change.file` events, newest first."""
+    r = reader.get("/audit", params={"action": "change.file", "limit": 500})
+    assert r.status_code == 200, r.text
+    return [e["outcome"] for e in r.json()["data"]["events"]]
+
+
 @settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(body=malformed())
-def test_any_malformed_change_is_a_400_that_changes_nothing(team: Governed, body: Any) -> None:
+def test_any_malformed_change_is_a_400_that_changes_nothing(
+    team: Governed, reader: httpx.Client, body: Any
+) -> None:
     alice = team.admins["alice"]
     before = alice.client.get("/changes").json()["data"]["changes"]
+    seen = refusals(reader)
     r = alice.client.post("/changes", content=json.dumps(body))
     assert r.status_code == 400, (body, r.text)
     answer = r.json()
     assert answer["success"] is False and answer["code"] and answer["message"], answer
     assert alice.client.get("/changes").json()["data"]["changes"] == before
     assert governance(team) == (2, HOUR_MS)
+    assert refusals(reader) == [answer["code"], *seen]  # refused, and audited

@@ -178,15 +178,18 @@ class GovernanceService:
                 plan = await kind.plan(tx, who, body)
                 row = await self._file(tx, who, governed, str(body["kind"]), plan)
         except ChainkeysError as exc:
-            details = {"kind": str(body.get("kind"))[:32], "reason": exc.message[:500]}
-            try:
-                await Audit.record(
-                    self.db, audit_event(who, "change.file", exc.code, details=details)
-                )
-            except ChainkeysError:
-                log.error("the audit row of a refused change could not be written")
+            await self.refused(who, body.get("kind"), exc)
             raise
         return ChangeView(row, [], plan.secret)
+
+    async def refused(self, who: Principal, kind: object, exc: ChainkeysError) -> None:
+        """Audit a refused filing (`change.file` with the refusal's code and message;
+        never the body, which may hold anything). The API's decoder refuses some first."""
+        details = {"kind": str(kind)[:32], "reason": exc.message[:500]}
+        try:
+            await Audit.record(self.db, audit_event(who, "change.file", exc.code, details=details))
+        except ChainkeysError:
+            log.error("the audit row of a refused change could not be written")
 
     async def _file(
         self, tx: Tx, who: Principal, governed: GovernanceRow, kind: str, plan: Plan

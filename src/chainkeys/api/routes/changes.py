@@ -20,7 +20,7 @@ from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
 from chainkeys.approvals.proofs import Proof
 from chainkeys.chains.registry import FAMILIES
-from chainkeys.errors import BadRequest
+from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.governance.views import ChangeView
 from chainkeys.tokens.service import Principal
 
@@ -45,14 +45,16 @@ def change_id(request: Request) -> str:
 
 
 async def file_change(request: Request, principal: Principal) -> Response:
+    governance = services_of(request).governance
     try:
         body = await required_body(request, cs.ChangeBody)
-    except BadRequest as exc:
+    except ChainkeysError as exc:  # refused before the service sees it: audited all the same
         if exc.code == "unknown_kind":  # a kind this server does not build (yet)
-            raise BadRequest(exc.message, code="unsupported_change_kind") from None
-        raise
+            exc = BadRequest(exc.message, code="unsupported_change_kind")
+        await governance.refused(principal, None, exc)
+        raise exc from None
     filed = msgspec.to_builtins(body)  # the tag comes back as "kind"
-    view = await services_of(request).governance.file(principal, filed)
+    view = await governance.file(principal, filed)
     message = "change filed: it waits for the admins' quorum"
     if view.secret is not None:
         message += "; the token is shown here only, and works once the change applies"
