@@ -216,7 +216,7 @@ def test_who_may_file_and_where(governed: Governed, server: Server) -> None:
         ):
             assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text
     alice = governed.admins["alice"]
-    r = alice.client.post("/changes", json={"kind": "token", "document": None})
+    r = alice.client.post("/changes", json={"kind": "webhook", "document": None})
     assert r.status_code == 400 and r.json()["code"] == "unsupported_change_kind"
     r = alice.client.post("/changes", json={"kind": "policy", "document": {"rules": [{}]}})
     assert r.status_code == 400 and r.json()["code"] == "invalid_policy"

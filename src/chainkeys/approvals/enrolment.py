@@ -59,6 +59,7 @@ from chainkeys.errors import (
 )
 from chainkeys.store.backend import Backend
 from chainkeys.store.integrity import APPROVER_CREDENTIALS, APPROVER_INVITES
+from chainkeys.store.sql import Tx
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import GROUP, Principal
 from chainkeys.vault.gate import Gate
@@ -70,6 +71,26 @@ INVITE_MS: Final = 15 * 60_000
 CREDENTIAL_PREFIX: Final = "apc_"
 TIMEOUT_MS: Final = 120_000
 _ALGS: Final = [COSEAlgorithmIdentifier.ECDSA_SHA_256, COSEAlgorithmIdentifier.EDDSA]
+
+
+async def enrol_key(
+    tx: Tx, gate: Gate, owner: Principal, label: str, group: str, kind: str, der: bytes
+) -> CredentialRow:
+    """Enrol a script key (`kind`, DER SubjectPublicKeyInfo, checked by `script_key`) for
+    `label` of `group` in `owner`'s tenant, in `tx`: its row, MAC and head's pin,
+    audited. The operator's `add-key`, and a governed change of kind approver or admin
+    as it applies (governance/kinds.py)."""
+    key_id = CREDENTIAL_PREFIX + secrets.token_hex(12)
+    row = CredentialRow(
+        key_id, owner.tenant_id, label, group, kind, key_id, b64url(der), 0, now_ms()
+    )
+    row = replace(row, mac=gate.mac(APPROVER_CREDENTIALS, row.covered()))
+    await Credentials.insert(tx, row)
+    await gate.heads.change(tx, owner.tenant_id, "credentials", added=[(row.id, str(row.mac))])
+    details = {"credential": key_id, "label": row.label, "group": group, "kind": kind}
+    action = "admin.key.add" if group == ADMINS else "approver.key.add"
+    await Audit.insert(tx, audit_event(owner, action, "ok", details=details))
+    return row
 
 
 class Enrolment:
@@ -140,34 +161,12 @@ class Enrolment:
                 code="invalid_group",
             )
         kind, der = script_key(public_key)
-        key_id = CREDENTIAL_PREFIX + secrets.token_hex(12)
-        at = now_ms()
         async with self.db.write() as tx:
             tenant_id = await Tenants.id_by_name(tx, tenant.strip(), self._keyed())
             if tenant_id is None:
                 raise NotFound(f"no tenant named {tenant[:64]!r}", code="tenant_not_found")
-            row = CredentialRow(
-                key_id, tenant_id, label.strip(), group, kind, key_id, b64url(der), 0, at
-            )
-            row = replace(row, mac=self._keyed().mac(APPROVER_CREDENTIALS, row.covered()))
-            await Credentials.insert(tx, row)
-            member = (row.id, str(row.mac))
-            await self._keyed().heads.change(tx, tenant_id, "credentials", added=[member])
-            await Audit.insert(
-                tx,
-                audit_event(
-                    Principal(tenant_id, tenant, ""),
-                    "admin.key.add" if group == ADMINS else "approver.key.add",
-                    "ok",
-                    details={
-                        "credential": key_id,
-                        "label": row.label,
-                        "group": group,
-                        "kind": kind,
-                    },
-                ),
-            )
-        return row
+            owner = Principal(tenant_id, tenant, "")
+            return await enrol_key(tx, self._keyed(), owner, label.strip(), group, kind, der)
 
     async def revoke(self, credential: str) -> CredentialRow:
         """An operator revokes any credential: its signatures count no more, votes

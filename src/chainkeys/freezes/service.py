@@ -3,8 +3,9 @@
 `POST /freezes` (an `approve` token) makes one; while it holds, every signature (each
 kind, an approved request's at its quorum too), every key or wallet export and every
 approving vote in its scope is refused with 423 `frozen`, naming the freeze and its
-reason, audited. A freeze ends at its `until`, or earlier only by the operator
-(`chainkeys freeze lift`). Making and lifting one are audited and, with a webhook
+reason, audited. A freeze ends at its `until`, or earlier by the operator
+(`chainkeys freeze lift`) or, on a governed tenant, only by a change its admins sign
+(`freeze.lift`, governance/kinds.py). Making and lifting one are audited and, with a webhook
 configured, announced (`freeze.created`, `freeze.lifted`) through the approvals'
 outbox in the same transaction.
 
@@ -32,6 +33,7 @@ from chainkeys.chains.registry import FAMILIES
 from chainkeys.clock import iso, now_ms
 from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, Frozen, NotFound
 from chainkeys.freezes.repository import MAX_ACTIVE, FreezeRow, Freezes
+from chainkeys.governance.repository import Governance
 from chainkeys.store.backend import Backend
 from chainkeys.store.cache import StoreCache
 from chainkeys.store.sql import Tx
@@ -51,6 +53,11 @@ MAX_REASON: Final = 500
 
 class FreezeNotFound(NotFound):
     code, message = "freeze_not_found", "no such freeze in this tenant"
+
+
+class Governed(Conflict):
+    code = "governed"
+    message = "the tenant is governed: a freeze is lifted by a change its admins sign"
 
 
 def record_of(row: FreezeRow) -> dict[str, Any]:
@@ -238,25 +245,58 @@ class FreezeService:
             return await Freezes.active(tx, tenant_id, now_ms())
 
     async def lift(self, tenant: str, freeze_id: str) -> FreezeRow:
-        """End a freeze now (`chainkeys freeze lift`): audited and announced."""
+        """End a freeze now (`chainkeys freeze lift`): audited and announced. Lifting
+        loosens, so on a governed tenant it is a change its admins sign (kind
+        `freeze.lift`, docs/governance.md), never the operator's alone: refused, and
+        the refusal audited, in the transaction that reads the governance (a tenant
+        governed meanwhile is never lifted past it)."""
         async with self.db.write() as tx:
             tenant_id = await _tenant_id(tx, tenant, self.integrity)
-            row = await Freezes.get(tx, tenant_id, freeze_id[:40])
-            if row is None:
-                raise FreezeNotFound(f"no freeze {freeze_id[:40]} in the tenant {tenant}")
-            at = now_ms()
-            if row.lifted_ms is not None or (row.until_ms is not None and row.until_ms <= at):
-                raise Conflict(f"freeze {row.id} has ended already", code="freeze_ended")
-            if not await Freezes.lift(tx, row, at):
-                raise Conflict(f"freeze {row.id} has ended already", code="freeze_ended")
-            lifted = replace(row, lifted_ms=at)
-            await self._changed(tx, Principal(tenant_id, tenant, ""), lifted, "freeze.lifted")
+            governed = await Governance.get(tx, tenant_id) is not None
+            lifted = None
+            if not governed:
+                row = await Freezes.get(tx, tenant_id, freeze_id[:40])
+                if row is None:
+                    raise FreezeNotFound(f"no freeze {freeze_id[:40]} in the tenant {tenant}")
+                lifted = await self.lift_in(tx, Principal(tenant_id, tenant, ""), row, None)
+        if governed:
+            refused = Governed(
+                f"the tenant {tenant} is governed: a freeze is lifted by a change its admins "
+                f'sign (POST /changes {{"kind": "freeze.lift", "freeze": "{freeze_id[:40]}"}})'
+            )
+            details = {"freeze": freeze_id[:40], "reason": refused.message}
+            who = Principal(tenant_id, tenant, "")
+            await Audit.record(
+                self.db, audit_event(who, "freeze.lift", refused.code, details=details)
+            )
+            raise refused
+        if lifted is None:
+            raise Conflict(f"freeze {freeze_id[:40]} has ended already", code="freeze_ended")
         return lifted
 
-    async def _changed(self, tx: Tx, who: Principal, row: FreezeRow, event: str) -> None:
+    async def lift_in(
+        self, tx: Tx, who: Principal, row: FreezeRow, change: str | None
+    ) -> FreezeRow | None:
+        """Lift `row` in `tx` (the operator's lift, or a governed `freeze.lift` change as
+        it applies, named by `change`): its pinned state in the head moves as any lift's,
+        audited and announced. None when it has ended already (by time, or lifted)."""
+        at = now_ms()
+        if row.lifted_ms is not None or (row.until_ms is not None and row.until_ms <= at):
+            return None
+        if not await Freezes.lift(tx, row, at):
+            return None
+        lifted = replace(row, lifted_ms=at)
+        await self._changed(tx, who, lifted, "freeze.lifted", change)
+        return lifted
+
+    async def _changed(
+        self, tx: Tx, who: Principal, row: FreezeRow, event: str, change: str | None = None
+    ) -> None:
         """Audit the change and, with a webhook, queue its event, in `tx`."""
         action = "freeze.create" if event == "freeze.created" else "freeze.lift"
         details = {"freeze": row.id, "account": row.account, "reason": row.reason}
+        if change is not None:
+            details["change"] = change
         if row.until_ms is not None:
             details["until"] = iso(row.until_ms)
         audited = audit_event(

@@ -45,8 +45,8 @@ class ChangeRow:
     id: str
     tenant_id: str
     kind: str
-    document: str | None  # what the policy becomes (None: cleared)
-    base_version: int  # the policy version the diff was made against (0: none)
+    document: str | None  # the kind's canonical document (policy: None clears it)
+    base_version: int  # policy: the version the diff was made against (0: none, other kinds)
     digest: str
     diff: str  # JSON list of sentences
     loosens: bool
@@ -100,6 +100,11 @@ _C_COLUMNS: Final = [f.name for f in fields(ChangeRow)]
 _V_COLUMNS: Final = [f.name for f in fields(VoteRow)]
 _G_GET = Prepared(select(*(_g[n] for n in _G_COLUMNS)).where(_g.tenant_id == bindparam("t")))
 _G_INSERT = Prepared(insert(governance), _G_COLUMNS)
+_G_UPDATE = Prepared(
+    update(governance)
+    .where(_g.tenant_id == bindparam("old_tenant_id"), _g.mac == bindparam("old_mac"))
+    .values(**{n: bindparam(n) for n in ("quorum", "delay_ms", "created_ms", "mac")})
+)
 _C_SELECT = select(*(_c[n] for n in _C_COLUMNS))
 _C_INSERT = Prepared(insert(changes), _C_COLUMNS)
 _C_GET = Prepared(_C_SELECT.where(_c.id == bindparam("id"), _c.tenant_id == bindparam("t")))
@@ -155,6 +160,27 @@ class Governance:
         member = (row.tenant_id, str(row.mac))
         await gate.heads.change(tx, row.tenant_id, "governance", added=[member])
         return row
+
+    @staticmethod
+    async def replace(tx: Tx, row: GovernanceRow, new: GovernanceRow) -> GovernanceRow | None:
+        """`row` (as read in `tx`) becomes `new`, a governed change of kind governance
+        applying (compare-and-set on its MAC; the head's pin moves with it). None when
+        another transaction replaced it first."""
+        gate = _gate(tx)
+        new = replace(new, tenant_id=row.tenant_id, mac=None)
+        new = replace(new, mac=gate.mac(GOVERNANCE, values(new)))
+        params = {n: getattr(new, n) for n in ("quorum", "delay_ms", "created_ms", "mac")}
+        params.update(old_tenant_id=row.tenant_id, old_mac=row.mac)
+        if not (await tx.execute(_G_UPDATE, params)).rowcount:
+            return None
+        await gate.heads.change(
+            tx,
+            row.tenant_id,
+            "governance",
+            removed=[(row.tenant_id, str(row.mac))],
+            added=[(new.tenant_id, str(new.mac))],
+        )
+        return new
 
 
 class Changes:

@@ -1,8 +1,8 @@
 """Governance: no single person loosens a governed tenant's rules (docs/governance.md).
 
 A tenant is governed once the operator sets its quorum and delay (`chainkeys
-governance set`, with the master key; afterwards only through a change, a kind not
-built yet). Its admins (`admin` tokens, each a person by label, with keys enrolled by
+governance set`, with the master key; afterwards only through a change of kind
+`governance`). Its admins (`admin` tokens, each a person by label, with keys enrolled by
 `chainkeys admin add-key`) file changes (`POST /changes`) and vote on them with
 signatures of `SHA-256("chainkeys change v1" || id || digest || decision)`: a vote
 is the person's key's, never the bearer token's alone. At the quorum a change that
@@ -11,9 +11,11 @@ during which any one admin may cancel it, and a supervised round (`due`) applies
 
 Every decision is made and acted on in one write transaction, under the tenant's
 `changes/` scope (one writer per tenant on every replica), on rows read in it: two
-last votes racing, or a vote racing a cancel or the round, never both act. A change
-applies only onto the policy version its diff was made against; if the policy moved
-meanwhile it is rejected as superseded (people signed a diff that no longer holds).
+last votes racing, or a vote racing a cancel or the round, never both act. What each
+kind of change means, says and does is governance/kinds.py: a change applies only onto
+the state its diff was made against (a policy version, the quorum and delay, a freeze
+that holds); if that moved meanwhile it is rejected as superseded (people signed a diff
+that no longer holds).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,8 +34,19 @@ from chainkeys.approvals.repository import Outbox
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import iso, now_ms
-from chainkeys.errors import BadRequest, Conflict, Forbidden, IntegrityFailure
-from chainkeys.governance.diff import policy_diff
+from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, IntegrityFailure
+from chainkeys.freezes.service import FreezeService
+from chainkeys.governance.grants import KeyKind, TokenKind
+from chainkeys.governance.kinds import (
+    FreezeLiftKind,
+    GovernanceKind,
+    Kind,
+    NoLongerHolds,
+    Plan,
+    PolicyKind,
+    parse_delay,
+    quorum_of,
+)
 from chainkeys.governance.repository import (
     MAX_OPEN,
     OPEN,
@@ -44,12 +58,11 @@ from chainkeys.governance.repository import (
     Votes,
 )
 from chainkeys.governance.views import ChangeNotFound, ChangeView, tenant_id_of
-from chainkeys.policies.document import parse
 from chainkeys.policies.repository import Version
 from chainkeys.policies.service import PolicyService
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
-from chainkeys.tokens.service import Principal, parse_duration
+from chainkeys.tokens.service import Principal
 from chainkeys.vault.gate import Gate
 
 if TYPE_CHECKING:
@@ -57,10 +70,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chainkeys.governance")
 ID_PREFIX: Final = "chg_"
-KINDS: Final = ("policy",)
-NOT_BUILT: Final = ("token", "approver", "admin", "governance", "freeze.lift")
-MAX_QUORUM: Final = 20
-MAX_DELAY_MS: Final = 30 * 86_400_000
 
 
 class SignatureRequired(Forbidden):
@@ -87,23 +96,29 @@ class GovernanceService:
         self.passkeys = passkeys  # None: an operator's process (no votes there)
         self.webhook = webhook
         self.integrity = integrity
+        self.policy_kind = PolicyKind(policies)
+        freezes = FreezeService(db, webhook=webhook, integrity=integrity)
+        self.kinds: dict[str, Kind] = {
+            "policy": self.policy_kind,
+            "freeze.lift": FreezeLiftKind(freezes),
+            "governance": GovernanceKind(),
+            "token": TokenKind(),
+            "approver": KeyKind(admins=False),
+            "admin": KeyKind(admins=True),
+        }
 
     # -- the operator -------------------------------------------------------------------
 
     async def set(self, tenant: str, quorum: int, delay: str) -> GovernanceRow:
         """Govern `tenant` (once: afterwards only through a change of kind governance)."""
-        if not 1 <= quorum <= MAX_QUORUM:
-            raise BadRequest(f"--quorum is 1 to {MAX_QUORUM} admins", code="invalid_quorum")
-        delay_ms = 0 if delay.strip() in ("0", "0s") else parse_duration(delay)
-        if delay_ms > MAX_DELAY_MS:
-            raise BadRequest("--delay is at most 30d", code="invalid_delay")
+        quorum, delay_ms = quorum_of(quorum), parse_delay(delay)
         async with self.db.write() as tx:
             tenant_id = await tenant_id_of(tx, tenant, self.integrity)
             await tx.serialize("changes/" + tenant_id)
             if await Governance.get(tx, tenant_id) is not None:
                 raise Conflict(
                     f"the tenant {tenant} is governed already: its quorum and delay change "
-                    "only through a governed change (kind governance, not built yet)",
+                    "only through a governed change (kind governance)",
                     code="already_governed",
                 )
             row = GovernanceRow(tenant_id, quorum, delay_ms, now_ms())
@@ -130,7 +145,8 @@ class GovernanceService:
             governed = await Governance.get(tx, tenant_id)
             operator = Principal(tenant_id, tenant, "", label="operator")
             if governed is not None and not break_glass:
-                return "filed", await self._file(tx, operator, governed, document)
+                plan = await self.policy_kind.plan_canonical(tx, tenant_id, document)
+                return "filed", await self._file(tx, operator, governed, "policy", plan)
             version = await self.policies.write_version(tx, tenant_id, tenant, document)
             if governed is None:
                 return "set", version
@@ -141,55 +157,58 @@ class GovernanceService:
 
     # -- admins -------------------------------------------------------------------------
 
-    async def file(self, who: Principal, kind: str, document: Any) -> ChangeView:
-        """File a change (audited); 409 `not_governed` on a tenant that is not."""
-        if kind not in KINDS:
-            later = f" ({kind} changes are not built yet)" if kind in NOT_BUILT else ""
-            raise BadRequest(
-                f"kind is one of {', '.join(KINDS)}{later}", code="unsupported_change_kind"
-            )
-        if document is not None and not isinstance(document, dict):
-            raise BadRequest(
-                "document is a policy (an object with rules) or null (clear the policy)",
-                code="invalid_policy",
-            )
-        canonical = None
-        if document is not None:
-            canonical = parse(msgspec.json.encode(document)).canonical
-        async with self.db.write() as tx:
-            await tx.serialize("changes/" + who.tenant_id)
-            governed = await Governance.get(tx, who.tenant_id)
-            if governed is None:
-                raise Conflict(
-                    "this tenant is not governed: an operator sets its quorum and delay "
-                    "(chainkeys governance set)",
-                    code="not_governed",
+    async def file(self, who: Principal, body: Mapping[str, Any]) -> ChangeView:
+        """File a change (`body`: the request, `kind` and its fields), audited; 409
+        `not_governed` on a tenant that is not. A refusal is audited with its code."""
+        try:
+            kind = self.kinds.get(str(body.get("kind")))
+            if kind is None:
+                raise BadRequest(
+                    f"kind is one of {', '.join(self.kinds)}", code="unsupported_change_kind"
                 )
-            row = await self._file(tx, who, governed, canonical)
-        return ChangeView(row, [])
+            async with self.db.write() as tx:
+                await tx.serialize("changes/" + who.tenant_id)
+                governed = await Governance.get(tx, who.tenant_id)
+                if governed is None:
+                    raise Conflict(
+                        "this tenant is not governed: an operator sets its quorum and delay "
+                        "(chainkeys governance set)",
+                        code="not_governed",
+                    )
+                plan = await kind.plan(tx, who, body)
+                row = await self._file(tx, who, governed, str(body["kind"]), plan)
+        except ChainkeysError as exc:
+            await self.refused(who, body.get("kind"), exc)
+            raise
+        return ChangeView(row, [], plan.secret)
+
+    async def refused(self, who: Principal, kind: object, exc: ChainkeysError) -> None:
+        """Audit a refused filing (`change.file` with the refusal's code and message;
+        never the body, which may hold anything). The API's decoder refuses some first."""
+        details = {"kind": str(kind)[:32], "reason": exc.message[:500]}
+        try:
+            await Audit.record(self.db, audit_event(who, "change.file", exc.code, details=details))
+        except ChainkeysError:
+            log.error("the audit row of a refused change could not be written")
 
     async def _file(
-        self, tx: Tx, who: Principal, governed: GovernanceRow, document: str | None
+        self, tx: Tx, who: Principal, governed: GovernanceRow, kind: str, plan: Plan
     ) -> ChangeRow:
         if len(await Changes.open(tx, who.tenant_id)) >= MAX_OPEN:
             raise Conflict(
                 f"this tenant has {MAX_OPEN} open changes: cancel some first",
                 code="too_many_changes",
             )
-        latest = await self.policies.latest(tx, who.tenant_id)
-        base = latest.version if latest is not None else 0
-        old = parse(latest.document) if latest is not None and latest.document else None
-        words, loosens = policy_diff(old, parse(document) if document is not None else None)
-        body = {"kind": "policy", "tenant": who.tenant_id, "base": base, "document": document}
+        body = {"kind": kind, "tenant": who.tenant_id, "base": plan.base, "document": plan.document}
         row = ChangeRow(
             ID_PREFIX + secrets.token_hex(12),
             who.tenant_id,
-            "policy",
-            document,
-            base,
+            kind,
+            plan.document,
+            plan.base,
             hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest(),
-            msgspec.json.encode(words).decode(),
-            loosens,
+            msgspec.json.encode(plan.words).decode(),
+            plan.loosens,
             governed.quorum,
             governed.delay_ms,
             now_ms(),
@@ -198,7 +217,8 @@ class GovernanceService:
             "pending",
         )
         row = await Changes.insert(tx, row)
-        details = {"change": row.id, "kind": row.kind, "loosens": loosens, "diff": words[:20]}
+        words = plan.words[:20]
+        details = {"change": row.id, "kind": kind, "loosens": plan.loosens, "diff": words}
         await Audit.insert(tx, audit_event(who, "change.file", "ok", details=details))
         return row
 
@@ -264,7 +284,7 @@ class GovernanceService:
             if decision == "reject":
                 ended = replace(row, state="rejected", ended_ms=at, ended_by=who.label)
                 row = await self._move(tx, row, replace(ended, reason="rejected"))
-            elif await self._signed(tx, row) >= row.quorum:
+            elif await self._signed(tx, row) >= (await self._needed(tx, row))[0]:
                 row = await self._decide(tx, row, at)
             return ChangeView(row, await Votes.of(tx, row.id))
 
@@ -288,10 +308,21 @@ class GovernanceService:
                 log.warning("a vote on change %s does not verify; it is not counted", row.id)
         return count
 
+    async def _needed(self, tx: Tx, row: ChangeRow) -> tuple[int, int]:
+        """The quorum and delay `row` needs now: those it was filed under, or the
+        tenant's where a governance change raised them since (never fewer: admins who
+        raise the quorum because they fear one of them do not want the changes already
+        open to pass with the old one)."""
+        governed = await Governance.get(tx, row.tenant_id)
+        if governed is None:  # never: the head pins the governance of a governed tenant
+            return row.quorum, row.delay_ms
+        return max(row.quorum, governed.quorum), max(row.delay_ms, governed.delay_ms)
+
     async def _decide(self, tx: Tx, row: ChangeRow, at: int) -> ChangeRow:
         """At the quorum: apply a change that only tightens, schedule one that loosens."""
-        if row.loosens and row.delay_ms > 0:
-            scheduled = replace(row, state="scheduled", effective_ms=at + row.delay_ms)
+        _, delay = await self._needed(tx, row)
+        if row.loosens and delay > 0:
+            scheduled = replace(row, state="scheduled", effective_ms=at + delay)
             done = await self._move(tx, row, scheduled)
             details = {"change": row.id, "effective_ms": done.effective_ms}
             await Audit.insert(
@@ -302,23 +333,24 @@ class GovernanceService:
         return await self._apply(tx, row, at)
 
     async def _apply(self, tx: Tx, row: ChangeRow, at: int) -> ChangeRow:
-        latest = await self.policies.latest(tx, row.tenant_id)
-        current = latest.version if latest is not None else 0
+        """Apply `row` as its kind does, or reject it as superseded when what it was
+        made against moved on (nothing of it is written then)."""
         actor = _actor(row)
-        if current != row.base_version:
-            reason = (
-                f"superseded: the policy is at version {current}, not {row.base_version} as "
-                "when this change was filed; file it again"
-            )
+        kind = self.kinds.get(row.kind)
+        try:
+            if kind is None:  # a kind a newer server filed: never applied by this one
+                raise NoLongerHolds(f"this server does not apply {row.kind} changes")
+            applied_details = await kind.apply(tx, row)
+        except NoLongerHolds as exc:
+            reason = f"superseded: {exc}"
             ended = replace(row, state="rejected", ended_ms=at, ended_by="chainkeys", reason=reason)
             done = await self._move(tx, row, ended)
             details: dict[str, object] = {"change": row.id, "reason": reason}
             await Audit.insert(tx, audit_event(actor, "change.superseded", "ok", details=details))
             return done
-        version = await self.policies.write_version(tx, row.tenant_id, "", row.document, row.id)
         applied = replace(row, state="applied", effective_ms=row.effective_ms or at, ended_ms=at)
         done = await self._move(tx, row, applied)
-        details = {"change": row.id, "version": version.version}
+        details = {"change": row.id, "kind": row.kind, **applied_details}
         await Audit.insert(tx, audit_event(actor, "change.applied", "ok", details=details))
         await self._announce(tx, "change.applied", ChangeView(done, []).record())
         return done
@@ -339,10 +371,19 @@ class GovernanceService:
                     at = now_ms()
                     if row is None or row.state != "scheduled" or (row.effective_ms or 0) > at:
                         continue
-                    if await self._signed(tx, row) < row.quorum:
-                        reason = "its votes no longer verify (a key was revoked)"
+                    signed, (quorum, _) = await self._signed(tx, row), await self._needed(tx, row)
+                    if signed < quorum:
+                        reason = (
+                            "its votes no longer verify (a key was revoked)"
+                            if signed < row.quorum
+                            else f"the quorum was raised to {quorum} since it was filed"
+                        )
                         ended = replace(row, state="rejected", ended_ms=at, reason=reason)
                         await self._move(tx, row, replace(ended, ended_by="chainkeys"))
+                        details = {"change": row.id, "reason": reason}
+                        await Audit.insert(
+                            tx, audit_event(_actor(row), "change.superseded", "ok", details=details)
+                        )
                         continue
                     await self._apply(tx, row, at)
                     applied += 1

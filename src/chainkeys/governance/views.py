@@ -24,10 +24,22 @@ def _at(ms: int | None) -> str | None:
     return iso(ms) if ms is not None else None
 
 
+def shown(row: ChangeRow) -> dict[str, Any] | None:
+    """The document as people read it: a token change's token digest is signed (the
+    change's digest covers it) but never shown, as no one needs it."""
+    if row.document is None:
+        return None
+    found: dict[str, Any] = msgspec.json.decode(row.document)
+    if row.kind == "token":
+        found.pop("token_digest", None)
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class ChangeView:
     row: ChangeRow
     votes: list[VoteRow]
+    secret: str | None = None  # a token change's token, in its filing's answer only
 
     def record(self) -> dict[str, Any]:
         """What a person looks at before they sign: the diff in words, the digest they
@@ -43,7 +55,7 @@ class ChangeView:
             "digest": row.digest,
             "diff": msgspec.json.decode(row.diff),
             "loosens": row.loosens,
-            "document": msgspec.json.decode(row.document) if row.document is not None else None,
+            "document": shown(row),
             "base_version": row.base_version,
             "quorum": row.quorum,
             "delay_seconds": row.delay_ms // 1000,
@@ -59,6 +71,7 @@ class ChangeView:
             "ended_at": _at(row.ended_ms),
             "ended_by": row.ended_by,
             "reason": row.reason,
+            "token": self.secret,
         }
 
 

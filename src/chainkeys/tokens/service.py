@@ -114,6 +114,75 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def check_scopes(label: str, scopes: frozenset[str], group: str | None) -> None:
+    """400 unless the scopes go with the label and group: an `approve` token is a
+    person's (a label) of an approver group; an `admin` token's label names the person
+    whose enrolled keys sign their votes."""
+    if "approve" in scopes:
+        if not label.strip() or group is None or not GROUP.fullmatch(group):
+            raise BadRequest(
+                "an approve token needs --label (the person) and --group (1 to "
+                "64 of A-Z a-z 0-9 . _ -)",
+                code="invalid_scope",
+            )
+    elif group is not None:
+        raise BadRequest("--group goes with the approve scope", code="invalid_scope")
+    if "admin" in scopes and (not label.strip() or len(label) > 128):
+        raise BadRequest(
+            "an admin token needs --label (the person, 1 to 128 characters): "
+            "an admin's votes are signed by the key enrolled for that label",
+            code="invalid_scope",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What a new token may do (checked by `check_scopes`)."""
+
+    label: str
+    scopes: frozenset[str]
+    expires_in_ms: int | None = None
+    families: frozenset[str] | None = None
+    group: str | None = None
+
+
+async def insert_token(
+    tx: Tx, integrity: Gate, owner: Principal, grant: Grant, token_digest: str
+) -> TokenRow:
+    """Insert a token of `owner`'s tenant (which exists) stored as `token_digest` (the
+    keyed digest: the token itself is never given here), its MAC and its head's pin,
+    audited as `token.create`, in `tx`: the operator's `token create`, and a governed
+    change of kind token as it applies (governance/kinds.py)."""
+    token_id, ts = uuid.uuid4().hex, now_ms()
+    row = TokenRow(
+        token_id,
+        owner.tenant_id,
+        owner.tenant,
+        grant.label,
+        ts,
+        None,
+        scopes=",".join(sorted(grant.scopes)),
+        expires_ms=ts + grant.expires_in_ms if grant.expires_in_ms else None,
+        families=",".join(sorted(grant.families)) if grant.families else None,
+        group=grant.group,
+        token_hash=token_digest,
+    )
+    mac = integrity.mac(TOKENS, row.covered())
+    await Tenants.insert_token(tx, row, row.token_hash, mac)
+    await integrity.heads.change(tx, owner.tenant_id, "tokens", added=[(token_id, mac)])
+    details = {
+        "scopes": sorted(grant.scopes),
+        "expires_ms": row.expires_ms,
+        "families": sorted(grant.families) if grant.families else None,
+        "group": grant.group,
+    }
+    actor = Principal(owner.tenant_id, owner.tenant, token_id, label=owner.label)
+    await Audit.insert(
+        tx, audit_event(actor, "token.create", "ok", account_name=token_id, details=details)
+    )
+    return row
+
+
 class TokenService:
     """Issue, list, revoke and check tokens."""
 
@@ -182,24 +251,10 @@ class TokenService:
         tenant = tenant.strip()
         if not tenant or len(tenant) > 64:
             raise BadRequest("a tenant name is 1 to 64 characters", code="invalid_tenant")
-        if "approve" in scopes:
-            if not label.strip() or group is None or not GROUP.fullmatch(group):
-                raise BadRequest(
-                    "an approve token needs --label (the person) and --group (1 to "
-                    "64 of A-Z a-z 0-9 . _ -)",
-                    code="invalid_scope",
-                )
-        elif group is not None:
-            raise BadRequest("--group goes with the approve scope", code="invalid_scope")
-        if "admin" in scopes and (not label.strip() or len(label) > 128):
-            raise BadRequest(
-                "an admin token needs --label (the person, 1 to 128 characters): "
-                "an admin's votes are signed by the key enrolled for that label",
-                code="invalid_scope",
-            )
+        check_scopes(label, scopes, group)
         integrity = self._keyed()
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token_id, ts = uuid.uuid4().hex, now_ms()
+        ts = now_ms()
         async with self.db.write() as tx:
             tenant_id = await Tenants.id_by_name(tx, tenant, integrity)
             if tenant_id is None:
@@ -207,32 +262,9 @@ class TokenService:
                 made: dict[str, object] = {"id": tenant_id, "name": tenant, "created_ms": ts}
                 await Tenants.insert(tx, {**made, "mac": integrity.mac(TENANTS, made)})
                 await integrity.heads.born(tx, tenant_id)
-            row = TokenRow(
-                token_id,
-                tenant_id,
-                tenant,
-                label,
-                ts,
-                None,
-                scopes=",".join(sorted(scopes)),
-                expires_ms=ts + expires_in_ms if expires_in_ms else None,
-                families=",".join(sorted(families)) if families else None,
-                group=group,
-                token_hash=integrity.token_digest(token),
-            )
-            mac = integrity.mac(TOKENS, row.covered())
-            await Tenants.insert_token(tx, row, row.token_hash, mac)
-            await integrity.heads.change(tx, tenant_id, "tokens", added=[(token_id, mac)])
-            owner = Principal(tenant_id, tenant, token_id)
-            details = {
-                "scopes": sorted(scopes),
-                "expires_ms": row.expires_ms,
-                "families": sorted(families) if families else None,
-                "group": group,
-            }
-            await Audit.insert(
-                tx, audit_event(owner, "token.create", "ok", account_name=token_id, details=details)
-            )
+            grant = Grant(label, scopes, expires_in_ms, families, group)
+            owner = Principal(tenant_id, tenant, "")
+            row = await insert_token(tx, integrity, owner, grant, integrity.token_digest(token))
         return row, token
 
     async def describe(self, who: Principal) -> TokenRow:

@@ -20,6 +20,7 @@ from chainkeys.api.doc import Doc
 from chainkeys.api.routes.common import ERRORS_AUTH, Op, ok, resource
 from chainkeys.approvals.proofs import Proof
 from chainkeys.chains.registry import FAMILIES
+from chainkeys.errors import BadRequest, ChainkeysError
 from chainkeys.governance.views import ChangeView
 from chainkeys.tokens.service import Principal
 
@@ -44,9 +45,20 @@ def change_id(request: Request) -> str:
 
 
 async def file_change(request: Request, principal: Principal) -> Response:
-    body = await required_body(request, cs.ChangeBody)
-    view = await services_of(request).governance.file(principal, body.kind, body.document)
-    return answer(view, "change filed: it waits for the admins' quorum", 202)
+    governance = services_of(request).governance
+    try:
+        body = await required_body(request, cs.ChangeBody)
+    except ChainkeysError as exc:  # refused before the service sees it: audited all the same
+        if exc.code == "unknown_kind":  # a kind this server does not build (yet)
+            exc = BadRequest(exc.message, code="unsupported_change_kind")
+        await governance.refused(principal, None, exc)
+        raise exc from None
+    filed = msgspec.to_builtins(body)  # the tag comes back as "kind"
+    view = await governance.file(principal, filed)
+    message = "change filed: it waits for the admins' quorum"
+    if view.secret is not None:
+        message += "; the token is shown here only, and works once the change applies"
+    return answer(view, message, 202)
 
 
 async def list_changes(request: Request, principal: Principal) -> Response:
@@ -114,15 +126,34 @@ def change_routes() -> list[Route]:
                     "document": {
                         "rules": [{"family": _FAMILY, "effect": "deny", "name": "no-more-for-now"}]
                     },
-                }
+                },
+                "freeze.lift": {"kind": "freeze.lift", "freeze": "frz_5b0c9d1e2f3a4b5c6d7e8f90"},
+                "governance": {"kind": "governance", "quorum": 3, "delay": "48h"},
+                "token": {
+                    "kind": "token",
+                    "label": "payouts-bot",
+                    "scopes": ["sign"],
+                    "families": [_FAMILY],
+                    "expires": "90d",
+                },
+                "admin": {
+                    "kind": "admin",
+                    "label": "dave",
+                    "key": "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
+                },
             },
             description="Admins only, on a governed tenant (409 `not_governed`). The "
             "answer carries the diff in words, whether it loosens anything, and the "
             "digest to vote on. At the quorum a change that only tightens applies at "
             "once; one that loosens anything is scheduled for the tenant's delay. Beyond "
             "the schema: `kind` is a kind this server builds (400 "
-            "`unsupported_change_kind`), and `document` a whole valid policy (400 "
-            "`invalid_policy` naming the field).",
+            "`unsupported_change_kind`); a policy's `document` a whole valid policy (400 "
+            "`invalid_policy` naming the field); a freeze to lift one of the tenant's "
+            "that holds (404 `freeze_not_found`, 409 `freeze_ended`); a governance "
+            "`delay` a duration (400 `invalid_delay`) and its `quorum` at most the admins "
+            "with a live key (409 `quorum_unreachable`); a key P-256 or Ed25519 (400 "
+            "`invalid_key`). A token change's answer carries the new token once, to the "
+            "admin who files it: it opens nothing until the change applies.",
         ),
         "list": Doc(
             "listChanges",
