@@ -20,14 +20,8 @@ from typing import Annotated, Any
 import typer
 
 from chainkeys.cli.common import DataDir, fail, finish, group, settings_for
-from chainkeys.vault.shares import (
-    Share,
-    ShareSet,
-    UnsealKey,
-    check_set,
-    combine,
-    parse_share,
-)
+from chainkeys.vault.shamir import AskedShares
+from chainkeys.vault.shares import Share, ShareSet, check_set, parse_share
 
 operator_app = group("Shamir shares: unseal a server, make new shares (rekey).")
 
@@ -53,30 +47,22 @@ def print_shares(shares: list[str]) -> None:
         typer.echo(f"share {n}: {share}")
 
 
-class PromptUnsealer:
+class PromptUnsealer(AskedShares):
     """Asks the operator at the terminal for the store's quorum of shares, once per
-    command (a rotation reads the wrapped key more than once)."""
+    command; the vault combines them (vault/shamir.py `AskedShares`)."""
 
     def __init__(self) -> None:
-        self._key: tuple[str, UnsealKey] | None = None
+        super().__init__(prompt_for_quorum)
 
-    def __repr__(self) -> str:
-        return "PromptUnsealer()"
 
-    async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
-        if self._key is not None and self._key[0] == share_set.set_id:
-            return self._key[1]
-        typer.echo(
-            f"chainkeys: the master key is held by Shamir shares: give "
-            f"{share_set.threshold} of the {share_set.shares} (set {share_set.set_id})",
-            err=True,
-        )
-        key = combine(ask_shares(share_set))
-        self._key = (share_set.set_id, key)
-        return key
-
-    def new_set(self) -> tuple[UnsealKey, ShareSet] | None:
-        return None
+def prompt_for_quorum(share_set: ShareSet) -> list[Share]:
+    """What a command that needs the master key asks for: a quorum, said so first."""
+    typer.echo(
+        f"chainkeys: the master key is held by Shamir shares: give "
+        f"{share_set.threshold} of the {share_set.shares} (set {share_set.set_id})",
+        err=True,
+    )
+    return ask_shares(share_set)
 
 
 def ask_shares(share_set: ShareSet) -> list[Share]:
