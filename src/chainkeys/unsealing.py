@@ -1,10 +1,10 @@
 """A server that starts sealed (the shamir provider): the shares it is given, each
-checked against the store's share set as it arrives, then handed to the vault, which
-combines them and proves the unseal key against the wrapped master key; and the
-operator's ceremonies that make or replace the shares (`chainkeys init --shares`,
-`operator rekey`). No unseal key is made, split, combined or held here: that is
-vault/shamir.py's. The barrier opens the same way as at any start
-(chainkeys/bootstrap.py)."""
+checked against the store's share set as it arrives (a forged one is refused before
+it is counted), then handed to the vault, which combines them and proves the unseal
+key against the wrapped master key; and the operator's ceremonies that make or
+replace the shares (`chainkeys init --shares`, `operator rekey`). No unseal key is
+made, split, combined or held here: that is vault/shamir.py's. The barrier opens the
+same way as at any start (chainkeys/bootstrap.py)."""
 
 from __future__ import annotations
 
@@ -35,10 +35,12 @@ class SealedStore:
     """A server process whose master key waits for a quorum of Shamir shares.
 
     It holds the store (schema settled, no key), the shares given so far (in memory
-    only: a restart forgets them, as it forgets the key) and nothing else. When the
-    threshold-th share arrives the vault combines them and proves the key against the
-    wrapped master key (a wrong set resets the progress) and the services open as at
-    any start; the caller (api/sealing.py) then starts what runs beside requests.
+    only: a restart forgets them, as it forgets the key) and nothing else. A share is
+    counted only once the store's set owns it (format 2: its commitment), so a forged
+    one changes no progress. When the threshold-th share arrives the vault combines
+    them and proves the key against the wrapped master key (a format 1 set's wrong
+    share resets the progress there) and the services open as at any start; the
+    caller (api/sealing.py) then starts what runs beside requests.
     """
 
     def __init__(self, settings: Settings, db: Backend) -> None:
@@ -79,7 +81,8 @@ class SealedStore:
         """Count one share; the services once it is the threshold-th.
 
         Raises:
-            InvalidShare: malformed, mistyped, of another set, or an index given already.
+            InvalidShare: malformed, mistyped, not of the store's set (forged, another
+                store's, an old set's), or an index given already: nothing counted.
             WrongShares: the quorum does not rebuild the unseal key (progress reset).
         """
         share = parse_share(text)

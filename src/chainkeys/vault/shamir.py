@@ -12,13 +12,17 @@ data (`meta`, as the HSM-wrapped key is), so
 - rotating the master key is the other wrapped providers' rotation: the next key
   waits wrapped under the same unseal key beside the current one.
 
-The shares (the split of the unseal key, a share's text and its check digits) are
-vault/shares.py; this module keeps the wrapped master key, the provider, and the
-small API through which the rest of chainkeys makes, gives and replaces shares:
-`init_shares` (a new set: its texts and an opaque unsealer), `unseal` (a quorum
-proven against the wrapped key), `AskedShares` (an unsealer that asks someone for a
-quorum), `rekey`. The unseal key is made, split and combined here and in
-vault/shares.py only (tests/test_unseal_key_in_vault.py).
+The shares (the split of the unseal key, a share's text, its check digits and the
+commitments that authenticate it) are vault/shares.py; this module keeps the wrapped
+master key, the provider, and the small API through which the rest of chainkeys
+makes, gives and replaces shares: `init_shares` (a new set: its texts and an opaque
+unsealer), `unseal` (a quorum proven against the wrapped key), `AskedShares` (an
+unsealer that asks someone for a quorum), `rekey`. The unseal key is made, split and
+combined here and in vault/shares.py only (tests/test_unseal_key_in_vault.py).
+
+The blob records the share set: format 1 (N, K, set id), or format 2 with the set's
+check key and commitments, bound with the rest into the wrap's associated data (an
+edited commitment fails the unwrap as an edited count does).
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ class WrongShares(BadRequest):
     code = "wrong_shares"
 
 
-class Wrapped(msgspec.Struct, frozen=True):
+class Wrapped(msgspec.Struct, frozen=True, omit_defaults=True):
     """The blob in `meta`: the share set's public facts and the wrapped master key."""
 
     provider: str  # KIND, as every wrapped blob names its provider
@@ -85,15 +89,30 @@ class Wrapped(msgspec.Struct, frozen=True):
     master_key_id: str
     nonce: str
     wrapped: str
+    check_key: str = ""  # format 2: the share set's check key (hex; public, see shares.py)
+    commitments: tuple[str, ...] = ()  # format 2: one per index, 1..N (hex)
 
     @property
     def share_set(self) -> ShareSet:
-        return ShareSet(self.set_id, self.shares, self.threshold)
+        try:
+            return ShareSet(
+                self.set_id,
+                self.shares,
+                self.threshold,
+                self.v,
+                bytes.fromhex(self.check_key),
+                tuple(bytes.fromhex(c) for c in self.commitments),
+            )
+        except ValueError:
+            raise StartupError("the Shamir share set in the database is damaged") from None
 
 
 def _aad(share_set: ShareSet, master_key_id: str) -> bytes:
     facts = f"{share_set.set_id}\x00{share_set.shares}\x00{share_set.threshold}\x00{master_key_id}"
-    return AAD + facts.encode()
+    if share_set.version == 1:  # as format 1 wrote it, so its blobs still open
+        return AAD + facts.encode()
+    committed = b"".join([share_set.check_key, *share_set.commitments])
+    return AAD + f"\x00v{share_set.version}\x00{facts}\x00".encode() + committed
 
 
 def wrap(key: MasterKey, unseal: UnsealKey, share_set: ShareSet) -> bytes:
@@ -107,13 +126,15 @@ def wrap(key: MasterKey, unseal: UnsealKey, share_set: ShareSet) -> bytes:
         Wrapped(
             KIND,
             where,
-            1,
+            share_set.version,
             share_set.set_id,
             share_set.shares,
             share_set.threshold,
             key.id,
             base64.b64encode(nonce).decode(),
             base64.b64encode(sealed).decode(),
+            share_set.check_key.hex(),
+            tuple(c.hex() for c in share_set.commitments),
         )
     )
 
@@ -217,7 +238,7 @@ class AskedShares:
 
 
 def init_shares(shares: int, threshold: int) -> tuple[GivenKey, ShareSet, list[str]]:
-    """A new unseal key split into `shares` shares, any `threshold` of which
+    """A new unseal key split into `shares` shares (format 2), any `threshold` of which
     rebuild it: the unsealer that creates or moves a store under it (its `new_set`), the
     set, and the shares' texts to print once. The key itself stays in the unsealer.
 
@@ -249,7 +270,8 @@ async def unseal(blobs: Blobs, shares: Iterable[Share]) -> GivenKey:
 
     Raises:
         InvalidShare: a share not of the store's set, or fewer than its threshold.
-        WrongShares: the shares do not rebuild the unseal key.
+        WrongShares: the shares do not rebuild the unseal key (format 1 only: a format 2
+            share that is not the set's is refused by its commitment before this).
     """
     blob = await blobs.get(SHAMIR_WRAPPED)
     if blob is None:
@@ -371,7 +393,8 @@ async def rekey(
 ) -> tuple[ShareSet, list[Share]]:
     """New shares (perhaps a new N and K) from a quorum of the old ones: the same
     master key re-wrapped under a new unseal key, in one write (refused while a
-    rotation's next key waits beside it).
+    rotation's next key waits beside it). The new set is always of the current format:
+    this is how a format 1 store moves to committed shares.
 
     Raises:
         InvalidShare: a share of another set, or too few shares.
