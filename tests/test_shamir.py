@@ -291,6 +291,13 @@ def test_operator_unseal_rekey_and_keyed_commands(store: Store) -> None:
             assert shares[1] not in piped.stdout + piped.stderr
             empty = cli_with_input(["operator", "unseal", "--url", proc.base_url], "", store.env)
             assert empty.returncode == 1 and "no share was given" in empty.stderr
+            # a typo is caught by the operator's own command: nothing is sent
+            typo = shares[2][:30] + ("0" if shares[2][30] != "0" else "1") + shares[2][31:]
+            mistyped = cli_with_input(["operator", "unseal", "--url", proc.base_url],
+                                      typo + "\n", store.env)  # fmt: skip
+            assert mistyped.returncode == 1 and "check digits" in mistyped.stderr
+            assert typo not in mistyped.stdout + mistyped.stderr
+            assert c.get("/sys/seal-status").json()["progress"] == 2
             shown = operator_unseal_on_a_terminal(proc.base_url, shares[2], store.env)
             assert "unsealed" in shown
             signature = sign(c, token)
@@ -302,6 +309,12 @@ def test_operator_unseal_rekey_and_keyed_commands(store: Store) -> None:
             second = made.stdout.strip().splitlines()[-1]
             assert c.get("/tokens/self", headers={"Authorization": second}).status_code == 200
 
+            # a forged share among a rekey's quorum ends it, nothing made or written
+            bad = forged(shares[1])
+            refused = cli_with_input(["operator", "rekey", "--shares", "3", "--threshold", "2"],
+                                     f"{shares[0]}\n{bad}\n{shares[2]}\n", store.env)  # fmt: skip
+            assert refused.returncode == 1 and "not one of this store" in refused.stderr
+            assert not A_SHARE.search(refused.stdout + refused.stderr)
             # rekey from a quorum of the old shares (the server keeps running)
             rekey = cli_with_input(["operator", "rekey", "--shares", "3", "--threshold", "2"],
                                    "\n".join(shares[:3]) + "\n", store.env)  # fmt: skip

@@ -21,7 +21,7 @@ import typer
 
 from chainkeys.cli.common import DataDir, fail, finish, group, settings_for
 from chainkeys.vault.shamir import AskedShares
-from chainkeys.vault.shares import Share, ShareSet, check_set, parse_share
+from chainkeys.vault.shares import InvalidShare, Share, ShareSet, check_set, parse_share
 
 operator_app = group("Shamir shares: unseal a server, make new shares (rekey).")
 
@@ -66,11 +66,16 @@ def prompt_for_quorum(share_set: ShareSet) -> list[Share]:
 
 
 def ask_shares(share_set: ShareSet) -> list[Share]:
-    """`threshold` distinct shares of `share_set`, read one by one."""
+    """`threshold` distinct shares of `share_set`, read one by one; a mistyped share or
+    one not of the set ends the command in one line (its commitment is checked here,
+    before any is combined)."""
     given: dict[int, Share] = {}
     while len(given) < share_set.threshold:
         text = read_share(f"share ({len(given) + 1} of {share_set.threshold}): ")
-        (share,) = check_set([parse_share(text)], share_set)
+        try:
+            (share,) = check_set([parse_share(text)], share_set)
+        except InvalidShare as exc:
+            fail(exc.message)
         if share.index in given:
             fail(f"share {share.index} was given twice")
         given[share.index] = share
@@ -86,8 +91,13 @@ def unseal(
 ) -> None:
     """Give a sealed server one share (read without echo); each operator runs it once.
 
-    Each replica is unsealed on its own: run it against each one's own address."""
+    Each replica is unsealed on its own: run it against each one's own address. A
+    mistyped share is refused here, before it is sent (its check digits)."""
     text = read_share("share: ")
+    try:
+        parse_share(text)
+    except InvalidShare as exc:
+        fail(exc.message)
     body = json.dumps({"share": text}).encode()
     answer = post(url.rstrip("/") + "/sys/unseal", body, cacert)
     if answer.get("sealed") is False:
