@@ -52,7 +52,7 @@ from Crypto.Protocol.SecretSharing import Shamir
 from chainkeys.errors import BadRequest, StartupError
 from chainkeys.vault.providers import KEY_BYTES
 
-MAX_SHARES = 255  # share indexes are one byte in the check
+MAX_SHARES = 255  # an index is one byte in format 1's check and in the commitments
 HALF = 16  # pycryptodome's Shamir shares 16-byte secrets
 FORMAT = 2  # what new share sets are made in
 FORMATS = (1, 2)  # what a store may hold: format 1 sets still unseal
