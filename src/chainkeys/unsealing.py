@@ -1,7 +1,10 @@
-"""A server that starts sealed (the shamir provider): the shares it is given, combined
-into the unseal key and proven against the wrapped master key; and the operator's
-ceremonies that make or replace the shares (`chainkeys init --shares`, `operator
-rekey`). The barrier opens the same way as at any start (chainkeys/bootstrap.py)."""
+"""A server that starts sealed (the shamir provider): the shares it is given, each
+checked against the store's share set as it arrives (a forged one is refused before
+it is counted), then handed to the vault, which combines them and proves the unseal
+key against the wrapped master key; and the operator's ceremonies that make or
+replace the shares (`chainkeys init --shares`, `operator rekey`). No unseal key is
+made, split, combined or held here: that is vault/shamir.py's. The barrier opens the
+same way as at any start (chainkeys/bootstrap.py)."""
 
 from __future__ import annotations
 
@@ -13,23 +16,8 @@ from chainkeys.errors import StartupError
 from chainkeys.store.backend import Backend
 from chainkeys.store.dbcopy import display_url
 from chainkeys.vault.repository import Meta, MetaBlobs
-from chainkeys.vault.shamir import (
-    SHAMIR_WRAPPED,
-    GivenKey,
-    rekey,
-    share_set_of,
-    unwrap,
-)
-from chainkeys.vault.shares import (
-    InvalidShare,
-    Share,
-    ShareSet,
-    UnsealKey,
-    check_set,
-    combine,
-    parse_share,
-    split,
-)
+from chainkeys.vault.shamir import init_shares, rekey, share_set_of, unseal
+from chainkeys.vault.shares import InvalidShare, Share, ShareSet, check_set, parse_share
 
 # -- Shamir shares: a server that starts sealed --------------------------------------
 
@@ -47,16 +35,18 @@ class SealedStore:
     """A server process whose master key waits for a quorum of Shamir shares.
 
     It holds the store (schema settled, no key), the shares given so far (in memory
-    only: a restart forgets them, as it forgets the key) and nothing else. When the
-    threshold-th share arrives the shares are combined, proven against the wrapped
-    master key (a wrong set resets the progress) and the services open as at any
-    start; the caller (api/sealing.py) then starts what runs beside requests.
+    only: a restart forgets them, as it forgets the key) and nothing else. A share is
+    counted only once the store's set owns it (format 2: its commitment), so a forged
+    one changes no progress. When the threshold-th share arrives the vault combines
+    them and proves the key against the wrapped master key (a format 1 set's wrong
+    share resets the progress there) and the services open as at any start; the
+    caller (api/sealing.py) then starts what runs beside requests.
     """
 
     def __init__(self, settings: Settings, db: Backend) -> None:
         self.settings = settings
         self.db = db
-        self._given: dict[int, bytes] = {}  # index -> share value, of one set
+        self._given: dict[int, Share] = {}  # by index, of one set
         self._set_id: str | None = None
         self.threshold = 0
 
@@ -91,7 +81,8 @@ class SealedStore:
         """Count one share; the services once it is the threshold-th.
 
         Raises:
-            InvalidShare: malformed, mistyped, of another set, or an index given already.
+            InvalidShare: malformed, mistyped, not of the store's set (forged, another
+                store's, an old set's), or an index given already: nothing counted.
             WrongShares: the quorum does not rebuild the unseal key (progress reset).
         """
         share = parse_share(text)
@@ -104,17 +95,13 @@ class SealedStore:
                 f"share {share.index} was given already; the next operator's, please"
             )
         self._set_id = share_set.set_id
-        self._given[share.index] = share.value
+        self._given[share.index] = share
         if len(self._given) < share_set.threshold:
             return None
-        shares = [Share(share_set.set_id, i, v) for i, v in self._given.items()]
+        shares = list(self._given.values())
         self.forget()
-        key = combine(shares)
-        blob = await MetaBlobs(self.db).get(SHAMIR_WRAPPED)
-        if blob is None:
-            raise StartupError("the Shamir-wrapped master key went missing")
-        unwrap(blob, key)  # WrongShares: reset, said so
-        return await open_services(self.settings, create=False, unsealer=GivenKey(key))
+        unsealer = await unseal(MetaBlobs(self.db), shares)  # WrongShares: reset, said so
+        return await open_services(self.settings, create=False, unsealer=unsealer)
 
     async def close(self) -> None:
         self.forget()
@@ -139,8 +126,7 @@ async def init_shamir(
 ) -> tuple[Services, list[str]]:
     """A new store whose master key is wrapped by a new unseal key, and its shares as
     text (`chainkeys init --shares N --threshold K` prints them once)."""
-    unseal = UnsealKey.new()
-    share_set, made = split(unseal, shares, threshold)
+    unsealer, _, texts = init_shares(shares, threshold)
     db, _ = await open_store(settings, unseal=False, create=True)
     try:
         existing = await share_set_of(MetaBlobs(db))
@@ -152,8 +138,8 @@ async def init_shamir(
             f"{existing.threshold} of {existing.shares}): they were printed when "
             "it was created; `chainkeys operator rekey` makes new ones"
         )
-    svc = await open_services(settings, create=True, unsealer=GivenKey(unseal, share_set))
-    return svc, [s.text() for s in made]
+    svc = await open_services(settings, create=True, unsealer=unsealer)
+    return svc, texts
 
 
 async def rekey_shamir(

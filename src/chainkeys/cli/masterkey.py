@@ -10,8 +10,7 @@ from chainkeys.cli.common import DataDir, fail, group, run, run_admin, settings_
 from chainkeys.cli.operator import print_shares
 from chainkeys.errors import ChainkeysError
 from chainkeys.vault.providers import PROVIDERS
-from chainkeys.vault.shamir import UNSEALER, GivenKey
-from chainkeys.vault.shares import UnsealKey, split
+from chainkeys.vault.shamir import UNSEALER, init_shares
 
 key_app = group("Master-key rotation and where the key lives.")
 # A heartbeat the operator knows has ended (retire and destroy wait for the others).
@@ -218,14 +217,13 @@ def key_move(
 
 
 def new_shares(shares: int | None, threshold: int | None) -> None:
-    """Make the unseal key and print its shares before anything is written, so a move
-    that lands has shares that were already shown; this command's unsealer is then the
-    new key (it opens only its own share set)."""
+    """Have the vault make an unseal key and print its shares before anything is
+    written, so a move that lands has shares that were already shown; this command's
+    unsealer then holds the new key (it opens only its own share set)."""
     if shares is None or threshold is None:
         fail("--to shamir: give --shares N --threshold K")
-    unseal = UnsealKey.new()
     try:
-        share_set, made = split(unseal, shares, threshold)
+        unsealer, share_set, texts = init_shares(shares, threshold)
     except ChainkeysError as exc:
         fail(exc.message)
     typer.echo(
@@ -233,8 +231,8 @@ def new_shares(shares: int | None, threshold: int | None) -> None:
         "the store once the move below finishes. They are shown only this once: give "
         "one to each operator."
     )
-    print_shares([s.text() for s in made])
-    UNSEALER.set(GivenKey(unseal, share_set))
+    print_shares(texts)
+    UNSEALER.set(unsealer)
 
 
 @hsm_app.command("init")

@@ -20,14 +20,8 @@ from typing import Annotated, Any
 import typer
 
 from chainkeys.cli.common import DataDir, fail, finish, group, settings_for
-from chainkeys.vault.shares import (
-    Share,
-    ShareSet,
-    UnsealKey,
-    check_set,
-    combine,
-    parse_share,
-)
+from chainkeys.vault.shamir import AskedShares
+from chainkeys.vault.shares import InvalidShare, Share, ShareSet, check_set, parse_share
 
 operator_app = group("Shamir shares: unseal a server, make new shares (rekey).")
 
@@ -53,38 +47,35 @@ def print_shares(shares: list[str]) -> None:
         typer.echo(f"share {n}: {share}")
 
 
-class PromptUnsealer:
+class PromptUnsealer(AskedShares):
     """Asks the operator at the terminal for the store's quorum of shares, once per
-    command (a rotation reads the wrapped key more than once)."""
+    command; the vault combines them (vault/shamir.py `AskedShares`)."""
 
     def __init__(self) -> None:
-        self._key: tuple[str, UnsealKey] | None = None
+        super().__init__(prompt_for_quorum)
 
-    def __repr__(self) -> str:
-        return "PromptUnsealer()"
 
-    async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
-        if self._key is not None and self._key[0] == share_set.set_id:
-            return self._key[1]
-        typer.echo(
-            f"chainkeys: the master key is held by Shamir shares: give "
-            f"{share_set.threshold} of the {share_set.shares} (set {share_set.set_id})",
-            err=True,
-        )
-        key = combine(ask_shares(share_set))
-        self._key = (share_set.set_id, key)
-        return key
-
-    def new_set(self) -> tuple[UnsealKey, ShareSet] | None:
-        return None
+def prompt_for_quorum(share_set: ShareSet) -> list[Share]:
+    """What a command that needs the master key asks for: a quorum, said so first."""
+    typer.echo(
+        f"chainkeys: the master key is held by Shamir shares: give "
+        f"{share_set.threshold} of the {share_set.shares} (set {share_set.set_id})",
+        err=True,
+    )
+    return ask_shares(share_set)
 
 
 def ask_shares(share_set: ShareSet) -> list[Share]:
-    """`threshold` distinct shares of `share_set`, read one by one."""
+    """`threshold` distinct shares of `share_set`, read one by one; a mistyped share or
+    one not of the set ends the command in one line (its commitment is checked here,
+    before any is combined)."""
     given: dict[int, Share] = {}
     while len(given) < share_set.threshold:
         text = read_share(f"share ({len(given) + 1} of {share_set.threshold}): ")
-        (share,) = check_set([parse_share(text)], share_set)
+        try:
+            (share,) = check_set([parse_share(text)], share_set)
+        except InvalidShare as exc:
+            fail(exc.message)
         if share.index in given:
             fail(f"share {share.index} was given twice")
         given[share.index] = share
@@ -100,8 +91,13 @@ def unseal(
 ) -> None:
     """Give a sealed server one share (read without echo); each operator runs it once.
 
-    Each replica is unsealed on its own: run it against each one's own address."""
+    Each replica is unsealed on its own: run it against each one's own address. A
+    mistyped share is refused here, before it is sent (its check digits)."""
     text = read_share("share: ")
+    try:
+        parse_share(text)
+    except InvalidShare as exc:
+        fail(exc.message)
     body = json.dumps({"share": text}).encode()
     answer = post(url.rstrip("/") + "/sys/unseal", body, cacert)
     if answer.get("sealed") is False:

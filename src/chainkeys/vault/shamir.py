@@ -12,15 +12,24 @@ data (`meta`, as the HSM-wrapped key is), so
 - rotating the master key is the other wrapped providers' rotation: the next key
   waits wrapped under the same unseal key beside the current one.
 
-The shares (the split of the unseal key, a share's text and its check digits) are
-vault/shares.py; this module keeps the wrapped master key and the provider.
+The shares (the split of the unseal key, a share's text, its check digits and the
+commitments that authenticate it) are vault/shares.py; this module keeps the wrapped
+master key, the provider, and the small API through which the rest of chainkeys
+makes, gives and replaces shares: `init_shares` (a new set: its texts and an opaque
+unsealer), `unseal` (a quorum proven against the wrapped key), `AskedShares` (an
+unsealer that asks someone for a quorum), `rekey`. The unseal key is made, split and
+combined here and in vault/shares.py only (tests/test_unseal_key_in_vault.py).
+
+The blob records the share set: format 1 (N, K, set id), or format 2 with the set's
+check key and commitments, bound with the rest into the wrap's associated data (an
+edited commitment fails the unwrap as an edited count does).
 """
 
 from __future__ import annotations
 
 import base64
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol
 
@@ -68,7 +77,7 @@ class WrongShares(BadRequest):
     code = "wrong_shares"
 
 
-class Wrapped(msgspec.Struct, frozen=True):
+class Wrapped(msgspec.Struct, frozen=True, omit_defaults=True):
     """The blob in `meta`: the share set's public facts and the wrapped master key."""
 
     provider: str  # KIND, as every wrapped blob names its provider
@@ -80,15 +89,30 @@ class Wrapped(msgspec.Struct, frozen=True):
     master_key_id: str
     nonce: str
     wrapped: str
+    check_key: str = ""  # format 2: the share set's check key (hex; public, see shares.py)
+    commitments: tuple[str, ...] = ()  # format 2: one per index, 1..N (hex)
 
     @property
     def share_set(self) -> ShareSet:
-        return ShareSet(self.set_id, self.shares, self.threshold)
+        try:
+            return ShareSet(
+                self.set_id,
+                self.shares,
+                self.threshold,
+                self.v,
+                bytes.fromhex(self.check_key),
+                tuple(bytes.fromhex(c) for c in self.commitments),
+            )
+        except ValueError:
+            raise StartupError("the Shamir share set in the database is damaged") from None
 
 
 def _aad(share_set: ShareSet, master_key_id: str) -> bytes:
     facts = f"{share_set.set_id}\x00{share_set.shares}\x00{share_set.threshold}\x00{master_key_id}"
-    return AAD + facts.encode()
+    if share_set.version == 1:  # as format 1 wrote it, so its blobs still open
+        return AAD + facts.encode()
+    committed = b"".join([share_set.check_key, *share_set.commitments])
+    return AAD + f"\x00v{share_set.version}\x00{facts}\x00".encode() + committed
 
 
 def wrap(key: MasterKey, unseal: UnsealKey, share_set: ShareSet) -> bytes:
@@ -102,13 +126,15 @@ def wrap(key: MasterKey, unseal: UnsealKey, share_set: ShareSet) -> bytes:
         Wrapped(
             KIND,
             where,
-            1,
+            share_set.version,
             share_set.set_id,
             share_set.shares,
             share_set.threshold,
             key.id,
             base64.b64encode(nonce).decode(),
             base64.b64encode(sealed).decode(),
+            share_set.check_key.hex(),
+            tuple(c.hex() for c in share_set.commitments),
         )
     )
 
@@ -186,6 +212,72 @@ class GivenKey:
 
     def new_set(self) -> tuple[UnsealKey, ShareSet] | None:
         return (self._key, self._new) if self._new is not None else None
+
+
+class AskedShares:
+    """An unsealer that asks someone for a quorum of the store's shares (`ask`: a
+    command's operator at the terminal), combines them here, and keeps the key for one
+    command only (a rotation reads the wrapped key more than once)."""
+
+    def __init__(self, ask: Callable[[ShareSet], list[Share]]) -> None:
+        self._ask = ask
+        self._key: tuple[str, UnsealKey] | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    async def unseal_key(self, share_set: ShareSet) -> UnsealKey:
+        if self._key is not None and self._key[0] == share_set.set_id:
+            return self._key[1]
+        key = combine(check_set(self._ask(share_set), share_set))
+        self._key = (share_set.set_id, key)
+        return key
+
+    def new_set(self) -> tuple[UnsealKey, ShareSet] | None:
+        return None
+
+
+def init_shares(shares: int, threshold: int) -> tuple[GivenKey, ShareSet, list[str]]:
+    """A new unseal key split into `shares` shares (format 2), any `threshold` of which
+    rebuild it: the unsealer that creates or moves a store under it (its `new_set`), the
+    set, and the shares' texts to print once. The key itself stays in the unsealer.
+
+    Raises:
+        StartupError: N or K out of range.
+    """
+    unseal_key = UnsealKey.new()
+    share_set, made = split(unseal_key, shares, threshold)
+    return GivenKey(unseal_key, share_set), share_set, [s.text() for s in made]
+
+
+def _rebuild(blob: bytes, shares: Iterable[Share]) -> tuple[UnsealKey, MasterKey]:
+    """The unseal key a quorum of the blob's set rebuilds, proven by the master key it
+    unwraps (InvalidShare: not the set's, or too few; WrongShares: not the key)."""
+    current = read_blob(blob).share_set
+    given = check_set(shares, current)
+    if len(given) < current.threshold:
+        raise InvalidShare(
+            f"{len(given)} shares given; this store's share set needs {current.threshold}"
+        )
+    unseal_key = combine(given)
+    return unseal_key, unwrap(blob, unseal_key)
+
+
+async def unseal(blobs: Blobs, shares: Iterable[Share]) -> GivenKey:
+    """The unsealer a sealed server opens its barrier with, from a quorum of shares:
+    checked against the store's set, combined and proven against the wrapped master
+    key before anything opens.
+
+    Raises:
+        InvalidShare: a share not of the store's set, or fewer than its threshold.
+        WrongShares: the shares do not rebuild the unseal key (format 1 only: a format 2
+            share that is not the set's is refused by its commitment before this).
+    """
+    blob = await blobs.get(SHAMIR_WRAPPED)
+    if blob is None:
+        raise StartupError("the Shamir-wrapped master key went missing")
+    unseal_key, _ = _rebuild(blob, shares)
+    return GivenKey(unseal_key)
 
 
 def sealed_message() -> str:
@@ -301,7 +393,8 @@ async def rekey(
 ) -> tuple[ShareSet, list[Share]]:
     """New shares (perhaps a new N and K) from a quorum of the old ones: the same
     master key re-wrapped under a new unseal key, in one write (refused while a
-    rotation's next key waits beside it).
+    rotation's next key waits beside it). The new set is always of the current format:
+    this is how a format 1 store moves to committed shares.
 
     Raises:
         InvalidShare: a share of another set, or too few shares.
@@ -310,13 +403,7 @@ async def rekey(
     blob = await blobs.get(SHAMIR_WRAPPED)
     if blob is None:
         raise StartupError("this store's master key is not held by Shamir shares")
-    current = read_blob(blob).share_set
-    given = check_set(old, current)
-    if len(given) < current.threshold:
-        raise InvalidShare(
-            f"{len(given)} shares given; this store's share set needs {current.threshold}"
-        )
-    master = unwrap(blob, combine(given))
+    _, master = _rebuild(blob, old)
     if await blobs.get(SHAMIR_NEXT) is not None:  # two blobs cannot be re-wrapped as one step
         raise StartupError(
             "a master-key rotation is under way: finish it (`chainkeys key rotate`) before rekeying"
