@@ -97,8 +97,8 @@ export async function networkDifferences(family, signer, account, chainId) {
     try {
         own = await ownAddress(family, net, signer);
     }
-    catch {
-        own = "(none: the signer's public key does not decode)";
+    catch (e) { // a key that is no key, or a peer not installed: said, never passed
+        return [...found, `account: the signer's public key does not decode here (${e instanceof Error ? e.message : String(e)})`];
     }
     if (own !== null && own !== account) {
         found.push(`account: the approval says ${JSON.stringify(account)}, the signer's key on ${JSON.stringify(signer.network)} is ${JSON.stringify(own)}`);

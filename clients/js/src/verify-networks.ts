@@ -118,7 +118,11 @@ export async function networkDifferences(family: string, signer: Signer, account
     found.push(`chain_id: the request is for ${JSON.stringify(chainId)}, ${family} ${JSON.stringify(signer.network)} is ${JSON.stringify(net.chainId)}`);
   }
   let own: string | null;
-  try { own = await ownAddress(family, net, signer); } catch { own = "(none: the signer's public key does not decode)"; }
+  try {
+    own = await ownAddress(family, net, signer);
+  } catch (e) { // a key that is no key, or a peer not installed: said, never passed
+    return [...found, `account: the signer's public key does not decode here (${e instanceof Error ? e.message : String(e)})`];
+  }
   if (own !== null && own !== account) {
     found.push(`account: the approval says ${JSON.stringify(account)}, the signer's key on ${JSON.stringify(signer.network)} is ${JSON.stringify(own)}`);
   }

@@ -72,7 +72,7 @@ NETWORKS: dict[str, dict[str, Net]] = {
 def unknown(family: str, signer: dict[str, Any]) -> str | None:
     """Why the signer's network cannot be verified here (None: it can)."""
     known = NETWORKS.get(family, {})
-    if signer.get("network") in known:
+    if isinstance(signer.get("network"), str) and signer["network"] in known:
         return None
     return (f"network: {family} {signer.get('network')!r} is not a network this client "
             f"knows ({', '.join(known)})")  # fmt: skip
@@ -144,8 +144,8 @@ def differences(family: str, signer: dict[str, Any], account: str, chain_id: str
                      f"{net.chain_id!r}")  # fmt: skip
     try:
         own = _own_address(family, net, signer)
-    except ValueError:
-        own = "(none: the signer's public key does not decode)"
+    except (KeyError, TypeError, ValueError):
+        return [*found, "account: the signer's public key does not decode"]
     if own is not None and own != account:
         found.append(f"account: the approval says {account!r}, the signer's key on {name!r} "
                      f"is {own!r}")  # fmt: skip
