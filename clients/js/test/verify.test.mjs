@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { verifyApproval } from "../dist/index.js";
+import { NETWORKS } from "../dist/verify-networks.js";
 import { CHAINKEYS_BIN, repoRoot, startChainkeys } from "./server.mjs";
 
 const vectors = (name) => JSON.parse(readFileSync(join(repoRoot, "tests/chains/vectors", name), "utf8"));
@@ -165,4 +166,15 @@ test("a tampered testnet approval is named, and so is a network this client does
   const eos = structuredClone(testnets["eos sign-transaction"].data);
   eos.signer.network = eos.summary.network = "eos";
   assert.deepEqual(first((await verifyApproval(eos)).differences), ["chain_id"]);
+});
+
+test("the verifier's own table holds every network the server serves (GET /networks)", async () => {
+  const served = (await ck.api("GET", "/networks")).data.families;
+  for (const [family, { networks }] of Object.entries(served)) {
+    assert.deepEqual(networks.map((n) => n.name).sort(), Object.keys(NETWORKS[family]).sort(), family);
+    for (const n of networks) {
+      const mine = NETWORKS[family][n.name];
+      assert.deepEqual([n.chain_id ?? null, n.bech32_prefix ?? null], [mine.chainId ?? null, mine.hrp ?? null], `${family} ${n.name}`);
+    }
+  }
 });

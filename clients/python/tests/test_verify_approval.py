@@ -216,3 +216,18 @@ def test_a_tampered_testnet_approval_is_named(testnet_approvals: dict[str, dict[
     eos = copy.deepcopy(testnet_approvals["eos sign-transaction"])
     eos["signer"]["network"] = eos["summary"]["network"] = "eos"
     assert [d.split(":")[0] for d in verify_approval(eos).differences] == ["chain_id"]
+
+
+def test_the_verifiers_table_holds_every_network_the_server_serves(server: Server) -> None:
+    """The client's own table (never read from a server) against `GET /networks`: a
+    network added to the server and not here would be named unknown, never passed, but
+    this says so before an approver meets it."""
+    from chainkeys_client._verify_networks import NETWORKS
+
+    with Client(server.url, server.token()) as ck:
+        served = ck.networks().families
+    for family, listed in served.items():
+        assert {n.name for n in listed.networks} == set(NETWORKS[family]), family
+        for n in listed.networks:
+            mine = NETWORKS[family][n.name]
+            assert (n.chain_id, n.bech32_prefix) == (mine.chain_id, mine.hrp), (family, n)
