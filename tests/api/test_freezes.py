@@ -254,6 +254,38 @@ def test_who_may_freeze_and_what_is_refused_in_words(team: Team) -> None:
     assert t.sign(SEND, transfer()).status_code == 200
 
 
+def test_an_admin_freezes_and_a_signer_is_refused_and_audited(rig: Rig, team: Team) -> None:
+    """`POST /freezes` takes an approve or an admin token (the tenant's people); any
+    other token is a 403 naming both, audited, and freezes nothing."""
+    server, t = rig.server, team.tenant
+    assert server.services is not None
+    _, admin_token = server.call(server.services.tokens.create(
+        t.name, "carol", frozenset({"admin"})))  # fmt: skip
+    _, bot_token = server.call(server.services.tokens.create(
+        t.name, "payout-bot", frozenset({"sign"})))  # fmt: skip
+    with server.client(admin_token) as admin, server.client(bot_token) as bot:
+        refused = bot.post("/freezes", json={"reason": "a signer may not brake"})
+        assert refused.status_code == 403, refused.text
+        body = refused.json()
+        assert body["success"] is False and body["code"] == "forbidden"
+        assert "'approve'" in body["message"] and "'admin'" in body["message"], body
+        assert t.client.get("/freezes").json()["data"]["freezes"] == []
+        assert t.sign(SEND, transfer()).status_code == 200  # nothing was frozen
+        denied = [e for e in audit(t.client, "denied") if e["details"]["path"] == "/freezes"]
+        assert [(e["outcome"], e["details"]["scope"], e["details"]["method"]) for e in denied] == [
+            ("forbidden", "approve|admin", "POST")
+        ]
+        made = freeze(admin, account=f"cosmos/{ADDRESS}", reason="carol saw odd withdrawals")
+        assert made["created_by"] == "carol" and made["account"] == f"cosmos/{ADDRESS}"
+        refused_frozen(t.sign(SEND, transfer(sequence=2)), made)
+        refused_frozen(t.client.post(f"/cosmos/{ADDRESS}/export"), made)
+        assert [f["id"] for f in admin.get("/freezes").json()["data"]["freezes"]] == [made["id"]]
+        assert audit(t.client, "freeze.create")[0]["details"]["freeze"] == made["id"]
+        whole = freeze(admin)  # an admin token not limited to families: the whole tenant
+        other = t.client.post("/cosmos", json={}).json()["data"]["data"]["address"]
+        refused_frozen(t.sign(f"/cosmos/{other}/sign-transfer", transfer(other)), whole)
+
+
 def test_a_frozen_member_key_signs_for_no_multisig_and_a_frozen_multisig_combines_nothing(
     team: Team,
 ) -> None:

@@ -1,10 +1,11 @@
 """Every route against every kind of token, generated from the router's own table.
 
-Each authenticated route declares its scope and its family rule (`routes/common.py`
-`Op`). This test reads the table, not a list of its own: for every route and
-method, a token of each single scope and a token limited to one family (every
-scope) are tried, and the answer must be what the declaration implies: 403 naming
-what is missing, or anything else but 401, 403 and 5xx. A route added to the table
+Each authenticated route declares its scope (one, or several any one of which will do:
+`"approve|admin"`) and its family rule (`routes/common.py` `Op`). This test reads the
+table, not a list of its own: for every route and method, a token of each single scope
+and a token limited to one family (every scope) are tried, and the answer must be what
+the declaration implies: 403 naming what is missing, or anything else but 401, 403 and
+5xx. A route added to the table
 is covered by the next run, and one added without a family rule does not build.
 """
 
@@ -18,8 +19,8 @@ import pytest
 from tests.conftest import Server
 
 from chainkeys.api.app import api_routes
-from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, EVERY, NONE
-from chainkeys.api.routes.common import ops_of
+from chainkeys.api.auth import AUTHENTICATED, BY_REQUEST, EITHER, EVERY, NONE
+from chainkeys.api.routes.common import Op, ops_of
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
 from chainkeys.tokens.service import SCOPES
@@ -50,6 +51,25 @@ def test_every_route_declares_its_family_rule() -> None:
             assert family in (EVERY, BY_REQUEST), (method, path, family)
 
 
+def test_a_scope_declared_wrongly_does_not_build() -> None:
+    """A misspelt word, a repeated one, or `authenticated` beside a scope is a route
+    that does not build, never one nobody (or anybody) may call."""
+
+    async def handler(*_: Any) -> Any:
+        raise AssertionError("never called")
+
+    for scope in ("approve|admn", "approve|", "admin|admin", f"{AUTHENTICATED}|admin", ""):
+        with pytest.raises(ValueError, match="unknown scope"):
+            Op(handler, scope, NONE)
+    assert Op(handler, "approve|admin", NONE).scope == "approve|admin"
+
+
+def test_a_route_of_either_scope_is_in_the_table() -> None:
+    """The matrix below covers a route of two scopes: POST /freezes is one."""
+    either = {(m, p) for m, p, scope, _ in table() if scope and len(accepted(scope)) > 1}
+    assert ("POST", "/freezes") in either
+
+
 def request_for(method: str, path: str) -> tuple[str, dict[str, Any] | None]:
     """A concrete request for a route: placeholders filled, and where the family is in the
     request (BY_REQUEST), naming a family the limited token may not use."""
@@ -64,10 +84,16 @@ def request_for(method: str, path: str) -> tuple[str, dict[str, Any] | None]:
 FAMILY_IN_REQUEST = {"/wallets/{wallet}/accounts", "/wallets/{wallet}/xpub"}
 
 
+def accepted(scope: str) -> set[str]:
+    """The token scopes any one of which a declared scope lets through (read here from
+    the declaration's words, not with the guard's own helper)."""
+    return set(scope.split(EITHER))
+
+
 def expected_refusal(scope: str | None, family: str, path: str, token_scopes: set[str],
                      limited: bool) -> bool:  # fmt: skip
     """Whether the declaration says this token is refused (403)."""
-    if scope not in (AUTHENTICATED, None) and scope not in token_scopes:
+    if scope is not None and scope != AUTHENTICATED and not accepted(scope) & token_scopes:
         return True
     if not limited:
         return False
@@ -100,6 +126,8 @@ def test_every_route_with_every_kind_of_token(export_server: Server) -> None:
             assert r.status_code < 500 and r.status_code != 401, case
             if expected_refusal(scope, family, path, scopes, is_limited):
                 assert r.status_code == 403 and r.json()["code"] == "forbidden", case
+                if scope is not None and not accepted(scope) & scopes:  # names each
+                    assert all(f"'{w}'" in r.json()["message"] for w in accepted(scope)), case
             else:
                 assert r.status_code != 403 or r.json()["code"] != "forbidden", case
             seen += 1

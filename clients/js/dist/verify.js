@@ -5,10 +5,12 @@
  * summary (every output, message or action with its recipient and amounts in base and
  * display units, the fee, the memo, the IBC route, a signed message) are rebuilt here and
  * every difference from what the approval shows is named by its path. A kind this module
- * does not read is a difference, never a pass. Each peer is loaded when a request of its
- * family is verified.
+ * does not read is a difference, never a pass; so is a network (verify-networks.ts: every
+ * network a chainkeys server serves, testnets too). Each peer is loaded when a request of
+ * its family is verified.
  */
 import { peer } from "./client.js";
+import { bitcoinjsNetwork, networkDifferences, netOf, unknown, utxoAddress } from "./verify-networks.js";
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const SEND = "/cosmos.bank.v1beta1.MsgSend";
 const IBC = "/ibc.applications.transfer.v1.MsgTransfer";
@@ -160,10 +162,8 @@ const cosmosMessage = async (req, signer) => {
 };
 // ---- Dogecoin, Litecoin (bitcoinjs-lib) ----------------------------------------------
 const UTXO = {
-    dogecoin: { ticker: "DOGE", base: "koinu", network: { messagePrefix: "\x19Dogecoin Signed Message:\n", bech32: "doge",
-            bip32: { public: 0x02facafd, private: 0x02fac398 }, pubKeyHash: 0x1e, scriptHash: 0x16, wif: 0x9e } },
-    litecoin: { ticker: "LTC", base: "litoshi", network: { messagePrefix: "\x19Litecoin Signed Message:\n", bech32: "ltc",
-            bip32: { public: 0x019da462, private: 0x019d9cfe }, pubKeyHash: 0x30, scriptHash: 0x32, wif: 0xb0 } },
+    dogecoin: { ticker: "DOGE", base: "koinu" },
+    litecoin: { ticker: "LTC", base: "litoshi" },
 };
 function varint(n) {
     if (n < 0xfd)
@@ -174,9 +174,9 @@ function varint(n) {
 }
 async function utxoSummary(family, signer, tx, prevouts) {
     const btc = await peer(() => import("bitcoinjs-lib"), "bitcoinjs-lib", "verifying approvals");
-    if (signer.network !== "mainnet")
-        throw new Error(`${family} ${signer.network}: only mainnet addresses are read here`);
-    const { ticker, base, network } = UTXO[family];
+    const { ticker, base } = UTXO[family];
+    const net = netOf(family, signer); // verifyApproval has checked it is one of the table's
+    const network = bitcoinjsNetwork(family, net);
     const pubkey = unhex(signer.public_key);
     const kind = signer.address_type ?? "p2pkh";
     const p2wpkh = btc.payments.p2wpkh({ pubkey, network });
@@ -196,19 +196,14 @@ async function utxoSummary(family, signer, tx, prevouts) {
     });
     if (!digests.length)
         throw new Error("no input spends an output of the account");
-    const items = tx.outs.map((o) => {
-        let to = null;
-        try {
-            to = btc.address.fromOutputScript(o.script, network);
-        }
-        catch {
-            to = null;
-        }
+    const items = [];
+    for (const o of tx.outs) {
+        const to = await utxoAddress(family, net, o.script);
         const extra = same(o.script, mine) ? { change: true } : {};
         if (to === null)
             extra.decoded = false;
-        return item("output", to, [amount(ticker, BigInt(o.value), base, ticker, 8)], extra);
-    });
+        items.push(item("output", to, [amount(ticker, BigInt(o.value), base, ticker, 8)], extra));
+    }
     const values = prevouts.map(([, v]) => v);
     const out = tx.outs.reduce((n, o) => n + BigInt(o.value), 0n);
     const fee = values.includes(null) ? null
@@ -239,7 +234,7 @@ function utxoRaw(family) {
 function utxoPsbt(family) {
     return async (req, signer) => {
         const btc = await peer(() => import("bitcoinjs-lib"), "bitcoinjs-lib", "verifying approvals");
-        const psbt = btc.Psbt.fromBase64(req.psbt, { network: UTXO[family].network });
+        const psbt = btc.Psbt.fromBase64(req.psbt, { network: bitcoinjsNetwork(family, netOf(family, signer)) });
         const tx = psbt.__CACHE.__TX;
         const prevouts = psbt.data.inputs.map((input, n) => {
             if (input.witnessUtxo)
@@ -253,10 +248,10 @@ function utxoPsbt(family) {
     };
 }
 function utxoMessage(family) {
-    return async (req) => {
+    return async (req, signer) => {
         const btc = await peer(() => import("bitcoinjs-lib"), "bitcoinjs-lib", "verifying approvals");
         const data = utf8(String(req.message));
-        const magic = utf8(UTXO[family].network.messagePrefix.slice(1));
+        const magic = utf8(bitcoinjsNetwork(family, netOf(family, signer)).messagePrefix.slice(1));
         const digest = btc.crypto.hash256(concat(varint(magic.length), magic, varint(data.length), data));
         return { digest: hex(digest), items: [], fee: [], raw: true, message: data };
     };
@@ -335,6 +330,9 @@ export async function verifyApproval(approval) {
     const decode = DECODERS[`${a.family} ${a.kind}`];
     if (!decode)
         return { ok: false, differences: [`${a.family} ${a.kind}: not verified by this client`] };
+    const strange = unknown(a.family, a.signer);
+    if (strange !== null)
+        return { ok: false, differences: [strange] };
     let rebuilt;
     try {
         rebuilt = await decode(a.request, a.signer);
@@ -351,6 +349,7 @@ export async function verifyApproval(approval) {
     const found = [];
     if (rebuilt.digest !== a.digest)
         found.push(`digest: the approval says ${a.digest}, the request is ${rebuilt.digest}`);
+    found.push(...await networkDifferences(a.family, a.signer, String(a.account), rebuilt.chain_id));
     diff("summary", a.summary, safe(summary), found);
     return { ok: found.length === 0, differences: found };
 }

@@ -5,10 +5,12 @@
  * summary (every output, message or action with its recipient and amounts in base and
  * display units, the fee, the memo, the IBC route, a signed message) are rebuilt here and
  * every difference from what the approval shows is named by its path. A kind this module
- * does not read is a difference, never a pass. Each peer is loaded when a request of its
- * family is verified.
+ * does not read is a difference, never a pass; so is a network (verify-networks.ts: every
+ * network a chainkeys server serves, testnets too). Each peer is loaded when a request of
+ * its family is verified.
  */
 import { peer } from "./client.js";
+import { bitcoinjsNetwork, networkDifferences, netOf, unknown, utxoAddress } from "./verify-networks.js";
 
 export interface ApprovalCheck {
   ok: boolean;
@@ -184,11 +186,9 @@ const cosmosMessage: Decoder = async (req, signer) => {
 
 // ---- Dogecoin, Litecoin (bitcoinjs-lib) ----------------------------------------------
 
-const UTXO: Record<string, { ticker: string; base: string; network: Json }> = {
-  dogecoin: { ticker: "DOGE", base: "koinu", network: { messagePrefix: "\x19Dogecoin Signed Message:\n", bech32: "doge",
-    bip32: { public: 0x02facafd, private: 0x02fac398 }, pubKeyHash: 0x1e, scriptHash: 0x16, wif: 0x9e } },
-  litecoin: { ticker: "LTC", base: "litoshi", network: { messagePrefix: "\x19Litecoin Signed Message:\n", bech32: "ltc",
-    bip32: { public: 0x019da462, private: 0x019d9cfe }, pubKeyHash: 0x30, scriptHash: 0x32, wif: 0xb0 } },
+const UTXO: Record<string, { ticker: string; base: string }> = {
+  dogecoin: { ticker: "DOGE", base: "koinu" },
+  litecoin: { ticker: "LTC", base: "litoshi" },
 };
 
 function varint(n: number): Uint8Array {
@@ -199,8 +199,9 @@ function varint(n: number): Uint8Array {
 
 async function utxoSummary(family: string, signer: Signer, tx: Json, prevouts: [Uint8Array, bigint | null][]): Promise<Rebuilt> {
   const btc = await peer(() => import("bitcoinjs-lib"), "bitcoinjs-lib", "verifying approvals");
-  if (signer.network !== "mainnet") throw new Error(`${family} ${signer.network}: only mainnet addresses are read here`);
-  const { ticker, base, network } = UTXO[family];
+  const { ticker, base } = UTXO[family];
+  const net = netOf(family, signer); // verifyApproval has checked it is one of the table's
+  const network = bitcoinjsNetwork(family, net);
   const pubkey = unhex(signer.public_key);
   const kind = signer.address_type ?? "p2pkh";
   const p2wpkh = btc.payments.p2wpkh({ pubkey, network });
@@ -215,13 +216,13 @@ async function utxoSummary(family: string, signer: Signer, tx: Json, prevouts: [
     else digests.push(tx.hashForWitnessV0(n, btc.payments.p2pkh({ pubkey }).output!, value, 1));
   });
   if (!digests.length) throw new Error("no input spends an output of the account");
-  const items = tx.outs.map((o: Json) => {
-    let to: string | null = null;
-    try { to = btc.address.fromOutputScript(o.script, network); } catch { to = null; }
+  const items: Json[] = [];
+  for (const o of tx.outs as Json[]) {
+    const to = await utxoAddress(family, net, o.script);
     const extra: Json = same(o.script, mine) ? { change: true } : {};
     if (to === null) extra.decoded = false;
-    return item("output", to, [amount(ticker, BigInt(o.value), base, ticker, 8)], extra);
-  });
+    items.push(item("output", to, [amount(ticker, BigInt(o.value), base, ticker, 8)], extra));
+  }
   const values = prevouts.map(([, v]) => v);
   const out = tx.outs.reduce((n: bigint, o: Json) => n + BigInt(o.value), 0n);
   const fee = values.includes(null) ? null
@@ -252,7 +253,7 @@ function utxoRaw(family: string): Decoder {
 function utxoPsbt(family: string): Decoder {
   return async (req, signer) => {
     const btc = await peer(() => import("bitcoinjs-lib"), "bitcoinjs-lib", "verifying approvals");
-    const psbt = btc.Psbt.fromBase64(req.psbt, { network: UTXO[family].network });
+    const psbt = btc.Psbt.fromBase64(req.psbt, { network: bitcoinjsNetwork(family, netOf(family, signer)) });
     const tx = (psbt as Json).__CACHE.__TX;
     const prevouts = psbt.data.inputs.map((input, n): [Uint8Array, bigint | null] => {
       if (input.witnessUtxo) return [input.witnessUtxo.script, BigInt(input.witnessUtxo.value)];
@@ -265,10 +266,10 @@ function utxoPsbt(family: string): Decoder {
 }
 
 function utxoMessage(family: string): Decoder {
-  return async (req) => {
+  return async (req, signer) => {
     const btc = await peer(() => import("bitcoinjs-lib"), "bitcoinjs-lib", "verifying approvals");
     const data = utf8(String(req.message));
-    const magic = utf8(UTXO[family].network.messagePrefix.slice(1));
+    const magic = utf8(bitcoinjsNetwork(family, netOf(family, signer)).messagePrefix.slice(1));
     const digest = btc.crypto.hash256(concat(varint(magic.length), magic, varint(data.length), data));
     return { digest: hex(digest), items: [], fee: [], raw: true, message: data };
   };
@@ -343,6 +344,8 @@ export async function verifyApproval(approval: Json): Promise<ApprovalCheck> {
   if (a.signer.multisig) return { ok: false, differences: ["a multisig account's request is not verified here"] };
   const decode = DECODERS[`${a.family} ${a.kind}`];
   if (!decode) return { ok: false, differences: [`${a.family} ${a.kind}: not verified by this client`] };
+  const strange = unknown(a.family, a.signer);
+  if (strange !== null) return { ok: false, differences: [strange] };
   let rebuilt: Rebuilt;
   try {
     rebuilt = await decode(a.request, a.signer);
@@ -356,6 +359,7 @@ export async function verifyApproval(approval: Json): Promise<ApprovalCheck> {
   if (rebuilt.message !== undefined) summary.message = messageRecord(rebuilt.message);
   const found: string[] = [];
   if (rebuilt.digest !== a.digest) found.push(`digest: the approval says ${a.digest}, the request is ${rebuilt.digest}`);
+  found.push(...await networkDifferences(a.family, a.signer, String(a.account), rebuilt.chain_id));
   diff("summary", a.summary, safe(summary), found);
   return { ok: found.length === 0, differences: found };
 }

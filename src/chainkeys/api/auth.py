@@ -1,14 +1,16 @@
 """Who is calling: one authentication per request, a guard per route naming its scope.
 
 A route declares the scope it needs (`api/routes/common.py`: an `Op` per method, in
-the route table); before its handler runs, `authorize` authenticates the `Authorization` header,
-checks the token's scopes and only then the rate limit (bad tokens spend no
-budget), and hands the handler the `Principal`.
+the route table): one scope, or several any one of which will do, written once there
+as `"approve|admin"` (`scope_words` reads it). Before its handler runs, `authorize`
+authenticates the `Authorization` header, checks the token's scopes and only then the
+rate limit (bad tokens spend no budget), and hands the handler the `Principal`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from starlette.requests import Request
 
@@ -18,7 +20,7 @@ from chainkeys.api.transport import ARRIVED, AUTHORIZATION, TOKEN_ID
 from chainkeys.audit.service import audit_event
 from chainkeys.bootstrap import Services
 from chainkeys.errors import ChainkeysError, Forbidden, RateLimited, Unauthorized
-from chainkeys.tokens.service import Principal
+from chainkeys.tokens.service import SCOPES, Principal
 
 # A route any live token may call, whatever its scopes (`GET /tokens/self`).
 AUTHENTICATED = "authenticated"
@@ -26,6 +28,8 @@ AUTHENTICATED = "authenticated"
 EVERY = "*every"  # every family at once (a wallet's seed): no family-limited token
 BY_REQUEST = "*by-request"  # the family is in the request: the service checks the token
 NONE = "*none"  # no family's accounts
+# Between the scopes of a route any one of which will do ("approve|admin").
+EITHER = "|"
 
 
 def services_of(request: Request) -> Services:
@@ -44,13 +48,44 @@ def bearer(header: str | None) -> str:
     return token
 
 
+@functools.cache  # a handful of declarations, read on every request
+def scope_words(scope: str) -> tuple[str, ...]:
+    """The token scopes a route's declared scope names, any one of which will do
+    (`"approve|admin"`: two). Read once, when the route is declared, so a misspelt or
+    empty word is a route that does not build, never a route nobody may call.
+
+    Raises:
+        ValueError: a word that is not a token scope, a repeated one, or AUTHENTICATED
+            beside another (any live token already includes them).
+    """
+    if scope == AUTHENTICATED:
+        return (AUTHENTICATED,)
+    words = tuple(scope.split(EITHER))
+    if any(w not in SCOPES for w in words) or len(set(words)) != len(words):
+        raise ValueError(
+            f"unknown scope {scope!r}: one of {', '.join(SCOPES)}, or several joined by {EITHER!r}"
+        )
+    return words
+
+
+def scope_phrase(scope: str) -> str:
+    """A declared scope in words, for refusals and the OpenAPI document."""
+    return " or ".join(f"`{w}`" for w in scope_words(scope)) + " scope"
+
+
+def holds(scopes: frozenset[str] | set[str], scope: str) -> bool:
+    """Whether a token with `scopes` may call a route declaring `scope`."""
+    return scope == AUTHENTICATED or not scopes.isdisjoint(scope_words(scope))
+
+
 def refusal(principal: Principal, scope: str, family: str, export_on: bool) -> str | None:
     """Why this caller may not do this (None: it may)."""
     missing = []
     if scope == "export" and not export_on:
         missing.append("export is disabled on this server (CHAINKEYS_EXPORT_ENABLED)")
-    if scope != AUTHENTICATED and scope not in principal.scopes:
-        missing.append(f"this token lacks the '{scope}' scope")
+    if not holds(principal.scopes, scope):
+        named = " or ".join(f"'{w}'" for w in scope_words(scope))
+        missing.append(f"this token lacks the {named} scope")
     if family == EVERY and principal.families is not None:
         allowed = ", ".join(sorted(principal.families))
         missing.append(

@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from chainkeys import __version__
 from chainkeys.api.approval_schemas import APPROVAL_EXAMPLE, ApprovalResponse
-from chainkeys.api.auth import AUTHENTICATED
+from chainkeys.api.auth import AUTHENTICATED, scope_phrase
 from chainkeys.api.body import TEXT_PATTERN, together
 from chainkeys.api.doc import Doc, links
 from chainkeys.api.params import Param
@@ -120,7 +120,7 @@ def _operation(doc: Doc, scope: str | None, max_body: int | None = None) -> dict
     if scope == AUTHENTICATED:
         description = f"Any live token. {description}".strip()
     elif scope is not None:
-        description = f"Needs a token with the `{scope}` scope. {description}".strip()
+        description = f"Needs a token with the {scope_phrase(scope)}. {description}".strip()
     op: dict[str, Any] = {
         "operationId": doc.operation_id,
         "summary": doc.summary,

@@ -1,6 +1,6 @@
-"""Emergency freezes: any approver stops a tenant, or one account, at once.
+"""Emergency freezes: any approver or admin stops a tenant, or one account, at once.
 
-`POST /freezes` (an `approve` token) makes one; while it holds, every signature (each
+`POST /freezes` (an `approve` or `admin` token) makes one; while it holds, every signature (each
 kind, an approved request's at its quorum too), every key or wallet export and every
 approving vote in its scope is refused with 423 `frozen`, naming the freeze and its
 reason, audited. A freeze ends at its `until`, or earlier by the operator

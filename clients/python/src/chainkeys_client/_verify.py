@@ -7,8 +7,10 @@ and amino encodings of this package's answer checks), and the summary is rebuilt
 the server's one form: every output, message or action with its recipient and amounts
 (the integer in the base unit, the display amount beside it), the fee, the memo, the
 IBC route, a signed message. Every difference from what the approval shows is named by
-its path. A kind or a message this client does not read is named too: it is never
-passed as verified.
+its path. A kind, a message or a network this client does not read is named too: it
+is never passed as verified. Every network a chainkeys server serves is read, testnets
+too (_verify_networks.py: the request's chain id and the account's address are held to
+the signer's network).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from chainkeys_client import _verify_networks as networks
 from chainkeys_client._errors import AnswerMismatch
 
 SAFE_INTEGER = 2**53 - 1
@@ -120,6 +123,9 @@ def verify_approval(approval: Any) -> ApprovalCheck:
     decode = _decoders().get((family, kind))
     if decode is None:
         return ApprovalCheck(False, [f"{family} {kind}: not verified by this client"])
+    strange = networks.unknown(family, signer)
+    if strange is not None:
+        return ApprovalCheck(False, [strange])
     try:
         rebuilt = decode(approval["request"], signer, str(approval["account"]))
     except AnswerMismatch as exc:
@@ -144,6 +150,7 @@ def verify_approval(approval: Any) -> ApprovalCheck:
     if rebuilt.digest != approval["digest"]:
         found.append(f"digest: the approval says {approval['digest']}, "
                      f"the request is {rebuilt.digest}")  # fmt: skip
+    found += networks.differences(family, signer, str(approval["account"]), rebuilt.chain_id)
     _diff("summary", approval["summary"], _safe(summary), found)
     return ApprovalCheck(not found, found)
 

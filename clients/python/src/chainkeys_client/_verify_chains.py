@@ -9,7 +9,7 @@ import hashlib
 from decimal import Decimal
 from typing import Any
 
-from chainkeys_client._check import dsha256, fail, hash160, unb64, unhex
+from chainkeys_client._check import fail, hash160, unb64, unhex
 from chainkeys_client._check_cosmos import (
     IBC, LEN, PUBKEY, SEND, SIGN_MODE_DIRECT, VARINT, _tag, _uvarint, adr036_doc, coin,
     fields, one, serialize_sign_doc, sign_doc_bytes, text,
@@ -19,6 +19,7 @@ from chainkeys_client._utxo_tx import (
     Reader, bip143_sighash, legacy_sighash, p2pkh_script, parse_psbt, parse_tx, psbt_prevout,
 )  # fmt: skip
 from chainkeys_client._verify import Decoder, Rebuilt, amount, item
+from chainkeys_client._verify_networks import net_of, utxo_address
 
 # ---- Cosmos ---------------------------------------------------------------------------
 
@@ -175,54 +176,13 @@ def cosmos_message(req: dict[str, Any], signer: dict[str, Any], account: str) ->
 
 # ---- Dogecoin, Litecoin ---------------------------------------------------------------
 
-UTXO = {  # ticker, base unit, p2pkh and p2sh version bytes, bech32 hrp (mainnets)
-    "dogecoin": ("DOGE", "koinu", 0x1E, 0x16, None),
-    "litecoin": ("LTC", "litoshi", 0x30, 0x32, "ltc"),
-}
-B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-
-
-def _b58check(payload: bytes) -> str:
-    data = payload + dsha256(payload)[:4]
-    n, out = int.from_bytes(data, "big"), ""
-    while n:
-        n, r = divmod(n, 58)
-        out = B58[r] + out
-    return "1" * (len(data) - len(data.lstrip(b"\0"))) + out
-
-
-def _bech32(hrp: str, version: int, program: bytes) -> str:
-    from chainkeys_client._check import _convert, _polymod
-
-    data = [version, *(_convert(list(program), 8, 5) or b"")]
-    const = 1 if version == 0 else 0x2BC830A3
-    values = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp] + data
-    mod = _polymod([*values, 0, 0, 0, 0, 0, 0]) ^ const
-    checksum = [(mod >> 5 * (5 - i)) & 31 for i in range(6)]
-    return hrp + "1" + "".join(BECH32[d] for d in data + checksum)
-
-
-def _address(family: str, script: bytes) -> str | None:
-    _, _, p2pkh, p2sh, hrp = UTXO[family]
-    if len(script) == 25 and script[:3] == b"\x76\xa9\x14" and script[23:] == b"\x88\xac":
-        return _b58check(bytes((p2pkh,)) + script[3:23])
-    if len(script) == 23 and script[:2] == b"\xa9\x14" and script[22:] == b"\x87":
-        return _b58check(bytes((p2sh,)) + script[2:22])
-    witness = len(script) >= 4 and (script[0] == 0 or 0x51 <= script[0] <= 0x60)
-    if hrp and witness and script[1] == len(script) - 2:
-        version = 0 if script[0] == 0 else script[0] - 0x50
-        if version == 0 and len(script) not in (22, 34):
-            return None
-        return _bech32(hrp, version, script[2:])
-    return None
+UTXO = {"dogecoin": ("DOGE", "koinu"), "litecoin": ("LTC", "litoshi")}  # ticker, base unit
 
 
 def _utxo(family: str, signer: dict[str, Any], tx: Any, prevouts: list[tuple[bytes, int | None]]
           ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]] | None]:  # fmt: skip
-    if signer.get("network") != "mainnet":
-        fail(f"{family} {signer.get('network')}: only mainnet addresses are read here")
-    ticker, base, *_ = UTXO[family]
+    ticker, base = UTXO[family]
+    net = net_of(family, signer)  # _verify.py has checked it is one of the table's
     pub = unhex(signer["public_key"], "the signer's public key")
     kind = signer.get("address_type") or "p2pkh"
     mine = account_script(kind, pub)
@@ -240,7 +200,7 @@ def _utxo(family: str, signer: dict[str, Any], tx: Any, prevouts: list[tuple[byt
         fail("no input spends an output of the account")
     items = []
     for value, script in tx.outputs:
-        to = _address(family, script)
+        to = utxo_address(net, script)
         extra: dict[str, Any] = {"change": True} if script == mine else {}
         if to is None:
             extra["decoded"] = False

@@ -1,5 +1,5 @@
-"""Freeze routes: an approver stops the tenant, or one account, at once; anyone of the
-tenant sees what holds. Only the operator lifts one early (`chainkeys freeze lift`).
+"""Freeze routes: an approver or an admin stops the tenant, or one account, at once;
+anyone of the tenant sees what holds. Only the operator lifts one early (`chainkeys freeze lift`).
 Thin: decode, call the service, shape the envelope."""
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def freeze_routes() -> list[Route]:
         resource(
             "/freezes",
             {
-                # `approve` tokens freeze; admin tokens (docs/governance.md) do not, yet
-                "POST": Op(create_freeze, "approve", BY_REQUEST, docs["create"]),
+                # the people of the tenant: its approvers and its admins (governance)
+                "POST": Op(create_freeze, "approve|admin", BY_REQUEST, docs["create"]),
                 "GET": Op(list_freezes, AUTHENTICATED, BY_REQUEST, docs["list"]),
             },
         )
