@@ -291,7 +291,8 @@ async def open_services(
     if barrier is None:
         raise StartupError("the barrier did not open")  # never: unseal=True opens it
     cursors = Cursors(barrier)
-    accounts = AccountService(db, barrier, settings, cursors, derived_export)
+    exported = functools.partial(derived_export, barrier.integrity)
+    accounts = AccountService(db, barrier, settings, cursors, exported)
     policies = PolicyService(db, settings.policy_refresh_seconds, barrier.integrity)
     approvals = ApprovalService(db, settings, cursors, barrier.integrity)
     tokens = TokenService(db, barrier.integrity)

@@ -37,6 +37,8 @@ OWNERS: dict[str, set[str]] = {
     "approver_invites": {"approvals/credentials.py"},
     "accounts": {"accounts/repository.py", "accounts/lookup.py"},
     "deleted_accounts": {"accounts/repository.py"},
+    "wallets": {"wallets/repository.py"},
+    "wallet_counters": {"wallets/counters.py"},
     "wallet_multisigs": {"wallets/repository.py"},
     "audit_heads": {"audit/chain.py"},
     "audit": {"audit/repository.py", "audit/chain.py", "vault/adoption.py"},

@@ -38,7 +38,9 @@ from chainkeys.store.tables import (
     policy_versions,
     tenants,
     tokens,
+    wallet_counters,
     wallet_multisigs,
+    wallets,
     webhook_outbox,
 )
 
@@ -196,6 +198,39 @@ DELETED_ACCOUNTS = Authenticated(
     {**_ACCOUNT_LEFT_OUT, "deleted_ms": "when it was deleted: for retention, not a fact"},
 )
 
+# An HD wallet: which tenant holds it and under which name decide whose phrase a
+# derivation opens (a row moved into another tenant, or two names swapped, would derive
+# another tenant's or another wallet's addresses), and `exported` says for good that the
+# phrase left. The phrase itself is sealed, bound to tenant and id.
+WALLETS = Authenticated(
+    wallets,
+    "wallet",
+    ("id", "tenant_id", "name", "fingerprint", "created_ms", "exported", "deleted_ms", "seed_key"),
+    {
+        "seq": "a local order, not a fact",
+        "secret": "sealed: its associated data binds it to the tenant and the wallet's id, so "
+        "another wallet's phrase does not open here",
+        "key_id": "which master key sealed the secret: a wrong one fails to open it",
+    },
+)
+# A chain's next index: lowered (or put back from an older copy) it would hand out an
+# index, and so an address, a second time. Pinned by the tenant's head (`counters`).
+WALLET_COUNTERS = Authenticated(
+    wallet_counters,
+    "wallet counter",
+    (
+        "wallet_id",
+        "tenant_id",
+        "family",
+        "network",
+        "address_type",
+        "account",
+        "change",
+        "next_index",
+    ),
+    {},
+)
+
 # An HD multisig registration: its members and descriptor make every address a new index
 # derives, so a co-signer key a writer adds would receive funds.
 WALLET_MULTISIGS = Authenticated(
@@ -341,6 +376,8 @@ REGISTRY: tuple[Authenticated, ...] = (
     AUDIT_HEADS,
     ACCOUNTS,
     DELETED_ACCOUNTS,
+    WALLETS,
+    WALLET_COUNTERS,
     WALLET_MULTISIGS,
     APPROVER_CREDENTIALS,
     APPROVER_INVITES,

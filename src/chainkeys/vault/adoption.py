@@ -10,6 +10,11 @@ cleared the MACs and inserted a token row of their own was adopted with it. Now:
   holds rows, does not start: the operator runs `chainkeys integrity adopt`, which
   shows what it would adopt (every row without a valid MAC by name), adopts it in one
   transaction, rebuilds the heads (vault/heads.py) and audits what it did.
+
+Adopting also re-keys what a store from before keyed otherwise: token digests held as
+a bare sha256, and wallets' seed fingerprints, made under a random key of their own
+(the `wallet_seed_key` record, deleted here) before the vault derived theirs from the
+integrity key (`Integrity.seed_key`).
 """
 
 from __future__ import annotations
@@ -25,7 +30,16 @@ from sqlalchemy import func, select, update
 
 from chainkeys.errors import StartupError
 from chainkeys.store.backend import Backend
-from chainkeys.store.integrity import AUDIT_ROWS, HEADS, REGISTRY, TENANTS, TOKENS, Authenticated
+from chainkeys.store.integrity import (
+    AUDIT_ROWS,
+    HEADS,
+    REGISTRY,
+    TENANTS,
+    TOKENS,
+    WALLETS,
+    Authenticated,
+)
+from chainkeys.store.sealed import REGISTRY as SEALED
 from chainkeys.store.sql import Tx
 from chainkeys.store.tables import audit, integrity_heads, wallets, webhook_outbox
 from chainkeys.vault.gate import Gate
@@ -33,11 +47,13 @@ from chainkeys.vault.heads import MOD, SETS, Head, tenant_scope
 from chainkeys.vault.integrity import CONTEXT, FORMAT, RECORD, Integrity, Record, read_record
 from chainkeys.vault.pinned import PINNED, members, rows
 from chainkeys.vault.repository import Meta
+from chainkeys.vault.seal import Context, SealError
 
 log = logging.getLogger("chainkeys.vault")
 # Tables whose rows mean the store holds data (the barrier's own bookkeeping, written
 # when it first opens, does not count).
-HOLDING = (*(entry.table for entry in REGISTRY), audit, wallets, webhook_outbox)
+HOLDING = (*(entry.table for entry in REGISTRY), audit, webhook_outbox)
+OLD_SEED_RECORD = "wallet_seed_key"  # meta: the seed fingerprints' own key, before
 ADOPT = "`chainkeys integrity adopt` (it shows what it would adopt first)"
 
 
@@ -176,6 +192,8 @@ async def adopt(db: Backend, barrier: Any, audit_event: Any) -> Plan:
     db.signer = integrity  # the adoption's own audit row carries its MAC
     async with db.write() as tx:
         for entry in REGISTRY:
+            if entry is WALLETS:
+                await _rekey_seeds(tx, barrier, integrity)
             if entry is not HEADS:
                 await _mac_all(tx, integrity, entry, bare)
         await _mac_audit(tx, integrity)
@@ -212,6 +230,28 @@ async def _mac_all(tx: Tx, integrity: Integrity, entry: Authenticated, bare: boo
             continue
         where = [table.c[k] == row[k] for k in keys]
         await tx.execute(update(table).where(*where).values(**values))
+
+
+async def _rekey_seeds(tx: Tx, barrier: Any, integrity: Integrity) -> None:
+    """Each wallet's seed fingerprint made again from its phrase, opened through the
+    barrier, under the key the vault derives for them; the old key's record deleted.
+    A phrase that does not open keeps no fingerprint (NULL: an import then compares the
+    phrases themselves, and this one fails there as it would anywhere)."""
+    [column] = [c for c in SEALED if c.table is wallets]
+    for row in await rows(tx, WALLETS):
+        purpose, tenant, family, name = column.aad(row)
+        context = Context(tenant, family, name, purpose)
+        try:
+            plain = await barrier.open_async(bytes(row["secret"]), str(row["key_id"]), context)
+        except SealError:
+            log.error("integrity adopt: the phrase of wallet %s does not open", row["id"])
+            seed_key = None
+        else:
+            seed_key = integrity.seed_key(str(row["tenant_id"]), plain)
+        if seed_key != row["seed_key"]:
+            stmt = update(wallets).where(wallets.c.seq == row["seq"]).values(seed_key=seed_key)
+            await tx.execute(stmt)
+    await Meta.delete(tx, OLD_SEED_RECORD)
 
 
 async def _mac_audit(tx: Tx, integrity: Integrity) -> None:

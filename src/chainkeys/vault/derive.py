@@ -1,4 +1,4 @@
-"""Keys derived from the master key for purposes other than sealing.
+"""Keys derived from the master key (or the integrity key) for purposes other than sealing.
 
 HKDF-SHA256 with a purpose label, so each use gets an independent key and
 none of them is the master key itself. Cursors are made with the key that
@@ -32,8 +32,14 @@ class Keys(Protocol):
 
 def derive(master: MasterKey, purpose: str) -> bytes:
     """A 32-byte key for `purpose`, derived from `master` (HKDF-SHA256)."""
+    return subkey(master.material, purpose)
+
+
+def subkey(material: bytes, purpose: str) -> bytes:
+    """A 32-byte key for `purpose`, derived from the key `material` (HKDF-SHA256): one
+    purpose's key tells nothing of `material` or of another purpose's."""
     hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose.encode())
-    return hkdf.derive(master.material)
+    return hkdf.derive(material)
 
 
 class Cursors:

@@ -16,7 +16,8 @@ rows it holds and the sum, modulo 2^256, of a keyed element per row
 - `caps`: the running totals behind the caps;
 - `freezes`: the freezes not lifted (an emergency's: freezes/repository.py);
 - `governance`: the tenant's quorum and delay (one row, once governed);
-- `changes`: governance changes not yet ended (pending or scheduled).
+- `changes`: governance changes not yet ended (pending or scheduled);
+- `counters`: the next index of each of its wallets' chains (wallets/repository.py).
 
 A member is a row's identity and its stored MAC. A loader says of each row whether
 its MAC is valid; the set matches when the valid rows plus some of the invalid ones
@@ -71,6 +72,7 @@ SETS: Final = (
     "freezes",
     "governance",
     "changes",
+    "counters",
 )
 SPARE: Final = 8  # invalid rows tried in or out of a set (2^8 sums at most)
 RETRIES: Final = 30  # reads of a set that changed under them, before a mismatch counts
@@ -278,6 +280,18 @@ class Heads:
         caller outside a write transaction whose row may have been read before a change
         that committed since: it reads the row again before it calls it a failure)."""
         return member in await self._verify(tx, tenant_id, name, load, what)
+
+    async def verified(
+        self,
+        tx: Tx,
+        tenant_id: str,
+        name: str,
+        load: Callable[[], Awaitable[Iterable[Loaded]]],
+        what: str,
+    ) -> frozenset[Member]:
+        """The members of set `name` as the head pins them (IntegrityFailure unless the
+        set matches): as `holds`, for a caller that must also know a row is absent."""
+        return await self._verify(tx, tenant_id, name, load, what)
 
     async def _verify(
         self,

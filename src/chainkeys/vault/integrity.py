@@ -13,7 +13,10 @@ and keeps its value, so a token digest never needs the token to be re-keyed. It
   widened scope, a loosened policy or a forged vote fails its check and is not used
   (`IntegrityFailure`, logged, counted in `chainkeys_integrity_failures_total`);
 - keys the elements of the pinned sets' digests (vault/heads.py), so a writer can
-  neither compute nor cancel out the element of a row they put back.
+  neither compute nor cancel out the element of a row they put back;
+- through a key derived from it (HKDF, "chainkeys wallet seed v1"), keys wallets' seed
+  fingerprints (`wallets.seed_key`): one wallet per seed per tenant, held by a unique
+  key, with no unkeyed hash of a phrase stored and no key material in `wallets/`.
 
 A store is born with its key, and nothing adopts itself (vault/adoption.py): a store
 whose record is missing, or of an older format, starts only after an operator ran
@@ -35,12 +38,14 @@ import msgspec
 from chainkeys import metrics
 from chainkeys.errors import IntegrityFailure
 from chainkeys.store.integrity import Authenticated
+from chainkeys.vault.derive import subkey
 from chainkeys.vault.seal import Context
 
 log = logging.getLogger("chainkeys.vault")
 RECORD = "integrity_key"  # the meta record holding the sealed key
 CONTEXT = Context("-", "-", RECORD, purpose="meta")
 VERSION = "v1"  # of a row's MAC
+SEEDS = "chainkeys wallet seed v1"  # the purpose of the seed fingerprints' key
 # The record's format: 1 was the bare key, 2 named the tables it adopted; 3 also says
 # the store was born with it or adopted by an operator. Older ones are refused at start.
 FORMAT = 3
@@ -50,12 +55,13 @@ _encode = msgspec.json.Encoder().encode
 class Integrity:
     """Token digests and row MACs under this store's integrity key."""
 
-    __slots__ = ("_key",)
+    __slots__ = ("_key", "_seeds")
 
     def __init__(self, key: bytes) -> None:
         if len(key) != 32:
             raise ValueError("an integrity key is 32 bytes")
         self._key = key
+        self._seeds = subkey(key, SEEDS)
 
     def __repr__(self) -> str:
         return "Integrity(***)"
@@ -68,6 +74,14 @@ class Integrity:
         """A token digest from the token's bare sha256 (what stores from before integrity
         held: `chainkeys integrity adopt` re-keys them)."""
         return hmac.new(self._key, b"token\x00" + sha256, hashlib.sha256).hexdigest()
+
+    def seed_key(self, tenant_id: str, phrase: bytes) -> str:
+        """What `wallets.seed_key` holds for a wallet's sealed phrase (its plaintext) in
+        a tenant: keyed, so a copy of the database confirms no guessed phrase; under the
+        integrity key's own subkey, which master-key rotations keep, so the fingerprints
+        stay comparable across them."""
+        data = tenant_id.encode() + b"\x00" + phrase
+        return hmac.new(self._seeds, data, hashlib.sha256).hexdigest()
 
     def mac(self, entry: Authenticated, row: Mapping[str, Any]) -> str:
         """The MAC of `row`'s covered columns, bound to its table's record name."""

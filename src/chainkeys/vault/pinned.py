@@ -25,6 +25,7 @@ from chainkeys.store.integrity import (
     POLICY_TOTALS,
     POLICY_VERSIONS,
     TOKENS,
+    WALLET_COUNTERS,
     Authenticated,
 )
 from chainkeys.store.sql import Tx
@@ -53,6 +54,12 @@ def cap_ident(row: Row) -> str:
     return f"{row['family']}/{row['network']}/{row['denom']}"
 
 
+def counter_ident(row: Row) -> str:
+    """A wallet counter's identity in its tenant's set: the chain it counts."""
+    parts = ("wallet_id", "family", "network", "address_type", "account", "change")
+    return "/".join(str(row[p]) for p in parts)
+
+
 PINNED: tuple[Pinned, ...] = (
     Pinned("tokens", TOKENS, lambda r: str(r["id"]), lambda r: r["revoked_ms"] is None),
     Pinned(
@@ -74,6 +81,7 @@ PINNED: tuple[Pinned, ...] = (
         lambda r: str(r["id"]),
         lambda r: r["state"] in ("pending", "scheduled"),
     ),
+    Pinned("counters", WALLET_COUNTERS, counter_ident),
 )
 
 

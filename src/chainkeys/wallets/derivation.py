@@ -1,9 +1,10 @@
 """Derivation from a wallet: the chain a request targets, the indices it takes, the keys.
 
 Its own module because it is the one place that hands out a chain's indices: the
-counter moves by compare-and-set in the transaction that stores the accounts, so no
-two derivations on any number of replicas ever share an index, and a derivation at
-the top of the range never leaves derive-next without one. It knows seeds, paths and
+counter (counters.py: authenticated, pinned by the tenant's head) moves in the
+transaction that stores the accounts, so no two derivations on any number of replicas
+ever share an index, and a derivation at the top of the range never leaves derive-next
+without one. It knows seeds, paths and
 counters only; the sealed phrase, and when to derive, stay with `service.py`.
 """
 
@@ -19,14 +20,11 @@ from chainkeys.errors import BadRequest, Forbidden
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
+from chainkeys.vault.gate import Gate
+from chainkeys.wallets.counters import Chain, ChainFull, Counters
 from chainkeys.wallets.models import DeriveRequest
-from chainkeys.wallets.repository import Chain, ChainFull, Counters
 
 MAX_COUNT: Final = 100
-
-
-class Busy(Exception):
-    """Another derivation moved the counter first: read it again."""
 
 
 def type_of(options: Any) -> str | None:
@@ -96,29 +94,21 @@ def derive_keys(
     return derived
 
 
-async def allocate(chain: Chain, index: int | None, count: int, tx: Tx) -> int:
+async def allocate(gate: Gate, chain: Chain, index: int | None, count: int, tx: Tx) -> int:
     """In the storing transaction: the first index of this derivation. Derive-next takes
     `count` indices from the counter (never past the last index below 2^31); an explicit
     index moves the counter past it only when it lies beyond and below the last index (a
     derivation at the top of the range must never leave derive-next with no valid
-    index). `Busy` (the transaction rolls back) when another created the counter first."""
-    if index is None:
-        first = await Counters.take(tx, chain, count, hd.HARDENED)
-        if first is None:
-            raise Busy
-        return first
-    after = index + count
-    if after <= hd.HARDENED - 1 and not await Counters.raise_to(tx, chain, after):
-        raise Busy
-    return index
+    index). IntegrityFailure when the counter is not the one the tenant's head pins."""
+    return await Counters(tx, gate, chain).take(index, count, hd.HARDENED)
 
 
-async def next_free(db: Backend, chain: Chain, count: int) -> int:
-    """The chain's next index for `count` accounts as the counter shows it now; a
-    chain that has used every index below 2^31 is a 409 (the counter never passes
-    the last index)."""
+async def next_free(db: Backend, gate: Gate, chain: Chain, count: int) -> int:
+    """The chain's next index for `count` accounts as the counter shows it now (checked
+    against the tenant's head); a chain that has used every index below 2^31 is a 409
+    (the counter never passes the last index)."""
     async with db.read() as tx:
-        first = await Counters.next(tx, chain) or 0
+        first = await Counters(tx, gate, chain).current()
     if first + count > hd.HARDENED:
         raise ChainFull(
             f"this chain has {hd.HARDENED - first} unused indices below 2^31 "

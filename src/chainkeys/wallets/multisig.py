@@ -36,14 +36,17 @@ from chainkeys.chains.registry import FAMILIES as REGISTRY
 from chainkeys.chains.spec import Family, MultisigForms, ThresholdKey
 from chainkeys.chains.tx.threshold import INVALID, MAX_KEYS
 from chainkeys.clock import now_ms
-from chainkeys.errors import BadRequest, Conflict, Forbidden, NotFound
+from chainkeys.errors import BadRequest, ChainkeysError, Conflict, Forbidden, NotFound
 from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.gate import opened
 from chainkeys.vault.seal import Context
-from chainkeys.wallets.repository import Chain, Counters, WalletMultisigRow, WalletMultisigs
+from chainkeys.wallets.counters import Chain
+from chainkeys.wallets.derivation import allocate as take
+from chainkeys.wallets.derivation import next_free
+from chainkeys.wallets.repository import WalletMultisigRow, WalletMultisigs
 from chainkeys.wallets.service import WalletService
 
 # the families a wallet makes HD multisigs on: those whose multisig forms have BIP48 types
@@ -70,10 +73,6 @@ class WalletMultisigView:
     row: WalletMultisigRow
     path: str  # the wallet's own member key
     own_key: str  # [origin]xpub… of it
-
-
-class _Busy(Exception):
-    """Another derivation took the guessed indices first: derive again."""
 
 
 class WalletMultisigService:
@@ -169,7 +168,17 @@ class WalletMultisigService:
         self, who: Principal, ref: str, ms_id: str, index: int | None, count: int, preview: bool
     ) -> list[MultisigView]:
         """The multisig accounts of `count` indices from `index` (or the next ones); stored
-        unless `preview`, each with the wallet's member key of its index."""
+        unless `preview`, each with the wallet's member key of its index; a refusal is
+        audited (`derive`, its code)."""
+        try:
+            return await self._derive(who, ref, ms_id, index, count, preview)
+        except ChainkeysError as exc:
+            await self.wallets.refused(who, exc, wallet=ref[:64], multisig=ms_id[:32])
+            raise
+
+    async def _derive(
+        self, who: Principal, ref: str, ms_id: str, index: int | None, count: int, preview: bool
+    ) -> list[MultisigView]:
         if not 1 <= count <= MAX_COUNT:
             raise BadRequest(f"count must be from 1 to {MAX_COUNT}", code="invalid_count")
         if index is not None and not 0 <= index <= hd.HARDENED - count:
@@ -181,7 +190,7 @@ class WalletMultisigService:
         network = fam.network(row.network)
         path = hd.multisig_path(network, row.account, row.address_type)
         others = [hd.parse_xpub(x, network.testnet) for x in row.xpubs]
-        chain = Chain(wallet.id, row.family, row.network, row.id, row.account, 0)
+        chain = Chain(who.tenant_id, wallet.id, row.family, row.network, row.id, row.account, 0)
         options = fam.options({"address_type": "p2wpkh"}, None)
 
         derived: dict[int, list[Derivation]] = {}  # each index's keys derived once
@@ -233,73 +242,50 @@ class WalletMultisigService:
                 )
             return rows
 
-        if preview:
-            first = index if index is not None else await self._next(chain)
-            return [view_of(r) for r, _ in multisig_rows(members(first))]
         integrity = opened(self.barrier.integrity)
-        for _ in range(20):
-            first = index if index is not None else await self._next(chain)
-            stored: list[AccountRow] = []
+        first = index if index is not None else await next_free(self.db, integrity, chain, count)
+        if preview:
+            return [view_of(r) for r, _ in multisig_rows(members(first))]
+        stored: list[AccountRow] = []
 
-            async def allocate(tx: Tx, stored: list[AccountRow] = stored) -> int:
-                """Take the indices, and store their multisig accounts in the same
-                transaction as the member keys (a retried transaction starts over)."""
-                stored.clear()
-                taken = await self._take(tx, chain, index, count)
-                for r, _ in multisig_rows(members(taken)):
-                    found = await Accounts.get(tx, integrity, who.tenant_id, r.family, r.name)
-                    if found is not None:  # derived before: answered again, or not ours
-                        if found.details.get("hd") != r.details["hd"]:
-                            raise Conflict(
-                                f"a {r.family} account {r.name} exists in your "
-                                "tenant and is not this index of this multisig",
-                                code="account_exists",
-                            )
-                        stored.append(found)
-                        continue
-                    blob = msgspec.json.encode(r.details["multisig"])
-                    sealed = await self.barrier.seal(blob, Context(who.tenant_id, r.family, r.name))
-                    r = dataclasses.replace(r, secret=sealed.blob, key_id=sealed.key_id)
-                    await Accounts.insert(tx, integrity, r)
-                    await Audit.insert(
-                        tx,
-                        audit_event(
-                            who,
-                            "create",
-                            "ok",
-                            family=r.family,
-                            account_name=r.name,
-                            details={"multisig": row.id},
-                        ),
-                    )
-                    stored.append(r)
-                return taken
-
-            try:
-                await self.accounts.store_derived(
-                    who, fam, network, members(first), allocate=allocate, rederive=members
+        async def allocate(tx: Tx) -> int:
+            """Take the indices, and store their multisig accounts in the same
+            transaction as the member keys (a retried transaction starts over)."""
+            stored.clear()
+            taken = await take(integrity, chain, index, count, tx)
+            for r, _ in multisig_rows(members(taken)):
+                found = await Accounts.get(tx, integrity, who.tenant_id, r.family, r.name)
+                if found is not None:  # derived before: answered again, or not ours
+                    if found.details.get("hd") != r.details["hd"]:
+                        raise Conflict(
+                            f"a {r.family} account {r.name} exists in your "
+                            "tenant and is not this index of this multisig",
+                            code="account_exists",
+                        )
+                    stored.append(found)
+                    continue
+                blob = msgspec.json.encode(r.details["multisig"])
+                sealed = await self.barrier.seal(blob, Context(who.tenant_id, r.family, r.name))
+                r = dataclasses.replace(r, secret=sealed.blob, key_id=sealed.key_id)
+                await Accounts.insert(tx, integrity, r)
+                await Audit.insert(
+                    tx,
+                    audit_event(
+                        who,
+                        "create",
+                        "ok",
+                        family=r.family,
+                        account_name=r.name,
+                        details={"multisig": row.id},
+                    ),
                 )
-            except _Busy:
-                continue
-            return [view_of(r) for r in stored]
-        raise Conflict("too many derivations at once on this multisig; try again", code="busy")
+                stored.append(r)
+            return taken
 
-    async def _next(self, chain: Chain) -> int:
-        async with self.db.read() as tx:
-            return await Counters.next(tx, chain) or 0
-
-    @staticmethod
-    async def _take(tx: Tx, chain: Chain, index: int | None, count: int) -> int:
-        if index is None:
-            first = await Counters.take(tx, chain, count, hd.HARDENED)
-            if first is None:
-                raise _Busy
-            return first
-        if index + count <= hd.HARDENED - 1 and not await Counters.raise_to(
-            tx, chain, index + count
-        ):
-            raise _Busy
-        return index
+        await self.accounts.store_derived(
+            who, fam, network, members(first), allocate=allocate, rederive=members
+        )
+        return [view_of(r) for r in stored]
 
     async def list(self, who: Principal, ref: str) -> list[WalletMultisigView]:
         """This wallet's HD multisigs of the families the token may use (the seed opened

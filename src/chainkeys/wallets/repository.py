@@ -1,17 +1,18 @@
-"""Wallet SQL: the sealed phrases, and the counters behind next-index derivation."""
+"""Wallet SQL: the sealed phrases and HD multisig registrations, each row authenticated
+(store/integrity.py WALLETS, WALLET_MULTISIGS); the counters are in counters.py."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, or_, select, update
 
 from chainkeys.errors import Conflict
-from chainkeys.store.integrity import WALLET_MULTISIGS
+from chainkeys.store.integrity import WALLET_MULTISIGS, WALLETS
 from chainkeys.store.sql import Prepared, Tx, insert_new
-from chainkeys.store.tables import wallet_counters, wallet_multisigs, wallets
+from chainkeys.store.tables import wallet_multisigs, wallets
 from chainkeys.vault.integrity import Integrity
 from chainkeys.vault.seal import Context
 
@@ -29,27 +30,19 @@ class WalletRow:
     deleted_ms: int | None = None
     seq: int = 0
     seed_key: str | None = None  # keyed fingerprint of the seed (None: made before it)
+    mac: str | None = None  # as read (store/integrity.py WALLETS)
 
-
-@dataclass(frozen=True, slots=True)
-class Chain:
-    """What a next index counts within: one derivation chain of one wallet."""
-
-    wallet_id: str
-    family: str
-    network: str
-    address_type: str  # "" where the family has a single address type
-    account: int
-    change: int
-
-    def params(self) -> dict[str, Any]:
+    def covered(self) -> dict[str, Any]:
+        """The row by column name, as its MAC covers it (and as the table stores it)."""
         return {
-            "wallet_id": self.wallet_id,
-            "family": self.family,
-            "network": self.network,
-            "address_type": self.address_type,
-            "account": self.account,
-            "change": self.change,
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "created_ms": self.created_ms,
+            "exported": int(self.exported),
+            "deleted_ms": self.deleted_ms,
+            "seed_key": self.seed_key,
         }
 
 
@@ -58,7 +51,7 @@ def wallet_context(tenant_id: str, wallet_id: str) -> Context:
     return Context(tenant_id, "wallet", wallet_id, purpose="wallet")
 
 
-_w, _c = wallets.c, wallet_counters.c
+_w = wallets.c
 _COLUMNS = (
     _w.id,
     _w.tenant_id,
@@ -71,6 +64,7 @@ _COLUMNS = (
     _w.deleted_ms,
     _w.seq,
     _w.seed_key,
+    _w.mac,
 )
 _INSERT = Prepared(
     insert(wallets),
@@ -83,7 +77,9 @@ _INSERT = Prepared(
         "key_id",
         "created_ms",
         "exported",
+        "deleted_ms",
         "seed_key",
+        "mac",
     ),
 )
 _GET = Prepared(
@@ -102,6 +98,7 @@ _BY_FINGERPRINT = Prepared(
         _w.tenant_id == bindparam("tenant_id"), _w.fingerprint == bindparam("fingerprint")
     )
 )
+# what the overview shows (a number for people: no row of it is used)
 _COUNT = Prepared(
     select(func.count())
     .select_from(wallets)
@@ -117,176 +114,94 @@ _PAGE = Prepared(
     .order_by(_w.seq)
     .limit(bindparam("limit"))
 )
-_SET_DELETED = Prepared(
-    update(wallets).where(_w.seq == bindparam("seq")).values(deleted_ms=bindparam("deleted_ms"))
+_CHANGE = Prepared(  # the row as read (its MAC), and nothing else, is changed
+    update(wallets)
+    .where(_w.seq == bindparam("seq"), _w.mac == bindparam("old_mac"))
+    .values(
+        deleted_ms=bindparam("deleted_ms"), exported=bindparam("exported"), mac=bindparam("mac")
+    )
 )
 _PURGE = Prepared(delete(wallets).where(_w.deleted_ms < bindparam("cutoff")))
-_SET_EXPORTED = Prepared(update(wallets).where(_w.seq == bindparam("seq")).values(exported=1))
-_NOT_SEALED_BY = Prepared(
-    select(*_COLUMNS)
-    .where(_w.seq > bindparam("after"), _w.key_id != bindparam("current"))
-    .order_by(_w.seq)
-    .limit(bindparam("limit"))
-)
-_RESEAL = Prepared(
-    update(wallets)
-    .where(_w.seq == bindparam("seq"), _w.key_id == bindparam("old_key_id"))
-    .values(secret=bindparam("new_secret"), key_id=bindparam("new_key_id"))
-)
-_CHAIN = (
-    (_c.wallet_id == bindparam("wallet_id"))
-    & (_c.family == bindparam("family"))
-    & (_c.network == bindparam("network"))
-    & (_c.address_type == bindparam("address_type"))
-    & (_c.account == bindparam("account"))
-    & (_c.change == bindparam("change"))
-)
-_NEXT = Prepared(select(_c.next_index).where(_CHAIN))
-_INSERT_NEXT = Prepared(
-    insert(wallet_counters),
-    ("wallet_id", "family", "network", "address_type", "account", "change", "next_index"),
-)
-_TAKE_NEXT = Prepared(
-    update(wallet_counters)
-    .where(_CHAIN, _c.next_index <= bindparam("last_first"))
-    .values(next_index=_c.next_index + bindparam("count"))
-    .returning(_c.next_index)
-)
-_RAISE_NEXT = Prepared(
-    update(wallet_counters)
-    .where(_CHAIN, _c.next_index < bindparam("after"))
-    .values(next_index=bindparam("after"))
-)
 
 
-def _row(r: Any) -> WalletRow:
+def _row(gate: Integrity, r: Any) -> WalletRow:
+    """The row, if its MAC holds: its tenant and name decide whose phrase a reference
+    opens (IntegrityFailure otherwise: logged, counted, never used)."""
+    gate.check(WALLETS, r._mapping, f"the wallet {r.id!r}")
     return WalletRow(
-        r[0],
-        r[1],
-        r[2],
-        r[3],
-        bytes(r[4]),
-        r[5],
-        int(r[6]),
-        bool(r[7]),
-        None if r[8] is None else int(r[8]),
-        int(r[9]),
-        r[10],
+        r.id,
+        r.tenant_id,
+        r.name,
+        r.fingerprint,
+        bytes(r.secret),
+        r.key_id,
+        int(r.created_ms),
+        bool(r.exported),
+        None if r.deleted_ms is None else int(r.deleted_ms),
+        int(r.seq),
+        r.seed_key,
+        r.mac,
     )
 
 
 class Wallets:
+    """Wallet rows, each authenticated when read and MACed again when changed."""
+
     @staticmethod
-    async def insert(tx: Tx, row: WalletRow) -> bool:
+    async def insert(tx: Tx, gate: Integrity, row: WalletRow) -> bool:
         """False when the name or the seed is taken in the tenant (the caller says which)."""
-        params = {
-            "id": row.id,
-            "tenant_id": row.tenant_id,
-            "name": row.name,
-            "fingerprint": row.fingerprint,
-            "secret": row.secret,
-            "key_id": row.key_id,
-            "created_ms": row.created_ms,
-            "exported": 0,
-            "seed_key": row.seed_key,
-        }
-        return await insert_new(tx, _INSERT, params)
+        values = row.covered()
+        params = {**values, "secret": row.secret, "key_id": row.key_id}
+        return await insert_new(tx, _INSERT, {**params, "mac": gate.mac(WALLETS, values)})
 
     @staticmethod
-    async def with_seed_key(tx: Tx, tenant_id: str, seed_key: str) -> WalletRow | None:
-        found = (
-            await tx.execute(_BY_SEED_KEY, {"tenant_id": tenant_id, "seed_key": seed_key})
-        ).first()
-        return None if found is None else _row(found)
+    async def with_seed_key(
+        tx: Tx, gate: Integrity, tenant_id: str, seed_key: str
+    ) -> WalletRow | None:
+        params = {"tenant_id": tenant_id, "seed_key": seed_key}
+        found = (await tx.execute(_BY_SEED_KEY, params)).first()
+        return None if found is None else _row(gate, found)
 
     @staticmethod
-    async def get(tx: Tx, tenant_id: str, ref: str) -> WalletRow | None:
+    async def get(tx: Tx, gate: Integrity, tenant_id: str, ref: str) -> WalletRow | None:
         """By id or by name, deleted ones included (the caller decides)."""
         found = (await tx.execute(_GET, {"tenant_id": tenant_id, "ref": ref})).first()
-        return None if found is None else _row(found)
+        return None if found is None else _row(gate, found)
 
     @staticmethod
-    async def with_fingerprint(tx: Tx, tenant_id: str, fingerprint: str) -> list[WalletRow]:
+    async def with_fingerprint(
+        tx: Tx, gate: Integrity, tenant_id: str, fingerprint: str
+    ) -> list[WalletRow]:
         params = {"tenant_id": tenant_id, "fingerprint": fingerprint}
-        return [_row(r) for r in (await tx.execute(_BY_FINGERPRINT, params)).all()]
+        return [_row(gate, r) for r in (await tx.execute(_BY_FINGERPRINT, params)).all()]
 
     @staticmethod
-    async def page(tx: Tx, tenant_id: str, after: int, limit: int) -> list[WalletRow]:
+    async def page(
+        tx: Tx, gate: Integrity, tenant_id: str, after: int, limit: int
+    ) -> list[WalletRow]:
         params = {"tenant_id": tenant_id, "after": after, "limit": limit}
-        return [_row(r) for r in (await tx.execute(_PAGE, params)).all()]
+        return [_row(gate, r) for r in (await tx.execute(_PAGE, params)).all()]
 
     @staticmethod
     async def count(tx: Tx, tenant_id: str) -> int:
         return int((await tx.execute(_COUNT, {"tenant_id": tenant_id})).scalar_one())
 
     @staticmethod
-    async def set_deleted(tx: Tx, seq: int, deleted_ms: int | None) -> None:
-        await tx.execute(_SET_DELETED, {"seq": seq, "deleted_ms": deleted_ms})
+    async def change(tx: Tx, gate: Integrity, row: WalletRow, **changes: Any) -> WalletRow:
+        """`row` (as read in this transaction) with `deleted_ms` or `exported` changed,
+        and its MAC made again."""
+        new = replace(row, **changes)
+        values = new.covered()
+        mac = gate.mac(WALLETS, values)
+        params = {**values, "seq": row.seq, "old_mac": row.mac, "mac": mac}
+        if (await tx.execute(_CHANGE, params)).rowcount != 1:
+            raise Conflict("the wallet changed meanwhile; try again", code="busy")
+        return replace(new, mac=mac)
 
     @staticmethod
     async def purge(tx: Tx, cutoff_ms: int) -> int:
         """Forget wallets deleted before `cutoff_ms` (their counters stay: harmless)."""
         return int((await tx.execute(_PURGE, {"cutoff": cutoff_ms})).rowcount or 0)
-
-    @staticmethod
-    async def set_exported(tx: Tx, seq: int) -> None:
-        await tx.execute(_SET_EXPORTED, {"seq": seq})
-
-    @staticmethod
-    async def not_sealed_by(tx: Tx, current: str, after: int, limit: int) -> list[WalletRow]:
-        params = {"current": current, "after": after, "limit": limit}
-        return [_row(r) for r in (await tx.execute(_NOT_SEALED_BY, params)).all()]
-
-    @staticmethod
-    async def reseal(tx: Tx, seq: int, old_key_id: str, secret: bytes, key_id: str) -> bool:
-        params = {"seq": seq, "old_key_id": old_key_id, "new_secret": secret, "new_key_id": key_id}
-        return bool((await tx.execute(_RESEAL, params)).rowcount)
-
-
-class ChainFull(Conflict):
-    code = "chain_full"
-
-
-class Counters:
-    """Next indices, moved by compare-and-set: two transactions that read the same value
-    cannot both move it (the second's UPDATE matches no row and it tries again)."""
-
-    @staticmethod
-    async def next(tx: Tx, chain: Chain) -> int | None:
-        found = (await tx.execute(_NEXT, chain.params())).first()
-        return None if found is None else int(found[0])
-
-    @staticmethod
-    async def take(tx: Tx, chain: Chain, count: int, limit: int) -> int | None:
-        """The first of `count` next indices, moving the counter past them in the
-        caller's transaction (its row lock serialises takers: no retries). ChainFull
-        when they would pass `limit` (nothing moves); None when another transaction
-        created the counter at the same moment (the caller starts again)."""
-        params = {**chain.params(), "count": count, "last_first": limit - count}
-        taken = (await tx.execute(_TAKE_NEXT, params)).first()
-        if taken is not None:
-            return int(taken[0]) - count
-        held = await Counters.next(tx, chain)
-        if held is not None and held + count <= limit:
-            return None  # another transaction created the counter after our update ran
-        if held is not None or count > limit:
-            raise ChainFull(
-                f"this chain has {max(0, limit - (held or 0))} unused indices "
-                f"below 2^31 ({count} asked); derive under another account "
-                "number"
-            )
-        made = await insert_new(tx, _INSERT_NEXT, {**chain.params(), "next_index": count})
-        return 0 if made else None
-
-    @staticmethod
-    async def raise_to(tx: Tx, chain: Chain, after: int) -> bool:
-        """Move the counter to `after` if it is behind (an explicit index beyond it);
-        False when another transaction created the counter at the same moment."""
-        if (await tx.execute(_RAISE_NEXT, {**chain.params(), "after": after})).rowcount:
-            return True
-        if await Counters.next(tx, chain) is not None:
-            return True
-        return await insert_new(tx, _INSERT_NEXT, {**chain.params(), "next_index": after})
 
 
 @dataclass(frozen=True, slots=True)

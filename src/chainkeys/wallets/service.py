@@ -5,15 +5,20 @@ its tenant and id (`Context(tenant, "wallet", id, "wallet")`); they are opened
 only to derive, to show an extended public key and to export (under the same
 rules as a key export). A derived account is an ordinary account: its key is
 derived once, sealed like any other, and signs at the same cost. Next indices
-come from a counter moved by compare-and-set, so concurrent derivations on any
-number of replicas never share an index (derivation.py).
+come from a counter pinned by the tenant's head and moved under it, so concurrent
+derivations on any number of replicas never share an index, and a counter a database
+writer lowered or put back fails closed (counters.py).
+
+Every wallet row is authenticated (store/integrity.py WALLETS): a row moved into
+another tenant, renamed onto another wallet's name or un-exported by hand is refused
+(`integrity_failure`), and a phrase copied in from another wallet does not open. The
+seed fingerprints that keep one wallet per seed per tenant are keyed by the vault
+(`Integrity.seed_key`): this package holds no key.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import logging
 import re
 import secrets
@@ -36,15 +41,16 @@ from chainkeys.config import Settings
 from chainkeys.errors import BadRequest, ChainkeysError, Conflict
 from chainkeys.freezes.service import frozen, holding
 from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import WALLETS
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.barrier import Barrier
 from chainkeys.vault.derive import Cursors
-from chainkeys.vault.gate import opened
-from chainkeys.vault.repository import Meta
-from chainkeys.vault.seal import Context
+from chainkeys.vault.gate import Gate, opened
+from chainkeys.vault.integrity import failed
+from chainkeys.vault.seal import SealError
+from chainkeys.wallets.counters import Chain
 from chainkeys.wallets.derivation import (
-    Busy,
     allocate,
     check,
     derive_keys,
@@ -59,18 +65,12 @@ from chainkeys.wallets.models import (
     XpubAnswer,
     view_of,
 )
-from chainkeys.wallets.repository import (
-    Chain,
-    WalletRow,
-    Wallets,
-    wallet_context,
-)
+from chainkeys.wallets.repository import WalletRow, Wallets, wallet_context
 
 log = logging.getLogger("chainkeys.wallets")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # the same rule as a JSON Schema pattern, the id prefix excluded (api/wallet_schemas.py)
 NAME_PATTERN: Final = rf"^(?!wal_){NAME.pattern}\Z"
-SEED_KEY_RECORD: Final = "wallet_seed_key"  # meta: the key of the seeds' fingerprints
 ID_PREFIX: Final = "wal_"
 MAX_PASSPHRASE: Final = 1024
 
@@ -84,13 +84,16 @@ class _NameOrSeedTaken(Exception):
     """The wallet's insert met a unique key: its name, or its seed."""
 
 
-async def derived_export(tx: Tx, who: Principal, wallet_id: str, account: str) -> None:
-    """A derived key was exported (accounts/service.py `export`, given this function at
-    construction): it is its wallet's export too, in the same transaction: the wallet is
-    marked exported for good and `wallet.export` is audited, naming the account."""
-    row = await Wallets.get(tx, who.tenant_id, wallet_id)
-    if row is not None:
-        await Wallets.set_exported(tx, row.seq)
+async def derived_export(
+    gate: Gate | None, tx: Tx, who: Principal, wallet_id: str, account: str
+) -> None:
+    """A derived key was exported (accounts/service.py `export`, given this function and
+    the gate at construction): it is its wallet's export too, in the same transaction:
+    the wallet is marked exported for good and `wallet.export` is audited, naming the
+    account."""
+    row = await Wallets.get(tx, opened(gate), who.tenant_id, wallet_id)
+    if row is not None and not row.exported:
+        await Wallets.change(tx, opened(gate), row, exported=True)
     await Audit.insert(
         tx,
         audit_event(
@@ -116,10 +119,13 @@ class WalletService:
     ) -> None:
         self.db = db
         self.barrier = barrier
-        self._mac_key: bytes | None = None
         self.settings = settings
         self.cursors = cursors
         self.accounts = accounts
+
+    @property
+    def _gate(self) -> Gate:
+        return opened(self.barrier.integrity)
 
     # -- wallets -----------------------------------------------------------------------
 
@@ -166,7 +172,7 @@ class WalletService:
         name = self._name(name, wallet_id)
         secret = msgspec.json.encode(_Phrase(phrase, passphrase or ""))
         sealed = await self.barrier.seal(secret, wallet_context(who.tenant_id, wallet_id))
-        seed_key = await self._seed_key(who.tenant_id, secret)
+        seed_key = self._gate.seed_key(who.tenant_id, secret)
         row = WalletRow(
             wallet_id,
             who.tenant_id,
@@ -182,7 +188,7 @@ class WalletService:
             async with self.db.write() as tx:
                 if imported:  # wallets made before seed keys: their phrases decide
                     await self._refuse_duplicate(tx, who, row.fingerprint, secret)
-                if not await Wallets.insert(tx, row):
+                if not await Wallets.insert(tx, self._gate, row):
                     raise _NameOrSeedTaken
                 action = "wallet.import" if imported else "wallet.create"
                 await Audit.insert(
@@ -191,7 +197,7 @@ class WalletService:
                 )
         except _NameOrSeedTaken:
             async with self.db.read() as tx:
-                held = await Wallets.with_seed_key(tx, who.tenant_id, seed_key)
+                held = await Wallets.with_seed_key(tx, self._gate, who.tenant_id, seed_key)
             if held is not None:
                 state = " (deleted: restore it)" if held.deleted_ms else ""
                 raise Conflict(
@@ -204,28 +210,6 @@ class WalletService:
                 code="wallet_exists",
             ) from None
         return view_of(row)
-
-    async def _seed_key(self, tenant_id: str, secret: bytes) -> str:
-        """The seed's keyed fingerprint in this tenant: HMAC-SHA256 under a random key of
-        this store, sealed in `meta` (made on first use; a rotation re-seals it and keeps
-        its value, so the fingerprints stay comparable). Never an unkeyed hash: a copy of
-        the database must not confirm a guessed phrase."""
-        if self._mac_key is None:
-            self._mac_key = await self._load_mac_key()
-        data = tenant_id.encode() + b"\x00" + secret
-        return hmac.new(self._mac_key, data, hashlib.sha256).hexdigest()
-
-    async def _load_mac_key(self) -> bytes:
-        context = Context("-", "-", SEED_KEY_RECORD, purpose="meta")
-        for _ in range(3):
-            async with self.db.read() as tx:
-                found = await Meta.get(tx, SEED_KEY_RECORD)
-            if found is not None:
-                return await self.barrier.open_async(found[0], found[1] or "", context)
-            made = await self.barrier.seal(secrets.token_bytes(32), context)
-            async with self.db.write() as tx:  # ours, or another process's made first:
-                await Meta.insert_new(tx, SEED_KEY_RECORD, made.blob, made.key_id)  # read back
-        raise Conflict("the wallet fingerprint key could not be read; try again", code="busy")
 
     @staticmethod
     def _name(name: str | None, wallet_id: str) -> str:
@@ -244,10 +228,8 @@ class WalletService:
     ) -> None:
         """The same phrase and passphrase already held: the fingerprint narrows it down,
         the phrases themselves decide (a fingerprint is 32 bits)."""
-        for other in await Wallets.with_fingerprint(tx, who.tenant_id, fingerprint):
-            context = wallet_context(other.tenant_id, other.id)
-            held = await self.barrier.open_async(other.secret, other.key_id, context)
-            if held == secret:
+        for other in await Wallets.with_fingerprint(tx, self._gate, who.tenant_id, fingerprint):
+            if await self._plain(other) == secret:
                 state = " (deleted: restore it)" if other.deleted_ms else ""
                 raise Conflict(
                     f"this tenant already holds this seed as wallet {other.id}{state}",
@@ -259,7 +241,7 @@ class WalletService:
     ) -> tuple[list[WalletView], str | None]:
         w = paging.window(self.settings, self.cursors, f"wallets/{who.tenant_id}", limit, cursor)
         async with self.db.read() as tx:
-            rows = await Wallets.page(tx, who.tenant_id, w.after or 0, w.fetch)
+            rows = await Wallets.page(tx, self._gate, who.tenant_id, w.after or 0, w.fetch)
         shown, next_cursor = w.page(rows, lambda r: r.seq)
         return [view_of(r) for r in shown], next_cursor
 
@@ -284,7 +266,7 @@ class WalletService:
 
     async def _row(self, who: Principal, ref: str) -> WalletRow:
         async with self.db.read() as tx:
-            row = await Wallets.get(tx, who.tenant_id, ref[:64])
+            row = await Wallets.get(tx, self._gate, who.tenant_id, ref[:64])
         if row is None or row.deleted_ms is not None:
             raise WalletNotFound("no wallet by that id or name")
         return row
@@ -300,17 +282,19 @@ class WalletService:
     async def delete(self, who: Principal, ref: str) -> None:
         """Delete the seed (kept sealed for the retention period, restorable by the
         operator); accounts derived from it stay."""
-        row = await self._row(who, ref)
         async with self.db.write() as tx:
-            await Wallets.set_deleted(tx, row.seq, now_ms())
+            row = await Wallets.get(tx, self._gate, who.tenant_id, ref[:64])
+            if row is None or row.deleted_ms is not None:
+                raise WalletNotFound("no wallet by that id or name")
+            await Wallets.change(tx, self._gate, row, deleted_ms=now_ms())
             await Audit.insert(tx, audit_event(who, "wallet.delete", "ok", account_name=row.id))
 
     async def restore(self, tenant_id: str, ref: str, operator: Principal) -> WalletView:
         async with self.db.write() as tx:
-            row = await Wallets.get(tx, tenant_id, ref[:64])
+            row = await Wallets.get(tx, self._gate, tenant_id, ref[:64])
             if row is None or row.deleted_ms is None:
                 raise WalletNotFound("no deleted wallet by that id or name")
-            await Wallets.set_deleted(tx, row.seq, None)
+            row = await Wallets.change(tx, self._gate, row, deleted_ms=None)
             await Audit.insert(
                 tx, audit_event(operator, "wallet.restore", "ok", account_name=row.id)
             )
@@ -331,17 +315,28 @@ class WalletService:
             raise error
         phrase = await self._phrase(row)
         async with self.db.write() as tx:
-            await Wallets.set_exported(tx, row.seq)
+            now = await Wallets.get(tx, self._gate, who.tenant_id, row.id)
+            if now is None or now.deleted_ms is not None:
+                raise WalletNotFound("no wallet by that id or name")
+            if not now.exported:
+                await Wallets.change(tx, self._gate, now, exported=True)
             await Audit.insert(tx, audit_event(who, "wallet.export", "ok", account_name=row.id))
         log.warning("wallet phrase exported: wallet %s by token %s", row.id, who.token_id)
         view = WalletView(row.id, row.name, row.fingerprint, row.created_ms, True)
         return view, phrase.mnemonic, phrase.passphrase
 
+    async def _plain(self, row: WalletRow) -> bytes:
+        """The sealed phrase opened. Bound to tenant and id: one a database writer copied
+        in from another wallet does not open (IntegrityFailure, never that phrase)."""
+        try:
+            return await self.barrier.open_async(
+                row.secret, row.key_id, wallet_context(row.tenant_id, row.id)
+            )
+        except SealError:
+            raise failed(WALLETS, f"the sealed phrase of wallet {row.id!r}") from None
+
     async def _phrase(self, row: WalletRow) -> _Phrase:
-        plain = await self.barrier.open_async(
-            row.secret, row.key_id, wallet_context(row.tenant_id, row.id)
-        )
-        return msgspec.json.decode(plain, type=_Phrase)
+        return msgspec.json.decode(await self._plain(row), type=_Phrase)
 
     async def _seed(self, row: WalletRow) -> hd.Seed:
         phrase = await self._phrase(row)
@@ -350,6 +345,7 @@ class WalletService:
     async def _audit(
         self, who: Principal, action: str, outcome: str, details: dict[str, Any]
     ) -> None:
+        """The audit row of a refusal (its own transaction: the refused one rolled back)."""
         try:
             await Audit.record(self.db, audit_event(who, action, outcome, details=details))
         except ChainkeysError:
@@ -359,37 +355,46 @@ class WalletService:
 
     async def derive(self, who: Principal, ref: str, req: DeriveRequest) -> list[AccountView]:
         """Derive (and, unless `preview`, store) `count` accounts from index `index`, or
-        from the chain's next index."""
+        from the chain's next index; a refusal is audited (`derive`, its code)."""
+        try:
+            return await self._derive(who, ref, req)
+        except ChainkeysError as exc:
+            await self.refused(who, exc, wallet=ref[:64], family=req.family[:32])
+            raise
+
+    async def refused(self, who: Principal, exc: ChainkeysError, **details: str) -> None:
+        """Audit a derivation that was refused (`derive`, its code), a counter that fails
+        its check included (multisig.py too)."""
+        await self._audit(who, "derive", exc.code, dict(details))
+
+    async def _derive(self, who: Principal, ref: str, req: DeriveRequest) -> list[AccountView]:
         fam, network, options = target(who, req.family, req.network, req.address_type, req.name)
         check(fam, network, options, req)
         row = await self._row(who, ref)
         seed = await self._seed(row)
-        chain = Chain(
-            row.id, fam.name, network.name, type_of(options) or "", req.account, req.change
-        )
+        kind = type_of(options) or ""
+        chain = Chain(who.tenant_id, row.id, fam.name, network.name, kind, req.account, req.change)
         derive_from = functools.partial(derive_keys, seed, row.id, fam, network, options, req)
+        gate = self._gate
         if req.preview:
-            shown = req.index if req.index is not None else await next_free(self.db, chain, 1)
+            shown = req.index
+            if shown is None:
+                shown = await next_free(self.db, gate, chain, 1)
             return [
                 AccountView.of(fam.name, network.name, d.account, None, d.origin)
                 for d in derive_from(shown)
             ]
-        # The counter moves in the transaction that stores the accounts (a row lock on it
-        # serialises derivations of one chain: no retries under load), so only a
-        # derivation that succeeds moves it. The keys are derived before it, for the
-        # index the counter shows now, and again inside only if another took it first.
-        for _ in range(20):
-            first = req.index
-            if first is None:
-                first = await next_free(self.db, chain, req.count)
-            allocated = functools.partial(allocate, chain, req.index, req.count)
-            try:
-                return await self.accounts.store_derived(
-                    who, fam, network, derive_from(first), allocate=allocated, rederive=derive_from
-                )
-            except Busy:
-                continue
-        raise Conflict("too many derivations at once on this chain; try again", code="busy")
+        # The counter moves in the transaction that stores the accounts, under the
+        # tenant's head (counters.py), so only a derivation that succeeds moves it. The
+        # keys are derived before it, for the index the counter shows now, and again
+        # inside only if another derivation took it first.
+        first = req.index
+        if first is None:
+            first = await next_free(self.db, gate, chain, req.count)
+        allocated = functools.partial(allocate, gate, chain, req.index, req.count)
+        return await self.accounts.store_derived(
+            who, fam, network, derive_from(first), allocate=allocated, rederive=derive_from
+        )
 
     async def xpub(
         self,

@@ -37,6 +37,7 @@ wallets = Table(
     # one wallet per seed per tenant, held by the database, with nothing unkeyed stored
     # (NULL for wallets made before it existed: the phrases themselves are compared).
     Column("seed_key", String(64), nullable=True),
+    Column("mac", String(80), nullable=True),  # store/integrity.py WALLETS
     UniqueConstraint("tenant_id", "name"),
     UniqueConstraint("tenant_id", "seed_key"),
     Index("ix_wallets_tenant_id_seq", "tenant_id", "seq"),
@@ -45,17 +46,22 @@ wallets = Table(
 )
 
 # The next index of each (wallet, family, network, address type, account, change): the
-# one after the highest derived so far, taken atomically (compare-and-set on this row).
+# one after the highest derived so far, taken under the tenant's head (wallets/
+# repository.py). MACed and pinned by the tenant's head (the `counters` set): a counter
+# lowered or put back would hand out an index, and so an address, a second time.
 wallet_counters = Table(
     "wallet_counters",
     metadata,
     Column("wallet_id", String(32), primary_key=True),
+    Column("tenant_id", String(32), nullable=False),  # whose head pins it
     Column("family", String(16), primary_key=True),
     Column("network", String(32), primary_key=True),
     Column("address_type", String(16), primary_key=True),  # "" where the family has one
     Column("account", Integer, primary_key=True),
     Column("change", Integer, primary_key=True),
     Column("next_index", BigInteger, nullable=False),
+    Column("mac", String(80), nullable=True),  # store/integrity.py WALLET_COUNTERS
+    Index("ix_wallet_counters_tenant_id", "tenant_id"),
 )
 
 # HD multisigs of a wallet (docs/multisig.md): the wallet's BIP48 key is one member,
