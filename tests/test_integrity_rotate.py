@@ -17,12 +17,14 @@ from sqlalchemy import select, update
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.bootstrap import open_services
+from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
 from chainkeys.store.backend import open_backend
 from chainkeys.store.integrity import REGISTRY
 from chainkeys.store.tables import audit, meta
 from chainkeys.vault.integrity import RECORD
+from chainkeys.vault.repository import KeyUser, KeyUsers
 from chainkeys.vault.rotation import rotate
 from tests.conftest import (
     BACKENDS,
@@ -197,3 +199,22 @@ def test_the_record_from_before_a_rotation_put_back_is_refused(settings: Setting
     refused = chainkeys_cli("integrity", "verify", env=_env(settings))
     assert refused.returncode != 0
     del token
+
+
+def test_rotate_refuses_while_a_server_runs_and_changes_nothing(settings: Settings) -> None:
+    token = _store(settings)
+
+    async def beat() -> None:  # a running server's heartbeat, as its barrier writes it
+        db = open_backend(settings.db_url, settings)
+        try:
+            async with db.write() as tx:
+                await KeyUsers.beat(tx, KeyUser("p1", "replica-1", 4242, "k", "k", now_ms()))
+        finally:
+            await db.close()
+
+    asyncio.run(beat())
+    refused = chainkeys_cli("integrity", "rotate", env=_env(settings))
+    assert refused.returncode == 1
+    assert "process(es) are running (replica-1 pid 4242)" in refused.stderr + refused.stdout
+    assert _macs(settings) == {"v1"}
+    _works(settings, token)
