@@ -218,3 +218,17 @@ def test_rotate_refuses_while_a_server_runs_and_changes_nothing(settings: Settin
     assert "process(es) are running (replica-1 pid 4242)" in refused.stderr + refused.stdout
     assert _macs(settings) == {"v1"}
     _works(settings, token)
+
+
+def test_adopting_a_rotated_store_keeps_its_mac_key(settings: Settings) -> None:
+    """Generation 1's MAC key is the store key, which the record keeps for token
+    digests: an adoption after a rotation must not make it a MAC key again."""
+    token = _store(settings)
+    done = chainkeys_cli("integrity", "rotate", env=_env(settings))
+    assert done.returncode == 0, done.stdout + done.stderr
+    adopted = chainkeys_cli("integrity", "adopt", "--yes", env=_env(settings))
+    assert adopted.returncode == 0, adopted.stdout + adopted.stderr
+    assert "every row carries a valid MAC" in adopted.stdout
+    assert _macs(settings) == {"v2"}
+    _verified(settings)
+    _works(settings, token)

@@ -34,6 +34,7 @@ from chainkeys.vault.integrity import (
     CONTEXT,
     FORMAT,
     RECORD,
+    ROTATED,
     Integrity,
     Record,
     generation,
@@ -190,13 +191,17 @@ async def plan(db: Backend, barrier: Any) -> tuple[Plan, bytes | None]:
 
 async def adopt(db: Backend, barrier: Any, audit_event: Any) -> Plan:
     """Adopt every row as it is, in one transaction: MACs made (token digests of a store
-    without a record re-keyed from their bare sha256), the record written at format 3,
-    every tenant's head rebuilt, and `audit_event(details)` written with it."""
+    without a record re-keyed from their bare sha256), the record written at format 3
+    (a rotated one keeps its MAC keys), every tenant's head rebuilt, and
+    `audit_event(details)` written with it."""
     found, key = await plan(db, barrier)
     bare = key is None  # no record: token digests are the bare sha256 of before
     key = key or secrets.token_bytes(32)
-    integrity = Integrity(key)
     record = Record(key, FORMAT, _everything(), "adopted")
+    kept = None if bare else await read(db, barrier)
+    if kept is not None and kept.format >= ROTATED:  # keeps its MAC keys: the first is
+        record = replace(kept, adopted=_everything(), origin="adopted")  # retired
+    integrity = Integrity.of(record)
     sealed = await barrier.seal(record.encode(), CONTEXT)
     db.signer = integrity  # the adoption's own audit row carries its MAC
     async with db.write() as tx:
