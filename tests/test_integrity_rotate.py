@@ -217,6 +217,13 @@ def test_rotate_refuses_while_a_server_runs_and_changes_nothing(settings: Settin
     assert refused.returncode == 1
     assert "process(es) are running (replica-1 pid 4242)" in refused.stderr + refused.stdout
     assert _macs(settings) == {"v1"}
+    outcomes = _sync(
+        settings,
+        lambda c: c.execute(
+            select(audit.c.outcome, audit.c.details).where(audit.c.action == "integrity.rotate")
+        ).all(),
+    )
+    assert [(o, "replica-1" in d) for o, d in outcomes] == [("conflict", True)]
     _works(settings, token)
 
 

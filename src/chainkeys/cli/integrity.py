@@ -14,6 +14,7 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.bootstrap import Services, open_unadopted
 from chainkeys.cli.common import DataDir, fail, finish, group, run, settings_for
+from chainkeys.errors import Conflict
 from chainkeys.store.sql import Tx
 from chainkeys.vault.adoption import Plan, adopt, plan
 
@@ -193,7 +194,12 @@ def rotate_command(data_dir: DataDir = None) -> None:
         async def record(tx: Tx, details: dict[str, Any]) -> None:  # the operator's
             await Audit.insert(tx, audit_event(None, "integrity.rotate", "ok", details=details))
 
-        return await rotate(svc.db, svc.barrier, gate, live, rekey_audit, record)
+        try:
+            return await rotate(svc.db, svc.barrier, gate, live, rekey_audit, record)
+        except Conflict as exc:  # every refusal audited (its message names no key)
+            refused = audit_event(None, "integrity.rotate", exc.code, details={"why": exc.message})
+            await Audit.record(svc.db, refused)
+            raise
 
     done = run(settings, work)
     again = "finished the rotation left unfinished: " if done.resumed else ""
