@@ -19,7 +19,14 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "chainkeys"
 # copies every row as it is: the copy is checked by `integrity verify` where it lands).
 STORE = {"store/tables/__init__.py", "store/integrity.py", "store/sealed.py"}
 # The gate: generic reads of registered tables through their registry entries.
-GATE = {"vault/heads.py", "vault/pinned.py", "vault/adoption.py", "vault/verify.py"}
+# (rotation.py MACs every registered row again under the writing key.)
+GATE = {
+    "vault/heads.py",
+    "vault/pinned.py",
+    "vault/adoption.py",
+    "vault/verify.py",
+    "vault/rotation.py",
+}
 OWNERS: dict[str, set[str]] = {
     "tokens": {"tokens/repository.py", "tokens/service.py"},
     "tenants": {
@@ -40,8 +47,8 @@ OWNERS: dict[str, set[str]] = {
     "wallets": {"wallets/repository.py"},
     "wallet_counters": {"wallets/counters.py"},
     "wallet_multisigs": {"wallets/repository.py"},
-    "audit_heads": {"audit/chain.py"},
-    "audit": {"audit/repository.py", "audit/chain.py", "vault/adoption.py"},
+    "audit_heads": {"audit/chain.py", "audit/rekey.py"},  # (rekey: a rotation's new links)
+    "audit": {"audit/repository.py", "audit/chain.py", "audit/rekey.py", "vault/adoption.py"},
     "webhook_outbox": {"approvals/repository.py", "vault/adoption.py"},
     "integrity_heads": {"vault/heads.py", "vault/adoption.py"},
     "freezes": {"freezes/repository.py", "freezes/service.py"},  # (service: its cache's name)

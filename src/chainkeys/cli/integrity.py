@@ -1,5 +1,6 @@
-"""`chainkeys integrity`: verify the store's authenticated rows and heads, and adopt a
-store explicitly (vault/adoption.py: nothing adopts itself)."""
+"""`chainkeys integrity`: verify the store's authenticated rows and heads, adopt a
+store explicitly (vault/adoption.py: nothing adopts itself), and rotate its MAC key
+(vault/rotation.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.bootstrap import Services, open_unadopted
 from chainkeys.cli.common import DataDir, fail, finish, group, run, settings_for
+from chainkeys.errors import Conflict
 from chainkeys.store.sql import Tx
 from chainkeys.vault.adoption import Plan, adopt, plan
 
-integrity_app = group("Verify the store's authenticated rows, or adopt a store.")
+integrity_app = group(
+    "Verify the store's authenticated rows, adopt a store, or rotate its MAC key."
+)
 SHOWN = 50  # rows named per table before "and N more"
 
 
@@ -153,3 +157,55 @@ def adopt_command(
 
     done = finish(work)
     typer.echo(f"adopted: {sum(done.rows.values())} rows; the store starts from now on")
+
+
+@integrity_app.command("rotate")
+def rotate_command(data_dir: DataDir = None) -> None:
+    """Rotate the integrity MAC key: a new key MACs every authenticated row, audit row,
+    link and head again, then the old key is retired (a MAC under it is refused from
+    then on); audited as `integrity.rotate`. Token digests keep their key (the tokens
+    are not stored, so they could not be digested again).
+
+    Stop every server first: the command refuses while another process has a live
+    heartbeat, and refuses a store that does not verify. Interrupted, run it again: it
+    finishes the rotation it started. Needs the master key."""
+    from chainkeys.audit.rekey import rekey_audit
+    from chainkeys.vault.barrier import live_since
+    from chainkeys.vault.repository import KeyUsers
+    from chainkeys.vault.rotation import Rotated, rotate
+
+    settings = settings_for(data_dir)
+
+    async def work(svc: Services) -> Rotated:
+        gate = svc.barrier.integrity
+        if gate is None:
+            fail("the integrity key is not open")
+
+        async def live() -> list[str]:
+            since = live_since(settings.key_refresh_seconds)
+            async with svc.db.read() as tx:
+                users = await KeyUsers.all(tx)
+            return [
+                f"{u.host} pid {u.pid}"
+                for u in users
+                if u.seen_ms >= since and u.process != svc.barrier.process
+            ]
+
+        async def record(tx: Tx, details: dict[str, Any]) -> None:  # the operator's
+            await Audit.insert(tx, audit_event(None, "integrity.rotate", "ok", details=details))
+
+        try:
+            return await rotate(svc.db, svc.barrier, gate, live, rekey_audit, record)
+        except Conflict as exc:  # every refusal audited (its message names no key)
+            refused = audit_event(None, "integrity.rotate", exc.code, details={"why": exc.message})
+            await Audit.record(svc.db, refused)
+            raise
+
+    done = run(settings, work)
+    again = "finished the rotation left unfinished: " if done.resumed else ""
+    typer.echo(
+        f"integrity rotate: {again}MAC key generation {done.new} writes; "
+        f"{sum(done.counts.values())} rows MACed again; generations {done.old} retired"
+    )
+    for table, n in sorted(done.counts.items()):
+        typer.echo(f"  {table}: {n}")

@@ -23,7 +23,7 @@ import logging
 import secrets
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -44,7 +44,16 @@ from chainkeys.store.sql import Tx
 from chainkeys.store.tables import audit, integrity_heads, wallets, webhook_outbox
 from chainkeys.vault.gate import Gate
 from chainkeys.vault.heads import MOD, SETS, Head, tenant_scope
-from chainkeys.vault.integrity import CONTEXT, FORMAT, RECORD, Integrity, Record, read_record
+from chainkeys.vault.integrity import (
+    CONTEXT,
+    FORMAT,
+    RECORD,
+    ROTATED,
+    Integrity,
+    Record,
+    generation,
+    read_record,
+)
 from chainkeys.vault.pinned import PINNED, members, rows
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context, SealError
@@ -102,6 +111,7 @@ async def open_integrity(db: Backend, barrier: Any) -> Gate:
             f"only format {FORMAT} (an older record put back from a backup reads the "
             f"same). If this store was upgraded from an earlier release, run {ADOPT}"
         )
+    await _not_behind_rows(db, record)
     missing = [e.table for e in REGISTRY if e.table.name not in record.adopted]
     if missing:
         async with db.read() as tx:
@@ -111,11 +121,27 @@ async def open_integrity(db: Backend, barrier: Any) -> Gate:
                 f"rows of tables this store never authenticated are here ({said(counts)}): "
                 f"run {ADOPT}"
             )
-        record = Record(record.key, FORMAT, _everything(), record.origin)
+        record = replace(record, adopted=_everything())
         sealed = await barrier.seal(record.encode(), CONTEXT)
         async with db.write() as tx:  # empty tables: nothing to adopt, named from now on
             await Meta.put(tx, RECORD, sealed.blob, sealed.key_id)
-    return Gate(record.key)
+    return Gate.of(record)
+
+
+async def _not_behind_rows(db: Backend, record: Record) -> None:
+    """Refuse a record older than the heads: one put back from before a rotation (its
+    seal is genuine) does not know the generation the heads were MACed under since,
+    and would otherwise take back a MAC key that was retired."""
+    async with db.read() as tx:
+        macs = [r[0] for r in (await tx.execute(select(integrity_heads.c.mac))).all()]
+    unknown = sorted({g for g in map(generation, macs) if g is not None} - set(record.macs))
+    if unknown:
+        raise StartupError(
+            f"the integrity record knows MAC key generations {sorted(record.macs)}, but "
+            f"the heads were MACed under generation {unknown[-1]}: the record was put back "
+            "from before a rotation (`chainkeys integrity rotate`) by someone without the "
+            "master key. Nothing was started: restore the record, or a backup"
+        )
 
 
 def _everything() -> frozenset[str]:
@@ -129,7 +155,7 @@ async def _born(db: Backend, barrier: Any) -> Gate:
         if not await Meta.insert_new(tx, RECORD, sealed.blob, sealed.key_id):
             raise StartupError("the integrity record appeared during start-up; start again")
     log.info("integrity: a new store, born with its integrity key")
-    return Gate(record.key)
+    return Gate.of(record)
 
 
 @dataclass
@@ -163,7 +189,7 @@ async def plan(db: Backend, barrier: Any) -> tuple[Plan, bytes | None]:
     found = Plan("missing" if record is None else f"format {record.format}")
     if record is not None and record.format == FORMAT:
         found.record = "current"
-    integrity = Integrity(key) if key is not None else None
+    integrity = Integrity.of(record) if record is not None else None
     async with db.read() as tx:
         for entry in REGISTRY:
             if entry is HEADS:
@@ -181,13 +207,17 @@ async def plan(db: Backend, barrier: Any) -> tuple[Plan, bytes | None]:
 
 async def adopt(db: Backend, barrier: Any, audit_event: Any) -> Plan:
     """Adopt every row as it is, in one transaction: MACs made (token digests of a store
-    without a record re-keyed from their bare sha256), the record written at format 3,
-    every tenant's head rebuilt, and `audit_event(details)` written with it."""
+    without a record re-keyed from their bare sha256), the record written at format 3
+    (a rotated one keeps its MAC keys), every tenant's head rebuilt, and
+    `audit_event(details)` written with it."""
     found, key = await plan(db, barrier)
     bare = key is None  # no record: token digests are the bare sha256 of before
     key = key or secrets.token_bytes(32)
-    integrity = Integrity(key)
     record = Record(key, FORMAT, _everything(), "adopted")
+    kept = None if bare else await read(db, barrier)
+    if kept is not None and kept.format >= ROTATED:  # keeps its MAC keys: the first is
+        record = replace(kept, adopted=_everything(), origin="adopted")  # retired
+    integrity = Integrity.of(record)
     sealed = await barrier.seal(record.encode(), CONTEXT)
     db.signer = integrity  # the adoption's own audit row carries its MAC
     async with db.write() as tx:

@@ -2,11 +2,14 @@
 
 It is the integrity key (vault/integrity.py: token digests, row MACs, set elements)
 with this process's heads (vault/heads.py: which copy of a row is the latest), opened
-by the barrier at start (vault/adoption.py) and handed to every service that reads or
-writes a registered table (store/integrity.py).
+by the barrier at start (vault/adoption.py), told of a rotation's keys in place
+(`Integrity.learn`: every holder of the gate sees them at once) and handed to every
+service that reads or writes a registered table (store/integrity.py).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from chainkeys.errors import IntegrityFailure
 from chainkeys.vault.heads import Heads
@@ -18,8 +21,8 @@ class Gate(Integrity):
 
     __slots__ = ("heads",)
 
-    def __init__(self, key: bytes) -> None:
-        super().__init__(key)
+    def __init__(self, key: bytes, macs: Mapping[int, bytes] | None = None, writing: int = 1):
+        super().__init__(key, macs, writing)
         self.heads = Heads(self)
 
     def __repr__(self) -> str:
