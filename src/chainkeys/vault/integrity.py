@@ -84,7 +84,7 @@ class Integrity:
     """Token digests and set elements under the store key; row MACs under the MAC key
     of the writing generation, checked under whichever generation a MAC names."""
 
-    __slots__ = ("_key", "_macs", "_writing", "_seeds")
+    __slots__ = ("_key", "_macs", "_seeds", "_writing")
 
     def __init__(self, key: bytes, macs: Mapping[int, bytes] | None = None, writing: int = 1):
         self._key = b""
