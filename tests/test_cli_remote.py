@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from chainkeys import clock
 from chainkeys.approvals.proofs import ADMINS
@@ -250,6 +252,26 @@ def test_refusals_and_unreachable_servers_are_one_clear_line(governed: Tenant) -
     down = chainkeys_cli("--url", url, "changes", "list", env=token)
     assert down.returncode == 2 and down.stderr.startswith(f"chainkeys: cannot reach {url}")
     assert len(down.stderr.strip().splitlines()) == 1
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=st.text(min_size=0, max_size=80))
+def test_whatever_a_token_file_holds_it_is_refused_in_one_line_never_shown(
+    governed: Tenant, text: str
+) -> None:
+    path = governed.tmp / "fuzzed.token"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    done = chainkeys_cli(
+        "--url", governed.server.base_url, "changes", "list",
+        env={"CHAINKEYS_TOKEN_FILE": str(path)},
+    )  # fmt: skip
+    assert done.returncode in (1, 2), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+    secret = text.strip()
+    if len(secret) >= 4:
+        assert secret not in done.stderr
 
 
 def free_loopback_url() -> str:

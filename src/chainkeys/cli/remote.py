@@ -57,7 +57,7 @@ class Remote:
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or "not text"
             _stop(f"cannot read the token file {self.token_file}: {reason}", 2)
-        if not token or any(c.isspace() for c in token):
+        if not token or not token.isascii() or not token.isprintable() or " " in token:
             _stop(f"the token file {self.token_file} holds no token (one line, the token)", 2)
         return token
 
