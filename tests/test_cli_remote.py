@@ -285,3 +285,19 @@ def free_loopback_url() -> str:
 def test_the_token_is_never_taken_on_the_command_line() -> None:
     shown = chainkeys_cli("--help")
     assert "--token-file" in shown.stdout and "--token " not in shown.stdout
+
+
+def test_an_admin_freezes_the_tenant_and_lists_it_over_url(governed: Tenant) -> None:
+    none = governed.cli("alice", "freeze", "list", "--tenant", governed.name)
+    assert none.returncode == 0 and f"no freeze holds in {governed.name}" in none.stdout
+    made = governed.cli(
+        "alice", "freeze", "create", "--tenant", governed.name, "--reason", "host compromised"
+    )
+    assert made.returncode == 0, made.stderr
+    freeze_id = made.stdout.strip().split()[-1]
+    assert freeze_id.startswith("frz_") and f"froze the tenant {governed.name}" in made.stdout
+    listed = governed.cli("bob", "freeze", "list", "--tenant", governed.name, "--json")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [(r["id"], r["reason"]) for r in rows] == [(freeze_id, "host compromised")]
+    local = chainkeys_cli("freeze", "create", "--tenant", governed.name, "--reason", "x")
+    assert local.returncode == 1 and "give --url" in local.stderr
