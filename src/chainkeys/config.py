@@ -381,7 +381,9 @@ ALLOW_UNKNOWN = f"{PREFIX}ALLOW_UNKNOWN_SETTINGS"
 
 def known_variables() -> set[str]:
     names = {f"{PREFIX}{n.upper()}" for n in Settings.model_fields}
-    extra = {f"{PREFIX}CONFIG", ALLOW_UNKNOWN}
+    # read by the CLI's `--url` options (cli/remote.py), not by Settings
+    cli = {f"{PREFIX}URL", f"{PREFIX}TOKEN_FILE", f"{PREFIX}CA_FILE"}
+    extra = {f"{PREFIX}CONFIG", ALLOW_UNKNOWN, *cli}
     return names | {f"{PREFIX}{n.upper()}_FILE" for n in SECRET_FILES} | extra
 
 

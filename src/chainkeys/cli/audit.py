@@ -13,7 +13,9 @@ from chainkeys.audit.chain import verify
 from chainkeys.audit.copies import verify_file
 from chainkeys.audit.repository import AuditEvent, AuditQuery
 from chainkeys.bootstrap import Admin
+from chainkeys.cli import remote_daily
 from chainkeys.cli.common import DataDir, fail, run_admin, settings_for, when
+from chainkeys.cli.remote import current
 
 audit_app = typer.Typer(
     help="Read the audit log (oldest first), or verify its chain.", rich_markup_mode=None
@@ -53,6 +55,12 @@ def audit(
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         since_ms = int(moment.timestamp() * 1000)
+    remote = current()
+    if remote is not None:  # the server's GET /audit: newest first, as JSON lines
+        given = {"since": since_ms, "action": action, "family": family, "account": account}
+        filters = {k: v for k, v in given.items() if v}
+        remote_daily.audit_list(remote, tenant, filters, limit)
+        return
 
     async def work(admin: Admin) -> int:
         tenant_id = await admin.tokens.tenant_id(tenant) if tenant is not None else None

@@ -23,7 +23,12 @@ DataDir = Annotated[
 
 def settings_for(data_dir: Path | None) -> Settings:
     """The settings, or one line and exit 2 when one cannot be used; unknown
-    CHAINKEYS_* variables are warned about (with a "did you mean")."""
+    CHAINKEYS_* variables are warned about (with a "did you mean"). Under --url no
+    command reads the local settings: one that would is refused (cli/remote.py)."""
+    from chainkeys.cli.remote import current, refuse_store
+
+    if current() is not None:
+        refuse_store()
     # Through the environment, so worker processes read the same settings.
     if data_dir is not None:
         os.environ["CHAINKEYS_DATA_DIR"] = str(data_dir)
@@ -78,6 +83,12 @@ def run_admin(settings: Settings, work: Callable[[Admin], Awaitable[T]], keyed: 
 
 
 def finish(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a command's work on the store: every command that opens it passes here, so
+    under --url (cli/remote.py) it is refused before anything is opened or asked."""
+    from chainkeys.cli.remote import current, refuse_store
+
+    if current() is not None:
+        refuse_store()
     try:
         return asyncio.run(main())
     except NoStore as exc:

@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 import msgspec
 import typer
 
-from chainkeys.cli.common import DataDir, group, run_admin, settings_for, when
+from chainkeys.cli import remote_daily
+from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
+from chainkeys.cli.remote import current
 
 if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
     from chainkeys.bootstrap import Admin
     from chainkeys.freezes.service import FreezeService
 
-freeze_app = group("Emergency freezes: list and lift (operator).")
+freeze_app = group("Emergency freezes: list and lift (operator); with --url list and create.")
 Tenant = Annotated[str, typer.Option(help="the tenant")]
 
 
@@ -34,6 +36,11 @@ def list_freezes(
     """The tenant's freezes holding now."""
     from chainkeys.freezes.service import record_of
 
+    remote = current()
+    if remote is not None:
+        remote_daily.freeze_list(remote, tenant, as_json)
+        return
+
     rows = run_admin(  # keyed: freezes are authenticated rows
         settings_for(data_dir), lambda admin: _freezes(admin).listed(tenant), keyed=True
     )
@@ -46,6 +53,28 @@ def list_freezes(
             typer.echo(f"{r.id:28}  {scope:60}  {until:20}  {r.created_by}: {r.reason}")
     if not rows and not as_json:
         typer.echo(f"no freeze holds in {tenant}")
+
+
+@freeze_app.command("create")
+def create(
+    tenant: Tenant,
+    reason: Annotated[str, typer.Option(help="why: shown with every refusal it causes")],
+    account: Annotated[
+        str | None, typer.Option(help="only this account, FAMILY/NAME (default: the tenant)")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="when it ends, ISO time, e.g. 2026-12-01T09:00:00Z")
+    ] = None,
+) -> None:
+    """Freeze the tenant, or one account, now (with --url: POST /freezes, as an
+    approver or admin token); audited and announced by the server."""
+    remote = current()
+    if remote is None:
+        fail(
+            "freezes are made by the tenant's approvers and admins through a running "
+            "server: give --url URL and a token file (--token-file)"
+        )
+    remote_daily.freeze_create(remote, tenant, account, until, reason)
 
 
 @freeze_app.command("lift")

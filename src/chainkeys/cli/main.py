@@ -21,6 +21,7 @@ from chainkeys.bootstrap import (
 from chainkeys.cli.approval import approval_app
 from chainkeys.cli.approver import approver_app
 from chainkeys.cli.audit import audit_app
+from chainkeys.cli.changes import changes_app
 from chainkeys.cli.common import DataDir, fail, finish, group, run, run_admin, settings_for, when
 from chainkeys.cli.freeze import freeze_app
 from chainkeys.cli.governance import admin_app, governance_app
@@ -28,6 +29,7 @@ from chainkeys.cli.integrity import integrity_app
 from chainkeys.cli.masterkey import hsm_app, key_app
 from chainkeys.cli.operator import PromptUnsealer, operator_app, print_shares
 from chainkeys.cli.policy import policy_app
+from chainkeys.cli.remote import use as use_remote
 from chainkeys.cli.wallet import wallet_app
 from chainkeys.config import Settings
 from chainkeys.errors import ChainkeysError
@@ -58,12 +60,38 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
     ] = False,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="CHAINKEYS_URL",
+            help="run the daily commands (policy, changes, freeze, audit) against this "
+            "running server instead of opening the store: no shares asked",
+        ),
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="CHAINKEYS_TOKEN_FILE",
+            help="with --url: a file holding the admin token (never the token itself on "
+            "the command line: ps, shell history and CI logs keep it)",
+        ),
+    ] = None,
+    ca_file: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="CHAINKEYS_CA_FILE",
+            help="with --url: the CA bundle that signed the server's certificate (default: "
+            "the system's; TLS is always verified)",
+        ),
+    ] = None,
 ) -> None:
     """chainkeys: multi-chain key custody service."""
+    use_remote(url, token_file, ca_file, ctx.invoked_subcommand or "")
     # With the shamir provider, a command that needs the master key asks for shares.
     UNSEALER.set(PromptUnsealer())
 
@@ -82,6 +110,7 @@ app.add_typer(integrity_app, name="integrity")
 app.add_typer(freeze_app, name="freeze")
 app.add_typer(admin_app, name="admin")
 app.add_typer(governance_app, name="governance")
+app.add_typer(changes_app, name="changes")
 
 
 def worker_count(value: str | int) -> int:

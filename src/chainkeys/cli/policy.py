@@ -16,7 +16,9 @@ import msgspec
 import typer
 
 from chainkeys.bootstrap import Admin
+from chainkeys.cli import remote_daily
 from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
+from chainkeys.cli.remote import current
 from chainkeys.vault.gate import opened
 
 if TYPE_CHECKING:
@@ -88,7 +90,12 @@ def _through_governance(
     tenant: str, document: str | None, break_glass: bool, data_dir: Path | None
 ) -> None:
     """Set (`document` None: clear) the policy, or file it as a change on a governed
-    tenant; decided in one transaction (governance/service.py `set_policy`)."""
+    tenant; decided in one transaction (governance/service.py `set_policy`). Under
+    --url the server files it (cli/remote_daily.py)."""
+    remote = current()
+    if remote is not None:
+        remote_daily.policy_file(remote, tenant, document, break_glass)
+        return
     settings = settings_for(data_dir)
     webhook = settings.webhook_url is not None
 
@@ -128,6 +135,10 @@ def policy_show(
 ) -> None:
     """Print the policy in force as JSON, which `policy set` takes back as it is (its
     version and time go to stderr), or say there is none."""
+    remote = current()
+    if remote is not None:
+        remote_daily.policy_show(remote, tenant, as_json)
+        return
     shown = run_admin(settings_for(data_dir), lambda a: a.policies.show(tenant))
     version = shown.version
     if as_json:
@@ -164,6 +175,10 @@ def policy_history(
     data_dir: DataDir = None,
 ) -> None:
     """List every version (or print one with --version)."""
+    remote = current()
+    if remote is not None:
+        remote_daily.policy_history(remote, tenant, version)
+        return
     versions = run_admin(settings_for(data_dir), lambda a: a.policies.history(tenant))
     if version is not None:
         found = [v for v in versions if v.version == version]
@@ -210,6 +225,8 @@ def policy_test(
     """
     from chainkeys.tokens.service import SCOPES, Principal
 
+    if current() is not None:
+        remote_daily.policy_test_refused()
     try:
         text, asked = file.read_bytes(), msgspec.json.decode(request.read_bytes())
     except OSError as exc:
