@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,6 +25,7 @@ from tests.api.test_governance import Governed, governed  # noqa: F401
 from tests.api.test_policy_conditions import dry_run
 from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, TRANSFER, VECTORS
 from tests.conftest import Server
+from tests.test_replicas import Deployment, race_transfers, replicas  # noqa: F401
 
 from chainkeys import clock
 from chainkeys.governance.diff import policy_diff
@@ -112,6 +115,19 @@ def test_a_token_cap_holds_each_token_alone(server: Server, cosmos: Tenant) -> N
         assert other.post(path(), json=send(500, 2)).status_code == 200
         r = other.post(path(), json=send(1, 3))
         assert r.status_code == 403 and "per token" in r.json()["message"], r.text
+
+
+def test_a_wallet_cap_holds_its_accounts_together(cosmos: Tenant) -> None:
+    made = cosmos.client.post("/wallets", json={"name": "treasury", "words": 12})
+    assert made.status_code == 200, made.text
+    r = cosmos.client.post("/wallets/treasury/accounts", json={"family": "cosmos", "count": 2})
+    assert r.status_code == 200, r.text
+    first, second = (a["address"] for a in r.json()["data"]["accounts"])
+    cosmos.policy(limited({"amount": {"uatom": "1000"}, "window": "1d", "per": "wallet"}))
+    cosmos.allowed(path(first), send(600, 1, first))
+    cosmos.denied(path(second), send(500, 1, second), "per wallet", "400 uatom left")
+    cosmos.allowed(path(second), send(400, 1, second))
+    cosmos.allowed(path(), send(1000, 1))  # an account of no wallet counts alone
 
 
 def test_the_dry_run_agrees_with_the_decision_and_counts_nothing(cosmos: Tenant) -> None:
@@ -256,6 +272,12 @@ def _diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[list[st
 HOURLY = {"amount": {"uatom": "1000"}, "window": "1h", "per": "account"}
 
 
+def test_limits_reordered_are_no_change_to_them() -> None:
+    words, loosens = _diff([HOURLY, {"count": 3, "window": "1h"}],
+                           [{"count": 3, "window": "1h"}, HOURLY])  # fmt: skip
+    assert not any("limit" in w for w in words) and loosens is False, words
+
+
 @pytest.mark.parametrize(("old", "new", "loosens"), [
     ([], [HOURLY], False),  # a limit added
     ([HOURLY], [], True),  # removed
@@ -278,3 +300,16 @@ def test_governance_knows_which_limit_changes_tighten(
     words, looser = _diff(old, new)
     assert looser is loosens, words
     assert any("limit" in w for w in words), words
+
+
+def test_two_replicas_never_pass_a_limit_together(
+    replicas: Deployment,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """20 transfers at once through two replicas on one PostgreSQL database against a
+    count of 5 per account: exactly 5 sign."""
+    rules = [limited({"count": 5, "window": "30d", "per": "account"})]
+    ops = race_transfers(replicas, tmp_path, rules, 20, 20)
+    codes = Counter(op.status for op in ops)
+    assert codes == {200: 5, 403: 15}, (codes, [op.response for op in ops if op.status >= 500])
+    assert all("5 of 5 signatures" in op.response["message"] for op in ops if op.status == 403)

@@ -14,6 +14,7 @@ waits the delay.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -177,10 +178,12 @@ def limits_diff(
 ) -> tuple[list[str], bool]:
     """A rule's limits' differences. Only tightens when every old limit is still held by
     a new one at least as strict (`_holds`); a limit added tightens."""
-    if old == new:
+    before = [replace(limit, index=0) for limit in old]  # moved in the list: the same
+    after = [replace(limit, index=0) for limit in new]
+    if sorted(map(repr, before)) == sorted(map(repr, after)):
         return [], False
-    words = [f"{name}: limit removed: {_words(o)}" for o in old if o not in new]
-    words += [f"{name}: limit added: {_words(n)}" for n in new if n not in old]
+    words = [f"{name}: limit removed: {_words(o)}" for o in before if o not in after]
+    words += [f"{name}: limit added: {_words(n)}" for n in after if n not in before]
     loosens = any(not any(_holds(n, o) for n in new) for o in old)
     return words, loosens
 
