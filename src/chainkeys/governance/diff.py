@@ -5,21 +5,33 @@ service reads them (parsed: recipients in canonical form, amounts as integers), 
 from the text a proposer typed. `loosens` is false only when every difference is one
 this module knows to tighten: a rule removed, a deny rule added, a recipient removed,
 a cap lowered or added, raw messages, IBC memos or a skipped co-signer turned off, an
-approval added. Anything else (a rule added, reordered or changed in a way not listed
-here) loosens: a change not understood waits the delay.
+approval added, a limit added or made stricter (`limits_diff`: a bound no higher over
+a window no shorter, on a subject no narrower). Anything else (a rule added,
+reordered or changed in a way not listed here) loosens: a change not understood
+waits the delay.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import msgspec
 
 from chainkeys.policies.document import Policy, Rule
+from chainkeys.policies.limits import Limit
 
 # A rule's fields compared one by one below; any other field that differs is "changed".
-_KNOWN = {"recipients", "max_per_tx", "max_per_day", "raw_messages", "ibc_memo", "cosigner"}
+_KNOWN = {
+    "recipients",
+    "max_per_tx",
+    "max_per_day",
+    "raw_messages",
+    "ibc_memo",
+    "cosigner",
+    "limits",
+}
 
 
 def _raw(policy: Policy | None) -> list[dict[str, Any]]:
@@ -113,6 +125,9 @@ def _rule_diff(
         found, looser = _caps(name, label, getattr(old, field), getattr(new, field))
         words.extend(found)
         loosens = loosens or looser
+    found, looser = limits_diff(name, old.limits, new.limits)
+    words.extend(found)
+    loosens = loosens or looser
     for field, off_tightens in (("raw_messages", True), ("ibc_memo", True), ("cosigner", False)):
         before, after = getattr(old, field), getattr(new, field)
         if before != after:
@@ -156,3 +171,46 @@ def _caps(
         else:
             words.append(f"{name}: {label} lowered for {denom}: {before} -> {after}")
     return words, loosens
+
+
+def limits_diff(
+    name: str, old: tuple[Limit, ...], new: tuple[Limit, ...]
+) -> tuple[list[str], bool]:
+    """A rule's limits' differences. Only tightens when every old limit is still held by
+    a new one at least as strict (`_holds`); a limit added tightens."""
+    before = [replace(limit, index=0) for limit in old]  # moved in the list: the same
+    after = [replace(limit, index=0) for limit in new]
+    if sorted(map(repr, before)) == sorted(map(repr, after)):
+        return [], False
+    words = [f"{name}: limit removed: {_words(o)}" for o in before if o not in after]
+    words += [f"{name}: limit added: {_words(n)}" for n in after if n not in before]
+    loosens = any(not any(_holds(n, o) for n in new) for o in old)
+    return words, loosens
+
+
+def _holds(new: Limit, old: Limit) -> bool:
+    """Whether `new` refuses at least whatever `old` refused: the same kind, a bound no
+    higher (every denom `old` bounded), a window no shorter (a shorter window with the
+    same bound lets more through over the old one), and a subject no narrower (a
+    tenant's counter holds every account's, wallet's and token's)."""
+    if new.per not in (old.per, "tenant"):
+        return False
+    if old.window_ms is None:
+        if new.window_ms is not None:
+            return False
+    elif new.window_ms is not None and new.window_ms < old.window_ms:
+        return False
+    if old.count is not None:
+        return new.count is not None and new.count <= old.count
+    if old.amount is None or new.amount is None:
+        return False
+    return all(d in new.amount and new.amount[d] <= bound for d, bound in old.amount.items())
+
+
+def _words(limit: Limit) -> str:
+    if limit.count is not None:
+        what = f"{limit.count} signatures"
+    else:
+        what = ", ".join(f"{d} {a}" for d, a in sorted((limit.amount or {}).items()))
+    window = "lifetime" if limit.window_ms is None else f"per {limit.span}"
+    return f"{what} {window} per {limit.per}"

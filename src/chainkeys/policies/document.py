@@ -20,6 +20,7 @@ from chainkeys.chains.spec import ChainError, Family
 from chainkeys.errors import BadRequest
 from chainkeys.policies.analysis import SCOPE_COST
 from chainkeys.policies.conditions import Condition, ConditionError, compile_condition
+from chainkeys.policies.limits import Limit, LimitFile, read_limits
 from chainkeys.policies.shape import did_you_mean, problems, usable
 from chainkeys.tokens.service import GROUP, parse_duration
 
@@ -69,6 +70,7 @@ class RuleFields(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     when: str | None = None  # a CEL condition (policies/conditions.py)
     effect: str = "allow"  # or "deny"
     cosigner: bool = True  # false: what this rule allows is signed without the co-signer
+    limits: list[LimitFile] | None = None  # policies/limits.py
 
 
 RuleFile: Final = msgspec.defstruct(
@@ -88,6 +90,7 @@ NOUNS: Final = {
     PolicyFile: 'a policy ({"rules": [...]})',
     RuleFile: "a rule",
     ApprovalFile: "an approval",
+    LimitFile: "a limit",
 }
 
 
@@ -122,6 +125,7 @@ class Rule:
     when: Condition | None = None  # applies only when this is true (None: always)
     effect: str = "allow"  # "deny": applies to refuse, whatever else allows
     cosigner: bool = True  # the co-signer (if one is set) is asked before it signs
+    limits: tuple[Limit, ...] = ()  # windows, counts and lifetime caps (policies/limits.py)
 
     @property
     def label(self) -> str:
@@ -147,14 +151,16 @@ class Policy:
     canonical: str  # the document as stored and shown: JSON, sorted keys
     _scopes: dict[tuple[str, str], Scope] = field(default_factory=dict, compare=False, repr=False)
 
-    # whether any rule has a condition (then requests are bound to CEL variables), and
-    # whether one reads `spent` (then the 24 h window is read before deciding)
+    # whether any rule has a condition or a limit per account, wallet or token (then
+    # requests carry their facts), and whether one reads `spent` (then the 24 h window
+    # is read before deciding)
     conditional: bool = field(init=False, compare=False, repr=False)
     reads_spent: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         whens = [rule.when for rule in self.rules if rule.when is not None]
-        object.__setattr__(self, "conditional", bool(whens))
+        per = any(limit.per != "tenant" for rule in self.rules for limit in rule.limits)
+        object.__setattr__(self, "conditional", bool(whens) or per)
         object.__setattr__(self, "reads_spent", any("spent" in w.reads for w in whens))
 
     def scope(self, family: str, network: str) -> Scope:
@@ -329,6 +335,9 @@ def _rule(
     max_per_day = _caps(raw.max_per_day, f"{at}.max_per_day", found)
     approval = _approval(raw.approval, f"{at}.approval", found)
     above = _caps(raw.above, f"{at}.above", found)
+    limits = read_limits(raw.limits, f"{at}.limits", found, _caps)
+    if raw.limits and raw.effect == "deny":
+        found.append(f"{at}.limits: a deny rule signs nothing, so it counts nothing")
     if len(found) > before:
         return None
     return Rule(
@@ -348,6 +357,7 @@ def _rule(
         when,
         raw.effect,
         raw.cosigner,
+        limits,
     )
 
 

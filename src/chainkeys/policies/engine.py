@@ -9,8 +9,9 @@ evaluated never lets an allow rule apply.
 
 `decide` then applies that rule's stateless checks (message types, recipients,
 per-transaction caps) and returns what the stateful part must still check: the
-rolling 24 h caps, which `policies/service.py` checks and counts inside the
-transaction that records the signature.
+rolling 24 h caps and the rule's `limits` (each counter it would add to), which
+`policies/service.py` checks and counts inside the transaction that records the
+signature.
 
 A rule that restricts recipients or caps amounts only allows what it can
 check: a message it cannot decode (whatever `raw_messages` says) and a
@@ -32,6 +33,7 @@ from chainkeys.chains.spec import Vocabulary
 from chainkeys.chains.tx.base import Item, Summary
 from chainkeys.policies.conditions import Bindings, Facts, evaluate
 from chainkeys.policies.document import Approval, Policy, Rule, Scope
+from chainkeys.policies.limits import Counted, counted, subject
 
 Evaluated = bool | str  # a `when`'s value, or "error: …"
 
@@ -61,6 +63,7 @@ class Decision:
     daily: Mapping[str, int]
     approval: Approval | None = None
     evaluations: Mapping[int, Evaluated] = field(default_factory=dict)  # rule index -> when
+    limits: tuple[Counted, ...] = ()  # what it adds to each of the rule's limits' counters
 
 
 class Conditions:
@@ -98,7 +101,8 @@ def decide(
     scope = policy.scope(summary.family, summary.network)
     conditions = Conditions(summary, facts)
     try:
-        return _allowed_by(_deciding(scope, summary, conditions, every), summary, conditions.values)
+        rule = _deciding(scope, summary, conditions, every)
+        return _allowed_by(rule, summary, conditions.values, facts)
     except Refusal as refusal:
         refusal.evaluations = conditions.values
         raise
@@ -120,11 +124,13 @@ def _deciding(scope: Scope, summary: Summary, conditions: Conditions, every: boo
     raise Refusal(None, f"no rule allows signing for {summary.family} on {summary.network}")
 
 
-def _allowed_by(rule: Rule, summary: Summary, evaluations: dict[int, Evaluated]) -> Decision:
+def _allowed_by(
+    rule: Rule, summary: Summary, evaluations: dict[int, Evaluated], facts: Facts | None
+) -> Decision:
     """The decision of the rule that applies: its allow-lists, caps and approval."""
     if summary.raw and not rule.raw_messages:
         raise Refusal(rule, "raw message signing is not allowed (raw_messages is false)")
-    capped = rule.max_per_tx is not None or rule.max_per_day is not None
+    capped = _caps_amounts(rule)
     if capped and summary.fee is None:
         raise Refusal(
             rule,
@@ -143,7 +149,34 @@ def _allowed_by(rule: Rule, summary: Summary, evaluations: dict[int, Evaluated])
             daily[denom] = _within(
                 rule, rule.max_per_day, "max_per_day", "24 h", summary, denom, amount
             )
-    return Decision(rule, spent, daily, _approval_needed(rule, summary, spent), evaluations)
+    limits = _limits(rule, spent, facts)
+    approval = _approval_needed(rule, summary, spent)
+    return Decision(rule, spent, daily, approval, evaluations, tuple(limits))
+
+
+def _caps_amounts(rule: Rule) -> bool:
+    """Whether the rule counts amounts (then every amount must be known)."""
+    limited = any(limit.amount is not None for limit in rule.limits)
+    return rule.max_per_tx is not None or rule.max_per_day is not None or limited
+
+
+def _limits(rule: Rule, spent: Mapping[str, int], facts: Facts | None) -> list[Counted]:
+    """The counters the request adds to; Refusal when it alone is over a limit, or
+    when a limit per account, wallet or token has no facts to name whose (fail closed)."""
+    if not rule.limits:
+        return []
+
+    def who(per: str) -> str:
+        if facts is None:
+            if per == "tenant":
+                return subject(per, "", "", "")
+            raise Refusal(rule, f"a limit per {per} has no {per} to count on")
+        return subject(per, facts.token_id, facts.account_name, facts.wallet)
+
+    found, why = counted(rule.limits, spent, who)
+    if why is not None:
+        raise Refusal(rule, why)
+    return found
 
 
 def _approval_needed(rule: Rule, summary: Summary, spent: Mapping[str, int]) -> Approval | None:
@@ -206,11 +239,7 @@ def _check_item(rule: Rule, words: Vocabulary, n: int, item: Item) -> None:
                 raise Refusal(rule, f"{what} {item.type} cannot be decoded (raw_messages is false)")
             if rule.listed and item.type not in rule.allowed:
                 raise Refusal(rule, f"{what} {item.type} is not allowed")
-            if (
-                rule.recipients is not None
-                or rule.max_per_tx is not None
-                or (rule.max_per_day is not None)
-            ):
+            if rule.recipients is not None or _caps_amounts(rule):
                 raise Refusal(
                     rule,
                     f"{what} {item.type} cannot be decoded, and this rule "

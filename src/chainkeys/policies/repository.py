@@ -1,4 +1,6 @@
-"""Policy SQL: versions, and the spends and totals behind the rolling 24 h caps."""
+"""Policy SQL: versions, and the spends and totals behind the rolling 24 h caps and
+the rules' limits (policies/limits.py: their counters are rows of the same tables,
+keyed by a `denom` that begins with "#", which no denom does)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import bindparam, delete, insert, select, update
 
+from chainkeys.policies.limits import KEY_PREFIX, Counted
 from chainkeys.store.integrity import POLICY_TOTALS
 from chainkeys.store.sql import DB_NOW_MS, Prepared, Tx
 from chainkeys.store.tables import policy_spends, policy_totals, policy_versions
@@ -62,14 +65,18 @@ _SEEN = Prepared(
     )
     .limit(1)
 )
+_DAILY = ~_s.denom.startswith(KEY_PREFIX, autoescape=True)  # a limit's rows leave on its own
 _EXPIRE = Prepared(
     delete(policy_spends)
-    .where(_SCOPE, _s.created_ms <= bindparam("cutoff"))
+    .where(_SCOPE, _DAILY, _s.created_ms <= bindparam("cutoff"))
     .returning(_s.denom, _s.amount)
 )
 _EXPIRED = Prepared(  # what _EXPIRE would delete, read only (a read transaction's view)
-    select(_s.denom, _s.amount).where(_SCOPE, _s.created_ms <= bindparam("cutoff"))
+    select(_s.denom, _s.amount).where(_SCOPE, _DAILY, _s.created_ms <= bindparam("cutoff"))
 )
+_ONE = _SCOPE & (_s.denom == bindparam("denom")) & (_s.created_ms <= bindparam("cutoff"))
+_EXPIRE_COUNTER = Prepared(delete(policy_spends).where(_ONE).returning(_s.amount))
+_EXPIRED_COUNTER = Prepared(select(_s.amount).where(_ONE))
 _TOTALS = Prepared(  # every total of the tenant: the `caps` set its head pins
     select(_t.tenant_id, _t.family, _t.network, _t.denom, _t.total, _t.mac).where(
         _t.tenant_id == bindparam("tenant_id")
@@ -196,6 +203,30 @@ class Spends:
                 await self._store(denom, totals[denom], known=True)
         return totals
 
+    async def limits(
+        self, counted: tuple[Counted, ...], at_ms: int, totals: dict[str, int], write: bool
+    ) -> dict[str, int]:
+        """The counters of `counted` in `totals` (as `totals` read them) once what left
+        each one's window has left it: with `write`, deleted and the total stored (under
+        the lock); without, only read (a dry run). A lifetime counter keeps its total;
+        its rows leave after 24 h (they only make a retry of the same bytes free)."""
+        out: dict[str, int] = {}
+        for c in {c.key: c for c in counted}.values():
+            window = c.limit.window_ms
+            params = {**self.scope, "denom": c.key, "cutoff": at_ms - (window or DAY_MS)}
+            query = _EXPIRE_COUNTER if write else _EXPIRED_COUNTER
+            gone = sum(int(r[0]) for r in (await self.tx.execute(query, params)).all())
+            if c.key not in totals:
+                continue
+            out[c.key] = totals[c.key] - (gone if window is not None else 0)
+            if write and gone and window is not None:
+                await self._store(c.key, out[c.key], known=True)
+        return out
+
+    async def peek(self, counted: tuple[Counted, ...]) -> dict[str, int]:
+        """The counters of `counted` now, read only (a dry run)."""
+        return await self.limits(counted, await self.now(), await self._read_totals(), False)
+
     async def window(self, cutoff_ms: int) -> dict[str, int]:
         """As `totals`, read only (no lock, nothing rewritten): what a condition reads as
         `spent`. The caps themselves are counted by `totals` under the lock."""
@@ -203,7 +234,11 @@ class Spends:
         expired = await self.tx.execute(_EXPIRED, {**self.scope, "cutoff": cutoff_ms})
         for denom, amount in expired.all():
             totals[denom] = totals.get(denom, 0) - int(amount)
-        return {denom: total for denom, total in totals.items() if total > 0}
+        return {
+            denom: total
+            for denom, total in totals.items()
+            if total > 0 and not denom.startswith(KEY_PREFIX)
+        }
 
     @staticmethod
     async def networks(tx: Tx, tenant_id: str, family: str, cutoff_ms: int) -> list[str]:

@@ -23,6 +23,7 @@ from chainkeys.errors import IntegrityFailure, NotFound, StartupError
 from chainkeys.policies.conditions import Facts
 from chainkeys.policies.document import Policy, PolicyError, Rule, parse
 from chainkeys.policies.engine import Decision, Refusal, decide, over_the_day
+from chainkeys.policies.limits import over
 from chainkeys.policies.repository import DAY_MS as DAY_MS
 from chainkeys.policies.repository import Policies, Spends, Version
 from chainkeys.store.backend import Backend, Transactions
@@ -67,8 +68,8 @@ class Spend:
 
     spends: Spends
     digest: str
-    amounts: dict[str, int]
-    totals: dict[str, int]  # the window's before this spend
+    amounts: dict[str, int]  # per denom, and per limit counter (policies/limits.py)
+    totals: dict[str, int]  # the windows' before this spend
     at_ms: int
 
     async def record(self) -> None:
@@ -239,10 +240,11 @@ class PolicyService:
         summary: Summary,
         again: tuple[Policy, Facts | None] | None = None,
     ) -> tuple[Decision, Spend | None]:
-        """Check the 24 h caps under their lock, in the caller's transaction (Refusal
-        when one would be passed): the decision that counts, and the spend to record
-        in the same transaction once the request is signed (None: nothing to count, or
-        these bytes were counted in the window already: a digest counted is free).
+        """Check the 24 h caps and the rule's limits under their lock, in the caller's
+        transaction (Refusal when one would be passed): the decision that counts, and
+        the spend to record in the same transaction once the request is signed (None:
+        nothing to count, or these bytes were counted in the window already: a digest
+        counted is free).
 
         `again` (the policy and the request's facts), when the policy's conditions read
         `spent`: the decision is made again here, under the scope's lock, on the window
@@ -254,7 +256,7 @@ class PolicyService:
             await spends.lock()
             spent = await spends.window(await spends.cutoff())
             decision = decide(policy, summary, replace(facts, spent=spent))
-        if not decision.spent:
+        if not decision.spent and not decision.limits:
             return decision, None
         await spends.lock()
         at = await spends.now()
@@ -268,7 +270,12 @@ class PolicyService:
                 raise Refusal(
                     decision.rule, over_the_day(summary, denom, decision.spent[denom], total, cap)
                 )
-        return decision, Spend(spends, summary.digest, dict(decision.spent), totals, at)
+        counters = await spends.limits(decision.limits, at, totals, write=True)
+        if (why := over_limit(decision, counters)) is not None:
+            raise Refusal(decision.rule, why)
+        amounts = {**decision.spent, **{c.key: c.amount for c in decision.limits}}
+        old = {denom: n for denom, n in totals.items() if denom in decision.spent}
+        return decision, Spend(spends, summary.digest, amounts, {**old, **counters}, at)
 
     # -- operator ----------------------------------------------------------------
 
@@ -334,6 +341,16 @@ class PolicyService:
                 "versions are authenticated under it)"
             )
         return self.integrity
+
+
+def over_limit(decision: Decision, counters: dict[str, int]) -> str | None:
+    """Why the first of the decision's limits that a request would pass refuses (the
+    same words for the refusal and the dry run); None when it fits every one."""
+    for c in decision.limits:
+        total = counters.get(c.key, 0)
+        if total + c.amount > c.bound:
+            return over(c, total)
+    return None
 
 
 async def _tenant_id(tx: Tx, tenant: str, integrity: Integrity | None) -> str:

@@ -73,8 +73,9 @@ def problems(value: Any, type_: Any, at: str, nouns: Mapping[Any, str]) -> list[
 
 def usable(value: dict[str, Any], type_: Any) -> dict[str, Any]:
     """The part of `value` that reads as the Struct `type_`: its known keys whose values
-    convert (an object below cleaned the same way first), so the values of a rule are
-    checked even where its shape is wrong elsewhere (`problems` named the rest)."""
+    convert (an object below, or each of a list of them, cleaned the same way first), so
+    the values of a rule are checked even where its shape is wrong elsewhere (`problems`
+    named the rest)."""
     known = _known(type_)
     kept: dict[str, Any] = {}
     for key, item in value.items():
@@ -82,8 +83,11 @@ def usable(value: dict[str, Any], type_: Any) -> dict[str, Any]:
         if field is None:
             continue
         inner = _struct_of(field.type)
+        listed = _list_item_struct(field.type)
         if inner is not None and isinstance(item, dict):
             item = usable(item, inner)
+        elif listed is not None and isinstance(item, list):  # each object cleaned alike
+            item = [usable(e, listed) if isinstance(e, dict) else e for e in item]
         if _convert_error(item, field.type, key) is None:
             kept[key] = item
     return kept

@@ -21,7 +21,7 @@ from chainkeys.jsonvalues import convert
 from chainkeys.policies.document import Approval, Policy, Rule
 from chainkeys.policies.engine import Decision, Evaluated, Refusal, decide, over_the_day
 from chainkeys.policies.repository import Spends
-from chainkeys.policies.service import PolicyService
+from chainkeys.policies.service import PolicyService, over_limit
 from chainkeys.signing.requests import account_for, kind_of, owner_of, prepare
 from chainkeys.store.backend import Backend
 from chainkeys.together import Together
@@ -126,8 +126,9 @@ def _values(
 async def _over_daily_cap(
     db: Backend, gate: Gate, who: Principal, summary: Summary, decision: Decision
 ) -> str | None:
-    """Why the 24 h window would refuse it (read, never counted); None when it fits."""
-    if not decision.daily:
+    """Why the 24 h window or a limit would refuse it (read, never counted); None when
+    it fits."""
+    if not decision.daily and not decision.limits:
         return None
     async with db.read() as tx:
         window = Spends(tx, gate, who.tenant_id, summary.family, summary.network)
@@ -135,9 +136,11 @@ async def _over_daily_cap(
         if await window.seen(summary.digest, cutoff):
             return None  # the same bytes were counted already: free
         totals = await window.window(cutoff)
+        counters = await window.peek(decision.limits)
     for denom, cap in decision.daily.items():
         total = totals.get(denom, 0) + decision.spent[denom]
         if total > cap:
             words = over_the_day(summary, denom, decision.spent[denom], total, cap)
             return f"policy {decision.rule.label}: {words}"
-    return None
+    limited = over_limit(decision, counters)
+    return None if limited is None else f"policy {decision.rule.label}: {limited}"
