@@ -27,7 +27,8 @@ from tests.api.test_sign_utxo import KEY, RECIPIENT
 from tests.conftest import Server
 from tests.node import run_node
 
-pytestmark = pytest.mark.slow
+# what a decoder answers is the engine's too: each kind and property on one engine
+pytestmark = [pytest.mark.slow, pytest.mark.one_engine]
 # per test and backend, every sign kind drawn from (derandomized: the same each run)
 EXAMPLES = 50
 SETTINGS = settings(
