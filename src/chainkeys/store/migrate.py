@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chainkeys.store")
 MIGRATIONS = Path(__file__).parent / "migrations"
-HEAD = "0024"  # the newest revision in migrations/versions/ (a new migration moves it)
+HEAD = "0025"  # the newest revision in migrations/versions/ (a new migration moves it)
 
 
 def alembic_config(connection: Any = None) -> Config:
