@@ -18,8 +18,8 @@ key. The barrier owns
 - trust in the ring: once the gate is open (`trust`), every read of the ring is
   authenticated (vault/repository.py `Keyring.read`); a ring that fails (a term
   un-retired, edited, inserted or put back, an entry put back) is not absorbed, and
-  the barrier seals nothing (`integrity_failure`, audited through `audit_refusal`) until a
-  read of the ring holds again.
+  the barrier seals nothing (`integrity_failure`, audited through `audit_refusal`)
+  until a read of the ring holds again.
 
 No key is lost by an online operation: past keys stay in the ring under the newest
 until destroyed explicitly (masterkey/service.py), so whatever a late process sealed
@@ -254,8 +254,7 @@ class Barrier:
         if self._broken is not None:
             metrics.SEAL_REFUSALS.labels("integrity").inc()
             raise IntegrityFailure(
-                f"the master-key ring failed its integrity check ({self._broken}): "
-                "nothing was sealed"
+                "this server seals nothing until the master-key ring is restored: " + self._broken
             )
         if self._stuck is not None:
             self._refuse("retired", self._stuck)
