@@ -12,8 +12,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chainkeys.audit.repository import Audit
 from chainkeys.audit.rollback import check_at_start
-from chainkeys.audit.service import AuditService
+from chainkeys.audit.service import AuditService, audit_event
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError, StorageUnavailable
 from chainkeys.masterkey.service import KeyService
@@ -147,6 +148,8 @@ async def open_store(
                 )
             await migrate.ensure_schema(db)
             barrier = await open_barrier(db, settings) if unseal else None
+            if barrier is not None:
+                barrier.audit_refusal = functools.partial(_ring_refused, db)
             if barrier is not None and adopted:
                 barrier.integrity = await open_integrity(db, barrier)
                 db.signer = barrier.integrity  # audit rows MACed by their INSERT
@@ -161,6 +164,11 @@ async def open_store(
         await db.close()
         raise
     return db, barrier
+
+
+async def _ring_refused(db: Backend, why: str) -> None:
+    """The barrier's refusal of a master-key ring that failed its integrity check."""
+    await Audit.record(db, audit_event(None, "key.ring", "refused", details={"reason": why}))
 
 
 async def _check_heads(db: Backend, gate: Gate) -> None:

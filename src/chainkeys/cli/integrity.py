@@ -16,7 +16,7 @@ from chainkeys.bootstrap import Services, open_unadopted
 from chainkeys.cli.common import DataDir, fail, finish, group, run, settings_for
 from chainkeys.errors import Conflict
 from chainkeys.store.sql import Tx
-from chainkeys.vault.adoption import Plan, adopt, plan
+from chainkeys.vault.adoption import Plan, adopt, inspecting, plan
 
 integrity_app = group(
     "Verify the store's authenticated rows, adopt a store, or rotate its MAC key."
@@ -46,8 +46,8 @@ def verify(
 
     Exits 1 naming each failure (a row edited, put back from an older copy, removed or
     added by someone without the master key; a checkpoint line that fails its MAC; a
-    store behind a copy's checkpoint). A store behind the audit file's checkpoint does
-    not open at all: the command exits 1 with the start's refusal."""
+    store behind the audit file's or a copy's checkpoint). Not a start: what a start
+    would refuse (a failing ring, a store behind a checkpoint) is named, not refused."""
     from chainkeys.audit.rollback import compare, unreadable
     from chainkeys.vault.verify import verify_store
 
@@ -56,13 +56,15 @@ def verify(
         checkpoints or []
     )
 
-    async def work(svc: Services) -> Any:
-        gate = svc.barrier.integrity
-        if gate is None:
-            fail("the integrity key is not open")
-        return await verify_store(svc.db, gate, full=True), await compare(svc.db, gate, files)
+    async def work() -> Any:  # (not a start: a ring that fails is reported, not refused)
+        db, barrier = await open_unadopted(settings)
+        try:
+            gate = await inspecting(db, barrier)
+            return await verify_store(db, gate, full=True), await compare(db, gate, files)
+        finally:
+            await db.close()
 
-    report, compared = run(settings, work)
+    report, compared = finish(work)
     for kind in unreadable(settings):
         typer.echo(
             f"note: the {kind} audit device cannot be read back: check a copy of what it "
@@ -91,7 +93,10 @@ def verify(
         for failure in report.failures:
             typer.echo(f"FAILED: {failure}")
         fail(f"integrity verify: {len(report.failures)} failures in {rows} rows")
-    typer.echo(f"integrity verify: ok, {rows} rows, {report.tenants} tenants' heads")
+    typer.echo(
+        f"integrity verify: ok, {rows} rows, {report.tenants} tenants' heads, the "
+        f"master-key ring's head ({report.master_keys} master keys)"
+    )
 
 
 def _show(found: Plan) -> None:

@@ -30,13 +30,14 @@ from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
-from chainkeys.errors import Conflict, NotFound, StartupError
+from chainkeys.errors import Conflict, IntegrityFailure, NotFound, StartupError
 from chainkeys.masterkey import moves
 from chainkeys.store.backend import Backend
 from chainkeys.store.sealed import REGISTRY, SealedColumn, SealedColumns
 from chainkeys.vault.barrier import Barrier, current_term, live_since, wrap
+from chainkeys.vault.gate import Gate, opened
 from chainkeys.vault.providers import KeyProvider, provider_for
-from chainkeys.vault.repository import KeyUser, KeyUsers, MetaBlobs, Ring, Term, Terms
+from chainkeys.vault.repository import Keyring, KeyUser, KeyUsers, MetaBlobs, Term
 from chainkeys.vault.seal import Context, SealError
 
 RESEAL_PASSES = 5  # a process that sealed just before it switched leaves a row behind
@@ -103,6 +104,19 @@ def refuse_if_behind(
     raise Conflict("; ".join(parts) + "; nothing was retired")
 
 
+def refuse_if_forged(users: list[KeyUser], what: str) -> None:
+    """IntegrityFailure naming the heartbeats whose MAC fails: edited, one could let a
+    retire or a destroy finish while a process still needs the key; inserted, it names
+    no process at all. Either way the operator decides (`--gone`), never the row."""
+    forged = [u.process for u in users if u.authentic is False]
+    if forged:
+        raise IntegrityFailure(
+            f"the heartbeat of process {', '.join(forged)} fails its integrity check (it "
+            "was written by someone without the master key): if no such process runs, "
+            f"name it with --gone PROCESS; nothing was {what}"
+        )
+
+
 class KeyService:
     """Master-key rotation, retirement and destruction, online and resumable."""
 
@@ -116,19 +130,30 @@ class KeyService:
     def _provider(self) -> KeyProvider:
         return provider_for(self.settings, MetaBlobs(self.db))
 
-    async def _keys(self) -> tuple[Barrier, list[Term]]:
-        """The barrier, its view of the ring fresh (it seals with the current term's key
-        when it holds it), and the store's terms."""
+    async def _keys(self) -> tuple[Barrier, Gate, list[Term]]:
+        """The barrier, its view of the ring fresh and authenticated (it seals with the
+        current term's key when it holds it), its gate, and the store's terms."""
         if self.barrier is None:
             raise StartupError("this command opened no master key")
         await self.barrier.learn()
+        gate = opened(self.barrier.integrity)
         async with self.db.read() as tx:
-            terms = await Terms.all(tx)
-        return self.barrier, terms
+            _, terms = await Keyring.read(tx, gate)
+        return self.barrier, gate, terms
+
+    async def _refused(self, action: str, why: str) -> None:
+        await Audit.record(self.db, audit_event(None, action, "refused", details={"reason": why}))
 
     async def state(self) -> KeyState:
+        """The terms and heartbeats, authenticated where this process opened the key
+        (`key list` opens none: it shows what the store says)."""
+        gate = self.barrier.integrity if self.barrier is not None else None
         async with self.db.read() as tx:
-            terms, users = await Terms.all(tx), await KeyUsers.all(tx)
+            if gate is None:
+                _, terms = await Keyring.unverified(tx)
+            else:
+                _, terms = await Keyring.read(tx, gate)
+            users = await KeyUsers.all(tx, gate)
         current = current_term(terms)
         return KeyState(
             terms,
@@ -150,11 +175,11 @@ class KeyService:
         HSM, the next key waits wrapped beside the current one.
         """
         provider = self._provider()
-        barrier, terms = await self._keys()
+        barrier, gate, terms = await self._keys()
         root = barrier.root  # the provider's key; the store's current one may be newer
         new = await provider.begin_rotation(root)
         barrier.add(new)
-        await self._publish(barrier, barrier.key_id, new.id, terms)
+        await self._publish(barrier, gate, barrier.key_id, new.id, terms)
         await barrier.learn()  # the new term: the barrier seals with the new key now
         if barrier.key_id != new.id:
             raise Conflict(
@@ -163,7 +188,7 @@ class KeyService:
             )
         await barrier.beat()  # this process re-seals: it counts among those that seal
         try:
-            await self._wait_for_processes(new.id, wait_seconds, say)
+            await self._wait_for_processes(gate, new.id, wait_seconds, say)
             resealed: dict[str, int] = {c.name: 0 for c in REGISTRY}
             left: set[str] = set()
             for _ in range(RESEAL_PASSES):
@@ -184,35 +209,38 @@ class KeyService:
         await Audit.record(self.db, audit_event(None, "key.rotate", "ok", account_name=new.id))
         return RotationReport(new.id, resealed, kept)
 
-    async def _publish(self, barrier: Barrier, old: str, new: str, terms: list[Term]) -> None:
+    async def _publish(
+        self, barrier: Barrier, gate: Gate, old: str, new: str, terms: list[Term]
+    ) -> None:
         """One transaction: the new term; the new key under the key that seals now (every
         running process holds that one); every past key not destroyed under the new one.
         From its commit, the new key alone opens everything."""
         destroyed = {t.key_id for t in terms if t.destroyed_ms is not None}
         async with self.db.write() as tx:
-            await Terms.add(tx, new, now_ms(), await Terms.all(tx))
-            have = {(e.key_id, e.wrapped_by) for e in await Ring.entries(tx)}
+            await Keyring.add_term(tx, gate, new, now_ms())
+            have = {(e.key_id, e.wrapped_by) for e in (await Keyring.read(tx, gate))[0]}
             wanted = [(new, old)] if old != new else []
             wanted += [(k.id, new) for k in barrier.held() if k.id != new and k.id not in destroyed]
             for key_id, under in wanted:
                 if (key_id, under) not in have:
-                    await Ring.insert(tx, wrap(barrier.key(key_id), barrier.key(under)))
+                    await Keyring.insert(tx, gate, wrap(barrier.key(key_id), barrier.key(under)))
 
     async def _wait_for_processes(
-        self, key_id: str, wait_seconds: float, say: Callable[[str], None] | None
+        self, gate: Gate, key_id: str, wait_seconds: float, say: Callable[[str], None] | None
     ) -> None:
         """Until every live server process seals with `key_id` (Conflict after
         `wait_seconds`, naming the processes it waits for). A silent process is not
         waited for past the liveness window: its barrier re-reads the ring before it
         seals again (the fence), and the ring keeps every older key, so nothing it
-        seals late is lost."""
+        seals late is lost. A heartbeat that fails its MAC is not waited for either
+        (waiting only saves re-seal passes); retire refuses while it is there."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         told = False
         while True:
             since = live_since(self.settings.key_refresh_seconds)
             async with self.db.read() as tx:
-                users = await KeyUsers.all(tx)
+                users = [u for u in await KeyUsers.all(tx, gate) if u.authentic]
             behind = [u for u in users if u.sealing_key_id != key_id and u.seen_ms >= since]
             if not behind:
                 stalled = [u for u in users if u.sealing_key_id != key_id]
@@ -277,7 +305,7 @@ class KeyService:
         operator knows it has ended: its heartbeat goes). The check is made in the
         transaction that retires, so no switch is missed between the two."""
         provider = self._provider()
-        barrier, terms = await self._keys()
+        barrier, gate, terms = await self._keys()
         current = barrier.key_id
         older = [t.key_id for t in terms if t.key_id != current and t.destroyed_ms is None]
         lost = [k for k in older if not barrier.holds(k)]
@@ -287,6 +315,26 @@ class KeyService:
                 "the ring gives it): nothing was retired"
             )
         since = live_since(self.settings.key_refresh_seconds)
+        try:
+            users, retired = await self._retire(barrier, gate, terms, older, gone, since)
+        except IntegrityFailure as exc:
+            await self._refused("key.retire", exc.message)
+            raise
+        removed = await provider.retire()
+        rooted = [u for u in users if u.seen_ms >= since and u.root_key_id != current]
+        return RetireReport(current, retired, removed, rooted)
+
+    async def _retire(
+        self,
+        barrier: Barrier,
+        gate: Gate,
+        terms: list[Term],
+        older: list[str],
+        gone: frozenset[str],
+        since: int,
+    ) -> tuple[list[KeyUser], list[str]]:
+        """Retire's one transaction: checked, then every older key retired."""
+        current = barrier.key_id
         async with self.db.write() as tx:
             used = await SealedColumns.key_ids(tx)
             if used - {current}:
@@ -294,29 +342,28 @@ class KeyService:
                     f"secrets are still sealed by key id {', '.join(sorted(used - {current}))}: "
                     "run `chainkeys key rotate` (it resumes) before retiring"
                 )
-            users = [u for u in await KeyUsers.all(tx) if u.process not in gone]
+            users = [u for u in await KeyUsers.all(tx, gate) if u.process not in gone]
+            refuse_if_forged(users, "retired")
             refuse_if_behind(users, current, since, self.settings.key_refresh_seconds)
             for process in sorted(gone):
                 await KeyUsers.remove(tx, process)
-            have = {(e.key_id, e.wrapped_by) for e in await Ring.entries(tx)}
+            have = {(e.key_id, e.wrapped_by) for e in (await Keyring.read(tx, gate))[0]}
             for key_id in older:
                 if (key_id, current) not in have:
-                    await Ring.insert(tx, wrap(barrier.key(key_id), barrier.current))
+                    await Keyring.insert(tx, gate, wrap(barrier.key(key_id), barrier.current))
             retired = [
                 t.key_id
                 for t in terms
                 if t.key_id != current and t.retired_ms is None and t.destroyed_ms is None
             ]
-            await Terms.retire_all_but(tx, current, now_ms())
+            await Keyring.retire_all_but(tx, gate, current, now_ms())
             for key_id in older:
-                await Ring.drop_wrapped_by(tx, key_id)
+                await Keyring.drop_wrapped_by(tx, gate, key_id)
             details = {"retired": retired, "gone": sorted(gone)}
             await Audit.insert(
                 tx, audit_event(None, "key.retire", "ok", account_name=current, details=details)
             )
-        removed = await provider.retire()
-        rooted = [u for u in users if u.seen_ms >= since and u.root_key_id != current]
-        return RetireReport(current, retired, removed, rooted)
+        return users, retired
 
     async def destroy(self, key_id: str, gone: frozenset[str] = frozenset()) -> int:
         """Forget a retired key for good: secrets sealed with it would never open again,
@@ -324,8 +371,17 @@ class KeyService:
         hold one it has not committed (its heartbeat, however old: a stopped process may
         resume). `gone` names processes the operator knows have ended; their heartbeats
         go with it. Returns the ring entries removed."""
+        try:
+            return await self._destroy(key_id, gone)
+        except IntegrityFailure as exc:
+            await self._refused("key.destroy", exc.message)
+            raise
+
+    async def _destroy(self, key_id: str, gone: frozenset[str]) -> int:
+        gate = opened(self.barrier.integrity if self.barrier is not None else None)
         async with self.db.read() as tx:
-            terms, users = await Terms.all(tx), await KeyUsers.all(tx)
+            _, terms = await Keyring.read(tx, gate)
+            users = await KeyUsers.all(tx, gate)
             sealed = await SealedColumns.count_by(tx, key_id)
         term = next((t for t in terms if t.key_id == key_id), None)
         if term is None:
@@ -343,6 +399,7 @@ class KeyService:
                 f"secrets are still sealed with key {key_id} ({counts}): run "
                 "`chainkeys key rotate`, then try again"
             )
+        refuse_if_forged([u for u in users if u.process not in gone], "destroyed")
         naming = [u for u in users if u.names(key_id) and u.process not in gone]
         if naming:
             raise Conflict(
@@ -354,8 +411,8 @@ class KeyService:
         async with self.db.write() as tx:
             for process in sorted(gone):
                 await KeyUsers.remove(tx, process)
-            removed = await Ring.drop_key(tx, key_id)
-            await Terms.destroyed(tx, key_id, now_ms())
+            removed = await Keyring.drop_key(tx, gate, key_id)
+            await Keyring.destroyed(tx, gate, key_id, now_ms())
             await Audit.insert(
                 tx,
                 audit_event(

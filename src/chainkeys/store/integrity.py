@@ -33,6 +33,9 @@ from chainkeys.store.tables import (
     freezes,
     governance,
     integrity_heads,
+    key_ring,
+    key_users,
+    master_keys,
     meta,
     policy_totals,
     policy_versions,
@@ -362,6 +365,35 @@ CHANGE_VOTES = Authenticated(
     },
 )
 
+# The master keys (vault/barrier.py): the newest term neither retired nor destroyed is
+# the key every process seals with, so a term un-retired, back-dated or inserted by a
+# writer would have new secrets sealed under a key the writer may hold (a stolen file
+# of a retired key). Every term is pinned by the ring's head (vault/heads.py).
+MASTER_KEYS = Authenticated(
+    master_keys, "master key", ("key_id", "created_ms", "retired_ms", "destroyed_ms"), {}
+)
+# Keys wrapped under keys: each is sealed with its key id as associated data, so a
+# forged one does not open; what the MAC and the ring's head add is that one a retire
+# deleted cannot be put back (a retired key would unlock the current one again).
+KEY_RING = Authenticated(
+    key_ring, "ring entry", ("key_id", "wrapped_by", "wrapped", "created_ms"), {}
+)
+# Processes' heartbeats, rewritten (and MACed again) by each process every few seconds.
+# What decides: which keys a process seals with, started from and used (retire refuses
+# while one seals with an older key, destroy while one used the key: edited, they would
+# let either finish early and leave a process unable to seal, or a value it sealed
+# unopenable) and when it was seen (whether rotation waits for it). A heartbeat that
+# fails its MAC blocks retire and destroy until it is named with --gone.
+KEY_USERS = Authenticated(
+    key_users,
+    "key user",
+    ("process", "sealing_key_id", "root_key_id", "used_key_ids", "seen_ms"),
+    {
+        "host": "for people: where the process runs (the process id decides)",
+        "pid": "for people: which process to stop (the process id decides)",
+    },
+)
+
 # Which version of each authorizing row is the latest (vault/heads.py).
 HEADS = Authenticated(integrity_heads, "head", ("scope", "version", "body"), {})
 
@@ -386,4 +418,7 @@ REGISTRY: tuple[Authenticated, ...] = (
     GOVERNANCE,
     CHANGES,
     CHANGE_VOTES,
+    MASTER_KEYS,
+    KEY_RING,
+    KEY_USERS,
 )

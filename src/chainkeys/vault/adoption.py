@@ -28,11 +28,14 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from chainkeys.errors import StartupError
+from chainkeys.errors import IntegrityFailure, StartupError
 from chainkeys.store.backend import Backend
 from chainkeys.store.integrity import (
     AUDIT_ROWS,
     HEADS,
+    KEY_RING,
+    KEY_USERS,
+    MASTER_KEYS,
     REGISTRY,
     TENANTS,
     TOKENS,
@@ -43,7 +46,7 @@ from chainkeys.store.sealed import REGISTRY as SEALED
 from chainkeys.store.sql import Tx
 from chainkeys.store.tables import audit, integrity_heads, wallets, webhook_outbox
 from chainkeys.vault.gate import Gate
-from chainkeys.vault.heads import MOD, SETS, Head, tenant_scope
+from chainkeys.vault.heads import MOD, RING, RING_SETS, SETS, Head, tenant_scope
 from chainkeys.vault.integrity import (
     CONTEXT,
     FORMAT,
@@ -54,14 +57,20 @@ from chainkeys.vault.integrity import (
     generation,
     read_record,
 )
-from chainkeys.vault.pinned import PINNED, members, rows
+from chainkeys.vault.pinned import PINNED, members, ring_members, rows
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.seal import Context, SealError
 
 log = logging.getLogger("chainkeys.vault")
-# Tables whose rows mean the store holds data (the barrier's own bookkeeping, written
-# when it first opens, does not count).
-HOLDING = (*(entry.table for entry in REGISTRY), audit, webhook_outbox)
+# The barrier's own bookkeeping: the ring and the heartbeats.
+BARRIER = (MASTER_KEYS.table, KEY_RING.table, KEY_USERS.table)
+# Tables whose rows mean the store holds data (the barrier's own bookkeeping does not
+# count: a new store is born with an empty ring, `_born` checks it).
+HOLDING = (
+    *(entry.table for entry in REGISTRY if entry.table not in BARRIER),
+    audit,
+    webhook_outbox,
+)
 OLD_SEED_RECORD = "wallet_seed_key"  # meta: the seed fingerprints' own key, before
 ADOPT = "`chainkeys integrity adopt` (it shows what it would adopt first)"
 
@@ -121,11 +130,17 @@ async def open_integrity(db: Backend, barrier: Any) -> Gate:
                 f"rows of tables this store never authenticated are here ({said(counts)}): "
                 f"run {ADOPT}"
             )
+    gate = Gate.of(record)
+    if MASTER_KEYS.table in missing:  # (and empty, else refused above): the ring's head
+        async with db.write() as tx:
+            await gate.heads.born(tx, None)
+    await _trust(barrier, gate)  # before anything is sealed with what the ring says
+    if missing:
         record = replace(record, adopted=_everything())
         sealed = await barrier.seal(record.encode(), CONTEXT)
         async with db.write() as tx:  # empty tables: nothing to adopt, named from now on
             await Meta.put(tx, RECORD, sealed.blob, sealed.key_id)
-    return Gate.of(record)
+    return gate
 
 
 async def _not_behind_rows(db: Backend, record: Record) -> None:
@@ -144,18 +159,55 @@ async def _not_behind_rows(db: Backend, record: Record) -> None:
         )
 
 
+async def inspecting(db: Backend, barrier: Any) -> Gate:
+    """The integrity key for `integrity verify`, the ring not trusted yet: verify only
+    reads, and names what fails (a failing ring among the rest) where a start would
+    stop at the first; it seals nothing."""
+    record = await read(db, barrier)
+    if record is None:
+        raise StartupError(f"this store has no integrity record: see {ADOPT}")
+    return Gate.of(record)
+
+
+async def _trust(barrier: Any, gate: Gate) -> None:
+    """The ring read through the gate from now on; StartupError naming why it fails (a
+    term un-retired, edited, inserted, put back or removed: the process would seal with
+    a key a database writer chose)."""
+    try:
+        await barrier.trust(gate)
+    except IntegrityFailure as exc:
+        raise StartupError(
+            f"the master-key ring failed its integrity check: {exc.message}. Nothing was "
+            "sealed with it. Restore master_keys and key_ring from a backup you trust (or "
+            f"if you trust them as they are, run {ADOPT})"
+        ) from None
+
+
 def _everything() -> frozenset[str]:
     return frozenset(str(entry.table.name) for entry in REGISTRY)
 
 
 async def _born(db: Backend, barrier: Any) -> Gate:
+    """A new store: its record, and the ring's head with every set empty. A ring that
+    holds rows already was not written by this start: it is not adopted here."""
+    async with db.read() as tx:
+        ring = await held(tx, BARRIER[:2])
+    if ring:
+        raise StartupError(
+            f"this store holds master keys ({said(ring)}) but no integrity record: they "
+            f"were written by someone without the master key, or predate integrity. Run "
+            f"{ADOPT} if you trust them; else restore a backup"
+        )
     record = Record(secrets.token_bytes(32), FORMAT, _everything(), "born")
-    sealed = await barrier.seal(record.encode(), CONTEXT)
+    gate = Gate.of(record)
+    sealed = await barrier.seal(record.encode(), CONTEXT)  # (the root key: no term yet)
     async with db.write() as tx:
         if not await Meta.insert_new(tx, RECORD, sealed.blob, sealed.key_id):
             raise StartupError("the integrity record appeared during start-up; start again")
+        await gate.heads.born(tx, None)
     log.info("integrity: a new store, born with its integrity key")
-    return Gate.of(record)
+    await _trust(barrier, gate)  # its first term
+    return gate
 
 
 @dataclass
@@ -178,6 +230,9 @@ def describe(entry: Authenticated, row: Mapping[str, Any]) -> str:
             f"token {row['id']} of tenant {row['tenant_id']} (label {row['label']!r}, "
             f"scopes {row['scopes']})"
         )
+    if entry is MASTER_KEYS:  # what decides which key seals, shown to the one who adopts
+        states = [f"{s} {row[s + '_ms']}" for s in ("retired", "destroyed") if row[s + "_ms"]]
+        return f"master key {row['key_id']} ({', '.join(states) or 'not retired'})"
     keys = [c.name for c in entry.table.primary_key.columns]
     return f"{entry.table.name} " + ", ".join(f"{k}={row[k]!r}" for k in keys)
 
@@ -300,7 +355,8 @@ async def _mac_audit(tx: Tx, integrity: Integrity) -> None:
 
 
 async def expected_heads(tx: Tx, integrity: Integrity) -> dict[str, Head]:
-    """Every tenant's head as its rows say it should be (MACs assumed checked)."""
+    """Every tenant's head, and the ring's, as the rows say they should be (MACs
+    assumed checked)."""
     sets: dict[str, dict[str, list[tuple[str, str]]]] = defaultdict(dict)
     for tenant in await rows(tx, TENANTS):
         sets[str(tenant["id"])] = {}
@@ -316,11 +372,19 @@ async def expected_heads(tx: Tx, integrity: Integrity) -> dict[str, Head]:
                 digest = sum(integrity.element(name, i, m) for i, m in found) % MOD
                 digests[name] = (len(found), digest)
         heads[tenant_scope(tenant_id)] = Head(tenant_scope(tenant_id), 1, digests)
+    ring = await ring_members(tx)
+    digests = {
+        name: (len(ring[name]), sum(integrity.element(name, i, m) for i, m in ring[name]) % MOD)
+        for name in RING_SETS
+        if ring[name]
+    }
+    heads[RING] = Head(RING, 1, digests)
     return heads
 
 
 async def rebuild_heads(tx: Tx, integrity: Integrity) -> None:
-    """Every tenant's head made again from its rows, at a version above any before."""
+    """Every tenant's head (and the ring's) made again from the rows, at a version above
+    any before."""
     old = {str(r["scope"]): int(r["version"]) for r in await rows(tx, HEADS)}
     await tx.execute(integrity_heads.delete())
     for scope, head in (await expected_heads(tx, integrity)).items():

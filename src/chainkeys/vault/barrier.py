@@ -14,7 +14,12 @@ key. The barrier owns
   while it was away; if it cannot re-read, or the ring says its key is retired and
   it cannot learn the current one, it refuses (a 503, logged and counted) and seals
   nothing. The fence is half the liveness window rotation uses: by the time a
-  rotation stops waiting for a silent process, that process would re-read first.
+  rotation stops waiting for a silent process, that process would re-read first;
+- trust in the ring: once the gate is open (`trust`), every read of the ring is
+  authenticated (vault/repository.py `Keyring.read`); a ring that fails (a term
+  un-retired, edited, inserted or put back, an entry put back) is not absorbed, and
+  the barrier seals nothing (`integrity_failure`, audited through `audit_refusal`)
+  until a read of the ring holds again.
 
 No key is lost by an online operation: past keys stay in the ring under the newest
 until destroyed explicitly (masterkey/service.py), so whatever a late process sealed
@@ -29,16 +34,16 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from chainkeys import metrics
 from chainkeys.clock import iso, monotonic, now_ms
-from chainkeys.errors import ChainkeysError, KeyUnavailable, SealFenced
+from chainkeys.errors import ChainkeysError, IntegrityFailure, KeyUnavailable, SealFenced
 from chainkeys.store.backend import Backend
-from chainkeys.vault.gate import Gate
+from chainkeys.vault.gate import Gate, opened
 from chainkeys.vault.providers import MasterKey
-from chainkeys.vault.repository import KeyUser, KeyUsers, Ring, RingEntry, Term, Terms
+from chainkeys.vault.repository import Keyring, KeyUser, KeyUsers, RingEntry, Term
 from chainkeys.vault.seal import Context, SealError, Vault
 
 log = logging.getLogger("chainkeys.vault")
@@ -117,6 +122,9 @@ class Barrier:
         self._lock = asyncio.Lock()
         self._used: set[str] = set()
         self._stuck: str | None = None  # why this process may not seal, when it may not
+        self._broken: str | None = None  # why the ring as read now is not trusted
+        # audits a refusal of the ring (bootstrap: the vault writes no audit row itself)
+        self.audit_refusal: Callable[[str], Awaitable[None]] | None = None
         # the gate (vault/gate.py: the integrity key and the heads), opened at start
         self.integrity: Gate | None = None
 
@@ -179,11 +187,45 @@ class Barrier:
         return True
 
     async def learn(self) -> bool:
-        """Read the ring and the terms (one snapshot) and absorb them."""
+        """Read the ring and the terms (one snapshot; authenticated once the gate is
+        open) and absorb them. IntegrityFailure when they fail: nothing is absorbed and
+        nothing is sealed until a read holds again."""
         async with self._lock:
-            async with self.db.read() as tx:
-                entries, terms = await Ring.entries(tx), await Terms.all(tx)
+            gate = self.integrity
+            try:
+                async with self.db.read() as tx:
+                    if gate is None:
+                        entries, terms = await Keyring.unverified(tx)
+                    else:
+                        entries, terms = await Keyring.read(tx, gate)
+            except IntegrityFailure as exc:
+                await self._distrust(exc.message)
+                raise
+            self._broken = None
             return self.absorb(entries, terms)
+
+    async def trust(self, gate: Gate) -> None:
+        """From now on, read the ring authenticated: checked now (IntegrityFailure with
+        why), and the store's first term written when it has none (a new store)."""
+        self.integrity = gate
+        self.db.signer = gate  # audit rows, a refusal of the ring's among them, MACed
+        await self.learn()
+        if not self._terms:
+            async with self.db.write() as tx:
+                await Keyring.add_term(tx, gate, self.vault.key_id, now_ms())
+            await self.learn()
+
+    async def _distrust(self, why: str) -> None:
+        """The ring failed: seal nothing from now on; audited once per reason."""
+        if why == self._broken:
+            return
+        self._broken = why
+        log.error("the master-key ring is not trusted: %s; nothing is sealed", why)
+        if self.audit_refusal is not None:
+            try:
+                await self.audit_refusal(why)
+            except ChainkeysError:
+                log.exception("the ring's refusal could not be audited")
 
     def _stale(self) -> bool:
         """The ring was last read longer ago than the fence (a stall, a paused VM, a
@@ -200,6 +242,8 @@ class Barrier:
         if self._stale():
             try:
                 await self.learn()
+            except IntegrityFailure:
+                pass  # refused just below, with why
             except ChainkeysError:
                 fence = self.fence_ms / 1000
                 self._refuse(
@@ -207,6 +251,11 @@ class Barrier:
                     f"its view of the master-key ring is older than {fence:g} "
                     "s and the ring cannot be read now",
                 )
+        if self._broken is not None:
+            metrics.SEAL_REFUSALS.labels("integrity").inc()
+            raise IntegrityFailure(
+                "this server seals nothing until the master-key ring is restored: " + self._broken
+            )
         if self._stuck is not None:
             self._refuse("retired", self._stuck)
         blob = self.vault.seal(plaintext, context)
@@ -266,8 +315,9 @@ class Barrier:
             now_ms(),
             ",".join(sorted(self._used | {self.vault.key_id})),
         )
+        gate = opened(self.integrity)
         async with self.db.write() as tx:
-            await KeyUsers.beat(tx, me)
+            await KeyUsers.beat(tx, gate, me)
 
     async def refresh(self) -> None:
         """One round of the key-ring task (api/background.py runs it every

@@ -41,9 +41,15 @@ values mod 2^256 is an incremental MAC of the multiset), and an update costs two
 HMACs, whatever the set's size.
 
 A head put back from an older copy together with its rows is consistent. Against
-that, each process never accepts a head older than one it saw (its floors), and
-the store's own head keeps each tenant's floor, written by a supervised round
-(vault/heads_round.py) and checked at start.
+that, each process never accepts a head older than one it saw (its floors).
+
+The master keys and their ring belong to no tenant: one more head (scope `ring`,
+named by a tenant id of None here) pins every row of `master_keys` and `key_ring`
+(vault/repository.py). It lives with the tenants' heads rather than in a sealed
+`meta` record because it needs what they have already: a MACed row with a version
+that only grows, this process's floors, a change in the writer's transaction under
+a lock of its own, and the same rebuild by `integrity adopt` and the same check by
+`integrity verify`.
 """
 
 from __future__ import annotations
@@ -74,6 +80,8 @@ SETS: Final = (
     "changes",
     "counters",
 )
+RING: Final = "ring"  # the scope of the master keys' head (tenant id None)
+RING_SETS: Final = ("master_keys", "key_ring")
 SPARE: Final = 8  # invalid rows tried in or out of a set (2^8 sums at most)
 RETRIES: Final = 30  # reads of a set that changed under them, before a mismatch counts
 MOD: Final = 1 << 256
@@ -91,8 +99,13 @@ _UPDATE = Prepared(
 _encode = msgspec.json.Encoder().encode
 
 
-def tenant_scope(tenant_id: str) -> str:
-    return "t" + tenant_id
+def tenant_scope(tenant_id: str | None) -> str:
+    """A tenant's head, or the ring's (None: the master keys belong to no tenant)."""
+    return RING if tenant_id is None else "t" + tenant_id
+
+
+def _whose(tenant_id: str | None) -> str:
+    return "the master-key ring" if tenant_id is None else f"tenant {tenant_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +138,7 @@ class Heads:
         # (scope, set) -> (head version, the members verified at it)
         self._verified: dict[tuple[str, str], tuple[int, frozenset[Member]]] = {}
 
-    async def head(self, tx: Tx, tenant_id: str) -> Head:
+    async def head(self, tx: Tx, tenant_id: str | None) -> Head:
         """The tenant's head, authenticated and no older than any this process saw."""
         scope = tenant_scope(tenant_id)
         # The floor as the read starts: one raised while it runs is another coroutine's
@@ -133,15 +146,15 @@ class Heads:
         floor = self._floors.get(scope, 0)
         row = (await tx.execute(_GET, {"s": scope})).first()
         if row is None:
-            raise failed(HEADS, f"the head of tenant {tenant_id} is missing")
+            raise failed(HEADS, f"the head of {_whose(tenant_id)} is missing")
         values = {"scope": row[0], "version": int(row[1]), "body": row[2], "mac": row[3]}
         if not self.integrity.valid(HEADS, values):
-            raise failed(HEADS, f"the head of tenant {tenant_id}")
+            raise failed(HEADS, f"the head of {_whose(tenant_id)}")
         version = values["version"]
         if version < floor:
             raise failed(
                 HEADS,
-                f"the head of tenant {tenant_id} (version {version}, older than "
+                f"the head of {_whose(tenant_id)} (version {version}, older than "
                 f"{floor} seen before: put back from an older copy)",
             )
         if not tx.writing and version > self._floors.get(scope, 0):  # (a write's may roll back)
@@ -153,8 +166,8 @@ class Heads:
         if version > self._floors.get(scope, 0):
             self._floors[scope] = version
 
-    async def born(self, tx: Tx, tenant_id: str) -> None:
-        """A new tenant's head: every set empty."""
+    async def born(self, tx: Tx, tenant_id: str | None) -> None:
+        """A new tenant's head (or the ring's, for None): every set empty."""
         head = Head(tenant_scope(tenant_id), 1, {})
         values = head.values()
         await tx.execute(_INSERT, {**values, "mac": self.integrity.mac(HEADS, values)})
@@ -162,7 +175,7 @@ class Heads:
     async def change(
         self,
         tx: Tx,
-        tenant_id: str,
+        tenant_id: str | None,
         name: str,
         removed: Iterable[Member] = (),
         added: Iterable[Member] = (),
@@ -171,7 +184,9 @@ class Heads:
         caller's write transaction (which then holds the tenant's head until it ends)."""
         await self._write(tx, tenant_id, name, removed, added, exact=False)
 
-    async def replace(self, tx: Tx, tenant_id: str, name: str, members: Iterable[Member]) -> None:
+    async def replace(
+        self, tx: Tx, tenant_id: str | None, name: str, members: Iterable[Member]
+    ) -> None:
         """Set `name` to exactly `members` (a set the service rewrites whole, such as the
         latest policy), in the caller's write transaction."""
         await self._write(tx, tenant_id, name, (), members, exact=True)
@@ -179,15 +194,15 @@ class Heads:
     async def _write(
         self,
         tx: Tx,
-        tenant_id: str,
+        tenant_id: str | None,
         name: str,
         removed: Iterable[Member],
         added: Iterable[Member],
         exact: bool,
     ) -> None:
-        if name not in SETS:
+        if name not in (RING_SETS if tenant_id is None else SETS):
             raise ValueError(f"no pinned set {name!r}")
-        await tx.serialize("head/" + tenant_id)
+        await tx.serialize("head:ring" if tenant_id is None else "head/" + tenant_id)
         head = await self.head(tx, tenant_id)
         rows, digest = (0, 0) if exact else head.sets.get(name, (0, 0))
         for ident, mac in removed:
@@ -204,7 +219,7 @@ class Heads:
             "old": head.version,
         }
         if (await tx.execute(_UPDATE, params)).rowcount != 1:  # never under the scope
-            raise IntegrityFailure(f"the head of tenant {tenant_id} moved under its lock")
+            raise IntegrityFailure(f"the head of {_whose(tenant_id)} moved under its lock")
         # (no floor from here: the transaction may still roll back; the next read of the
         # head after it commits raises the floor)
 
@@ -241,7 +256,7 @@ class Heads:
     async def check(
         self,
         tx: Tx,
-        tenant_id: str,
+        tenant_id: str | None,
         name: str,
         load: Callable[[], Awaitable[Iterable[Loaded]]],
         what: str,
@@ -254,7 +269,7 @@ class Heads:
     async def current(
         self,
         tx: Tx,
-        tenant_id: str,
+        tenant_id: str | None,
         name: str,
         member: Member,
         load: Callable[[], Awaitable[Iterable[Loaded]]],
@@ -270,7 +285,7 @@ class Heads:
     async def holds(
         self,
         tx: Tx,
-        tenant_id: str,
+        tenant_id: str | None,
         name: str,
         member: Member,
         load: Callable[[], Awaitable[Iterable[Loaded]]],
@@ -296,7 +311,7 @@ class Heads:
     async def _verify(
         self,
         tx: Tx,
-        tenant_id: str,
+        tenant_id: str | None,
         name: str,
         load: Callable[[], Awaitable[Iterable[Loaded]]],
         what: str,
@@ -323,4 +338,5 @@ class Heads:
                 break
             head = again
             await asyncio.sleep(0.001 * attempt)  # the tenant is busy: let a change land
-        raise failed(HEADS, f"{what}: the tenant's {name} are not the latest")
+        whose = "the ring's" if tenant_id is None else "the tenant's"
+        raise failed(HEADS, f"{what}: {whose} {name} are not the latest")

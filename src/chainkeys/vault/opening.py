@@ -8,14 +8,14 @@ new key would silently orphan every secret.
 
 from __future__ import annotations
 
-from chainkeys.clock import iso, now_ms
+from chainkeys.clock import iso
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
 from chainkeys.store.backend import Backend
 from chainkeys.store.sealed import SealedColumns
 from chainkeys.vault.barrier import Barrier, current_term
 from chainkeys.vault.providers import MasterKey, provider_for
-from chainkeys.vault.repository import CHECK_KEY, Meta, MetaBlobs, Ring, Term, Terms
+from chainkeys.vault.repository import CHECK_KEY, Keyring, Meta, MetaBlobs, Term
 from chainkeys.vault.seal import Context, SealError, Vault
 
 CHECK_CONTEXT = Context("-", "-", CHECK_KEY, purpose="check")
@@ -23,11 +23,13 @@ CHECK_CONTEXT = Context("-", "-", CHECK_KEY, purpose="check")
 
 async def open_barrier(db: Backend, settings: Settings) -> Barrier:
     """Load the master key(s) and prove they open what the store holds (called under
-    the start-up lock: a first start writes the first term and the check record)."""
+    the start-up lock: a first start writes the check record). The ring is read as
+    the database holds it: the gate, opened with these keys, checks it next
+    (vault/adoption.py `open_integrity`) before anything else is sealed."""
     async with db.read() as tx:
         check = await Meta.get(tx, CHECK_KEY)
         used = await SealedColumns.key_ids(tx)
-        terms, entries = await Terms.all(tx), await Ring.entries(tx)
+        entries, terms = await Keyring.unverified(tx)  # trusted once the gate opens
     sealed = check is not None or bool(used)
     provider = provider_for(settings, MetaBlobs(db))
     root = await provider.load(create=not sealed)
@@ -52,10 +54,7 @@ async def open_barrier(db: Backend, settings: Settings) -> Barrier:
             ) from None
     elif sealed:
         raise StartupError("the store holds sealed accounts but no master-key check record")
-    if not terms:  # a first start (or a store filled without one): its key is the first term
-        async with db.write() as tx:
-            await Terms.add(tx, root.id, now_ms(), await Terms.all(tx))
-            barrier.absorb(await Ring.entries(tx), await Terms.all(tx))
+    # (a first start's term is written once the integrity key is open: Barrier.trust)
     if check is None:
         sealed_check = await barrier.seal(b"chainkeys", CHECK_CONTEXT)
         async with db.write() as tx:

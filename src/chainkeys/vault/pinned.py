@@ -22,6 +22,8 @@ from chainkeys.store.integrity import (
     CHANGES,
     FREEZES,
     GOVERNANCE,
+    KEY_RING,
+    MASTER_KEYS,
     POLICY_TOTALS,
     POLICY_VERSIONS,
     TOKENS,
@@ -83,6 +85,22 @@ PINNED: tuple[Pinned, ...] = (
     ),
     Pinned("counters", WALLET_COUNTERS, counter_ident),
 )
+
+
+# The ring's head (vault/heads.py, scope `ring`): every term and every ring entry, each
+# by its primary key; a term retired or destroyed stays a member (with its new MAC), so
+# a copy from before is not one.
+RING_PINNED: tuple[Pinned, ...] = (
+    Pinned("master_keys", MASTER_KEYS, lambda r: str(r["key_id"])),
+    Pinned("key_ring", KEY_RING, lambda r: f"{r['key_id']}/{r['wrapped_by']}"),
+)
+
+
+async def ring_members(tx: Tx) -> dict[str, list[Member]]:
+    """The ring's sets as the tables hold them now (MACs are the caller's to check)."""
+    return {
+        p.name: [(p.ident(r), str(r["mac"])) for r in await rows(tx, p.entry)] for p in RING_PINNED
+    }
 
 
 async def members(tx: Tx, pinned: Pinned) -> dict[str, list[Member]]:

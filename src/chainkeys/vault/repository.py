@@ -1,18 +1,30 @@
 """What the barrier reads and writes: the store's master keys and their ring, the
 processes that seal, and small service-wide records (`meta`: the check record, an
-HSM-wrapped key)."""
+HSM-wrapped key).
+
+The master keys, the ring and the heartbeats are authenticated (store/integrity.py):
+each row carries a MAC under the integrity key, and every term and ring entry is
+pinned by the ring's head (vault/heads.py, tenant id None), so a term un-retired,
+edited, inserted or put back from an older copy fails closed where it is read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import astuple, dataclass
+from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, literal, or_, select, update
+from sqlalchemy import bindparam, delete, insert, literal, select, update
 
+from chainkeys.errors import IntegrityFailure
 from chainkeys.store.backend import Backend
+from chainkeys.store.integrity import KEY_RING, KEY_USERS, MASTER_KEYS, Authenticated
 from chainkeys.store.sealed import CHECK_RECORD
 from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import key_ring, key_users, master_keys, meta
+from chainkeys.vault.gate import Gate
+from chainkeys.vault.heads import Loaded
+from chainkeys.vault.integrity import failed
+from chainkeys.vault.pinned import RING_PINNED
 
 CHECK_KEY = CHECK_RECORD  # a value sealed at first start: proves a key opens the store
 
@@ -85,6 +97,7 @@ class KeyUser:
     root_key_id: str
     seen_ms: int
     used_key_ids: str = ""  # comma-separated: every key it sealed with since it started
+    authentic: bool | None = None  # its MAC checked (None: read without the key)
 
     def names(self, key_id: str) -> bool:
         """Whether this process uses or ever used `key_id` (it may still hold a value it
@@ -93,36 +106,23 @@ class KeyUser:
         return key_id in {self.sealing_key_id, self.root_key_id} | used
 
 
+Row = dict[str, Any]
 _m, _r, _k = master_keys.c, key_ring.c, key_users.c
-_TERMS = Prepared(
-    select(_m.key_id, _m.created_ms, _m.retired_ms, _m.destroyed_ms).order_by(_m.created_ms)
-)
-_TERM_INSERT = Prepared(insert(master_keys), ("key_id", "created_ms"))
-_RETIRE = Prepared(
+_TERM_FIELDS = ("key_id", "created_ms", "retired_ms", "destroyed_ms")
+_TERMS = Prepared(select(*(_m[f] for f in _TERM_FIELDS), _m.mac).order_by(_m.created_ms))
+_TERM_INSERT = Prepared(insert(master_keys), (*_TERM_FIELDS, "mac"))
+_TERM_SET = Prepared(
     update(master_keys)
-    .where(_m.key_id != bindparam("current"), _m.retired_ms.is_(None))
-    .values(retired_ms=bindparam("t"))
-)
-_DESTROYED = Prepared(
-    update(master_keys).where(_m.key_id == bindparam("k")).values(destroyed_ms=bindparam("t"))
-)
-_RING = Prepared(
-    select(_r.key_id, _r.wrapped_by, _r.wrapped, _r.created_ms).order_by(_r.created_ms)
-)
-_RING_INSERT = Prepared(insert(key_ring), ("key_id", "wrapped_by", "wrapped", "created_ms"))
-_RING_DROP_BY = Prepared(delete(key_ring).where(_r.wrapped_by == bindparam("k")))
-_RING_DROP_KEY = Prepared(
-    delete(key_ring).where(or_(_r.key_id == bindparam("k"), _r.wrapped_by == bindparam("k")))
-)
-_BEAT = Prepared(
-    update(key_users)
-    .where(_k.process == bindparam("p"))
+    .where(_m.key_id == bindparam("k"), _m.mac == bindparam("old"))
     .values(
-        sealing_key_id=bindparam("sealing"),
-        root_key_id=bindparam("root"),
-        seen_ms=bindparam("t"),
-        used_key_ids=bindparam("used"),
+        retired_ms=bindparam("retired"), destroyed_ms=bindparam("destroyed"), mac=bindparam("mac")
     )
+)
+_RING_FIELDS = ("key_id", "wrapped_by", "wrapped", "created_ms")
+_RING = Prepared(select(*(_r[f] for f in _RING_FIELDS), _r.mac).order_by(_r.created_ms))
+_RING_INSERT = Prepared(insert(key_ring), (*_RING_FIELDS, "mac"))
+_RING_DELETE = Prepared(
+    delete(key_ring).where(_r.key_id == bindparam("k"), _r.wrapped_by == bindparam("by"))
 )
 _USER_FIELDS = (
     "process",
@@ -133,81 +133,186 @@ _USER_FIELDS = (
     "seen_ms",
     "used_key_ids",
 )
-_USER_INSERT = Prepared(insert(key_users), _USER_FIELDS)
+_BEAT = Prepared(
+    update(key_users)
+    .where(_k.process == bindparam("p"))
+    .values(**{f: bindparam(f) for f in _USER_FIELDS[1:]}, mac=bindparam("mac"))
+)
+_USER_INSERT = Prepared(insert(key_users), (*_USER_FIELDS, "mac"))
 _USER_DELETE = Prepared(delete(key_users).where(_k.process == bindparam("p")))
-_USERS = Prepared(select(*(_k[f] for f in _USER_FIELDS)).order_by(_k.host, _k.pid))
+_USERS = Prepared(select(*(_k[f] for f in _USER_FIELDS), _k.mac).order_by(_k.host, _k.pid))
 
 
-class Terms:
-    """The store's master keys (ids and dates only)."""
+def _term(row: Row) -> Term:
+    return Term(row["key_id"], int(row["created_ms"]), row["retired_ms"], row["destroyed_ms"])
+
+
+def _entry(row: Row) -> RingEntry:
+    return RingEntry(
+        row["key_id"], row["wrapped_by"], bytes(row["wrapped"]), int(row["created_ms"])
+    )
+
+
+_term_ident, _entry_ident = (p.ident for p in RING_PINNED)  # the members of the head
+
+
+async def _rows(tx: Tx, stmt: Prepared) -> list[Row]:
+    return [dict(r._mapping) for r in (await tx.execute(stmt)).all()]
+
+
+async def _authentic(
+    tx: Tx, gate: Gate, entry: Authenticated, stmt: Prepared, ident: Callable[[Row], str]
+) -> list[Row]:
+    """Every row of a ring table, each with its valid MAC and all of them exactly what
+    the ring's head pins (IntegrityFailure naming the first that is not: a row edited or
+    inserted fails its MAC, one put back from an older copy or removed fails the head)."""
+    name = str(entry.table.name)
+    found: list[Row] = []
+
+    async def load() -> list[Loaded]:
+        found[:] = await _rows(tx, stmt)
+        return [((ident(r), str(r["mac"])), gate.valid(entry, r)) for r in found]
+
+    await gate.heads.check(tx, None, name, load, f"the rows of {name}")
+    for row in found:
+        if not gate.valid(entry, row):
+            raise failed(entry, f"the {entry.record} {ident(row)} (its row in {name})")
+    return found
+
+
+class Keyring:
+    """The store's master keys (ids and dates, never a key) and the keys wrapped under
+    one another: read authenticated (the gate) or, only before the gate is open (the
+    barrier opens the integrity key with what the ring gives), as they are."""
 
     @staticmethod
-    async def all(tx: Tx) -> list[Term]:
-        rows = (await tx.execute(_TERMS)).all()
-        return [Term(r[0], int(r[1]), r[2], r[3]) for r in rows]
+    async def read(tx: Tx, gate: Gate) -> tuple[list[RingEntry], list[Term]]:
+        entries = await _authentic(tx, gate, KEY_RING, _RING, _entry_ident)
+        terms = await _authentic(tx, gate, MASTER_KEYS, _TERMS, _term_ident)
+        return [_entry(r) for r in entries], [_term(r) for r in terms]
 
     @staticmethod
-    async def add(tx: Tx, key_id: str, created_ms: int, known: Iterable[Term]) -> None:
-        if key_id not in {t.key_id for t in known}:
-            await tx.execute(_TERM_INSERT, {"key_id": key_id, "created_ms": created_ms})
+    async def unverified(tx: Tx) -> tuple[list[RingEntry], list[Term]]:
+        """As the database holds them: for opening the barrier (whose view is checked
+        once the gate is open, before it seals anything: vault/adoption.py) and for
+        showing them to an operator who opened no key."""
+        return [_entry(r) for r in await _rows(tx, _RING)], [
+            _term(r) for r in await _rows(tx, _TERMS)
+        ]
 
     @staticmethod
-    async def retire_all_but(tx: Tx, current: str, at_ms: int) -> int:
-        return int((await tx.execute(_RETIRE, {"current": current, "t": at_ms})).rowcount or 0)
+    async def add_term(tx: Tx, gate: Gate, key_id: str, created_ms: int) -> None:
+        """A new term (once: a term the ring holds already stays as it is)."""
+        if any(r["key_id"] == key_id for r in await _rows(tx, _TERMS)):
+            return
+        row: Row = {"key_id": key_id, "created_ms": created_ms, "retired_ms": None}
+        row["destroyed_ms"] = None
+        await _insert(tx, gate, MASTER_KEYS, _TERM_INSERT, row, _term_ident)
 
     @staticmethod
-    async def destroyed(tx: Tx, key_id: str, at_ms: int) -> None:
-        await tx.execute(_DESTROYED, {"k": key_id, "t": at_ms})
-
-
-class Ring:
-    """Master keys wrapped by master keys."""
-
-    @staticmethod
-    async def entries(tx: Tx) -> list[RingEntry]:
-        rows = (await tx.execute(_RING)).all()
-        return [RingEntry(r[0], r[1], bytes(r[2]), int(r[3])) for r in rows]
+    async def retire_all_but(tx: Tx, gate: Gate, current: str, at_ms: int) -> int:
+        """Every term but `current` stops sealing (those not retired yet, from now)."""
+        return await _set_terms(
+            tx,
+            gate,
+            lambda r: r["key_id"] != current and r["retired_ms"] is None,
+            "retired_ms",
+            at_ms,
+        )
 
     @staticmethod
-    async def insert(tx: Tx, entry: RingEntry) -> None:
-        fields = ("key_id", "wrapped_by", "wrapped", "created_ms")
-        await tx.execute(_RING_INSERT, dict(zip(fields, astuple(entry), strict=True)))
+    async def destroyed(tx: Tx, gate: Gate, key_id: str, at_ms: int) -> None:
+        await _set_terms(tx, gate, lambda r: r["key_id"] == key_id, "destroyed_ms", at_ms)
 
     @staticmethod
-    async def drop_wrapped_by(tx: Tx, key_id: str) -> int:
+    async def insert(tx: Tx, gate: Gate, entry: RingEntry) -> None:
+        row = dict(zip(_RING_FIELDS, astuple(entry), strict=True))
+        await _insert(tx, gate, KEY_RING, _RING_INSERT, row, _entry_ident)
+
+    @staticmethod
+    async def drop_wrapped_by(tx: Tx, gate: Gate, key_id: str) -> int:
         """Forget what `key_id` wraps (it is retired: it must unlock nothing)."""
-        return int((await tx.execute(_RING_DROP_BY, {"k": key_id})).rowcount or 0)
+        return await _drop(tx, gate, lambda r: r["wrapped_by"] == key_id)
 
     @staticmethod
-    async def drop_key(tx: Tx, key_id: str) -> int:
+    async def drop_key(tx: Tx, gate: Gate, key_id: str) -> int:
         """Forget `key_id` wherever it is wrapped or wraps (it is destroyed)."""
-        return int((await tx.execute(_RING_DROP_KEY, {"k": key_id})).rowcount or 0)
+        return await _drop(tx, gate, lambda r: key_id in (r["key_id"], r["wrapped_by"]))
+
+
+async def _insert(
+    tx: Tx, gate: Gate, entry: Authenticated, stmt: Prepared, row: Row, ident: Callable[[Row], str]
+) -> None:
+    mac = gate.mac(entry, row)
+    await tx.execute(stmt, {**row, "mac": mac})
+    await gate.heads.change(tx, None, str(entry.table.name), added=[(ident(row), mac)])
+
+
+async def _set_terms(
+    tx: Tx, gate: Gate, which: Callable[[Row], bool], column: str, at_ms: int
+) -> int:
+    """Set `column` (retired_ms or destroyed_ms) on the terms `which` picks, each MACed
+    again, the head moved once."""
+    removed, added = [], []
+    for row in await _authentic(tx, gate, MASTER_KEYS, _TERMS, _term_ident):
+        if not which(row):
+            continue
+        new = {**row, column: at_ms}
+        new["mac"] = gate.mac(MASTER_KEYS, new)
+        params = {"retired": new["retired_ms"], "destroyed": new["destroyed_ms"]}
+        params |= {"mac": new["mac"], "k": row["key_id"], "old": row["mac"]}
+        if (await tx.execute(_TERM_SET, params)).rowcount != 1:
+            raise IntegrityFailure(f"master key {row['key_id']}'s row moved under its lock")
+        removed.append((_term_ident(row), str(row["mac"])))
+        added.append((_term_ident(new), new["mac"]))
+    if removed:
+        await gate.heads.change(tx, None, "master_keys", removed, added)
+    return len(removed)
+
+
+async def _drop(tx: Tx, gate: Gate, which: Callable[[Row], bool]) -> int:
+    gone = [r for r in await _authentic(tx, gate, KEY_RING, _RING, _entry_ident) if which(r)]
+    for row in gone:
+        await tx.execute(_RING_DELETE, {"k": row["key_id"], "by": row["wrapped_by"]})
+    if gone:
+        removed = [(_entry_ident(r), str(r["mac"])) for r in gone]
+        await gate.heads.change(tx, None, "key_ring", removed)
+    return len(gone)
 
 
 class KeyUsers:
-    """The heartbeats of the processes that seal."""
+    """The heartbeats of the processes that seal, each MACed by the process that wrote
+    it (store/integrity.py KEY_USERS says which columns decide)."""
 
     @staticmethod
-    async def beat(tx: Tx, user: KeyUser) -> None:
-        params = {
-            "p": user.process,
-            "sealing": user.sealing_key_id,
-            "root": user.root_key_id,
-            "t": user.seen_ms,
-            "used": user.used_key_ids,
-        }
+    async def beat(tx: Tx, gate: Gate, user: KeyUser) -> None:
+        row = {f: getattr(user, f) for f in _USER_FIELDS}
+        mac = gate.mac(KEY_USERS, row)
+        params = {"p": user.process, **{f: row[f] for f in _USER_FIELDS[1:]}, "mac": mac}
         if not (await tx.execute(_BEAT, params)).rowcount:
-            await tx.execute(_USER_INSERT, dict(zip(_USER_FIELDS, astuple(user), strict=True)))
+            await tx.execute(_USER_INSERT, {**row, "mac": mac})
 
     @staticmethod
     async def remove(tx: Tx, process: str) -> None:
         await tx.execute(_USER_DELETE, {"p": process})
 
     @staticmethod
-    async def all(tx: Tx) -> list[KeyUser]:
-        """Every heartbeat, however old (a stopped process is unknown, not gone)."""
-        rows = (await tx.execute(_USERS)).all()
-        return [KeyUser(r[0], r[1], int(r[2]), r[3], r[4], int(r[5]), r[6] or "") for r in rows]
+    async def all(tx: Tx, gate: Gate | None) -> list[KeyUser]:
+        """Every heartbeat, however old (a stopped process is unknown, not gone), each
+        with whether its MAC holds (None without the key: for showing only)."""
+        return [
+            KeyUser(
+                r["process"],
+                r["host"],
+                int(r["pid"]),
+                r["sealing_key_id"],
+                r["root_key_id"],
+                int(r["seen_ms"]),
+                r["used_key_ids"] or "",
+                None if gate is None else gate.valid(KEY_USERS, r),
+            )
+            for r in await _rows(tx, _USERS)
+        ]
 
 
 class MetaBlobs:

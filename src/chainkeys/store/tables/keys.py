@@ -1,5 +1,6 @@
 """The master keys' tables: the keyring, the keys wrapped under one another, and the
-processes that seal with them (vault/ reads and writes them, nothing else)."""
+processes that seal with them (vault/repository.py reads and writes them, nothing else,
+each row MACed: store/integrity.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ master_keys = Table(
     Column("created_ms", BigInteger, nullable=False),
     Column("retired_ms", BigInteger, nullable=True),
     Column("destroyed_ms", BigInteger, nullable=True),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
 )
 
 # Master keys sealed under other master keys (`wrapped_by`). Backward: every past key
@@ -39,6 +41,7 @@ key_ring = Table(
     Column("wrapped_by", String(16), primary_key=True),
     Column("wrapped", LargeBinary, nullable=False),
     Column("created_ms", BigInteger, nullable=False),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
 )
 
 # One row per running server process, refreshed every few seconds: the key it seals
@@ -56,5 +59,6 @@ key_users = Table(
     Column("root_key_id", String(16), nullable=False),
     Column("seen_ms", BigInteger, nullable=False),
     Column("used_key_ids", String(1024), nullable=False, server_default=""),
+    Column("mac", String(80), nullable=True),  # store/integrity.py: NULL only before adoption
     info={"copy": False},  # a heartbeat of this database's processes, not data
 )

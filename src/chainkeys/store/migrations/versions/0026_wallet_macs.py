@@ -10,7 +10,7 @@ the heads their `counters` sets, and the seed fingerprints their new key from
 starts only once an operator ran it, as after 0020-0022. Nothing adopts itself.
 
 Revision ID: 0026
-Revises: 0024
+Revises: 0025
 Create Date: 2026-12-07
 """
 
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0026"
-down_revision = "0024"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 
