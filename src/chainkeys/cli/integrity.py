@@ -189,7 +189,7 @@ def rotate_command(data_dir: DataDir = None) -> None:
         async def live() -> list[str]:
             since = live_since(settings.key_refresh_seconds)
             async with svc.db.read() as tx:
-                users = await KeyUsers.all(tx)
+                users = await KeyUsers.all(tx, gate)
             return [
                 f"{u.host} pid {u.pid}"
                 for u in users
