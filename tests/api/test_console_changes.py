@@ -21,14 +21,17 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.api.authenticator import Authenticator
 from tests.api.test_console_passkeys import localhost_server
 from tests.api.test_governance import CAPPED, admin, capped
+from tests.api.test_passkeys import ORIGIN, pk_server  # noqa: F401
 from tests.api.test_sign_cosmos import PRIVATE
-from tests.conftest import BACKENDS, TLS, chainkeys_cli
+from tests.conftest import BACKENDS, TLS, Server, chainkeys_cli
 from tests.node import chromium, run_node
 from tests.test_process import start
+from tests.test_rotation import env_of
 
-from chainkeys.approvals.proofs import ADMINS
+from chainkeys.approvals.proofs import ADMINS, b64url, change_challenge
 from chainkeys.vault.shares import parse_share
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
@@ -108,6 +111,48 @@ def test_an_admin_votes_on_a_change_with_a_passkey(backend: str, tmp_path: Path)
     # at 390 px, no page scrolls sideways
     wide = {page: w for page, w in seen["widths"].items() if w[0] != w[1]}
     assert len(seen["widths"]) == 12 and wide == {}, wide
+
+
+def test_admin_invite_enrols_an_admins_passkey(pk_server: Server) -> None:  # noqa: F811
+    """`chainkeys admin invite` prints a code an admin token spends on a passkey (here the
+    software authenticator) of the group *admins, which then signs the admin's vote on
+    a change; an approve token of the same person cannot spend an admin's code."""
+    server = pk_server
+    assert server.services is not None
+    svc = server.services
+    name = f"g-{os.urandom(4).hex()}"
+    server.new_token(name)
+    server.call(svc.policies.set(name, json.dumps(CAPPED), "json"))
+    server.call(svc.governance.set(name, 1, "1h"))
+    _, token = server.call(svc.tokens.create(name, "dana", frozenset({"admin"})))
+    _, approve = server.call(
+        svc.tokens.create(name, "dana", frozenset({"approve"}), None, None, "treasury")
+    )
+    env = env_of(server.settings)
+    made = chainkeys_cli("admin", "invite", "--tenant", name, "--label", "dana", env=env)
+    assert made.returncode == 0, made.stderr
+    code = made.stdout.splitlines()[-1]
+    assert code.startswith("cki_") and "admin dana" in made.stdout
+    with server.client(approve) as wrong:
+        refused = wrong.post("/approvers/me/credentials/options", json={"code": code})
+        assert refused.status_code == 403 and refused.json()["code"] == "invite_invalid"
+    device = Authenticator(ORIGIN)
+    with server.client(token) as dana:
+        options = ok(dana.post("/approvers/me/credentials/options", json={"code": code}))
+        ok(
+            dana.post(
+                "/approvers/me/credentials",
+                json={"code": code, "credential": device.create(options)},
+            )
+        )
+        [held] = ok(dana.get("/approvers/me/credentials"))["credentials"]
+        assert held["group"] == ADMINS and held["kind"] == "webauthn"
+        change = ok(dana.post("/changes", json={"kind": "policy", "document": capped(500)}))
+        request = {"challenge": b64url(change_challenge(change["id"], change["digest"], "approve")),
+                   "rpId": "localhost", "userVerification": "required"}  # fmt: skip
+        done = ok(dana.post(f"/changes/{change['id']}/approve",
+                            json={"digest": change["digest"], "assertion": device.get(request)}))  # fmt: skip
+    assert done["state"] == "applied"  # it only tightens: at the quorum of one
 
 
 def test_a_sealed_server_says_so_in_the_console(
