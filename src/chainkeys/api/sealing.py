@@ -25,6 +25,7 @@ from chainkeys import metrics
 from chainkeys.api import background
 from chainkeys.api.errors import error_response
 from chainkeys.api.ratelimit import LocalBuckets
+from chainkeys.api.ui import SealedPages
 from chainkeys.audit.service import AuditService, audit_event
 from chainkeys.bootstrap import Services
 from chainkeys.config import Settings
@@ -99,6 +100,7 @@ class SealGate:
         self._lock = asyncio.Lock()
         self._attempts = LocalBuckets(UNSEAL_PER_SECOND, UNSEAL_BURST)
         self._audit = AuditService(store.db, store.settings, None)
+        self._pages = SealedPages()
 
     @property
     def sealed(self) -> bool:
@@ -108,6 +110,9 @@ class SealGate:
         """The answer to a request while sealed; None for the routes that answer then."""
         if path in ANSWERED_SEALED:
             return None
+        page = self._pages.answer(path)  # the console says it is sealed, in words
+        if page is not None:
+            return page
         if path == "/healthz":  # alive, and the database answers (a liveness probe)
             try:
                 await self.store.db_ping()

@@ -5,7 +5,10 @@ is verified (approvals/passkeys.py, whose `Passkeys` adds the votes to this clas
 an operator's one-time code (`chainkeys approver invite`, 15 minutes, stored as a
 keyed digest under the integrity key, spent by the registration that uses it) names
 the tenant, the person (label) and the group; the approver signs in with their
-approve token and registers a passkey (resident key, user verification required). An
+approve token and registers a passkey (resident key, user verification required).
+An admin is enrolled the same way (`chainkeys admin invite`: the reserved group
+`*admins`), signing in with their admin token, so they vote on governance changes
+with a passkey. An
 operator may instead enrol a script key (`chainkeys approver add-key`), list every
 credential and revoke any; an approver lists and removes their own. Credentials and
 codes are authenticated rows (store/integrity.py); the sign counter is covered and
@@ -126,10 +129,11 @@ class Enrolment:
     # -- operators ------------------------------------------------------------------------
 
     async def invite(self, tenant: str, label: str, group: str) -> tuple[str, InviteRow]:
-        """A one-time enrolment code for `label` of `group` in `tenant` (15 minutes)."""
+        """A one-time enrolment code for `label` of `group` in `tenant` (15 minutes);
+        `group` ADMINS makes it an admin's (`chainkeys admin invite`)."""
         if not label.strip() or len(label) > 128:
             raise BadRequest("--label is the person: 1 to 128 characters", code="invalid_label")
-        if not GROUP.fullmatch(group):
+        if group != ADMINS and not GROUP.fullmatch(group):
             raise BadRequest("--group: 1 to 64 of A-Z a-z 0-9 . _ -", code="invalid_group")
         code = "cki_" + secrets.token_urlsafe(18)
         at = now_ms()
@@ -146,7 +150,8 @@ class Enrolment:
             await self._keyed().heads.change(tx, tenant_id, "invites", added=[member])
             details = {"label": row.label, "group": group, "expires_ms": row.expires_ms}
             actor = Principal(tenant_id, tenant, "")
-            await Audit.insert(tx, audit_event(actor, "approver.invite", "ok", details=details))
+            action = "admin.invite" if group == ADMINS else "approver.invite"
+            await Audit.insert(tx, audit_event(actor, action, "ok", details=details))
         return code, row
 
     async def add_key(self, tenant: str, label: str, group: str, public_key: str) -> CredentialRow:
@@ -207,12 +212,19 @@ class Enrolment:
             or row.expires_ms <= now_ms()
             or row.tenant_id != who.tenant_id
             or person(row.label) != person(who.label)
-            or row.approver_group != who.group
-            or "approve" not in who.scopes
+            or not self._may_enrol(who, row.approver_group)
         ):
             await self.audit_refusal(who, "approver.credential.add", InviteRefused.code, {})
             raise InviteRefused()
         return row
+
+    @staticmethod
+    def _may_enrol(who: Principal, group: str) -> bool:
+        """An admin's code is spent by an admin token; an approver's by an approve token
+        of the code's group."""
+        if group == ADMINS:
+            return "admin" in who.scopes
+        return group == who.group and "approve" in who.scopes
 
     @staticmethod
     def _enrol_challenge(invite: InviteRow) -> bytes:

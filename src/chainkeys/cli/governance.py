@@ -38,6 +38,35 @@ def add_key(
     typer.echo(row.id)
 
 
+@admin_app.command("invite")
+def admin_invite(
+    tenant: TenantOption,
+    label: Annotated[str, typer.Option(help="the person: their admin tokens' label")],
+    data_dir: DataDir = None,
+) -> None:
+    """A one-time enrolment code (15 minutes) for an admin: in the console (/ui, signed
+    in with their admin token) they enter it on the Passkeys page and register a
+    passkey, which then signs their votes on changes. Printed once, alone on the last
+    line."""
+    from chainkeys.approvals.proofs import ADMINS
+    from chainkeys.cli.approver import _passkeys
+
+    settings = settings_for(data_dir)
+    code, row = run_admin(
+        settings, lambda a: _passkeys(a).invite(tenant, label, ADMINS), keyed=True
+    )
+    if settings.public_url is None:
+        typer.echo(
+            "chainkeys: warning: CHAINKEYS_PUBLIC_URL is not set: the service refuses "
+            "enrolment until it is (passkeys are bound to it)",
+            err=True,
+        )
+    typer.echo(
+        f"enrolment code for admin {label} in {tenant}, single use, until {when(row.expires_ms)}:"
+    )
+    typer.echo(code)
+
+
 @governance_app.command("set")
 def governance_set(
     tenant: TenantArg,

@@ -117,17 +117,17 @@ def approver_routes() -> list[Route]:
     return [
         resource(
             "/approvers/me/credentials/options",
-            {"POST": Op(creation_options, "approve", NONE, docs["options"])},
+            {"POST": Op(creation_options, "approve|admin", NONE, docs["options"])},
         ),
         resource(
             "/approvers/me/credentials",
             {
-                "GET": Op(list_credentials, "approve", NONE, docs["list"]),
-                "POST": Op(register, "approve", NONE, docs["register"]),
+                "GET": Op(list_credentials, "approve|admin", NONE, docs["list"]),
+                "POST": Op(register, "approve|admin", NONE, docs["register"]),
             },
         ),
         resource(
             "/approvers/me/credentials/{id}",
-            {"DELETE": Op(remove, "approve", NONE, docs["remove"])},
+            {"DELETE": Op(remove, "approve|admin", NONE, docs["remove"])},
         ),
     ]

@@ -10,6 +10,7 @@ import { audit } from "./pages/audit.mjs";
 import { policy } from "./pages/policy.mjs";
 import { token } from "./pages/token.mjs";
 import { passkeys } from "./pages/passkeys.mjs";
+import { changes, change } from "./pages/changes.mjs";
 
 const KEY = "chainkeys.token";
 const $ = (id) => document.getElementById(id);
@@ -23,7 +24,9 @@ const PAGES = {
   wallets: ["Wallets", (me) => can(me, "read"), wallets],
   wallet: ["Wallet", null, wallet],
   approvals: ["Approvals", (me) => can(me, "approve") || can(me, "sign"), approvals],
-  passkeys: ["Passkeys", (me) => can(me, "approve"), passkeys],
+  changes: ["Changes", (me) => can(me, "admin"), changes],
+  change: ["Change", null, change],
+  passkeys: ["Passkeys", (me) => can(me, "approve") || can(me, "admin"), passkeys],
   audit: ["Audit", (me) => can(me, "read"), audit],
   policy: ["Policy", (me) => can(me, "read"), policy],
   token: ["Token", () => true, token],
@@ -74,8 +77,15 @@ function route() {
   const hash = location.hash.replace(/^#\/?/, "");
   const [path, query = ""] = hash.split("?", 2);
   const [page, ...args] = path.split("/").map((p) => decodeURIComponent(p));
-  const fallback = location.pathname === "/ui/approvals" ? "approvals" : "overview";
-  return { page: page || fallback, args, params: new URLSearchParams(query) };
+  return { page: page || home(), args, params: new URLSearchParams(query) };
+}
+
+/** The page a bare /ui opens: the overview, or the first this token may see (an
+ * admin token without read opens on Changes). */
+function home() {
+  if (location.pathname === "/ui/approvals") return "approvals";
+  const visible = Object.entries(PAGES).filter(([, [, may]]) => may && me && may(me));
+  return visible.some(([id]) => id === "overview") || !visible.length ? "overview" : visible[0][0];
 }
 
 export function go(hash) {

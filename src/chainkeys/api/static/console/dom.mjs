@@ -99,10 +99,17 @@ export function inUnits(value, unit, decimals) {
   return `${n / scale}${frac ? "." + frac : ""} ${unit}`;
 }
 
-/** Milliseconds since the epoch as UTC, to the second. */
-export function when(ms) {
-  if (ms === null || ms === undefined) return "—";
-  return new Date(Number(ms)).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+const LOCAL = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+/** A moment (milliseconds since the epoch, or the API's ISO text) as people read it:
+ * the browser's local date and time, in a <time> whose title and datetime hold the
+ * ISO time in UTC (what the API, the audit export and other people's screens say). */
+export function when(at) {
+  if (at === null || at === undefined || at === "") return "—";
+  const date = new Date(typeof at === "string" && !/^[0-9]+$/.test(at) ? at : Number(at));
+  if (Number.isNaN(date.getTime())) return String(at);
+  const iso = date.toISOString();
+  return h("time", { datetime: iso, title: iso }, LOCAL.format(date));
 }
 
 /** A description list of [term, value, options] rows. */
@@ -115,12 +122,19 @@ export function facts(rows) {
   return dl;
 }
 
-/** A table: headers and rows of cells (text or nodes). */
+/** A table: headers and rows of cells (text or nodes), in its scroll box. */
 export function table(caption, headers, rows, opts = {}) {
   const head = h("tr", {}, headers.map((t) => h("th", { scope: "col" }, t)));
   const body = h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((c) => h("td", {}, c)))));
-  return h("table", { class: opts.class || "list" },
-    caption ? h("caption", {}, caption) : null, h("thead", {}, head), body);
+  return scrolling(h("table", { class: opts.class || "list" },
+    caption ? h("caption", {}, caption) : null, h("thead", {}, head), body), caption || headers.join(", "));
+}
+
+/** A wide thing (a table) in a box of its own that scrolls sideways when the screen is
+ * narrower than it (a phone), so the page itself never does; the box takes the keyboard
+ * focus (arrow keys scroll it) and is named for screen readers. */
+export function scrolling(node, name) {
+  return h("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": name }, node);
 }
 
 /** A copy button for `value` (a clipboard where the browser allows it, else selected). */

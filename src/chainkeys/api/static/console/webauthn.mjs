@@ -97,6 +97,13 @@ export async function voteChallenge(id, digest, summary, decision) {
   return b64.encode(await crypto.subtle.digest("SHA-256", parts));
 }
 
+/** The challenge of an admin's vote on a governance change, base64url: SHA-256("chainkeys
+ * change v1" || id || digest || decision) (approvals/proofs.py `change_challenge`). */
+export async function changeChallenge(id, digest, decision) {
+  const parts = new TextEncoder().encode(`chainkeys change v1${id}${digest}${decision}`);
+  return b64.encode(await crypto.subtle.digest("SHA-256", parts));
+}
+
 /** What a person reads when the browser's ceremony ends without a credential. */
 export function why(e) {
   if (e && e.name === "NotAllowedError") return "the passkey prompt was cancelled or timed out";

@@ -192,7 +192,7 @@ export async function account({ api, args, me }) {
           ["EOS K1 key", a.public_key_k1 ? copyable(a.public_key_k1, "Copy key") : undefined],
           ["Wallet", a.wallet ? link(untrusted(a.wallet), ["wallet", a.wallet]) : "— (not derived)"],
           ["Path", a.path || undefined],
-          ["Created", a.created_at],
+          ["Created", when(a.created_at)],
         ])),
       h("figure", {}, qr(a.address), h("figcaption", {}, named(a)
         ? "Account name (it must exist on chain before funds are sent to it)" : "Deposit address"))),

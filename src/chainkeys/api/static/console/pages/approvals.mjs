@@ -8,7 +8,7 @@
 // the vote is signed by the approver's passkey (the browser's prompt), and each vote
 // says whether it carries a signature. Each card offers the approval as a download, to
 // check with a verifier that does not trust this page or the service.
-import { amounts, facts, h, heading, untrusted } from "../dom.mjs";
+import { amounts, facts, h, heading, untrusted, when } from "../dom.mjs";
 import { canonical, get, supported, voteChallenge, why } from "../webauthn.mjs";
 
 const STATES = ["pending", "approved", "signed", "failed", "rejected", "expired", "cancelled"];
@@ -80,7 +80,7 @@ function card(a, me, api, go, say) {
       ["Message", message(s.message)],
       ["Digest", h("code", {}, a.digest)],
       ["Needs", `${a.required} of ${a.group}${a.passkey ? ", each vote signed with a passkey or key" : ""}`],
-      ["Expires", a.expires_at],
+      ["Expires", when(a.expires_at)],
       ["Reason", a.reason ? untrusted(a.reason) : undefined, { warn: true }],
     ]),
     h("ol", { class: "items", "aria-label": "What it does" }, (s.items || []).map(item)),

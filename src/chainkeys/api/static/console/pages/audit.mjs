@@ -2,7 +2,7 @@
 // outcome and time; a refusal's reason is in its row, which opens its details (the
 // event's JSON) in a row under it; the filtered view downloads as CSV or JSON Lines
 // (the service renders it: the same filters).
-import { h, heading, link, pretty, untrusted, when } from "../dom.mjs";
+import { h, heading, link, pretty, scrolling, untrusted, when } from "../dom.mjs";
 import { familiesOf } from "./accounts.mjs";
 
 const ACTIONS = ["sign", "create", "import", "derive", "delete", "export", "restore"];
@@ -73,7 +73,7 @@ export async function audit({ api, params, me, go, say }) {
       h("td", { class: "word" }, e.action),
       h("td", { class: refused ? "word warn" : "word ok" }, e.outcome),
       h("td", { class: "word" }, e.family || ""),
-      h("td", {}, e.account_name ? (e.family ? link(untrusted(e.account_name), ["account", e.family, e.account_name]) : untrusted(e.account_name)) : ""),
+      h("td", { class: "account" }, e.account_name ? (e.family ? link(untrusted(e.account_name), ["account", e.family, e.account_name]) : untrusted(e.account_name)) : ""),
       h("td", {}, refused && e.details && e.details.reason ? h("span", { class: "reason" }, untrusted(e.details.reason), " ") : null));
     if (!e.details) return [row];
     const id = `details-${e.id}`;
@@ -94,7 +94,7 @@ export async function audit({ api, params, me, go, say }) {
     h("tbody", {}, rows));
   return h("section", {}, heading("Audit log"), form,
     h("div", { class: "bar" }, download("csv"), download("jsonl")),
-    rows.length ? table : h("p", { class: "empty" }, "No event matches."),
+    rows.length ? scrolling(table, "Audit events, newest first") : h("p", { class: "empty" }, "No event matches."),
     data.next_cursor ? h("p", {}, link("Older events", ["audit"],
       Object.fromEntries([...FILTERS.map((f) => [f, params.get(f)]), ["cursor", data.next_cursor]]))) : null);
 }

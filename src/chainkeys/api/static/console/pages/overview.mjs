@@ -25,7 +25,7 @@ export async function overview({ api, me }) {
   );
   return h("section", { class: "overview" },
     heading("Overview"),
-    h("p", { class: "hint" }, `Since ${when(day.since_ms)}.`),
+    h("p", { class: "hint" }, "Since ", when(day.since_ms), "."),
     tiles,
     h("h2", {}, "Daily caps"),
     caps(usage.caps),

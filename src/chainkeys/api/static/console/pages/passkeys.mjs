@@ -1,8 +1,9 @@
-// Passkeys: an approver enrols a passkey with an operator's one-time code (chainkeys
-// approver invite), sees their passkeys and script keys, and removes one. A rule that
-// says "passkey": true counts a vote only signed by one of them. Everything is a form
+// Passkeys: an approver (or an admin) enrols a passkey with an operator's one-time code
+// (chainkeys approver invite, or admin invite), sees their passkeys and script keys,
+// and removes one. A rule that says "passkey": true counts a vote only signed by one of
+// them; an admin's signs their votes on governance changes. Everything is a form
 // or a button: Tab and Enter work, nothing needs a mouse.
-import { h, heading, table, untrusted } from "../dom.mjs";
+import { h, heading, table, untrusted, when } from "../dom.mjs";
 import { create, supported, why } from "../webauthn.mjs";
 
 export async function passkeys({ api, go, say }) {
@@ -50,12 +51,12 @@ export async function passkeys({ api, go, say }) {
       });
     }
     return [h("code", {}, c.id), c.kind === "webauthn" ? "passkey" : `${c.kind} key`, untrusted(c.group),
-      c.created_at.replace("T", " ").slice(0, 19) + " UTC",
-      c.last_used_at ? c.last_used_at.replace("T", " ").slice(0, 19) + " UTC" : "never", remove];
+      when(c.created_at), c.last_used_at ? when(c.last_used_at) : "never", remove];
   });
   return h("section", {}, heading("Passkeys"),
     h("p", { class: "hint" }, "Requests whose rule asks for passkeys count your vote only when your passkey (or an enrolled script key) signs it. ",
-      "An operator gives you a one-time code (chainkeys approver invite, valid 15 minutes)."),
+      "An admin's passkey signs their votes on the Changes page. ",
+      "An operator gives you a one-time code (chainkeys approver invite, or chainkeys admin invite for an admin; valid 15 minutes)."),
     form,
     data.credentials.length
       ? table("Your passkeys and keys", ["Id", "Kind", "Group", "Enrolled", "Last used", ""], rows, { class: "list credentials" })

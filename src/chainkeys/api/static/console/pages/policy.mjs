@@ -3,7 +3,7 @@
 // the dry run: a sign request tried against the policy (nothing signed, no key opened,
 // no cap counted) on one of the tenant's accounts, its body prefilled with the chosen
 // endpoint's documented example; the answer says the decision, why, and which rule.
-import { append, baseAmount, facts, h, heading, inUnits, pretty, untrusted } from "../dom.mjs";
+import { append, baseAmount, facts, h, heading, inUnits, pretty, untrusted, when } from "../dom.mjs";
 import { familiesOf, listedNames } from "./accounts.mjs";
 
 const OTHER = " another"; // the account select's "type a name" (no account name has a space)
@@ -54,7 +54,7 @@ export async function policy({ api, me, say }) {
   const [shown, history] = await Promise.all([api("GET", "/policy"), api("GET", "/policy/history")]);
   const rules = shown.policy ? shown.policy.rules : null;
   const versions = history.versions.slice().reverse().map((v, i, all) => h("li", {},
-    h("details", {}, h("summary", {}, `Version ${v.version}, set ${v.set}${v.policy ? "" : " (cleared)"}`),
+    h("details", {}, h("summary", {}, `Version ${v.version}, set `, when(v.set), v.policy ? "" : " (cleared)"),
       diff(all[i + 1] ? all[i + 1].policy : null, v.policy))));
 
   const form = dryRunForm(api, me, say);
@@ -85,7 +85,7 @@ export async function policy({ api, me, say }) {
   return h("section", { class: "policy" }, heading("Policy"),
     shown.version === null || shown.version === undefined
       ? h("p", {}, "This tenant never had a policy: the token's scopes decide.")
-      : h("p", {}, `Version ${shown.version}, set ${shown.set}.`, rules ? "" : " It was cleared: the token's scopes decide."),
+      : h("p", {}, `Version ${shown.version}, set `, when(shown.set), ".", rules ? "" : " It was cleared: the token's scopes decide."),
     rules ? h("h2", {}, "Rules, in the order they are tried") : null,
     rules ? h("ol", { class: "rules", start: "0" }, rules.map((r, i) => rule(r, i, shown.units))) : null,
     rules ? h("details", {}, h("summary", {}, "The document (JSON)"), pretty(shown.policy)) : null,

@@ -11,7 +11,7 @@ export async function wallets({ api, params }) {
   if (params.get("cursor")) query.set("cursor", params.get("cursor"));
   const data = await api("GET", `/wallets?${query}`);
   const rows = data.wallets.map((w) => [
-    link(untrusted(w.name), ["wallet", w.id]), h("code", {}, w.fingerprint), w.created_at,
+    link(untrusted(w.name), ["wallet", w.id]), h("code", {}, w.fingerprint), when(w.created_at),
     w.exported ? h("span", { class: "warn" }, "exported") : "no",
   ]);
   return h("section", {}, heading("Wallets"),
@@ -100,7 +100,7 @@ export async function wallet({ api, args, params, me, go, say }) {
     facts([
       ["Id", copyable(w.id, "Copy id")],
       ["Fingerprint", h("code", {}, w.fingerprint)],
-      ["Created", w.created_at],
+      ["Created", when(w.created_at)],
       ["Phrase exported", w.exported ? "yes: treat the wallet as known outside chainkeys" : "no"],
     ]),
     h("h2", {}, "Extended public keys"),
