@@ -17,9 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from tests.api.test_sign_cosmos import ADDRESS, PRIVATE, TRANSFER
-from tests.conftest import TLS, chainkeys_cli, free_port
+from tests.conftest import TLS, chainkeys_cli, free_port, wait_for
+from tests.store.test_migrations import on_connection
 from tests.test_process import Proc, env, start  # noqa: F401 - env is a fixture
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(230)]
@@ -306,6 +308,15 @@ def receiver() -> Iterator[Receiver]:
     r.down()
 
 
+def failed_deliveries(settings: dict[str, str]) -> int:
+    """Tries of events not delivered yet, read from the store (as an operator would)."""
+    url = settings.get("CHAINKEYS_DATABASE_URL") or (
+        f"sqlite:///{settings['CHAINKEYS_DATA_DIR']}/chainkeys.db"
+    )
+    query = text("SELECT COALESCE(SUM(attempts), 0) FROM webhook_outbox WHERE delivered_ms IS NULL")
+    return int(on_connection(url, lambda c: c.execute(query).scalar_one()))
+
+
 def kinds(events: list[dict[str, Any]], approval_id: str) -> set[str]:
     return {e["type"] for e in events if e["approval"]["id"] == approval_id}
 
@@ -335,7 +346,8 @@ def test_the_webhook_is_signed_retried_and_survives_a_restart(
         receiver.down()
         second = c["requester"].post(SEND, json=send(2)).json()["data"]
         assert vote(c["carol"], second, "reject").json()["data"]["state"] == "rejected"
-        time.sleep(1.5)  # at least one delivery fails while the receiver is down
+        # at least one delivery of the second request's events fails while it is down
+        wait_for(lambda: failed_deliveries(env) > 0, "a delivery failing while it is down")
         proc.stop()
         for client in c.values():
             client.close()
