@@ -453,6 +453,20 @@ def test_a_killed_connection_is_dropped_and_replaced(pg_url: str) -> None:
     run_with_db(pg_url, main, db_pool_size=1)
 
 
+async def running(url: str, sql: str) -> None:
+    """Until the server runs `sql` (seen from a connection of its own)."""
+    conn = await asyncpg.connect(pg_dsn(url))
+    try:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = $1"
+        for _ in range(3000):  # 30 s end a failing run
+            if await conn.fetchval(query, sql):
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"never saw {sql!r} running")
+    finally:
+        await conn.close()
+
+
 def test_a_cancelled_statement_drops_its_connection(pg_url: str) -> None:
     async def main(db: PostgresBackend) -> None:
         async def slow() -> None:
@@ -460,7 +474,7 @@ def test_a_cancelled_statement_drops_its_connection(pg_url: str) -> None:
                 await tx.execute(text("SELECT pg_sleep(600)"))
 
         task = asyncio.create_task(slow())
-        await asyncio.sleep(0.3)
+        await running(pg_url, "SELECT pg_sleep(600)")  # cancelled mid-statement
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
