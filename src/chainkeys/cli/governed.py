@@ -81,24 +81,6 @@ async def file_or_apply(
     return "break_glass", done
 
 
-def run_governed(
-    data_dir: Path | None,
-    tenant: str,
-    body: Mapping[str, Any],
-    apply: Apply[T],
-    break_glass: bool,
-) -> tuple[str, T | ChangeView]:
-    """`file_or_apply` in the operator's process, with the master key (a change's
-    token digest, a key's row and the audit are authenticated under it)."""
-    settings = settings_for(data_dir)
-    webhook = settings.webhook_url is not None
-
-    async def work(admin: Admin) -> tuple[str, T | ChangeView]:
-        return await file_or_apply(admin, webhook, tenant, body, apply, break_glass)
-
-    return run_admin(settings, work, keyed=True)
-
-
 def enrol_key(
     data_dir: Path | None, tenant: str, label: str, group: str, key: str, break_glass: bool
 ) -> tuple[str, Any]:
