@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 import msgspec
 import typer
 
+from chainkeys.cli import governed
 from chainkeys.cli.common import DataDir, fail, group, run_admin, settings_for, when
+from chainkeys.cli.governed import BreakGlass
 
 if TYPE_CHECKING:  # the services are imported by the command that runs, not by --help
     from chainkeys.approvals.credentials import CredentialRow
@@ -30,19 +32,24 @@ def _passkeys(admin: Admin) -> Passkeys:
 
 
 def enrol_key(
-    tenant: str, label: str, group: str, key: Path, data_dir: Path | None
-) -> CredentialRow:
+    tenant: str, label: str, group: str, key: Path, break_glass: bool, data_dir: Path | None
+) -> CredentialRow | None:
     """A person's public key read from `key` and enrolled in `group` (an approver group,
-    or the admins': cli/governance.py), in the store's credentials."""
+    or the admins': cli/governance.py), in the store's credentials; on a governed tenant
+    filed as a change for its admins instead (its id, digest and diff printed; None),
+    unless `break_glass` (cli/governed.py)."""
     try:
         text = key.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"cannot read {key}: {exc.__class__.__name__}")
-    return run_admin(
-        settings_for(data_dir),
-        lambda admin: _passkeys(admin).add_key(tenant, label, group, text),
-        keyed=True,
-    )
+    how, done = governed.enrol_key(data_dir, tenant, label, group, text, break_glass)
+    if how == "filed":
+        governed.echo_filed(tenant, done)
+        return None
+    if how == "break_glass":
+        typer.echo(f"tenant {tenant} is governed:{governed.BREAK_GLASS_NOTE}", err=True)
+    row: CredentialRow = done
+    return row
 
 
 @approver_app.command("invite")
@@ -115,11 +122,15 @@ def add_key(
     label: Label,
     group: Group,
     key: Annotated[Path, typer.Option(help="the public key: PEM or base64 DER, P-256 or Ed25519")],
+    break_glass: BreakGlass = False,
     data_dir: DataDir = None,
 ) -> None:
     """Enrol a script's public key as this person's: its signature of a request's
-    challenge (GET /approvals/{id}/challenge) is their vote, on passkey rules too."""
-    row = enrol_key(tenant, label, group, key, data_dir)
+    challenge (GET /approvals/{id}/challenge) is their vote, on passkey rules too. On
+    a governed tenant, filed as a change for its admins (its id printed last)."""
+    row = enrol_key(tenant, label, group, key, break_glass, data_dir)
+    if row is None:
+        return
     typer.echo(
         f"{row.kind} key {row.id} enrolled for {row.label} ({row.approver_group}): "
         'its votes carry "signature": {"credential": its id, "value": …}'

@@ -11,6 +11,7 @@ import msgspec
 import typer
 
 from chainkeys.cli.common import DataDir, group, run_admin, settings_for, when
+from chainkeys.cli.governed import BreakGlass
 
 admin_app = group("Tenants' admins: the people who sign governed changes (operator).")
 governance_app = group("A tenant's governance: the quorum of admins and the delay (operator).")
@@ -23,14 +24,19 @@ def add_key(
     tenant: TenantOption,
     label: Annotated[str, typer.Option(help="the person: their admin tokens' label")],
     key: Annotated[Path, typer.Option(help="the public key: PEM or base64 DER, P-256 or Ed25519")],
+    break_glass: BreakGlass = False,
     data_dir: DataDir = None,
 ) -> None:
     """Enrol an admin's public key: its signatures of a change's challenge are their
-    votes (POST /changes/{id}/approve). Prints the credential id."""
+    votes (POST /changes/{id}/approve). Prints the credential id. On a governed tenant
+    a new admin key is a governed change (kind admin), filed for the admins; its id is
+    printed last."""
     from chainkeys.approvals.proofs import ADMINS
     from chainkeys.cli.approver import enrol_key
 
-    row = enrol_key(tenant, label, ADMINS, key, data_dir)
+    row = enrol_key(tenant, label, ADMINS, key, break_glass, data_dir)
+    if row is None:
+        return
     typer.echo(
         f"{row.kind} admin key enrolled for {row.label} in {tenant}: its votes carry "
         '"signature": {"credential": this id, "value": …}'

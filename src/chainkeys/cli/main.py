@@ -18,6 +18,7 @@ from chainkeys.bootstrap import (
     copy_between,
     upgrade_schema,
 )
+from chainkeys.cli import governed
 from chainkeys.cli.approval import approval_app
 from chainkeys.cli.approver import approver_app
 from chainkeys.cli.audit import audit_app
@@ -244,28 +245,33 @@ def token_create(
     group: Annotated[
         str | None, typer.Option(help="approve tokens: the approver group (docs/approvals.md)")
     ] = None,
+    break_glass: governed.BreakGlass = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Issue a token; it is printed once, alone on the last line."""
+    """Issue a token; it is printed once, alone on the last line. On a governed tenant
+    a token that may sign, export or approve is filed as a change for its admins (the
+    token is printed now and opens nothing until the change applies)."""
+    from chainkeys.tokens.service import Grant
+
     try:
         scopes = parse_scopes(scope)
         lifetime = parse_duration(expires) if expires is not None else None
         families = parse_families(family)
     except ChainkeysError as exc:
         fail(exc.message)
-    row, token = run_admin(  # keyed: the token's row is authenticated under the master key
-        settings_for(data_dir),
-        lambda admin: admin.tokens.create(tenant, label, scopes, lifetime, families, group),
-        keyed=True,
-    )
-    typer.echo(
-        f"token id {row.id} for tenant {row.tenant}, scopes {row.scopes}"
-        + (f", families {row.families}" if row.families else "")
-        + (f", approver group {row.group}" if row.group else "")
-        + (f", expires {when(row.expires_ms)}" if row.expires_ms else "")
-        + " (shown once, keep it):"
-    )
-    typer.echo(token)
+    grant = Grant(label, scopes, lifetime, families, group)
+    if scopes & governed.GOVERNED_SCOPES:
+        how, done, token = governed.create_token(data_dir, tenant, grant, expires, break_glass)
+    else:  # widens nothing that signs: at once, governed or not
+        how, (done, token) = (
+            "applied",
+            run_admin(  # keyed: the row is authenticated
+                settings_for(data_dir),
+                lambda admin: admin.tokens.create(tenant, label, scopes, lifetime, families, group),
+                keyed=True,
+            ),
+        )
+    governed.echo_token(tenant, how, done, token)
 
 
 @token_app.command("list")
