@@ -111,21 +111,103 @@ def test_modules_are_small_enough_to_read_in_one_sitting() -> None:
     assert {p: n for p, n in sizes.items() if n > 450} == {}
 
 
+# The key types: a master key, the process's key set, the unseal key Shamir shares rebuild.
+KEY_TYPES = frozenset({"MasterKey", "Vault", "GivenKey"})
+# The door every package seals and opens through; its methods that hand out a key are
+# found by name on a `barrier` (below), not by importing the class.
+DOOR = "Barrier"
+
+
+def _names_a_key(node: ast.AST, types: frozenset[str]) -> bool:
+    """Whether an annotation names one of `types` (quoted annotations too)."""
+    return any(
+        (isinstance(n, ast.Name) and n.id in types)
+        or (isinstance(n, ast.Attribute) and n.attr in types)
+        or (isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and any(t in n.value for t in types))
+        for n in ast.walk(node)
+    )  # fmt: skip
+
+
+def _takes_or_gives(fn: ast.FunctionDef | ast.AsyncFunctionDef, types: frozenset[str]) -> bool:
+    args = fn.args
+    annotations = [a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+    return any(a is not None and _names_a_key(a, types) for a in [*annotations, fn.returns])
+
+
+def _key_handlers() -> tuple[frozenset[str], frozenset[str]]:
+    """What in vault/ handles key bytes, read from its source: (names another module
+    could import, methods of the door). A class handles keys when it is a key type or
+    one of its methods takes or returns one (providers, `Keys`); a function when its
+    parameters or return name a key type or such a class (`wrap`, `check_opens`,
+    `provider_for`, `init_shares`). The door itself is neither: it is how others seal."""
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    classes: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for path in (SRC / "vault").rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                functions.append(node)
+            elif isinstance(node, ast.ClassDef):
+                classes[node.name] = [
+                    n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                ]
+    holders = KEY_TYPES | {
+        name for name, methods in classes.items()
+        if any(_takes_or_gives(m, KEY_TYPES) for m in methods if not m.name.startswith("_"))
+    }  # fmt: skip
+    door = frozenset(m.name for m in classes[DOOR] if _takes_or_gives(m, KEY_TYPES)
+                     and not m.name.startswith("_"))  # fmt: skip
+    holders -= {DOOR}  # opening the door (`open_barrier`) hands out no key
+    reach = holders | {f.name for f in functions if _takes_or_gives(f, holders)}
+    return frozenset(reach), door
+
+
+# Outside vault/, who handles a key, and why; a module leaves the list when it stops.
+KEY_HOLDERS = {
+    # rotation: the new key joins the barrier's set and every held key is re-wrapped
+    # under it, from the configured provider
+    "masterkey/service.py": {"KeyProvider", "provider_for", "wrap", "barrier.add",
+                             "barrier.current", "barrier.held", "barrier.key", "barrier.root"},
+    # a move loads the key from one provider, proves it opens the store, hands it to another
+    "masterkey/moves.py": {"check_opens", "provider_for"},
+    # the unsealer (GivenKey: its repr hides the key) from shares to the barrier that opens
+    "unsealing.py": {"init_shares", "unseal"},
+    # `chainkeys init --shares` makes the first unsealer and prints its shares once
+    "cli/masterkey.py": {"init_shares"},
+}  # fmt: skip
+
+
 def test_only_the_vault_holds_master_keys() -> None:
-    """`Vault` (the keys themselves) is private to vault/: every other package seals,
-    opens, rotates and retires through the process's barrier, its fence and its
-    heartbeat, never with a key set of its own."""
-    found = []
+    """Key bytes (a `MasterKey`, the `Vault` key set, the unseal `GivenKey`) are private
+    to vault/: outside it, a module imports no vault/ module whole and nothing of
+    vault/'s that is a key type, a class whose public methods take or return one, or a
+    function whose parameters or return name either, and reaches none of the
+    barrier's public methods that take or return a key on anything named `barrier`.
+    Every other package seals and opens through the barrier; the few that manage the
+    key itself are KEY_HOLDERS, each with its reason."""
+    reach, door = _key_handlers()
+    assert {"MasterKey", "Vault", "wrap", "learn_keys", "provider_for"} <= reach
+    assert {"root", "current", "key", "held", "add"} <= door
+    found: dict[str, set[str]] = {}
     for path in SRC.rglob("*.py"):
         if path.relative_to(SRC).parts[0] == "vault":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "chainkeys.vault"
-            ):
-                found += [f"{path.relative_to(SRC)}: {a.name}" for a in node.names
-                          if a.name in ("Vault", "learn_keys")]  # fmt: skip
-    assert found == []
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                # a vault module imported whole would hide which of its names are used
+                named = [f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom)
+                         else a.name for a in node.names]  # fmt: skip
+                used = {f"import {n}" for n in named if n.startswith("chainkeys.vault")
+                        and n.count(".") < 3}  # fmt: skip
+                if (getattr(node, "module", None) or "").startswith("chainkeys.vault."):
+                    used = {a.name for a in node.names if a.name in reach}
+            elif isinstance(node, ast.Attribute) and node.attr in door:
+                receiver = ast.unparse(node.value).rpartition(".")[2]
+                used = {f"barrier.{node.attr}"} if receiver.endswith("barrier") else set()
+            else:
+                continue
+            found.setdefault(path.relative_to(SRC).as_posix(), set()).update(used)
+    assert {p: names for p, names in found.items() if names} == KEY_HOLDERS
 
 
 def test_no_engine_test_outside_the_store() -> None:

@@ -184,14 +184,6 @@ class Policy:
         exactly this network in file order, then the family's network-less ones."""
         return self.scope(family, network).allow
 
-    def deny_rules(self, family: str, network: str) -> tuple[Rule, ...]:
-        return self.scope(family, network).deny
-
-    def rule_for(self, family: str, network: str) -> Rule | None:
-        """The rule that decides when no rule has a condition (the first allow rule)."""
-        rules = self.allow_rules(family, network)
-        return rules[0] if rules else None
-
 
 def parse(text: str | bytes, fmt: str = "json") -> Policy:
     """A policy from a file's text: `fmt` is "json" or "toml". Refused with every

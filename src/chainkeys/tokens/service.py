@@ -7,7 +7,6 @@ counted). Issuing and revoking a token therefore need the master key."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 import secrets
@@ -107,11 +106,6 @@ def parse_duration(text: str) -> int:
             "an expiry is a positive duration like 30d, 12h or 90m", code="invalid_expiry"
         )
     return int(digits) * (unit or 1) * 1000
-
-
-def hash_token(token: str) -> str:
-    """The unkeyed digest tokens were stored as before integrity (adoption keys them)."""
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def check_scopes(label: str, scopes: frozenset[str], group: str | None) -> None:

@@ -73,14 +73,6 @@ def checked(rs: bytes) -> bytes:
     return rs
 
 
-def der_rs(der: bytes) -> bytes:
-    """r‖s (32 bytes each) of a DER signature."""
-    r_len = der[3]
-    r = der[4 : 4 + r_len]
-    s = der[6 + r_len : 6 + r_len + der[5 + r_len]]
-    return r.lstrip(b"\0").rjust(32, b"\0") + s.lstrip(b"\0").rjust(32, b"\0")
-
-
 def low_s(rs: bytes) -> bool:
     """Whether a 64-byte r‖s signature has s <= n/2."""
     return 0 < int.from_bytes(rs[32:], "big") <= HALF_ORDER

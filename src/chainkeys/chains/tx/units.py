@@ -7,15 +7,9 @@ from __future__ import annotations
 
 from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.spec import Unit
-from chainkeys.chains.tx.base import Amount
 
 
 def unit_of(family: str, denom: str) -> Unit:
     """The unit `family`'s amounts of `denom` count, and its display unit when the denom
     alone says it."""
     return FAMILIES[family].units.of(denom)
-
-
-def with_unit(family: str, denom: str, amount: int) -> Amount:
-    """`amount` of `family`'s `denom`, in its units."""
-    return Amount.of(denom, amount, unit_of(family, denom))
