@@ -86,7 +86,7 @@ def _on_its_engine(item: pytest.Item) -> bool:
     case = item.nodeid.replace(f"[{engine}-", "[").replace(f"-{engine}]", "]")
     case = case.replace(f"[{engine}]", "")
     pick = hashlib.sha256(case.encode()).digest()[0] % len(BACKENDS)
-    return engine == BACKENDS[pick]
+    return bool(engine == BACKENDS[pick])
 
 
 def free_port() -> int:
