@@ -47,10 +47,22 @@ def settings(backend: str, tmp_path: Path) -> Iterator[Settings]:
             drop_pg_database(pg_url)
 
 
+@pytest.fixture
+def key_file_settings(backend: str, tmp_path: Path) -> Iterator[Settings]:
+    """A key file (a master-key rotation makes the next one beside it), on a fresh
+    store: the ring then holds terms and entries of its own."""
+    made, pg_url = backend_settings(backend, tmp_path / "data", master_key=None)
+    try:
+        yield made
+    finally:
+        if pg_url:
+            drop_pg_database(pg_url)
+
+
 def _env(settings: Settings) -> dict[str, str | None]:
     env: dict[str, str | None] = {
         "CHAINKEYS_DATA_DIR": str(settings.data_dir),
-        "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
+        "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY if settings.master_key else None,
         "CHAINKEYS_DATABASE_URL": None,
     }
     if settings.database_url:
@@ -109,6 +121,39 @@ def _macs(settings: Settings) -> set[str]:
         return found
 
     return set(_sync(settings, read))
+
+
+def _beat(settings: Settings, user: KeyUser) -> None:
+    """A server's heartbeat, MACed as its barrier writes it (the services' own is
+    removed when they close)."""
+
+    async def beat() -> None:
+        svc = await open_services(settings)
+        try:
+            gate = svc.barrier.integrity
+            assert gate is not None
+            async with svc.db.write() as tx:
+                await KeyUsers.beat(tx, gate, user)
+        finally:
+            await svc.close()
+
+    asyncio.run(beat())
+
+
+def _users(settings: Settings) -> dict[str, bool | None]:
+    """Each heartbeat's process and whether its MAC holds, read as `chainkeys key`
+    reads them (through a started service's gate)."""
+
+    async def read() -> dict[str, bool | None]:
+        svc = await open_services(settings)
+        try:
+            async with svc.db.read() as tx:
+                users = await KeyUsers.all(tx, svc.barrier.integrity)
+            return {u.process: u.authentic for u in users if u.process != svc.barrier.process}
+        finally:
+            await svc.close()
+
+    return asyncio.run(read())
 
 
 def _linked(settings: Settings) -> None:
@@ -204,15 +249,7 @@ def test_the_record_from_before_a_rotation_put_back_is_refused(settings: Setting
 def test_rotate_refuses_while_a_server_runs_and_changes_nothing(settings: Settings) -> None:
     token = _store(settings)
 
-    async def beat() -> None:  # a running server's heartbeat, as its barrier writes it
-        db = open_backend(settings.db_url, settings)
-        try:
-            async with db.write() as tx:
-                await KeyUsers.beat(tx, KeyUser("p1", "replica-1", 4242, "k", "k", now_ms()))
-        finally:
-            await db.close()
-
-    asyncio.run(beat())
+    _beat(settings, KeyUser("p1", "replica-1", 4242, "k", "k", now_ms()))
     refused = chainkeys_cli("integrity", "rotate", env=_env(settings))
     assert refused.returncode == 1
     assert "process(es) are running (replica-1 pid 4242)" in refused.stderr + refused.stdout
@@ -239,3 +276,36 @@ def test_adopting_a_rotated_store_keeps_its_mac_key(settings: Settings) -> None:
     assert _macs(settings) == {"v2"}
     _verified(settings)
     _works(settings, token)
+
+
+def test_rotate_macs_the_master_key_ring_and_heartbeats_again(
+    key_file_settings: Settings,
+) -> None:
+    """The ring's rows are pinned by its own head: re-MACed, they move it in the same
+    transaction, so the store still starts and verifies; a stopped process's heartbeat
+    keeps a valid MAC (retire and destroy would otherwise stop at it)."""
+    settings = key_file_settings
+    token = _store(settings)
+
+    async def master_key(step: str) -> None:
+        svc = await open_services(settings)
+        try:
+            if step == "rotate":
+                await svc.keys.rotate(wait_seconds=30)
+            else:
+                await svc.keys.retire()
+        finally:
+            await svc.close()
+
+    for step in ("rotate", "retire"):  # two terms, the old wrapped under the new
+        asyncio.run(master_key(step))
+    _beat(settings, KeyUser("p-stopped", "replica-9", 99, "k", "k", 1))  # long gone
+    assert _users(settings) == {"p-stopped": True}
+    done = chainkeys_cli("integrity", "rotate", env=_env(settings))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for table in ("master_keys", "key_ring", "key_users"):
+        assert f"  {table}: " in done.stdout
+    assert _macs(settings) == {"v2"}
+    _verified(settings)
+    assert _users(settings) == {"p-stopped": True}
+    _works(settings, token)  # a start checks the ring against its head

@@ -104,6 +104,12 @@ def tenant_scope(tenant_id: str | None) -> str:
     return RING if tenant_id is None else "t" + tenant_id
 
 
+def head_lock(scope: str) -> str:
+    """The lock a writer of this head takes (`Tx.serialize`): one per tenant, one for
+    the ring."""
+    return "head:ring" if scope == RING else "head/" + scope.removeprefix("t")
+
+
 def _whose(tenant_id: str | None) -> str:
     return "the master-key ring" if tenant_id is None else f"tenant {tenant_id}"
 
@@ -202,7 +208,7 @@ class Heads:
     ) -> None:
         if name not in (RING_SETS if tenant_id is None else SETS):
             raise ValueError(f"no pinned set {name!r}")
-        await tx.serialize("head:ring" if tenant_id is None else "head/" + tenant_id)
+        await tx.serialize(head_lock(tenant_scope(tenant_id)))
         head = await self.head(tx, tenant_id)
         rows, digest = (0, 0) if exact else head.sets.get(name, (0, 0))
         for ident, mac in removed:

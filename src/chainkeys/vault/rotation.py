@@ -9,8 +9,9 @@ one is finished by running the command again:
 3. every authenticated row not MACed under it is MACed again, a batch per write
    transaction, each update conditional on the MAC it read (a row its writer changed
    meanwhile already carries a MAC of the new generation); a row in one of its
-   tenant's pinned sets changes that tenant's head in the same transaction, so the
-   store verifies clean between any two batches; then the heads, and the audit log's
+   tenant's pinned sets changes that tenant's head in the same transaction (a master
+   key or ring entry, the ring's head: it pins every one of them), so the store
+   verifies clean between any two batches; then the heads, and the audit log's
    MACs, chain and heads (`Rekeyer`, given by the caller: audit/ sits above vault/);
 4. the old generation leaves the record: a MAC under it is refused from then on.
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -38,8 +39,9 @@ from chainkeys.store.sql import Tx
 from chainkeys.store.tables import integrity_heads
 from chainkeys.vault.adoption import read
 from chainkeys.vault.gate import Gate
+from chainkeys.vault.heads import RING, head_lock
 from chainkeys.vault.integrity import CONTEXT, FORMAT, RECORD, ROTATED, Record
-from chainkeys.vault.pinned import PINNED, Pinned
+from chainkeys.vault.pinned import PINNED, RING_PINNED, Pinned, Row
 from chainkeys.vault.repository import Meta
 from chainkeys.vault.verify import verify_store
 
@@ -48,6 +50,30 @@ BATCH: Final = 500  # rows MACed again per write transaction
 # The audit log's part (audit/rekey.py): MACs again its rows, chain and heads; counts.
 Rekeyer = Callable[[Backend, Gate], Awaitable[dict[str, int]]]
 Recorder = Callable[[Tx, dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Set:
+    """A pinned set and whose head pins a row of it: its tenant's, or the ring's (None:
+    the master keys belong to no tenant)."""
+
+    pinned: Pinned
+    whose: Callable[[Row], str | None]
+
+
+def _tenant(row: Row) -> str | None:
+    return str(row["tenant_id"])
+
+
+def _ring(row: Row) -> str | None:
+    return None
+
+
+# Each pinned table's set, by table name (a table is in one set at most).
+_SETS: Final = {
+    **{p.entry.table.name: _Set(p, _tenant) for p in PINNED},
+    **{p.entry.table.name: _Set(p, _ring) for p in RING_PINNED},
+}
 
 
 @dataclass
@@ -142,11 +168,10 @@ async def remac_rows(db: Backend, gate: Gate) -> dict[str, int]:
     """Every registered row not under the writing generation MACed again, then every
     head; rows per table."""
     counts: dict[str, int] = {}
-    sets = {p.entry.table.name: p for p in PINNED}
     for entry in REGISTRY:
         if entry is HEADS:
             continue
-        n = await _remac_table(db, gate, entry, sets.get(entry.table.name))
+        n = await _remac_table(db, gate, entry, _SETS.get(entry.table.name))
         if n:
             counts[entry.table.name] = counts.get(entry.table.name, 0) + n
     n = await _remac_heads(db, gate)
@@ -160,7 +185,7 @@ def _stale(gate: Gate, entry: Authenticated, skipped: int) -> Any:
     return select(entry.table).where(mac.notlike(f"v{gate.writing}:%")).limit(BATCH + skipped)
 
 
-def _where(entry: Authenticated, row: Mapping[str, Any]) -> list[Any]:
+def _where(entry: Authenticated, row: Row) -> list[Any]:
     keys = [c.name for c in entry.table.primary_key.columns]
     return [entry.table.c[k] == row[k] for k in keys] + [entry.table.c.mac == row["mac"]]
 
@@ -174,15 +199,15 @@ async def _latest(tx: Tx, pinned: Pinned, tenant: str) -> Any:
     return None if found is None else found[0]
 
 
-async def _member(tx: Tx, pinned: Pinned | None, row: Mapping[str, Any]) -> bool:
-    if pinned is None or not pinned.live(row):
+async def _member(tx: Tx, pinned: Pinned, row: Row) -> bool:
+    if not pinned.live(row):
         return False
     if pinned.latest is None:
         return True
     return bool(row[pinned.latest] == await _latest(tx, pinned, str(row["tenant_id"])))
 
 
-async def _remac_table(db: Backend, gate: Gate, entry: Authenticated, pinned: Pinned | None) -> int:
+async def _remac_table(db: Backend, gate: Gate, entry: Authenticated, pinned: _Set | None) -> int:
     """One table's rows MACed again, a batch per transaction; a row that fails its MAC
     (written since the check by someone without the key) is left as it is: refused."""
     done = 0
@@ -206,12 +231,12 @@ async def _remac_table(db: Backend, gate: Gate, entry: Authenticated, pinned: Pi
                 if result.rowcount != 1:
                     continue  # changed meanwhile: its writer MACed it under the new key
                 changed += 1
-                if pinned is not None and await _member(tx, pinned, row):
-                    member = pinned.ident(row)
+                if pinned is not None and await _member(tx, pinned.pinned, row):
+                    member = pinned.pinned.ident(row)
                     await gate.heads.change(
                         tx,
-                        str(row["tenant_id"]),
-                        pinned.name,
+                        pinned.whose(row),
+                        pinned.pinned.name,
                         removed=[(member, str(row["mac"]))],
                         added=[(member, new)],
                     )
@@ -222,7 +247,7 @@ async def _remac_table(db: Backend, gate: Gate, entry: Authenticated, pinned: Pi
 
 async def _remac_heads(db: Backend, gate: Gate) -> int:
     """Each head not MACed under the writing generation MACed again, as it is (its
-    version and sums unchanged), under its tenant's head scope."""
+    version and sums unchanged), under its own lock (its tenant's, or the ring's)."""
     done = 0
     while True:
         async with db.write() as tx:
@@ -235,8 +260,8 @@ async def _remac_heads(db: Backend, gate: Gate) -> int:
                 if not gate.valid(HEADS, row):
                     continue
                 scope = str(row["scope"])
-                if scope.startswith("t"):
-                    await tx.serialize("head/" + scope[1:])
+                if scope == RING or scope.startswith("t"):
+                    await tx.serialize(head_lock(scope))
                 where = _where(HEADS, row)
                 new = gate.mac(HEADS, row)
                 result = await tx.execute(update(integrity_heads).where(*where).values(mac=new))
