@@ -27,12 +27,24 @@ from bench.baseline import Baseline
 def _scope(method: str, path: str, token: str) -> dict[str, Any]:
     path, _, query = path.partition("?")
     return {
-        "type": "http", "method": method, "path": path, "raw_path": path.encode(),
-        "query_string": query.encode(), "root_path": "", "scheme": "http", "http_version": "1.1",
-        "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 40000), "state": {},
-        "headers": [(b"host", b"127.0.0.1:8000"), (b"authorization", f"Bearer {token}".encode()),
-                    (b"content-type", b"application/json"), (b"content-length", b"2")],
-    }  # fmt: skip
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "scheme": "http",
+        "http_version": "1.1",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 40000),
+        "state": {},
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"authorization", f"Bearer {token}".encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", b"2"),
+        ],
+    }
 
 
 async def _drive(app: Any, n: int, method: str, path: Callable[[], str], token: str) -> float:
@@ -80,8 +92,11 @@ async def measure(
         ("get", "GET", lambda: "/cosmos/" + random.choice(names), n),
         ("list-first", "GET", lambda: "/cosmos", n // 4),
         ("list-deep", "GET", lambda: f"/cosmos?cursor={ds.deep_cursor}", n // 4),
-        *((f"create-{f}", "POST", (lambda f=f: f"/{f}"), n // 3) for f in ("cosmos", "dogecoin", "eos", "litecoin")),
-    ]  # fmt: skip
+        *(
+            (f"create-{f}", "POST", (lambda f=f: f"/{f}"), n // 3)
+            for f in ("cosmos", "dogecoin", "eos", "litecoin")
+        ),
+    ]
     out: dict[str, dict[str, float]] = {}
     for name, app in apps.items():
         inbox, task = await _lifespan(app)

@@ -125,9 +125,12 @@ def account_body(
         inner: dict[str, Any] = {"address": address}
         if private is not None:
             inner["private_key"] = private
-        inner.update(pubkey=extra.get("pubkey", ""),
-                     public_key=base64.b64decode(public_key).hex(), network=network,
-                     created_at=iso(created_ms))  # fmt: skip
+        inner.update(
+            pubkey=extra.get("pubkey", ""),
+            public_key=base64.b64decode(public_key).hex(),
+            network=network,
+            created_at=iso(created_ms),
+        )
         return {"success": True, "message": message, "data": {"data": inner}}
     fields: dict[str, Any] = {"address": address, "public_key": public_key}
     if private is not None:
@@ -191,8 +194,9 @@ def got(family: str, row: Any) -> tuple[int, bytes]:
     if row is None:
         return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
     details = orjson.loads(row[7])
-    body = account_body(family, "account found", row[5], row[6], details.get("extra", {}),
-                        None, row[4], row[10])  # fmt: skip
+    body = account_body(
+        family, "account found", row[5], row[6], details.get("extra", {}), None, row[4], row[10]
+    )
     return 200, orjson.dumps(body)
 
 
@@ -307,15 +311,31 @@ class Baseline:
         return 405, b'{"success":false,"message":"method not allowed","code":"method_not_allowed"}'
 
     def _audit(
-        self, caller: tuple[str, str], action: str, family: str, name: str,
-        details: dict[str, Any] | None, now: int,
-    ) -> None:  # fmt: skip
+        self,
+        caller: tuple[str, str],
+        action: str,
+        family: str,
+        name: str,
+        details: dict[str, Any] | None,
+        now: int,
+    ) -> None:
         """The audit row chainkeys commits with the work (request id: a counter)."""
         self.requests += 1
         assert self.writer is not None
-        self.writer.execute(AUDIT_SQL, (caller[0], action, family, name, f"b{self.requests:016x}",
-                                        "ok", now, caller[1],
-                                        None if details is None else orjson.dumps(details).decode()))  # fmt: skip
+        self.writer.execute(
+            AUDIT_SQL,
+            (
+                caller[0],
+                action,
+                family,
+                name,
+                f"b{self.requests:016x}",
+                "ok",
+                now,
+                caller[1],
+                None if details is None else orjson.dumps(details).decode(),
+            ),
+        )
 
     def _sign(
         self, caller: tuple[str, str], family: str, name: str, kind: SignKind, body: bytes
@@ -326,16 +346,26 @@ class Baseline:
             return 404, b'{"success":false,"message":"not found","code":"account_not_found"}'
         fam = FAMILIES[family]
         details = orjson.loads(row[7])
-        owner = Owner(family, row[3], row[5], fam.public_key_bytes(row[6]), fam.network(row[4]),
-                      details.get("address_type"))  # fmt: skip
+        owner = Owner(
+            family,
+            row[3],
+            row[5],
+            fam.public_key_bytes(row[6]),
+            fam.network(row[4]),
+            details.get("address_type"),
+        )
         prepared = kind.prepare(msgspec.json.decode(body, type=kind.request), owner)
         aad = "\x00".join(("chainkeys/v1", "account", caller[0], family, name)).encode()
         sealed: bytes = row[8]
         secret = self.aes.decrypt(sealed[1:13], sealed[13:], aad)
         signed = prepared.sign(key_from_secret(secret, len(owner.public_key) == 33))
         summary = prepared.summary
-        record = {"kind": kind.path, "digest": summary.digest, "summary": summary_record(summary),
-                  "tx_id": signed.tx_id}  # fmt: skip
+        record = {
+            "kind": kind.path,
+            "digest": summary.digest,
+            "summary": summary_record(summary),
+            "tx_id": signed.tx_id,
+        }
         self.writer.execute("BEGIN IMMEDIATE")
         self._audit(caller, "sign", family, name, record, int(time.time() * 1000))
         self.writer.execute("COMMIT")
@@ -359,8 +389,18 @@ class Baseline:
         nonce = os.urandom(12)
         sealed = b"\x01" + nonce + self.aes.encrypt(nonce, secret, aad)
         now = int(time.time() * 1000)
-        row = (tenant, family, name, DEFAULT_NETWORK[family], name, public_key,
-               orjson.dumps(details).decode(), sealed, self.key_id, now)  # fmt: skip
+        row = (
+            tenant,
+            family,
+            name,
+            DEFAULT_NETWORK[family],
+            name,
+            public_key,
+            orjson.dumps(details).decode(),
+            sealed,
+            self.key_id,
+            now,
+        )
         assert self.writer is not None
         self.writer.execute("BEGIN IMMEDIATE")
         try:
@@ -371,8 +411,16 @@ class Baseline:
         self._audit(caller, "import" if given else "create", family, name, None, now)
         self.writer.execute("COMMIT")
         message = "account imported" if given else "account created"
-        body = account_body(family, message, name, public_key, extra,
-                            None if given else private, DEFAULT_NETWORK[family], now)  # fmt: skip
+        body = account_body(
+            family,
+            message,
+            name,
+            public_key,
+            extra,
+            None if given else private,
+            DEFAULT_NETWORK[family],
+            now,
+        )
         return 200, orjson.dumps(body)
 
     def _get(self, tenant: str, family: str, name: str) -> tuple[int, bytes]:

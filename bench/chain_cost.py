@@ -60,10 +60,25 @@ def count(rows: int, link: bool, sync: str) -> int:
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         env = {k: v for k, v in env.items() if not k.startswith("CHAINKEYS_")}
         done = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-             "-c", CHILD, str(rows), "1" if link else "0", str(Path(tmp) / "data"), sync, key],
-            env=env, capture_output=True, text=True, check=False, timeout=3600,
-        )  # fmt: skip
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--callgrind-out-file=/dev/null",
+                sys.executable,
+                "-c",
+                CHILD,
+                str(rows),
+                "1" if link else "0",
+                str(Path(tmp) / "data"),
+                sync,
+                key,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=3600,
+        )
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-3000:])
         return collected(done.stderr)
@@ -76,8 +91,17 @@ def main() -> None:
     args = parser.parse_args()
     without, with_links = count(args.rows, False, args.sync), count(args.rows, True, args.sync)
     per_row = (with_links - without) / args.rows
-    print(json.dumps({"rows": args.rows, "sync": args.sync, "unlinked": without,
-                      "linked": with_links, "instructions_per_row": round(per_row)}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "rows": args.rows,
+                "sync": args.sync,
+                "unlinked": without,
+                "linked": with_links,
+                "instructions_per_row": round(per_row),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -74,20 +74,35 @@ def throughput(seconds: float, rounds: int, work: Path) -> list[dict[str, Any]]:
         for n in range(rounds):
             for mode in ("on", "local"):
                 set_commit(ha, mode)
-                env = {"CHAINKEYS_DATABASE_URL": url, "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
-                       "CHAINKEYS_DATA_DIR": str(work / f"data-{mode}-{n}"),
-                       "CHAINKEYS_ACCESS_LOG": "false"}  # fmt: skip
+                env = {
+                    "CHAINKEYS_DATABASE_URL": url,
+                    "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
+                    "CHAINKEYS_DATA_DIR": str(work / f"data-{mode}-{n}"),
+                    "CHAINKEYS_ACCESS_LOG": "false",
+                }
                 proc = start(env, work / f"server-{mode}-{n}.log", "--workers", "2")
                 try:
-                    r = httpx.post(f"{proc.base_url}/cosmos", json={"private_key": PRIVATE},
-                                   headers={"Authorization": bearer}, verify=TLS)  # fmt: skip
+                    r = httpx.post(
+                        f"{proc.base_url}/cosmos",
+                        json={"private_key": PRIVATE},
+                        headers={"Authorization": bearer},
+                        verify=TLS,
+                    )
                     assert r.status_code in (200, 409), r.text
                     row: dict[str, Any] = {"round": n, "synchronous_commit": mode}
-                    for name, path, extra in (("create", "/cosmos", {}),
-                                              ("sign", SIGN, {"BENCH_BODY": str(body)})):  # fmt: skip
+                    for name, path, extra in (
+                        ("create", "/cosmos", {}),
+                        ("sign", SIGN, {"BENCH_BODY": str(body)}),
+                    ):
                         env = {"BENCH_TOKEN": bearer, "BENCH_PATH": path, **extra}
-                        load = wrk.run(found, proc.base_url, wrk.script(name, work), env,
-                                       seconds=seconds, connections=16)  # fmt: skip
+                        load = wrk.run(
+                            found,
+                            proc.base_url,
+                            wrk.script(name, work),
+                            env,
+                            seconds=seconds,
+                            connections=16,
+                        )
                         assert load.error_count == 0, load.errors
                         row[f"{name}_rps"] = round(load.rps, 1)
                         row[f"{name}_p50_ms"] = round(load.p50_ms, 2)
@@ -111,8 +126,11 @@ def lag_sampler(ha: AutoFailover, into: list[float]) -> Callable[[], None]:
             if primary is None:
                 continue
             try:
-                lag = ha.sql(primary, "SELECT COALESCE(max(extract(epoch FROM write_lag)), 0) "
-                             "FROM pg_stat_replication")  # fmt: skip
+                lag = ha.sql(
+                    primary,
+                    "SELECT COALESCE(max(extract(epoch FROM write_lag)), 0) "
+                    "FROM pg_stat_replication",
+                )
             except Exception:  # the primary just died: the sample is moot
                 continue
             into.append(float(lag))
@@ -133,11 +151,18 @@ def missing(d: Deployment, load: Load, cap: str) -> dict[str, int]:
     primary = ha.primary()
     assert primary is not None
     hot, capped = d.tenants["hot"], d.tenants[cap]
-    addresses = {r[0] for r in ha.fetch(primary, "SELECT address FROM accounts WHERE "
-                                        "tenant_id = $1", hot)}  # fmt: skip
-    tx_ids = {json.loads(r[0])["tx_id"] for r in ha.fetch(
-        primary, "SELECT details FROM audit WHERE action = 'sign' AND outcome = 'ok' "
-        "AND tenant_id = ANY($1::text[])", [hot, capped])}  # fmt: skip
+    addresses = {
+        r[0] for r in ha.fetch(primary, "SELECT address FROM accounts WHERE tenant_id = $1", hot)
+    }
+    tx_ids = {
+        json.loads(r[0])["tx_id"]
+        for r in ha.fetch(
+            primary,
+            "SELECT details FROM audit WHERE action = 'sign' AND outcome = 'ok' "
+            "AND tenant_id = ANY($1::text[])",
+            [hot, capped],
+        )
+    }
     spent = ha.sql(primary, "SELECT count(*) FROM policy_spends WHERE tenant_id = $1", capped)
     return {
         "told_created": len(load.keyed),
@@ -192,10 +217,15 @@ def loss(kills: int, commit: str, lag: float, work: Path) -> list[dict[str, Any]
                 with Load(d.procs, d.tokens["hot"], d.tokens[cap], k) as load:
                     figures = switch(d, load, lag)
                 stop_sampling()
-                row = {"kill": k + 1, "synchronous_commit": commit, "lag_ms": lag * 1000,
-                       **figures,
-                       **missing(d, load, cap), "errors": len(load.errors),
-                       "max_write_lag_ms": round(1000 * max(lags, default=0.0), 3)}  # fmt: skip
+                row = {
+                    "kill": k + 1,
+                    "synchronous_commit": commit,
+                    "lag_ms": lag * 1000,
+                    **figures,
+                    **missing(d, load, cap),
+                    "errors": len(load.errors),
+                    "max_write_lag_ms": round(1000 * max(lags, default=0.0), 3),
+                }
                 rows.append(row)
                 print(row, flush=True)
     return rows
@@ -242,8 +272,9 @@ def main() -> None:
                 on = statistics.median(
                     r[f"{kind}_rps"] for r in rows if r["synchronous_commit"] == "on"
                 )
-                local = statistics.median(r[f"{kind}_rps"] for r in rows
-                                          if r["synchronous_commit"] == "local")  # fmt: skip
+                local = statistics.median(
+                    r[f"{kind}_rps"] for r in rows if r["synchronous_commit"] == "local"
+                )
                 print(f"{kind}: {on:.0f}/s synchronous, {local:.0f}/s local ({on / local:.2f} x)")
         if "loss" in chosen:
             results["loss"] = loss(args.kills, args.commit, args.lag_ms / 1000, work / "loss")

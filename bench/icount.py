@@ -46,8 +46,15 @@ from bench import preload, procs
 from bench.asgi_cost import _lifespan, _scope, report
 from bench.run import PARITY_KEY, sign_requests
 
-CASES = ("get", "import", "create-cosmos", "create-litecoin", "sign-cosmos-transfer",
-         "sign-dogecoin-message", "sign-eos-message")  # fmt: skip
+CASES = (
+    "get",
+    "import",
+    "create-cosmos",
+    "create-litecoin",
+    "sign-cosmos-transfer",
+    "sign-dogecoin-message",
+    "sign-eos-message",
+)
 SYNC = "NORMAL"
 WARM = 20  # requests served first, in both processes
 READY = "chainkeys-icount: warm"  # the child's line once warm, instrumentation still off
@@ -69,8 +76,11 @@ def _requests(case: str, names: list[str], work: Path) -> Any:
         pick = random.Random(1)
         return lambda i: ("GET", "/cosmos/" + pick.choice(names), b"")
     if case == "import":  # a distinct key each time (the range order keeps it valid)
-        return lambda i: ("POST", "/" + preload.FAMILY,
-                          json.dumps({"private_key": _IMPORT_KEY[:-8] + f"{i:08x}"}).encode())  # fmt: skip
+        return lambda i: (
+            "POST",
+            "/" + preload.FAMILY,
+            json.dumps({"private_key": _IMPORT_KEY[:-8] + f"{i:08x}"}).encode(),
+        )
     if case.startswith("create-"):
         return lambda i: ("POST", "/" + case.removeprefix("create-"), b"{}")
     path, template = sign_requests(work)[case]
@@ -78,8 +88,9 @@ def _requests(case: str, names: list[str], work: Path) -> Any:
     return lambda i: ("POST", path, text.replace("SEQ", str(i + 1)).encode())
 
 
-async def _serve(app: Any, n: int, make: Any, token: str, together: int = 1,
-                 first: int = 0) -> None:  # fmt: skip
+async def _serve(
+    app: Any, n: int, make: Any, token: str, together: int = 1, first: int = 0
+) -> None:
     """`n` requests numbered from `first`, `together` at a time (chainkeys' writes then
     share a batch)."""
     statuses: list[int] = []
@@ -137,8 +148,9 @@ def child(impl: str, case: str, n: int, work: Path, together: int) -> None:
             from chainkeys.api.app import create_app
             from chainkeys.config import Settings
 
-            app: Any = create_app(Settings(data_dir=work / "data", sqlite_synchronous=SYNC,
-                                           log_level="WARNING"))  # fmt: skip
+            app: Any = create_app(
+                Settings(data_dir=work / "data", sqlite_synchronous=SYNC, log_level="WARNING")
+            )
         else:
             from bench.baseline import Baseline
 
@@ -168,11 +180,28 @@ def count(impl: str, case: str, n: int, ds: preload.Dataset, tmp: Path, together
     if valgrind is None:
         raise SystemExit("bench.icount needs valgrind (Debian: apt-get install valgrind)")
     child = subprocess.Popen(
-        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
-         sys.executable, "-m", "bench.icount", "--child", impl, case, str(n), str(work), str(together)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        cwd=procs.REPO, env={**os.environ, "PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"},
-    )  # fmt: skip
+        [
+            valgrind,
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            "--instr-atstart=no",
+            sys.executable,
+            "-m",
+            "bench.icount",
+            "--child",
+            impl,
+            case,
+            str(n),
+            str(work),
+            str(together),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=procs.REPO,
+        env={**os.environ, "PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"},
+    )
     try:
         ready = ""
         while child.stdout and ready != READY:  # (until EOF: the child failed)
@@ -182,8 +211,13 @@ def count(impl: str, case: str, n: int, ds: preload.Dataset, tmp: Path, together
             ready = line.strip()
         if ready == READY:  # (else the child failed: its stderr says why, below)
             control = shutil.which("callgrind_control") or "callgrind_control"
-            on = subprocess.run([control, "-i", "on", str(child.pid)], capture_output=True,
-                                text=True, timeout=120, check=False)  # fmt: skip
+            on = subprocess.run(
+                [control, "-i", "on", str(child.pid)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
             if on.returncode != 0:
                 raise RuntimeError(
                     f"callgrind_control failed: {on.stdout[-500:]}{on.stderr[-500:]}"
@@ -202,8 +236,9 @@ def count(impl: str, case: str, n: int, ds: preload.Dataset, tmp: Path, together
 def measure(cases: list[str], n: int, size: int, together: int = 1) -> dict[str, dict[str, float]]:
     """case -> impl -> instructions per request."""
     out: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="chainkeys-icount-",
-                                     dir=os.environ.get("BENCH_TMPDIR")) as name:  # fmt: skip
+    with tempfile.TemporaryDirectory(
+        prefix="chainkeys-icount-", dir=os.environ.get("BENCH_TMPDIR")
+    ) as name:
         tmp = Path(name)
         ds = preload.sqlite_dataset(tmp / "dataset", size)
         if any(c.startswith("sign-") for c in cases):
@@ -221,15 +256,18 @@ def main() -> None:
         impl, case, n, work, together = sys.argv[2:7]
         child(impl, case, int(n), Path(work), int(together))
         return
-    parser = argparse.ArgumentParser(prog="python -m bench.icount",
-                                     description=__doc__.split("\n", 1)[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.icount", description=__doc__.split("\n", 1)[0]
+    )
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma list of {CASES}")
     parser.add_argument("-n", type=int, default=100, help="requests (and 3n) per process")
     parser.add_argument("--size", type=int, default=1000, help="accounts in the tenant")
     parser.add_argument(
-        "--together", type=int, default=1,
+        "--together",
+        type=int,
+        default=1,
         help="requests in flight at once (16: chainkeys' writes share a batch, as under load)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     cases = [c for c in args.cases.split(",") if c]
     unknown = set(cases) - set(CASES)
@@ -238,8 +276,12 @@ def main() -> None:
     if args.n % args.together or WARM % args.together:
         parser.error(f"-n and {WARM} (the warm-up) must be multiples of --together")
     costs = measure(cases, args.n, args.size, args.together)
-    report(f"instructions per request, in process (tenant {args.size}, SQLite {SYNC}, "
-           f"n={args.n}, {args.together} at a time)", costs, decimals=0)  # fmt: skip
+    report(
+        f"instructions per request, in process (tenant {args.size}, SQLite {SYNC}, "
+        f"n={args.n}, {args.together} at a time)",
+        costs,
+        decimals=0,
+    )
 
 
 if __name__ == "__main__":

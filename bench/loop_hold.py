@@ -71,24 +71,44 @@ def in_process() -> None:
         return min(times)
 
     summary = kind.prepare(request, owner).summary
-    print(f"in process, one request of 1,000 messages: decode {best(lambda: kind.prepare(request, owner)):.1f} ms, "
-          f"decide at the cap {best(lambda: decide(heavy, summary, facts)):.2f} ms, "
-          f"without conditions {best(lambda: decide(plain, summary, None)):.2f} ms")  # fmt: skip
+    print(
+        f"in process, one request of 1,000 messages: decode {best(lambda: kind.prepare(request, owner)):.1f} ms, "
+        f"decide at the cap {best(lambda: decide(heavy, summary, facts)):.2f} ms, "
+        f"without conditions {best(lambda: decide(plain, summary, None)):.2f} ms"
+    )
 
 
 def _cli(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
-    return subprocess.run([sys.executable, "-m", "chainkeys.cli", *args, "--data-dir", str(data)],
-                          env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "chainkeys.cli", *args, "--data-dir", str(data)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _doc(address: str, n: int, sequence: int) -> dict[str, object]:
-    msg = {"type": "cosmos-sdk/MsgSend", "value": {
-        "from_address": address, "to_address": address,
-        "amount": [{"denom": "uatom", "amount": "1"}]}}  # fmt: skip
-    return {"signDoc": {"chain_id": "cosmoshub-4", "account_number": "1",
-                        "sequence": str(sequence), "fee": {"amount": [], "gas": "200000"},
-                        "msgs": [msg] * n, "memo": ""}}  # fmt: skip
+    msg = {
+        "type": "cosmos-sdk/MsgSend",
+        "value": {
+            "from_address": address,
+            "to_address": address,
+            "amount": [{"denom": "uatom", "amount": "1"}],
+        },
+    }
+    return {
+        "signDoc": {
+            "chain_id": "cosmoshub-4",
+            "account_number": "1",
+            "sequence": str(sequence),
+            "fee": {"amount": [], "gas": "200000"},
+            "msgs": [msg] * n,
+            "memo": "",
+        }
+    }
 
 
 def _run(server: procs.Server, token: str, address: str, requests: int) -> list[float]:
@@ -124,8 +144,10 @@ def _run(server: procs.Server, token: str, address: str, requests: int) -> list[
 def _show(name: str, ms: list[float]) -> None:
     ms = sorted(ms)
     p99 = ms[int(len(ms) * 0.99)] if ms else float("nan")
-    print(f"{name:24} /livez n={len(ms):5}  p50 {statistics.median(ms):7.2f} ms  "
-          f"p99 {p99:7.2f} ms  max {ms[-1]:7.2f} ms")  # fmt: skip
+    print(
+        f"{name:24} /livez n={len(ms):5}  p50 {statistics.median(ms):7.2f} ms  "
+        f"p99 {p99:7.2f} ms  max {ms[-1]:7.2f} ms"
+    )
 
 
 def main() -> None:
@@ -136,10 +158,18 @@ def main() -> None:
         data = Path(tmp) / "data"
         _cli(data, "init")
         token = _cli(data, "token", "create", "--tenant", "bench").stdout.strip().splitlines()[-1]
-        env = {"CHAINKEYS_DATA_DIR": str(data), "CHAINKEYS_MAX_BODY_BYTES": str(4 << 20),
-               "CHAINKEYS_LOG_LEVEL": "WARNING"}  # fmt: skip
-        server = procs.start("chainkeys", ["-m", "chainkeys.cli", "serve", "--workers", "1"], env,
-                             Path(tmp) / "serve.log", 1)  # fmt: skip
+        env = {
+            "CHAINKEYS_DATA_DIR": str(data),
+            "CHAINKEYS_MAX_BODY_BYTES": str(4 << 20),
+            "CHAINKEYS_LOG_LEVEL": "WARNING",
+        }
+        server = procs.start(
+            "chainkeys",
+            ["-m", "chainkeys.cli", "serve", "--workers", "1"],
+            env,
+            Path(tmp) / "serve.log",
+            1,
+        )
         try:
             with httpx.Client(base_url=server.url, headers={"Authorization": token}) as c:
                 made = c.post("/cosmos", json={"private_key": KEY}).json()
@@ -155,8 +185,9 @@ def main() -> None:
             time.sleep(6)  # the server re-reads the tenant's policy within 5 s
             _show("conditions at the cap", _run(server, token, address, args.requests))
             quad = Path(tmp) / "quadratic.json"
-            quad.write_text(json.dumps({"rules": [
-                {**COSMOS, "when": "tx.outputs.all(o, o in tx.outputs)"}]}))  # fmt: skip
+            quad.write_text(
+                json.dumps({"rules": [{**COSMOS, "when": "tx.outputs.all(o, o in tx.outputs)"}]})
+            )
             refused = _cli(data, "policy", "set", "bench", str(quad))
             print(f"quadratic condition: exit {refused.returncode}: {refused.stderr.strip()}")
         finally:

@@ -109,8 +109,14 @@ def find_bao(given: str | None) -> tuple[str, str]:
         where = f"--bao {given}" if given else "`bao` on PATH (no --bao given)"
         die(f"OpenBao's bao not found at {where}; {INSTALL}")
     try:
-        done = subprocess.run([path, "version"], capture_output=True, text=True, timeout=60,
-                              env={"PATH": os.environ.get("PATH", "")}, check=False)  # fmt: skip
+        done = subprocess.run(
+            [path, "version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": os.environ.get("PATH", "")},
+            check=False,
+        )
     except OSError as exc:
         die(f"{path} does not run ({exc}); {INSTALL}")
     if done.returncode != 0 or "OpenBao" not in done.stdout:
@@ -118,12 +124,15 @@ def find_bao(given: str | None) -> tuple[str, str]:
     return os.path.abspath(path), done.stdout.strip()  # OpenBao runs in a directory of its own
 
 
-def call(url: str, method: str, path: str, headers: dict[str, str],
-         body: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def call(
+    url: str, method: str, path: str, headers: dict[str, str], body: dict[str, Any] | None = None
+) -> dict[str, Any]:
     req = urllib.request.Request(
-        url + path, method=method, data=None if body is None else json.dumps(body).encode(),
+        url + path,
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
         headers={"Content-Type": "application/json", **headers},
-    )  # fmt: skip
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             raw = resp.read()
@@ -133,14 +142,22 @@ def call(url: str, method: str, path: str, headers: dict[str, str],
     return out
 
 
-def chainkeys_cli(data: Path, *args: str, python: str = sys.executable,
-                  env: dict[str, str] | None = None) -> str:  # fmt: skip
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("CHAINKEYS_", "BENCH_", "PYTHON"))}  # fmt: skip
+def chainkeys_cli(
+    data: Path, *args: str, python: str = sys.executable, env: dict[str, str] | None = None
+) -> str:
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CHAINKEYS_", "BENCH_", "PYTHON"))
+    }
     path = {} if python != sys.executable else {"PYTHONPATH": str(procs.REPO)}
-    done = subprocess.run([python, "-m", "chainkeys.cli", *args, "--data-dir", str(data)],
-                          env={**clean, **path, **(env or {})}, cwd=procs.REPO,
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [python, "-m", "chainkeys.cli", *args, "--data-dir", str(data)],
+        env={**clean, **path, **(env or {})},
+        cwd=procs.REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"chainkeys {' '.join(args)}: {done.stderr.strip()[-500:]}")
     return done.stdout
@@ -165,8 +182,13 @@ class Config:
         return f"{what} w{self.workers}" + ("" if self.loop == "uvloop" else f" {self.loop}")
 
 
-def start_chainkeys(tmp: Path, config: Config, pg_url: str, ref: refs.Ref | None = None,
-                    cleanup: list[str] | None = None) -> Target:  # fmt: skip
+def start_chainkeys(
+    tmp: Path,
+    config: Config,
+    pg_url: str,
+    ref: refs.Ref | None = None,
+    cleanup: list[str] | None = None,
+) -> Target:
     """chainkeys (the work tree, or `ref`) with a store of its own, a token and a key."""
     who = "chainkeys" if ref is None else ref.label
     name = f"{who} {config.label()}"
@@ -187,13 +209,21 @@ def start_chainkeys(tmp: Path, config: Config, pg_url: str, ref: refs.Ref | None
         env["CHAINKEYS_EVENT_LOOP"] = config.loop
     python = sys.executable if ref is None else ref.python
     chainkeys_cli(data, "init", python=python, env=env)
-    token = chainkeys_cli(data, "token", "create", "--tenant", "bench", python=python,
-                          env=env).strip().splitlines()[-1]  # fmt: skip
+    token = (
+        chainkeys_cli(data, "token", "create", "--tenant", "bench", python=python, env=env)
+        .strip()
+        .splitlines()[-1]
+    )
     # a ref may predate `--workers auto`: it gets the number auto means here
     workers = config.workers if ref is None else str(cores(config.workers))
-    server = procs.start(name, ["-m", "chainkeys.cli", "serve", "--workers", workers],
-                         {**env, **({"PYTHONPATH": ""} if ref else {})}, tmp / f"{slug}.log",
-                         cores(config.workers), python=python)  # fmt: skip
+    server = procs.start(
+        name,
+        ["-m", "chainkeys.cli", "serve", "--workers", workers],
+        {**env, **({"PYTHONPATH": ""} if ref else {})},
+        tmp / f"{slug}.log",
+        cores(config.workers),
+        python=python,
+    )
     auth = {"Authorization": f"Bearer {token}"}
     address = call(server.url, "POST", "/dogecoin", auth, {"private_key": KEY})["address"]
     path = f"/dogecoin/{address}/sign-message"
@@ -214,14 +244,20 @@ def start_bao(bao: str, tmp: Path, audit: bool) -> Target:
     home = tmp / name
     home.mkdir()
     port = procs.free_port()
-    args = [bao, "server", "-dev", f"-dev-root-token-id={ROOT}",
-            f"-dev-listen-address=127.0.0.1:{port}"]  # fmt: skip
+    args = [
+        bao,
+        "server",
+        "-dev",
+        f"-dev-root-token-id={ROOT}",
+        f"-dev-listen-address=127.0.0.1:{port}",
+    ]
     audit_file = None
     if audit:
         audit_file = home / "audit.log"
         conf = home / "audit.hcl"
-        conf.write_text(f'audit "file" "f" {{\n  options {{\n    file_path = "{audit_file}"\n'
-                        "  }\n}\n")  # fmt: skip
+        conf.write_text(
+            f'audit "file" "f" {{\n  options {{\n    file_path = "{audit_file}"\n  }}\n}}\n'
+        )
         args.append(f"-config={conf}")
     log = tmp / f"{name}.log"
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}  # dev mode writes ~/.vault-token
@@ -250,17 +286,26 @@ def start_bao(bao: str, tmp: Path, audit: bool) -> Target:
         if [d["type"] for d in devices.values()] != ["file"]:
             raise RuntimeError(f"{name}: audit devices {devices}, expected the file device")
     verify_transit(server.url, auth)
-    return Target(name, server, "transit",
-                  {"BENCH_TOKEN": ROOT, "BENCH_PATH": f"/v1/transit/sign/{TRANSIT_KEY}"},
-                  audit_file)  # fmt: skip
+    return Target(
+        name,
+        server,
+        "transit",
+        {"BENCH_TOKEN": ROOT, "BENCH_PATH": f"/v1/transit/sign/{TRANSIT_KEY}"},
+        audit_file,
+    )
 
 
 def verify_transit(url: str, auth: dict[str, str]) -> None:
     """One transit signature checked against the key's public key: the bench measures
     real ECDSA P-256 signatures over SHA-256 of the input."""
     message = b"bench 0"
-    made = call(url, "POST", f"/v1/transit/sign/{TRANSIT_KEY}", auth,
-                {"input": base64.b64encode(message).decode()})  # fmt: skip
+    made = call(
+        url,
+        "POST",
+        f"/v1/transit/sign/{TRANSIT_KEY}",
+        auth,
+        {"input": base64.b64encode(message).decode()},
+    )
     transit_verifier(url, auth)(message, made["data"]["signature"])
 
 
@@ -282,28 +327,47 @@ def transit_verifier(url: str, auth: dict[str, str]) -> Any:
     return verify
 
 
-def measure(wrk_bin: str, target: Target, tmp: Path, seconds: float, connections: int,
-            keep: bool, profile: Profile | None = None) -> None:  # fmt: skip
+def measure(
+    wrk_bin: str,
+    target: Target,
+    tmp: Path,
+    seconds: float,
+    connections: int,
+    keep: bool,
+    profile: Profile | None = None,
+) -> None:
     """One wrk run against `target`; kept in target.runs when `keep` (not a warm-up)."""
     quiet = procs.wait_quiet(2)
     with procs.CpuMeter(target.server) as meter:
         spies = profile.start(target) if profile is not None else []
-        load = wrk.run(wrk_bin, target.server.url, wrk.script(target.lua, tmp), target.env,
-                       seconds=seconds, connections=target.connections or connections)  # fmt: skip
+        load = wrk.run(
+            wrk_bin,
+            target.server.url,
+            wrk.script(target.lua, tmp),
+            target.env,
+            seconds=seconds,
+            connections=target.connections or connections,
+        )
         for spy in spies:
             spy.wait(60)
     target.requests += load.requests
     if load.error_count:
-        raise RuntimeError(f"{target.name}: {load.errors} errors (non-2xx or socket); "
-                           f"see {target.server.log}")  # fmt: skip
+        raise RuntimeError(
+            f"{target.name}: {load.errors} errors (non-2xx or socket); see {target.server.log}"
+        )
     if keep:
         sps = load.rps * target.per_request  # signatures/s
-        target.runs.append({
-            "rps": sps, "p50_ms": load.p50_ms, "p99_ms": load.p99_ms,
-            "cpu_us": meter.server_cores * 1e6 / sps if sps else 0.0,
-            "server_cores": meter.server_cores, "other_cores": meter.other_cores,
-            "quiet_before": quiet,
-        })  # fmt: skip
+        target.runs.append(
+            {
+                "rps": sps,
+                "p50_ms": load.p50_ms,
+                "p99_ms": load.p99_ms,
+                "cpu_us": meter.server_cores * 1e6 / sps if sps else 0.0,
+                "server_cores": meter.server_cores,
+                "other_cores": meter.other_cores,
+                "quiet_before": quiet,
+            }
+        )
 
 
 class Profile:
@@ -328,10 +392,27 @@ class Profile:
         for n, pid in enumerate(workers):
             path = self.out / f"pyspy-{target.name.replace(' ', '-')}-{n}.txt"
             self.files.setdefault(target.name, []).append(path)
-            spies.append(subprocess.Popen(
-                [self.spy, "record", "--pid", str(pid), "--duration", f"{self.seconds:g}",
-                 "--rate", "250", "--gil", "--format", "raw", "--output", str(path)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+            spies.append(
+                subprocess.Popen(
+                    [
+                        self.spy,
+                        "record",
+                        "--pid",
+                        str(pid),
+                        "--duration",
+                        f"{self.seconds:g}",
+                        "--rate",
+                        "250",
+                        "--gil",
+                        "--format",
+                        "raw",
+                        "--output",
+                        str(path),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         return spies
 
     def top(self, name: str, count: int = 12) -> list[str]:
@@ -357,8 +438,12 @@ class Profile:
         if not total:
             return [f"{name}: no samples"]
         workers = len(self.files.get(name, []))
-        out = [f"{name}: {total:,} samples holding the GIL over {workers} worker(s)", "",
-               "| self % | frame |", "|---|---|"]  # fmt: skip
+        out = [
+            f"{name}: {total:,} samples holding the GIL over {workers} worker(s)",
+            "",
+            "| self % | frame |",
+            "|---|---|",
+        ]
         for f, k in sorted(own.items(), key=lambda kv: -kv[1])[:count]:
             out.append(f"| {100 * k / total:.1f} | `{f}` |")
         out += ["", "| inclusive % | chainkeys frame |", "|---|---|"]
@@ -401,33 +486,47 @@ def report(targets: list[Target], version: str, args: argparse.Namespace) -> str
         each = " / ".join(f"{r['rps']:,.0f}" for r in t.runs)
         cpu = statistics.median(r["cpu_us"] for r in t.runs)
         other = statistics.median(r["other_cores"] for r in t.runs)
-        lines.append(f"| {t.name} | **{b['rps']:,.0f}** ({each}) | {b['p50_ms']:.1f} | "
-                     f"{b['p99_ms']:.1f} | {cpu:,.0f} | {other:.2f} cores |")  # fmt: skip
-    lines += ["", "| chainkeys ÷ OpenBao | signatures/s | p50 | p99 | CPU per signature |",
-              "|---|---|---|---|---|"]  # fmt: skip
+        lines.append(
+            f"| {t.name} | **{b['rps']:,.0f}** ({each}) | {b['p50_ms']:.1f} | "
+            f"{b['p99_ms']:.1f} | {cpu:,.0f} | {other:.2f} cores |"
+        )
+    lines += [
+        "",
+        "| chainkeys ÷ OpenBao | signatures/s | p50 | p99 | CPU per signature |",
+        "|---|---|---|---|---|",
+    ]
     for ck in (t for t in targets if t.chainkeys):
         for bao in (t for t in targets if t.name.startswith("openbao")):
             if bao.per_request != ck.per_request:  # single with single, a batch with its size
                 continue
             a, b = best(ck), best(bao)
             cpu = statistics.median(r["cpu_us"] for r in ck.runs) / statistics.median(
-                r["cpu_us"] for r in bao.runs)  # fmt: skip
-            lines.append(f"| {ck.name} ÷ {bao.name} | {a['rps'] / b['rps']:.2f} | "
-                         f"{a['p50_ms'] / b['p50_ms']:.2f} | {a['p99_ms'] / b['p99_ms']:.2f} | "
-                         f"{cpu:.2f} |")  # fmt: skip
+                r["cpu_us"] for r in bao.runs
+            )
+            lines.append(
+                f"| {ck.name} ÷ {bao.name} | {a['rps'] / b['rps']:.2f} | "
+                f"{a['p50_ms'] / b['p50_ms']:.2f} | {a['p99_ms'] / b['p99_ms']:.2f} | "
+                f"{cpu:.2f} |"
+            )
     ours = [t for t in targets if t.name.startswith("chainkeys ")]
     theirs = [t for t in targets if t.chainkeys and not t.name.startswith("chainkeys ")]
     if theirs:
-        lines += ["", "| chainkeys ÷ ref (`--against`) | signatures/s | p99 | CPU per signature |",
-                  "|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            "| chainkeys ÷ ref (`--against`) | signatures/s | p99 | CPU per signature |",
+            "|---|---|---|---|",
+        ]
         for ref in theirs:
             config = ref.name.split(" ", 1)[1]
             for ck in (t for t in ours if t.name.split(" ", 1)[1] == config):
                 a, b = best(ck), best(ref)
                 cpu = statistics.median(r["cpu_us"] for r in ck.runs) / statistics.median(
-                    r["cpu_us"] for r in ref.runs)  # fmt: skip
-                lines.append(f"| {ck.name} ÷ {ref.name} | {a['rps'] / b['rps']:.2f} | "
-                             f"{a['p99_ms'] / b['p99_ms']:.2f} | {cpu:.2f} |")  # fmt: skip
+                    r["cpu_us"] for r in ref.runs
+                )
+                lines.append(
+                    f"| {ck.name} ÷ {ref.name} | {a['rps'] / b['rps']:.2f} | "
+                    f"{a['p99_ms'] / b['p99_ms']:.2f} | {cpu:.2f} |"
+                )
     audited = [t for t in targets if t.audit_file is not None and t.audit_file.exists()]
     for file in {t.audit_file for t in audited}:  # one file per server, its targets' signatures
         signed = sum(t.requests * t.per_request for t in audited if t.audit_file == file)
@@ -438,9 +537,12 @@ def report(targets: list[Target], version: str, args: argparse.Namespace) -> str
         with file.open("rb") as f:
             count = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
         who = " and ".join(t.name for t in audited if t.audit_file == file)
-        lines += ["", f"{who}: the audit file grew by {size / signed:,.0f} bytes per signature "
-                  f"and {count / requests:.2f} lines per request ({count:,} lines, "
-                  f"{signed:,} signatures in {requests:,} requests)."]  # fmt: skip
+        lines += [
+            "",
+            f"{who}: the audit file grew by {size / signed:,.0f} bytes per signature "
+            f"and {count / requests:.2f} lines per request ({count:,} lines, "
+            f"{signed:,} signatures in {requests:,} requests).",
+        ]
     return "\n".join(lines)
 
 
@@ -451,21 +553,36 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--warmup", type=float, default=2, help="one unmeasured run per server")
     parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--sync", default="FULL",
-                        help="chainkeys' CHAINKEYS_SQLITE_SYNCHRONOUS, one server each "
-                        "(comma-separated; default FULL, chainkeys' default)")  # fmt: skip
-    parser.add_argument("--engines", default="sqlite",
-                        help="sqlite, postgresql or both (comma-separated); PostgreSQL at "
-                        "CHAINKEYS_BENCH_POSTGRES_URL (default: the test server)")  # fmt: skip
-    parser.add_argument("--workers", default="auto",
-                        help="chainkeys serve --workers, one server each (comma-separated: "
-                        "1,auto; default auto, serve's default)")  # fmt: skip
-    parser.add_argument("--batch", default="",
-                        help="batch sizes (comma-separated, e.g. 10,100): chainkeys sign-batch "
-                        "against OpenBao+audit batch_input, on the same servers")  # fmt: skip
-    parser.add_argument("--event-loop", default="uvloop",
-                        help="chainkeys' CHAINKEYS_EVENT_LOOP, one server each "
-                        "(comma-separated: uvloop,asyncio; default uvloop, serve's)")  # fmt: skip
+    parser.add_argument(
+        "--sync",
+        default="FULL",
+        help="chainkeys' CHAINKEYS_SQLITE_SYNCHRONOUS, one server each "
+        "(comma-separated; default FULL, chainkeys' default)",
+    )
+    parser.add_argument(
+        "--engines",
+        default="sqlite",
+        help="sqlite, postgresql or both (comma-separated); PostgreSQL at "
+        "CHAINKEYS_BENCH_POSTGRES_URL (default: the test server)",
+    )
+    parser.add_argument(
+        "--workers",
+        default="auto",
+        help="chainkeys serve --workers, one server each (comma-separated: "
+        "1,auto; default auto, serve's default)",
+    )
+    parser.add_argument(
+        "--batch",
+        default="",
+        help="batch sizes (comma-separated, e.g. 10,100): chainkeys sign-batch "
+        "against OpenBao+audit batch_input, on the same servers",
+    )
+    parser.add_argument(
+        "--event-loop",
+        default="uvloop",
+        help="chainkeys' CHAINKEYS_EVENT_LOOP, one server each "
+        "(comma-separated: uvloop,asyncio; default uvloop, serve's)",
+    )
     parser.add_argument(
         "--against",
         default="",
@@ -486,14 +603,15 @@ def main() -> None:
     wrk_bin = wrk.ensure_wrk()
     tmp = Path(tempfile.mkdtemp(prefix="chainkeys-peer-", dir=os.environ.get("BENCH_TMPDIR")))
     pg_url = os.environ.get("CHAINKEYS_BENCH_POSTGRES_URL") or os.environ.get(
-        "CHAINKEYS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")  # fmt: skip
+        "CHAINKEYS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+    )
     configs = [
         Config(engine, sync if engine == "sqlite" else None, workers, loop)
         for engine in split(args.engines, str.lower)
         for sync in (split(args.sync, str.upper) if engine == "sqlite" else ["-"])
         for workers in split(args.workers, str.lower)
         for loop in split(args.event_loop, str.lower)
-    ]  # fmt: skip
+    ]
     installed = [
         refs.install(r, (args.out / "refs").resolve(), print) for r in split(args.against, str)
     ]
@@ -517,10 +635,10 @@ def main() -> None:
             shift = r % len(targets)
             for t in targets[shift:] + targets[:shift]:
                 spy = profile if r == 0 and t.name.startswith("chainkeys ") else None
-                measure(wrk_bin, t, tmp, args.seconds, args.connections, keep=True,
-                        profile=spy)  # fmt: skip
-                print(f"round {r + 1}: {t.name:18} {t.runs[-1]['rps']:8,.0f} signatures/s",
-                      flush=True)  # fmt: skip
+                measure(wrk_bin, t, tmp, args.seconds, args.connections, keep=True, profile=spy)
+                print(
+                    f"round {r + 1}: {t.name:18} {t.runs[-1]['rps']:8,.0f} signatures/s", flush=True
+                )
         text = report(targets, version, args)
         if profile is not None:
             for t in targets:
@@ -538,8 +656,11 @@ def main() -> None:
     print("\n" + text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "peer.md").write_text(text + "\n")
-    doc = {"version": version, "args": {k: str(v) for k, v in vars(args).items()},
-           "runs": {t.name: t.runs for t in targets}}  # fmt: skip
+    doc = {
+        "version": version,
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "runs": {t.name: t.runs for t in targets},
+    }
     (args.out / "peer.json").write_text(json.dumps(doc, indent=1))
 
 

@@ -40,9 +40,13 @@ def chainkeys_batch(
 
 
 def bao_batch(
-    name: str, url: str, env: dict[str, str], size: int, post: Post,
+    name: str,
+    url: str,
+    env: dict[str, str],
+    size: int,
+    post: Post,
     verify: Callable[[bytes, str], None],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The fields of a target signing `size` inputs per request with `batch_input` on the
     OpenBao server of a transit target; one batch checked first (its first signature
     verified against the key)."""

@@ -51,10 +51,20 @@ def _compiled(p: Prepared) -> tuple[str, tuple[str, ...]]:
 def _row(tenant: str, i: int) -> dict[str, Any]:
     """An account row (its MAC a placeholder: no read here checks one)."""
     name = f"acct-{uuid.uuid4().hex}" if i < 0 else f"acct-{i}"
-    return {"tenant_id": tenant, "family": "cosmos", "name": name, "network": "cosmoshub-4",
-            "address": name, "public_key": "02" + "ab" * 32, "details": "{}",
-            "secret": b"\x01" * 80, "key_id": "k1", "created_ms": 1, "wallet_id": None,
-            "mac": "-"}  # fmt: skip
+    return {
+        "tenant_id": tenant,
+        "family": "cosmos",
+        "name": name,
+        "network": "cosmoshub-4",
+        "address": name,
+        "public_key": "02" + "ab" * 32,
+        "details": "{}",
+        "secret": b"\x01" * 80,
+        "key_id": "k1",
+        "created_ms": 1,
+        "wallet_id": None,
+        "mac": "-",
+    }
 
 
 async def _spread(n: int, one: Callable[[int], Awaitable[None]]) -> float:
@@ -89,8 +99,9 @@ async def main(args: argparse.Namespace) -> None:
         get_sql, get_names = _compiled(_GET_ACCOUNT)
         ins_sql, ins_names = _compiled(_INSERT_ACCOUNT)
         async with pool.acquire() as c:
-            await c.executemany(ins_sql, [[_row(tenant, i)[k] for k in ins_names]
-                                          for i in range(1000)])  # fmt: skip
+            await c.executemany(
+                ins_sql, [[_row(tenant, i)[k] for k in ins_names] for i in range(1000)]
+            )
 
         def key(i: int) -> dict[str, Any]:
             return {"tenant_id": tenant, "family": "cosmos", "name": f"acct-{i % 1000}"}
@@ -122,20 +133,27 @@ async def main(args: argparse.Namespace) -> None:
             r = _row(tenant, -1)
             await pool.execute(ins_sql, *[r[n] for n in ins_names])
 
-        paths = {"direct": (direct_read, direct_write), "engine": (engine_read, engine_write),
-                 "asyncpg": (asyncpg_read, asyncpg_write)}  # fmt: skip
+        paths = {
+            "direct": (direct_read, direct_write),
+            "engine": (engine_read, engine_write),
+            "asyncpg": (asyncpg_read, asyncpg_write),
+        }
         for read, write in paths.values():  # warm: connections, statement caches
             await _spread(200, read)
             await _spread(50, write)
         cpu: dict[tuple[str, str], list[float]] = {}
         for _ in range(args.rounds):
             for label, (read, write) in paths.items():
-                cpu.setdefault((label, "read"), []).append(await _spread(args.reads, read)
-                                                           / args.reads)  # fmt: skip
-                cpu.setdefault((label, "write"), []).append(await _spread(args.writes, write)
-                                                            / args.writes)  # fmt: skip
-        print(f"{'path':8} {'read µs':>8} {'write µs':>9}  (process CPU per statement, best of"
-              f" {args.rounds})")  # fmt: skip
+                cpu.setdefault((label, "read"), []).append(
+                    await _spread(args.reads, read) / args.reads
+                )
+                cpu.setdefault((label, "write"), []).append(
+                    await _spread(args.writes, write) / args.writes
+                )
+        print(
+            f"{'path':8} {'read µs':>8} {'write µs':>9}  (process CPU per statement, best of"
+            f" {args.rounds})"
+        )
         for label in paths:
             r, w = min(cpu[(label, "read")]) * 1e6, min(cpu[(label, "write")]) * 1e6
             print(f"{label:8} {r:8.1f} {w:9.1f}")

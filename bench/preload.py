@@ -31,8 +31,19 @@ from bench import lean
 FAMILY = "cosmos"  # get and list run on Cosmos accounts
 TENANT = "bench"
 CHUNK = 20_000
-COLUMNS = ("tenant_id", "family", "name", "network", "address", "public_key", "details",
-           "secret", "key_id", "created_ms", "mac")  # fmt: skip
+COLUMNS = (
+    "tenant_id",
+    "family",
+    "name",
+    "network",
+    "address",
+    "public_key",
+    "details",
+    "secret",
+    "key_id",
+    "created_ms",
+    "mac",
+)
 
 
 @dataclass(frozen=True)
@@ -66,11 +77,26 @@ def _rows(args: tuple[str, int, bytes, int, bytes]) -> tuple[list[tuple[Any, ...
         pub = PublicKey.from_secret(secret).format(compressed=True)
         name = lean.cosmos_address(pub)
         b64 = base64.b64encode(pub).decode()
-        details = {"extra": {"pubkey": lean.COSMOS_KEYRING % b64}, "address_type": None,
-                   "compressed": True, "source": "generated", "path": None}  # fmt: skip
+        details = {
+            "extra": {"pubkey": lean.COSMOS_KEYRING % b64},
+            "address_type": None,
+            "compressed": True,
+            "source": "generated",
+            "path": None,
+        }
         sealed = vault.seal(secret, Context(tenant_id, FAMILY, name))
-        row = (tenant_id, FAMILY, name, "cosmoshub", name, b64, orjson.dumps(details).decode(),
-               sealed, vault.key_id, now)  # fmt: skip
+        row = (
+            tenant_id,
+            FAMILY,
+            name,
+            "cosmoshub",
+            name,
+            b64,
+            orjson.dumps(details).decode(),
+            sealed,
+            vault.key_id,
+            now,
+        )
         rows.append((*row, integrity.mac(ACCOUNTS, dict(zip(COLUMNS, row, strict=False)))))
         if i % sample_every == 0:
             sample.append(name)
@@ -82,8 +108,10 @@ def generate(
 ) -> Iterator[tuple[list[tuple[Any, ...]], list[str]]]:
     """Chunks of rows (and a spread sample of their names), made on every core."""
     every = max(1, n // sample)
-    jobs = [(tenant_id, min(CHUNK, n - start), material, every, integrity)
-            for start in range(0, n, CHUNK)]  # fmt: skip
+    jobs = [
+        (tenant_id, min(CHUNK, n - start), material, every, integrity)
+        for start in range(0, n, CHUNK)
+    ]
     if len(jobs) == 1:
         yield _rows(jobs[0])
         return
@@ -99,13 +127,32 @@ def _issue_token(data_dir: Path, database_url: str | None, env: dict[str, str]) 
         full["CHAINKEYS_DATABASE_URL"] = database_url
     subprocess.run(
         [sys.executable, "-m", "chainkeys.cli", "init", "--data-dir", str(data_dir)],
-        env=full, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "chainkeys.cli", "token", "create", "--tenant", TENANT, "--label", "benchmark",
-         "--data-dir", str(data_dir)],
-        env=full, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "chainkeys.cli",
+            "token",
+            "create",
+            "--tenant",
+            TENANT,
+            "--label",
+            "benchmark",
+            "--data-dir",
+            str(data_dir),
+        ],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"chainkeys token create failed: {done.stderr.strip()[-500:]}")
     return done.stdout.strip().splitlines()[-1]
@@ -135,8 +182,15 @@ def encode_cursor(data_dir: Path, tenant_id: str, last_id: int) -> str:
     return cursors.make(last_id, f"accounts/{tenant_id}/{FAMILY}/*")
 
 
-def _finish(data_dir: Path, size: int, token: str, tenant_id: str, names: list[str], deep_id: int,
-            pg_template: str | None = None) -> Dataset:  # fmt: skip
+def _finish(
+    data_dir: Path,
+    size: int,
+    token: str,
+    tenant_id: str,
+    names: list[str],
+    deep_id: int,
+    pg_template: str | None = None,
+) -> Dataset:
     random.shuffle(names)
     names_file = data_dir.parent / f"names-{size}.txt"
     names_file.write_text("\n".join(names) + "\n")
@@ -219,15 +273,23 @@ async def _copy_accounts(
         await conn.execute("VACUUM ANALYZE accounts")
         deep_id = await conn.fetchval(
             "SELECT id FROM accounts WHERE tenant_id = $1 AND family = $2 ORDER BY id LIMIT 1 OFFSET $3",
-            tenant_id, FAMILY, int(size * 0.9),
-        )  # fmt: skip
+            tenant_id,
+            FAMILY,
+            int(size * 0.9),
+        )
     finally:
         await conn.close()
     return names, int(deep_id)
 
 
-def pg_dataset(root: Path, size: int, admin_url: str, prefix: str, sample: int = 20_000,
-               env: dict[str, str] | None = None) -> Dataset:  # fmt: skip
+def pg_dataset(
+    root: Path,
+    size: int,
+    admin_url: str,
+    prefix: str,
+    sample: int = 20_000,
+    env: dict[str, str] | None = None,
+) -> Dataset:
     """A template database holding the data set; each run clones it (CREATE DATABASE … TEMPLATE)."""
     template = f"{prefix}_tmpl_{size}"
     pg_admin(admin_url, f'CREATE DATABASE "{template}"')

@@ -89,9 +89,13 @@ class Server:
 
 
 def start(
-    name: str, args: list[str], env: dict[str, str], log: Path, workers: int,
+    name: str,
+    args: list[str],
+    env: dict[str, str],
+    log: Path,
+    workers: int,
     python: str = sys.executable,
-) -> Server:  # fmt: skip
+) -> Server:
     """Start `python <args>`, wait for GET /healthz = 200 and for all workers to be up.
     `python`: another interpreter (a git ref's own venv, bench/refs.py)."""
     port = free_port()
@@ -100,8 +104,11 @@ def start(
     with log.open("ab") as out:
         popen = subprocess.Popen(
             [python, *args, "--port", str(port)],
-            env=full_env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-        )  # fmt: skip
+            env=full_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
     server = Server(name, popen, port, log)
     deadline = time.monotonic() + 120
     healthy = 0

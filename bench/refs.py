@@ -43,8 +43,12 @@ class Ref:
 
 def install(ref: str, cache: Path, log: Callable[[str], None]) -> Ref:
     """Export `ref` and install it into its own venv (once; reused afterwards)."""
-    sha = subprocess.run(["git", "-C", str(procs.REPO), "rev-parse", "--short", ref],
-                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    sha = subprocess.run(
+        ["git", "-C", str(procs.REPO), "rev-parse", "--short", ref],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     home = cache / sha
     python = home / "venv" / "bin" / "python"
     stamp = home / "installed"
@@ -53,8 +57,11 @@ def install(ref: str, cache: Path, log: Callable[[str], None]) -> Ref:
     shutil.rmtree(home, ignore_errors=True)
     tree = home / "tree"
     tree.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(procs.REPO), "archive", "--format=tar", sha],
-                             capture_output=True, check=True).stdout  # fmt: skip
+    archive = subprocess.run(
+        ["git", "-C", str(procs.REPO), "archive", "--format=tar", sha],
+        capture_output=True,
+        check=True,
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     log(f"installing {ref} ({sha}) into its own venv")
     subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
@@ -69,14 +76,22 @@ def install(ref: str, cache: Path, log: Callable[[str], None]) -> Ref:
     return Ref(sha, str(python))
 
 
-def _cli(ref: Ref, data_dir: Path, *args: str,
-         database_url: str | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("CHAINKEYS_", "BENCH_", "PYTHON"))}  # fmt: skip
+def _cli(
+    ref: Ref, data_dir: Path, *args: str, database_url: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CHAINKEYS_", "BENCH_", "PYTHON"))
+    }
     if database_url is not None:
         clean["CHAINKEYS_DATABASE_URL"] = database_url
-    return subprocess.run([ref.python, "-m", "chainkeys.cli", *args, "--data-dir", str(data_dir)],
-                          capture_output=True, text=True, env=clean, check=False, cwd=data_dir)  # fmt: skip
+    return subprocess.run(
+        [ref.python, "-m", "chainkeys.cli", *args, "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        env=clean,
+        check=False,
+        cwd=data_dir,
+    )
 
 
 def token(ref: Ref, data_dir: Path, database_url: str | None = None) -> str:
@@ -94,9 +109,12 @@ def fill(url: str, token: str, count: int, names_file: Path, sample: int = 20_00
     """`count` Cosmos accounts through the ref's own API; a shuffled sample of names."""
 
     def create(_: int) -> str:
-        req = urllib.request.Request(f"{url}/cosmos", data=b"{}", method="POST",
-                                     headers={"Authorization": f"Bearer {token}",
-                                              "Content-Type": "application/json"})  # fmt: skip
+        req = urllib.request.Request(
+            f"{url}/cosmos",
+            data=b"{}",
+            method="POST",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             answer = json.loads(resp.read())
         data = answer["data"]
@@ -110,9 +128,12 @@ def fill(url: str, token: str, count: int, names_file: Path, sample: int = 20_00
 
 def supports(url: str, token: str, method: str, path: str, body: bytes | None) -> bool:
     """Whether the ref has this endpoint (an older release may not sign yet)."""
-    req = urllib.request.Request(url + path, data=body, method=method,
-                                 headers={"Authorization": f"Bearer {token}",
-                                          "Content-Type": "application/json"})  # fmt: skip
+    req = urllib.request.Request(
+        url + path,
+        data=body,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return bool(200 <= resp.status < 300)

@@ -45,8 +45,13 @@ READS = ("get", "list-first", "list-deep")
 CREATES = ("create-cosmos", "create-dogecoin", "create-eos", "create-litecoin")
 # Sign scenarios: the account of PARITY_KEY in each family; "SEQ" becomes a number unique
 # to each request (bench/lua/sign.lua), so every request signs different bytes.
-SIGNS = ("sign-cosmos-transfer", "sign-cosmos-message", "sign-dogecoin-message",
-         "sign-eos-message", "sign-litecoin-message")  # fmt: skip
+SIGNS = (
+    "sign-cosmos-transfer",
+    "sign-cosmos-message",
+    "sign-dogecoin-message",
+    "sign-eos-message",
+    "sign-litecoin-message",
+)
 ALL = (*READS, "mixed", "import", *CREATES, *SIGNS)
 # scenario -> (lua script, request path; None: the family path)
 SCRIPTS = {
@@ -111,8 +116,9 @@ def of_rounds(results: list[Result]) -> Result:
     NORMAL, whose checkpoints fsync inside a request, gave 28-364 ms in four rounds of
     one run (its best round 28), chainkeys 36-47 (bench/README.md)."""
     best = max(results, key=lambda r: r.rps)
-    return dataclasses.replace(best, p50_ms=median(r.p50_ms for r in results),
-                               p99_ms=median(r.p99_ms for r in results))  # fmt: skip
+    return dataclasses.replace(
+        best, p50_ms=median(r.p50_ms for r in results), p99_ms=median(r.p99_ms for r in results)
+    )
 
 
 def size_label(n: int) -> str:
@@ -182,8 +188,11 @@ class Bench:
                 _run(["git", "-C", str(procs.REPO), "rev-parse", "--short", args.commit])
                 or args.commit
             )
-            archive = subprocess.run(["git", "-C", str(procs.REPO), "archive", "--format=tar", args.commit, "src"],
-                                     capture_output=True, check=True).stdout  # fmt: skip
+            archive = subprocess.run(
+                ["git", "-C", str(procs.REPO), "archive", "--format=tar", args.commit, "src"],
+                capture_output=True,
+                check=True,
+            ).stdout
             subprocess.run(["tar", "-x", "-C", str(snap)], input=archive, check=True)
             self.src = snap / "src"
 
@@ -282,12 +291,24 @@ class Bench:
             path += f"?cursor={ds.deep_cursor}"
         return {"BENCH_TOKEN": token, "BENCH_PATH": path, "BENCH_NAMES": str(names)}
 
-    def load(self, server: procs.Server, cfg: Config, scenario: str, seconds: float,
-             impl: str = "chainkeys") -> wrk.Load:  # fmt: skip
+    def load(
+        self,
+        server: procs.Server,
+        cfg: Config,
+        scenario: str,
+        seconds: float,
+        impl: str = "chainkeys",
+    ) -> wrk.Load:
         lua = wrk.script(SCRIPTS[scenario], self.work)
-        return wrk.run(self.wrk, server.url, lua, self.wrk_env(cfg, scenario, impl),
-                       seconds=seconds, connections=self.args.connections,
-                       threads=self.args.threads)  # fmt: skip
+        return wrk.run(
+            self.wrk,
+            server.url,
+            lua,
+            self.wrk_env(cfg, scenario, impl),
+            seconds=seconds,
+            connections=self.args.connections,
+            threads=self.args.threads,
+        )
 
     def start_ref(self, ref: refs.Ref, cfg: Config, stack: contextlib.ExitStack) -> procs.Server:
         """The ref on a store of its own, filled to the config's size through its API."""
@@ -299,16 +320,30 @@ class Bench:
             preload.pg_admin(self.args.pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
             preload.pg_admin(self.args.pg_url, f'CREATE DATABASE "{db}"')
             self.pg_dbs.append(db)
-            stack.callback(preload.pg_admin, self.args.pg_url,
-                           f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')  # fmt: skip
+            stack.callback(
+                preload.pg_admin, self.args.pg_url, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'
+            )
             url = env["CHAINKEYS_DATABASE_URL"] = preload.pg_url(self.args.pg_url, db)
         else:
             env["CHAINKEYS_SQLITE_SYNCHRONOUS"] = cfg.sync
         token = refs.token(ref, data_dir, url)
         log = self.out / "logs" / f"{cfg.key}-{ref.label}.log"
-        server = procs.start(f"{ref.label} {cfg.key}", ["-m", "chainkeys.cli", "serve",
-                             "--data-dir", str(data_dir), "--workers", str(cfg.workers)],
-                             env, log, cfg.workers, python=ref.python)  # fmt: skip
+        server = procs.start(
+            f"{ref.label} {cfg.key}",
+            [
+                "-m",
+                "chainkeys.cli",
+                "serve",
+                "--data-dir",
+                str(data_dir),
+                "--workers",
+                str(cfg.workers),
+            ],
+            env,
+            log,
+            cfg.workers,
+            python=ref.python,
+        )
         stack.callback(shutil.rmtree, data_dir, True)
         stack.callback(server.stop)
         names = self.work / f"names-{cfg.key}-{ref.label}.txt"
@@ -321,8 +356,10 @@ class Bench:
                 if not refs.supports(server.url, token, "POST", path, body):
                     unsupported.add(scenario)
         self.ref_data[ref.label] = (token, names, unsupported)
-        self.log(f"{ref.label} {cfg.key} up with {cfg.size} accounts; not run there: "
-                 f"{', '.join(sorted(unsupported & set(cfg.scenarios))) or 'nothing'}")  # fmt: skip
+        self.log(
+            f"{ref.label} {cfg.key} up with {cfg.size} accounts; not run there: "
+            f"{', '.join(sorted(unsupported & set(cfg.scenarios))) or 'nothing'}"
+        )
         return server
 
     def run_config(self, cfg: Config) -> None:
@@ -349,39 +386,55 @@ class Bench:
                     servers[ref.label] = self.start_ref(ref, cfg, stack)
             ds = self.dataset(cfg.backend, cfg.size)
             if "baseline" in servers:
-                self.parity[cfg.key] = parity(servers["chainkeys"].url, servers["baseline"].url,
-                                              ds, reads_only=cfg.backend == "postgresql")  # fmt: skip
+                self.parity[cfg.key] = parity(
+                    servers["chainkeys"].url,
+                    servers["baseline"].url,
+                    ds,
+                    reads_only=cfg.backend == "postgresql",
+                )
             if any(s in SIGNS for s in cfg.scenarios):
                 for impl, server in servers.items():
                     if impl not in self.ref_data:
                         import_signers(server.url, ds.token)
                 if "baseline" in servers and cfg.backend == "sqlite":
-                    self.parity[cfg.key].update(sign_parity(
-                        servers["chainkeys"].url, servers["baseline"].url, ds.token,
-                        self.sign_requests))  # fmt: skip
+                    self.parity[cfg.key].update(
+                        sign_parity(
+                            servers["chainkeys"].url,
+                            servers["baseline"].url,
+                            ds.token,
+                            self.sign_requests,
+                        )
+                    )
             for scenario in cfg.scenarios:
                 rounds: dict[str, list[Result]] = {}
                 for rnd in range(self.args.rounds):
                     for impl, server in servers.items():
                         if impl in self.ref_data and scenario in self.ref_data[impl][2]:
                             continue
-                        if (impl == "baseline" and cfg.backend == "postgresql"
-                                and scenario not in baseline_pg.READS):  # fmt: skip
+                        if (
+                            impl == "baseline"
+                            and cfg.backend == "postgresql"
+                            and scenario not in baseline_pg.READS
+                        ):
                             continue
                         if rnd == 0 and self.args.warmup > 0:
                             self.load(server, cfg, scenario, self.args.warmup, impl)
                         result = self.measure(server, cfg, impl, scenario)
                         if self.args.rounds > 2:  # the spread between rounds: the noise
-                            self.log(f"    round {rnd + 1} {impl:9} {scenario:15} "
-                                     f"{result.rps:9.0f} req/s  p99 {result.p99_ms:7.2f} ms")  # fmt: skip
+                            self.log(
+                                f"    round {rnd + 1} {impl:9} {scenario:15} "
+                                f"{result.rps:9.0f} req/s  p99 {result.p99_ms:7.2f} ms"
+                            )
                         rounds.setdefault(impl, []).append(result)
                 best = {impl: of_rounds(results) for impl, results in rounds.items()}
                 for impl, result in best.items():
                     self.results.append(result)
                     flag = f"  ERRORS {result.errors}" if sum(result.errors.values()) else ""
-                    self.log(f"  {impl:9} {scenario:15} {result.rps:9.0f} req/s  p50 {result.p50_ms:6.2f} ms"
-                             f"  p99 {result.p99_ms:7.2f} ms  rss {result.rss_peak_mb:6.1f} MB"
-                             f"  other cpu {result.other_cpu:4.2f}{flag}")  # fmt: skip
+                    self.log(
+                        f"  {impl:9} {scenario:15} {result.rps:9.0f} req/s  p50 {result.p50_ms:6.2f} ms"
+                        f"  p99 {result.p99_ms:7.2f} ms  rss {result.rss_peak_mb:6.1f} MB"
+                        f"  other cpu {result.other_cpu:4.2f}{flag}"
+                    )
                 if scenario in self.args.profile:
                     try:
                         self.profile(servers["chainkeys"], cfg, scenario)
@@ -402,12 +455,26 @@ class Bench:
             seconds *= 4
             self.log(f"  {impl} {scenario}: no request completed; again for {seconds:g} s")
         return Result(
-            cfg.key, impl, cfg.backend, cfg.size, cfg.workers, cfg.sync, scenario,
-            self.args.connections, round(got.rps, 1), got.p50_ms, got.p90_ms, got.p99_ms,
-            got.max_ms, got.requests, got.errors, round(rss.peak_kb / 1024, 1),
-            round(cpu.server_cores, 2), round(cpu.other_cores, 2),
+            cfg.key,
+            impl,
+            cfg.backend,
+            cfg.size,
+            cfg.workers,
+            cfg.sync,
+            scenario,
+            self.args.connections,
+            round(got.rps, 1),
+            got.p50_ms,
+            got.p90_ms,
+            got.p99_ms,
+            got.max_ms,
+            got.requests,
+            got.errors,
+            round(rss.peak_kb / 1024, 1),
+            round(cpu.server_cores, 2),
+            round(cpu.other_cores, 2),
             round(cpu.server_cores * 1e6 / got.rps, 1) if got.rps else 0.0,
-        )  # fmt: skip
+        )
 
     def profile(self, server: procs.Server, cfg: Config, scenario: str) -> None:
         """py-spy (sampling, non-blocking) over one more load of the scenario; top frames kept."""
@@ -420,10 +487,25 @@ class Bench:
         raw.parent.mkdir(parents=True, exist_ok=True)
         seconds = max(3, int(self.args.seconds))
         spy = subprocess.Popen(
-            [pyspy, "record", "--pid", str(server.popen.pid), "--subprocesses", "--nonblocking",
-             "--rate", "250", "--duration", str(seconds), "--format", "raw", "-o", str(raw)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            [
+                pyspy,
+                "record",
+                "--pid",
+                str(server.popen.pid),
+                "--subprocesses",
+                "--nonblocking",
+                "--rate",
+                "250",
+                "--duration",
+                str(seconds),
+                "--format",
+                "raw",
+                "-o",
+                str(raw),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         time.sleep(0.5)
         self.load(server, cfg, scenario, seconds)
         _, err = spy.communicate(timeout=seconds + 60)
@@ -464,10 +546,20 @@ def sign_requests(work: Path) -> dict[str, tuple[str, Path]]:
 
     pub = PublicKey.from_secret(bytes.fromhex(PARITY_KEY)).format(compressed=True)
     cosmos = lean.cosmos_address(pub)
-    transfer = {"fromAddress": cosmos, "toAddress": "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv",
-                "amount": "1000", "denom": "uatom", "chainId": "cosmoshub-4", "sequence": "SEQ",
-                "accountNumber": 1, "feeDenom": "uatom", "feeAmount": "500", "gasLimit": 200000,
-                "memo": "bench", "timeoutHeight": 0}  # fmt: skip
+    transfer = {
+        "fromAddress": cosmos,
+        "toAddress": "cosmos1q6hag67dl53wl99vzg42z8eyzfz2xlkvsrxukv",
+        "amount": "1000",
+        "denom": "uatom",
+        "chainId": "cosmoshub-4",
+        "sequence": "SEQ",
+        "accountNumber": 1,
+        "feeDenom": "uatom",
+        "feeAmount": "500",
+        "gasLimit": 200000,
+        "memo": "bench",
+        "timeoutHeight": 0,
+    }
     message = {"message": "bench SEQ"}
     requests = {
         "sign-cosmos-transfer": (f"/cosmos/{cosmos}/sign-transfer", transfer),
@@ -512,8 +604,12 @@ def _call(
     import urllib.error
     import urllib.request
 
-    req = urllib.request.Request(url + path, data=body, method=method, headers={
-        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})  # fmt: skip
+    req = urllib.request.Request(
+        url + path,
+        data=body,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, _timeless(json.loads(resp.read()))
@@ -539,11 +635,15 @@ def parity(ck: str, base: str, ds: Dataset, reads_only: bool = False) -> dict[st
         out[f"import-{family}"] = a == _call(base, "POST", f"/{family}", ds.token, body)
         inner = a[1].get("data", {}) if isinstance(a[1], dict) else {}
         name = (inner.get("data") or {}).get("address") or inner.get("address", "")
-        out[f"get-{family}"] = bool(name) and _call(ck, "GET", f"/{family}/{name}", ds.token) == _call(
-            base, "GET", f"/{family}/{name}", ds.token)  # fmt: skip
+        out[f"get-{family}"] = bool(name) and _call(
+            ck, "GET", f"/{family}/{name}", ds.token
+        ) == _call(base, "GET", f"/{family}/{name}", ds.token)
     name = ds.names_file.read_text().split()[0]
-    for label, path in (("get-preloaded", f"/cosmos/{name}"), ("list-first", "/cosmos"),
-                        ("list-deep", f"/cosmos?cursor={ds.deep_cursor}")):  # fmt: skip
+    for label, path in (
+        ("get-preloaded", f"/cosmos/{name}"),
+        ("list-first", "/cosmos"),
+        ("list-deep", f"/cosmos?cursor={ds.deep_cursor}"),
+    ):
         out[label] = _call(ck, "GET", path, ds.token) == _call(base, "GET", path, ds.token)
     return out
 
@@ -640,8 +740,15 @@ class Target:
     detail: str = ""
 
 
-def _find(results: list[Result], impl: str, backend: str, size: int, workers: int, scenario: str,
-          sync: str | None = None) -> Result | None:  # fmt: skip
+def _find(
+    results: list[Result],
+    impl: str,
+    backend: str,
+    size: int,
+    workers: int,
+    scenario: str,
+    sync: str | None = None,
+) -> Result | None:
     for r in results:
         if (r.impl, r.backend, r.size, r.workers, r.scenario) == (
             impl,
@@ -663,34 +770,69 @@ def check_targets(results: list[Result], small: int, large: int, connections: in
             for r in ck
             if r.backend == "sqlite" and r.workers == 1 and r.sync == sync and r.size == small
         ]
-        for label, prefix, limit in (("create", "create-", CREATE_TARGET),
-                                     ("sign", "sign-", SIGN_TARGET)):  # fmt: skip
+        for label, prefix, limit in (
+            ("create", "create-", CREATE_TARGET),
+            ("sign", "sign-", SIGN_TARGET),
+        ):
             rows = [r for r in sq if r.scenario.startswith(prefix) and r.ratio]
             if rows:
                 worst = min(rows, key=lambda r: r.ratio["rps"])
                 cpu = min(r.ratio["cpu_per_request"] for r in rows)
-                out.append(Target(f"{label} >= {limit} x baseline (worst kind; SQLite {sync})",
-                                  worst.ratio["rps"], f">= {limit}", worst.ratio["rps"] >= limit,
-                                  f"{worst.scenario}; CPU per request ratio (worst) {cpu:.2f}"))  # fmt: skip
+                out.append(
+                    Target(
+                        f"{label} >= {limit} x baseline (worst kind; SQLite {sync})",
+                        worst.ratio["rps"],
+                        f">= {limit}",
+                        worst.ratio["rps"] >= limit,
+                        f"{worst.scenario}; CPU per request ratio (worst) {cpu:.2f}",
+                    )
+                )
         get = next((r for r in sq if r.scenario == "get" and r.ratio), None)
         if get:
-            out.append(Target(f"get >= {GET_TARGET} x baseline get (SQLite {sync})", get.ratio["rps"],
-                              f">= {GET_TARGET}", get.ratio["rps"] >= GET_TARGET,
-                              f"CPU per request ratio {get.ratio['cpu_per_request']:.2f}"))  # fmt: skip
+            out.append(
+                Target(
+                    f"get >= {GET_TARGET} x baseline get (SQLite {sync})",
+                    get.ratio["rps"],
+                    f">= {GET_TARGET}",
+                    get.ratio["rps"] >= GET_TARGET,
+                    f"CPU per request ratio {get.ratio['cpu_per_request']:.2f}",
+                )
+            )
         compared = [r for r in sq if r.ratio and r.ratio.get("p99")]
         if compared:
             worst_p99 = max(compared, key=lambda r: r.ratio["p99"])
-            out.append(Target(f"p99 <= {P99_TARGET} x the baseline's (worst scenario; SQLite {sync})",
-                              worst_p99.ratio["p99"], f"<= {P99_TARGET}",
-                              worst_p99.ratio["p99"] <= P99_TARGET,
-                              f"{worst_p99.scenario}: {worst_p99.p99_ms:.1f} vs "
-                              f"{worst_p99.ratio['baseline_p99_ms']:.1f} ms"))  # fmt: skip
-    pg_get = next((r for r in ck if r.backend == "postgresql" and r.workers == 1
-                   and r.size == small and r.scenario == "get" and r.ratio), None)  # fmt: skip
+            out.append(
+                Target(
+                    f"p99 <= {P99_TARGET} x the baseline's (worst scenario; SQLite {sync})",
+                    worst_p99.ratio["p99"],
+                    f"<= {P99_TARGET}",
+                    worst_p99.ratio["p99"] <= P99_TARGET,
+                    f"{worst_p99.scenario}: {worst_p99.p99_ms:.1f} vs "
+                    f"{worst_p99.ratio['baseline_p99_ms']:.1f} ms",
+                )
+            )
+    pg_get = next(
+        (
+            r
+            for r in ck
+            if r.backend == "postgresql"
+            and r.workers == 1
+            and r.size == small
+            and r.scenario == "get"
+            and r.ratio
+        ),
+        None,
+    )
     if pg_get:
-        out.append(Target(f"PostgreSQL get >= {GET_TARGET} x the asyncpg baseline's",
-                          pg_get.ratio["rps"], f">= {GET_TARGET}", pg_get.ratio["rps"] >= GET_TARGET,
-                          f"CPU per request ratio {pg_get.ratio['cpu_per_request']:.2f}"))  # fmt: skip
+        out.append(
+            Target(
+                f"PostgreSQL get >= {GET_TARGET} x the asyncpg baseline's",
+                pg_get.ratio["rps"],
+                f">= {GET_TARGET}",
+                pg_get.ratio["rps"] >= GET_TARGET,
+                f"CPU per request ratio {pg_get.ratio['cpu_per_request']:.2f}",
+            )
+        )
     for scenario in ("get", "list-first"):
         a = _find(results, "chainkeys", "sqlite", small, 1, scenario, "FULL")
         b = _find(results, "chainkeys", "sqlite", large, 1, scenario, "FULL")
@@ -703,27 +845,61 @@ def check_targets(results: list[Result], small: int, large: int, connections: in
             bb = _find(results, "baseline", "sqlite", large, 1, scenario, "FULL")
             if ba and bb and bb.rps:
                 detail += f"; the baseline's own: {ba.rps / bb.rps:.2f}x"
-            out.append(Target(f"{scenario}: {size_label(large)} tenant within 1.3x of {size_label(small)} (req/s)",
-                              round(slow, 3), "<= 1.3", slow <= 1.3, detail))  # fmt: skip
-    small_rss = {r.scenario: r.rss_peak_mb for r in ck if r.backend == "sqlite" and r.size == small
-                 and r.workers == 1 and r.sync == "FULL"}  # fmt: skip
-    large_rss = {r.scenario: r.rss_peak_mb for r in ck if r.backend == "sqlite" and r.size == large
-                 and r.workers == 1 and r.sync == "FULL"}  # fmt: skip
+            out.append(
+                Target(
+                    f"{scenario}: {size_label(large)} tenant within 1.3x of {size_label(small)} (req/s)",
+                    round(slow, 3),
+                    "<= 1.3",
+                    slow <= 1.3,
+                    detail,
+                )
+            )
+    small_rss = {
+        r.scenario: r.rss_peak_mb
+        for r in ck
+        if r.backend == "sqlite" and r.size == small and r.workers == 1 and r.sync == "FULL"
+    }
+    large_rss = {
+        r.scenario: r.rss_peak_mb
+        for r in ck
+        if r.backend == "sqlite" and r.size == large and r.workers == 1 and r.sync == "FULL"
+    }
     common = set(small_rss) & set(large_rss)
     if common:
         a_rss, b_rss = max(small_rss[s] for s in common), max(large_rss[s] for s in common)
         ratio = b_rss / a_rss
-        out.append(Target(f"server RSS at {size_label(large)} within 1.2x of {size_label(small)}",
-                          round(ratio, 3), "<= 1.2", ratio <= 1.2, f"{b_rss:.0f} vs {a_rss:.0f} MB"))  # fmt: skip
+        out.append(
+            Target(
+                f"server RSS at {size_label(large)} within 1.2x of {size_label(small)}",
+                round(ratio, 3),
+                "<= 1.2",
+                ratio <= 1.2,
+                f"{b_rss:.0f} vs {a_rss:.0f} MB",
+            )
+        )
     one = _find(results, "chainkeys", "postgresql", small, 1, "create-cosmos")
     two = _find(results, "chainkeys", "postgresql", small, 2, "create-cosmos")
     if one and two and one.rps:
         ratio = two.rps / one.rps
-        out.append(Target("PostgreSQL creates: 2 workers >= 1.6 x 1 worker", round(ratio, 3), ">= 1.6",
-                          ratio >= 1.6, f"{two.rps:.0f} vs {one.rps:.0f} req/s"))  # fmt: skip
+        out.append(
+            Target(
+                "PostgreSQL creates: 2 workers >= 1.6 x 1 worker",
+                round(ratio, 3),
+                ">= 1.6",
+                ratio >= 1.6,
+                f"{two.rps:.0f} vs {one.rps:.0f} req/s",
+            )
+        )
     else:
-        out.append(Target("PostgreSQL creates: 2 workers >= 1.6 x 1 worker", None, ">= 1.6", None,
-                          "not run (PostgreSQL unreachable or skipped)"))  # fmt: skip
+        out.append(
+            Target(
+                "PostgreSQL creates: 2 workers >= 1.6 x 1 worker",
+                None,
+                ">= 1.6",
+                None,
+                "not run (PostgreSQL unreachable or skipped)",
+            )
+        )
     return out
 
 
@@ -737,21 +913,31 @@ def table(results: list[Result]) -> str:
         if r.impl != "chainkeys":
             continue
         q = r.ratio
-        base = (f"{q['baseline_rps']:.0f} | {q['baseline_p50_ms']:.2f} | {q['baseline_p99_ms']:.2f} | "
+        base = (
+            (
+                f"{q['baseline_rps']:.0f} | {q['baseline_p50_ms']:.2f} | {q['baseline_p99_ms']:.2f} | "
                 f"{q['baseline_rss_mb']:.0f} | {q['baseline_cpu_us']:.0f} | **{q['rps']:.2f}** | "
-                f"{q['cpu_per_request']:.2f}") if q else "- | - | - | - | - | - | -"  # fmt: skip
+                f"{q['cpu_per_request']:.2f}"
+            )
+            if q
+            else "- | - | - | - | - | - | -"
+        )
         errors = sum(r.errors.values())
-        lines.append(f"| {r.config} | {r.scenario} | {r.rps:.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
-                     f"{r.rss_peak_mb:.0f} | {r.cpu_us:.0f} | {base} | {r.other_cpu:.2f} | {errors or ''} |")  # fmt: skip
+        lines.append(
+            f"| {r.config} | {r.scenario} | {r.rps:.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
+            f"{r.rss_peak_mb:.0f} | {r.cpu_us:.0f} | {base} | {r.other_cpu:.2f} | {errors or ''} |"
+        )
     return "\n".join(lines)
 
 
 def against_table(results: list[Result]) -> str:
     """Each ref (--against) beside the current tree, both as ratios to the same baseline."""
     by = {(r.impl, r.config, r.scenario): r for r in results}
-    lines = ["| config | scenario | ref | ref req/s | current req/s | current / ref "
-             "| ref / baseline | current / baseline | ref p99 ms | current p99 ms |",
-             "|" + "---|" * 10]  # fmt: skip
+    lines = [
+        "| config | scenario | ref | ref req/s | current req/s | current / ref "
+        "| ref / baseline | current / baseline | ref p99 ms | current p99 ms |",
+        "|" + "---|" * 10,
+    ]
     for r in results:
         if not r.impl.startswith("ref-"):
             continue
@@ -762,9 +948,11 @@ def against_table(results: list[Result]) -> str:
             continue
         vs_base = f"{r.rps / base.rps:.2f}" if base and base.rps else "-"
         now_base = f"**{now.rps / base.rps:.2f}**" if base and base.rps else "-"
-        lines.append(f"| {r.config} | {r.scenario} | {r.impl.removeprefix('ref-')} | {r.rps:.0f} "
-                     f"| {now.rps:.0f} | **{now.rps / r.rps:.2f}** | {vs_base} | {now_base} "
-                     f"| {r.p99_ms:.1f} | {now.p99_ms:.1f} |")  # fmt: skip
+        lines.append(
+            f"| {r.config} | {r.scenario} | {r.impl.removeprefix('ref-')} | {r.rps:.0f} "
+            f"| {now.rps:.0f} | **{now.rps / r.rps:.2f}** | {vs_base} | {now_base} "
+            f"| {r.p99_ms:.1f} | {now.p99_ms:.1f} |"
+        )
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
@@ -787,12 +975,35 @@ def _run(cmd: list[str]) -> str:
 
 
 def environment(args: argparse.Namespace, wrk_path: str) -> dict[str, Any]:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())  # fmt: skip
-    mem = next((ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
-                if ln.startswith("MemTotal")), "0")  # fmt: skip
-    packages = ["chainkeys", "uvicorn", "uvloop", "httptools", "orjson", "msgspec",
-                "coincurve", "cryptography", "sqlalchemy", "asyncpg", "bip-utils"]  # fmt: skip
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem = next(
+        (
+            ln.split()[1]
+            for ln in Path("/proc/meminfo").read_text().splitlines()
+            if ln.startswith("MemTotal")
+        ),
+        "0",
+    )
+    packages = [
+        "chainkeys",
+        "uvicorn",
+        "uvloop",
+        "httptools",
+        "orjson",
+        "msgspec",
+        "coincurve",
+        "cryptography",
+        "sqlalchemy",
+        "asyncpg",
+        "bip-utils",
+    ]
     versions = {}
     for p in packages:
         with contextlib.suppress(metadata.PackageNotFoundError):
@@ -806,18 +1017,42 @@ def environment(args: argparse.Namespace, wrk_path: str) -> dict[str, Any]:
     wrk_banner = _run([wrk_path, "--version"]).splitlines()
     return {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(int(mem) / 1024 / 1024, 1),
-                    "kernel": platform.release(), "os": _run(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"])},
-        "versions": {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-                     "postgresql": pg_version, "wrk": wrk_banner[0].split(" [")[0].removeprefix("wrk ") if wrk_banner else "",
-                     **versions},
-        "git_commit": _run(["git", "-C", str(procs.REPO), "rev-parse", "--short", args.commit or "HEAD"])
-        + ("" if args.commit or not _run(["git", "-C", str(procs.REPO), "status", "--porcelain", "--", "src"])
-           else " + uncommitted changes in src/"),
-        "settings": {"quick": args.quick, "seconds": args.seconds, "warmup": args.warmup, "rounds": args.rounds, "quiet_wait": args.quiet_wait,
-                     "connections": args.connections, "wrk_threads": args.threads,
-                     "small": args.small, "large": args.large, "log_level": args.log_level},
-    }  # fmt: skip
+        "machine": {
+            "cpu": cpu,
+            "cores": os.cpu_count(),
+            "memory_gb": round(int(mem) / 1024 / 1024, 1),
+            "kernel": platform.release(),
+            "os": _run(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
+        },
+        "versions": {
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "postgresql": pg_version,
+            "wrk": wrk_banner[0].split(" [")[0].removeprefix("wrk ") if wrk_banner else "",
+            **versions,
+        },
+        "git_commit": _run(
+            ["git", "-C", str(procs.REPO), "rev-parse", "--short", args.commit or "HEAD"]
+        )
+        + (
+            ""
+            if args.commit
+            or not _run(["git", "-C", str(procs.REPO), "status", "--porcelain", "--", "src"])
+            else " + uncommitted changes in src/"
+        ),
+        "settings": {
+            "quick": args.quick,
+            "seconds": args.seconds,
+            "warmup": args.warmup,
+            "rounds": args.rounds,
+            "quiet_wait": args.quiet_wait,
+            "connections": args.connections,
+            "wrk_threads": args.threads,
+            "small": args.small,
+            "large": args.large,
+            "log_level": args.log_level,
+        },
+    }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -891,7 +1126,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
-    args = p.parse_args(argv)  # fmt: skip
+    args = p.parse_args(argv)
     q = args.quick
     args.seconds = args.seconds or (1 if q else 8)
     args.rounds = args.rounds or (1 if q else 2)
@@ -945,8 +1180,10 @@ def main(argv: list[str] | None = None) -> int:
     if only:
         configs = [c for c in configs if c.key in only]
     if keep:
-        configs = [Config(c.backend, c.size, c.workers, c.sync, tuple(s for s in c.scenarios if s in keep))
-                   for c in configs]  # fmt: skip
+        configs = [
+            Config(c.backend, c.size, c.workers, c.sync, tuple(s for s in c.scenarios if s in keep))
+            for c in configs
+        ]
         configs = [c for c in configs if c.scenarios]
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="chainkeys-bench-", dir=os.environ.get("BENCH_TMPDIR")))

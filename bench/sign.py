@@ -45,10 +45,20 @@ ONE = ("--workers", "1")
 
 
 def transfer(sender: str) -> dict[str, Any]:
-    return {"fromAddress": sender, "toAddress": TO, "amount": "1000", "denom": "uatom",
-            "chainId": "cosmoshub-4", "sequence": "SEQ", "accountNumber": 1,
-            "feeDenom": "uatom", "feeAmount": "500", "gasLimit": 200000, "memo": "bench",
-            "timeoutHeight": 0}  # fmt: skip
+    return {
+        "fromAddress": sender,
+        "toAddress": TO,
+        "amount": "1000",
+        "denom": "uatom",
+        "chainId": "cosmoshub-4",
+        "sequence": "SEQ",
+        "accountNumber": 1,
+        "feeDenom": "uatom",
+        "feeAmount": "500",
+        "gasLimit": 200000,
+        "memo": "bench",
+        "timeoutHeight": 0,
+    }
 
 
 def policy(recipients: int) -> dict[str, Any]:
@@ -58,17 +68,31 @@ def policy(recipients: int) -> dict[str, Any]:
         encoding.bech32_encode("cosmos", i.to_bytes(20, "big")) for i in range(1, recipients)
     ]
     big = str(10**30)
-    return {"rules": [
-        {"family": "cosmos", "network": "cosmoshub", "recipients": allowed,
-         "max_per_tx": {"uatom": big}, "max_per_day": {"uatom": big}},
-        {"family": "eos", "raw_messages": True}, {"family": "dogecoin", "raw_messages": True},
-        {"family": "litecoin", "raw_messages": True},
-    ]}  # fmt: skip
+    return {
+        "rules": [
+            {
+                "family": "cosmos",
+                "network": "cosmoshub",
+                "recipients": allowed,
+                "max_per_tx": {"uatom": big},
+                "max_per_day": {"uatom": big},
+            },
+            {"family": "eos", "raw_messages": True},
+            {"family": "dogecoin", "raw_messages": True},
+            {"family": "litecoin", "raw_messages": True},
+        ]
+    }
 
 
 def cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "chainkeys.cli", *args], env={**os.environ, **env},
-                          capture_output=True, text=True, check=True, cwd=procs.REPO)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "chainkeys.cli", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=procs.REPO,
+    )
     return done.stdout
 
 
@@ -80,20 +104,39 @@ def softhsm_env(tmp: Path) -> dict[str, str]:
     (tmp / "tokens").mkdir()
     conf = tmp / "softhsm2.conf"
     conf.write_text(f"directories.tokendir = {tmp / 'tokens'}\n")
-    env = {"SOFTHSM2_CONF": str(conf), "CHAINKEYS_MASTER_KEY_PROVIDER": "pkcs11",
-           "CHAINKEYS_PKCS11_MODULE": module, "CHAINKEYS_PKCS11_TOKEN_LABEL": "bench",
-           "CHAINKEYS_PKCS11_PIN": "246810"}  # fmt: skip
-    subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", "bench", "--pin",
-                    "246810", "--so-pin", "13579135"], env={**os.environ, **env},
-                   check=True, capture_output=True)  # fmt: skip
+    env = {
+        "SOFTHSM2_CONF": str(conf),
+        "CHAINKEYS_MASTER_KEY_PROVIDER": "pkcs11",
+        "CHAINKEYS_PKCS11_MODULE": module,
+        "CHAINKEYS_PKCS11_TOKEN_LABEL": "bench",
+        "CHAINKEYS_PKCS11_PIN": "246810",
+    }
+    subprocess.run(
+        [
+            "softhsm2-util",
+            "--init-token",
+            "--free",
+            "--label",
+            "bench",
+            "--pin",
+            "246810",
+            "--so-pin",
+            "13579135",
+        ],
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+    )
     return env
 
 
 def post(url: str, token: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
     req = urllib.request.Request(
-        url + path, data=json.dumps(body).encode(), method="POST",
+        url + path,
+        data=json.dumps(body).encode(),
+        method="POST",
         headers={"Authorization": token, "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         out: dict[str, Any] = json.loads(resp.read())
     return out
@@ -105,14 +148,28 @@ def conditions(with_when: bool) -> dict[str, Any]:
     conditions, the same rules, the nine that would not apply moved to other networks (so
     the same rule decides, with the same caps, and nothing is evaluated)."""
     big = str(10**30)
-    nets = ["cosmoshub-testnet", "osmosis", "osmosis-testnet", "juno", "akash", "stargaze",
-            "celestia", "osmosis", "juno"]  # fmt: skip
+    nets = [
+        "cosmoshub-testnet",
+        "osmosis",
+        "osmosis-testnet",
+        "juno",
+        "akash",
+        "stargaze",
+        "celestia",
+        "osmosis",
+        "juno",
+    ]
     falses = [
-        "tx.ibc.exists(p, p.channel != 'channel-141')", "token.label == 'nobody'",
-        "'uosmo' in tx.total && tx.total['uosmo'] > 0", "now.getDayOfWeek('UTC') == 9",
-        "has(tx.message)", "tx.kind == 'psbt'", "account.index > 1000000",
-        "size(tx.outputs) > 50", "'uatom' in tx.total && tx.total['uatom'] > 1000000000",
-    ]  # fmt: skip
+        "tx.ibc.exists(p, p.channel != 'channel-141')",
+        "token.label == 'nobody'",
+        "'uosmo' in tx.total && tx.total['uosmo'] > 0",
+        "now.getDayOfWeek('UTC') == 9",
+        "has(tx.message)",
+        "tx.kind == 'psbt'",
+        "account.index > 1000000",
+        "size(tx.outputs) > 50",
+        "'uatom' in tx.total && tx.total['uatom'] > 1000000000",
+    ]
     rules: list[dict[str, Any]] = []
     for i, when in enumerate(falses):
         rule: dict[str, Any] = {"family": "cosmos", "effect": "deny" if i < 5 else "allow"}
@@ -120,8 +177,12 @@ def conditions(with_when: bool) -> dict[str, Any]:
         if rule["effect"] == "allow":
             rule["max_per_tx"] = {"uatom": big}
         rules.append(rule)
-    deciding: dict[str, Any] = {"family": "cosmos", "network": "cosmoshub",
-                                "max_per_tx": {"uatom": big}, "max_per_day": {"uatom": big}}  # fmt: skip
+    deciding: dict[str, Any] = {
+        "family": "cosmos",
+        "network": "cosmoshub",
+        "max_per_tx": {"uatom": big},
+        "max_per_day": {"uatom": big},
+    }
     if with_when:
         deciding["when"] = "tx.kind == 'transfer' && 'uatom' in tx.total && tx.total['uatom'] > 0"
     return {"rules": [r for r in rules if with_when or r["effect"] == "allow"] + [deciding]}
@@ -129,14 +190,21 @@ def conditions(with_when: bool) -> dict[str, Any]:
 
 def accounts(url: str, token: str) -> dict[str, tuple[str, dict[str, Any]]]:
     """Import the key on every family; scenario -> (path, body template)."""
-    made = {f: post(url, token, f"/{f}", {"private_key": KEY} | ({"name": "benchsigner1"}
-                                                                 if f == "eos" else {}))
-            for f in ("cosmos", "dogecoin", "eos", "litecoin")}  # fmt: skip
+    made = {
+        f: post(
+            url,
+            token,
+            f"/{f}",
+            {"private_key": KEY} | ({"name": "benchsigner1"} if f == "eos" else {}),
+        )
+        for f in ("cosmos", "dogecoin", "eos", "litecoin")
+    }
     cosmos = made["cosmos"]["data"]["data"]["address"]
     message = {"message": "bench SEQ"}
     wallet = post(url, token, "/wallets", {"mnemonic": PHRASE})["data"]["id"]
-    [derived] = post(url, token, f"/wallets/{wallet}/accounts", {"family": "dogecoin"})[
-        "data"]["accounts"]  # fmt: skip
+    [derived] = post(url, token, f"/wallets/{wallet}/accounts", {"family": "dogecoin"})["data"][
+        "accounts"
+    ]
     return {
         "derived-message": (f"/dogecoin/{derived['address']}/sign-message", message),
         "derive-next": (f"/wallets/{wallet}/accounts", {"family": "litecoin"}),
@@ -146,14 +214,23 @@ def accounts(url: str, token: str) -> dict[str, tuple[str, dict[str, Any]]]:
     }
 
 
-def load(wrk_bin: str, url: str, token: str, path: str, body: dict[str, Any], tmp: Path,
-         seconds: float, connections: int) -> float:  # fmt: skip
+def load(
+    wrk_bin: str,
+    url: str,
+    token: str,
+    path: str,
+    body: dict[str, Any],
+    tmp: Path,
+    seconds: float,
+    connections: int,
+) -> float:
     template = tmp / f"body-{abs(hash(path))}.json"
     # The sequence is a JSON number in the transfer: "SEQ" (quoted) becomes SEQ.
     template.write_text(json.dumps(body).replace('"SEQ"', "SEQ"))
     env = {"BENCH_TOKEN": token, "BENCH_PATH": path, "BENCH_BODY": str(template)}
-    result = wrk.run(wrk_bin, url, wrk.script("sign", tmp), env, seconds=seconds,
-                     connections=connections)  # fmt: skip
+    result = wrk.run(
+        wrk_bin, url, wrk.script("sign", tmp), env, seconds=seconds, connections=connections
+    )
     if result.error_count:
         raise RuntimeError(f"{path}: {result.errors} errors (non-2xx or socket)")
     return result.rps
@@ -167,15 +244,23 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     parser.add_argument("--hsm", action="store_true", help="also compare the pkcs11 provider")
-    parser.add_argument("--only", default="", help="measure only these runs (comma-separated "
-                        "prefixes, e.g. cosmos-transfer/conditions,cosmos-transfer/unc)")  # fmt: skip
+    parser.add_argument(
+        "--only",
+        default="",
+        help="measure only these runs (comma-separated "
+        "prefixes, e.g. cosmos-transfer/conditions,cosmos-transfer/unc)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.rounds = 1, 1
     wrk_bin = wrk.ensure_wrk()
     tmp = Path(tempfile.mkdtemp(prefix="chainkeys-sign-bench-"))
-    env = {"CHAINKEYS_DATA_DIR": str(tmp / "data"), "CHAINKEYS_SQLITE_SYNCHRONOUS": "NORMAL",
-           "CHAINKEYS_ACCESS_LOG": "false", "CHAINKEYS_LOG_LEVEL": "WARNING"}  # fmt: skip
+    env = {
+        "CHAINKEYS_DATA_DIR": str(tmp / "data"),
+        "CHAINKEYS_SQLITE_SYNCHRONOUS": "NORMAL",
+        "CHAINKEYS_ACCESS_LOG": "false",
+        "CHAINKEYS_LOG_LEVEL": "WARNING",
+    }
     server = procs.start(
         "chainkeys", ["-m", "chainkeys.cli", "serve", *ONE], env, tmp / "chainkeys.log", 1
     )
@@ -183,8 +268,9 @@ def main() -> None:
     if args.hsm:
         hsm_env = {**env, **softhsm_env(tmp), "CHAINKEYS_DATA_DIR": str(tmp / "hsm-data")}
         cli(hsm_env, "hsm", "init")
-        hsm_server = procs.start("chainkeys-hsm", ["-m", "chainkeys.cli", "serve", *ONE], hsm_env,
-                                 tmp / "hsm.log", 1)  # fmt: skip
+        hsm_server = procs.start(
+            "chainkeys-hsm", ["-m", "chainkeys.cli", "serve", *ONE], hsm_env, tmp / "hsm.log", 1
+        )
     try:
         plain = (tmp / "data" / "first-token").read_text().strip()  # stdout is no terminal
         made = cli(env, "token", "create", "--tenant", "bench-policy")
@@ -242,16 +328,32 @@ def main() -> None:
 
 # (row, measured run, the run it is compared with, target ratio or None: shown only)
 COMPARISONS = (
-    ("sign derived vs stored key", "derived-message/chainkeys", "dogecoin-message/chainkeys",
-     TARGET_DERIVED),
+    (
+        "sign derived vs stored key",
+        "derived-message/chainkeys",
+        "dogecoin-message/chainkeys",
+        TARGET_DERIVED,
+    ),
     ("derive next index vs create", "derive-next/chainkeys", "create-litecoin/chainkeys", None),
-    ("cosmos-transfer policy vs none", "cosmos-transfer/policy", "cosmos-transfer/no-policy",
-     TARGET_POLICY),
-    ("10 rules with conditions vs without", "cosmos-transfer/conditions",
-     "cosmos-transfer/unconditional", TARGET_CONDITIONS),
-    ("cosmos-transfer HSM key vs file", "cosmos-transfer/hsm", "cosmos-transfer/file-key",
-     TARGET_HSM),
-)  # fmt: skip
+    (
+        "cosmos-transfer policy vs none",
+        "cosmos-transfer/policy",
+        "cosmos-transfer/no-policy",
+        TARGET_POLICY,
+    ),
+    (
+        "10 rules with conditions vs without",
+        "cosmos-transfer/conditions",
+        "cosmos-transfer/unconditional",
+        TARGET_CONDITIONS,
+    ),
+    (
+        "cosmos-transfer HSM key vs file",
+        "cosmos-transfer/hsm",
+        "cosmos-transfer/file-key",
+        TARGET_HSM,
+    ),
+)
 
 
 def report(runs: dict[str, list[float]], cpu: dict[str, list[float]], out: Path) -> None:
@@ -261,8 +363,11 @@ def report(runs: dict[str, list[float]], cpu: dict[str, list[float]], out: Path)
     machines' load slows wrk and the server alike but takes no CPU time from the server."""
     median = {k: statistics.median(v) for k, v in runs.items()}
     per = {k: statistics.median(v) for k, v in cpu.items()}
-    rows = [(name, median[a], median[b], median[a] / median[b], target, per[b] / per[a])
-            for name, a, b, target in COMPARISONS if a in median and b in median]  # fmt: skip
+    rows = [
+        (name, median[a], median[b], median[a] / median[b], target, per[b] / per[a])
+        for name, a, b, target in COMPARISONS
+        if a in median and b in median
+    ]
     print(f"{'scenario':36} {'req/s':>9} {'vs req/s':>9} {'ratio':>6} {'cpu':>5} target")
     for name, a, b, ratio, target, by_cpu in rows:
         verdict = (

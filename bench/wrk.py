@@ -64,8 +64,17 @@ def run(
     threads: int = 1,
 ) -> Load:
     """One wrk run; raises if wrk fails or prints no summary."""
-    cmd = [wrk, f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s",
-           "--timeout", "10s", "-s", str(lua), url]  # fmt: skip
+    cmd = [
+        wrk,
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "10s",
+        "-s",
+        str(lua),
+        url,
+    ]
     done = subprocess.run(
         cmd,
         env={**os.environ, **env},

@@ -151,8 +151,9 @@ async def _run_databases() -> list[str]:
 
     conn = await asyncpg.connect(PG_ADMIN_URL.replace("+asyncpg", ""), timeout=3)
     try:
-        rows = await conn.fetch("SELECT datname FROM pg_database WHERE starts_with(datname, $1)",
-                                PG_PREFIX)  # fmt: skip
+        rows = await conn.fetch(
+            "SELECT datname FROM pg_database WHERE starts_with(datname, $1)", PG_PREFIX
+        )
     finally:
         await conn.close()
     return sorted(str(r["datname"]) for r in rows)

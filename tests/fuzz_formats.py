@@ -46,8 +46,10 @@ def private_keys(family: str) -> st.SearchStrategy[str]:
     if family == "eos":
         eos = FAMILIES["eos"]
         net = eos.network(None)
-        forms += [lambda s: eos.export_private_key(key_from_secret(s), net),
-                  lambda s: eos.export_other_forms(key_from_secret(s))["private_key_k1"]]  # fmt: skip
+        forms += [
+            lambda s: eos.export_private_key(key_from_secret(s), net),
+            lambda s: eos.export_other_forms(key_from_secret(s))["private_key_k1"],
+        ]
     return st.tuples(secrets, st.sampled_from(forms)).map(lambda p: p[1](p[0]))
 
 

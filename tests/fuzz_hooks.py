@@ -31,6 +31,8 @@ def beyond_schema_codes(ctx: Any, response: Any, case: Any) -> bool | None:
     except (ValueError, AttributeError):
         code = None
     if code not in EVERYWHERE and (rule is None or code not in rule.codes):
-        raise AssertionError(f"schema-valid request refused with {code!r}, which no rule beyond "
-                             f"the schema of {case.operation.label} allows")  # fmt: skip
+        raise AssertionError(
+            f"schema-valid request refused with {code!r}, which no rule beyond "
+            f"the schema of {case.operation.label} allows"
+        )
     return None

@@ -38,8 +38,10 @@ from tests.conftest import ROOT, Server, own_server
 from tests.fuzz_rules import rule_for
 
 RUN_EXAMPLES = 5  # per operation and phase in `st run`
-CHECKS = ("not_a_server_error,positive_data_acceptance,status_code_conformance,"
-          "content_type_conformance,response_schema_conformance")  # fmt: skip
+CHECKS = (
+    "not_a_server_error,positive_data_acceptance,status_code_conformance,"
+    "content_type_conformance,response_schema_conformance"
+)
 
 
 def beyond_schema(operation: str) -> bool:
@@ -75,21 +77,40 @@ def every_phase(export_server: Server, tmp_path: Path, caplog: pytest.LogCapture
     failures, or if the server logged an error meanwhile (a refusal whose audit row
     could not be written answers its 400 all the same: only the log tells)."""
     assert export_server.services is not None
-    _, token = export_server.call(export_server.services.tokens.create(
-        f"fuzz-{uuid.uuid4().hex[:8]}", "fuzzer", frozenset(SCOPES), group="ops"))  # fmt: skip
+    _, token = export_server.call(
+        export_server.services.tokens.create(
+            f"fuzz-{uuid.uuid4().hex[:8]}", "fuzzer", frozenset(SCOPES), group="ops"
+        )
+    )
     config = tmp_path / "schemathesis.toml"
     config.write_text(run_config())
     seed = secrets.randbelow(2**31)
     caplog.set_level(logging.WARNING, logger="chainkeys")
     st = Path(sys.executable).parent / "st"
     done = subprocess.run(
-        [str(st), "--config-file", str(config), "run", f"{export_server.base_url}/openapi.json",
-         "-H", f"Authorization: {token}", "--phases", "examples,coverage,fuzzing,stateful",
-         "-n", str(RUN_EXAMPLES), "--seed", str(seed), "--no-color"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
-        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.fuzz_hooks",
-             "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+        [
+            str(st),
+            "--config-file",
+            str(config),
+            "run",
+            f"{export_server.base_url}/openapi.json",
+            "-H",
+            f"Authorization: {token}",
+            "--phases",
+            "examples,coverage,fuzzing,stateful",
+            "-n",
+            str(RUN_EXAMPLES),
+            "--seed",
+            str(seed),
+            "--no-color",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.fuzz_hooks", "PYTHONPATH": str(ROOT)},
+    )
     report = done.stdout.replace(token, "[token]")
     failures = report[report.find("FAILURES") : report.find("WARNINGS")][:8000]
     assert done.returncode == 0, f"seed {seed}:\n{failures}\n{done.stderr[-2000:]}"

@@ -169,16 +169,29 @@ class AutoFailover:
 
     def _run(self, *args: str) -> str:
         done = subprocess.run(
-            [*self.as_user, *args], env=self.env, capture_output=True, text=True, timeout=120,
+            [*self.as_user, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
             check=False,
-        )  # fmt: skip
+        )
         if done.returncode != 0:
             raise AssertionError(f"{' '.join(args)} failed: {done.stdout}{done.stderr}")
         return done.stdout
 
     def _initdb(self, node: Node, settings: dict[str, str]) -> None:
-        self._run(str(self.bindir / "initdb"), "-D", str(node.pgdata), "-U", USER,
-                  "--auth=trust", "-E", "UTF8", "--no-sync")  # fmt: skip
+        self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(node.pgdata),
+            "-U",
+            USER,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
         # postgresql.auto.conf is read last: these win over pg_autoctl's own file
         lines = "".join(f"{k} = '{v}'\n" for k, v in settings.items())
         auto = node.pgdata / "postgresql.auto.conf"
@@ -190,24 +203,56 @@ class AutoFailover:
         with node.log.open("ab") as out:
             node.popen = subprocess.Popen(
                 [*self.as_user, "pg_autoctl", *args, "--pgdata", str(node.pgdata)],
-                env=self.env, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
 
     def start(self) -> None:
         self._initdb(self.monitor, {**self.node_settings, **self.monitor_settings})
-        self._spawn(self.monitor, "create", "monitor", "--pgport", str(self.monitor.port),
-                    "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run")  # fmt: skip
+        self._spawn(
+            self.monitor,
+            "create",
+            "monitor",
+            "--pgport",
+            str(self.monitor.port),
+            "--hostname",
+            "127.0.0.1",
+            "--auth",
+            "trust",
+            "--no-ssl",
+            "--run",
+        )
         self._connect_monitor()
         first = self.nodes[0]
         self._initdb(first, self.node_settings)  # the standby is a copy of it (pg_basebackup)
         for node in self.nodes:
-            self._spawn(node, "create", "postgres", "--pgport", str(node.port),
-                        "--listen", "127.0.0.1", "--hostname", "127.0.0.1", "--name", node.name,
-                        "--dbname", DATABASE, "--monitor", self.monitor_uri, "--auth", "trust",
-                        "--no-ssl", "--run")  # fmt: skip
+            self._spawn(
+                node,
+                "create",
+                "postgres",
+                "--pgport",
+                str(node.port),
+                "--listen",
+                "127.0.0.1",
+                "--hostname",
+                "127.0.0.1",
+                "--name",
+                node.name,
+                "--dbname",
+                DATABASE,
+                "--monitor",
+                self.monitor_uri,
+                "--auth",
+                "trust",
+                "--no-ssl",
+                "--run",
+            )
             if node is first:
-                wait_for(lambda: self.states().get(first.name) == ("single", "single"),
-                         "the first node running alone")  # fmt: skip
+                wait_for(
+                    lambda: self.states().get(first.name) == ("single", "single"),
+                    "the first node running alone",
+                )
                 # the standby's base backup starts with a checkpoint, spread over minutes
                 # by default: what initdb and pg_autoctl wrote is flushed now instead
                 self.execute(first, "CHECKPOINT")
@@ -231,8 +276,13 @@ class AutoFailover:
             try:
                 if self._conn is None:
                     self._conn = self._call(connect())
-                return bool(self._call(self._conn.fetchval(
-                    "SELECT count(*) FROM pg_extension WHERE extname = 'pgautofailover'")))  # fmt: skip
+                return bool(
+                    self._call(
+                        self._conn.fetchval(
+                            "SELECT count(*) FROM pg_extension WHERE extname = 'pgautofailover'"
+                        )
+                    )
+                )
             except (OSError, asyncpg.PostgresError):
                 return False
 
@@ -245,8 +295,11 @@ class AutoFailover:
     def states(self) -> dict[str, tuple[str, str]]:
         """Each node's reported and assigned state, as the monitor has them."""
         with self._asking:  # one statement at a time on the connection (threads ask too)
-            rows = self._call(self._conn.fetch(
-                "SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node"))  # fmt: skip
+            rows = self._call(
+                self._conn.fetch(
+                    "SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node"
+                )
+            )
         return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
 
     def node(self, name: str) -> Node:
@@ -264,8 +317,10 @@ class AutoFailover:
 
     def wait_replicating(self, primary: Node) -> None:
         """Until `primary` is primary with the other node its synchronous standby."""
-        want = {primary.name: ("primary", "primary"),
-                self.other(primary).name: ("secondary", "secondary")}  # fmt: skip
+        want = {
+            primary.name: ("primary", "primary"),
+            self.other(primary).name: ("secondary", "secondary"),
+        }
         wait_for(lambda: self.states() == want, f"{primary.name} primary, with its standby")
 
     def synchronous(self, node: Node) -> str:

@@ -32,8 +32,13 @@ COUNT = 12
 
 
 def policy(tmp_path: Path, environ: dict[str, str], tenant: str, cap: int) -> None:
-    rule = {"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": str(cap)},
-            "approval": {"quorum": 2, "group": "treasury"}, "above": {"uatom": "1000"}}  # fmt: skip
+    rule = {
+        "family": "cosmos",
+        "network": "cosmoshub",
+        "max_per_day": {"uatom": str(cap)},
+        "approval": {"quorum": 2, "group": "treasury"},
+        "above": {"uatom": "1000"},
+    }
     path = tmp_path / "policy.json"
     path.write_text(json.dumps({"rules": [rule]}))
     done = chainkeys_cli("policy", "set", tenant, str(path), env=environ)
@@ -55,11 +60,18 @@ def setup(environ: dict[str, str], tmp_path: Path, proc: Proc, cap: int) -> dict
     """A tenant with the key, the policy, a requester and three approvers."""
     clients = {
         "requester": token(environ, "acme", "bot", "read,create,sign"),
-        **{who: token(environ, "acme", who, "approve", "treasury") for who in ("alice", "bob", "carol")},
-    }  # fmt: skip
+        **{
+            who: token(environ, "acme", who, "approve", "treasury")
+            for who in ("alice", "bob", "carol")
+        },
+    }
     policy(tmp_path, environ, "acme", cap)
-    out = {k: httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": v}, timeout=60)
-           for k, v in clients.items()}  # fmt: skip
+    out = {
+        k: httpx.Client(
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": v}, timeout=60
+        )
+        for k, v in clients.items()
+    }
     assert out["requester"].post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
     return out
 
@@ -83,8 +95,9 @@ def test_racing_votes_and_retries_over_two_workers_sign_once(
         assert {r.status_code for r in copies} == {202}, [r.text for r in copies]
         assert len({r.json()["data"]["id"] for r in copies}) == 1
         waiting = [copies[0].json()["data"]]
-        waiting += [c["requester"].post(SEND, json=send(i)).json()["data"]
-                    for i in range(2, COUNT + 1)]  # fmt: skip
+        waiting += [
+            c["requester"].post(SEND, json=send(i)).json()["data"] for i in range(2, COUNT + 1)
+        ]
         for approval in waiting:
             assert vote(c["alice"], approval).json()["data"]["state"] == "pending"
 
@@ -153,7 +166,7 @@ def test_first_votes_and_votes_against_a_cancel_race_over_two_workers(
                 for i, a in enumerate(closing)
                 for how in (("approve", "cancel") if i % 2 else ("approve", "reject"))
             ]
-            answers = [j.result() for j in jobs]  # fmt: skip
+            answers = [j.result() for j in jobs]
         assert all(r.status_code in (200, 409) for r in answers), [r.text for r in answers]
         for i, approval in enumerate(closing):
             final = c["requester"].get(f"/approvals/{approval['id']}").json()["data"]
@@ -189,10 +202,25 @@ def test_one_person_two_labels_and_a_revoked_requester(
         "Frank": token(env, "acme", "\uff26rank", "approve", "treasury"),  # fullwidth F
         "eos": token(env, "acme", "erin", "approve", "treasury"),
     }
-    clients = {k: httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": v})
-               for k, v in extra.items()}  # fmt: skip
-    limited = chainkeys_cli("token", "create", "--tenant", "acme", "--label", "eve", "--scope",
-                            "approve", "--group", "treasury", "--family", "eos", env=env)  # fmt: skip
+    clients = {
+        k: httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": v})
+        for k, v in extra.items()
+    }
+    limited = chainkeys_cli(
+        "token",
+        "create",
+        "--tenant",
+        "acme",
+        "--label",
+        "eve",
+        "--scope",
+        "approve",
+        "--group",
+        "treasury",
+        "--family",
+        "eos",
+        env=env,
+    )
     assert limited.returncode == 0, limited.stderr
     clients["eos"].headers["Authorization"] = limited.stdout.strip().splitlines()[-1]
     try:
@@ -215,8 +243,9 @@ def test_one_person_two_labels_and_a_revoked_requester(
         # is looked up again before signing: signing/service.py `complete`).
         deadline = time.monotonic() + 60
         while True:
-            seen = [c["alice"].get(f"/approvals/{a['id']}").json()["data"]
-                    for a in (waiting, approval)]  # fmt: skip
+            seen = [
+                c["alice"].get(f"/approvals/{a['id']}").json()["data"] for a in (waiting, approval)
+            ]
             if all(s["state"] != "pending" for s in seen) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -273,8 +302,9 @@ class Receiver:
     def receive(self, header: str, body: bytes) -> int:
         """What a receiver should do: check the HMAC over "<t>.<body>" and the age of t."""
         parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-        expected = hmac.new(SECRET.encode(), parts.get("t", "").encode() + b"." + body,
-                            hashlib.sha256).hexdigest()  # fmt: skip
+        expected = hmac.new(
+            SECRET.encode(), parts.get("t", "").encode() + b"." + body, hashlib.sha256
+        ).hexdigest()
         with self.lock:
             self.attempts += 1
             if not hmac.compare_digest(expected, parts.get("v1", "")):
@@ -326,8 +356,11 @@ def test_the_webhook_is_signed_retried_and_survives_a_restart(
     tmp_path: Path,
     receiver: Receiver,
 ) -> None:
-    env = {**env, "CHAINKEYS_WEBHOOK_URL": f"http://127.0.0.1:{receiver.port}/hook",
-           "CHAINKEYS_WEBHOOK_SECRET": SECRET}  # fmt: skip
+    env = {
+        **env,
+        "CHAINKEYS_WEBHOOK_URL": f"http://127.0.0.1:{receiver.port}/hook",
+        "CHAINKEYS_WEBHOOK_SECRET": SECRET,
+    }
     proc = start(env, tmp_path / "s.log")
     c = setup(env, tmp_path, proc, 10 * AMOUNT)
     try:

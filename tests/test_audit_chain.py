@@ -80,8 +80,13 @@ def _sql(settings: Settings, fn: Callable[[Any], Any]) -> Any:
 
 def _ids(settings: Settings, tenant_rows: bool = True) -> list[int]:
     where = audit.c.tenant_id.is_not(None) if tenant_rows else audit.c.tenant_id.is_(None)
-    return [r[0] for r in _sql(settings, lambda c: c.execute(
-        select(audit.c.id).where(where).order_by(audit.c.id)).all())]  # fmt: skip
+    return [
+        r[0]
+        for r in _sql(
+            settings,
+            lambda c: c.execute(select(audit.c.id).where(where).order_by(audit.c.id)).all(),
+        )
+    ]
 
 
 def _verify(settings: Settings, *args: str) -> tuple[int, str]:
@@ -100,15 +105,20 @@ def test_an_honest_log_verifies(store: Settings) -> None:
 
 def test_an_edited_row_is_named(store: Settings) -> None:
     target = _ids(store)[2]
-    _sql(store, lambda c: c.execute(update(audit).where(audit.c.id == target)
-                                    .values(outcome="ok", action="forged")))  # fmt: skip
+    _sql(
+        store,
+        lambda c: c.execute(
+            update(audit).where(audit.c.id == target).values(outcome="ok", action="forged")
+        ),
+    )
     code, out = _verify(store)
     assert code == 1 and f"row {target} fails its MAC" in out, out
 
 
 def test_a_deleted_row_breaks_the_chain_at_the_next_one(store: Settings) -> None:
-    rows = _sql(store, lambda c: c.execute(select(audit.c.id, audit.c.tenant_id)
-                                           .order_by(audit.c.id)).all())  # fmt: skip
+    rows = _sql(
+        store, lambda c: c.execute(select(audit.c.id, audit.c.tenant_id).order_by(audit.c.id)).all()
+    )
     tenant = next(t for _, t in rows if t is not None)
     ids = [i for i, t in rows if t == tenant]
     _sql(store, lambda c: c.execute(delete(audit).where(audit.c.id == ids[1])))
@@ -120,11 +130,15 @@ def test_swapped_rows_are_named(store: Settings) -> None:
     first, second = _ids(store)[:2]
 
     def swap(c: Any) -> None:
-        a, b = (c.execute(select(audit).where(audit.c.id == i)).one()._mapping for i in
-                (first, second))  # fmt: skip
+        a, b = (
+            c.execute(select(audit).where(audit.c.id == i)).one()._mapping for i in (first, second)
+        )
         keep = {k: v for k, v in a.items() if k != "id"}
-        c.execute(update(audit).where(audit.c.id == first)
-                  .values(**{k: v for k, v in b.items() if k != "id"}))  # fmt: skip
+        c.execute(
+            update(audit)
+            .where(audit.c.id == first)
+            .values(**{k: v for k, v in b.items() if k != "id"})
+        )
         c.execute(update(audit).where(audit.c.id == second).values(**keep))
 
     _sql(store, swap)
@@ -141,13 +155,29 @@ def test_a_deleted_tail_leaves_its_head_unmatched(store: Settings) -> None:
 
 def test_a_whole_tenant_deleted_with_its_head_is_missed_by_the_count(store: Settings) -> None:
     def wipe(c: Any) -> None:
-        c.execute(delete(audit).where(audit.c.tenant_id.is_not(None), audit.c.id.in_(
-            select(audit.c.id).where(audit.c.tenant_id == select(audit.c.tenant_id).where(
-                audit.c.tenant_id.is_not(None)).order_by(audit.c.id.desc()).limit(1)
-                .scalar_subquery()))))  # fmt: skip
-        c.execute(delete(audit_heads).where(audit_heads.c.tenant_key.like("t%"),
-                  ~audit_heads.c.tenant_key.in_(select("t" + audit.c.tenant_id)
-                                                .where(audit.c.tenant_id.is_not(None)))))  # fmt: skip
+        c.execute(
+            delete(audit).where(
+                audit.c.tenant_id.is_not(None),
+                audit.c.id.in_(
+                    select(audit.c.id).where(
+                        audit.c.tenant_id
+                        == select(audit.c.tenant_id)
+                        .where(audit.c.tenant_id.is_not(None))
+                        .order_by(audit.c.id.desc())
+                        .limit(1)
+                        .scalar_subquery()
+                    )
+                ),
+            )
+        )
+        c.execute(
+            delete(audit_heads).where(
+                audit_heads.c.tenant_key.like("t%"),
+                ~audit_heads.c.tenant_key.in_(
+                    select("t" + audit.c.tenant_id).where(audit.c.tenant_id.is_not(None))
+                ),
+            )
+        )
 
     _sql(store, wipe)
     code, out = _verify(store)
@@ -165,8 +195,14 @@ def test_a_wiped_log_and_every_head_fail(store: Settings) -> None:
 
 
 def test_a_forged_head_is_refused_and_never_built_on(store: Settings) -> None:
-    _sql(store, lambda c: c.execute(update(audit_heads).where(audit_heads.c.tenant_key == "*")
-                                    .values(rows=audit_heads.c.rows - 1)))  # fmt: skip
+    _sql(
+        store,
+        lambda c: c.execute(
+            update(audit_heads)
+            .where(audit_heads.c.tenant_key == "*")
+            .values(rows=audit_heads.c.rows - 1)
+        ),
+    )
     code, out = _verify(store)
     assert code == 1 and "integrity check" in out, out
 
@@ -200,8 +236,9 @@ def test_a_row_inserted_later_is_waiting_above_the_cursor_and_named_below_it(
     assert code == 1 and "row 0 is not in the chain" in out, out
 
     _sql(store, lambda c: c.execute(delete(audit).where(audit.c.id == 0)))
-    link = _sql(store, lambda c: c.execute(select(audit.c.chain)
-                                           .where(audit.c.id == first)).scalar_one())  # fmt: skip
+    link = _sql(
+        store, lambda c: c.execute(select(audit.c.chain).where(audit.c.id == first)).scalar_one()
+    )
     _sql(store, forge(0, link))  # a copied row with a copied link
     code, out = _verify(store)
     assert code == 1 and "row 0 fails its link" in out, out

@@ -234,9 +234,14 @@ def test_every_event_of_a_mixed_run_reaches_every_device(
 ) -> None:
     syslog = Syslog(tcp=scheme == "tcp")
     audit_file = tmp_path / "audit.jsonl"
-    with own_server(backend, tmp_path / "data", audit_file=audit_file, audit_syslog=syslog.url,
-                    audit_http_url=receiver.url,
-                    audit_http_authorization="Splunk s3cret") as server:  # fmt: skip
+    with own_server(
+        backend,
+        tmp_path / "data",
+        audit_file=audit_file,
+        audit_syslog=syslog.url,
+        audit_http_url=receiver.url,
+        audit_http_authorization="Splunk s3cret",
+    ) as server:
         mixed_run(server)
         rows = table(server)
         assert {"create", "sign", "denied", "token.create"} <= {e["action"] for e in rows.values()}
@@ -279,8 +284,10 @@ def test_a_tcp_collector_restarted_loses_nothing(backend: str, tmp_path: Path) -
         syslog.close()
         mixed_run(server)
         shipper = server.services.audit.devices.shippers[0]  # type: ignore[union-attr]
-        wait_for(lambda: shipper.seen is not None and shipper.seen[0].fail_ms > shipper.seen[0].ok_ms,
-                 "a failed delivery")  # fmt: skip
+        wait_for(
+            lambda: shipper.seen is not None and shipper.seen[0].fail_ms > shipper.seen[0].ok_ms,
+            "a failed delivery",
+        )
         syslog.start()
         rows = table(server)
         wait_for(lambda: same(syslog.events, rows), "every event after the restart")
@@ -298,8 +305,10 @@ def test_a_receiver_down_for_a_while_loses_and_doubles_nothing(
         receiver.stop()
         mixed_run(server)
         shipper = server.services.audit.devices.shippers[0]  # type: ignore[union-attr]
-        wait_for(lambda: shipper.seen is not None and shipper.seen[0].fail_ms > shipper.seen[0].ok_ms,
-                 "a failed delivery")  # fmt: skip
+        wait_for(
+            lambda: shipper.seen is not None and shipper.seen[0].fail_ms > shipper.seen[0].ok_ms,
+            "a failed delivery",
+        )
         mixed_run(server)
         receiver.start()
         rows = table(server)
@@ -349,9 +358,14 @@ def test_audit_required_with_every_device_down_refuses_before_signing(
 ) -> None:
     receiver = Receiver()  # not started: connection refused
     dead_syslog = f"tcp://127.0.0.1:{free_port()}"
-    with own_server(backend, tmp_path / "data", audit_required=True,
-                    audit_file=tmp_path / "no-such-dir" / "audit.jsonl",
-                    audit_syslog=dead_syslog, audit_http_url=receiver.url) as server:  # fmt: skip
+    with own_server(
+        backend,
+        tmp_path / "data",
+        audit_required=True,
+        audit_file=tmp_path / "no-such-dir" / "audit.jsonl",
+        audit_syslog=dead_syslog,
+        audit_http_url=receiver.url,
+    ) as server:
         token = server.new_token()
         with server.client(token) as c:
             refused = c.post("/dogecoin", json={})
@@ -368,8 +382,10 @@ def test_audit_required_with_every_device_down_refuses_before_signing(
                 wait_for(creates, "a create once the receiver is back")
                 address = created[-1].json()["address"]
                 receiver.stop()  # every device down again
-                wait_for(lambda: c.post("/dogecoin", json={}).status_code == 503,
-                         "refusals once the receiver is gone")  # fmt: skip
+                wait_for(
+                    lambda: c.post("/dogecoin", json={}).status_code == 503,
+                    "refusals once the receiver is gone",
+                )
                 r = c.post(f"/dogecoin/{address}/sign-message", json={"message": "hello"})
             finally:
                 receiver.stop()
@@ -410,16 +426,21 @@ def test_a_cursor_moved_past_the_end_fails_audit_required_closed(
             async def move() -> None:
                 async with db.write() as tx:
                     key = meta.c.key
-                    [(name, raw)] = (await tx.execute(select(key, meta.c.value).where(
-                            key.like("audit.device.http.%")))).all()  # fmt: skip
+                    [(name, raw)] = (
+                        await tx.execute(
+                            select(key, meta.c.value).where(key.like("audit.device.http.%"))
+                        )
+                    ).all()
                     state = json.loads(bytes(raw))
                     state["through"] += 1_000_000
                     moved = json.dumps(state).encode()
                     await tx.execute(update(meta).where(key == name).values(value=moved))
 
             server.call(move())
-            wait_for(lambda: c.post("/dogecoin", json={}).status_code == 503,
-                         "changes refused once the cursor was moved")  # fmt: skip
+            wait_for(
+                lambda: c.post("/dogecoin", json={}).status_code == 503,
+                "changes refused once the cursor was moved",
+            )
             r = c.post("/dogecoin", json={})
             assert r.json()["code"] == "audit_unavailable", r.text
     finally:
@@ -427,8 +448,11 @@ def test_a_cursor_moved_past_the_end_fails_audit_required_closed(
 
 
 def test_audit_required_needs_a_device_that_confirms_delivery(tmp_path: Path) -> None:
-    env = {"CHAINKEYS_DATA_DIR": str(tmp_path), "CHAINKEYS_AUDIT_REQUIRED": "true",
-           "CHAINKEYS_AUDIT_SYSLOG": "udp://127.0.0.1:514"}  # fmt: skip
+    env = {
+        "CHAINKEYS_DATA_DIR": str(tmp_path),
+        "CHAINKEYS_AUDIT_REQUIRED": "true",
+        "CHAINKEYS_AUDIT_SYSLOG": "udp://127.0.0.1:514",
+    }
     result = chainkeys_cli("audit", env=env)
     assert result.returncode != 0
     assert "CHAINKEYS_AUDIT_REQUIRED needs an audit device that confirms delivery" in result.stderr
@@ -447,26 +471,32 @@ def test_a_rotated_file_goes_on_after_sighup(backend: str, tmp_path: Path) -> No
     proc = start(env, tmp_path / "server.log")
     try:
         token = first_token(proc)
-        with httpx.Client(base_url=proc.base_url, verify=TLS, headers={"Authorization": token},
-                          timeout=30) as c:  # fmt: skip
+        with httpx.Client(
+            base_url=proc.base_url, verify=TLS, headers={"Authorization": token}, timeout=30
+        ) as c:
 
             def lines(path: Path) -> list[dict[str, Any]]:
                 return events_in(path)
 
             names = [c.post("/dogecoin", json={}).json()["address"] for _ in range(3)]
-            wait_for(lambda: sum(e["action"] == "create" for e in lines(audit_file)) == 3,
-                     "the first creates in the file")  # fmt: skip
+            wait_for(
+                lambda: sum(e["action"] == "create" for e in lines(audit_file)) == 3,
+                "the first creates in the file",
+            )
             rotated = audit_file.with_suffix(".jsonl.1")
             audit_file.rename(rotated)
             proc.popen.send_signal(signal.SIGHUP)
             names += [c.post("/dogecoin", json={}).json()["address"] for _ in range(3)]
-            wait_for(lambda: [e["account_name"] for e in lines(audit_file)
-                              if e["action"] == "create"] == names[3:],
-                     "the later creates in the new file")  # fmt: skip
+            wait_for(
+                lambda: [e["account_name"] for e in lines(audit_file) if e["action"] == "create"]
+                == names[3:],
+                "the later creates in the new file",
+            )
             before = [e["account_name"] for e in lines(rotated) if e["action"] == "create"]
             assert before == names[:3]
-        check = chainkeys_cli("audit", "verify", "--file", str(rotated), "--file",
-                              str(audit_file), env=env)  # fmt: skip
+        check = chainkeys_cli(
+            "audit", "verify", "--file", str(rotated), "--file", str(audit_file), env=env
+        )
         assert check.returncode == 0, check.stdout + check.stderr
     finally:
         proc.stop()
@@ -506,8 +536,9 @@ def test_verify_file_passes_an_honest_copy_and_names_a_changed_one(
         missing = tmp_path / "missing.jsonl"
         missing.write_text("\n".join([*events[:3], *events[4:]]) + "\n")
         found = verify(missing)
-        assert found.problems == [f"row {ids[3]} is missing from the copy (between its events "
-                                  f"{ids[0]} and {ids[-1]})"]  # fmt: skip
+        assert found.problems == [
+            f"row {ids[3]} is missing from the copy (between its events {ids[0]} and {ids[-1]})"
+        ]
 
         # the table edited under an honest copy: the copy names the row
         async def edit_row() -> None:
@@ -519,8 +550,10 @@ def test_verify_file_passes_an_honest_copy_and_names_a_changed_one(
         assert [p for p in found.problems if f"event {ids[1]} " in p and "outcome" in p]
 
         # the CLI names them too, and exits 1
-        env = {"CHAINKEYS_DATA_DIR": str(server.settings.data_dir),
-               "CHAINKEYS_MASTER_KEY": server.settings.master_key.get_secret_value()}  # type: ignore[union-attr]  # fmt: skip
+        env = {
+            "CHAINKEYS_DATA_DIR": str(server.settings.data_dir),
+            "CHAINKEYS_MASTER_KEY": server.settings.master_key.get_secret_value(),
+        }  # type: ignore[union-attr]
         if server.settings.database_url is not None:
             env["CHAINKEYS_DATABASE_URL"] = server.settings.database_url.get_secret_value()
         result = chainkeys_cli("audit", "verify", "--file", str(missing), env=env)

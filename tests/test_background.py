@@ -117,8 +117,9 @@ def test_the_webhook_counts_a_redirect_and_a_non_http_answer_as_failures(tmp_pat
 
                     from chainkeys.store.tables import webhook_outbox as o
 
-                    row = (await tx.execute(select(o.c.attempts, o.c.last_error,
-                                                   o.c.delivered_ms))).first()  # fmt: skip
+                    row = (
+                        await tx.execute(select(o.c.attempts, o.c.last_error, o.c.delivered_ms))
+                    ).first()
                     seen.append((row.attempts, row.last_error, row.delivered_ms))
                 async with db.write() as tx:  # due again at once (no backoff wait here)
                     from sqlalchemy import update
@@ -306,8 +307,9 @@ class OutboxLock:
 
     async def __aenter__(self) -> OutboxLock:
         if self.url.startswith("sqlite"):
-            self.sqlite = sqlite3.connect(self.url.removeprefix("sqlite:///"),
-                                          isolation_level=None, check_same_thread=False)  # fmt: skip
+            self.sqlite = sqlite3.connect(
+                self.url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
+            )
             self.sqlite.execute("BEGIN IMMEDIATE")
         else:
             import asyncpg  # type: ignore[import-untyped]

@@ -52,19 +52,44 @@ def test_quick_benchmark_runs(tmp_path: Path) -> None:
         pytest.skip(str(exc))
     out = tmp_path / "results"
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--out", str(out),
-         "--postgres", "require" if REQUIRE_PG else "auto"],
-        cwd=REPO, env={**os.environ, "BENCH_TMPDIR": str(tmp_path)},
-        capture_output=True, text=True, timeout=240, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--quick",
+            "--out",
+            str(out),
+            "--postgres",
+            "require" if REQUIRE_PG else "auto",
+        ],
+        cwd=REPO,
+        env={**os.environ, "BENCH_TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
     results = doc["results"]
     assert {"chainkeys", "baseline"} <= {r["impl"] for r in results}
     ran = {r["scenario"] for r in results if r["impl"] == "chainkeys"}
-    assert {"get", "list-first", "list-deep", "mixed", "import", "create-cosmos", "create-dogecoin",
-            "create-eos", "create-litecoin", "sign-cosmos-transfer", "sign-cosmos-message",
-            "sign-dogecoin-message", "sign-eos-message", "sign-litecoin-message"} <= ran  # fmt: skip
+    assert {
+        "get",
+        "list-first",
+        "list-deep",
+        "mixed",
+        "import",
+        "create-cosmos",
+        "create-dogecoin",
+        "create-eos",
+        "create-litecoin",
+        "sign-cosmos-transfer",
+        "sign-cosmos-message",
+        "sign-dogecoin-message",
+        "sign-eos-message",
+        "sign-litecoin-message",
+    } <= ran
     for r in results:
         where = f"{r['impl']} {r['config']} {r['scenario']}"
         assert r["requests"] > 0, where

@@ -25,12 +25,19 @@ def test_quick_sign_benchmark_runs(tmp_path: Path) -> None:
         pytest.skip(str(exc))
     done = subprocess.run(
         [sys.executable, "-m", "bench.sign", "--quick", "--out", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=240, check=False,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads((tmp_path / "sign.json").read_text())
     names = [row[0] for row in doc["rows"]]
-    assert names == ["sign derived vs stored key", "derive next index vs create",
-                     "cosmos-transfer policy vs none",
-                     "10 rules with conditions vs without"]  # fmt: skip
+    assert names == [
+        "sign derived vs stored key",
+        "derive next index vs create",
+        "cosmos-transfer policy vs none",
+        "10 rules with conditions vs without",
+    ]
     assert all(row[1] > 0 and row[2] > 0 for row in doc["rows"])  # every scenario signed

@@ -242,9 +242,12 @@ def test_refusals_and_unreachable_servers_are_one_clear_line(governed: Tenant) -
     wrong = governed.admins["alice"].token_file.parent / "wrong.token"
     wrong.write_text("ck_not_a_token\n")
     refused = chainkeys_cli(
-        "--url", governed.server.base_url, "changes", "list",
+        "--url",
+        governed.server.base_url,
+        "changes",
+        "list",
         env={"CHAINKEYS_TOKEN_FILE": str(wrong)},
-    )  # fmt: skip
+    )
     assert refused.returncode == 1 and "the server refused (401" in refused.stderr
     assert "ck_not_a_token" not in refused.stderr + refused.stdout
     url = free_loopback_url()
@@ -264,9 +267,12 @@ def test_whatever_a_token_file_holds_it_is_refused_in_one_line_never_shown(
     path = governed.tmp / "fuzzed.token"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     done = chainkeys_cli(
-        "--url", governed.server.base_url, "changes", "list",
+        "--url",
+        governed.server.base_url,
+        "changes",
+        "list",
         env={"CHAINKEYS_TOKEN_FILE": str(path)},
-    )  # fmt: skip
+    )
     assert done.returncode in (1, 2), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
     secret = text.strip()

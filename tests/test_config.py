@@ -40,23 +40,39 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize(("env", "line"), [
-    ({"CHAINKEYS_PORT": "abc"},
-     "chainkeys: CHAINKEYS_PORT='abc': input should be a valid integer, unable to parse string "
-     "as an integer"),
-    ({"CHAINKEYS_SQLITE_SYNCHRONOUS": "OFF"},
-     "chainkeys: CHAINKEYS_SQLITE_SYNCHRONOUS='OFF': input should be 'NORMAL', 'FULL' or 'EXTRA'"),
-    ({"CHAINKEYS_MAX_BODY_BYTES": "10"},
-     "chainkeys: CHAINKEYS_MAX_BODY_BYTES='10': out of range: from 1024 to 67108864"),
-    ({"CHAINKEYS_PORT": "99999"}, "chainkeys: CHAINKEYS_PORT='99999': out of range: from 1 to 65535"),
-    ({"CHAINKEYS_PORT": "-5"}, "chainkeys: CHAINKEYS_PORT='-5': out of range: from 1 to 65535"),
-    ({"CHAINKEYS_HEAD_TIMEOUT_SECONDS": "0"},
-     "chainkeys: CHAINKEYS_HEAD_TIMEOUT_SECONDS='0': out of range: above 0, at most 3600"),
-    ({"CHAINKEYS_DATABASE_URL": "mysql://root:hunter2@db/chainkeys"},
-     "chainkeys: CHAINKEYS_DATABASE_URL=(hidden): the scheme 'mysql' is not supported: use "
-     "postgresql://user@host/db (or sqlite:////absolute/path.db; unset: SQLite in the data "
-     "directory)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"CHAINKEYS_PORT": "abc"},
+            "chainkeys: CHAINKEYS_PORT='abc': input should be a valid integer, unable to parse string "
+            "as an integer",
+        ),
+        (
+            {"CHAINKEYS_SQLITE_SYNCHRONOUS": "OFF"},
+            "chainkeys: CHAINKEYS_SQLITE_SYNCHRONOUS='OFF': input should be 'NORMAL', 'FULL' or 'EXTRA'",
+        ),
+        (
+            {"CHAINKEYS_MAX_BODY_BYTES": "10"},
+            "chainkeys: CHAINKEYS_MAX_BODY_BYTES='10': out of range: from 1024 to 67108864",
+        ),
+        (
+            {"CHAINKEYS_PORT": "99999"},
+            "chainkeys: CHAINKEYS_PORT='99999': out of range: from 1 to 65535",
+        ),
+        ({"CHAINKEYS_PORT": "-5"}, "chainkeys: CHAINKEYS_PORT='-5': out of range: from 1 to 65535"),
+        (
+            {"CHAINKEYS_HEAD_TIMEOUT_SECONDS": "0"},
+            "chainkeys: CHAINKEYS_HEAD_TIMEOUT_SECONDS='0': out of range: above 0, at most 3600",
+        ),
+        (
+            {"CHAINKEYS_DATABASE_URL": "mysql://root:hunter2@db/chainkeys"},
+            "chainkeys: CHAINKEYS_DATABASE_URL=(hidden): the scheme 'mysql' is not supported: use "
+            "postgresql://user@host/db (or sqlite:////absolute/path.db; unset: SQLite in the data "
+            "directory)",
+        ),
+    ],
+)
 def test_a_bad_setting_is_one_line_and_exit_2(
     tmp_path: Path, env: dict[str, str], line: str
 ) -> None:
@@ -115,8 +131,11 @@ def test_a_toml_file_and_secret_files(tmp_path: Path) -> None:
     )
     secret = tmp_path / "db-url"
     secret.write_text("mysql://root:hunter2@db/x\n")
-    done = chainkeys_cli("token", "list", env={"CHAINKEYS_DATABASE_URL_FILE": str(secret),
-                                               "CHAINKEYS_DATA_DIR": str(tmp_path)})  # fmt: skip
+    done = chainkeys_cli(
+        "token",
+        "list",
+        env={"CHAINKEYS_DATABASE_URL_FILE": str(secret), "CHAINKEYS_DATA_DIR": str(tmp_path)},
+    )
     assert done.returncode == 2 and "CHAINKEYS_DATABASE_URL=(hidden)" in done.stderr
     missing = chainkeys_cli("token", "list", env={"CHAINKEYS_REDIS_URL_FILE": str(tmp_path / "no")})
     assert missing.returncode == 2
@@ -124,8 +143,10 @@ def test_a_toml_file_and_secret_files(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_database_names_host_and_cause_not_password(tmp_path: Path) -> None:
-    env = {"CHAINKEYS_DATA_DIR": str(tmp_path),
-           "CHAINKEYS_DATABASE_URL": "postgresql://app:hunter2@127.0.0.1:1/chainkeys"}  # fmt: skip
+    env = {
+        "CHAINKEYS_DATA_DIR": str(tmp_path),
+        "CHAINKEYS_DATABASE_URL": "postgresql://app:hunter2@127.0.0.1:1/chainkeys",
+    }
     with default_port_in_use():  # as when `./scripts/serve` runs: this test still passes
         done = chainkeys_cli("serve", f"--port={free_port()}", env=env)
     assert done.returncode == 1
@@ -134,8 +155,11 @@ def test_an_unreachable_database_names_host_and_cause_not_password(tmp_path: Pat
         "ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 1)"
     )
     if pg_available() is None:
-        done = chainkeys_cli("token", "list", env={
-            "CHAINKEYS_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/no_such_db_here"})  # fmt: skip
+        done = chainkeys_cli(
+            "token",
+            "list",
+            env={"CHAINKEYS_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/no_such_db_here"},
+        )
         assert one_line(done.stderr) == (
             "chainkeys: cannot open the database postgresql://postgres@127.0.0.1:5432/"
             'no_such_db_here: InvalidCatalogNameError: database "no_such_db_here" does not exist'

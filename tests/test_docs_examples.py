@@ -107,8 +107,14 @@ def run(server: Server, script: str) -> list[Any]:
             pytest.fail(why)
         pytest.skip(why)
     env = {**os.environ, "CK": server.base_url, "TOKEN": server.new_token()}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return documents(done.stdout)
 
@@ -128,15 +134,28 @@ def test_the_example_answers_what_the_page_shows(server: Server, family: str) ->
     if family == "eos":
         [chain] = re.findall(r'"chainId":"([0-9a-f]{64})"', script)
         [sig] = signed["data"]["signatures"]
-        check = run_node("eos.mjs", {
-            "action": "verify_tx", "chainId": chain, "signature": sig,
-            "serializedTransaction": signed["data"]["serializedTransaction"],
-            "publicKey": imported["data"]["public_key"]})  # fmt: skip
+        check = run_node(
+            "eos.mjs",
+            {
+                "action": "verify_tx",
+                "chainId": chain,
+                "signature": sig,
+                "serializedTransaction": signed["data"]["serializedTransaction"],
+                "publicKey": imported["data"]["public_key"],
+            },
+        )
         assert check["valid"] and check["canonical"], check
         assert {p[0] for a in check["actions"] for p in a["authorization"]} == {imported["address"]}
     else:
         [psbt] = re.findall(r'"psbt":"([^"]+)"', script)
-        theirs = run_node("utxo.mjs", {"action": "sign_psbt", "network": network, "psbt": psbt,
-                                       "privateKey": vectors_key(key)})  # fmt: skip
+        theirs = run_node(
+            "utxo.mjs",
+            {
+                "action": "sign_psbt",
+                "network": network,
+                "psbt": psbt,
+                "privateKey": vectors_key(key),
+            },
+        )
         assert signed["data"]["complete"] is True
         assert (signed["data"]["hex"], signed["data"]["txid"]) == (theirs["hex"], theirs["txid"])

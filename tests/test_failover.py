@@ -93,8 +93,13 @@ class Load:
         with self.lock:
             return self.phase * 10**6 + next(self._sequence)
 
-    def _send(self, c: httpx.Client, path: str, body: dict[str, Any],
-              headers: dict[str, str] | None = None) -> httpx.Response | None:  # fmt: skip
+    def _send(
+        self,
+        c: httpx.Client,
+        path: str,
+        body: dict[str, Any],
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response | None:
         """The answer, None for a 503 (the envelope checked); an error recorded."""
         asked = time.monotonic()
         try:
@@ -223,8 +228,7 @@ def deployed(ha: AutoFailover, tmp_path: Path, capped: list[str]) -> Iterator[De
     whose policy caps cosmoshub transfers at CAP uatom a day), each with the account
     the transfers are signed with."""
     url = ha.url()
-    settings = Settings(database_url=url, master_key=TEST_MASTER_KEY,
-                        data_dir=tmp_path / "cli")  # fmt: skip
+    settings = Settings(database_url=url, master_key=TEST_MASTER_KEY, data_dir=tmp_path / "cli")
     names = ["hot", *capped]
 
     async def prepare(svc: Services) -> tuple[dict[str, str], dict[str, str]]:
@@ -233,8 +237,11 @@ def deployed(ha: AutoFailover, tmp_path: Path, capped: list[str]) -> Iterator[De
             row, tokens[name] = await svc.tokens.create(name, "failover test")
             tenants[name] = row.tenant_id
             if name in capped:
-                rule = {"family": "cosmos", "network": "cosmoshub",
-                        "max_per_day": {"uatom": str(CAP)}}  # fmt: skip
+                rule = {
+                    "family": "cosmos",
+                    "network": "cosmoshub",
+                    "max_per_day": {"uatom": str(CAP)},
+                }
                 await svc.policies.set(name, json.dumps({"rules": [rule]}), "json")
         return tokens, tenants
 
@@ -242,12 +249,20 @@ def deployed(ha: AutoFailover, tmp_path: Path, capped: list[str]) -> Iterator[De
     procs: list[Proc] = []
     try:
         for i in range(2):
-            env = {"CHAINKEYS_DATABASE_URL": url, "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
-                   "CHAINKEYS_DATA_DIR": str(tmp_path / f"data{i}"), **TIMEOUTS}  # fmt: skip
+            env = {
+                "CHAINKEYS_DATABASE_URL": url,
+                "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
+                "CHAINKEYS_DATA_DIR": str(tmp_path / f"data{i}"),
+                **TIMEOUTS,
+            }
             procs.append(start(env, tmp_path / f"replica{i}.log"))
         for name in names:  # the account every transfer is signed with
-            r = httpx.post(f"{procs[0].base_url}/cosmos", json={"private_key": PRIVATE},
-                           headers={"Authorization": tokens[name]}, verify=TLS)  # fmt: skip
+            r = httpx.post(
+                f"{procs[0].base_url}/cosmos",
+                json={"private_key": PRIVATE},
+                headers={"Authorization": tokens[name]},
+                verify=TLS,
+            )
             assert r.status_code == 200, r.text
         yield Deployment(ha, procs, settings, tokens, tenants)
     finally:
@@ -279,8 +294,11 @@ def fail_over(d: Deployment, load: Load, victim: Node) -> Switch:
     ha = d.ha
     assert ha.sql(victim, "SHOW synchronous_commit") == "on"
     assert ha.synchronous(victim) != ""  # commits wait for the standby
-    wait_for(lambda: load.count(lambda s: min(len(s.keyed), len(s.signed))) >= 5
-             and load.count(lambda s: len(s.spent)) >= CAP // 2, "the load under way")  # fmt: skip
+    wait_for(
+        lambda: load.count(lambda s: min(len(s.keyed), len(s.signed))) >= 5
+        and load.count(lambda s: len(s.spent)) >= CAP // 2,
+        "the load under way",
+    )
     killed = time.monotonic()
     ha.kill(victim)
     gone = time.monotonic()  # a request sent from now on cannot reach the old primary
@@ -292,10 +310,14 @@ def fail_over(d: Deployment, load: Load, victim: Node) -> Switch:
     promoted = time.monotonic() - killed
     for proc in d.procs:
         wait_for(lambda: ready(proc) == 200, "/readyz back on the new primary")  # noqa: B023
-    wait_for(lambda: load.count(lambda s: sum(1 for t in s.refused if t > killed)) > 0,
-             "the cap spent on the new primary")  # fmt: skip
-    wait_for(lambda: load.count(lambda s: len(s.keyed)) >= before["keyed"] + 5,
-             "creates on the new primary")  # fmt: skip
+    wait_for(
+        lambda: load.count(lambda s: sum(1 for t in s.refused if t > killed)) > 0,
+        "the cap spent on the new primary",
+    )
+    wait_for(
+        lambda: load.count(lambda s: len(s.keyed)) >= before["keyed"] + 5,
+        "creates on the new primary",
+    )
     served = load.count(lambda s: min(done for sent, done in s.writes if sent > gone)) - killed
     return Switch(promoted, served, 0.0, 0, before)
 
@@ -316,18 +338,26 @@ class Told:
 def check(d: Deployment, told: Told, load: Load, primary: Node, cap: str) -> None:
     """What the clients were told against the new primary's rows."""
     ha, hot, capped = d.ha, d.tenants["hot"], d.tenants[cap]
-    accounts = ha.fetch(primary, "SELECT address FROM accounts WHERE tenant_id = $1 "
-                        "AND family = 'cosmos'", hot)  # fmt: skip
+    accounts = ha.fetch(
+        primary, "SELECT address FROM accounts WHERE tenant_id = $1 AND family = 'cosmos'", hot
+    )
     addresses = {r[0] for r in accounts} - {TRANSFER["fromAddress"]}
     # every keyed create told 200, and exactly one account per key
     assert set(told.keyed.values()) == addresses
     assert len(told.keyed) == len(addresses)
-    created = ha.sql(primary, "SELECT count(*) FROM audit WHERE tenant_id = $1 "
-                     "AND action = 'create' AND outcome = 'ok'", hot)  # fmt: skip
+    created = ha.sql(
+        primary,
+        "SELECT count(*) FROM audit WHERE tenant_id = $1 AND action = 'create' AND outcome = 'ok'",
+        hot,
+    )
     assert created == len(addresses)
     # every signature told 200 has its audit row (the row holds its tx id and digest)
-    audited = ha.fetch(primary, "SELECT tenant_id, details FROM audit WHERE action = 'sign' "
-                       "AND outcome = 'ok' AND tenant_id = ANY($1::text[])", [hot, capped])  # fmt: skip
+    audited = ha.fetch(
+        primary,
+        "SELECT tenant_id, details FROM audit WHERE action = 'sign' "
+        "AND outcome = 'ok' AND tenant_id = ANY($1::text[])",
+        [hot, capped],
+    )
     tx_ids: dict[str, dict[str, str]] = {hot: {}, capped: {}}
     for tenant, details in audited:
         found = json.loads(details)
@@ -336,8 +366,9 @@ def check(d: Deployment, told: Told, load: Load, primary: Node, cap: str) -> Non
     # every capped signature told 200 counted once, and the cap spent exactly: it was
     # reached (a 403 said so), and no more was signed
     assert set(load.spent) <= set(tx_ids[capped])
-    spends = ha.fetch(primary, "SELECT digest, amount FROM policy_spends WHERE tenant_id = $1",
-                      capped)  # fmt: skip
+    spends = ha.fetch(
+        primary, "SELECT digest, amount FROM policy_spends WHERE tenant_id = $1", capped
+    )
     digests = [r[0] for r in spends]
     assert len(digests) == len(set(digests))
     assert {tx_ids[capped][tx] for tx in load.spent} <= set(digests)
@@ -351,8 +382,15 @@ def caches_follow(d: Deployment, token: str) -> None:
     """A change through one replica reaches the other's caches: its LISTEN connection
     (store/postgres/watch.py) followed the primary too (on a standby it would hear
     nothing, and keep serving what it cached)."""
-    a, b = (httpx.Client(verify=TLS, base_url=p.base_url, headers={"Authorization": token},
-                         timeout=REQUEST_TIMEOUT) for p in d.procs)  # fmt: skip
+    a, b = (
+        httpx.Client(
+            verify=TLS,
+            base_url=p.base_url,
+            headers={"Authorization": token},
+            timeout=REQUEST_TIMEOUT,
+        )
+        for p in d.procs
+    )
     with a, b:
         made = a.post("/cosmos", json={})
         assert made.status_code == 200, made.text
@@ -371,8 +409,11 @@ def verify_audit(d: Deployment) -> None:
         return await link_committed(svc.db, svc.barrier.integrity)
 
     assert with_services(d.settings, link) > 0
-    env = {"CHAINKEYS_DATABASE_URL": d.ha.url(), "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
-           "CHAINKEYS_DATA_DIR": str(d.settings.data_dir)}  # fmt: skip
+    env = {
+        "CHAINKEYS_DATABASE_URL": d.ha.url(),
+        "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
+        "CHAINKEYS_DATA_DIR": str(d.settings.data_dir),
+    }
     done = chainkeys_cli("audit", "verify", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     done = chainkeys_cli("integrity", "verify", env=env)  # every row and head as pinned

@@ -85,9 +85,10 @@ def _findings(path: Path, names: frozenset[str], kinds: frozenset[str]) -> Count
     found.update(
         f'"{node.value}"'
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
         and node.value in names | kinds
-    )  # fmt: skip
+    )
     return found
 
 
@@ -103,14 +104,28 @@ KNOWN: dict[str, tuple[str, dict[str, int]]] = {
     "api/routes/shapes.py": (
         "to move: the Cosmos SDK keyring shape (`response_shape = KEYRING`) is built from "
         "types named for Cosmos, not for the keyring",
-        {"CosmosAccount": 1, "CosmosAccountData": 1, "CosmosAccountResponse": 1,
-         "CosmosKey": 2, "CosmosKeys": 1, "CosmosKeysData": 1, "CosmosListResponse": 1},
+        {
+            "CosmosAccount": 1,
+            "CosmosAccountData": 1,
+            "CosmosAccountResponse": 1,
+            "CosmosKey": 2,
+            "CosmosKeys": 1,
+            "CosmosKeysData": 1,
+            "CosmosListResponse": 1,
+        },
     ),
     "api/schemas.py": (
         "to move: the keyring shape's types are named for Cosmos (and its prose, which "
         "this test does not read, says which fields are EOS's)",
-        {"CosmosAccount": 2, "CosmosAccountData": 2, "CosmosAccountResponse": 1,
-         "CosmosKey": 2, "CosmosKeys": 2, "CosmosKeysData": 2, "CosmosListResponse": 1},
+        {
+            "CosmosAccount": 2,
+            "CosmosAccountData": 2,
+            "CosmosAccountResponse": 1,
+            "CosmosKey": 2,
+            "CosmosKeys": 2,
+            "CosmosKeysData": 2,
+            "CosmosListResponse": 1,
+        },
     ),
     "api/static/console/pages/accounts.mjs": (
         "to move: each family's fields on the accounts page, until it reads /networks",
@@ -123,22 +138,35 @@ KNOWN: dict[str, tuple[str, dict[str, int]]] = {
     "policies/conditions.py": (
         "to move: `tx.kind`'s word for each family's sign kind, a table beside the kinds "
         "rather than read from each `SignKind`",
-        {'"sign-amino"': 1, '"sign-direct"': 1, '"sign-ibc-transfer"': 1, '"sign-psbt"': 1,
-         '"sign-raw-transaction"': 1, '"sign-transaction"': 1, '"sign-transfer"': 1},
+        {
+            '"sign-amino"': 1,
+            '"sign-direct"': 1,
+            '"sign-ibc-transfer"': 1,
+            '"sign-psbt"': 1,
+            '"sign-raw-transaction"': 1,
+            '"sign-transaction"': 1,
+            '"sign-transfer"': 1,
+        },
     ),
     "signing/combine.py": (
         "to move: combining a multisig's signatures is Cosmos's (its amino kind, "
         "document, multisig and response), where `MultisigForms.combine` should say it",
-        {'"sign-amino"': 1, "CosmosDoc": 2, "CosmosMultisig": 2, "CosmosTransactionResponse": 2,
-         "chainkeys.chains.tx.cosmos.common": 1, "chainkeys.chains.tx.cosmos.multisig": 1,
-         "chainkeys.chains.tx.cosmos.transfer": 1},
+        {
+            '"sign-amino"': 1,
+            "CosmosDoc": 2,
+            "CosmosMultisig": 2,
+            "CosmosTransactionResponse": 2,
+            "chainkeys.chains.tx.cosmos.common": 1,
+            "chainkeys.chains.tx.cosmos.multisig": 1,
+            "chainkeys.chains.tx.cosmos.transfer": 1,
+        },
     ),
     "signing/requests.py": (
         "to move: MULTISIG_KINDS names the kinds a multisig signs with by family "
         "(Dogecoin's and Litecoin's sign-psbt, Cosmos's sign-amino), not from `MultisigForms`",
         {'"sign-amino"': 1, '"sign-psbt"': 1},
     ),
-}  # fmt: skip
+}
 
 
 def test_no_family_is_named_outside_chains() -> None:
@@ -151,9 +179,10 @@ def test_no_family_is_named_outside_chains() -> None:
         str(path.relative_to(SRC)): dict(sorted(count.items()))
         for path in sorted(SRC.rglob("*"))
         if path.suffix in (".py", ".mjs", ".js", ".html")
-        and CHAINS not in path.parents and "migrations" not in path.parts
+        and CHAINS not in path.parents
+        and "migrations" not in path.parts
         and (count := _findings(path, names, kinds))
-    }  # fmt: skip
+    }
     assert found == {path: seen for path, (_, seen) in KNOWN.items()}, (
         "a family is named outside chains/ (declare it in the family's module or registry "
         "row and read it from chains.registry.FAMILIES), or a known file no longer does "

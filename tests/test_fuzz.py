@@ -48,9 +48,11 @@ MAX_EXAMPLES = 10
 def test_each_rule_beyond_the_schema_names_an_operation_that_says_so() -> None:
     """Each rule names an operation, and each operation it names tells a client the rule
     in its description ("Beyond the schema: …")."""
-    operations = {f"{m.upper()} {p}": op.get("description", "")
-                  for p, item in openapi_document(Settings())["paths"].items()
-                  for m, op in item.items()}  # fmt: skip
+    operations = {
+        f"{m.upper()} {p}": op.get("description", "")
+        for p, item in openapi_document(Settings())["paths"].items()
+        for m, op in item.items()
+    }
     for pattern in BEYOND_SCHEMA:
         assert any(re.fullmatch(pattern, op) for op in operations), pattern
     for op, description in operations.items():

@@ -67,9 +67,18 @@ def key_file(tmp_path: Path, key: ed25519.Ed25519PrivateKey) -> str:
 
 def test_token_create_files_a_change_and_its_token_opens_once_applied(team: Governed) -> None:
     code, lines, err = cli(
-        team.server, "token", "create", "--tenant", team.name, "--label", "payouts",
-        "--scope", "sign", "--family", "cosmos",
-    )  # fmt: skip
+        team.server,
+        "token",
+        "create",
+        "--tenant",
+        team.name,
+        "--label",
+        "payouts",
+        "--scope",
+        "sign",
+        "--family",
+        "cosmos",
+    )
     assert code == 0, err
     token = lines[-1]
     assert token.startswith("ck_") and "governed" in lines[0] and "loosens" in lines[0], lines
@@ -117,9 +126,16 @@ def test_admin_add_key_files_a_change_and_the_key_votes_once_applied(
 ) -> None:
     dave_key = ed25519.Ed25519PrivateKey.generate()
     code, lines, err = cli(
-        team.server, "admin", "add-key", "--tenant", team.name, "--label", "dave",
-        "--key", key_file(tmp_path, dave_key),
-    )  # fmt: skip
+        team.server,
+        "admin",
+        "add-key",
+        "--tenant",
+        team.name,
+        "--label",
+        "dave",
+        "--key",
+        key_file(tmp_path, dave_key),
+    )
     assert code == 0, err
     assert "enrolled for 'dave' as an admin" in lines[0], lines
     change = change_of(team, lines)
@@ -143,9 +159,18 @@ def test_approver_add_key_files_a_change_and_enrols_once_applied(
 ) -> None:
     key = ed25519.Ed25519PrivateKey.generate()
     code, lines, err = cli(
-        team.server, "approver", "add-key", "--tenant", team.name, "--label", "erin",
-        "--group", "ops", "--key", key_file(tmp_path, key),
-    )  # fmt: skip
+        team.server,
+        "approver",
+        "add-key",
+        "--tenant",
+        team.name,
+        "--label",
+        "erin",
+        "--group",
+        "ops",
+        "--key",
+        key_file(tmp_path, key),
+    )
     assert code == 0, err
     change = change_of(team, lines)
     assert change["kind"] == "approver" and change["document"]["group"] == "ops"
@@ -158,17 +183,33 @@ def test_approver_add_key_files_a_change_and_enrols_once_applied(
 
 def test_break_glass_applies_at_once_and_is_audited(team: Governed, tmp_path: Path) -> None:
     code, lines, err = cli(
-        team.server, "token", "create", "--tenant", team.name, "--label", "urgent",
-        "--scope", "sign", "--break-glass",
-    )  # fmt: skip
+        team.server,
+        "token",
+        "create",
+        "--tenant",
+        team.name,
+        "--label",
+        "urgent",
+        "--scope",
+        "sign",
+        "--break-glass",
+    )
     assert code == 0 and "break glass" in lines[0], err
     with team.server.client(lines[-1]) as bot:
         assert bot.get("/tokens/self").status_code == 200
     key = key_file(tmp_path, ed25519.Ed25519PrivateKey.generate())
     code, lines, err = cli(
-        team.server, "admin", "add-key", "--tenant", team.name, "--label", "dave",
-        "--key", key, "--break-glass",
-    )  # fmt: skip
+        team.server,
+        "admin",
+        "add-key",
+        "--tenant",
+        team.name,
+        "--label",
+        "dave",
+        "--key",
+        key,
+        "--break-glass",
+    )
     assert code == 0 and lines[-1].startswith("apc_") and "break glass" in err, (lines, err)
     glass = audited(team, "break_glass")
     assert [(e["outcome"], e["details"]["what"]) for e in glass] == [
@@ -188,9 +229,18 @@ def test_an_ungoverned_tenant_is_given_at_once(server: Server, tmp_path: Path) -
         assert bot.get("/tokens/self").status_code == 200
     key = key_file(tmp_path, ed25519.Ed25519PrivateKey.generate())
     code, lines, err = cli(
-        server, "approver", "add-key", "--tenant", name, "--label", "erin", "--group", "ops",
-        "--key", key,
-    )  # fmt: skip
+        server,
+        "approver",
+        "add-key",
+        "--tenant",
+        name,
+        "--label",
+        "erin",
+        "--group",
+        "ops",
+        "--key",
+        key,
+    )
     assert code == 0 and "enrolled for erin (ops)" in lines[-1], (lines, err)
     events = chainkeys_cli("audit", "--tenant", name, "--json", env=env_of(server.settings))
     assert '"break_glass"' not in events.stdout and '"change.file"' not in events.stdout

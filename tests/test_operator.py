@@ -29,8 +29,9 @@ def test_a_second_server_on_a_port_in_use_is_refused_in_one_line(tmp_path: Path)
     proc = start({"CHAINKEYS_DATA_DIR": str(tmp_path / "one")}, tmp_path / "one.log")
     try:
         port = proc.base_url.rsplit(":", 1)[1]
-        other = chainkeys("serve", "--port", port, "--data-dir", str(tmp_path / "two"),
-                          cwd=tmp_path)  # fmt: skip
+        other = chainkeys(
+            "serve", "--port", port, "--data-dir", str(tmp_path / "two"), cwd=tmp_path
+        )
         assert other.returncode == 2
         assert other.stderr.strip().splitlines() == [
             f"chainkeys: port {port} on 127.0.0.1 is in use by another chainkeys server; "
@@ -49,16 +50,24 @@ def test_a_port_another_program_holds_is_refused_in_one_line(tmp_path: Path) -> 
         done = chainkeys("serve", "--port", port, "--data-dir", str(tmp_path / "d"), cwd=tmp_path)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert lines == [f"chainkeys: port {port} on 127.0.0.1 is in use by another program; "
-                     "choose another with --port/--host or CHAINKEYS_PORT/CHAINKEYS_HOST"]  # fmt: skip
+    assert lines == [
+        f"chainkeys: port {port} on 127.0.0.1 is in use by another program; "
+        "choose another with --port/--host or CHAINKEYS_PORT/CHAINKEYS_HOST"
+    ]
 
 
 def test_commands_other_than_serve_and_init_never_make_a_store(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    for args in (("token", "list"), ("token", "create", "--tenant", "t"), ("audit",),
-                 ("policy", "show", "t"), ("key", "rotate"), ("db", "upgrade"),
-                 ("account", "deleted")):  # fmt: skip
+    for args in (
+        ("token", "list"),
+        ("token", "create", "--tenant", "t"),
+        ("audit",),
+        ("policy", "show", "t"),
+        ("key", "rotate"),
+        ("db", "upgrade"),
+        ("account", "deleted"),
+    ):
         done = chainkeys(*args, cwd=elsewhere)
         assert done.returncode == 2, (args, done.stderr)
         [line] = done.stderr.strip().splitlines()
@@ -96,20 +105,42 @@ def test_version_names_the_commit_and_lists_have_json(tmp_path: Path) -> None:
         import httpx
 
         data = httpx.get(f"{proc.base_url}/version", verify=TLS).json()["data"]
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
-                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         assert data["commit"] == head
     finally:
         proc.stop()
     env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "d")}
-    assert chainkeys("token", "create", "--tenant", "acme", "--label", "ci", "--scope", "read",
-                     cwd=tmp_path, env=env).returncode == 0  # fmt: skip
+    assert (
+        chainkeys(
+            "token",
+            "create",
+            "--tenant",
+            "acme",
+            "--label",
+            "ci",
+            "--scope",
+            "read",
+            cwd=tmp_path,
+            env=env,
+        ).returncode
+        == 0
+    )
     listed = chainkeys("token", "list", "--json", cwd=tmp_path, env=env)
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert {"tenant": "acme", "label": "ci", "scopes": ["read"]}.items() <= rows[-1].items()
     shown = chainkeys("policy", "show", "acme", "--json", cwd=tmp_path, env=env)
-    assert json.loads(shown.stdout) == {"tenant": "acme", "version": None, "set": None,
-                                        "policy": None}  # fmt: skip
+    assert json.loads(shown.stdout) == {
+        "tenant": "acme",
+        "version": None,
+        "set": None,
+        "policy": None,
+    }
     audit = chainkeys("audit", "--json", "--action", "token.create", cwd=tmp_path, env=env)
     events = [json.loads(line) for line in audit.stdout.splitlines()]
     assert events and all(e["action"] == "token.create" for e in events)
@@ -157,16 +188,30 @@ def test_the_wallet_cli_lists_derives_and_exports_nothing(tmp_path: Path) -> Non
         import httpx
 
         phrase = "abandon " * 11 + "about"
-        r = httpx.post(f"{proc.base_url}/wallets", verify=TLS, json={"mnemonic": phrase, "name": "main"},
-                       headers={"Authorization": token})  # fmt: skip
+        r = httpx.post(
+            f"{proc.base_url}/wallets",
+            verify=TLS,
+            json={"mnemonic": phrase, "name": "main"},
+            headers={"Authorization": token},
+        )
         assert r.status_code == 200, r.text
     finally:
         proc.stop()
     listed = chainkeys("wallet", "list", "acme", "--json", cwd=tmp_path, env=env)
     [row] = [json.loads(line) for line in listed.stdout.splitlines()]
     assert row["name"] == "main" and row["fingerprint"] == "73c5da0a"
-    derived = chainkeys("wallet", "derive", "acme", "main", "--family", "litecoin", "--count",
-                        "2", cwd=tmp_path, env=env)  # fmt: skip
+    derived = chainkeys(
+        "wallet",
+        "derive",
+        "acme",
+        "main",
+        "--family",
+        "litecoin",
+        "--count",
+        "2",
+        cwd=tmp_path,
+        env=env,
+    )
     assert derived.returncode == 0, derived.stderr
     lines = derived.stdout.splitlines()
     assert "ltc1qjmxnz78nmc8nq77wuxh25n2es7rzm5c2rkk4wh" in lines[0]  # BIP84-style, coin 2
@@ -202,9 +247,15 @@ def test_a_crash_shows_no_local_variables(tmp_path: Path) -> None:
     token being issued, a key file's bytes, a database URL with its password)."""
     assert chainkeys("init", "--data-dir", str(tmp_path / "d"), cwd=tmp_path).returncode == 0
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
-    done = subprocess.run([sys.executable, "-c", CRASH, str(tmp_path / "d")], cwd=tmp_path,
-                          env={**clean, "COLUMNS": "200"}, capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CRASH, str(tmp_path / "d")],
+        cwd=tmp_path,
+        env={**clean, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode != 0
     assert "an unexpected failure" in done.stderr
     assert "ck_secret_kept_in_a_local_variable" not in done.stderr + done.stdout

@@ -41,8 +41,11 @@ def test_every_pin_has_a_hash_and_the_runtime_lock_covers_the_dependencies() -> 
             elif "--hash=sha256:" in line:
                 pins[current].append(line.split("sha256:")[1].rstrip(" \\"))
     assert pins and all(len(h) >= 1 and all(len(x) == 64 for x in h) for h in pins.values())
-    runtime = {ln.split("==")[0].lower().replace("_", "-")
-               for ln in (ROOT / "requirements.lock").read_text().splitlines() if "==" in ln}  # fmt: skip
+    runtime = {
+        ln.split("==")[0].lower().replace("_", "-")
+        for ln in (ROOT / "requirements.lock").read_text().splitlines()
+        if "==" in ln
+    }
     import tomllib
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
@@ -92,8 +95,13 @@ def test_compose_runs_chainkeys_with_postgres_and_redis() -> None:
 
 def test_systemd_unit_is_sandboxed_and_verifies(tmp_path: Path) -> None:
     unit = (ROOT / "deploy/chainkeys.service").read_text()
-    for setting in ("ProtectSystem=strict", "NoNewPrivileges=true", "PrivateTmp=true",
-                    "ProtectHome=true", "CapabilityBoundingSet="):  # fmt: skip
+    for setting in (
+        "ProtectSystem=strict",
+        "NoNewPrivileges=true",
+        "PrivateTmp=true",
+        "ProtectHome=true",
+        "CapabilityBoundingSet=",
+    ):
         assert setting in unit
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (apt-get install systemd)")
@@ -102,8 +110,9 @@ def test_systemd_unit_is_sandboxed_and_verifies(tmp_path: Path) -> None:
     local.write_text(
         unit.replace("/opt/chainkeys/bin/chainkeys", str(ROOT / ".venv/bin/chainkeys"))
     )
-    done = subprocess.run(["systemd-analyze", "verify", str(local)], capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    done = subprocess.run(
+        ["systemd-analyze", "verify", str(local)], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -128,17 +137,32 @@ def test_the_entrypoint_hands_a_private_secret_to_an_unprivileged_process(tmp_pa
     secret = tmp_path / "secret"
     secret.write_text("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n")
     secret.chmod(0o600)
-    probe = ("import os; print(os.getuid(), os.environ['CHAINKEYS_MASTER_KEY'][:6], "
-             "'CHAINKEYS_MASTER_KEY_SECRET' in os.environ, open('/proc/self/status').read()"
-             ".split('CapEff:')[1].split()[0])")  # fmt: skip
-    env = {"PATH": os.environ["PATH"], "CHAINKEYS_MASTER_KEY_SECRET": str(secret),
-           "CHAINKEYS_RUN_AS": "nobody"}  # fmt: skip
-    done = subprocess.run([str(ENTRYPOINT), sys.executable, "-c", probe], env=env,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    probe = (
+        "import os; print(os.getuid(), os.environ['CHAINKEYS_MASTER_KEY'][:6], "
+        "'CHAINKEYS_MASTER_KEY_SECRET' in os.environ, open('/proc/self/status').read()"
+        ".split('CapEff:')[1].split()[0])"
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "CHAINKEYS_MASTER_KEY_SECRET": str(secret),
+        "CHAINKEYS_RUN_AS": "nobody",
+    }
+    done = subprocess.run(
+        [str(ENTRYPOINT), sys.executable, "-c", probe],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["65534", "MDEyMz", "False", "0000000000000000"]
-    missing = subprocess.run([str(ENTRYPOINT), "true"], env={**env, "CHAINKEYS_MASTER_KEY_SECRET":
-                             str(tmp_path / "none")}, capture_output=True, text=True, check=False)  # fmt: skip
+    missing = subprocess.run(
+        [str(ENTRYPOINT), "true"],
+        env={**env, "CHAINKEYS_MASTER_KEY_SECRET": str(tmp_path / "none")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert missing.returncode == 2 and "is not there" in missing.stderr
 
 
@@ -149,16 +173,29 @@ def test_rotating_a_read_only_key_file_is_one_clear_line(tmp_path: Path) -> None
     if shutil.which("unshare") is None:
         pytest.fail("unshare (util-linux) is needed to mount a directory read-only")
     keys = tmp_path / "keys"
-    env = {**os.environ, "CHAINKEYS_DATA_DIR": str(tmp_path / "data"),
-           "CHAINKEYS_MASTER_KEY_FILE": str(keys / "master.key")}  # fmt: skip
+    env = {
+        **os.environ,
+        "CHAINKEYS_DATA_DIR": str(tmp_path / "data"),
+        "CHAINKEYS_MASTER_KEY_FILE": str(keys / "master.key"),
+    }
     env.pop("CHAINKEYS_MASTER_KEY", None)
-    assert subprocess.run([sys.executable, "-m", "chainkeys.cli", "init"], env=env,
-                          capture_output=True, check=False).returncode == 0  # fmt: skip
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "chainkeys.cli", "init"],
+            env=env,
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
+    )
     before = sorted(p.name for p in keys.iterdir())
-    script = (f"mount --bind -o ro {keys} {keys} && "
-              f"exec {sys.executable} -m chainkeys.cli key rotate --wait 0")  # fmt: skip
-    done = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True,
-                          text=True, check=False)  # fmt: skip
+    script = (
+        f"mount --bind -o ro {keys} {keys} && "
+        f"exec {sys.executable} -m chainkeys.cli key rotate --wait 0"
+    )
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 1, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "read-only" in line and "CHAINKEYS_MASTER_KEY" in line, line

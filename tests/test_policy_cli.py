@@ -24,8 +24,17 @@ from tests.test_rotation import env_of
 
 pytestmark = pytest.mark.long(89)  # seconds (busy run): scheduled first
 
-GOOD = {"rules": [{"family": "cosmos", "network": "cosmoshub", "recipients": [OTHER],
-                   "max_per_tx": {"uatom": "1000000"}, "max_per_day": {"uatom": "5000000"}}]}  # fmt: skip
+GOOD = {
+    "rules": [
+        {
+            "family": "cosmos",
+            "network": "cosmoshub",
+            "recipients": [OTHER],
+            "max_per_tx": {"uatom": "1000000"},
+            "max_per_day": {"uatom": "5000000"},
+        }
+    ]
+}
 TOML = f"""
 [[rules]]
 family = "cosmos"
@@ -46,36 +55,63 @@ def test_every_invalid_field_is_named_at_once() -> None:
     """An operator fixes the file in one go: every invalid rule is named, shape errors
     and value errors alike (issue 55)."""
     for rules, says in [
-        ([{"family": "cosmoss"}, {"family": "cosmos", "max_per_tx": {"uatom": "1.5"}},
-          {"family": "cosmos", "effect": "maybe"}],
-         ["rules[0].family", "rules[1].max_per_tx.uatom", "rules[2].effect"]),
-        ([{"family": "cosmos", "bogus": 1}, {"family": 5}, {"family": "eos"}],
-         ["rules[0].bogus", "rules[1].family"]),
-    ]:  # fmt: skip
+        (
+            [
+                {"family": "cosmoss"},
+                {"family": "cosmos", "max_per_tx": {"uatom": "1.5"}},
+                {"family": "cosmos", "effect": "maybe"},
+            ],
+            ["rules[0].family", "rules[1].max_per_tx.uatom", "rules[2].effect"],
+        ),
+        (
+            [{"family": "cosmos", "bogus": 1}, {"family": 5}, {"family": "eos"}],
+            ["rules[0].bogus", "rules[1].family"],
+        ),
+    ]:
         with pytest.raises(PolicyError) as refused:
             parse(json.dumps({"rules": rules}))
         for word in says:
             assert word in refused.value.message, refused.value.message
 
 
-@pytest.mark.parametrize(("rules", "says"), [
-    ([{"family": "cosmoss"}], "rules[0].family: 'cosmoss' is not one of cosmos"),
-    ([{"family": "cosmos", "network": "mainnet"}], "rules[0].network: 'mainnet' is not a cosmos"),
-    ([{"family": "eos"}, {"family": "cosmos", "max_per_tx": {"uatom": "1.5"}}],
-     "rules[1].max_per_tx.uatom: '1.5' is not a whole number"),
-    ([{"family": "cosmos", "max_per_day": {"uatom": 5}}], "rules[0].max_per_day.uatom"),
-    ([{"family": "cosmos", "recipients": ["cosmos1notanaddress"]}], "rules[0].recipients[0]"),
-    ([{"family": "dogecoin", "recipients": ["LKqJxEKxN7SnCEpj3ia3Z9DuAD1HNjh1hx"]}],
-     "rules[0].recipients[0]"),
-    ([{"family": "cosmos", "recipient": [OTHER]}],
-     'rules[0].recipient: not a key of a rule (did you mean "recipients"?)'),
-    ([{"family": "cosmos", "approval": {"quorom": 2, "group": "t"}}],
-     'rules[0].approval.quorom: not a key of an approval (did you mean "quorum"?)'),
-    ([{"family": "cosmos", "effect": "alow"}], 'rules[0].effect: allow or deny (did you mean "allow"?)'),
-    ([{"family": "litecoin", "network": "mainet"}], 'network (mainnet, testnet, regtest) (did you mean "mainnet"?)'),
-    ([{"family": "dogecoin", "messages": ["x"]}], "rules[0].messages: only cosmos rules"),
-    ([{"family": "cosmos"}, {"family": "cosmos"}], "rules[1]: rules[0] already covers cosmos"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("rules", "says"),
+    [
+        ([{"family": "cosmoss"}], "rules[0].family: 'cosmoss' is not one of cosmos"),
+        (
+            [{"family": "cosmos", "network": "mainnet"}],
+            "rules[0].network: 'mainnet' is not a cosmos",
+        ),
+        (
+            [{"family": "eos"}, {"family": "cosmos", "max_per_tx": {"uatom": "1.5"}}],
+            "rules[1].max_per_tx.uatom: '1.5' is not a whole number",
+        ),
+        ([{"family": "cosmos", "max_per_day": {"uatom": 5}}], "rules[0].max_per_day.uatom"),
+        ([{"family": "cosmos", "recipients": ["cosmos1notanaddress"]}], "rules[0].recipients[0]"),
+        (
+            [{"family": "dogecoin", "recipients": ["LKqJxEKxN7SnCEpj3ia3Z9DuAD1HNjh1hx"]}],
+            "rules[0].recipients[0]",
+        ),
+        (
+            [{"family": "cosmos", "recipient": [OTHER]}],
+            'rules[0].recipient: not a key of a rule (did you mean "recipients"?)',
+        ),
+        (
+            [{"family": "cosmos", "approval": {"quorom": 2, "group": "t"}}],
+            'rules[0].approval.quorom: not a key of an approval (did you mean "quorum"?)',
+        ),
+        (
+            [{"family": "cosmos", "effect": "alow"}],
+            'rules[0].effect: allow or deny (did you mean "allow"?)',
+        ),
+        (
+            [{"family": "litecoin", "network": "mainet"}],
+            'network (mainnet, testnet, regtest) (did you mean "mainnet"?)',
+        ),
+        ([{"family": "dogecoin", "messages": ["x"]}], "rules[0].messages: only cosmos rules"),
+        ([{"family": "cosmos"}, {"family": "cosmos"}], "rules[1]: rules[0] already covers cosmos"),
+    ],
+)
 def test_invalid_files_name_the_field(rules: list[dict[str, object]], says: str) -> None:
     with pytest.raises(PolicyError) as refused:
         parse(json.dumps({"rules": rules}))
@@ -93,7 +129,7 @@ DEFECTS: dict[str, tuple[dict[str, Any], list[str]]] = {
     "approval": ({"approval": {"quorom": 2, "group": "t"}}, ["{at}.approval.quorom"]),
     "recipient": ({"recipients": ["cosmos1notanaddress"]}, ["{at}.recipients[0]"]),
     "when": ({"when": "tx.fmaily == 1"}, ["{at}.when"]),
-}  # fmt: skip
+}
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -137,15 +173,21 @@ def test_every_problem_of_every_rule_is_named_at_once(
 
 def test_a_file_that_is_not_a_policy_says_what_a_policy_is() -> None:
     for document, says in [
-        ({"rule": [{"family": "cosmos"}]},
-         ['rule: not a key of a policy ({"rules": [...]}) (did you mean "rules"?)',
-          'rules: is required in a policy ({"rules": [...]})']),
-        ([{"family": "cosmos"}], ['the file: must be a policy ({"rules": [...]}) (an object), '
-                                  "not an array"]),
+        (
+            {"rule": [{"family": "cosmos"}]},
+            [
+                'rule: not a key of a policy ({"rules": [...]}) (did you mean "rules"?)',
+                'rules: is required in a policy ({"rules": [...]})',
+            ],
+        ),
+        (
+            [{"family": "cosmos"}],
+            ['the file: must be a policy ({"rules": [...]}) (an object), not an array'],
+        ),
         ({"rules": {"family": "cosmos"}}, ["rules: must be an array, not an object"]),
         ({"rules": ["cosmos"]}, ["rules[0]: must be a rule (an object), not a string"]),
         ({"rules": [{"network": "cosmoshub"}]}, ["rules[0].family: is required in a rule"]),
-    ]:  # fmt: skip
+    ]:
         with pytest.raises(PolicyError) as refused:
             parse(json.dumps(document))
         assert list(refused.value.problems) == says
@@ -177,13 +219,19 @@ def test_the_cli_lists_every_problem_one_a_line_and_changes_nothing(
 ) -> None:
     env = env_of(server.settings)
     path = tmp_path / "policy.json"
-    path.write_text(json.dumps({"rule": [], "rules": [
-        {"family": "cosmos", "recipent": [OTHER], "max_per_tx": {"uatom": "1e6"}},
-        {"family": "eos", "network": "eos"},
-        {"family": "dogecoin", "effect": "alow", "max_per_dayy": {"DOGE": "5"}},
-    ]}))  # fmt: skip
-    for command in (["set", tenant.name, str(path)],
-                    ["test", tenant.name, str(path), str(path)]):  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "rule": [],
+                "rules": [
+                    {"family": "cosmos", "recipent": [OTHER], "max_per_tx": {"uatom": "1e6"}},
+                    {"family": "eos", "network": "eos"},
+                    {"family": "dogecoin", "effect": "alow", "max_per_dayy": {"DOGE": "5"}},
+                ],
+            }
+        )
+    )
+    for command in (["set", tenant.name, str(path)], ["test", tenant.name, str(path), str(path)]):
         done = chainkeys_cli("policy", *command, env=env)
         assert done.returncode == 1 and done.stdout == ""
         assert done.stderr.splitlines() == [
@@ -195,8 +243,10 @@ def test_the_cli_lists_every_problem_one_a_line_and_changes_nothing(
             '  rules[2].max_per_dayy: not a key of a rule (did you mean "max_per_day"?)',
             '  rules[2].effect: allow or deny (did you mean "allow"?)',
         ], done.stderr
-    assert json.loads(chainkeys_cli("policy", "show", tenant.name, "--json",
-                                    env=env).stdout)["policy"] is None  # fmt: skip
+    assert (
+        json.loads(chainkeys_cli("policy", "show", tenant.name, "--json", env=env).stdout)["policy"]
+        is None
+    )
 
 
 def test_what_show_prints_set_takes_back(server: Server, tenant: Tenant, tmp_path: Path) -> None:
@@ -204,8 +254,10 @@ def test_what_show_prints_set_takes_back(server: Server, tenant: Tenant, tmp_pat
     the document alone; its version line is on stderr."""
     env = env_of(server.settings)
     (tmp_path / "p.toml").write_text(TOML)
-    assert chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "p.toml"),
-                         env=env).returncode == 0  # fmt: skip
+    assert (
+        chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "p.toml"), env=env).returncode
+        == 0
+    )
     shown = chainkeys_cli("policy", "show", tenant.name, env=env)
     assert shown.stderr.startswith("# version 1, set ")
     for name in ("shown.json", "shown"):  # by extension, and by its first character
@@ -226,15 +278,18 @@ def test_set_show_history_clear_and_audit(server: Server, tenant: Tenant, tmp_pa
     env = env_of(server.settings)
     (tmp_path / "p.json").write_text(json.dumps(GOOD))
     (tmp_path / "p.toml").write_text(TOML)
-    assert "version 1 set" in chainkeys_cli("policy", "set", tenant.name,
-                                             str(tmp_path / "p.json"), env=env).stdout  # fmt: skip
+    assert (
+        "version 1 set"
+        in chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "p.json"), env=env).stdout
+    )
     shown = chainkeys_cli("policy", "show", tenant.name, env=env)
     assert shown.stderr.startswith("# version 1")
     assert json.loads(shown.stdout)["rules"][0]["max_per_day"] == {"uatom": "5000000"}
-    assert "version 2 set" in chainkeys_cli("policy", "set", tenant.name,
-                                             str(tmp_path / "p.toml"), env=env).stdout  # fmt: skip
-    toml_rule = json.loads(chainkeys_cli("policy", "show", tenant.name, env=env).stdout
-                           )["rules"][0]  # fmt: skip
+    assert (
+        "version 2 set"
+        in chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "p.toml"), env=env).stdout
+    )
+    toml_rule = json.loads(chainkeys_cli("policy", "show", tenant.name, env=env).stdout)["rules"][0]
     assert "max_per_day" not in toml_rule and toml_rule["max_per_tx"] == {"uatom": "1000000"}
     assert "version 3" in chainkeys_cli("policy", "clear", tenant.name, env=env).stdout
     assert "cleared in version 3" in chainkeys_cli("policy", "show", tenant.name, env=env).stdout
@@ -245,7 +300,10 @@ def test_set_show_history_clear_and_audit(server: Server, tenant: Tenant, tmp_pa
     assert json.loads(first)["rules"][0]["max_per_day"] == {"uatom": "5000000"}
     audit = chainkeys_cli("audit", "--tenant", tenant.name, env=env).stdout
     assert [w for line in audit.splitlines() for w in line.split() if w.startswith("policy.")] == [
-        "policy.set", "policy.set", "policy.clear"]  # fmt: skip
+        "policy.set",
+        "policy.set",
+        "policy.clear",
+    ]
     missing = chainkeys_cli("policy", "show", "no-such-tenant", env=env)
     assert missing.returncode == 1 and "no tenant named no-such-tenant" in missing.stderr
 
@@ -257,8 +315,10 @@ def test_a_change_reaches_a_running_server_within_10_seconds(
     assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
     tenant.allowed(SEND, send(10))  # the server has now read "no policy"
     (tmp_path / "deny.json").write_text(json.dumps({"rules": [{"family": "eos"}]}))
-    assert chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "deny.json"),
-                         env=env).returncode == 0  # fmt: skip
+    assert (
+        chainkeys_cli("policy", "set", tenant.name, str(tmp_path / "deny.json"), env=env).returncode
+        == 0
+    )
     # 10 s of the server's clock (it runs in this process: its clock is moved, not waited for)
     with clock.shift(10_000):
         assert tenant.sign(SEND, send(10)).status_code == 403, "not applied within 10 s"
@@ -277,17 +337,42 @@ def test_policy_test_tries_a_candidate_before_it_is_set(
     env = env_of(server.settings)
     assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
     candidate = tmp_path / "candidate.json"
-    candidate.write_text(json.dumps({"rules": [
-        {"family": "cosmos", "effect": "deny", "name": "weekends",
-         "when": "now.getDayOfWeek('UTC') in [0, 6]"},
-        {"family": "cosmos", "when": "token.label == 'payouts'", "max_per_tx": {"uatom": "50"}},
-    ]}))  # fmt: skip
+    candidate.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "family": "cosmos",
+                        "effect": "deny",
+                        "name": "weekends",
+                        "when": "now.getDayOfWeek('UTC') in [0, 6]",
+                    },
+                    {
+                        "family": "cosmos",
+                        "when": "token.label == 'payouts'",
+                        "max_per_tx": {"uatom": "50"},
+                    },
+                ]
+            }
+        )
+    )
     asked = tmp_path / "request.json"
-    for label, amount, decision in (("payouts", 10, "allow"), ("payouts", 60, "deny"),
-                                    ("other", 10, "deny")):  # fmt: skip
-        asked.write_text(json.dumps({"family": "cosmos", "account": ADDRESS,
-                                     "kind": "sign-transfer", "request": send(amount, fee=0),
-                                     "token": {"label": label}}))  # fmt: skip
+    for label, amount, decision in (
+        ("payouts", 10, "allow"),
+        ("payouts", 60, "deny"),
+        ("other", 10, "deny"),
+    ):
+        asked.write_text(
+            json.dumps(
+                {
+                    "family": "cosmos",
+                    "account": ADDRESS,
+                    "kind": "sign-transfer",
+                    "request": send(amount, fee=0),
+                    "token": {"label": label},
+                }
+            )
+        )
         done = chainkeys_cli("policy", "test", tenant.name, str(candidate), str(asked), env=env)
         out = json.loads(done.stdout)
         weekend = out["rules"][0]["value"]
@@ -317,18 +402,39 @@ def test_policy_test_exits_by_decision_and_names_the_token_it_assumed(
     env = env_of(server.settings)
     assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
     candidate = tmp_path / "candidate.json"
-    candidate.write_text(json.dumps({"rules": [
-        {"family": "cosmos", "effect": "deny", "name": "no-huge",
-         "when": "'uatom' in tx.total && tx.total['uatom'] > 1000"},
-        {"family": "cosmos", "when": "token.label == 'payouts'", "max_per_tx": {"uatom": "50"}},
-        {"family": "cosmos", "approval": {"quorum": 1, "group": "treasury"},
-         "above": {"uatom": "100"}},
-    ]}))  # fmt: skip
+    candidate.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "family": "cosmos",
+                        "effect": "deny",
+                        "name": "no-huge",
+                        "when": "'uatom' in tx.total && tx.total['uatom'] > 1000",
+                    },
+                    {
+                        "family": "cosmos",
+                        "when": "token.label == 'payouts'",
+                        "max_per_tx": {"uatom": "50"},
+                    },
+                    {
+                        "family": "cosmos",
+                        "approval": {"quorum": 1, "group": "treasury"},
+                        "above": {"uatom": "100"},
+                    },
+                ]
+            }
+        )
+    )
     asked = tmp_path / "request.json"
 
     def test(amount: int, token: dict[str, object] | None) -> tuple[int, dict[str, Any], str]:
-        body = {"family": "cosmos", "account": ADDRESS, "kind": "sign-transfer",
-                "request": send(amount, fee=0)}  # fmt: skip
+        body = {
+            "family": "cosmos",
+            "account": ADDRESS,
+            "kind": "sign-transfer",
+            "request": send(amount, fee=0),
+        }
         if token is not None:
             body["token"] = token
         asked.write_text(json.dumps(body))
@@ -341,14 +447,17 @@ def test_policy_test_exits_by_decision_and_names_the_token_it_assumed(
         "families": ["cosmos"],
         "id": "tok_1",
     }
-    for amount, token, decision in ((10, payouts, "allow"), (60, payouts, "deny"),
-                                    (5000, payouts, "deny"), (60, None, "allow"),
-                                    (500, None, "approval")):  # fmt: skip
+    for amount, token, decision in (
+        (10, payouts, "allow"),
+        (60, payouts, "deny"),
+        (5000, payouts, "deny"),
+        (60, None, "allow"),
+        (500, None, "approval"),
+    ):
         status, out, stderr = test(amount, token)
         assert (out["decision"], status) == (decision, EXIT[decision]), (amount, token, out)
         if token is None:  # said which token it assumed, and showed it in the answer
-            assert out["token"] == {"id": "", "label": "", "scopes": sorted(SCOPES),
-                                    "families": []}  # fmt: skip
+            assert out["token"] == {"id": "", "label": "", "scopes": sorted(SCOPES), "families": []}
             assert f'{asked} gives no "token": assumed the token {{"id":"","label":""' in stderr
             assert out["rules"][1]["value"] is False  # token.label == 'payouts' on ""
         else:
@@ -357,6 +466,7 @@ def test_policy_test_exits_by_decision_and_names_the_token_it_assumed(
     assert status == 0 and 'no id, scopes, families in "token"' in stderr
     help_text = chainkeys_cli("policy", "test", "--help", env=env).stdout
     assert "0 allow, 3 deny, 4 approval needed" in " ".join(help_text.split())
-    missing = chainkeys_cli("policy", "test", tenant.name, str(candidate),
-                            str(tmp_path / "no.json"), env=env)  # fmt: skip
+    missing = chainkeys_cli(
+        "policy", "test", tenant.name, str(candidate), str(tmp_path / "no.json"), env=env
+    )
     assert missing.returncode == 1  # an error is 1, never a decision's code

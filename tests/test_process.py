@@ -198,8 +198,10 @@ def test_a_restart_right_after_a_stop_with_clients_connected(
     port = int(proc.base_url.rsplit(":", 1)[1])
     pids = []
     token = first_token(proc)
-    clients = [httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": token})
-               for _ in range(4)]  # fmt: skip
+    clients = [
+        httpx.Client(verify=TLS, base_url=proc.base_url, headers={"Authorization": token})
+        for _ in range(4)
+    ]
     try:
         for c in clients:
             assert c.get("/cosmos").status_code == 200  # each holds a kept-alive connection
@@ -422,9 +424,10 @@ def test_sigterm_does_not_wait_past_the_shutdown_deadline(
     port = int(proc.base_url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(
-            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: " + token.encode()
+            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: "
+            + token.encode()
             + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
-        )  # fmt: skip
+        )
         time.sleep(0.5)
         proc.popen.send_signal(signal.SIGTERM)
         # Ended by its 2 s shutdown deadline, not by the client's body deadline (600 s):
@@ -457,8 +460,10 @@ def test_serve_starts_one_worker_per_core(env: dict[str, str], tmp_path: Path) -
     log = tmp_path / "server.log"
     proc = start({**env, "CHAINKEYS_WORKERS": "auto"}, log)
     try:
-        wait_for(lambda: len(set(re.findall(r"Started worker-(\d+)", log.read_text()))) >= cores,
-                 f"{cores} workers started")  # fmt: skip
+        wait_for(
+            lambda: len(set(re.findall(r"Started worker-(\d+)", log.read_text()))) >= cores,
+            f"{cores} workers started",
+        )
         assert proc.popen.poll() is None
     finally:
         proc.stop()

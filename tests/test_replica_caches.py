@@ -32,8 +32,9 @@ class Load:
     def __init__(self, base_url: str, token: str, path: str, threads: int = 4) -> None:
         self.seen: list[list[int]] = [[] for _ in range(threads)]
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, args=(base_url, token, path, s))
-                         for s in self.seen]  # fmt: skip
+        self._threads = [
+            threading.Thread(target=self._run, args=(base_url, token, path, s)) for s in self.seen
+        ]
 
     def _run(self, base_url: str, token: str, path: str, seen: list[int]) -> None:
         headers = {"Authorization": token}
@@ -87,8 +88,10 @@ def test_a_change_through_one_replica_is_refused_by_the_other_under_load(
         wait_for(lambda: all(401 in seen for seen in lists.seen))
         refused = time.monotonic() - started
     lists.never_went_back(200, 401)
-    print(f"the other replica under load: a delete refused after {deleted:.3f} s, a "
-          f"revocation after {refused:.3f} s (the CLI's own exit included)")  # fmt: skip
+    print(
+        f"the other replica under load: a delete refused after {deleted:.3f} s, a "
+        f"revocation after {refused:.3f} s (the CLI's own exit included)"
+    )
 
 
 def test_a_dropped_watch_connection_clears_the_caches(replicas: Deployment) -> None:  # noqa: F811

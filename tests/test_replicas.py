@@ -348,8 +348,9 @@ def test_replicas_started_together_on_an_empty_database(tmp_path: Path) -> None:
         drop_pg_database(url)
 
 
-def race_transfers(replicas: Deployment, tmp_path: Path, rules: list[dict[str, Any]],
-                   count: int, threads: int) -> list[Op]:  # fmt: skip
+def race_transfers(
+    replicas: Deployment, tmp_path: Path, rules: list[dict[str, Any]], count: int, threads: int
+) -> list[Op]:
     """Import the transfer's key, set `rules` by the CLI, then `count` transfers of 1
     uatom through both replicas at once; the ops, answered."""
     from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
@@ -394,10 +395,15 @@ def test_two_replicas_never_overspend_a_budget_written_as_a_condition(
     transfers through both replicas against a budget of 5 sign exactly 5 (the condition
     is decided again under the caps' lock, in the transaction that counts)."""
     rules = [
-        {"family": "cosmos", "network": "cosmoshub", "effect": "deny", "name": "budget",
-         "when": "'uatom' in spent && spent['uatom'] >= 5"},
+        {
+            "family": "cosmos",
+            "network": "cosmoshub",
+            "effect": "deny",
+            "name": "budget",
+            "when": "'uatom' in spent && spent['uatom'] >= 5",
+        },
         {"family": "cosmos", "network": "cosmoshub"},
-    ]  # fmt: skip
+    ]
     ops = race_transfers(replicas, tmp_path, rules, 20, 20)
     codes = Counter(op.status for op in ops)
     assert codes == {200: 5, 403: 15}, (codes, [op.response for op in ops if op.status >= 500])

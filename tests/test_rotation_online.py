@@ -51,8 +51,12 @@ class Load:
         self._lock = threading.Lock()
 
     def run(self, worker: int) -> None:
-        clients = [httpx.Client(verify=TLS, base_url=p.base_url, headers={"Authorization": self.token},
-                                timeout=30) for p in self.procs]  # fmt: skip
+        clients = [
+            httpx.Client(
+                verify=TLS, base_url=p.base_url, headers={"Authorization": self.token}, timeout=30
+            )
+            for p in self.procs
+        ]
         n = 0
         try:
             while not self.stop.is_set():

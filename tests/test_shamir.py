@@ -121,8 +121,13 @@ def unseal(c: httpx.Client, share: str) -> httpx.Response:
 def assert_sealed(c: httpx.Client, token: str) -> None:
     """Sealed: /readyz, an API call with a valid token and an unknown path all 503
     `sealed` in the envelope; /livez and /healthz alive."""
-    for r in (c.get("/readyz"), c.get("/cosmos", headers={"Authorization": token}),
-              c.get("/no/such/path"), c.get("/metrics"), c.get("/openapi.json")):  # fmt: skip
+    for r in (
+        c.get("/readyz"),
+        c.get("/cosmos", headers={"Authorization": token}),
+        c.get("/no/such/path"),
+        c.get("/metrics"),
+        c.get("/openapi.json"),
+    ):
         assert r.status_code == 503, r.text
         assert r.json() == {"success": False, "message": r.json()["message"], "code": "sealed"}
     assert c.get("/livez").status_code == 200
@@ -134,8 +139,9 @@ def sign(c: httpx.Client, token: str) -> str:
     headers = {"Authorization": token}
     made = c.post("/cosmos", json={"private_key": PRIVATE}, headers=headers)
     assert made.status_code in (200, 409), made.text
-    signed = c.post(f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer", json=TRANSFER,
-                    headers=headers)  # fmt: skip
+    signed = c.post(
+        f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer", json=TRANSFER, headers=headers
+    )
     assert signed.status_code == 200, signed.text
     return str(signed.json()["data"])
 
@@ -168,7 +174,10 @@ def test_sealed_until_the_threshold_then_seal_and_restart(store: Store) -> None:
                 r = unseal(c, share)
                 assert r.status_code == 200, r.text
                 assert (r.json()["sealed"], r.json()["progress"], r.json()["threshold"]) == (
-                    True, n, 3)  # fmt: skip
+                    True,
+                    n,
+                    3,
+                )
             assert_sealed(c, token)
             # a share given twice, a mistyped one: refused, nothing counted
             r = unseal(c, shares[0])
@@ -187,8 +196,13 @@ def test_sealed_until_the_threshold_then_seal_and_restart(store: Store) -> None:
             assert_sealed(c, token)
             # the threshold-th genuine share: ready, signs
             r = unseal(c, shares[2])
-            assert r.json() == {"success": True, "message": "unsealed", "sealed": False,
-                                "progress": 0, "threshold": 3}  # fmt: skip
+            assert r.json() == {
+                "success": True,
+                "message": "unsealed",
+                "sealed": False,
+                "progress": 0,
+                "threshold": 3,
+            }
             assert c.get("/readyz").status_code == 200
             signature = sign(c, token)
             # POST /sys/seal: only with the operator token; then sealed again
@@ -232,12 +246,19 @@ def test_sealed_until_the_threshold_then_seal_and_restart(store: Store) -> None:
         proc.stop()
 
 
-def cli_with_input(args: list[str], given: str, env: dict[str, str]
-                   ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def cli_with_input(
+    args: list[str], given: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     """A command with `given` as its standard input (a pipe, never the test's terminal)."""
-    return subprocess.run([sys.executable, "-m", "chainkeys.cli", *args], input=given,
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
-                          check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "chainkeys.cli", *args],
+        input=given,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def read_until(fd: int, want: bytes, seen: bytearray) -> None:
@@ -259,9 +280,14 @@ def operator_unseal_on_a_terminal(url: str, share: str, env: dict[str, str]) -> 
     """`chainkeys operator unseal` on a terminal of its own (a pty, no controlling
     terminal of the test's): everything the terminal showed."""
     main, child = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "chainkeys.cli", "operator", "unseal", "--url",
-                             url], stdin=child, stdout=child, stderr=child,
-                            env={**os.environ, **env}, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chainkeys.cli", "operator", "unseal", "--url", url],
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        env={**os.environ, **env},
+        start_new_session=True,
+    )
     os.close(child)
     seen = bytearray()
     try:
@@ -285,16 +311,18 @@ def test_operator_unseal_rekey_and_keyed_commands(store: Store) -> None:
             shown = operator_unseal_on_a_terminal(proc.base_url, shares[0], store.env)
             assert "sealed: 1 of 3 shares given" in shown
             assert shares[0] not in shown and shares[0][:16] not in shown  # never echoed
-            piped = cli_with_input(["operator", "unseal", "--url", proc.base_url],
-                                   shares[1] + "\n", store.env)  # fmt: skip
+            piped = cli_with_input(
+                ["operator", "unseal", "--url", proc.base_url], shares[1] + "\n", store.env
+            )
             assert piped.returncode == 0 and "sealed: 2 of 3" in piped.stdout, piped.stderr
             assert shares[1] not in piped.stdout + piped.stderr
             empty = cli_with_input(["operator", "unseal", "--url", proc.base_url], "", store.env)
             assert empty.returncode == 1 and "no share was given" in empty.stderr
             # a typo is caught by the operator's own command: nothing is sent
             typo = shares[2][:30] + ("0" if shares[2][30] != "0" else "1") + shares[2][31:]
-            mistyped = cli_with_input(["operator", "unseal", "--url", proc.base_url],
-                                      typo + "\n", store.env)  # fmt: skip
+            mistyped = cli_with_input(
+                ["operator", "unseal", "--url", proc.base_url], typo + "\n", store.env
+            )
             assert mistyped.returncode == 1 and "check digits" in mistyped.stderr
             assert typo not in mistyped.stdout + mistyped.stderr
             assert c.get("/sys/seal-status").json()["progress"] == 2
@@ -303,21 +331,28 @@ def test_operator_unseal_rekey_and_keyed_commands(store: Store) -> None:
             signature = sign(c, token)
 
             # a command that needs the master key asks for a quorum of shares
-            made = cli_with_input(["token", "create", "--tenant", "ops2"],
-                                  "\n".join(shares[2:]) + "\n", store.env)  # fmt: skip
+            made = cli_with_input(
+                ["token", "create", "--tenant", "ops2"], "\n".join(shares[2:]) + "\n", store.env
+            )
             assert made.returncode == 0, made.stderr
             second = made.stdout.strip().splitlines()[-1]
             assert c.get("/tokens/self", headers={"Authorization": second}).status_code == 200
 
             # a forged share among a rekey's quorum ends it, nothing made or written
             bad = forged(shares[1])
-            refused = cli_with_input(["operator", "rekey", "--shares", "3", "--threshold", "2"],
-                                     f"{shares[0]}\n{bad}\n{shares[2]}\n", store.env)  # fmt: skip
+            refused = cli_with_input(
+                ["operator", "rekey", "--shares", "3", "--threshold", "2"],
+                f"{shares[0]}\n{bad}\n{shares[2]}\n",
+                store.env,
+            )
             assert refused.returncode == 1 and "not one of this store" in refused.stderr
             assert not A_SHARE.search(refused.stdout + refused.stderr)
             # rekey from a quorum of the old shares (the server keeps running)
-            rekey = cli_with_input(["operator", "rekey", "--shares", "3", "--threshold", "2"],
-                                   "\n".join(shares[:3]) + "\n", store.env)  # fmt: skip
+            rekey = cli_with_input(
+                ["operator", "rekey", "--shares", "3", "--threshold", "2"],
+                "\n".join(shares[:3]) + "\n",
+                store.env,
+            )
             assert rekey.returncode == 0, rekey.stderr
             new = [m[2] for m in map(SHARE_LINE.fullmatch, rekey.stdout.splitlines()) if m]
             assert len(new) == 3 and not set(new) & set(shares)
@@ -343,16 +378,21 @@ def test_replicas_unseal_on_their_own(tmp_path: Path) -> None:
     for var in ("CHAINKEYS_MASTER_KEY", "CHAINKEYS_DATABASE_URL"):
         os.environ.pop(var, None)
     url = make_pg_database()
-    env = {"CHAINKEYS_DATA_DIR": str(tmp_path / "data"), "CHAINKEYS_DATABASE_URL": url,
-           "CHAINKEYS_MASTER_KEY_PROVIDER": "shamir"}  # fmt: skip
+    env = {
+        "CHAINKEYS_DATA_DIR": str(tmp_path / "data"),
+        "CHAINKEYS_DATABASE_URL": url,
+        "CHAINKEYS_MASTER_KEY_PROVIDER": "shamir",
+    }
     try:
         shares, _ = init(env, 3, 2)
         token = first_token_of(env)
         one = start({**env, "CHAINKEYS_DATA_DIR": str(tmp_path / "one")}, tmp_path / "one.log")
         two = start({**env, "CHAINKEYS_DATA_DIR": str(tmp_path / "two")}, tmp_path / "two.log")
         try:
-            with httpx.Client(verify=TLS, base_url=one.base_url, timeout=30) as a, \
-                    httpx.Client(verify=TLS, base_url=two.base_url, timeout=30) as b:  # fmt: skip
+            with (
+                httpx.Client(verify=TLS, base_url=one.base_url, timeout=30) as a,
+                httpx.Client(verify=TLS, base_url=two.base_url, timeout=30) as b,
+            ):
                 for share in shares[:2]:
                     unseal(a, share)
                 assert a.get("/readyz").status_code == 200
@@ -396,8 +436,9 @@ def test_refusals_at_start_and_init(tmp_path: Path) -> None:
         moved = chainkeys_cli("key", "move", "--to", "shamir", *args, env=settings)
         assert moved.returncode == 1 and says in moved.stderr, moved.stderr
         assert not A_SHARE.search(moved.stdout)
-    moved = chainkeys_cli("key", "move", "--to", "shamir", "--shares", "3", "--threshold", "2",
-                          env=as_file)  # fmt: skip
+    moved = chainkeys_cli(
+        "key", "move", "--to", "shamir", "--shares", "3", "--threshold", "2", env=as_file
+    )
     assert moved.returncode == 1 and "PROVIDER=shamir" in moved.stderr, moved.stderr
     assert "the shares printed above open nothing" in moved.stderr
     moved = chainkeys_cli("key", "move", "--to", "file", "--shares", "3", env=as_file)
@@ -433,8 +474,11 @@ def test_a_seal_lets_the_keys_go(tmp_path: Path) -> None:
 
 def settings_of(store: Store) -> Settings:
     url = store.env.get("CHAINKEYS_DATABASE_URL")
-    return Settings(data_dir=Path(store.env["CHAINKEYS_DATA_DIR"]), master_key_provider="shamir",
-                    database_url=url)  # fmt: skip
+    return Settings(
+        data_dir=Path(store.env["CHAINKEYS_DATA_DIR"]),
+        master_key_provider="shamir",
+        database_url=url,
+    )
 
 
 def format_1(master: MasterKey, shares: int, threshold: int) -> tuple[bytes, list[str]]:
@@ -451,13 +495,21 @@ def format_1(master: MasterKey, shares: int, threshold: int) -> tuple[bytes, lis
         texts.append(f"cks1-{set_id}-{i}-{value.hex()}-{check.hexdigest()[:8]}")
     nonce = secrets.token_bytes(12)
     facts = f"{set_id}\x00{shares}\x00{threshold}\x00{master.id}".encode()
-    sealed = AESGCM(unseal_key).encrypt(nonce, master.material,
-                                        b"chainkeys shamir master key v1\x00" + facts)  # fmt: skip
+    sealed = AESGCM(unseal_key).encrypt(
+        nonce, master.material, b"chainkeys shamir master key v1\x00" + facts
+    )
     where = f"the unseal key of Shamir share set {set_id} ({threshold} of {shares} shares)"
-    blob = {"provider": "shamir", "where": where, "v": 1, "set_id": set_id, "shares": shares,
-            "threshold": threshold, "master_key_id": master.id,
-            "nonce": base64.b64encode(nonce).decode(),
-            "wrapped": base64.b64encode(sealed).decode()}  # fmt: skip
+    blob = {
+        "provider": "shamir",
+        "where": where,
+        "v": 1,
+        "set_id": set_id,
+        "shares": shares,
+        "threshold": threshold,
+        "master_key_id": master.id,
+        "nonce": base64.b64encode(nonce).decode(),
+        "wrapped": base64.b64encode(sealed).decode(),
+    }
     return json.dumps(blob).encode(), texts
 
 
@@ -503,8 +555,11 @@ def test_an_old_format_store_unseals_and_rekey_moves_it_to_commitments(store: St
             signature = sign(c, store.token)
     finally:
         proc.stop()
-    rekey = cli_with_input(["operator", "rekey", "--shares", "3", "--threshold", "2"],
-                           "\n".join(old[2:]) + "\n", store.env)  # fmt: skip
+    rekey = cli_with_input(
+        ["operator", "rekey", "--shares", "3", "--threshold", "2"],
+        "\n".join(old[2:]) + "\n",
+        store.env,
+    )
     assert rekey.returncode == 0, rekey.stderr
     new = [m[2] for m in map(SHARE_LINE.fullmatch, rekey.stdout.splitlines()) if m]
     assert len(new) == 3 and all(text.startswith("cks2-") for text in new), rekey.stdout

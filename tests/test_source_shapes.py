@@ -123,10 +123,13 @@ def _names_a_key(node: ast.AST, types: frozenset[str]) -> bool:
     return any(
         (isinstance(n, ast.Name) and n.id in types)
         or (isinstance(n, ast.Attribute) and n.attr in types)
-        or (isinstance(n, ast.Constant) and isinstance(n.value, str)
-            and any(t in n.value for t in types))
+        or (
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and any(t in n.value for t in types)
+        )
         for n in ast.walk(node)
-    )  # fmt: skip
+    )
 
 
 def _takes_or_gives(fn: ast.FunctionDef | ast.AsyncFunctionDef, types: frozenset[str]) -> bool:
@@ -152,11 +155,15 @@ def _key_handlers() -> tuple[frozenset[str], frozenset[str]]:
                     n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                 ]
     holders = KEY_TYPES | {
-        name for name, methods in classes.items()
+        name
+        for name, methods in classes.items()
         if any(_takes_or_gives(m, KEY_TYPES) for m in methods if not m.name.startswith("_"))
-    }  # fmt: skip
-    door = frozenset(m.name for m in classes[DOOR] if _takes_or_gives(m, KEY_TYPES)
-                     and not m.name.startswith("_"))  # fmt: skip
+    }
+    door = frozenset(
+        m.name
+        for m in classes[DOOR]
+        if _takes_or_gives(m, KEY_TYPES) and not m.name.startswith("_")
+    )
     holders -= {DOOR}  # opening the door (`open_barrier`) hands out no key
     reach = holders | {f.name for f in functions if _takes_or_gives(f, holders)}
     return frozenset(reach), door
@@ -166,15 +173,23 @@ def _key_handlers() -> tuple[frozenset[str], frozenset[str]]:
 KEY_HOLDERS = {
     # rotation: the new key joins the barrier's set and every held key is re-wrapped
     # under it, from the configured provider
-    "masterkey/service.py": {"KeyProvider", "provider_for", "wrap", "barrier.add",
-                             "barrier.current", "barrier.held", "barrier.key", "barrier.root"},
+    "masterkey/service.py": {
+        "KeyProvider",
+        "provider_for",
+        "wrap",
+        "barrier.add",
+        "barrier.current",
+        "barrier.held",
+        "barrier.key",
+        "barrier.root",
+    },
     # a move loads the key from one provider, proves it opens the store, hands it to another
     "masterkey/moves.py": {"check_opens", "provider_for"},
     # the unsealer (GivenKey: its repr hides the key) from shares to the barrier that opens
     "unsealing.py": {"init_shares", "unseal"},
     # `chainkeys init --shares` makes the first unsealer and prints its shares once
     "cli/masterkey.py": {"init_shares"},
-}  # fmt: skip
+}
 
 
 def test_only_the_vault_holds_master_keys() -> None:
@@ -195,10 +210,15 @@ def test_only_the_vault_holds_master_keys() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 # a vault module imported whole would hide which of its names are used
-                named = [f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom)
-                         else a.name for a in node.names]  # fmt: skip
-                used = {f"import {n}" for n in named if n.startswith("chainkeys.vault")
-                        and n.count(".") < 3}  # fmt: skip
+                named = [
+                    f"{node.module}.{a.name}" if isinstance(node, ast.ImportFrom) else a.name
+                    for a in node.names
+                ]
+                used = {
+                    f"import {n}"
+                    for n in named
+                    if n.startswith("chainkeys.vault") and n.count(".") < 3
+                }
                 if (getattr(node, "module", None) or "").startswith("chainkeys.vault."):
                     used = {a.name for a in node.names if a.name in reach}
             elif isinstance(node, ast.Attribute) and node.attr in door:
@@ -214,8 +234,14 @@ def test_no_engine_test_outside_the_store() -> None:
     """Domain code asks the store for capabilities (`Tx.serialize`,
     `Backend.write(one_statement=True)`, `Backend.has_change_counter`), never for its
     engine."""
-    engine = ("is_sqlite", ".dialect", '"sqlite"', '"postgresql"', "SqliteBackend",
-              "PostgresBackend")  # fmt: skip
+    engine = (
+        "is_sqlite",
+        ".dialect",
+        '"sqlite"',
+        '"postgresql"',
+        "SqliteBackend",
+        "PostgresBackend",
+    )
     found = [
         f"{path.relative_to(SRC)}: {line.strip()}"
         for path in SRC.rglob("*.py")
@@ -270,10 +296,16 @@ def test_every_file_the_package_serves_is_in_the_wheel() -> None:
 
     config = tomllib.loads((SRC.parents[1] / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["package-data"]["chainkeys"]
-    data = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*")
-            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]  # fmt: skip
-    assert [f for f in data if not any(fnmatch.fnmatch(f, pat) and f.count("/") == pat.count("/")
-                                       for pat in patterns)] == []  # fmt: skip
+    data = [
+        p.relative_to(SRC).as_posix()
+        for p in SRC.rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    ]
+    assert [
+        f
+        for f in data
+        if not any(fnmatch.fnmatch(f, pat) and f.count("/") == pat.count("/") for pat in patterns)
+    ] == []
     assert any(f.startswith("api/static/console/pages/") for f in data)
 
 
@@ -283,7 +315,9 @@ def test_httpx_is_imported_by_the_first_call_not_at_start() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, chainkeys.api.app, chainkeys.cli.main, chainkeys.signing.service, "
-            "chainkeys.audit.devices, chainkeys.signing.cosigner; print('httpx' in sys.modules)")  # fmt: skip
+    code = (
+        "import sys, chainkeys.api.app, chainkeys.cli.main, chainkeys.signing.service, "
+        "chainkeys.audit.devices, chainkeys.signing.cosigner; print('httpx' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

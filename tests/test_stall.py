@@ -132,8 +132,9 @@ def test_a_replica_stopped_across_rotate_and_retire_seals_nothing_with_the_retir
         assert new != old
 
         signal_tree(b.popen.pid, signal.SIGCONT)  # B resumes, holding the retired key only
-        with httpx.Client(verify=TLS, base_url=b.base_url, headers={"Authorization": token},
-                          timeout=60) as c:  # fmt: skip
+        with httpx.Client(
+            verify=TLS, base_url=b.base_url, headers={"Authorization": token}, timeout=60
+        ) as c:
             for family in ("cosmos", "dogecoin", "eos", "litecoin"):
                 made = c.post(f"/{family}", json={})
                 # it never seals with the retired key: it refuses, and says why

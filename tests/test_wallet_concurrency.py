@@ -25,12 +25,12 @@ def test_fifty_next_index_calls_at_once_get_fifty_indices(backend: str, tmp_path
         env["CHAINKEYS_DATABASE_URL"] = pg_url
     proc = start(env, tmp_path / "s.log", "--workers", "2")
     try:
-        made = chainkeys_cli("token", "create", "--tenant", "hd", "--scope", "read,create",
-                             env=env)  # fmt: skip
+        made = chainkeys_cli("token", "create", "--tenant", "hd", "--scope", "read,create", env=env)
         token = made.stdout.strip().splitlines()[-1]
         headers = {"Authorization": token}
-        wallet = httpx.post(f"{proc.base_url}/wallets", verify=TLS, json={"words": 12},
-                            headers=headers).json()["data"]["id"]  # fmt: skip
+        wallet = httpx.post(
+            f"{proc.base_url}/wallets", verify=TLS, json={"words": 12}, headers=headers
+        ).json()["data"]["id"]
 
         def derive(_: int) -> tuple[int, str]:
             with httpx.Client(verify=TLS, base_url=proc.base_url, headers=headers, timeout=60) as c:
@@ -68,8 +68,7 @@ def test_ten_imports_of_one_phrase_at_once_make_one_wallet(backend: str, tmp_pat
     proc = start(env, tmp_path / "s.log", "--workers", "2")
     phrase = "legal winner thank year wave sausage worth useful legal winner thank yellow"
     try:
-        made = chainkeys_cli("token", "create", "--tenant", "hd", "--scope", "read,create",
-                             env=env)  # fmt: skip
+        made = chainkeys_cli("token", "create", "--tenant", "hd", "--scope", "read,create", env=env)
         headers = {"Authorization": made.stdout.strip().splitlines()[-1]}
         gate = threading.Barrier(10)
 

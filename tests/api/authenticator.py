@@ -34,51 +34,81 @@ class Authenticator:
     """One passkey on one device, for `origin`."""
 
     origin: str
-    key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(
-        ec.SECP256R1()))  # fmt: skip
+    key: ec.EllipticCurvePrivateKey = field(
+        default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
+    )
     credential_id: bytes = field(default_factory=lambda: os.urandom(32))
     counter: int = 0
     user_handle: bytes = b""
 
     def _client_data(self, kind: str, challenge: str) -> bytes:
-        return json.dumps({"type": kind, "challenge": challenge, "origin": self.origin,
-                           "crossOrigin": False}).encode()  # fmt: skip
+        return json.dumps(
+            {"type": kind, "challenge": challenge, "origin": self.origin, "crossOrigin": False}
+        ).encode()
 
     def create(self, options: dict[str, Any]) -> dict[str, Any]:
         """The registration response (PublicKeyCredential.toJSON()) for creation options."""
         self.user_handle = unb64url(options["user"]["id"])
         numbers = self.key.public_key().public_numbers()
-        cose = {1: 2, 3: -7, -1: 1, -2: numbers.x.to_bytes(32, "big"),
-                -3: numbers.y.to_bytes(32, "big")}  # fmt: skip
-        attested = (bytes(16) + len(self.credential_id).to_bytes(2, "big") + self.credential_id
-                    + cbor2.dumps(cose))  # fmt: skip
-        auth_data = (hashlib.sha256(options["rp"]["id"].encode()).digest()
-                     + bytes([UP | UV | AT]) + self.counter.to_bytes(4, "big") + attested)  # fmt: skip
+        cose = {
+            1: 2,
+            3: -7,
+            -1: 1,
+            -2: numbers.x.to_bytes(32, "big"),
+            -3: numbers.y.to_bytes(32, "big"),
+        }
+        attested = (
+            bytes(16)
+            + len(self.credential_id).to_bytes(2, "big")
+            + self.credential_id
+            + cbor2.dumps(cose)
+        )
+        auth_data = (
+            hashlib.sha256(options["rp"]["id"].encode()).digest()
+            + bytes([UP | UV | AT])
+            + self.counter.to_bytes(4, "big")
+            + attested
+        )
         attestation = cbor2.dumps({"fmt": "none", "attStmt": {}, "authData": auth_data})
         client_data = self._client_data("webauthn.create", options["challenge"])
         return {
-            "id": b64url(self.credential_id), "rawId": b64url(self.credential_id),
-            "type": "public-key", "authenticatorAttachment": "platform",
+            "id": b64url(self.credential_id),
+            "rawId": b64url(self.credential_id),
+            "type": "public-key",
+            "authenticatorAttachment": "platform",
             "clientExtensionResults": {"credProps": {"rk": True}},
-            "response": {"clientDataJSON": b64url(client_data),
-                         "attestationObject": b64url(attestation), "transports": ["internal"]},
-        }  # fmt: skip
+            "response": {
+                "clientDataJSON": b64url(client_data),
+                "attestationObject": b64url(attestation),
+                "transports": ["internal"],
+            },
+        }
 
-    def get(self, options: dict[str, Any], counter: int | None = None,
-            challenge: str | None = None) -> dict[str, Any]:  # fmt: skip
+    def get(
+        self, options: dict[str, Any], counter: int | None = None, challenge: str | None = None
+    ) -> dict[str, Any]:
         """An assertion (PublicKeyCredential.toJSON()) for request options; the counter
         moves on by one unless given."""
         self.counter = self.counter + 1 if counter is None else counter
-        auth_data = (hashlib.sha256(options["rpId"].encode()).digest() + bytes([UP | UV])
-                     + self.counter.to_bytes(4, "big"))  # fmt: skip
+        auth_data = (
+            hashlib.sha256(options["rpId"].encode()).digest()
+            + bytes([UP | UV])
+            + self.counter.to_bytes(4, "big")
+        )
         client_data = self._client_data("webauthn.get", challenge or options["challenge"])
-        signature = self.key.sign(auth_data + hashlib.sha256(client_data).digest(),
-                                  ec.ECDSA(hashes.SHA256()))  # fmt: skip
+        signature = self.key.sign(
+            auth_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256())
+        )
         return {
-            "id": b64url(self.credential_id), "rawId": b64url(self.credential_id),
-            "type": "public-key", "authenticatorAttachment": "platform",
+            "id": b64url(self.credential_id),
+            "rawId": b64url(self.credential_id),
+            "type": "public-key",
+            "authenticatorAttachment": "platform",
             "clientExtensionResults": {},
-            "response": {"clientDataJSON": b64url(client_data),
-                         "authenticatorData": b64url(auth_data), "signature": b64url(signature),
-                         "userHandle": b64url(self.user_handle)},
-        }  # fmt: skip
+            "response": {
+                "clientDataJSON": b64url(client_data),
+                "authenticatorData": b64url(auth_data),
+                "signature": b64url(signature),
+                "userHandle": b64url(self.user_handle),
+            },
+        }

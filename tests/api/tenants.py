@@ -41,9 +41,11 @@ class Tenant:
             async with db.write() as tx:
                 spends = policy_spends.c
                 mine = select(tenants.c.id).where(tenants.c.name == self.name)
-                await tx.execute(update(policy_spends)
-                                 .where(spends.tenant_id.in_(mine.scalar_subquery()))
-                                 .values(created_ms=spends.created_ms - ms))  # fmt: skip
+                await tx.execute(
+                    update(policy_spends)
+                    .where(spends.tenant_id.in_(mine.scalar_subquery()))
+                    .values(created_ms=spends.created_ms - ms)
+                )
 
         self.server.call(age())
 

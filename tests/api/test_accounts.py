@@ -355,8 +355,9 @@ def test_every_response_has_the_servers_own_request_id(client: httpx.Client) -> 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_list_filters_by_network(client: httpx.Client, family: str) -> None:
-    networks = sorted(ok(client.get("/networks"))["data"]["families"][family]["networks"],
-                      key=lambda n: n["name"])  # fmt: skip
+    networks = sorted(
+        ok(client.get("/networks"))["data"]["families"][family]["networks"], key=lambda n: n["name"]
+    )
     one, two = networks[0]["name"], networks[1]["name"]
     made = {n: ok(client.post(f"/{family}", json={"network": n})) for n in (one, two)}
 

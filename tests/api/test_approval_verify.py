@@ -112,26 +112,41 @@ def _holds(read: Any, sent: Any) -> bool:
 VECTORS = Path(__file__).resolve().parents[1] / "chains" / "vectors"
 ONE = "00" * 31 + "01"
 # key 1's address and the vectors' recipient, written with Osmosis' prefix
-OSMO_FROM, OSMO_TO = ("osmo1w508d6qejxtdg4y5r3zarvary0c5xw7kjxy2e2",
-                      "osmo1q6hag67dl53wl99vzg42z8eyzfz2xlkvcc4vq7")  # fmt: skip
+OSMO_FROM, OSMO_TO = (
+    "osmo1w508d6qejxtdg4y5r3zarvary0c5xw7kjxy2e2",
+    "osmo1q6hag67dl53wl99vzg42z8eyzfz2xlkvcc4vq7",
+)
 JUNGLE4 = "73e4385a2708e6d7048834fbc1079f2fabb17b3c125b146af438971e90716c4d"
 # an eosio.token transfer of 1.2345 EOS from verifyjungle to exchange1234
-JUNGLE_TX = ("000e0e6bd2042e160000000000000100a6823403ea3055000000572d3ccdcd01a0229bfaf9e5aeda00"
-             "000000a8ed323222a0229bfaf9e5aeda4086088a4dd35057393000000000000004454f530000000001"
-             "6d00")  # fmt: skip
+JUNGLE_TX = (
+    "000e0e6bd2042e160000000000000100a6823403ea3055000000572d3ccdcd01a0229bfaf9e5aeda00"
+    "000000a8ed323222a0229bfaf9e5aeda4086088a4dd35057393000000000000004454f530000000001"
+    "6d00"
+)
 # a spend of key 1's P2PKH output (any network's: a script names no network)
-RAW = {"hex": "0100000001a705baa4ff5326976828b8fe90b3945c01112434daa6edd01eecabf2a6799c1d00000000"
-              "00ffffffff01a0bb0d00000000001976a91491b24bf9f5288532960ac687abb035127b1d28a588ac"
-              "00000000",
-       "prevtxs": [{"txid": "1d9c79a6f2abec1ed0eda6da342411015c94b390feb82868972653ffa4ba05a7",
-                    "vout": 0, "scriptPubKey": "76a914751e76e8199196d454941c45d1b3a323f1433bd688ac",
-                    "amount": "0.01",
-                    "hex": "010000000109090909090909090909090909090909090909090909090909090909"
-                           "090909090000000000ffffffff0140420f00000000001976a914751e76e8199196"
-                           "d454941c45d1b3a323f1433bd688ac00000000"}]}  # fmt: skip
-TESTNETS = {"cosmos sign-transfer": "osmosis-testnet", "eos sign-transaction": "jungle4",
-            "dogecoin sign-raw-transaction": "testnet", "litecoin sign-psbt": "testnet",
-            "litecoin sign-message": "regtest"}  # fmt: skip
+RAW = {
+    "hex": "0100000001a705baa4ff5326976828b8fe90b3945c01112434daa6edd01eecabf2a6799c1d00000000"
+    "00ffffffff01a0bb0d00000000001976a91491b24bf9f5288532960ac687abb035127b1d28a588ac"
+    "00000000",
+    "prevtxs": [
+        {
+            "txid": "1d9c79a6f2abec1ed0eda6da342411015c94b390feb82868972653ffa4ba05a7",
+            "vout": 0,
+            "scriptPubKey": "76a914751e76e8199196d454941c45d1b3a323f1433bd688ac",
+            "amount": "0.01",
+            "hex": "010000000109090909090909090909090909090909090909090909090909090909"
+            "090909090000000000ffffffff0140420f00000000001976a914751e76e8199196"
+            "d454941c45d1b3a323f1433bd688ac00000000",
+        }
+    ],
+}
+TESTNETS = {
+    "cosmos sign-transfer": "osmosis-testnet",
+    "eos sign-transaction": "jungle4",
+    "dogecoin sign-raw-transaction": "testnet",
+    "litecoin sign-psbt": "testnet",
+    "litecoin sign-message": "regtest",
+}
 
 
 @pytest.fixture(scope="module")
@@ -157,15 +172,25 @@ def on_testnets(server: Server) -> Iterator[dict[str, dict[str, Any]]]:
     utxo = json.loads((VECTORS / "utxo_signing.json").read_text())["sign-psbt"]
     psbt = next(c for c in utxo if c["family"] == "litecoin" and c["kind"] == "p2wpkh")
     asked = {
-        "cosmos sign-transfer": (f"/cosmos/{osmo}/sign-transfer", {
-            **cosmos["request"], "fromAddress": osmo, "toAddress": OSMO_TO, "denom": "uosmo",
-            "feeDenom": "uosmo", "chainId": "osmo-test-5"}),
-        "eos sign-transaction": ("/eos/verifyjungle/sign-transaction",
-                                 {"chainId": JUNGLE4, "serializedTransaction": JUNGLE_TX}),
+        "cosmos sign-transfer": (
+            f"/cosmos/{osmo}/sign-transfer",
+            {
+                **cosmos["request"],
+                "fromAddress": osmo,
+                "toAddress": OSMO_TO,
+                "denom": "uosmo",
+                "feeDenom": "uosmo",
+                "chainId": "osmo-test-5",
+            },
+        ),
+        "eos sign-transaction": (
+            "/eos/verifyjungle/sign-transaction",
+            {"chainId": JUNGLE4, "serializedTransaction": JUNGLE_TX},
+        ),
         "dogecoin sign-raw-transaction": (f"/dogecoin/{doge}/sign-raw-transaction", RAW),
         "litecoin sign-psbt": (f"/litecoin/{ltc}/sign-psbt", psbt["request"]),
         "litecoin sign-message": (f"/litecoin/{rltc}/sign-message", {"message": "hi"}),
-    }  # fmt: skip
+    }
     found = {}
     for kind, (path, body) in asked.items():
         r = client.post(path, json=body)

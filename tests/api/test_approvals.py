@@ -20,8 +20,13 @@ from tests.node import chromium, require_node, run_node
 from chainkeys import clock
 
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
-RULE = {"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "100000"},
-        "approval": {"quorum": 2, "group": "treasury", "ttl": "1h"}, "above": {"uatom": "1000"}}  # fmt: skip
+RULE = {
+    "family": "cosmos",
+    "network": "cosmoshub",
+    "max_per_day": {"uatom": "100000"},
+    "approval": {"quorum": 2, "group": "treasury", "ttl": "1h"},
+    "above": {"uatom": "1000"},
+}
 
 
 def send(amount: int, sequence: int = 1, fee: int = 0) -> dict[str, Any]:
@@ -46,13 +51,18 @@ def team(server: Server, tenant: Tenant) -> Iterator[Team]:
 
     def token(label: str, scopes: set[str], group: str | None = None) -> httpx.Client:
         assert server.services is not None
-        _, t = server.call(server.services.tokens.create(tenant.name, label, frozenset(scopes),
-                                                         None, None, group))  # fmt: skip
+        _, t = server.call(
+            server.services.tokens.create(tenant.name, label, frozenset(scopes), None, None, group)
+        )
         return server.client(t)
 
-    clients = [token("alice", {"approve"}, "treasury"), token("bob", {"approve"}, "treasury"),
-               token("alice", {"approve", "read"}, "treasury"),
-               token("carol", {"approve"}, "audit"), token("viewer", {"read"})]  # fmt: skip
+    clients = [
+        token("alice", {"approve"}, "treasury"),
+        token("bob", {"approve"}, "treasury"),
+        token("alice", {"approve", "read"}, "treasury"),
+        token("carol", {"approve"}, "audit"),
+        token("viewer", {"read"}),
+    ]
     yield Team(tenant, *clients)
     for c in clients:
         c.close()
@@ -67,8 +77,9 @@ def pending(t: Tenant, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def vote(c: httpx.Client, approval: dict[str, Any], digest: str | None = None) -> httpx.Response:
-    return c.post(f"/approvals/{approval['id']}/approve",
-                  json={"digest": digest or approval["digest"]})  # fmt: skip
+    return c.post(
+        f"/approvals/{approval['id']}/approve", json={"digest": digest or approval["digest"]}
+    )
 
 
 def test_small_signs_large_waits_and_two_people_sign_it(team: Team) -> None:
@@ -91,9 +102,16 @@ def test_small_signs_large_waits_and_two_people_sign_it(team: Team) -> None:
     assert final["state"] == "signed", final
     assert sorted(v["label"] for v in final["votes"]) == ["alice", "bob"]
     signed_tx = final["result"]["signedTx"]
-    check = run_node("cosmos.mjs", {"action": "verify_tx", "signedTx": signed_tx,
-                                    "chainId": "cosmoshub-4", "accountNumber": "12345",
-                                    "pubkey": PUBKEY})  # fmt: skip
+    check = run_node(
+        "cosmos.mjs",
+        {
+            "action": "verify_tx",
+            "signedTx": signed_tx,
+            "chainId": "cosmoshub-4",
+            "accountNumber": "12345",
+            "pubkey": PUBKEY,
+        },
+    )
     assert check["verdict"]["valid"] is True
     signs = t.sign_events()
     assert [e["outcome"] for e in signs] == ["ok", "ok"]
@@ -108,22 +126,32 @@ def test_who_may_vote_and_on_what(team: Team, server: Server) -> None:
     assert vote(team.reader, waiting).status_code == 403  # no approve scope
     assert team.reader.get(f"/approvals/{waiting['id']}").status_code == 404
     assert team.outsider.get(f"/approvals/{waiting['id']}").status_code == 404
-    assert t.client.post(f"/approvals/{waiting['id']}/approve",
-                         json={"digest": waiting["digest"]}).status_code == 403  # fmt: skip
+    assert (
+        t.client.post(
+            f"/approvals/{waiting['id']}/approve", json={"digest": waiting["digest"]}
+        ).status_code
+        == 403
+    )
     assert vote(team.alice, waiting).status_code == 200
     again = vote(team.alice_again, waiting)  # the same person through another token
     assert again.status_code == 409 and again.json()["code"] == "already_voted"
     # a requester that is also an approver never approves its own request
     assert server.services is not None
-    _, both = server.call(server.services.tokens.create(
-        t.name, "dave", frozenset({"sign", "approve"}), None, None, "treasury"))  # fmt: skip
+    _, both = server.call(
+        server.services.tokens.create(
+            t.name, "dave", frozenset({"sign", "approve"}), None, None, "treasury"
+        )
+    )
     with server.client(both) as dave:
         own = dave.post(SEND, json=send(6000, sequence=9)).json()["data"]
         r = vote(dave, own)
         assert r.status_code == 403 and r.json()["code"] == "self_approval"
     # nor does any token with the requester's label (the tenant's token is labelled "test")
-    _, namesake = server.call(server.services.tokens.create(
-        t.name, "test", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, namesake = server.call(
+        server.services.tokens.create(
+            t.name, "test", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     with server.client(namesake) as twin:
         r = vote(twin, waiting)
         assert r.status_code == 403 and r.json()["code"] == "self_approval"
@@ -155,8 +183,12 @@ def test_reject_cancel_and_expiry(team: Team) -> None:
         assert t.client.get(f"/approvals/{expiring['id']}").json()["data"]["state"] == "expired"
         assert vote(team.alice, expiring).status_code == 409
     states = {e["action"] for e in t.client.get("/audit").json()["data"]["events"]}
-    assert {"approval.pending", "approval.rejected", "approval.cancelled",
-            "approval.expired"} <= states  # fmt: skip
+    assert {
+        "approval.pending",
+        "approval.rejected",
+        "approval.cancelled",
+        "approval.expired",
+    } <= states
     assert [e["outcome"] for e in t.sign_events()] == []  # nothing was signed
 
 
@@ -207,11 +239,22 @@ def test_the_page_in_a_real_browser_approves_and_sees_it_signed(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / f"approvals-page-{request.node.callspec.id}.png"
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        t.name, "alice", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
-    seen = run_node("ui.mjs", {"url": server.base_url, "token": token, "chromium": browser,
-                               "approval": waiting["id"], "screenshot": str(shot.resolve())},
-                    timeout=120)  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            t.name, "alice", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
+    seen = run_node(
+        "ui.mjs",
+        {
+            "url": server.base_url,
+            "token": token,
+            "chromium": browser,
+            "approval": waiting["id"],
+            "screenshot": str(shot.resolve()),
+        },
+        timeout=120,
+    )
     assert seen["errors"] == [] and seen["foreign"] == []
     assert "script-src 'self'" in seen["csp"] and "frame-ancestors 'none'" in seen["csp"]
     assert seen["who"].startswith("alice · tenant") and "the group treasury" in seen["who"]
@@ -243,22 +286,37 @@ def test_an_approver_sees_what_decides_where_value_goes(team: Team, server: Serv
     t = team.tenant
     from tests.api.test_sign_cosmos import IBC_TRANSFER
 
-    t.policy({**RULE, "max_per_day": {"uatom": "10000000000"}, "ibc_memo": True,
-              "messages": ["/cosmos.bank.v1beta1.MsgSend",
-                           "/ibc.applications.transfer.v1.MsgTransfer"]})  # fmt: skip
+    t.policy(
+        {
+            **RULE,
+            "max_per_day": {"uatom": "10000000000"},
+            "ibc_memo": True,
+            "messages": [
+                "/cosmos.bank.v1beta1.MsgSend",
+                "/ibc.applications.transfer.v1.MsgTransfer",
+            ],
+        }
+    )
     ibc = {**IBC_TRANSFER, "amount": "5000000000", "memo": "payout 7", "feeAmount": "0"}
     r = t.sign(f"/cosmos/{ADDRESS}/sign-ibc-transfer", ibc)
     assert r.status_code == 202, r.text
     summary = team.alice.get(f"/approvals/{r.json()['data']['id']}").json()["data"]["summary"]
     [item] = summary["items"]
     assert item["recipient"] == IBC_TRANSFER["toAddress"] and summary["memo"] == "payout 7"
-    assert item["ibc"] == {"channel": "channel-141", "port": "transfer", "timeout_height": None,
-                           # beyond a JavaScript number: decimal text
-                           "timeout_timestamp": str(IBC_TRANSFER["timeoutTimestamp"])}  # fmt: skip
-    assert item["amounts"] == [{"denom": "uatom", "amount": "5000000000", "base_unit": "uatom",
-                                "display": "5000 ATOM"}]  # fmt: skip
-    for bad in ("osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsx",  # a checksum that fails
-                "osmo1qypqxpq9\u202eqcrsszg2pvxq6rs0zqg3yyc5helwsw"):  # fmt: skip
+    assert item["ibc"] == {
+        "channel": "channel-141",
+        "port": "transfer",
+        "timeout_height": None,
+        # beyond a JavaScript number: decimal text
+        "timeout_timestamp": str(IBC_TRANSFER["timeoutTimestamp"]),
+    }
+    assert item["amounts"] == [
+        {"denom": "uatom", "amount": "5000000000", "base_unit": "uatom", "display": "5000 ATOM"}
+    ]
+    for bad in (
+        "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsx",  # a checksum that fails
+        "osmo1qypqxpq9\u202eqcrsszg2pvxq6rs0zqg3yyc5helwsw",
+    ):
         refused = t.sign(f"/cosmos/{ADDRESS}/sign-ibc-transfer", {**ibc, "toAddress": bad})
         assert refused.status_code == 400 and refused.json()["code"] == "invalid_recipient"
     bidi = t.sign(SEND, {**send(50_000, sequence=9), "toAddress": f"{OTHER}\u202e"})
@@ -269,8 +327,7 @@ def test_an_approver_sees_what_decides_where_value_goes(team: Team, server: Serv
 def test_a_message_to_approve_is_shown_as_text_or_hex() -> None:
     from chainkeys.chains.tx.base import message_record
 
-    assert message_record(b"I agree") == {"length": 7, "hex": b"I agree".hex(),
-                                          "text": "I agree"}  # fmt: skip
+    assert message_record(b"I agree") == {"length": 7, "hex": b"I agree".hex(), "text": "I agree"}
     assert "text" not in message_record(b"\xff\x00binary")
     assert "text" not in message_record("pay \u202eevil".encode())  # reordered text: hex only
     shown = message_record(b"x" * 10_000)

@@ -43,9 +43,11 @@ def test_a_body_that_never_fully_arrives_creates_nothing(server: Any, sent: byte
     before = answered("499")
     with connect(server) as sock:
         sock.sendall(
-            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: " + token.encode()
-            + b"\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n" + sent
-        )  # fmt: skip
+            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: "
+            + token.encode()
+            + b"\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n"
+            + sent
+        )
     # the request is over once the server counted it as closed by the client (499)
     wait_for(lambda: answered("499") > before, "the server ending the unfinished request")
     assert accounts(server, token) == []
@@ -62,10 +64,11 @@ def test_garbage_after_a_create_in_the_same_packet_still_delivers_the_create(
     token = server.new_token()
     with connect(server) as sock:
         sock.sendall(
-            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: " + token.encode()
+            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: "
+            + token.encode()
             + b"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
             + b"GARBAGE\r\n\r\n"
-        )  # fmt: skip
+        )
         data = b""
         while chunk := sock.recv(65536):  # until the server closes
             data += chunk
@@ -81,8 +84,9 @@ def test_two_authorization_headers_are_refused(server: Any) -> None:
     with connect(server) as sock:
         sock.sendall(
             b"GET /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: bad\r\nAuthorization: "
-            + good.encode() + b"\r\nConnection: close\r\n\r\n"
-        )  # fmt: skip
+            + good.encode()
+            + b"\r\nConnection: close\r\n\r\n"
+        )
         status, _, body, _ = read_response(sock)
     assert status == 400
     assert json.loads(body)["code"] == "duplicate_authorization"
@@ -125,9 +129,10 @@ def test_an_oversized_declared_body_is_413_and_closed(server: Any) -> None:
     token = server.new_token()
     with connect(server) as sock:
         sock.sendall(
-            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: " + token.encode()
+            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: "
+            + token.encode()
             + b"\r\nContent-Length: 99999999\r\n\r\n"
-        )  # fmt: skip
+        )
         status, headers, body, closed = read_response(sock)
     assert status == 413 and json.loads(body)["code"] == "payload_too_large"
     assert headers["connection"] == "close" and closed

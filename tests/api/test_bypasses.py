@@ -73,8 +73,11 @@ def test_eos_message_data_shaped_as_a_transaction_is_refused(tenant: Tenant) -> 
     theft = transfer(quantity="1000000.0000 EOS")
     theft["data"] = {**theft["data"], "to": "attacker1234"}
     tx = build(theft)["serializedTransaction"]
-    tenant.denied(f"/eos/{NAME}/sign-transaction",
-                  {"chainId": CHAIN, "serializedTransaction": tx}, "attacker1234")  # fmt: skip
+    tenant.denied(
+        f"/eos/{NAME}/sign-transaction",
+        {"chainId": CHAIN, "serializedTransaction": tx},
+        "attacker1234",
+    )
     path = f"/eos/{NAME}/sign-message"
     cfd_hash = hashlib.sha256(b"context free data").hexdigest()
     for data in (
@@ -94,8 +97,9 @@ def test_eos_message_data_shaped_as_a_transaction_is_refused(tenant: Tenant) -> 
     public = tenant.client.get(f"/eos/{NAME}").json()["data"]["public_key"]
     for body in ({"message": "login nonce 8c1f"}, {"data": "00ff10" * 20}):
         sig = tenant.allowed(path, body)["signature"]
-        check = run_node("eos.mjs", {"action": "verify_message", **body, "signature": sig,
-                                     "publicKey": public})  # fmt: skip
+        check = run_node(
+            "eos.mjs", {"action": "verify_message", **body, "signature": sig, "publicKey": public}
+        )
         assert check == {"valid": True, "canonical": True, "ecc": True}
 
 
@@ -129,11 +133,20 @@ def _ltc(tenant: Tenant) -> tuple[str, str]:
 
 
 def _ltc_psbt(pubkey: str, real: int, claimed: int, outputs: list[dict[str, Any]]) -> str:
-    built = run_node("utxo.mjs", {
-        "action": "build_psbt", "network": "litecoin/mainnet", "kind": "p2wpkh",
-        "pubkey": pubkey, "amountIn": real, "witness": True, "nonWitness": False,
-        "witnessValue": claimed, "outputs": outputs,
-    })  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_psbt",
+            "network": "litecoin/mainnet",
+            "kind": "p2wpkh",
+            "pubkey": pubkey,
+            "amountIn": real,
+            "witness": True,
+            "nonWitness": False,
+            "witnessValue": claimed,
+            "outputs": outputs,
+        },
+    )
     psbt: str = built["psbt"]
     return psbt
 
@@ -165,12 +178,15 @@ def test_a_claimed_segwit_amount_is_another_digest(tenant: Tenant) -> None:
     tenant.policy({"family": "litecoin", "max_per_day": {"LTC": str(2 * LTC)}})
     path = f"/litecoin/{address}/sign-psbt"
     real = int(1.5 * LTC) + 1000
-    outputs = [{"address": RECIPIENT["litecoin"], "value": LTC},
-               {"address": address, "value": LTC // 2}]  # fmt: skip
+    outputs = [
+        {"address": RECIPIENT["litecoin"], "value": LTC},
+        {"address": address, "value": LTC // 2},
+    ]
     over = _ltc_psbt(pubkey, real, real + 1000, outputs)  # overclaimed: 1 LTC + 2,000 counted
     signed = tenant.allowed(path, {"psbt": over, "finalize": False})
-    check = run_node("utxo.mjs", {"action": "check_psbt", "network": "litecoin/mainnet",
-                                  "psbt": signed["psbt"]})  # fmt: skip
+    check = run_node(
+        "utxo.mjs", {"action": "check_psbt", "network": "litecoin/mainnet", "psbt": signed["psbt"]}
+    )
     assert check["valid"] is True  # valid for the amount it claims (and only for that one)
     honest = _ltc_psbt(pubkey, real, real, outputs)  # the same tx, the real amount
     tenant.denied(path, {"psbt": honest}, "over the cap")  # 2 LTC + 3,000 > 2 LTC
@@ -188,33 +204,64 @@ def test_an_unknown_fee_is_refused_under_a_cap(tenant: Tenant) -> None:
     address, pubkey = made.json()["address"], made.json()["data"]["public_key"]
     doge = 100_000_000
     tenant.policy({"family": "dogecoin", "max_per_tx": {"DOGE": str(1000 * doge)}})
-    spec = {"network": "dogecoin/mainnet", "kind": "p2pkh", "pubkey": pubkey,
-            "amountIn": 10_000 * doge, "foreign": 1,
-            "outputs": [{"address": RECIPIENT["dogecoin"], "value": doge}]}  # fmt: skip
+    spec = {
+        "network": "dogecoin/mainnet",
+        "kind": "p2pkh",
+        "pubkey": pubkey,
+        "amountIn": 10_000 * doge,
+        "foreign": 1,
+        "outputs": [{"address": RECIPIENT["dogecoin"], "value": doge}],
+    }
     built = run_node("utxo.mjs", {"action": "build_rawtx", **spec})
-    prev = {"txid": built["fundTxid"], "vout": 0, "scriptPubKey": built["scriptPubKey"],
-            "amount": "10000", "hex": built["fundHex"]}  # fmt: skip
+    prev = {
+        "txid": built["fundTxid"],
+        "vout": 0,
+        "scriptPubKey": built["scriptPubKey"],
+        "amount": "10000",
+        "hex": built["fundHex"],
+    }
     raw = {"hex": built["hex"], "prevtxs": [prev]}
     tenant.denied(f"/dogecoin/{address}/sign-raw-transaction", raw, "fee is unknown")
     psbt = run_node("utxo.mjs", {"action": "build_psbt", **spec})["psbt"]
     tenant.denied(f"/dogecoin/{address}/sign-psbt", {"psbt": psbt}, "fee is unknown")
     # the foreign input priced: 9,999 DOGE of fee is over the 1,000 DOGE cap
-    foreign = {"txid": "42" * 32, "vout": 0, "scriptPubKey": "76a914" + "00" * 20 + "88ac",
-               "amount": "0.5"}  # fmt: skip
-    tenant.denied(f"/dogecoin/{address}/sign-raw-transaction",
-                  {**raw, "prevtxs": [prev, foreign]}, "per-transaction cap")  # fmt: skip
+    foreign = {
+        "txid": "42" * 32,
+        "vout": 0,
+        "scriptPubKey": "76a914" + "00" * 20 + "88ac",
+        "amount": "0.5",
+    }
+    tenant.denied(
+        f"/dogecoin/{address}/sign-raw-transaction",
+        {**raw, "prevtxs": [prev, foreign]},
+        "per-transaction cap",
+    )
     # without a cap an unknown fee may be signed (a coinjoin); the audit says it is unknown
     tenant.clear()
     data = tenant.allowed(f"/dogecoin/{address}/sign-raw-transaction", raw)
     assert data["complete"] is False  # the foreign input is someone else's to sign
-    check = run_node("utxo.mjs", {"action": "check_rawtx", "network": "dogecoin/mainnet",
-                                  "hex": data["hex"], "kind": "p2pkh", "pubkey": pubkey,
-                                  "scriptPubKey": built["scriptPubKey"], "value": 0})  # fmt: skip
+    check = run_node(
+        "utxo.mjs",
+        {
+            "action": "check_rawtx",
+            "network": "dogecoin/mainnet",
+            "hex": data["hex"],
+            "kind": "p2pkh",
+            "pubkey": pubkey,
+            "scriptPubKey": built["scriptPubKey"],
+            "value": 0,
+        },
+    )
     assert check["valid"] is True and check["lowS"] is True
     assert sign_events(tenant)[-1]["details"]["summary"]["fee"] is None
     # under an approval threshold an unknown total is never "below" it: people look
-    tenant.policy({"family": "dogecoin", "approval": {"quorum": 1, "group": "ops"},
-                   "above": {"DOGE": str(1000 * doge)}})  # fmt: skip
+    tenant.policy(
+        {
+            "family": "dogecoin",
+            "approval": {"quorum": 1, "group": "ops"},
+            "above": {"DOGE": str(1000 * doge)},
+        }
+    )
     held = tenant.sign(f"/dogecoin/{address}/sign-raw-transaction", raw)
     assert held.status_code == 202 and held.json()["data"]["summary"]["fee"] is None
 
@@ -226,15 +273,32 @@ IBC_MSG = "/ibc.applications.transfer.v1.MsgTransfer"
 
 
 def _transfer_doc(memo: str = "", receiver: str = OSMO, extra: bytes = b"") -> dict[str, Any]:
-    built = run_node("cosmos.mjs", {
-        "action": "build_direct", "pubkey": PUBKEY, "sequence": 7, "gas": "200000",
-        "fee": [{"denom": "uatom", "amount": "500"}], "memo": "",
-        "msgs": [{"typeUrl": IBC_MSG, "value": {
-            "sourcePort": "transfer", "sourceChannel": "channel-141",
-            "token": {"denom": "uatom", "amount": "1"}, "sender": ADDRESS, "receiver": receiver,
-            "timeoutHeight": {"revisionNumber": "0", "revisionHeight": "0"},
-            "timeoutTimestamp": "1800000000000000000", "memo": memo}}],
-    })  # fmt: skip
+    built = run_node(
+        "cosmos.mjs",
+        {
+            "action": "build_direct",
+            "pubkey": PUBKEY,
+            "sequence": 7,
+            "gas": "200000",
+            "fee": [{"denom": "uatom", "amount": "500"}],
+            "memo": "",
+            "msgs": [
+                {
+                    "typeUrl": IBC_MSG,
+                    "value": {
+                        "sourcePort": "transfer",
+                        "sourceChannel": "channel-141",
+                        "token": {"denom": "uatom", "amount": "1"},
+                        "sender": ADDRESS,
+                        "receiver": receiver,
+                        "timeoutHeight": {"revisionNumber": "0", "revisionHeight": "0"},
+                        "timeoutTimestamp": "1800000000000000000",
+                        "memo": memo,
+                    },
+                }
+            ],
+        },
+    )
     doc = {**built, "chainId": "cosmoshub-4", "accountNumber": "99"}
     if extra:
         doc["bodyBytes"] = _with_message_extra(doc["bodyBytes"], extra)
@@ -268,15 +332,25 @@ def test_unknown_protobuf_fields_at_any_depth_are_refused(cosmos_tenant: Tenant)
     doc = _transfer_doc()
     tip = proto_field(1, coin) + proto_field(2, ADDRESS.encode())
     auth = base64.b64decode(doc["authInfoBytes"]) + proto_field(3, tip)
-    refused(t, path, {"signDoc": {**doc, "authInfoBytes": base64.b64encode(auth).decode()}},
-            "invalid_sign_request", "does not read")  # fmt: skip
+    refused(
+        t,
+        path,
+        {"signDoc": {**doc, "authInfoBytes": base64.b64encode(auth).decode()}},
+        "invalid_sign_request",
+        "does not read",
+    )
     # deeper: an unknown field inside the token's Coin, inside the message, inside the Any
     from cosmospy_protobuf.ibc.applications.transfer.v1 import (
         tx_pb2 as ibc,  # type: ignore[import-untyped]
     )
 
-    msg = ibc.MsgTransfer(source_port="transfer", source_channel="channel-141", sender=ADDRESS,
-                          receiver=OSMO, timeout_timestamp=1800000000000000000)  # fmt: skip
+    msg = ibc.MsgTransfer(
+        source_port="transfer",
+        source_channel="channel-141",
+        sender=ADDRESS,
+        receiver=OSMO,
+        timeout_timestamp=1800000000000000000,
+    )
     deep = msg.SerializeToString(deterministic=True) + proto_field(3, coin + proto_field(7, b"x"))
     doc = _transfer_doc()
     body = _replace_message(doc["bodyBytes"], deep)
@@ -286,12 +360,19 @@ def test_unknown_protobuf_fields_at_any_depth_are_refused(cosmos_tenant: Tenant)
         anything = proto_field(1, b"/cosmos.anything") + proto_field(2, b"\x08\x01")
         extended = base64.b64decode(doc["bodyBytes"]) + proto_field(field, anything)
         body = base64.b64encode(extended).decode()
-        refused(t, path, {"signDoc": {**doc, "bodyBytes": body}}, "invalid_sign_request",
-                "extension options")  # fmt: skip
+        refused(
+            t,
+            path,
+            {"signDoc": {**doc, "bodyBytes": body}},
+            "invalid_sign_request",
+            "extension options",
+        )
     # the same document without the extra bytes signs, and cosmjs verifies it
     sig = t.allowed(path, {"signDoc": doc})["signature"]["signature"]
-    verdict = run_node("cosmos.mjs", {"action": "verify_direct", "signDoc": doc,
-                                      "signature": sig, "pubkey": PUBKEY})  # fmt: skip
+    verdict = run_node(
+        "cosmos.mjs",
+        {"action": "verify_direct", "signDoc": doc, "signature": sig, "pubkey": PUBKEY},
+    )
     assert verdict["valid"] is True
 
 
@@ -303,28 +384,47 @@ def _replace_message(body_b64: str, value: bytes) -> str:
     return base64.b64encode(body.SerializeToString(deterministic=True)).decode()
 
 
-FORWARD = json.dumps({"forward": {"receiver": "osmo1attacker", "port": "transfer",
-                                  "channel": "channel-0"}})  # fmt: skip
+FORWARD = json.dumps(
+    {"forward": {"receiver": "osmo1attacker", "port": "transfer", "channel": "channel-0"}}
+)
 
 
 def _amino_transfer(memo: str | None, **extra: Any) -> dict[str, Any]:
-    value = {"source_port": "transfer", "source_channel": "channel-141",
-             "token": {"denom": "uatom", "amount": "1"}, "sender": ADDRESS, "receiver": OSMO,
-             "timeout_height": {}, "timeout_timestamp": "1800000000000000000", **extra}  # fmt: skip
+    value = {
+        "source_port": "transfer",
+        "source_channel": "channel-141",
+        "token": {"denom": "uatom", "amount": "1"},
+        "sender": ADDRESS,
+        "receiver": OSMO,
+        "timeout_height": {},
+        "timeout_timestamp": "1800000000000000000",
+        **extra,
+    }
     if memo is not None:
         value["memo"] = memo
-    return {"signDoc": {
-        "chain_id": "cosmoshub-4", "account_number": "99", "sequence": "7", "memo": "",
-        "fee": {"amount": [{"denom": "uatom", "amount": "500"}], "gas": "200000"},
-        "msgs": [{"type": "cosmos-sdk/MsgTransfer", "value": value}]}}  # fmt: skip
+    return {
+        "signDoc": {
+            "chain_id": "cosmoshub-4",
+            "account_number": "99",
+            "sequence": "7",
+            "memo": "",
+            "fee": {"amount": [{"denom": "uatom", "amount": "500"}], "gas": "200000"},
+            "msgs": [{"type": "cosmos-sdk/MsgTransfer", "value": value}],
+        }
+    }
 
 
 def test_ibc_memos_that_forward_are_refused_under_an_allow_list(cosmos_tenant: Tenant) -> None:
     t = cosmos_tenant
     direct, amino = f"/cosmos/{ADDRESS}/sign-direct", f"/cosmos/{ADDRESS}/sign-amino"
     t.policy({"family": "cosmos", "recipients": [OSMO]})
-    for memo in (FORWARD, '{"wasm": {"contract": "osmo1x", "msg": {}}}',
-                 '{"src_callback": {"address": "osmo1x"}}', "[1]", " {\"forward\": 1}"):  # fmt: skip
+    for memo in (
+        FORWARD,
+        '{"wasm": {"contract": "osmo1x", "msg": {}}}',
+        '{"src_callback": {"address": "osmo1x"}}',
+        "[1]",
+        ' {"forward": 1}',
+    ):
         t.denied(direct, {"signDoc": _transfer_doc(memo=memo)}, "memo")
         t.denied(amino, _amino_transfer(memo), "memo")
     # (d) amino fields the decoder does not read
@@ -333,18 +433,38 @@ def test_ibc_memos_that_forward_are_refused_under_an_allow_list(cosmos_tenant: T
     # a plain-text memo is no instruction: signed, and cosmjs verifies both
     doc = _transfer_doc(memo="invoice 42")
     sig = t.allowed(direct, {"signDoc": doc})["signature"]["signature"]
-    assert run_node("cosmos.mjs", {"action": "verify_direct", "signDoc": doc, "signature": sig,
-                                   "pubkey": PUBKEY})["valid"] is True  # fmt: skip
+    assert (
+        run_node(
+            "cosmos.mjs",
+            {"action": "verify_direct", "signDoc": doc, "signature": sig, "pubkey": PUBKEY},
+        )["valid"]
+        is True
+    )
     body = _amino_transfer("invoice 42")
     sig = t.allowed(amino, body)["signature"]["signature"]
-    assert run_node("cosmos.mjs", {"action": "verify_amino", "signDoc": body["signDoc"],
-                                   "signature": sig, "pubkey": PUBKEY})["valid"] is True  # fmt: skip
+    assert (
+        run_node(
+            "cosmos.mjs",
+            {
+                "action": "verify_amino",
+                "signDoc": body["signDoc"],
+                "signature": sig,
+                "pubkey": PUBKEY,
+            },
+        )["valid"]
+        is True
+    )
     # the operator may allow memos explicitly
     t.policy({"family": "cosmos", "recipients": [OSMO], "ibc_memo": True})
     doc = _transfer_doc(memo=FORWARD)
     sig = t.allowed(direct, {"signDoc": doc})["signature"]["signature"]
-    assert run_node("cosmos.mjs", {"action": "verify_direct", "signDoc": doc, "signature": sig,
-                                   "pubkey": PUBKEY})["valid"] is True  # fmt: skip
+    assert (
+        run_node(
+            "cosmos.mjs",
+            {"action": "verify_direct", "signDoc": doc, "signature": sig, "pubkey": PUBKEY},
+        )["valid"]
+        is True
+    )
 
 
 def test_undecoded_messages_are_refused_under_caps_or_recipients(cosmos_tenant: Tenant) -> None:
@@ -366,16 +486,39 @@ def test_malformed_sign_bodies_are_400_and_audited(cosmos_tenant: Tenant) -> Non
     made = t.client.post("/litecoin", json={"private_key": KEY["private_key_hex"]})
     ltc = made.json()["address"]
     amino = _amino_transfer("")["signDoc"]
-    send: dict[str, Any] = {"type": "cosmos-sdk/MsgSend", "value": {
-        "from_address": ADDRESS, "to_address": OTHER,
-        "amount": [{"denom": "uatom", "amount": "1"}]}}  # fmt: skip
+    send: dict[str, Any] = {
+        "type": "cosmos-sdk/MsgSend",
+        "value": {
+            "from_address": ADDRESS,
+            "to_address": OTHER,
+            "amount": [{"denom": "uatom", "amount": "1"}],
+        },
+    }
     deep = Raw(b"[" * 900 + b'"x"' + b"]" * 900)  # a memo nested 900 deep
     prev = {"txid": "11" * 32, "vout": 0, "scriptPubKey": "0014" + "00" * 20}
     raw_tx = "02000000" + "01" + "11" * 32 + "00000000" + "00" + "ffffffff" + "00" + "00000000"
     cases: list[tuple[str, Any]] = [
-        ("cosmos", {"signDoc": {**amino, "msgs": [{**send, "value": {**send["value"], "to_address": 5}}]}}),
-        ("cosmos", {"signDoc": {**amino, "msgs": [{**send, "value": {**send["value"],
-                   "amount": [{"denom": ["uatom"], "amount": "1"}]}}]}}),
+        (
+            "cosmos",
+            {"signDoc": {**amino, "msgs": [{**send, "value": {**send["value"], "to_address": 5}}]}},
+        ),
+        (
+            "cosmos",
+            {
+                "signDoc": {
+                    **amino,
+                    "msgs": [
+                        {
+                            **send,
+                            "value": {
+                                **send["value"],
+                                "amount": [{"denom": ["uatom"], "amount": "1"}],
+                            },
+                        }
+                    ],
+                }
+            },
+        ),
         ("cosmos", {"signDoc": {**amino, "msgs": [{"type": {"a": 1}, "value": {}}]}}),
         ("cosmos", {"signDoc": {**amino, "msgs": [{"type": ["x"], "value": {}}]}}),
         ("cosmos", {"signDoc": {**amino, "memo": deep}}),
@@ -388,7 +531,7 @@ def test_malformed_sign_bodies_are_400_and_audited(cosmos_tenant: Tenant) -> Non
         ("litecoin", {"hex": raw_tx, "prevtxs": "nope"}),
         ("cosmos", "not an object"),
         ("cosmos", {"signDoc": {**amino, "surprise": "field"}}),
-    ]  # fmt: skip
+    ]
     paths = {
         "cosmos": f"/cosmos/{ADDRESS}/sign-amino",
         "litecoin": f"/litecoin/{ltc}/sign-raw-transaction",
@@ -406,8 +549,9 @@ def test_malformed_sign_bodies_are_400_and_audited(cosmos_tenant: Tenant) -> Non
         r = t.client.post(path, content=content, headers={"content-type": "application/json"})
         assert r.status_code == 400, (body, r.text)
         assert len(r.text) < 2000 and "Traceback" not in r.text
-    oversized = t.client.post(paths["cosmos"], content=b" " * 20_000,
-                              headers={"content-type": "application/json"})  # fmt: skip
+    oversized = t.client.post(
+        paths["cosmos"], content=b" " * 20_000, headers={"content-type": "application/json"}
+    )
     assert oversized.status_code == 413
     events = sign_events(t)
     assert len(events) == before + len(cases) + 1
@@ -425,8 +569,11 @@ def _dumps(value: Any) -> bytes:
     if isinstance(value, list):
         return b"[" + b",".join(_dumps(v) for v in value) + b"]"
     if isinstance(value, dict):
-        return b"{" + b",".join(json.dumps(k).encode() + b":" + _dumps(v)
-                                for k, v in value.items()) + b"}"  # fmt: skip
+        return (
+            b"{"
+            + b",".join(json.dumps(k).encode() + b":" + _dumps(v) for k, v in value.items())
+            + b"}"
+        )
     return json.dumps(value).encode()
 
 
@@ -438,16 +585,24 @@ def test_amounts_beyond_64_bits_sign_and_their_refusals_are_audited(
     big = str(20 * 10**18)  # 20 INJ in its 18-decimal unit: past 2^64
     body = {**TRANSFER, "amount": big, "denom": "inj"}
     data = t.allowed(path, body)
-    check = run_node("cosmos.mjs", {"action": "verify_tx", "signedTx": data["signedTx"],
-                                    "chainId": "cosmoshub-4", "accountNumber": "12345",
-                                    "pubkey": PUBKEY})  # fmt: skip
+    check = run_node(
+        "cosmos.mjs",
+        {
+            "action": "verify_tx",
+            "signedTx": data["signedTx"],
+            "chainId": "cosmoshub-4",
+            "accountNumber": "12345",
+            "pubkey": PUBKEY,
+        },
+    )
     assert check["verdict"]["valid"] is True
     t.policy({"family": "cosmos", "max_per_tx": {"uatom": "10000", "inj": "1"}})
     t.denied(path, body, f"{big} inj is over the per-transaction cap")
     denied = sign_events(t)[-1]
     assert denied["outcome"] == "policy_denied"
     assert denied["details"]["summary"]["items"][0]["amounts"] == [
-        {"denom": "inj", "amount": big, "base_unit": "inj"}]  # fmt: skip
+        {"denom": "inj", "amount": big, "base_unit": "inj"}
+    ]
     refused(t, path, {**body, "amount": str(2**256)}, "invalid_amount")
     refused(t, path, {**body, "amount": "-5"}, "invalid_amount")
 
@@ -463,8 +618,12 @@ def test_litecoin_native_segwit_recipients_match_their_addresses(tenant: Tenant)
     path = f"/litecoin/{address}/sign-psbt"
     ok = _ltc_psbt(pubkey, LTC, LTC, [{"address": allowed, "value": LTC - 1000}])
     data = tenant.allowed(path, {"psbt": ok})
-    assert run_node("utxo.mjs", {"action": "extract", "network": "litecoin/mainnet",
-                                 "psbt": data["psbt"]})["hex"] == data["hex"]  # fmt: skip
+    assert (
+        run_node(
+            "utxo.mjs", {"action": "extract", "network": "litecoin/mainnet", "psbt": data["psbt"]}
+        )["hex"]
+        == data["hex"]
+    )
     assert sign_events(tenant)[-1]["details"]["summary"]["items"][0]["recipient"] == allowed
     stranger = _ltc_psbt(pubkey, LTC, LTC, [{"address": STRANGER_LTC, "value": LTC - 1000}])
     tenant.denied(path, {"psbt": stranger}, STRANGER_LTC)
@@ -483,8 +642,11 @@ def test_litecoin_native_segwit_recipients_match_their_addresses(tenant: Tenant)
 def test_a_family_limited_token_reads_only_its_families(server: Server) -> None:
     assert server.services is not None
     name = "fam-audit-" + hashlib.sha256(str(id(server)).encode()).hexdigest()[:8]
-    _, token = server.call(server.services.tokens.create(
-        name, "doge only", frozenset({"read"}), None, frozenset({"dogecoin"})))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            name, "doge only", frozenset({"read"}), None, frozenset({"dogecoin"})
+        )
+    )
     with server.client(server.new_token(name)) as full, server.client(token) as limited:
         assert full.post("/cosmos", json={}).status_code == 200
         assert full.post("/dogecoin", json={}).status_code == 200
@@ -506,11 +668,26 @@ def test_a_cosmos_message_signature_signs_the_adr036_wrapper_only(client: Any) -
     doc = direct_doc()
     data = base64.b64encode(_sign_doc_bytes(doc)).decode()
     sig = client.post(f"/cosmos/{ADDRESS}/sign-message", json={"data": data}).json()["data"]
-    wrapper = run_node("cosmos.mjs", {"action": "adr036_doc", "signer": ADDRESS, "data": data,
-                                      "signature": sig["signedMessage"], "pubkey": PUBKEY})  # fmt: skip
+    wrapper = run_node(
+        "cosmos.mjs",
+        {
+            "action": "adr036_doc",
+            "signer": ADDRESS,
+            "data": data,
+            "signature": sig["signedMessage"],
+            "pubkey": PUBKEY,
+        },
+    )
     assert wrapper["verdict"]["valid"] is True and wrapper["doc"]["chain_id"] == ""
-    as_tx = run_node("cosmos.mjs", {"action": "verify_direct", "signDoc": doc,
-                                    "signature": sig["signedMessage"], "pubkey": PUBKEY})  # fmt: skip
+    as_tx = run_node(
+        "cosmos.mjs",
+        {
+            "action": "verify_direct",
+            "signDoc": doc,
+            "signature": sig["signedMessage"],
+            "pubkey": PUBKEY,
+        },
+    )
     assert as_tx["ok"] is False
 
 
@@ -526,11 +703,26 @@ def test_a_utxo_message_signature_is_no_input_signature(client: Any) -> None:
     message = base64.b64decode(psbt).hex()  # the whole unsigned transaction, as text
     sig = client.post(f"/litecoin/{address}/sign-message", json={"message": message})
     signature = sig.json()["data"]["signature"]
-    verdict = run_node("utxo.mjs", {"action": "verify_message", "network": "litecoin/mainnet",
-                                    "message": message, "address": address,
-                                    "signature": signature})  # fmt: skip
+    verdict = run_node(
+        "utxo.mjs",
+        {
+            "action": "verify_message",
+            "network": "litecoin/mainnet",
+            "message": message,
+            "address": address,
+            "signature": signature,
+        },
+    )
     assert verdict["matches"] is True
-    as_input = run_node("utxo.mjs", {"action": "verify_message_as_input",
-                                     "network": "litecoin/mainnet", "psbt": psbt,
-                                     "pubkey": pubkey, "value": LTC, "signature": signature})  # fmt: skip
+    as_input = run_node(
+        "utxo.mjs",
+        {
+            "action": "verify_message_as_input",
+            "network": "litecoin/mainnet",
+            "psbt": psbt,
+            "pubkey": pubkey,
+            "value": LTC,
+            "signature": signature,
+        },
+    )
     assert as_input == {"valid": False}

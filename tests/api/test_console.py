@@ -32,16 +32,28 @@ INJECTED = '<b class="injected">x</b><img src=x onerror="window.pwned=1">'
 BIDI = "pay \u202egpj.exe"  # shows "pay exe.jpg" if its override were obeyed
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
 RULES = [
-    {"family": "cosmos", "network": "cosmoshub", "name": "payouts",
-     "max_per_tx": {"uatom": "100000"}, "max_per_day": {"uatom": "1000000"},
-     "approval": {"quorum": 1, "group": "treasury"}, "above": {"uatom": "50000"}},
+    {
+        "family": "cosmos",
+        "network": "cosmoshub",
+        "name": "payouts",
+        "max_per_tx": {"uatom": "100000"},
+        "max_per_day": {"uatom": "1000000"},
+        "approval": {"quorum": 1, "group": "treasury"},
+        "above": {"uatom": "50000"},
+    },
     {"family": "dogecoin", "max_per_day": {"DOGE": "500000000"}},
-]  # fmt: skip
+]
 
 
 def send(amount: int, sequence: int, memo: str = "") -> dict[str, Any]:
-    return {**TRANSFER, "amount": str(amount), "sequence": sequence, "toAddress": OTHER,
-            "feeAmount": "100", "memo": memo}  # fmt: skip
+    return {
+        **TRANSFER,
+        "amount": str(amount),
+        "sequence": sequence,
+        "toAddress": OTHER,
+        "feeAmount": "100",
+        "memo": memo,
+    }
 
 
 def ok(r: httpx.Response) -> Any:
@@ -50,10 +62,11 @@ def ok(r: httpx.Response) -> Any:
 
 
 def serious(axe: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
-    return {page: [f"{v['id']}: {v['help']}" for v in found
-                   if v["impact"] in ("serious", "critical")]
-            for page, found in axe.items() if any(v["impact"] in ("serious", "critical")
-                                                  for v in found)}  # fmt: skip
+    return {
+        page: [f"{v['id']}: {v['help']}" for v in found if v["impact"] in ("serious", "critical")]
+        for page, found in axe.items()
+        if any(v["impact"] in ("serious", "critical") for v in found)
+    }
 
 
 def test_a_tenant_read_from_the_console_alone(
@@ -73,17 +86,34 @@ def test_a_tenant_read_from_the_console_alone(
     reject = ok(c.post(SEND, json=send(70_000, 4, memo=BIDI)))
     usage = ok(c.get("/policy/usage"))["caps"]
     _, token = server.call(server.services.tokens.create(tenant.name, INJECTED))
-    _, approver = server.call(server.services.tokens.create(
-        tenant.name, "alice", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, approver = server.call(
+        server.services.tokens.create(
+            tenant.name, "alice", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     shots = ARTIFACTS.resolve()
     shots.mkdir(parents=True, exist_ok=True)
     dry = send(10, 9)
-    seen = run_node("console.mjs", {
-        "url": server.base_url, "chromium": browser, "shots": str(shots), "mode": "tour",
-        "tag": request.node.callspec.id, "token": token, "approver": approver,
-        "cosmos": ADDRESS, "wallet": wallet["id"], "prefix": dogs[0][:3],
-        "approve": approve["id"], "reject": reject["id"], "rejectReason": BIDI, "dryRun": dry,
-    }, timeout=300)  # fmt: skip
+    seen = run_node(
+        "console.mjs",
+        {
+            "url": server.base_url,
+            "chromium": browser,
+            "shots": str(shots),
+            "mode": "tour",
+            "tag": request.node.callspec.id,
+            "token": token,
+            "approver": approver,
+            "cosmos": ADDRESS,
+            "wallet": wallet["id"],
+            "prefix": dogs[0][:3],
+            "approve": approve["id"],
+            "reject": reject["id"],
+            "rejectReason": BIDI,
+            "dryRun": dry,
+        },
+        timeout=300,
+    )
 
     assert "failure" not in seen, json.dumps({k: v for k, v in seen.items() if k != "csv"})
     assert seen["errors"] == [] and seen["foreign"] == []
@@ -97,8 +127,15 @@ def test_a_tenant_read_from_the_console_alone(
     ):
         assert part in csp
     assert "unsafe" not in csp
-    assert seen["nav"] == ["Overview", "Accounts", "Wallets", "Approvals", "Audit", "Policy",
-                           "Token"]  # fmt: skip
+    assert seen["nav"] == [
+        "Overview",
+        "Accounts",
+        "Wallets",
+        "Approvals",
+        "Audit",
+        "Policy",
+        "Token",
+    ]
     # what was signed and refused today, and how much may still be paid out
     o = seen["overview"]
     assert (o["signed"], o["refused"]) == ("1", "1")
@@ -156,8 +193,11 @@ def test_a_tenant_read_from_the_console_alone(
 def test_the_vendored_qr_library_is_the_pinned_package() -> None:
     """static/console/vendor holds qrcode-generator's own ES module, byte for byte (the
     version tests/verifiers/package.json pins): nothing edited, nothing stale."""
-    vendored = (Path(__file__).resolve().parents[2] / "src/chainkeys/api/static/console"
-                / "vendor/qrcode-generator.mjs").read_bytes()  # fmt: skip
+    vendored = (
+        Path(__file__).resolve().parents[2]
+        / "src/chainkeys/api/static/console"
+        / "vendor/qrcode-generator.mjs"
+    ).read_bytes()
     pinned = json.loads((VERIFIERS / "package.json").read_text())["dependencies"]
     installed = VERIFIERS / "node_modules/qrcode-generator"
     if not installed.is_dir():
@@ -176,11 +216,18 @@ def test_first_paint_on_a_tenant_of_100k_accounts(tmp_path: Path) -> None:
     browser = chromium()
     data = sqlite_dataset(tmp_path, 100_000, sample=10)
     port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")},
-           "CHAINKEYS_DATA_DIR": str(data.data_dir), "CHAINKEYS_LOG_LEVEL": "WARNING",
-           "CHAINKEYS_TEST_RUN": os.environ.get("CHAINKEYS_TEST_RUN", "")}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "chainkeys.cli", "serve", "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")},
+        "CHAINKEYS_DATA_DIR": str(data.data_dir),
+        "CHAINKEYS_LOG_LEVEL": "WARNING",
+        "CHAINKEYS_TEST_RUN": os.environ.get("CHAINKEYS_TEST_RUN", ""),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chainkeys.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     with proc:  # closes its pipe; terminated however the visit ends
         try:
@@ -194,20 +241,40 @@ def test_first_paint_on_a_tenant_of_100k_accounts(tmp_path: Path) -> None:
                 assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
                 time.sleep(0.1)
             names = data.names_file.read_text().split()
-            seen = run_node("console.mjs", {
-                "url": url, "chromium": browser, "mode": "paint", "token": data.token,
-                "family": "cosmos", "prefix": names[0][:12], "account": names[0],
-            }, timeout=300)  # fmt: skip
+            seen = run_node(
+                "console.mjs",
+                {
+                    "url": url,
+                    "chromium": browser,
+                    "mode": "paint",
+                    "token": data.token,
+                    "family": "cosmos",
+                    "prefix": names[0][:12],
+                    "account": names[0],
+                },
+                timeout=300,
+            )
         finally:
             proc.terminate()
             proc.wait(30)
     assert "failure" not in seen, seen
     assert seen["errors"] == [] and seen["foreign"] == []
     assert seen["accountsRows"] == 50 and seen["searchRows"] >= 1
-    assert set(seen["paints"]) == {"overview", "accounts", "search", "account", "audit",
-                                   "policy", "wallets", "token"}  # fmt: skip
+    assert set(seen["paints"]) == {
+        "overview",
+        "accounts",
+        "search",
+        "account",
+        "audit",
+        "policy",
+        "wallets",
+        "token",
+    }
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    report = {"accounts": 100_000, "paints_ms": seen["paints"],
-              "first_contentful_paint_ms": seen["firstContentfulPaint"]}  # fmt: skip
+    report = {
+        "accounts": 100_000,
+        "paints_ms": seen["paints"],
+        "first_contentful_paint_ms": seen["firstContentfulPaint"],
+    }
     (ARTIFACTS / "console-paint.json").write_text(json.dumps(report, indent=1))
     print("console first paint on 100,000 accounts (ms):", report)

@@ -24,8 +24,13 @@ HOUR = 3_600_000
 
 
 def send(amount: int, sequence: int, fee: int = 1) -> dict[str, Any]:
-    return {**TRANSFER, "amount": str(amount), "sequence": sequence, "toAddress": OTHER,
-            "feeAmount": str(fee)}  # fmt: skip
+    return {
+        **TRANSFER,
+        "amount": str(amount),
+        "sequence": sequence,
+        "toAddress": OTHER,
+        "feeAmount": str(fee),
+    }
 
 
 def data(r: Any) -> Any:
@@ -55,10 +60,13 @@ def test_a_family_limited_token_sees_only_its_families(server: Server, tenant: T
     data(tenant.client.post("/cosmos", json={"private_key": PRIVATE}))
     data(tenant.client.post("/dogecoin", json={}))
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        tenant.name, "doge-only", families=frozenset({"dogecoin"})))  # fmt: skip
-    tenant.policy({**COSMOS, "max_per_day": {"uatom": "100"}},
-                  {"family": "dogecoin", "max_per_day": {"DOGE": "500"}})  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(tenant.name, "doge-only", families=frozenset({"dogecoin"}))
+    )
+    tenant.policy(
+        {**COSMOS, "max_per_day": {"uatom": "100"}},
+        {"family": "dogecoin", "max_per_day": {"DOGE": "500"}},
+    )
     with server.client(token) as doge:
         assert data(doge.get("/overview"))["accounts"] == {"dogecoin": 1}
         caps = data(doge.get("/policy/usage"))["caps"]
@@ -70,7 +78,12 @@ def test_cap_usage_is_what_the_caps_count(tenant: Tenant) -> None:
     tenant.policy({**COSMOS, "name": "payouts", "max_per_day": {"uatom": "1000"}})
     [cap] = data(tenant.client.get("/policy/usage"))["caps"]
     assert (cap["rule"], cap["name"], cap["network"], cap["cap"], cap["spent"]) == (
-        0, "payouts", "cosmoshub", "1000", "0")  # fmt: skip
+        0,
+        "payouts",
+        "cosmoshub",
+        "1000",
+        "0",
+    )
     assert (cap["unit"], cap["decimals"]) == ("ATOM", 6)
     tenant.allowed(SEND, send(600, 1, fee=4))  # 604 counted: amount and fee
     [cap] = data(tenant.client.get("/policy/usage"))["caps"]
@@ -137,8 +150,10 @@ def test_audit_filters_by_outcome_and_time(tenant: Tenant) -> None:
         assert [e["outcome"] for e in early["events"]] == ["ok"]
         late = data(c.get("/audit", params={"action": "sign", "since": start + HOUR}))
         assert [e["outcome"] for e in late["events"]] == ["policy_denied"]
-    for bad, code in (({"outcome": "NOT OK"}, "invalid_outcome"),
-                      ({"until": "yesterday"}, "invalid_until")):  # fmt: skip
+    for bad, code in (
+        ({"outcome": "NOT OK"}, "invalid_outcome"),
+        ({"until": "yesterday"}, "invalid_until"),
+    ):
         r = c.get("/audit", params=bad)
         assert r.status_code == 400 and r.json()["code"] == code
 
@@ -170,12 +185,28 @@ def test_audit_download_is_the_filtered_view(tenant: Tenant) -> None:
         assert r.status_code == 400 and r.json()["code"] == "invalid_format"
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(params=st.dictionaries(
-    st.sampled_from(["prefix", "outcome", "since", "until", "format", "action", "family",
-                     "account", "limit", "cursor"]),
-    st.text(max_size=40)))  # fmt: skip
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    params=st.dictionaries(
+        st.sampled_from(
+            [
+                "prefix",
+                "outcome",
+                "since",
+                "until",
+                "format",
+                "action",
+                "family",
+                "account",
+                "limit",
+                "cursor",
+            ]
+        ),
+        st.text(max_size=40),
+    )
+)
 def test_any_query_is_an_answer_or_a_clear_400(tenant: Tenant, params: dict[str, str]) -> None:
     for path in ("/dogecoin", "/audit", "/audit/export", "/overview", "/policy/usage"):
         r = tenant.client.get(path, params=params)
@@ -202,12 +233,17 @@ def test_a_wallet_lists_the_accounts_derived_from_it(server: Server, tenant: Ten
         if not cursor:
             break
     assert [(a["family"], a["index"]) for a in listed] == [
-        ("cosmos", 0), ("cosmos", 1), ("cosmos", 2), ("dogecoin", 0)]  # fmt: skip
+        ("cosmos", 0),
+        ("cosmos", 1),
+        ("cosmos", 2),
+        ("dogecoin", 0),
+    ]
     assert [a["address"] for a in listed[:3]] == [a["address"] for a in made["accounts"]]
     assert listed[0]["path"] == "m/44'/118'/0'/0/0"
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        tenant.name, "doge-only", families=frozenset({"dogecoin"})))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(tenant.name, "doge-only", families=frozenset({"dogecoin"}))
+    )
     with server.client(token) as doge:
         seen = data(doge.get(f"/wallets/{wallet}/accounts"))["accounts"]
     assert [a["family"] for a in seen] == ["dogecoin"]

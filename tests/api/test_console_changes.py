@@ -64,11 +64,21 @@ def test_an_admin_votes_on_a_change_with_a_passkey(backend: str, tmp_path: Path)
         tighten = ok(bob.client.post("/changes", json={"kind": "policy", "document": capped(500)}))
         with server.client(reader) as r:
             ok(r.post("/cosmos", json={"private_key": PRIVATE}))  # an audit row with an account
-        seen = run_node("console_changes.mjs", {
-            "url": url, "chromium": browser, "shots": str(shots), "tag": backend,
-            "admin": alice, "code": code, "loosen": loosen["id"], "tighten": tighten["id"],
-            "reader": reader,
-        }, timeout=300)  # fmt: skip
+        seen = run_node(
+            "console_changes.mjs",
+            {
+                "url": url,
+                "chromium": browser,
+                "shots": str(shots),
+                "tag": backend,
+                "admin": alice,
+                "code": code,
+                "loosen": loosen["id"],
+                "tighten": tighten["id"],
+                "reader": reader,
+            },
+            timeout=300,
+        )
         after = ok(bob.client.get(f"/changes/{loosen['id']}"))
         cancelled = ok(bob.client.get(f"/changes/{tighten['id']}"))
         bob.client.close()
@@ -148,10 +158,17 @@ def test_admin_invite_enrols_an_admins_passkey(pk_server: Server) -> None:  # no
         [held] = ok(dana.get("/approvers/me/credentials"))["credentials"]
         assert held["group"] == ADMINS and held["kind"] == "webauthn"
         change = ok(dana.post("/changes", json={"kind": "policy", "document": capped(500)}))
-        request = {"challenge": b64url(change_challenge(change["id"], change["digest"], "approve")),
-                   "rpId": "localhost", "userVerification": "required"}  # fmt: skip
-        done = ok(dana.post(f"/changes/{change['id']}/approve",
-                            json={"digest": change["digest"], "assertion": device.get(request)}))  # fmt: skip
+        request = {
+            "challenge": b64url(change_challenge(change["id"], change["digest"], "approve")),
+            "rpId": "localhost",
+            "userVerification": "required",
+        }
+        done = ok(
+            dana.post(
+                f"/changes/{change['id']}/approve",
+                json={"digest": change["digest"], "assertion": device.get(request)},
+            )
+        )
     assert done["state"] == "applied"  # it only tightens: at the quorum of one
 
 
@@ -182,10 +199,17 @@ def test_a_sealed_server_says_so_in_the_console(
             assert c.get("/ui/app.mjs").json()["code"] == "sealed"  # the console stays shut
             assert c.get("/ui/sealed.html").json()["code"] == "sealed"
             assert c.post("/sys/unseal", json={"share": shares[0]}).status_code == 200
-        seen = run_node("console_changes.mjs", {
-            "walk": "sealed", "url": proc.base_url, "chromium": browser, "shots": str(shots),
-            "tag": "sealed",
-        }, timeout=120)  # fmt: skip
+        seen = run_node(
+            "console_changes.mjs",
+            {
+                "walk": "sealed",
+                "url": proc.base_url,
+                "chromium": browser,
+                "shots": str(shots),
+                "tag": "sealed",
+            },
+            timeout=120,
+        )
     finally:
         proc.stop()
     assert "failure" not in seen, json.dumps(seen)

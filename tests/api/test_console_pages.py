@@ -27,13 +27,24 @@ pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
 ARTIFACTS = Path(os.environ.get("CHAINKEYS_TEST_ARTIFACTS", "build/test-artifacts"))
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
 MEMO = "line one\nline two \u202eexe.txt"  # a newline and a bidi override, from a request
-RULE = {"family": "cosmos", "network": "cosmoshub", "max_per_tx": {"uatom": "100000"},
-        "approval": {"quorum": 2, "group": "treasury"}, "above": {"uatom": "50000"}}  # fmt: skip
+RULE = {
+    "family": "cosmos",
+    "network": "cosmoshub",
+    "max_per_tx": {"uatom": "100000"},
+    "approval": {"quorum": 2, "group": "treasury"},
+    "above": {"uatom": "50000"},
+}
 
 
 def send(amount: int, sequence: int, memo: str = "") -> dict[str, Any]:
-    return {**TRANSFER, "amount": str(amount), "sequence": sequence, "toAddress": OTHER,
-            "feeAmount": "100", "memo": memo}  # fmt: skip
+    return {
+        **TRANSFER,
+        "amount": str(amount),
+        "sequence": sequence,
+        "toAddress": OTHER,
+        "feeAmount": "100",
+        "memo": memo,
+    }
 
 
 def ok(r: httpx.Response) -> Any:
@@ -53,8 +64,10 @@ def test_what_a_new_user_met_in_the_console(
     assert server.services is not None
     c = tenant.client
     ok(c.post("/cosmos", json={"private_key": PRIVATE}))
-    doge = {ok(c.post("/dogecoin", json=body))["address"]: body.get("network", "mainnet")
-            for body in ({}, {"network": "testnet"}, {})}  # fmt: skip
+    doge = {
+        ok(c.post("/dogecoin", json=body))["address"]: body.get("network", "mainnet")
+        for body in ({}, {"network": "testnet"}, {})
+    }
     segwit = ok(c.post("/litecoin", json={}))["address"]
     legacy = ok(c.post("/litecoin", json={"address_type": "p2pkh"}))["address"]
     tenant.policy(RULE)
@@ -63,17 +76,31 @@ def test_what_a_new_user_met_in_the_console(
     assert event["details"]["summary"]["memo"] == MEMO and refused
     pending = ok(c.post(SEND, json=send(60_000, 2)))
     assert pending["state"] == "pending"
-    approvers = [server.call(server.services.tokens.create(
-        tenant.name, who, frozenset({"approve"}), None, None, "treasury"))[1]
-        for who in ("alice", "Bob")]  # fmt: skip
+    approvers = [
+        server.call(
+            server.services.tokens.create(
+                tenant.name, who, frozenset({"approve"}), None, None, "treasury"
+            )
+        )[1]
+        for who in ("alice", "Bob")
+    ]
     shots = ARTIFACTS.resolve()
     shots.mkdir(parents=True, exist_ok=True)
-    seen = run_node("console_pages.mjs", {
-        "url": server.base_url, "chromium": browser, "shots": str(shots),
-        "tag": request.node.callspec.id, "token": server.new_token(tenant.name),
-        "approver": approvers[0], "approver2": approvers[1],
-        "refused": event["id"], "pending": pending["id"],
-    }, timeout=300)  # fmt: skip
+    seen = run_node(
+        "console_pages.mjs",
+        {
+            "url": server.base_url,
+            "chromium": browser,
+            "shots": str(shots),
+            "tag": request.node.callspec.id,
+            "token": server.new_token(tenant.name),
+            "approver": approvers[0],
+            "approver2": approvers[1],
+            "refused": event["id"],
+            "pending": pending["id"],
+        },
+        timeout=300,
+    )
 
     assert "failure" not in seen, json.dumps(seen)
     assert seen["failures"] == {}, "\n\n".join(f"{k}: {v}" for k, v in seen["failures"].items())
@@ -143,20 +170,35 @@ def test_amounts_read_in_the_unit_they_count(
     browser = chromium()
     c = tenant.client
     made = ok(c.post("/litecoin", json={"private_key": KEY["private_key_hex"]}))
-    built = run_node("utxo.mjs", {
-        "action": "build_psbt", "network": "litecoin/mainnet", "kind": "p2wpkh",
-        "pubkey": made["public_key"], "amountIn": 1_000_000, "witness": True,
-        "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
-    })  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_psbt",
+            "network": "litecoin/mainnet",
+            "kind": "p2wpkh",
+            "pubkey": made["public_key"],
+            "amountIn": 1_000_000,
+            "witness": True,
+            "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
+        },
+    )
     tenant.policy(RULE)
     pending = ok(c.post(f"/litecoin/{made['address']}/sign-psbt", json={"psbt": built["psbt"]}))
     shots = ARTIFACTS.resolve()
     shots.mkdir(parents=True, exist_ok=True)
-    seen = run_node("console_pages.mjs", {
-        "walk": "units", "url": server.base_url, "chromium": browser, "shots": str(shots),
-        "tag": request.node.callspec.id, "token": c.headers["Authorization"],  # the requester
-        "pending": pending["id"],
-    }, timeout=300)  # fmt: skip
+    seen = run_node(
+        "console_pages.mjs",
+        {
+            "walk": "units",
+            "url": server.base_url,
+            "chromium": browser,
+            "shots": str(shots),
+            "tag": request.node.callspec.id,
+            "token": c.headers["Authorization"],  # the requester
+            "pending": pending["id"],
+        },
+        timeout=300,
+    )
 
     assert "failure" not in seen, json.dumps(seen)
     assert seen["failures"] == {}, "\n\n".join(f"{k}: {v}" for k, v in seen["failures"].items())
@@ -186,13 +228,25 @@ def test_the_dry_run_cancel_and_key_formats(
     ltc = ok(c.post("/litecoin", json={"private_key": KEY["private_key_hex"]}))["address"]
     other = ok(c.post("/litecoin", json={}))["address"]
     ok(c.post("/cosmos", json={"private_key": PRIVATE}))
-    tenant.policy({"family": "litecoin", "effect": "deny", "name": "large-ltc",
-                   "when": "'LTC' in tx.total && tx.total['LTC'] > 500000"},
-                  {"family": "litecoin"}, RULE)  # fmt: skip
+    tenant.policy(
+        {
+            "family": "litecoin",
+            "effect": "deny",
+            "name": "large-ltc",
+            "when": "'LTC' in tx.total && tx.total['LTC'] > 500000",
+        },
+        {"family": "litecoin"},
+        RULE,
+    )
     pending = ok(c.post(SEND, json=send(60_000, 1)))
     assert pending["state"] == "pending" and pending["cancellable"] is True
-    [approver] = [server.call(server.services.tokens.create(
-        tenant.name, "alice", frozenset({"approve"}), None, None, "treasury"))[1]]  # fmt: skip
+    [approver] = [
+        server.call(
+            server.services.tokens.create(
+                tenant.name, "alice", frozenset({"approve"}), None, None, "treasury"
+            )
+        )[1]
+    ]
     with server.client(approver) as alice:
         assert ok(alice.get(f"/approvals/{pending['id']}"))["cancellable"] is False
     wallet = ok(c.post("/wallets", json={"name": "deposits"}))["id"]
@@ -201,11 +255,21 @@ def test_the_dry_run_cancel_and_key_formats(
     example = next(iter(example["content"]["application/json"]["examples"].values()))["value"]
     shots = ARTIFACTS.resolve()
     shots.mkdir(parents=True, exist_ok=True)
-    seen = run_node("console_pages.mjs", {
-        "walk": "more", "url": server.base_url, "chromium": browser, "shots": str(shots),
-        "tag": request.node.callspec.id, "token": c.headers["Authorization"],
-        "approver": approver, "pending": pending["id"], "wallet": wallet,
-    }, timeout=300)  # fmt: skip
+    seen = run_node(
+        "console_pages.mjs",
+        {
+            "walk": "more",
+            "url": server.base_url,
+            "chromium": browser,
+            "shots": str(shots),
+            "tag": request.node.callspec.id,
+            "token": c.headers["Authorization"],
+            "approver": approver,
+            "pending": pending["id"],
+            "wallet": wallet,
+        },
+        timeout=300,
+    )
 
     assert "failure" not in seen, json.dumps(seen)
     assert seen["failures"] == {}, "\n\n".join(f"{k}: {v}" for k, v in seen["failures"].items())
@@ -221,8 +285,10 @@ def test_the_dry_run_cancel_and_key_formats(
     assert len({top for top, _ in seen["labels"]}) == 1, seen["labels"]
     # a deny names its rule, and says its reason once
     assert seen["decision"] == "The policy would deny: a deny rule applies", seen["decision"]
-    assert seen["decidedBy"] == ("Decided by rule 0 “large-ltc” (a deny rule), whose condition "
-                                 "'LTC' in tx.total && tx.total['LTC'] > 500000 is true.")  # fmt: skip
+    assert seen["decidedBy"] == (
+        "Decided by rule 0 “large-ltc” (a deny rule), whose condition "
+        "'LTC' in tx.total && tx.total['LTC'] > 500000 is true."
+    )
     assert "policy rule 0" not in seen["result"]
     assert seen["result"].count("a deny rule applies") == 1
     # Cancel: the requester's, not the approver's
@@ -235,8 +301,12 @@ def test_the_dry_run_cancel_and_key_formats(
     assert formats[("litecoin", "p2wpkh")][0] == ["xpub", "Ltub", "zpub"]
     assert formats[("dogecoin", "")][0] == ["dgub", "xpub"]
     assert formats[("cosmos", "")][0] is None  # one format: nothing to choose
-    want = ok(c.get(f"/wallets/{wallet}/xpub",
-                    params={"family": "litecoin", "address_type": "p2wpkh", "format": "zpub"}))  # fmt: skip
+    want = ok(
+        c.get(
+            f"/wallets/{wallet}/xpub",
+            params={"family": "litecoin", "address_type": "p2wpkh", "format": "zpub"},
+        )
+    )
     assert want["formats"] == ["xpub", "Ltub", "zpub"]
     assert seen["zpub"] == want["xpub"] and seen["zpub"].startswith("zpub")
     assert seen["zpubButton"].startswith("Copy zpub")

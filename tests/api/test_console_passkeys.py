@@ -23,8 +23,11 @@ from tests.conftest import BACKENDS, Server, own_server
 from tests.node import chromium, run_node
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(30)]
-RULE = {"family": "cosmos", "network": "cosmoshub",
-        "approval": {"quorum": 2, "group": "treasury", "ttl": "1h", "passkey": True}}  # fmt: skip
+RULE = {
+    "family": "cosmos",
+    "network": "cosmoshub",
+    "approval": {"quorum": 2, "group": "treasury", "ttl": "1h", "passkey": True},
+}
 
 
 @contextlib.contextmanager
@@ -52,16 +55,27 @@ def test_enrol_approve_and_reject_with_a_passkey_by_keyboard(backend: str, tmp_p
         t = Tenant(server)
         assert t.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
         t.policy(RULE)
-        _, alice = server.call(svc.tokens.create(t.name, "alice", frozenset({"approve"}), None,
-                                                 None, "treasury"))  # fmt: skip
-        _, bob = server.call(svc.tokens.create(t.name, "bob", frozenset({"approve"}), None, None,
-                                               "treasury"))  # fmt: skip
+        _, alice = server.call(
+            svc.tokens.create(t.name, "alice", frozenset({"approve"}), None, None, "treasury")
+        )
+        _, bob = server.call(
+            svc.tokens.create(t.name, "bob", frozenset({"approve"}), None, None, "treasury")
+        )
         code, _ = server.call(svc.approvals.passkeys.invite(t.name, "alice", "treasury"))
         approve, reject = (ok(t.sign(SEND, send(5000, sequence=n))) for n in (1, 2))
-        seen = run_node("passkeys.mjs", {
-            "url": url, "chromium": browser, "token": alice, "code": code,
-            "approve": approve["id"], "reject": reject["id"], "rejectReason": "not this payee",
-        }, timeout=180)  # fmt: skip
+        seen = run_node(
+            "passkeys.mjs",
+            {
+                "url": url,
+                "chromium": browser,
+                "token": alice,
+                "code": code,
+                "approve": approve["id"],
+                "reject": reject["id"],
+                "rejectReason": "not this payee",
+            },
+            timeout=180,
+        )
         assert "failure" not in seen, seen
         assert seen["secure"] is True and "Passkeys" in seen["menu"]
         assert seen["tabbedToMenu"] and seen["tabbedToCode"] and seen["tabbedToApprove"]
@@ -85,17 +99,26 @@ def test_enrol_approve_and_reject_with_a_passkey_by_keyboard(backend: str, tmp_p
             device = Authenticator(url)
             bob_code, _ = server.call(svc.approvals.passkeys.invite(t.name, "bob", "treasury"))
             options = ok(b.post("/approvers/me/credentials/options", json={"code": bob_code}))
-            ok(b.post("/approvers/me/credentials",
-                      json={"code": bob_code, "credential": device.create(options)}))  # fmt: skip
-            only_token = b.post(f"/approvals/{approve['id']}/approve",
-                                json={"digest": approve["digest"]})  # fmt: skip
+            ok(
+                b.post(
+                    "/approvers/me/credentials",
+                    json={"code": bob_code, "credential": device.create(options)},
+                )
+            )
+            only_token = b.post(
+                f"/approvals/{approve['id']}/approve", json={"digest": approve["digest"]}
+            )
             assert only_token.status_code == 403
             assert only_token.json()["code"] == "passkey_required"
-            request = ok(b.get(f"/approvals/{approve['id']}/challenge",
-                               params={"decision": "approve"}))  # fmt: skip
-            done = ok(b.post(f"/approvals/{approve['id']}/approve",
-                             json={"digest": approve["digest"],
-                                   "assertion": device.get(request)}))  # fmt: skip
+            request = ok(
+                b.get(f"/approvals/{approve['id']}/challenge", params={"decision": "approve"})
+            )
+            done = ok(
+                b.post(
+                    f"/approvals/{approve['id']}/approve",
+                    json={"digest": approve["digest"], "assertion": device.get(request)},
+                )
+            )
         assert done["state"] == "signed", done
         assert [v.get("signed") for v in done["votes"]] == ["passkey", "passkey"]
         t.client.close()

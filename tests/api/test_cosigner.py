@@ -35,8 +35,19 @@ pytestmark = pytest.mark.long(40)  # seconds (busy run)
 
 SECRET = b"cosigner-secret-of-at-least-32-bytes!"
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
-FIELDS = {"id", "tenant", "family", "account", "network", "kind", "digest", "summary",
-          "request", "time", "approval"}  # fmt: skip
+FIELDS = {
+    "id",
+    "tenant",
+    "family",
+    "account",
+    "network",
+    "kind",
+    "digest",
+    "summary",
+    "request",
+    "time",
+    "approval",
+}
 
 
 def header_for(body: bytes, at: int) -> str:
@@ -127,8 +138,13 @@ def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     cosigner.start()
     url = f"http://127.0.0.1:{cosigner.port}/cosign"
     try:
-        with own_server(request.param, tmp_path_factory.mktemp("cosigner"), cosigner_url=url,
-                        cosigner_secret=SECRET.decode(), cosigner_timeout=3) as srv:  # fmt: skip
+        with own_server(
+            request.param,
+            tmp_path_factory.mktemp("cosigner"),
+            cosigner_url=url,
+            cosigner_secret=SECRET.decode(),
+            cosigner_timeout=3,
+        ) as srv:
             yield Rig(srv, cosigner)
     finally:
         cosigner.close()
@@ -259,8 +275,9 @@ def test_a_rule_may_skip_the_co_signer_and_the_dry_run_says_which(
 
 def approver(rig: Rig, tenant: Tenant) -> httpx.Client:
     assert rig.server.services is not None
-    _, token = rig.server.call(rig.server.services.tokens.create(
-        tenant.name, "bob", frozenset({"approve"}), group="ops"))  # fmt: skip
+    _, token = rig.server.call(
+        rig.server.services.tokens.create(tenant.name, "bob", frozenset({"approve"}), group="ops")
+    )
     return rig.server.client(token)
 
 
@@ -290,8 +307,9 @@ def test_a_freeze_made_while_the_co_signer_is_asked_holds(
     """The co-signer's answer may take seconds; a freeze made meanwhile (here by the
     co-signer's own people, before it answers approve) still stops the signature, and an
     approved request at its quorum fails with the freeze named."""
-    tenant.policy({"family": "cosmos", "approval": {"quorum": 1, "group": "ops"},
-                   "above": {"uatom": "5000"}})  # fmt: skip
+    tenant.policy(
+        {"family": "cosmos", "approval": {"quorum": 1, "group": "ops"}, "above": {"uatom": "5000"}}
+    )
     with approver(rig, tenant) as bob:
         waiting = tenant.sign(SEND, transfer(9000)).json()["data"]
 
@@ -349,20 +367,31 @@ def listening(port: int) -> bool:
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 def test_the_worked_co_signer_of_the_docs_approves_and_refuses(backend: str, tmp_path: Any) -> None:
     """docs/cosigner.md's co-signer, run as a reader runs it, in front of chainkeys."""
-    found = re.search(r"<!-- cosigner -->\n```python\n(.*?)```",
-                      (ROOT / "docs/cosigner.md").read_text(), re.DOTALL)  # fmt: skip
+    found = re.search(
+        r"<!-- cosigner -->\n```python\n(.*?)```",
+        (ROOT / "docs/cosigner.md").read_text(),
+        re.DOTALL,
+    )
     assert found is not None
     (tmp_path / "cosigner.py").write_text(found[1])
     (tmp_path / "secret").write_bytes(SECRET + b"\n")
     port = free_port()
-    env = {**os.environ, "COSIGNER_SECRET_FILE": str(tmp_path / "secret"), "PAYEES": OTHER,
-           "PORT": str(port)}  # fmt: skip
+    env = {
+        **os.environ,
+        "COSIGNER_SECRET_FILE": str(tmp_path / "secret"),
+        "PAYEES": OTHER,
+        "PORT": str(port),
+    }
     process = subprocess.Popen([sys.executable, str(tmp_path / "cosigner.py")], env=env)
     try:
         wait_for(lambda: listening(port), "the co-signer listening")
         url = f"http://127.0.0.1:{port}/"
-        with own_server(backend, tmp_path / "data", cosigner_url=url,
-                        cosigner_secret=SECRET.decode()) as srv, srv.client(srv.new_token()) as c:  # fmt: skip
+        with (
+            own_server(
+                backend, tmp_path / "data", cosigner_url=url, cosigner_secret=SECRET.decode()
+            ) as srv,
+            srv.client(srv.new_token()) as c,
+        ):
             assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
             assert c.post(SEND, json=transfer()).status_code == 200
             elsewhere = c.post(SEND, json={**transfer(), "toAddress": ADDRESS})
@@ -393,5 +422,9 @@ def test_each_item_of_a_batch_is_asked_and_answered_in_its_place(
     assert [q["request"]["sequence"] for q in cosigner.questions] == [1, 2, 3]
     assert [e["outcome"] for e in events(tenant, "cosigner")] == ["ok", "cosigner_rejected", "ok"]
     assert [e["outcome"] for e in events(tenant, "sign")] == [
-        "ok", "cosigner_rejected", "ok", "policy_denied"]  # fmt: skip
+        "ok",
+        "cosigner_rejected",
+        "ok",
+        "policy_denied",
+    ]
     assert tenant.client.get("/policy/usage").json()["data"]["caps"][0]["spent"] == "2000"

@@ -23,23 +23,41 @@ pytestmark = pytest.mark.slow
 __all__ = ["target"]  # the module fixture: one request every kind signs
 
 POLICY = [
-    {"family": "cosmos", "effect": "deny", "name": "no-big",
-     "when": "'uatom' in tx.total && tx.total['uatom'] > 5000"},
-    {"family": "cosmos", "name": "amino-by-hand", "when": "tx.kind == 'amino'",
-     "approval": {"quorum": 1, "group": "g"}},
-    {"family": "cosmos", "raw_messages": True, "max_per_tx": {"uatom": "4000"},
-     "messages": ["/cosmos.bank.v1beta1.MsgSend", "/ibc.applications.transfer.v1.MsgTransfer"]},
+    {
+        "family": "cosmos",
+        "effect": "deny",
+        "name": "no-big",
+        "when": "'uatom' in tx.total && tx.total['uatom'] > 5000",
+    },
+    {
+        "family": "cosmos",
+        "name": "amino-by-hand",
+        "when": "tx.kind == 'amino'",
+        "approval": {"quorum": 1, "group": "g"},
+    },
+    {
+        "family": "cosmos",
+        "raw_messages": True,
+        "max_per_tx": {"uatom": "4000"},
+        "messages": ["/cosmos.bank.v1beta1.MsgSend", "/ibc.applications.transfer.v1.MsgTransfer"],
+    },
     {"family": "litecoin", "effect": "deny", "name": "no-messages", "when": "tx.kind == 'message'"},
     {"family": "litecoin", "approval": {"quorum": 2, "group": "g"}, "above": {"LTC": "100"}},
     {"family": "dogecoin", "raw_messages": True},
     {"family": "eos", "when": "tx.kind == 'transaction'"},
-]  # fmt: skip
+]
 EXPECTED = {"allow": 200, "deny": 403, "approval": 202}
 SETTINGS = settings(
-    max_examples=15, deadline=None, derandomize=True, phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.function_scoped_fixture],
-)  # fmt: skip
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +66,12 @@ def governed(server: Server, target: Target) -> Any:
     assert server.services is not None
     name = "agree-" + server.new_token()[-8:].lower()
     client = server.client(server.new_token(name))
-    made = [client.post("/cosmos", json={"private_key": PRIVATE}),
-            client.post("/eos", json={"private_key": PRIVATE, "name": NAME}),
-            client.post("/litecoin", json={"private_key": KEY["private_key_hex"]}),
-            client.post("/dogecoin", json={"private_key": KEY["private_key_hex"]})]  # fmt: skip
+    made = [
+        client.post("/cosmos", json={"private_key": PRIVATE}),
+        client.post("/eos", json={"private_key": PRIVATE, "name": NAME}),
+        client.post("/litecoin", json={"private_key": KEY["private_key_hex"]}),
+        client.post("/dogecoin", json={"private_key": KEY["private_key_hex"]}),
+    ]
     assert all(r.status_code == 200 for r in made), [r.text for r in made]
     server.call(server.services.policies.set(name, json.dumps({"rules": POLICY}), "json"))
     yield client
@@ -60,14 +80,20 @@ def governed(server: Server, target: Target) -> Any:
 
 def agree(client: httpx.Client, path: str, body: Any) -> None:
     family, account, kind = path.strip("/").split("/")
-    run = client.post("/policy/test", json={"family": family, "account": account,
-                                            "kind": kind, "request": body})  # fmt: skip
-    real = client.post(path, content=json.dumps(body).encode(),
-                       headers={"content-type": "application/json"})  # fmt: skip
+    run = client.post(
+        "/policy/test", json={"family": family, "account": account, "kind": kind, "request": body}
+    )
+    real = client.post(
+        path, content=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
     assert run.status_code < 500 and real.status_code < 500, (run.text, real.text)
     if run.status_code == 400:
         assert (real.status_code, real.json()["code"]) == (400, run.json()["code"]), (
-            path, body, run.text, real.text)  # fmt: skip
+            path,
+            body,
+            run.text,
+            real.text,
+        )
         return
     assert run.status_code == 200, run.text
     decision = run.json()["data"]["decision"]
@@ -75,8 +101,9 @@ def agree(client: httpx.Client, path: str, body: Any) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_kinds_request_is_decided_alike(governed: httpx.Client, target: Target,
-                                              kind: str) -> None:  # fmt: skip
+def test_every_kinds_request_is_decided_alike(
+    governed: httpx.Client, target: Target, kind: str
+) -> None:
     ep = target.endpoints[kind]
     agree(governed, ep.path, ep.body)
 
@@ -84,8 +111,9 @@ def test_every_kinds_request_is_decided_alike(governed: httpx.Client, target: Ta
 @pytest.mark.parametrize("kind", KINDS)
 @SETTINGS
 @given(data=st.data())
-def test_changed_requests_are_decided_alike(governed: httpx.Client, target: Target, kind: str,
-                                            data: st.DataObject) -> None:  # fmt: skip
+def test_changed_requests_are_decided_alike(
+    governed: httpx.Client, target: Target, kind: str, data: st.DataObject
+) -> None:
     ep = target.endpoints[kind]
     where = data.draw(st.sampled_from(paths(ep.body)[1:]), label="field")
     agree(governed, ep.path, replaced(ep.body, where, data.draw(JSON, label="value")))

@@ -31,8 +31,12 @@ def concrete(path: str, value: str) -> str:
 
 
 def every_route() -> list[tuple[str, str]]:
-    return [(m, r.path) for r in api_routes(Settings()) for m in ops_of(r)
-            if m in ("GET", "POST", "DELETE")]  # fmt: skip
+    return [
+        (m, r.path)
+        for r in api_routes(Settings())
+        for m in ops_of(r)
+        if m in ("GET", "POST", "DELETE")
+    ]
 
 
 @pytest.fixture
@@ -41,8 +45,11 @@ def everything(server: Server) -> Iterator[httpx.Client]:
     from chainkeys.tokens.service import SCOPES
 
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        f"edge-{uuid.uuid4().hex[:8]}", "edge", frozenset(SCOPES), group="g"))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            f"edge-{uuid.uuid4().hex[:8]}", "edge", frozenset(SCOPES), group="g"
+        )
+    )
     with server.client(token) as c:
         yield c
 
@@ -53,8 +60,11 @@ def test_a_nul_in_a_path_or_query_is_a_400_on_every_route(
 ) -> None:
     """Never a 503 "storage unavailable" for a NUL (PostgreSQL refuses to store one):
     the API boundary refuses it first, saying so, without quoting it."""
-    for url in (concrete(path, "%00"), f"{concrete(path, 'x')}?action=%00&family=%00&state=%00",
-                concrete(path, "%ED%A0%80")):  # fmt: skip
+    for url in (
+        concrete(path, "%00"),
+        f"{concrete(path, 'x')}?action=%00&family=%00&state=%00",
+        concrete(path, "%ED%A0%80"),
+    ):
         if "{" not in path and "?" not in url:
             continue
         r = everything.request(method, url)
@@ -88,12 +98,19 @@ def test_deep_nesting_is_a_400_before_any_decoder(everything: httpx.Client) -> N
     made = everything.post("/cosmos", json={}).json()["data"]["data"]["address"]
     deep = "[" * 5000 + "]" * 5000
     for path in ("/cosmos", f"/cosmos/{made}/sign-amino", "/wallets", "/approvals/a/reject"):
-        r = everything.post(path, content=f'{{"x": {deep}}}'.encode(),
-                            headers={"Content-Type": "application/json"})  # fmt: skip
+        r = everything.post(
+            path, content=f'{{"x": {deep}}}'.encode(), headers={"Content-Type": "application/json"}
+        )
         assert r.status_code == 400 and r.json()["code"] == "invalid_json", (path, r.text)
     memo = "[" * 1000 + "]" * 1000  # a memo that is deep JSON text (a string here)
-    doc = {"chain_id": "cosmoshub-4", "account_number": "1", "sequence": "0",
-           "fee": {"amount": [], "gas": "200000"}, "msgs": [], "memo": memo}  # fmt: skip
+    doc = {
+        "chain_id": "cosmoshub-4",
+        "account_number": "1",
+        "sequence": "0",
+        "fee": {"amount": [], "gas": "200000"},
+        "msgs": [],
+        "memo": memo,
+    }
     r = everything.post(f"/cosmos/{made}/sign-amino", json={"signDoc": doc})
     assert r.status_code < 500, r.text
     events = everything.get("/audit", params={"action": "sign"}).json()["data"]["events"]
@@ -117,8 +134,16 @@ def test_errors_never_quote_the_callers_input(everything: httpx.Client) -> None:
         assert "QUOTEDINPUT" not in r.text, r.text
 
 
-@pytest.mark.parametrize("path", ["/docs", "/docs/init.js", "/docs/static/swagger-ui.css",
-                                  "/docs/static/swagger-ui-bundle.js", "/ui/approvals"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/docs",
+        "/docs/init.js",
+        "/docs/static/swagger-ui.css",
+        "/docs/static/swagger-ui-bundle.js",
+        "/ui/approvals",
+    ],
+)
 def test_every_static_page_has_the_csp_and_no_framing(server: Server, path: str) -> None:
     r = httpx.get(server.base_url + path, verify=TLS)
     assert r.status_code == 200, path
@@ -134,17 +159,25 @@ def test_assets_the_docs_page_does_not_use_are_not_served(server: Server, path: 
 POSTS = [path for method, path in every_route() if method == "POST"]
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(st.sampled_from(POSTS), st.integers(min_value=33, max_value=20_000),
-       st.sampled_from(["[", "{\"a\":"]))  # fmt: skip
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.sampled_from(POSTS),
+    st.integers(min_value=33, max_value=20_000),
+    st.sampled_from(["[", '{"a":']),
+)
 def test_any_deep_nesting_on_any_route_is_a_400(
     everything: httpx.Client, path: str, depth: int, opener: str
 ) -> None:
     closer = "]" if opener == "[" else "}"
     body = (opener * depth + "1" + closer * depth).encode()
-    r = everything.post(concrete(path, "x"), content=body,
-                        headers={"Content-Type": "application/json"})  # fmt: skip
+    r = everything.post(
+        concrete(path, "x"), content=body, headers={"Content-Type": "application/json"}
+    )
     assert 400 <= r.status_code < 500, (path, depth, r.text)  # refused, never a 5xx
 
 
@@ -154,12 +187,19 @@ def test_a_trailing_newline_is_outside_every_pattern(client: httpx.Client) -> No
     200 on GET /audit)."""
     made = client.post("/eos", json={"name": "newline1"})
     assert made.status_code == 200, made.text
-    for path in ("/audit?outcome=ok%0A", "/audit?action=sign%0A", "/cosmos?prefix=cosmos%0A",
-                 "/eos?cursor=%0A", "/wallets/main%0A"):  # fmt: skip
+    for path in (
+        "/audit?outcome=ok%0A",
+        "/audit?action=sign%0A",
+        "/cosmos?prefix=cosmos%0A",
+        "/eos?cursor=%0A",
+        "/wallets/main%0A",
+    ):
         r = client.get(path)
         assert r.status_code == 400, (path, r.text)
     assert client.post("/eos", json={"name": "newline2\n"}).status_code == 400
-    r = client.post("/eos/newline1/sign-transaction",
-                    json={"chainId": "aa" * 32 + "\n", "serializedTransaction": "00"})  # fmt: skip
+    r = client.post(
+        "/eos/newline1/sign-transaction",
+        json={"chainId": "aa" * 32 + "\n", "serializedTransaction": "00"},
+    )
     assert (r.status_code, r.json()["code"]) == (400, "invalid_field"), r.text
     assert "newline2" not in client.get("/eos").text  # nothing was made of it

@@ -33,10 +33,12 @@ from chainkeys.config import Settings
 
 # what a validator says and a person should never read
 RAW = ("\\Z", "^[", "]{", "(?", "matching regex", "Expected `", " - at `", "$.")
-ACCOUNTS = {"cosmos": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
-            "dogecoin": "DFpN6QqFfUm3gKNaxN6tNcab1FArL9cZLE",
-            "litecoin": "ltc1qw508d6qejxtdg4y5r3zarvary0c5xw7kgmn4n9",
-            "eos": "custodytest1"}  # fmt: skip
+ACCOUNTS = {
+    "cosmos": "cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c",
+    "dogecoin": "DFpN6QqFfUm3gKNaxN6tNcab1FArL9cZLE",
+    "litecoin": "ltc1qw508d6qejxtdg4y5r3zarvary0c5xw7kgmn4n9",
+    "eos": "custodytest1",
+}
 HOLES = {"{wallet}": "w1", "{multisig}": "wms_x"}  # bodies are read before these are
 SCOPES = ("sign", "create")  # the sign and create endpoints; the dry run (read) embeds the former
 
@@ -142,8 +144,10 @@ def struct_cases(node: mi.StructType, seen: frozenset[type]) -> Iterator[tuple[s
 
 
 def cases(type_: Any) -> list[Case]:
-    found = {(at, repr(body)): Case(at, body, why)
-             for at, body, why in bad_values(mi.type_info(type_), frozenset())}  # fmt: skip
+    found = {
+        (at, repr(body)): Case(at, body, why)
+        for at, body, why in bad_values(mi.type_info(type_), frozenset())
+    }
     return list(found.values())
 
 
@@ -207,18 +211,25 @@ def test_every_schema_refusal_is_in_words(client: httpx.Client, url: str) -> Non
     refused = 0
     url = live(client, url)
     for case in mine:
-        r = client.post(url, content=msgspec.json.encode(case.body),
-                        headers={"content-type": "application/json"})  # fmt: skip
+        r = client.post(
+            url,
+            content=msgspec.json.encode(case.body),
+            headers={"content-type": "application/json"},
+        )
         refused += bool(check_words(r, case))
     assert refused >= len(mine) // 2, (url, refused, len(mine))
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
-)  # fmt: skip
+)
 
 
 def put(body: Any, path: str, value: Any) -> Any:
@@ -237,9 +248,13 @@ def put(body: Any, path: str, value: Any) -> Any:
     return body
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
-          phases=(Phase.explicit, Phase.generate),
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_any_value_anywhere_is_refused_in_words(client: httpx.Client, data: st.DataObject) -> None:
     url, case = data.draw(st.sampled_from(CASES))
@@ -253,17 +268,25 @@ def test_the_examples_of_the_issue(client: httpx.Client) -> None:
     """The messages a new user met, as they read now."""
     eos, ltc = ACCOUNTS["eos"], ACCOUNTS["litecoin"]
     said = {
-        f"/eos/{eos}/sign-transaction": ({"chainId": "zz", "serializedTransaction": "00"},
-                                         "chainId must be 64 hex digits"),
+        f"/eos/{eos}/sign-transaction": (
+            {"chainId": "zz", "serializedTransaction": "00"},
+            "chainId must be 64 hex digits",
+        ),
         "/cosmos/cosmos1w508d6qejxtdg4y5r3zarvary0c5xw7k6ah60c/sign-transfer": (
-            {"amount": "1.5"}, "amount must be a string of digits"),
+            {"amount": "1.5"},
+            "amount must be a string of digits",
+        ),
         f"/litecoin/{ltc}/sign-raw-transaction": (
             {"hex": "00", "prevtxs": [{"txid": "ab", "vout": 0}]},
-            "prevtxs[0].txid must be 64 hex digits"),
+            "prevtxs[0].txid must be 64 hex digits",
+        ),
         "/eos": ({"name": "a" * 13}, "name must be at most 12 characters"),
         "/dogecoin": ({"privateKey": "x"}, "privateKey is not a field of this request"),
-        "/litecoin/multisig": ({"threshold": "2"}, "threshold must be a whole number, not a string"),
-    }  # fmt: skip
+        "/litecoin/multisig": (
+            {"threshold": "2"},
+            "threshold must be a whole number, not a string",
+        ),
+    }
     for url, (body, words) in said.items():
         r = client.post(url, json=body)
         assert r.status_code == 400, r.text

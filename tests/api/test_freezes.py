@@ -41,8 +41,11 @@ pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled early
 
 SECRET = "whsec-freezes-0123456789abcdef"
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
-APPROVAL_RULE = {"family": "cosmos", "approval": {"quorum": 1, "group": "ops", "ttl": "2h"},
-                 "above": {"uatom": "10000000"}}  # fmt: skip
+APPROVAL_RULE = {
+    "family": "cosmos",
+    "approval": {"quorum": 1, "group": "ops", "ttl": "2h"},
+    "above": {"uatom": "10000000"},
+}
 
 
 @dataclass
@@ -68,8 +71,13 @@ def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     receiver = Recording()
     url = f"http://127.0.0.1:{receiver.port}/hook"
     try:
-        with own_server(request.param, tmp_path_factory.mktemp("freezes"), export_enabled=True,
-                        webhook_url=url, webhook_secret=SECRET) as srv:  # fmt: skip
+        with own_server(
+            request.param,
+            tmp_path_factory.mktemp("freezes"),
+            export_enabled=True,
+            webhook_url=url,
+            webhook_secret=SECRET,
+        ) as srv:
             yield Rig(srv, receiver)
     finally:
         receiver.close()
@@ -88,21 +96,34 @@ def team(rig: Rig) -> Iterator[Team]:
     server = rig.server
     assert server.services is not None
     tenant = Tenant(server)
-    _, full = server.call(server.services.tokens.create(
-        tenant.name, "ops", frozenset({"read", "create", "sign", "export"})))  # fmt: skip
+    _, full = server.call(
+        server.services.tokens.create(
+            tenant.name, "ops", frozenset({"read", "create", "sign", "export"})
+        )
+    )
     tenant.client.close()
     tenant.client = server.client(full)
     assert tenant.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
 
     def token(label: str, scopes: set[str], families: set[str] | None = None) -> httpx.Client:
         assert server.services is not None
-        _, t = server.call(server.services.tokens.create(
-            tenant.name, label, frozenset(scopes), None,
-            frozenset(families) if families else None, "ops" if "approve" in scopes else None))  # fmt: skip
+        _, t = server.call(
+            server.services.tokens.create(
+                tenant.name,
+                label,
+                frozenset(scopes),
+                None,
+                frozenset(families) if families else None,
+                "ops" if "approve" in scopes else None,
+            )
+        )
         return server.client(t)
 
-    clients = [token("alice", {"approve"}), token("alice", {"approve"}, {"cosmos"}),
-               token("doge-reader", {"read"}, {"dogecoin"})]  # fmt: skip
+    clients = [
+        token("alice", {"approve"}),
+        token("alice", {"approve"}, {"cosmos"}),
+        token("doge-reader", {"read"}, {"dogecoin"}),
+    ]
     yield Team(tenant, *clients)
     for c in (tenant.client, *clients):
         c.close()
@@ -154,11 +175,16 @@ def test_a_tenant_freeze_stops_signs_exports_and_votes_until_the_operator_lifts_
     assert signs[0]["details"]["freeze"] == made["id"]
     assert [e["outcome"] for e in audit(t.client, "export")] == ["frozen"]
     assert audit(t.client, "freeze.create")[0]["details"]["freeze"] == made["id"]
-    wait_for(lambda: any(e["freeze"]["id"] == made["id"] for e in rig.events("freeze.created")),
-             "the freeze.created event")  # fmt: skip
+    wait_for(
+        lambda: any(e["freeze"]["id"] == made["id"] for e in rig.events("freeze.created")),
+        "the freeze.created event",
+    )
     webhook = rig.server.settings.webhook_url or ""
-    env = {**env_of(rig.server.settings), "CHAINKEYS_WEBHOOK_URL": webhook,
-           "CHAINKEYS_WEBHOOK_SECRET": SECRET}  # the servers' settings, as an operator's  # fmt: skip
+    env = {
+        **env_of(rig.server.settings),
+        "CHAINKEYS_WEBHOOK_URL": webhook,
+        "CHAINKEYS_WEBHOOK_SECRET": SECRET,
+    }  # the servers' settings, as an operator's
     listing = chainkeys_cli("freeze", "list", "--tenant", t.name, "--json", env=env)
     assert listing.returncode == 0, listing.stderr
     assert json.loads(listing.stdout)["id"] == made["id"]
@@ -169,8 +195,13 @@ def test_a_tenant_freeze_stops_signs_exports_and_votes_until_the_operator_lifts_
     again = chainkeys_cli("freeze", "lift", "--tenant", t.name, made["id"], env=env)
     assert again.returncode == 1 and "ended already" in again.stderr
     assert audit(t.client, "freeze.lift")[0]["details"]["freeze"] == made["id"]
-    wait_for(lambda: any(e["freeze"]["id"] == made["id"] and e["freeze"]["lifted_at"]
-                         for e in rig.events("freeze.lifted")), "the freeze.lifted event")  # fmt: skip
+    wait_for(
+        lambda: any(
+            e["freeze"]["id"] == made["id"] and e["freeze"]["lifted_at"]
+            for e in rig.events("freeze.lifted")
+        ),
+        "the freeze.lifted event",
+    )
 
 
 def test_an_account_freeze_holds_over_that_account_only_and_ends_at_until(
@@ -249,8 +280,13 @@ def test_who_may_freeze_and_what_is_refused_in_words(team: Team) -> None:
             assert r.json()["code"] == code, (body, r.text)
     assert t.client.get("/freezes").json()["data"]["freezes"] == []
     refusals = [e["outcome"] for e in audit(t.client, "freeze.create")]
-    assert {"invalid_account", "account_not_found", "invalid_until", "invalid_reason",
-            "forbidden"} <= set(refusals)  # fmt: skip
+    assert {
+        "invalid_account",
+        "account_not_found",
+        "invalid_until",
+        "invalid_reason",
+        "forbidden",
+    } <= set(refusals)
     assert t.sign(SEND, transfer()).status_code == 200
 
 
@@ -259,10 +295,12 @@ def test_an_admin_freezes_and_a_signer_is_refused_and_audited(rig: Rig, team: Te
     other token is a 403 naming both, audited, and freezes nothing."""
     server, t = rig.server, team.tenant
     assert server.services is not None
-    _, admin_token = server.call(server.services.tokens.create(
-        t.name, "carol", frozenset({"admin"})))  # fmt: skip
-    _, bot_token = server.call(server.services.tokens.create(
-        t.name, "payout-bot", frozenset({"sign"})))  # fmt: skip
+    _, admin_token = server.call(
+        server.services.tokens.create(t.name, "carol", frozenset({"admin"}))
+    )
+    _, bot_token = server.call(
+        server.services.tokens.create(t.name, "payout-bot", frozenset({"sign"}))
+    )
     with server.client(admin_token) as admin, server.client(bot_token) as bot:
         refused = bot.post("/freezes", json={"reason": "a signer may not brake"})
         assert refused.status_code == 403, refused.text
@@ -293,14 +331,16 @@ def test_a_frozen_member_key_signs_for_no_multisig_and_a_frozen_multisig_combine
     (a_secret, a_pub), (b_secret, b_pub) = keypair(), keypair()
     member = c.post("/cosmos", json={"private_key": a_secret}).json()["data"]["data"]["address"]
     assert c.post("/cosmos", json={"private_key": b_secret}).status_code == 200
-    ms = c.post("/cosmos/multisig",
-                json={"threshold": 2, "public_keys": [a_pub, b_pub, keypair()[1]]}).json()["data"]  # fmt: skip
+    ms = c.post(
+        "/cosmos/multisig", json={"threshold": 2, "public_keys": [a_pub, b_pub, keypair()[1]]}
+    ).json()["data"]
     base, doc = f"/cosmos/{ms['address']}", send_doc(ms["address"], sequence=0)
     sigs = c.post(f"{base}/sign-amino", json={"signDoc": doc}).json()["data"]["signatures"]
     assert len(sigs) == 2
     of_member = freeze(team.alice, account=f"cosmos/{member}")
-    refused_frozen(c.post(f"{base}/sign-amino", json={"signDoc": send_doc(ms["address"], 1)}),
-                   of_member)  # fmt: skip
+    refused_frozen(
+        c.post(f"{base}/sign-amino", json={"signDoc": send_doc(ms["address"], 1)}), of_member
+    )
     combine = {"signDoc": doc, "signatures": sigs}
     assert c.post(f"{base}/combine", json=combine).status_code == 200  # it opens no key
     of_multisig = freeze(team.alice, account=f"cosmos/{ms['address']}")
@@ -314,10 +354,15 @@ VALUES = TEXT | st.integers() | st.none() | st.booleans() | st.lists(st.integers
 DATES = st.datetimes(timezones=st.none() | st.just(UTC)).map(lambda d: d.isoformat())
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(body=st.dictionaries(st.sampled_from(["reason", "account", "until", "other"]),
-                            VALUES | DATES, max_size=4) | VALUES)  # fmt: skip
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    body=st.dictionaries(
+        st.sampled_from(["reason", "account", "until", "other"]), VALUES | DATES, max_size=4
+    )
+    | VALUES
+)
 def test_any_body_is_a_freeze_or_a_clear_refusal_that_changes_nothing(
     team: Team, body: Any
 ) -> None:
@@ -346,8 +391,9 @@ def test_a_freeze_made_on_one_replica_holds_on_the_other_at_once(
         assert a.services is not None and b.services is not None
         tenant = f"r-{uuid.uuid4().hex[:8]}"
         _, signer = a.call(a.services.tokens.create(tenant, "ops"))
-        _, approver = a.call(a.services.tokens.create(
-            tenant, "alice", frozenset({"approve"}), group="ops"))  # fmt: skip
+        _, approver = a.call(
+            a.services.tokens.create(tenant, "alice", frozenset({"approve"}), group="ops")
+        )
         with a.client(signer) as on_a, b.client(signer) as on_b, a.client(approver) as alice:
             assert on_a.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
             assert on_b.post(SEND, json=transfer()).status_code == 200  # B has read it all

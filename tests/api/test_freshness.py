@@ -100,23 +100,39 @@ def test_an_ended_approval_set_open_again_is_never_signed(srv: Server, t: Tenant
     approved is not signed by the sweep (failed, not signed)."""
     assert srv.services is not None
     assert t.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
-    t.policy({"family": "cosmos", "network": "cosmoshub",
-              "approval": {"quorum": 1, "group": "treasury", "ttl": "1h"}})  # fmt: skip
-    _, approve = srv.call(srv.services.tokens.create(
-        t.name, "alice", frozenset({"approve", "read"}), None, None, "treasury"))  # fmt: skip
+    t.policy(
+        {
+            "family": "cosmos",
+            "network": "cosmoshub",
+            "approval": {"quorum": 1, "group": "treasury", "ttl": "1h"},
+        }
+    )
+    _, approve = srv.call(
+        srv.services.tokens.create(
+            t.name, "alice", frozenset({"approve", "read"}), None, None, "treasury"
+        )
+    )
     first = t.sign(SEND, send(10, sequence=1)).json()["data"]
     second = t.sign(SEND, send(10, sequence=2)).json()["data"]
     with srv.client(approve) as alice:
         r = alice.post(f"/approvals/{first['id']}/reject", json={"reason": "no"})
         assert r.json()["data"]["state"] == "rejected", r.text
-        _sql(srv, update(approvals).where(approvals.c.id == first["id"])
-             .values(state="pending", decided_ms=None, reason=None))  # fmt: skip
+        _sql(
+            srv,
+            update(approvals)
+            .where(approvals.c.id == first["id"])
+            .values(state="pending", decided_ms=None, reason=None),
+        )
         r = alice.post(f"/approvals/{first['id']}/approve", json={"digest": first["digest"]})
         assert r.status_code >= 400 and r.json()["code"] == "integrity_failure", r.text
         r = t.client.post(f"/approvals/{second['id']}/cancel")
         assert r.json()["data"]["state"] == "cancelled", r.text
-        _sql(srv, update(approvals).where(approvals.c.id == second["id"])
-             .values(state="approved", decided_ms=1, reason=None))  # fmt: skip
+        _sql(
+            srv,
+            update(approvals)
+            .where(approvals.c.id == second["id"])
+            .values(state="approved", decided_ms=1, reason=None),
+        )
         srv.call(srv.services.signing.sweep())
         ended = alice.get(f"/approvals/{second['id']}").json()["data"]
         assert ended["state"] == "failed" and "result" not in ended, ended
@@ -134,8 +150,12 @@ def test_a_deleted_latest_policy_fails_closed(srv: Server, t: Tenant) -> None:
     t.policy({"family": "dogecoin", "raw_messages": False})
     assert t.sign(path, {"message": "v2"}).status_code == 403
     tenant_id = _tenant_id(srv, t)
-    _sql(srv, delete(policy_versions).where(policy_versions.c.tenant_id == tenant_id,
-                                           policy_versions.c.version == 2))  # fmt: skip
+    _sql(
+        srv,
+        delete(policy_versions).where(
+            policy_versions.c.tenant_id == tenant_id, policy_versions.c.version == 2
+        ),
+    )
     assert srv.services is not None
     with pytest.raises(IntegrityFailure):
         srv.call(srv.services.policies.current(tenant_id, fresh=True))
@@ -150,8 +170,7 @@ def test_a_lowered_cap_total_fails_closed(srv: Server, t: Tenant) -> None:
     t.policy({"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "15000"}})
     assert t.sign(SEND, send(10000, sequence=1)).status_code == 200
     tenant_id = _tenant_id(srv, t)
-    _sql(srv, update(policy_totals).where(policy_totals.c.tenant_id == tenant_id)
-         .values(total="0"))  # fmt: skip
+    _sql(srv, update(policy_totals).where(policy_totals.c.tenant_id == tenant_id).values(total="0"))
     r = t.sign(SEND, send(10000, sequence=2))
     assert (r.status_code, r.json()["code"]) == (500, "integrity_failure"), r.text
     assert t.sign(SEND, send(1, sequence=3)).status_code == 500  # nothing under that cap
@@ -179,8 +198,9 @@ def test_swapped_tenant_names_are_followed_nowhere(srv: Server) -> None:
 def _script_key(srv: Server, t: Tenant, label: str) -> tuple[ed25519.Ed25519PrivateKey, str]:
     assert srv.services is not None
     key = ed25519.Ed25519PrivateKey.generate()
-    pem = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                        serialization.PublicFormat.SubjectPublicKeyInfo)  # fmt: skip
+    pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     row = srv.call(srv.services.approvals.passkeys.add_key(t.name, label, "treasury", pem.decode()))
     return key, row.id
 
@@ -194,26 +214,40 @@ def test_a_credential_put_back_from_before_its_revocation_votes_no_more(
 ) -> None:
     assert srv.services is not None
     assert t.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
-    t.policy({"family": "cosmos", "network": "cosmoshub",
-              "approval": {"quorum": 1, "group": "treasury", "ttl": "1h", "passkey": True}})  # fmt: skip
+    t.policy(
+        {
+            "family": "cosmos",
+            "network": "cosmoshub",
+            "approval": {"quorum": 1, "group": "treasury", "ttl": "1h", "passkey": True},
+        }
+    )
     key, credential = _script_key(srv, t, "erin")
     before = _row(srv, approver_credentials, id=credential)
     srv.call(srv.services.approvals.passkeys.revoke(credential))
     _put_back(srv, approver_credentials, before, "id")
-    _, token = srv.call(srv.services.tokens.create(
-        t.name, "erin", frozenset({"approve", "read"}), None, None, "treasury"))  # fmt: skip
+    _, token = srv.call(
+        srv.services.tokens.create(
+            t.name, "erin", frozenset({"approve", "read"}), None, None, "treasury"
+        )
+    )
     waiting = t.sign(SEND, send(10, sequence=1)).json()["data"]
     with srv.client(token) as erin:
-        options = erin.get(f"/approvals/{waiting['id']}/challenge",
-                           params={"decision": "approve"}).json()["data"]  # fmt: skip
+        options = erin.get(
+            f"/approvals/{waiting['id']}/challenge", params={"decision": "approve"}
+        ).json()["data"]
         challenge = base64.urlsafe_b64decode(options["challenge"] + "==")
         signature = {"credential": credential, "value": _b64url(key.sign(challenge))}
-        r = erin.post(f"/approvals/{waiting['id']}/approve",
-                      json={"digest": waiting["digest"], "signature": signature})  # fmt: skip
+        r = erin.post(
+            f"/approvals/{waiting['id']}/approve",
+            json={"digest": waiting["digest"], "signature": signature},
+        )
         assert r.status_code >= 400 and r.json()["code"] == "integrity_failure", r.text
         assert erin.get(f"/approvals/{waiting['id']}").json()["data"]["state"] == "pending"
-    refusals = [e for e in t.client.get("/audit").json()["data"]["events"]
-                if e["action"] == "approval.approve"]  # fmt: skip
+    refusals = [
+        e
+        for e in t.client.get("/audit").json()["data"]["events"]
+        if e["action"] == "approval.approve"
+    ]
     assert refusals and refusals[0]["outcome"] == "integrity_failure"
 
 
@@ -227,8 +261,9 @@ def test_a_spent_enrolment_code_put_back_enrols_no_one(srv: Server, t: Tenant) -
     # enrol() makes its own code: spend this one the way enrol does, through HTTP
     approver = enrol(srv, t, "gus")
     approver.client.close()
-    _, token = srv.call(srv.services.tokens.create(
-        t.name, "gus", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, token = srv.call(
+        srv.services.tokens.create(t.name, "gus", frozenset({"approve"}), None, None, "treasury")
+    )
     with srv.client(token) as gus:
         from tests.api.authenticator import Authenticator
 
@@ -236,8 +271,12 @@ def test_a_spent_enrolment_code_put_back_enrols_no_one(srv: Server, t: Tenant) -
         options = gus.post("/approvers/me/credentials/options", json={"code": code})
         assert options.status_code == 200, options.text
         created = device.create(options.json()["data"])
-        assert gus.post("/approvers/me/credentials",
-                        json={"code": code, "credential": created}).status_code == 200  # fmt: skip
+        assert (
+            gus.post(
+                "/approvers/me/credentials", json={"code": code, "credential": created}
+            ).status_code
+            == 200
+        )
         _put_back(srv, approver_invites, unused, "code_digest")  # spent: put back unused
         again = gus.post("/approvers/me/credentials/options", json={"code": code})
         assert again.status_code >= 400, again.text
@@ -253,8 +292,13 @@ def test_a_token_row_that_fails_stops_no_round(srv: Server, t: Tenant) -> None:
     try:
         for each in (t, other):
             assert each.client.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
-            each.policy({"family": "cosmos", "network": "cosmoshub",
-                         "approval": {"quorum": 1, "group": "treasury", "ttl": "1h"}})  # fmt: skip
+            each.policy(
+                {
+                    "family": "cosmos",
+                    "network": "cosmoshub",
+                    "approval": {"quorum": 1, "group": "treasury", "ttl": "1h"},
+                }
+            )
         mine = t.sign(SEND, send(10, sequence=1)).json()["data"]
         theirs = other.sign(SEND, send(10, sequence=1)).json()["data"]
         tenant_id = _tenant_id(srv, t)
@@ -275,8 +319,11 @@ def test_a_freeze_deleted_or_lifted_by_a_writer_fails_closed(srv: Server, t: Ten
     assert t.client.post("/dogecoin", json={}).status_code == 200
     [name] = t.client.get("/dogecoin").json()["data"]["keys"]
     path = f"/dogecoin/{name}/sign-message"
-    _, approve = srv.call(srv.services.tokens.create(
-        t.name, "alice", frozenset({"approve", "read"}), None, None, "treasury"))  # fmt: skip
+    _, approve = srv.call(
+        srv.services.tokens.create(
+            t.name, "alice", frozenset({"approve", "read"}), None, None, "treasury"
+        )
+    )
     with srv.client(approve) as alice:
         made = alice.post("/freezes", json={"reason": "the payout host may be compromised"})
         assert made.status_code == 201, made.text

@@ -212,8 +212,9 @@ def hooked(
     receiver = Recording()
     url = f"http://127.0.0.1:{receiver.port}/hook"
     try:
-        with own_server(request.param, tmp_path_factory.mktemp("kinds"), webhook_url=url,
-                        webhook_secret=SECRET) as srv:  # fmt: skip
+        with own_server(
+            request.param, tmp_path_factory.mktemp("kinds"), webhook_url=url, webhook_secret=SECRET
+        ) as srv:
             yield Rig(srv, receiver)
     finally:
         receiver.close()
@@ -242,8 +243,13 @@ def test_a_lift_by_change_is_announced_as_a_change_and_as_a_lift(hooked: Rig) ->
     # the round applies it, and the outbox sends what it queued, on the moved clock
     with clock.shift(HOUR_MS + 1000):
         wait_for(lambda: len(announced("change.applied")) == 1, "change.applied announced")
-        wait_for(lambda: any(e["freeze"]["id"] == made["id"] and e["freeze"].get("lifted_at")
-                             for e in hooked.events("freeze.lifted")), "freeze.lifted announced")  # fmt: skip
+        wait_for(
+            lambda: any(
+                e["freeze"]["id"] == made["id"] and e["freeze"].get("lifted_at")
+                for e in hooked.events("freeze.lifted")
+            ),
+            "freeze.lifted announced",
+        )
     applied = announced("change.applied")[0]["change"]
     assert applied["kind"] == "freeze.lift" and applied["state"] == "applied"
 
@@ -548,8 +554,9 @@ def refusals(reader: httpx.Client) -> list[str]:
     return [e["outcome"] for e in r.json()["data"]["events"]]
 
 
-@settings(max_examples=80, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(body=malformed())
 def test_any_malformed_change_is_a_400_that_changes_nothing(
     team: Governed, reader: httpx.Client, body: Any

@@ -75,8 +75,10 @@ def test_commit_latency_pool_and_signature_metrics(server: Any, client: httpx.Cl
         before, "chainkeys_db_commit_seconds_count"
     )  # the create and the signature's audit row were committed and timed
     signed = {"family": "dogecoin", "kind": "sign-message"}
-    assert value(after, "chainkeys_signatures_total", **signed) == value(
-        before, "chainkeys_signatures_total", **signed) + 1  # fmt: skip
+    assert (
+        value(after, "chainkeys_signatures_total", **signed)
+        == value(before, "chainkeys_signatures_total", **signed) + 1
+    )
     code = refused.json()["code"]
     labels = {"family": "dogecoin", "kind": "sign-raw-transaction", "code": code}
     assert value(after, "chainkeys_sign_refusals_total", **labels) >= 1

@@ -161,17 +161,24 @@ def test_idempotency_keys_are_stored_hashed(server: Any, client: httpx.Client) -
     assert client.post("/cosmos", json={}, headers={"Idempotency-Key": marker}).status_code == 200
     if server.backend == "postgresql":  # every row of the database, as pg_dump writes them
         url = server.settings.database_url.get_secret_value().replace("+asyncpg", "")
-        dump = subprocess.run(["pg_dump", "--data-only", url], capture_output=True, text=True,
-                              check=True).stdout  # fmt: skip
+        dump = subprocess.run(
+            ["pg_dump", "--data-only", url], capture_output=True, text=True, check=True
+        ).stdout
         assert "idempotency" in dump and marker not in dump
         return
     # Read in another process: closing a file descriptor of the database in this one
     # (where the test server runs) would drop the server's POSIX locks on it, and the
     # next process to open it would find a "disk I/O error".
-    code = ("import pathlib, sys; d = pathlib.Path(sys.argv[1]); "
-            "print(any(sys.argv[2].encode() in p.read_bytes() for p in d.glob('chainkeys.db*')))")  # fmt: skip
-    found = subprocess.run([sys.executable, "-c", code, str(server.settings.data_dir), marker],
-                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    code = (
+        "import pathlib, sys; d = pathlib.Path(sys.argv[1]); "
+        "print(any(sys.argv[2].encode() in p.read_bytes() for p in d.glob('chainkeys.db*')))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code, str(server.settings.data_dir), marker],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert found == "False"
 
 

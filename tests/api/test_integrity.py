@@ -54,12 +54,16 @@ def test_a_token_row_inserted_by_a_database_writer_is_refused(
     """Its digest is sha256 of a token of the writer's choosing (what the store held
     before), or a copy of a real row's digest and MAC under another id: both 401."""
     chosen = "ck_" + uuid.uuid4().hex
-    [tenant_id] = [r[0] for r in _read(server, select(tenants.c.id)
-                                       .where(tenants.c.name == tenant.name))]  # fmt: skip
+    [tenant_id] = [
+        r[0] for r in _read(server, select(tenants.c.id).where(tenants.c.name == tenant.name))
+    ]
     [real] = _read(server, select(tokens).where(tokens.c.tenant_id == tenant_id))
     row = dict(real._mapping)
-    forged = {**row, "id": uuid.uuid4().hex,
-              "token_hash": hashlib.sha256(chosen.encode()).hexdigest()}  # fmt: skip
+    forged = {
+        **row,
+        "id": uuid.uuid4().hex,
+        "token_hash": hashlib.sha256(chosen.encode()).hexdigest(),
+    }
     _write(server, insert(tokens).values(**forged))
     with server.client(chosen) as c:
         assert c.get("/cosmos").status_code == 401
@@ -68,14 +72,21 @@ def test_a_token_row_inserted_by_a_database_writer_is_refused(
 
 def test_a_token_widened_by_a_database_writer_is_refused(server: Server, tenant: Tenant) -> None:
     assert server.services is not None
-    row, token = server.call(server.services.tokens.create(
-        tenant.name, "narrow", frozenset({"read"}), None, frozenset({"dogecoin"})))  # fmt: skip
+    row, token = server.call(
+        server.services.tokens.create(
+            tenant.name, "narrow", frozenset({"read"}), None, frozenset({"dogecoin"})
+        )
+    )
     with server.client(token) as c:
         assert c.get("/dogecoin").status_code == 200
         assert c.post("/dogecoin", json={}).status_code == 403
     before = _failures(server, "tokens")
-    _write(server, update(tokens).where(tokens.c.id == row.id)
-           .values(scopes="create,delete,read,sign", families=None))  # fmt: skip
+    _write(
+        server,
+        update(tokens)
+        .where(tokens.c.id == row.id)
+        .values(scopes="create,delete,read,sign", families=None),
+    )
     with server.client(token) as c:
         assert c.get("/dogecoin").status_code == 401
         assert c.post("/cosmos", json={}).status_code == 401
@@ -87,8 +98,9 @@ def test_a_token_widened_by_a_database_writer_is_refused(server: Server, tenant:
 def test_issued_tokens_are_stored_keyed_never_as_a_bare_hash(server: Server) -> None:
     assert server.services is not None
     row, token = server.call(server.services.tokens.create(f"t-{uuid.uuid4().hex[:8]}"))
-    [(stored, mac)] = _read(server, select(tokens.c.token_hash, tokens.c.mac)
-                            .where(tokens.c.id == row.id))  # fmt: skip
+    [(stored, mac)] = _read(
+        server, select(tokens.c.token_hash, tokens.c.mac).where(tokens.c.id == row.id)
+    )
     assert stored != hashlib.sha256(token.encode()).hexdigest()
     assert isinstance(mac, str) and mac.startswith("v1:")
     with server.client(token) as c:
@@ -126,16 +138,22 @@ def test_a_policy_loosened_by_a_database_writer_fails_closed(
     path = f"/dogecoin/{name}/sign-message"
     refused = tenant.sign(path, {"message": "hello"})
     assert refused.status_code == 403, refused.text
-    [tenant_id] = [r[0] for r in _read(server, select(tenants.c.id)
-                                       .where(tenants.c.name == tenant.name))]  # fmt: skip
-    [(document,)] = _read(server, select(policy_versions.c.document)
-                          .where(policy_versions.c.tenant_id == tenant_id))  # fmt: skip
+    [tenant_id] = [
+        r[0] for r in _read(server, select(tenants.c.id).where(tenants.c.name == tenant.name))
+    ]
+    [(document,)] = _read(
+        server, select(policy_versions.c.document).where(policy_versions.c.tenant_id == tenant_id)
+    )
     loosened = document.replace(
         '{"family":"dogecoin"}', '{"family":"dogecoin","raw_messages":true}'
     )
     assert loosened != document
-    _write(server, update(policy_versions).where(policy_versions.c.tenant_id == tenant_id)
-           .values(document=loosened))  # fmt: skip
+    _write(
+        server,
+        update(policy_versions)
+        .where(policy_versions.c.tenant_id == tenant_id)
+        .values(document=loosened),
+    )
     assert server.services is not None
     with pytest.raises(IntegrityFailure):  # what the next refresh finds (read now)
         server.call(server.services.policies.current(tenant_id, fresh=True))
@@ -162,23 +180,38 @@ def test_a_forged_vote_counts_for_nothing(server: Server, tenant: Tenant) -> Non
     waiting = [tenant.sign(SEND, send(10, sequence=i)).json()["data"] for i in (1, 2)]
     alice = _approver(server, tenant)
     try:
-        r = alice.post(f"/approvals/{waiting[0]['id']}/approve",
-                       json={"digest": waiting[0]["digest"]})  # fmt: skip
+        r = alice.post(
+            f"/approvals/{waiting[0]['id']}/approve", json={"digest": waiting[0]["digest"]}
+        )
         assert r.status_code == 200 and r.json()["data"]["state"] == "pending", r.text
-        [real] = _read(server, select(approval_votes)
-                       .where(approval_votes.c.approval_id == waiting[0]["id"]))  # fmt: skip
+        [real] = _read(
+            server, select(approval_votes).where(approval_votes.c.approval_id == waiting[0]["id"])
+        )
         forged = {**dict(real._mapping), "voter_label": "mallory", "voter_token_id": "x" * 32}
         _write(server, insert(approval_votes).values(**forged))
         state = alice.get(f"/approvals/{waiting[0]['id']}").json()["data"]["state"]
         assert state == "pending"  # two rows, one person's authenticated vote
 
         for n, label in enumerate(("mallory", "trudy")):  # the other: two forged votes
-            _write(server, insert(approval_votes).values(
-                approval_id=waiting[1]["id"], voter_label=label, voter_token_id=str(n) * 32,
-                decision="approve", digest=waiting[1]["digest"], reason=None, created_ms=1,
-                mac=None))  # fmt: skip
-        _write(server, update(approvals).where(approvals.c.id == waiting[1]["id"])
-               .values(state="approved", decided_ms=1))  # fmt: skip
+            _write(
+                server,
+                insert(approval_votes).values(
+                    approval_id=waiting[1]["id"],
+                    voter_label=label,
+                    voter_token_id=str(n) * 32,
+                    decision="approve",
+                    digest=waiting[1]["digest"],
+                    reason=None,
+                    created_ms=1,
+                    mac=None,
+                ),
+            )
+        _write(
+            server,
+            update(approvals)
+            .where(approvals.c.id == waiting[1]["id"])
+            .values(state="approved", decided_ms=1),
+        )
         assert server.services is not None
         server.call(server.services.signing.sweep())
         ended = alice.get(f"/approvals/{waiting[1]['id']}").json()["data"]
@@ -196,13 +229,21 @@ def test_a_sealed_key_copied_onto_another_account_does_not_open(
     from chainkeys.store.tables import accounts
 
     made = [tenant.client.post("/dogecoin", json={}).json()["address"] for _ in range(2)]
-    [tenant_id] = [r[0] for r in _read(server, select(tenants.c.id)
-                                       .where(tenants.c.name == tenant.name))]  # fmt: skip
-    [(secret, key_id)] = _read(server, select(accounts.c.secret, accounts.c.key_id).where(
-        accounts.c.tenant_id == tenant_id, accounts.c.name == made[0]))  # fmt: skip
-    _write(server, update(accounts).where(accounts.c.tenant_id == tenant_id,
-                                          accounts.c.name == made[1])
-           .values(secret=secret, key_id=key_id))  # fmt: skip
+    [tenant_id] = [
+        r[0] for r in _read(server, select(tenants.c.id).where(tenants.c.name == tenant.name))
+    ]
+    [(secret, key_id)] = _read(
+        server,
+        select(accounts.c.secret, accounts.c.key_id).where(
+            accounts.c.tenant_id == tenant_id, accounts.c.name == made[0]
+        ),
+    )
+    _write(
+        server,
+        update(accounts)
+        .where(accounts.c.tenant_id == tenant_id, accounts.c.name == made[1])
+        .values(secret=secret, key_id=key_id),
+    )
     tenant.policy({"family": "dogecoin", "raw_messages": True})
     assert tenant.sign(f"/dogecoin/{made[0]}/sign-message", {"message": "a"}).status_code == 200
     r = tenant.sign(f"/dogecoin/{made[1]}/sign-message", {"message": "b"})
@@ -220,21 +261,28 @@ def test_an_address_swapped_between_accounts_is_never_shown_or_signed_with(
     from chainkeys.store.tables import accounts
 
     made = [tenant.client.post("/dogecoin", json={}).json()["address"] for _ in range(3)]
-    [tenant_id] = [r[0] for r in _read(server, select(tenants.c.id)
-                                       .where(tenants.c.name == tenant.name))]  # fmt: skip
+    [tenant_id] = [
+        r[0] for r in _read(server, select(tenants.c.id).where(tenants.c.name == tenant.name))
+    ]
 
     def public_of(name: str) -> tuple[str, str]:
-        [(address, public_key)] = _read(server, select(accounts.c.address, accounts.c.public_key)
-                                        .where(accounts.c.tenant_id == tenant_id,
-                                               accounts.c.name == name))  # fmt: skip
+        [(address, public_key)] = _read(
+            server,
+            select(accounts.c.address, accounts.c.public_key).where(
+                accounts.c.tenant_id == tenant_id, accounts.c.name == name
+            ),
+        )
         return address, public_key
 
     (a_addr, a_pub), (b_addr, b_pub) = public_of(made[0]), public_of(made[1])
     before = _failures(server, "accounts")
     for name, (addr, pub) in ((made[0], (b_addr, b_pub)), (made[1], (a_addr, a_pub))):
-        _write(server, update(accounts).where(accounts.c.tenant_id == tenant_id,
-                                              accounts.c.name == name)
-               .values(address=addr, public_key=pub))  # fmt: skip
+        _write(
+            server,
+            update(accounts)
+            .where(accounts.c.tenant_id == tenant_id, accounts.c.name == name)
+            .values(address=addr, public_key=pub),
+        )
     tenant.policy({"family": "dogecoin", "raw_messages": True})
     for name in made[:2]:
         r = tenant.client.get(f"/dogecoin/{name}")
@@ -247,8 +295,9 @@ def test_an_address_swapped_between_accounts_is_never_shown_or_signed_with(
     assert tenant.client.get(f"/dogecoin/{made[2]}").status_code == 200
     ok = tenant.sign(f"/dogecoin/{made[2]}/sign-message", {"message": "a"})
     assert ok.status_code == 200, ok.text
-    assert not [e for e in tenant.sign_events() if e["outcome"] == "ok"
-                and e["account_name"] in made[:2]]  # fmt: skip
+    assert not [
+        e for e in tenant.sign_events() if e["outcome"] == "ok" and e["account_name"] in made[:2]
+    ]
 
 
 def test_an_account_copied_into_another_tenant_is_refused(server: Server, tenant: Tenant) -> None:
@@ -260,10 +309,13 @@ def test_an_account_copied_into_another_tenant_is_refused(server: Server, tenant
     name = tenant.client.post("/dogecoin", json={}).json()["address"]
     ids = {}
     for t in (tenant, other_tenant):
-        [ids[t.name]] = [r[0] for r in _read(server, select(tenants.c.id)
-                                             .where(tenants.c.name == t.name))]  # fmt: skip
-    [row] = _read(server, select(accounts).where(accounts.c.tenant_id == ids[tenant.name],
-                                                 accounts.c.name == name))  # fmt: skip
+        [ids[t.name]] = [
+            r[0] for r in _read(server, select(tenants.c.id).where(tenants.c.name == t.name))
+        ]
+    [row] = _read(
+        server,
+        select(accounts).where(accounts.c.tenant_id == ids[tenant.name], accounts.c.name == name),
+    )
     copy = {k: v for k, v in row._mapping.items() if k != "id"}
     _write(server, insert(accounts).values(**{**copy, "tenant_id": ids[other_tenant.name]}))
     r = other_tenant.client.get(f"/dogecoin/{name}")
@@ -286,8 +338,10 @@ def test_a_co_signer_added_to_an_hd_multisig_by_a_writer_derives_nothing(
     wallet = tenant.client.post("/wallets", json={"name": "treasury"}).json()["data"]
     path = "m/48'/2'/0'/2'"
     bob, mallory = (hd.Seed(os.urandom(64)) for _ in range(2))
-    r = tenant.client.post(f"/wallets/{wallet['id']}/multisig", json={
-        "family": "litecoin", "threshold": 2, "xpubs": [bob.xpub(path, "Ltub").xpub]})  # fmt: skip
+    r = tenant.client.post(
+        f"/wallets/{wallet['id']}/multisig",
+        json={"family": "litecoin", "threshold": 2, "xpubs": [bob.xpub(path, "Ltub").xpub]},
+    )
     assert r.status_code == 200, r.text
     made = r.json()["data"]
     base = f"/wallets/{wallet['id']}/multisig/{made['id']}"

@@ -74,9 +74,12 @@ def read_response(
 
 @pytest.fixture(scope="module")
 def head_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeadServer]:
-    settings, _ = backend_settings("sqlite", tmp_path_factory.mktemp("head"),
-                                   head_timeout_seconds=HEAD_TIMEOUT,
-                                   body_timeout_seconds=BODY_TIMEOUT)  # fmt: skip
+    settings, _ = backend_settings(
+        "sqlite",
+        tmp_path_factory.mktemp("head"),
+        head_timeout_seconds=HEAD_TIMEOUT,
+        body_timeout_seconds=BODY_TIMEOUT,
+    )
     srv = HeadServer(settings, "sqlite")
     srv.start()
     yield srv
@@ -236,9 +239,10 @@ def test_a_body_dripping_bytes_is_cut_off_at_its_deadline(head_server: HeadServe
     token = head_server.token()
     with socket.create_connection(("127.0.0.1", head_server.port), timeout=PATIENCE) as sock:
         sock.sendall(
-            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: " + token.encode()
+            b"POST /cosmos HTTP/1.1\r\nHost: x\r\nAuthorization: "
+            + token.encode()
             + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
-        )  # fmt: skip
+        )
         # 98 drips would finish the body: the answer must come before they run out
         assert drip_until_closed(sock, b" ", BODY_TIMEOUT / 4, 98) < 98
         status, headers, body, closed = read_response(sock)

@@ -50,8 +50,14 @@ def path(account: str = ADDRESS) -> str:
 
 def send(amount: int, sequence: int = 1, account: str = ADDRESS) -> dict[str, Any]:
     to = OTHER if account == ADDRESS else ADDRESS
-    return {**TRANSFER, "fromAddress": account, "toAddress": to, "amount": str(amount),
-            "sequence": sequence, "feeAmount": "0"}  # fmt: skip
+    return {
+        **TRANSFER,
+        "fromAddress": account,
+        "toAddress": to,
+        "amount": str(amount),
+        "sequence": sequence,
+        "feeAmount": "0",
+    }
 
 
 def limited(*limits: dict[str, Any]) -> dict[str, Any]:
@@ -63,8 +69,9 @@ def test_an_account_window_cap_holds_each_account_alone_and_says_what_is_left(
 ) -> None:
     cosmos.policy(limited({"amount": {"uatom": "1000"}, "window": "1h", "per": "account"}))
     cosmos.allowed(path(), send(600, 1))
-    message = cosmos.denied(path(), send(500, 2), "limits[0]", "per 1h per account",
-                            "400 uatom left")  # fmt: skip
+    message = cosmos.denied(
+        path(), send(500, 2), "limits[0]", "per 1h per account", "400 uatom left"
+    )
     assert "last 1h" in message
     cosmos.allowed(path(), send(400, 3))  # exactly the cap: inclusive
     cosmos.allowed(path(OTHER), send(1000, 1, OTHER))  # the other account has its own
@@ -172,10 +179,11 @@ def test_a_lowered_counter_fails_closed(server: Server, cosmos: Tenant) -> None:
     async def lower() -> None:
         async with db.write() as tx:
             mine = select(tenants.c.id).where(tenants.c.name == cosmos.name).scalar_subquery()
-            await tx.execute(update(policy_totals)
-                             .where(policy_totals.c.tenant_id == mine,
-                                    policy_totals.c.denom.startswith("#"))
-                             .values(total="0"))  # fmt: skip
+            await tx.execute(
+                update(policy_totals)
+                .where(policy_totals.c.tenant_id == mine, policy_totals.c.denom.startswith("#"))
+                .values(total="0")
+            )
 
     server.call(lower())
     r = cosmos.sign(path(), send(1, 2))
@@ -185,20 +193,23 @@ def test_a_lowered_counter_fails_closed(server: Server, cosmos: Tenant) -> None:
 # ---- the document --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("limit", "said"), [
-    ({"count": 1}, 'give either "window" (1m to 30d) or "lifetime": true'),
-    ({"count": 1, "window": "1h", "lifetime": True}, 'or "lifetime": true'),
-    ({"window": "1h"}, 'give either "amount"'),
-    ({"count": 1, "amount": {"uatom": "1"}, "window": "1h"}, 'give either "amount"'),
-    ({"count": 0, "window": "1h"}, "limits[0].count: from 1 to"),
-    ({"count": 1, "window": "30s"}, "limits[0].window: from 1m to 30d"),
-    ({"count": 1, "window": "31d"}, "limits[0].window: from 1m to 30d"),
-    ({"count": 1, "window": "soon"}, "is not a duration"),
-    ({"count": 1, "window": "1h", "per": "wallets"}, "limits[0].per: one of"),
-    ({"amount": {"uatom": 5}, "window": "1h"}, "limits[0].amount.uatom: 5 is not a string"),
-    ({"amount": {}, "window": "1h"}, "limits[0].amount: names no denom"),
-    ({"count": 1, "window": "1h", "windw": "1h"}, 'did you mean "window"'),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("limit", "said"),
+    [
+        ({"count": 1}, 'give either "window" (1m to 30d) or "lifetime": true'),
+        ({"count": 1, "window": "1h", "lifetime": True}, 'or "lifetime": true'),
+        ({"window": "1h"}, 'give either "amount"'),
+        ({"count": 1, "amount": {"uatom": "1"}, "window": "1h"}, 'give either "amount"'),
+        ({"count": 0, "window": "1h"}, "limits[0].count: from 1 to"),
+        ({"count": 1, "window": "30s"}, "limits[0].window: from 1m to 30d"),
+        ({"count": 1, "window": "31d"}, "limits[0].window: from 1m to 30d"),
+        ({"count": 1, "window": "soon"}, "is not a duration"),
+        ({"count": 1, "window": "1h", "per": "wallets"}, "limits[0].per: one of"),
+        ({"amount": {"uatom": 5}, "window": "1h"}, "limits[0].amount.uatom: 5 is not a string"),
+        ({"amount": {}, "window": "1h"}, "limits[0].amount: names no denom"),
+        ({"count": 1, "window": "1h", "windw": "1h"}, 'did you mean "window"'),
+    ],
+)
 def test_a_malformed_limit_is_named(limit: dict[str, Any], said: str) -> None:
     with pytest.raises(PolicyError) as caught:
         parse(json.dumps({"rules": [limited(limit)]}))
@@ -224,12 +235,17 @@ def test_every_problem_of_a_limit_is_named_at_once() -> None:
 LIMIT = st.dictionaries(
     st.sampled_from(["amount", "count", "window", "lifetime", "per", "other"]),
     st.one_of(
-        st.none(), st.booleans(), st.integers(-5, 10**10), st.text(max_size=8),
+        st.none(),
+        st.booleans(),
+        st.integers(-5, 10**10),
+        st.text(max_size=8),
         st.sampled_from(["1m", "1h", "30d", "31d", "0m", "tenant", "account", "token"]),
-        st.dictionaries(st.sampled_from(["uatom", "", "#x"]),
-                        st.one_of(st.text(max_size=5), st.integers(), st.just("10"))),
+        st.dictionaries(
+            st.sampled_from(["uatom", "", "#x"]),
+            st.one_of(st.text(max_size=5), st.integers(), st.just("10")),
+        ),
     ),
-)  # fmt: skip
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -252,8 +268,9 @@ def test_a_limit_document_over_http_is_never_a_server_error(
     """POST /changes {"kind": "policy"} (how a policy reaches the service over HTTP):
     filed, or one 400 `invalid_policy` whose every problem is the limit's."""
     document = {"rules": [{**COSMOS, "limits": limits}]}
-    r = governed.admins["alice"].client.post("/changes", json={"kind": "policy",
-                                                               "document": document})  # fmt: skip
+    r = governed.admins["alice"].client.post(
+        "/changes", json={"kind": "policy", "document": document}
+    )
     assert r.status_code in (202, 400), r.text
     if r.status_code == 400:
         assert r.json()["code"] == "invalid_policy", r.text
@@ -273,27 +290,31 @@ HOURLY = {"amount": {"uatom": "1000"}, "window": "1h", "per": "account"}
 
 
 def test_limits_reordered_are_no_change_to_them() -> None:
-    words, loosens = _diff([HOURLY, {"count": 3, "window": "1h"}],
-                           [{"count": 3, "window": "1h"}, HOURLY])  # fmt: skip
+    words, loosens = _diff(
+        [HOURLY, {"count": 3, "window": "1h"}], [{"count": 3, "window": "1h"}, HOURLY]
+    )
     assert not any("limit" in w for w in words) and loosens is False, words
 
 
-@pytest.mark.parametrize(("old", "new", "loosens"), [
-    ([], [HOURLY], False),  # a limit added
-    ([HOURLY], [], True),  # removed
-    ([HOURLY], [{**HOURLY, "amount": {"uatom": "999"}}], False),  # lowered
-    ([HOURLY], [{**HOURLY, "amount": {"uatom": "1001"}}], True),  # raised
-    ([HOURLY], [{**HOURLY, "window": "1d"}], False),  # the same over a longer window
-    ([HOURLY], [{**HOURLY, "window": "59m"}], True),  # a shorter window lets more through
-    ([HOURLY], [{**HOURLY, "per": "tenant"}], False),  # every account together
-    ([{**HOURLY, "per": "tenant"}], [HOURLY], True),  # each account alone
-    ([HOURLY], [{**HOURLY, "per": "token"}], True),
-    ([HOURLY], [{"amount": {"uatom": "1000"}, "lifetime": True, "per": "account"}], False),
-    ([{"count": 5, "lifetime": True}], [{"count": 5, "window": "30d"}], True),
-    ([{"count": 5, "window": "1h"}], [{"count": 6, "window": "1h"}], True),
-    ([{"count": 5, "window": "1h"}], [{"amount": {"uatom": "1"}, "window": "1h"}], True),
-    ([HOURLY], [{**HOURLY, "amount": {"uatom": "1000", "uosmo": "5"}}], False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("old", "new", "loosens"),
+    [
+        ([], [HOURLY], False),  # a limit added
+        ([HOURLY], [], True),  # removed
+        ([HOURLY], [{**HOURLY, "amount": {"uatom": "999"}}], False),  # lowered
+        ([HOURLY], [{**HOURLY, "amount": {"uatom": "1001"}}], True),  # raised
+        ([HOURLY], [{**HOURLY, "window": "1d"}], False),  # the same over a longer window
+        ([HOURLY], [{**HOURLY, "window": "59m"}], True),  # a shorter window lets more through
+        ([HOURLY], [{**HOURLY, "per": "tenant"}], False),  # every account together
+        ([{**HOURLY, "per": "tenant"}], [HOURLY], True),  # each account alone
+        ([HOURLY], [{**HOURLY, "per": "token"}], True),
+        ([HOURLY], [{"amount": {"uatom": "1000"}, "lifetime": True, "per": "account"}], False),
+        ([{"count": 5, "lifetime": True}], [{"count": 5, "window": "30d"}], True),
+        ([{"count": 5, "window": "1h"}], [{"count": 6, "window": "1h"}], True),
+        ([{"count": 5, "window": "1h"}], [{"amount": {"uatom": "1"}, "window": "1h"}], True),
+        ([HOURLY], [{**HOURLY, "amount": {"uatom": "1000", "uosmo": "5"}}], False),
+    ],
+)
 def test_governance_knows_which_limit_changes_tighten(
     old: list[dict[str, Any]], new: list[dict[str, Any]], loosens: bool
 ) -> None:

@@ -27,8 +27,10 @@ from chainkeys.chains.tx.cosmos.multisig import parse_cosmos_multisig
 from chainkeys.chains.tx.utxo.multisig import parse_multisig
 
 COSMOS_OTHER = "cosmos1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5lzv7xu"
-RECIPIENT = {"litecoin": "ltc1qw508d6qejxtdg4y5r3zarvary0c5xw7kgmn4n9",
-             "dogecoin": "DH5yaieqoZN36fDVciNyRueRGvGLR3mr7L"}  # fmt: skip
+RECIPIENT = {
+    "litecoin": "ltc1qw508d6qejxtdg4y5r3zarvary0c5xw7kgmn4n9",
+    "dogecoin": "DH5yaieqoZN36fDVciNyRueRGvGLR3mr7L",
+}
 
 
 def keypair() -> tuple[str, str]:
@@ -61,22 +63,26 @@ def test_addresses_equal_bitcoinjs_for_many_key_sets() -> None:
             for _ in range(20):
                 n = rng.randint(2, 15)
                 sets.append({"m": rng.randint(1, n), "pubkeys": [keypair()[1] for _ in range(n)]})
-            seen = run_node("utxo.mjs", {"action": "multisig_addresses",
-                                         "network": f"{family}/{network}", "sets": sets,
-                                         "noSegwit": family == "dogecoin"})  # fmt: skip
+            seen = run_node(
+                "utxo.mjs",
+                {
+                    "action": "multisig_addresses",
+                    "network": f"{family}/{network}",
+                    "sets": sets,
+                    "noSegwit": family == "dogecoin",
+                },
+            )
             for given, theirs in zip(sets, seen, strict=True):
                 kinds = ["p2sh"] if family == "dogecoin" else ["p2wsh", "p2sh-p2wsh", "p2sh"]
                 for kind in kinds:
-                    ms = parse_multisig(given["m"], given["pubkeys"], kind,
-                                        family == "litecoin")  # fmt: skip
+                    ms = parse_multisig(given["m"], given["pubkeys"], kind, family == "litecoin")
                     assert ms.address(nets[network]) == theirs[kind], (family, kind, given)
 
 
 @pytest.mark.parametrize(
     ("family", "kind"),
-    [("litecoin", "p2wsh"), ("litecoin", "p2sh-p2wsh"), ("litecoin", "p2sh"),
-     ("dogecoin", "p2sh")],
-)  # fmt: skip
+    [("litecoin", "p2wsh"), ("litecoin", "p2sh-p2wsh"), ("litecoin", "p2sh"), ("dogecoin", "p2sh")],
+)
 def test_a_2_of_3_spent_with_two_held_keys_and_with_one_and_a_local_wallet(
     client: httpx.Client, family: str, kind: str
 ) -> None:
@@ -87,11 +93,21 @@ def test_a_2_of_3_spent_with_two_held_keys_and_with_one_and_a_local_wallet(
     assert both["address_type"] == kind and both["threshold"] == 2
     assert [m["held"] for m in both["members"]].count(True) == 2
     net = f"{family}/mainnet"
-    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": net, "m": 2,
-                                  "pubkeys": [a, b, c_pub], "kind": kind,
-                                  "amountIn": 1_000_000, "outputs": [
-                                      {"address": RECIPIENT[family], "value": 600_000},
-                                      {"address": both["address"], "value": 390_000}]})  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_multisig_psbt",
+            "network": net,
+            "m": 2,
+            "pubkeys": [a, b, c_pub],
+            "kind": kind,
+            "amountIn": 1_000_000,
+            "outputs": [
+                {"address": RECIPIENT[family], "value": 600_000},
+                {"address": both["address"], "value": 390_000},
+            ],
+        },
+    )
     assert built["address"] == both["address"]
     path = f"/{family}/{both['address']}/sign-psbt"
 
@@ -102,8 +118,7 @@ def test_a_2_of_3_spent_with_two_held_keys_and_with_one_and_a_local_wallet(
     assert done["complete"] is True
     partial = client.post(path, json={"psbt": built["psbt"], "finalize": False}).json()["data"]
     assert partial["complete"] is False
-    theirs = run_node("utxo.mjs", {"action": "check_psbt", "network": net,
-                                   "psbt": partial["psbt"]})  # fmt: skip
+    theirs = run_node("utxo.mjs", {"action": "check_psbt", "network": net, "psbt": partial["psbt"]})
     assert theirs["valid"] is True and theirs["hex"] == done["hex"]
     assert theirs["txid"] == done["txid"]
 
@@ -111,21 +126,37 @@ def test_a_2_of_3_spent_with_two_held_keys_and_with_one_and_a_local_wallet(
     (_, d), (_, e_pub) = held(client, family), (None, keypair()[1])
     one = register(client, family, 2, [d, c_pub, e_pub], **body)
     assert [m["account"] is not None for m in one["members"]].count(True) == 1
-    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": net, "m": 2,
-                                  "pubkeys": [d, c_pub, e_pub], "kind": kind,
-                                  "amountIn": 500_000, "outputs": [
-                                      {"address": RECIPIENT[family], "value": 400_000}]})  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_multisig_psbt",
+            "network": net,
+            "m": 2,
+            "pubkeys": [d, c_pub, e_pub],
+            "kind": kind,
+            "amountIn": 500_000,
+            "outputs": [{"address": RECIPIENT[family], "value": 400_000}],
+        },
+    )
     path = f"/{family}/{one['address']}/sign-psbt"
     mine = client.post(path, json={"psbt": built["psbt"]}).json()["data"]
     assert mine["complete"] is False  # one signature of two: not finalized
-    cosigned = run_node("utxo.mjs", {"action": "cosign_psbt", "network": net,
-                                     "psbt": mine["psbt"], "privateKey": local_secret})  # fmt: skip
-    final = run_node("utxo.mjs", {"action": "check_psbt", "network": net,
-                                  "psbt": cosigned["psbt"]})  # fmt: skip
+    cosigned = run_node(
+        "utxo.mjs",
+        {"action": "cosign_psbt", "network": net, "psbt": mine["psbt"], "privateKey": local_secret},
+    )
+    final = run_node("utxo.mjs", {"action": "check_psbt", "network": net, "psbt": cosigned["psbt"]})
     assert final["valid"] is True
     # the other order: the wallet signs first, chainkeys checks its signature and finalizes
-    first = run_node("utxo.mjs", {"action": "cosign_psbt", "network": net,
-                                  "psbt": built["psbt"], "privateKey": local_secret})  # fmt: skip
+    first = run_node(
+        "utxo.mjs",
+        {
+            "action": "cosign_psbt",
+            "network": net,
+            "psbt": built["psbt"],
+            "privateKey": local_secret,
+        },
+    )
     r = client.post(path, json={"psbt": first["psbt"]})
     assert r.status_code == 200, r.text
     assert r.json()["data"]["complete"] is True and r.json()["data"]["hex"] == final["hex"]
@@ -141,19 +172,23 @@ def test_refusals_are_clear_and_audited(client: httpx.Client) -> None:
         assert r.json()["code"] == code, r.text
         return str(r.json()["message"])
 
-    assert "threshold" in refused({"threshold": 3, "public_keys": [a, others[0]]},
-                                  "invalid_multisig")  # fmt: skip
+    assert "threshold" in refused(
+        {"threshold": 3, "public_keys": [a, others[0]]}, "invalid_multisig"
+    )
     refused({"threshold": 0, "public_keys": [a, others[0]]}, "invalid_field")
-    assert "twice" in refused({"threshold": 1, "public_keys": [a, a.upper()]},
-                              "invalid_multisig")  # fmt: skip
+    assert "twice" in refused({"threshold": 1, "public_keys": [a, a.upper()]}, "invalid_multisig")
     not_on_curve = "02" + "00" * 32
-    assert "public_keys[1]" in refused({"threshold": 1, "public_keys": [a, not_on_curve]},
-                                       "invalid_multisig")  # fmt: skip
+    assert "public_keys[1]" in refused(
+        {"threshold": 1, "public_keys": [a, not_on_curve]}, "invalid_multisig"
+    )
     refused({"threshold": 1, "public_keys": [a, *others[:15]]}, "invalid_field")  # 16 keys
     assert "held" in refused({"threshold": 1, "public_keys": others[:3]}, "invalid_multisig")
     _, d = held(client, "dogecoin")
-    assert "segwit" in refused({"threshold": 1, "public_keys": [d, others[0]],
-                                "address_type": "p2wsh"}, "invalid_multisig", "dogecoin")  # fmt: skip
+    assert "segwit" in refused(
+        {"threshold": 1, "public_keys": [d, others[0]], "address_type": "p2wsh"},
+        "invalid_multisig",
+        "dogecoin",
+    )
     r = client.post("/cosmos/multisig", json={"threshold": 1, "public_keys": [a, others[0]]})
     assert r.status_code in (400, 404, 405)
 
@@ -169,12 +204,27 @@ def test_refusals_are_clear_and_audited(client: httpx.Client) -> None:
     assert r.status_code == 400 and r.json()["code"] == "multisig_unsupported"
 
     # a PSBT carrying another member's signature that does not verify is refused
-    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": "litecoin/mainnet",
-                                  "m": 1, "pubkeys": [a, local], "kind": "p2wsh",
-                                  "amountIn": 10_000, "outputs": [
-                                      {"address": RECIPIENT["litecoin"], "value": 9_000}]})  # fmt: skip
-    signed = run_node("utxo.mjs", {"action": "cosign_psbt", "network": "litecoin/mainnet",
-                                   "psbt": built["psbt"], "privateKey": local_secret})  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_multisig_psbt",
+            "network": "litecoin/mainnet",
+            "m": 1,
+            "pubkeys": [a, local],
+            "kind": "p2wsh",
+            "amountIn": 10_000,
+            "outputs": [{"address": RECIPIENT["litecoin"], "value": 9_000}],
+        },
+    )
+    signed = run_node(
+        "utxo.mjs",
+        {
+            "action": "cosign_psbt",
+            "network": "litecoin/mainnet",
+            "psbt": built["psbt"],
+            "privateKey": local_secret,
+        },
+    )
     psbt = PSBT.parse(base64.b64decode(signed["psbt"]))
     ((pub, sig),) = psbt.inputs[0].partial_sigs.items()
     psbt.inputs[0].partial_sigs[pub] = sig[:10] + bytes((sig[10] ^ 1,)) + sig[11:]
@@ -183,16 +233,22 @@ def test_refusals_are_clear_and_audited(client: httpx.Client) -> None:
     assert r.status_code == 400 and r.json()["code"] == "invalid_signature", r.text
     # and one by a key that is not a member
     psbt.inputs[0].partial_sigs = {ec.PublicKey.parse(bytes.fromhex(others[0])): sig}
-    r = client.post(f"{path}/sign-psbt",
-                    json={"psbt": base64.b64encode(psbt.serialize()).decode()})  # fmt: skip
+    r = client.post(f"{path}/sign-psbt", json={"psbt": base64.b64encode(psbt.serialize()).decode()})
     assert r.status_code == 400 and r.json()["code"] == "invalid_signature", r.text
 
     # a PSBT spending another multisig (none of our keys in its script) signs nothing
-    strangers = run_node("utxo.mjs", {"action": "build_multisig_psbt",
-                                      "network": "litecoin/mainnet", "m": 1,
-                                      "pubkeys": others[:2], "kind": "p2wsh",
-                                      "amountIn": 10_000, "outputs": [
-                                          {"address": RECIPIENT["litecoin"], "value": 9_000}]})  # fmt: skip
+    strangers = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_multisig_psbt",
+            "network": "litecoin/mainnet",
+            "m": 1,
+            "pubkeys": others[:2],
+            "kind": "p2wsh",
+            "amountIn": 10_000,
+            "outputs": [{"address": RECIPIENT["litecoin"], "value": 9_000}],
+        },
+    )
     r = client.post(f"{path}/sign-psbt", json={"psbt": strangers["psbt"]})
     assert r.status_code == 400 and r.json()["code"] == "not_owner", r.text
 
@@ -216,16 +272,32 @@ def test_policies_and_approvals_gate_chainkeys_share(server: Server, tenant: Ten
     outside = keypair()[1]
     ms = register(c, "litecoin", 2, [a, b, outside])
     stranger, _ = held(c, "litecoin")
-    tenant.policy({"family": "litecoin", "max_per_tx": {"LTC": "500000"},
-                   "recipients": [RECIPIENT["litecoin"]], "above": {"LTC": "300000"},
-                   "approval": {"quorum": 1, "group": "treasury"}})  # fmt: skip
+    tenant.policy(
+        {
+            "family": "litecoin",
+            "max_per_tx": {"LTC": "500000"},
+            "recipients": [RECIPIENT["litecoin"]],
+            "above": {"LTC": "300000"},
+            "approval": {"quorum": 1, "group": "treasury"},
+        }
+    )
 
     def psbt(value: int, to: str = RECIPIENT["litecoin"]) -> str:
-        built = run_node("utxo.mjs", {
-            "action": "build_multisig_psbt", "network": "litecoin/mainnet", "m": 2,
-            "pubkeys": [a, b, outside], "kind": "p2wsh", "amountIn": value + 2_000,
-            "outputs": [{"address": to, "value": value},
-                        {"address": ms["address"], "value": 1_000}]})  # fmt: skip
+        built = run_node(
+            "utxo.mjs",
+            {
+                "action": "build_multisig_psbt",
+                "network": "litecoin/mainnet",
+                "m": 2,
+                "pubkeys": [a, b, outside],
+                "kind": "p2wsh",
+                "amountIn": value + 2_000,
+                "outputs": [
+                    {"address": to, "value": value},
+                    {"address": ms["address"], "value": 1_000},
+                ],
+            },
+        )
         return str(built["psbt"])
 
     path = f"/litecoin/{ms['address']}/sign-psbt"
@@ -235,16 +307,22 @@ def test_policies_and_approvals_gate_chainkeys_share(server: Server, tenant: Ten
     held_back = r.json()["data"]
     assert held_back["state"] == "pending" and held_back.get("result") is None
     assert server.services is not None
-    _, alice = server.call(server.services.tokens.create(
-        tenant.name, "alice", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, alice = server.call(
+        server.services.tokens.create(
+            tenant.name, "alice", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     with server.client(alice) as approver:
-        vote = approver.post(f"/approvals/{held_back['id']}/approve",
-                             json={"digest": held_back["digest"]})  # fmt: skip
+        vote = approver.post(
+            f"/approvals/{held_back['id']}/approve", json={"digest": held_back["digest"]}
+        )
         assert vote.status_code == 200, vote.text
     done = c.get(f"/approvals/{held_back['id']}").json()["data"]
     assert done["state"] == "signed" and done["result"]["complete"] is True
-    theirs = run_node("utxo.mjs", {"action": "extract", "network": "litecoin/mainnet",
-                                   "psbt": done["result"]["psbt"]})  # fmt: skip
+    theirs = run_node(
+        "utxo.mjs",
+        {"action": "extract", "network": "litecoin/mainnet", "psbt": done["result"]["psbt"]},
+    )
     assert theirs["txid"] == done["result"]["txid"]
     tenant.denied(path, {"psbt": psbt(600_000)}, "cap")
     tenant.denied(path, {"psbt": psbt(1_000, stranger)})
@@ -270,8 +348,9 @@ def test_cosmos_addresses_and_keys_equal_cosmjs() -> None:
         n = rng.randint(2, 15)
         sets.append({"m": rng.randint(1, n), "pubkeys": [keypair()[1] for _ in range(n)]})
     for prefix, network in (("cosmos", "cosmoshub"), ("osmo", "osmosis")):
-        seen = run_node("cosmos.mjs", {"action": "multisig_addresses", "prefix": prefix,
-                                       "sets": sets})  # fmt: skip
+        seen = run_node(
+            "cosmos.mjs", {"action": "multisig_addresses", "prefix": prefix, "sets": sets}
+        )
         for given, theirs in zip(sets, seen, strict=True):
             ms = parse_cosmos_multisig(given["m"], given["pubkeys"])
             assert ms.address(COSMOS[network]) == theirs["address"], given
@@ -280,13 +359,22 @@ def test_cosmos_addresses_and_keys_equal_cosmjs() -> None:
 
 def send_doc(multisig: str, sequence: int = 3) -> dict[str, Any]:
     return {
-        "chain_id": "cosmoshub-4", "account_number": "77", "sequence": str(sequence),
+        "chain_id": "cosmoshub-4",
+        "account_number": "77",
+        "sequence": str(sequence),
         "fee": {"amount": [{"denom": "uatom", "amount": "2000"}], "gas": "200000"},
-        "msgs": [{"type": "cosmos-sdk/MsgSend", "value": {
-            "from_address": multisig, "to_address": COSMOS_OTHER,
-            "amount": [{"denom": "uatom", "amount": "150000"}]}}],
+        "msgs": [
+            {
+                "type": "cosmos-sdk/MsgSend",
+                "value": {
+                    "from_address": multisig,
+                    "to_address": COSMOS_OTHER,
+                    "amount": [{"denom": "uatom", "amount": "150000"}],
+                },
+            }
+        ],
         "memo": "payroll <march> & co",
-    }  # fmt: skip
+    }
 
 
 def test_cosmos_2_of_3_combined_from_chainkeys_and_a_local_cosmjs_wallet(
@@ -298,8 +386,14 @@ def test_cosmos_2_of_3_combined_from_chainkeys_and_a_local_cosmjs_wallet(
     r = client.post("/cosmos/multisig", json={"threshold": 2, "public_keys": [c_pub, a, b]})
     assert r.status_code == 200, r.text
     ms = r.json()["data"]
-    theirs = run_node("cosmos.mjs", {"action": "multisig_addresses", "prefix": "cosmos",
-                                     "sets": [{"m": 2, "pubkeys": [a, b, c_pub]}]})[0]  # fmt: skip
+    theirs = run_node(
+        "cosmos.mjs",
+        {
+            "action": "multisig_addresses",
+            "prefix": "cosmos",
+            "sets": [{"m": 2, "pubkeys": [a, b, c_pub]}],
+        },
+    )[0]
     assert ms["address"] == theirs["address"] and ms["pubkey"] == theirs["pubkey"]
     assert "descriptor" not in ms and ms["address_type"] == "multisig"
     doc = send_doc(ms["address"])
@@ -309,17 +403,31 @@ def test_cosmos_2_of_3_combined_from_chainkeys_and_a_local_cosmjs_wallet(
     assert r.status_code == 200, r.text
     mine = r.json()["data"]["signatures"]
     assert len(mine) == 1 and r.json()["data"]["signature"] == mine[0]
-    wallet = run_node("cosmos.mjs", {"action": "sign_amino", "signDoc": doc,
-                                     "privateKey": local_secret, "prefix": "cosmos"})  # fmt: skip
-    other = {"pub_key": {"type": "tendermint/PubKeySecp256k1",
-                         "value": base64.b64encode(bytes.fromhex(b)).decode()},
-             "signature": wallet["signature"]}  # fmt: skip
+    wallet = run_node(
+        "cosmos.mjs",
+        {"action": "sign_amino", "signDoc": doc, "privateKey": local_secret, "prefix": "cosmos"},
+    )
+    other = {
+        "pub_key": {
+            "type": "tendermint/PubKeySecp256k1",
+            "value": base64.b64encode(bytes.fromhex(b)).decode(),
+        },
+        "signature": wallet["signature"],
+    }
     r = client.post(f"{base}/combine", json={"signDoc": doc, "signatures": [other, mine[0]]})
     assert r.status_code == 200, r.text
     combined = r.json()["data"]
-    reference = run_node("cosmos.mjs", {"action": "multisigned_tx", "prefix": "cosmos", "m": 2,
-                                        "pubkeys": [a, b, c_pub], "signDoc": doc,
-                                        "signatures": [mine[0], other]})  # fmt: skip
+    reference = run_node(
+        "cosmos.mjs",
+        {
+            "action": "multisigned_tx",
+            "prefix": "cosmos",
+            "m": 2,
+            "pubkeys": [a, b, c_pub],
+            "signDoc": doc,
+            "signatures": [mine[0], other],
+        },
+    )
     assert reference["verdicts"] == [True, True]
     assert combined["signedTx"] == reference["signedTx"]
 
@@ -334,11 +442,18 @@ def test_cosmos_2_of_3_combined_from_chainkeys_and_a_local_cosmjs_wallet(
         "signature": base64.b64encode(sig[:5] + bytes((sig[5] ^ 1,)) + sig[6:]).decode(),
     }
     refused([mine[0], bad], "invalid_signature")
-    stranger = {**other, "pub_key": {**other["pub_key"], "value": base64.b64encode(
-        bytes.fromhex(keypair()[1])).decode()}}  # fmt: skip
+    stranger = {
+        **other,
+        "pub_key": {
+            **other["pub_key"],
+            "value": base64.b64encode(bytes.fromhex(keypair()[1])).decode(),
+        },
+    }
     refused([mine[0], stranger], "invalid_signature")
-    r = client.post(f"{base}/combine", json={"signDoc": {**doc, "memo": "changed"},
-                                              "signatures": [mine[0], other]})  # fmt: skip
+    r = client.post(
+        f"{base}/combine",
+        json={"signDoc": {**doc, "memo": "changed"}, "signatures": [mine[0], other]},
+    )
     assert r.status_code == 400 and r.json()["code"] == "invalid_signature"
     r = client.post(
         f"{base}/sign-direct",
@@ -356,18 +471,28 @@ def test_cosmos_2_of_3_combined_from_chainkeys_and_a_local_cosmjs_wallet(
 
 def test_cosmos_two_held_members_sign_in_one_request(client: httpx.Client) -> None:
     a, b, c_pub = cosmos_held(client), cosmos_held(client), keypair()[1]
-    ms = client.post("/cosmos/multisig", json={"threshold": 2,
-                                               "public_keys": [a, b, c_pub]}).json()["data"]  # fmt: skip
+    ms = client.post(
+        "/cosmos/multisig", json={"threshold": 2, "public_keys": [a, b, c_pub]}
+    ).json()["data"]
     assert sum(m["held"] for m in ms["members"]) == 2
     doc = send_doc(ms["address"], sequence=0)
-    sigs = client.post(f"/cosmos/{ms['address']}/sign-amino",
-                       json={"signDoc": doc}).json()["data"]["signatures"]  # fmt: skip
+    sigs = client.post(f"/cosmos/{ms['address']}/sign-amino", json={"signDoc": doc}).json()["data"][
+        "signatures"
+    ]
     assert len(sigs) == 2
     r = client.post(f"/cosmos/{ms['address']}/combine", json={"signDoc": doc, "signatures": sigs})
     assert r.status_code == 200, r.text
-    reference = run_node("cosmos.mjs", {"action": "multisigned_tx", "prefix": "cosmos", "m": 2,
-                                        "pubkeys": [a, b, c_pub], "signDoc": doc,
-                                        "signatures": sigs})  # fmt: skip
+    reference = run_node(
+        "cosmos.mjs",
+        {
+            "action": "multisigned_tx",
+            "prefix": "cosmos",
+            "m": 2,
+            "pubkeys": [a, b, c_pub],
+            "signDoc": doc,
+            "signatures": sigs,
+        },
+    )
     assert reference["verdicts"] == [True, True]
     assert r.json()["data"]["signedTx"] == reference["signedTx"]
 
@@ -391,40 +516,57 @@ def test_a_cosmos_multisig_of_the_keys_the_cosmos_answers_give(client: httpx.Cli
     assert (a["public_key"], b["public_key"]) == (a_hex, b_hex)  # and the hex beside it
     listed = client.get("/cosmos").json()["data"]["data"]["keys"]
     assert sorted((k["address"], k["public_key"]) for k in listed) == sorted(made)
-    assert all(json.loads(k["pubkey"])["key"] == base64.b64encode(bytes.fromhex(
-        k["public_key"])).decode() for k in listed)  # fmt: skip
+    assert all(
+        json.loads(k["pubkey"])["key"] == base64.b64encode(bytes.fromhex(k["public_key"])).decode()
+        for k in listed
+    )
     local = base64.b64encode(bytes.fromhex(keypair()[1])).decode()  # a co-signer's, base64
-    r = client.post("/cosmos/multisig",
-                    json={"threshold": 2, "public_keys": [a_base64, b["public_key"], local]})  # fmt: skip
+    r = client.post(
+        "/cosmos/multisig", json={"threshold": 2, "public_keys": [a_base64, b["public_key"], local]}
+    )
     assert r.status_code == 200, r.text
     ms = r.json()["data"]
     # listed beside the keys it is made of, saying what it is
     listed = {k["address"]: k for k in client.get("/cosmos").json()["data"]["data"]["keys"]}
-    assert listed[ms["address"]] == {"address": ms["address"], "pubkey": "", "public_key": "",
-                                     "kind": "multisig"}  # fmt: skip
+    assert listed[ms["address"]] == {
+        "address": ms["address"],
+        "pubkey": "",
+        "public_key": "",
+        "kind": "multisig",
+    }
     assert all("kind" not in listed[address] for address, _ in made)
     hexes = [a_hex, b_hex, base64.b64decode(local).hex()]
-    theirs = run_node("cosmos.mjs", {"action": "multisig_addresses", "prefix": "cosmos",
-                                     "sets": [{"m": 2, "pubkeys": hexes}]})[0]  # fmt: skip
+    theirs = run_node(
+        "cosmos.mjs",
+        {"action": "multisig_addresses", "prefix": "cosmos", "sets": [{"m": 2, "pubkeys": hexes}]},
+    )[0]
     assert ms["address"] == theirs["address"] and ms["pubkey"] == theirs["pubkey"]
     assert sorted(m["public_key"] for m in ms["members"] if m["held"]) == sorted([a_hex, b_hex])
     # the same keys in the other form are the same multisig
     again = client.post("/cosmos/multisig", json={"threshold": 2, "public_keys": hexes})
     assert again.status_code == 409, again.text
-    twice = client.post("/cosmos/multisig",
-                        json={"threshold": 1, "public_keys": [a_hex, a_base64]})  # fmt: skip
+    twice = client.post("/cosmos/multisig", json={"threshold": 1, "public_keys": [a_hex, a_base64]})
     assert twice.status_code == 400 and "twice" in twice.json()["message"]
     for bad in (a_base64.rstrip("=")[:-1] + "=", a_base64[:-1] + "!", "0x" + a_hex[2:]):
         r = client.post("/cosmos/multisig", json={"threshold": 1, "public_keys": [bad, b_hex]})
         assert r.status_code == 400 and "public_keys[0]" in r.json()["message"], r.text
     doc = send_doc(ms["address"], sequence=0)
-    sigs = client.post(f"/cosmos/{ms['address']}/sign-amino",
-                       json={"signDoc": doc}).json()["data"]["signatures"]  # fmt: skip
+    sigs = client.post(f"/cosmos/{ms['address']}/sign-amino", json={"signDoc": doc}).json()["data"][
+        "signatures"
+    ]
     r = client.post(f"/cosmos/{ms['address']}/combine", json={"signDoc": doc, "signatures": sigs})
     assert r.status_code == 200, r.text
-    reference = run_node("cosmos.mjs", {"action": "multisigned_tx", "prefix": "cosmos", "m": 2,
-                                        "pubkeys": hexes, "signDoc": doc,
-                                        "signatures": sigs})  # fmt: skip
+    reference = run_node(
+        "cosmos.mjs",
+        {
+            "action": "multisigned_tx",
+            "prefix": "cosmos",
+            "m": 2,
+            "pubkeys": hexes,
+            "signDoc": doc,
+            "signatures": sigs,
+        },
+    )
     assert reference["verdicts"] == [True, True]
     assert r.json()["data"]["signedTx"] == reference["signedTx"]
 
@@ -440,8 +582,10 @@ def test_an_hd_multisig_of_a_wallet_derives_the_addresses_bip32_derives_and_spen
     alice, bob = hd.Seed(os.urandom(64)), hd.Seed(os.urandom(64))
     a_key = alice.xpub(path, "xpub")
     given = [f"[{a_key.fingerprint}/48'/2'/0'/2']{a_key.xpub}", bob.xpub(path, "Ltub").xpub]
-    r = client.post(f"/wallets/{wallet['id']}/multisig",
-                    json={"family": "litecoin", "threshold": 2, "xpubs": given})  # fmt: skip
+    r = client.post(
+        f"/wallets/{wallet['id']}/multisig",
+        json={"family": "litecoin", "threshold": 2, "xpubs": given},
+    )
     assert r.status_code == 200, r.text
     made = r.json()["data"]
     assert made["path"] == path and made["key"].startswith("[") and made["address_type"] == "p2wsh"
@@ -457,12 +601,22 @@ def test_an_hd_multisig_of_a_wallet_derives_the_addresses_bip32_derives_and_spen
     assert r.status_code == 200, r.text
     accounts = r.json()["data"]["accounts"]
     own = made["key"].split("]")[1]
-    theirs = run_node("hd.mjs", {
-        "action": "multisig_from_xpubs", "family": "litecoin", "network": "mainnet", "m": 2,
-        "type": "p2wsh", "indices": [0, 1, 2, 3, 4],
-        "xpubs": [{"xpub": own, "version": hd.VERSIONS["xpub"]},
-                  {"xpub": a_key.xpub, "version": hd.VERSIONS["xpub"]},
-                  {"xpub": given[1], "version": hd.VERSIONS["Ltub"]}]})  # fmt: skip
+    theirs = run_node(
+        "hd.mjs",
+        {
+            "action": "multisig_from_xpubs",
+            "family": "litecoin",
+            "network": "mainnet",
+            "m": 2,
+            "type": "p2wsh",
+            "indices": [0, 1, 2, 3, 4],
+            "xpubs": [
+                {"xpub": own, "version": hd.VERSIONS["xpub"]},
+                {"xpub": a_key.xpub, "version": hd.VERSIONS["xpub"]},
+                {"xpub": given[1], "version": hd.VERSIONS["Ltub"]},
+            ],
+        },
+    )
     assert [a["address"] for a in accounts] == [t["address"] for t in theirs[:3]]
     assert all(sum(m["held"] for m in a["members"]) == 1 for a in accounts)
     preview = client.post(f"{base}/accounts", json={"preview": True}).json()["data"]["accounts"]
@@ -477,19 +631,35 @@ def test_an_hd_multisig_of_a_wallet_derives_the_addresses_bip32_derives_and_spen
 
     # index 1 spent: chainkeys signs with the wallet's key, Alice's wallet adds hers
     spent = accounts[1]
-    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": "litecoin/mainnet",
-                                  "m": 2, "pubkeys": theirs[1]["pubkeys"], "kind": "p2wsh",
-                                  "amountIn": 300_000, "outputs": [
-                                      {"address": RECIPIENT["litecoin"], "value": 290_000}]})  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_multisig_psbt",
+            "network": "litecoin/mainnet",
+            "m": 2,
+            "pubkeys": theirs[1]["pubkeys"],
+            "kind": "p2wsh",
+            "amountIn": 300_000,
+            "outputs": [{"address": RECIPIENT["litecoin"], "value": 290_000}],
+        },
+    )
     assert built["address"] == spent["address"]
     mine = client.post(f"/litecoin/{spent['address']}/sign-psbt", json={"psbt": built["psbt"]})
     assert mine.status_code == 200 and mine.json()["data"]["complete"] is False, mine.text
     alice_key = alice.key(f"{path}/0/1").secret.hex()
-    cosigned = run_node("utxo.mjs", {"action": "cosign_psbt", "network": "litecoin/mainnet",
-                                     "psbt": mine.json()["data"]["psbt"],
-                                     "privateKey": alice_key})  # fmt: skip
-    final = run_node("utxo.mjs", {"action": "check_psbt", "network": "litecoin/mainnet",
-                                  "psbt": cosigned["psbt"]})  # fmt: skip
+    cosigned = run_node(
+        "utxo.mjs",
+        {
+            "action": "cosign_psbt",
+            "network": "litecoin/mainnet",
+            "psbt": mine.json()["data"]["psbt"],
+            "privateKey": alice_key,
+        },
+    )
+    final = run_node(
+        "utxo.mjs",
+        {"action": "check_psbt", "network": "litecoin/mainnet", "psbt": cosigned["psbt"]},
+    )
     assert final["valid"] is True
 
 
@@ -500,8 +670,7 @@ def test_hd_multisig_refusals(server: Server, tenant: Tenant) -> None:
     url = f"/wallets/{wallet['id']}/multisig"
 
     def refused(body: dict[str, Any], status: int, code: str) -> None:
-        r = client.post(url, json={"family": "litecoin", "threshold": 1, "xpubs": [other],
-                                   **body})  # fmt: skip
+        r = client.post(url, json={"family": "litecoin", "threshold": 1, "xpubs": [other], **body})
         assert r.status_code == status and r.json()["code"] == code, r.text
 
     refused({"threshold": 3}, 400, "invalid_multisig")
@@ -512,8 +681,11 @@ def test_hd_multisig_refusals(server: Server, tenant: Tenant) -> None:
     refused({"family": "dogecoin"}, 400, "invalid_multisig")
     assert client.post(f"{url}/wms_000000000000/accounts", json={}).status_code == 404
     assert server.services is not None
-    _, cosmos_only = server.call(server.services.tokens.create(
-        tenant.name, "c", frozenset({"create", "read"}), None, frozenset({"cosmos"}), None))  # fmt: skip
+    _, cosmos_only = server.call(
+        server.services.tokens.create(
+            tenant.name, "c", frozenset({"create", "read"}), None, frozenset({"cosmos"}), None
+        )
+    )
     with server.client(cosmos_only) as limited:
         r = limited.post(url, json={"family": "litecoin", "threshold": 1, "xpubs": [other]})
         assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text

@@ -36,8 +36,17 @@ def test_an_invite_is_refused_for_someone_who_cannot_vote(server: Server, tenant
     env = env_of(server.settings)
 
     def invite(label: str, group: str = "treasury") -> Any:
-        return chainkeys_cli("approver", "invite", "--tenant", tenant.name, "--label", label,
-                             "--group", group, env=env)  # fmt: skip
+        return chainkeys_cli(
+            "approver",
+            "invite",
+            "--tenant",
+            tenant.name,
+            "--label",
+            label,
+            "--group",
+            group,
+            env=env,
+        )
 
     nobody = invite("alice")
     assert nobody.returncode == 1 and "cki_" not in nobody.stdout
@@ -46,27 +55,40 @@ def test_an_invite_is_refused_for_someone_who_cannot_vote(server: Server, tenant
         "so a passkey enrolled with this code could never vote; create one first: chainkeys "
         f"token create --tenant {tenant.name} --scope approve --group treasury --label alice\n"
     )
-    server.call(server.services.tokens.create(
-        tenant.name, "alice", frozenset({"approve"}), None, None, "ops"))  # fmt: skip
+    server.call(
+        server.services.tokens.create(
+            tenant.name, "alice", frozenset({"approve"}), None, None, "ops"
+        )
+    )
     elsewhere = invite("alice")  # a typo of the group, most likely: say which she holds
     assert elsewhere.returncode == 1
     assert "(their approve tokens are of ops)" in elsewhere.stderr
     server.call(server.services.tokens.create(tenant.name, "Alice", frozenset({"read"})))
     assert invite("alice").returncode == 1  # her token, but without the approve scope
-    revoked, _ = server.call(server.services.tokens.create(
-        tenant.name, "ALICE", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    revoked, _ = server.call(
+        server.services.tokens.create(
+            tenant.name, "ALICE", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     server.call(server.services.tokens.revoke(revoked.id))
     assert invite("alice").returncode == 1  # revoked: votes no more
-    server.call(server.services.tokens.create(
-        tenant.name, "Alice", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    server.call(
+        server.services.tokens.create(
+            tenant.name, "Alice", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     done = invite("alice")  # "Alice" is alice: one person, as votes count them
     assert done.returncode == 0 and done.stdout.splitlines()[-1].startswith("cki_"), done.stderr
-    audit = chainkeys_cli("audit", "--tenant", tenant.name, "--action", "approver.invite",
-                          "--json", env=env).stdout.splitlines()  # fmt: skip
+    audit = chainkeys_cli(
+        "audit", "--tenant", tenant.name, "--action", "approver.invite", "--json", env=env
+    ).stdout.splitlines()
     events = [json.loads(line) for line in audit]
     assert [e["outcome"] for e in events] == ["refused"] * 4 + ["ok"]
-    assert events[0]["details"] == {"label": "alice", "group": "treasury",
-                                    "code": "no_approve_token"}  # fmt: skip
+    assert events[0]["details"] == {
+        "label": "alice",
+        "group": "treasury",
+        "code": "no_approve_token",
+    }
 
 
 def test_approvals_are_listed_newest_first_page_after_page(team: Team) -> None:  # noqa: F811
@@ -89,16 +111,20 @@ def test_approvals_are_listed_newest_first_page_after_page(team: Team) -> None: 
                 return pages
             params["cursor"] = data["next_cursor"]
 
-    assert every_page(team.tenant.client, 2, None) == [newest_first[:2], newest_first[2:4],
-                                                       newest_first[4:]]  # fmt: skip
+    assert every_page(team.tenant.client, 2, None) == [
+        newest_first[:2],
+        newest_first[2:4],
+        newest_first[4:],
+    ]
     waiting = [i for i in newest_first if i != made[1]]
     assert every_page(team.bob, 3, "pending") == [waiting[:3], waiting[3:]]
     assert every_page(team.alice, 100, "rejected") == [[made[1]]]
     # a sign request made after the first page was read is not in the pages that follow
     first = team.alice.get("/approvals", params={"limit": 2, "state": "pending"}).json()["data"]
     newer = pending(team.tenant, send(9000, sequence=9))["id"]
-    rest = team.alice.get("/approvals", params={"limit": 100, "state": "pending",
-                                                "cursor": first["next_cursor"]})  # fmt: skip
+    rest = team.alice.get(
+        "/approvals", params={"limit": 100, "state": "pending", "cursor": first["next_cursor"]}
+    )
     assert [a["id"] for a in rest.json()["data"]["approvals"]] == waiting[2:]
     assert every_page(team.alice, 100, "pending")[0][0] == newer
 
@@ -159,17 +185,32 @@ def test_the_console_at_127_0_0_1_says_where_passkeys_work(tmp_path: Path) -> No
     with at_localhost("sqlite", tmp_path) as (server, port):
         assert server.services is not None
         t = Tenant(server)
-        for family, body in (("eos", {"private_key": PRIVATE, "name": NAME}),
-                             ("cosmos", {"private_key": PRIVATE})):  # fmt: skip
+        for family, body in (
+            ("eos", {"private_key": PRIVATE, "name": NAME}),
+            ("cosmos", {"private_key": PRIVATE}),
+        ):
             assert t.client.post(f"/{family}", json=body).status_code == 200
-        _, alice = server.call(server.services.tokens.create(
-            t.name, "alice", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
-        code, _ = server.call(server.services.approvals.passkeys.invite(t.name, "alice",
-                                                                        "treasury"))  # fmt: skip
-        seen = run_node("new_user.mjs", {
-            "url": f"http://127.0.0.1:{port}", "chromium": browser, "approver": alice,
-            "code": code, "token": server.new_token(t.name), "eos": NAME, "cosmos": ADDRESS,
-        }, timeout=180)  # fmt: skip
+        _, alice = server.call(
+            server.services.tokens.create(
+                t.name, "alice", frozenset({"approve"}), None, None, "treasury"
+            )
+        )
+        code, _ = server.call(
+            server.services.approvals.passkeys.invite(t.name, "alice", "treasury")
+        )
+        seen = run_node(
+            "new_user.mjs",
+            {
+                "url": f"http://127.0.0.1:{port}",
+                "chromium": browser,
+                "approver": alice,
+                "code": code,
+                "token": server.new_token(t.name),
+                "eos": NAME,
+                "cosmos": ADDRESS,
+            },
+            timeout=180,
+        )
         t.client.close()
     assert "failure" not in seen, seen
     assert seen["secure"] is True  # the browser would try: 127.0.0.1 is a secure context

@@ -162,11 +162,17 @@ def test_a_whole_number_written_as_a_float_is_that_number(server: Any) -> None:
         )
         assert as_int.status_code == 200, as_int.text
         with server.client(server.new_token()) as other:
-            r = other.post("/cosmos", content=f'{{"mnemonic": "{phrase}", "account_index": 2.0, '
-                           '"network": "osmosis"}', headers={"Content-Type": "application/json"})  # fmt: skip
+            r = other.post(
+                "/cosmos",
+                content=f'{{"mnemonic": "{phrase}", "account_index": 2.0, "network": "osmosis"}}',
+                headers={"Content-Type": "application/json"},
+            )
         assert r.status_code == 200, r.text
         assert r.json()["data"]["data"]["address"] == as_int.json()["data"]["data"]["address"]
         for text in ("2.5", '"2"', "1e400"):
-            r = c.post("/cosmos", content=f'{{"mnemonic": "{phrase}", "account_index": {text}}}',
-                       headers={"Content-Type": "application/json"})  # fmt: skip
+            r = c.post(
+                "/cosmos",
+                content=f'{{"mnemonic": "{phrase}", "account_index": {text}}}',
+                headers={"Content-Type": "application/json"},
+            )
             assert (r.status_code, r.json()["code"]) == (400, "invalid_field"), (text, r.text)

@@ -31,15 +31,18 @@ from chainkeys.store.integrity import APPROVAL_VOTES
 from chainkeys.store.tables import approval_votes
 
 ORIGIN = "http://localhost:8443"  # the software authenticator is the browser: any port
-RULE = {"family": "cosmos", "network": "cosmoshub",
-        "approval": {"quorum": 2, "group": "treasury", "ttl": "1h", "passkey": True}}  # fmt: skip
+RULE = {
+    "family": "cosmos",
+    "network": "cosmoshub",
+    "approval": {"quorum": 2, "group": "treasury", "ttl": "1h", "passkey": True},
+}
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def pk_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-              ) -> Iterator[Server]:  # fmt: skip
-    with own_server(request.param, tmp_path_factory.mktemp("passkeys"),
-                    public_url=ORIGIN) as srv:  # fmt: skip
+def pk_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    with own_server(request.param, tmp_path_factory.mktemp("passkeys"), public_url=ORIGIN) as srv:
         yield srv
 
 
@@ -56,8 +59,13 @@ class Approver:
         options: dict[str, Any] = r.json()["data"]
         return options
 
-    def vote(self, approval: dict[str, Any], assertion: dict[str, Any] | None = None,
-             decision: str = "approve", **extra: Any) -> httpx.Response:  # fmt: skip
+    def vote(
+        self,
+        approval: dict[str, Any],
+        assertion: dict[str, Any] | None = None,
+        decision: str = "approve",
+        **extra: Any,
+    ) -> httpx.Response:
         body: dict[str, Any] = {"digest": approval["digest"]} if decision == "approve" else {}
         if assertion is not None:
             body["assertion"] = assertion
@@ -76,8 +84,11 @@ def invite(server: Server, tenant: str, label: str, group: str = "treasury") -> 
 
 def enrol(server: Server, tenant: Tenant, label: str) -> Approver:
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        tenant.name, label, frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            tenant.name, label, frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     who = Approver(label, server.client(token), Authenticator(ORIGIN))
     code = invite(server, tenant.name, label)
     options = who.client.post("/approvers/me/credentials/options", json={"code": code})
@@ -88,8 +99,9 @@ def enrol(server: Server, tenant: Tenant, label: str) -> Approver:
         "requireResidentKey": True,
         "userVerification": "required",
     }
-    made = who.client.post("/approvers/me/credentials",
-                           json={"code": code, "credential": who.device.create(data)})  # fmt: skip
+    made = who.client.post(
+        "/approvers/me/credentials", json={"code": code, "credential": who.device.create(data)}
+    )
     assert made.status_code == 200, made.text
     assert set(made.json()["data"]) == {"id", "created_at"}
     who.credential = made.json()["data"]["id"]
@@ -167,8 +179,12 @@ def test_another_requests_or_decisions_assertion_and_a_replay_are_refused(team: 
     refused(team.alice.vote(two, for_one), "assertion_invalid")  # another request
     to_reject = team.alice.device.get(team.alice.options(one, "reject"))
     refused(team.alice.vote(one, to_reject), "assertion_invalid")  # another decision
-    wrong_origin = Authenticator("http://localhost:9999", team.alice.device.key,
-                                 team.alice.device.credential_id, team.alice.device.counter)  # fmt: skip
+    wrong_origin = Authenticator(
+        "http://localhost:9999",
+        team.alice.device.key,
+        team.alice.device.credential_id,
+        team.alice.device.counter,
+    )
     refused(team.alice.vote(one, wrong_origin.get(team.alice.options(one))), "assertion_invalid")
     ok = team.alice.device.get(team.alice.options(one))
     assert team.alice.vote(one, ok).status_code == 200
@@ -182,10 +198,14 @@ def test_a_counter_going_backwards_is_refused(team: Team) -> None:
     device = team.alice.device
     device.counter = 10
     team.alice.signed_vote(pending(team.tenant, 6))  # counter 11 stored
-    refused(team.alice.vote(waiting, device.get(team.alice.options(waiting), counter=7)),
-            "sign_count_replay")  # fmt: skip
-    assert team.alice.vote(waiting, device.get(team.alice.options(waiting), counter=12)
-                           ).status_code == 200  # fmt: skip
+    refused(
+        team.alice.vote(waiting, device.get(team.alice.options(waiting), counter=7)),
+        "sign_count_replay",
+    )
+    assert (
+        team.alice.vote(waiting, device.get(team.alice.options(waiting), counter=12)).status_code
+        == 200
+    )
 
 
 def test_a_revoked_credential_is_refused_and_its_votes_count_for_nothing(
@@ -198,8 +218,9 @@ def test_a_revoked_credential_is_refused_and_its_votes_count_for_nothing(
     # a vote cast before its credential was revoked (by an operator) is verified again at
     # the quorum: it no longer counts, and nothing is signed
     assert team.alice.signed_vote(waiting).status_code == 200
-    revoked = chainkeys_cli("approver", "revoke", team.alice.credential,
-                            env=env_of(pk_server.settings))  # fmt: skip
+    revoked = chainkeys_cli(
+        "approver", "revoke", team.alice.credential, env=env_of(pk_server.settings)
+    )
     assert revoked.returncode == 0 and team.alice.credential in revoked.stdout, revoked.stderr
     done = team.bob.signed_vote(waiting)
     assert done.json()["data"]["state"] == "failed", done.text
@@ -218,13 +239,25 @@ def test_a_vote_row_written_by_hand_counts_for_nothing(team: Team, pk_server: Se
     integrity = svc.approvals.integrity
     assert integrity is not None
     forged = [
-        Vote(waiting["id"], "mallory", "t", "approve", waiting["digest"], None, bobs.created_ms,
-             mac="v1:" + "00" * 32),
+        Vote(
+            waiting["id"],
+            "mallory",
+            "t",
+            "approve",
+            waiting["digest"],
+            None,
+            bobs.created_ms,
+            mac="v1:" + "00" * 32,
+        ),
         replace(bobs, voter_label="dave", voter_token_id="t", assertion=None),
         replace(bobs, voter_label="carol", voter_token_id="t"),
-    ]  # fmt: skip
-    forged = [v if v.voter_label == "mallory" else
-              replace(v, mac=integrity.mac(APPROVAL_VOTES, v.covered())) for v in forged]  # fmt: skip
+    ]
+    forged = [
+        v
+        if v.voter_label == "mallory"
+        else replace(v, mac=integrity.mac(APPROVAL_VOTES, v.covered()))
+        for v in forged
+    ]
 
     async def write() -> None:
         async with svc.db.write() as tx:
@@ -267,8 +300,11 @@ async def _approve_by_hand(server: Server, approval_id: str) -> None:
 
     assert server.services is not None
     async with server.services.db.write() as tx:
-        await tx.execute(update(approvals).where(approvals.c.id == approval_id)
-                         .values(state="approved", decided_ms=clock.now_ms()))  # fmt: skip
+        await tx.execute(
+            update(approvals)
+            .where(approvals.c.id == approval_id)
+            .values(state="approved", decided_ms=clock.now_ms())
+        )
 
 
 async def _votes_of(svc: Any, approval_id: str) -> list[Vote]:
@@ -289,42 +325,72 @@ def test_script_keys_vote_with_a_signature(team: Team, pk_server: Server, tmp_pa
     ed, p256 = ed25519.Ed25519PrivateKey.generate(), ec.generate_private_key(ec.SECP256R1())
     keys = {}
     for label, key in (("erin", ed), ("frank", p256)):
-        pem = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                            serialization.PublicFormat.SubjectPublicKeyInfo)  # fmt: skip
+        pem = key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
         path = tmp_path / f"{label}.pem"
         path.write_bytes(pem)
-        done = chainkeys_cli("approver", "add-key", "--tenant", team.tenant.name, "--label",
-                             label, "--group", "treasury", "--key", str(path),
-                             env=env_of(pk_server.settings))  # fmt: skip
+        done = chainkeys_cli(
+            "approver",
+            "add-key",
+            "--tenant",
+            team.tenant.name,
+            "--label",
+            label,
+            "--group",
+            "treasury",
+            "--key",
+            str(path),
+            env=env_of(pk_server.settings),
+        )
         assert done.returncode == 0, done.stderr
         keys[label] = done.stdout.split()[2]
-    _, erin_token = pk_server.call(pk_server.services.tokens.create(
-        team.tenant.name, "erin", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
-    _, frank_token = pk_server.call(pk_server.services.tokens.create(
-        team.tenant.name, "frank", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, erin_token = pk_server.call(
+        pk_server.services.tokens.create(
+            team.tenant.name, "erin", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
+    _, frank_token = pk_server.call(
+        pk_server.services.tokens.create(
+            team.tenant.name, "frank", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     waiting = pending(team.tenant, 10)
     options = team.alice.options(waiting)  # the challenge is the request's, not the caller's
     message = unb64url(options["challenge"])
     with pk_server.client(erin_token) as erin, pk_server.client(frank_token) as frank:
         wrong = {"credential": keys["erin"], "value": b64url(ed.sign(b"something else"))}
-        refused(erin.post(f"/approvals/{waiting['id']}/approve",
-                          json={"digest": waiting["digest"], "signature": wrong}),
-                "assertion_invalid")  # fmt: skip
+        refused(
+            erin.post(
+                f"/approvals/{waiting['id']}/approve",
+                json={"digest": waiting["digest"], "signature": wrong},
+            ),
+            "assertion_invalid",
+        )
         theirs = {"credential": keys["erin"], "value": b64url(ed.sign(message))}
-        refused(frank.post(f"/approvals/{waiting['id']}/approve",
-                           json={"digest": waiting["digest"], "signature": theirs}),
-                "credential_refused")  # fmt: skip
-        r = erin.post(f"/approvals/{waiting['id']}/approve",
-                      json={"digest": waiting["digest"], "signature": theirs})  # fmt: skip
+        refused(
+            frank.post(
+                f"/approvals/{waiting['id']}/approve",
+                json={"digest": waiting["digest"], "signature": theirs},
+            ),
+            "credential_refused",
+        )
+        r = erin.post(
+            f"/approvals/{waiting['id']}/approve",
+            json={"digest": waiting["digest"], "signature": theirs},
+        )
         assert r.status_code == 200 and r.json()["data"]["votes"][0]["signed"] == "key", r.text
         der = p256.sign(message, ec.ECDSA(hashes.SHA256()))
         rs = b"".join(n.to_bytes(32, "big") for n in decode_dss_signature(der))
         sig = {"credential": keys["frank"], "value": b64url(rs)}
-        r = frank.post(f"/approvals/{waiting['id']}/approve",
-                       json={"digest": waiting["digest"], "signature": sig})  # fmt: skip
+        r = frank.post(
+            f"/approvals/{waiting['id']}/approve",
+            json={"digest": waiting["digest"], "signature": sig},
+        )
         assert r.json()["data"]["state"] == "signed", r.text
-    listed = chainkeys_cli("approver", "list", "--tenant", team.tenant.name, "--json",
-                           env=env_of(pk_server.settings))  # fmt: skip
+    listed = chainkeys_cli(
+        "approver", "list", "--tenant", team.tenant.name, "--json", env=env_of(pk_server.settings)
+    )
     kinds = sorted(json.loads(line)["kind"] for line in listed.stdout.splitlines())
     assert kinds == ["ed25519", "p256", "webauthn", "webauthn", "webauthn"]
 
@@ -333,34 +399,58 @@ def test_enrolment_codes(team: Team, pk_server: Server) -> None:
     """A code is the person's it names, single use (enrol checks), and lasts 15 minutes;
     a registration for another origin or without user verification is refused."""
     code = invite(pk_server, team.tenant.name, "alice")
-    refused(team.bob.client.post("/approvers/me/credentials/options", json={"code": code}),
-            "invite_invalid")  # bob's token with alice's code  # fmt: skip
-    refused(team.alice.client.post("/approvers/me/credentials/options",
-                                   json={"code": "cki_guessed"}), "invite_invalid")  # fmt: skip
-    options = team.alice.client.post("/approvers/me/credentials/options",
-                                     json={"code": code}).json()["data"]  # fmt: skip
+    refused(
+        team.bob.client.post("/approvers/me/credentials/options", json={"code": code}),
+        "invite_invalid",
+    )  # bob's token with alice's code
+    refused(
+        team.alice.client.post("/approvers/me/credentials/options", json={"code": "cki_guessed"}),
+        "invite_invalid",
+    )
+    options = team.alice.client.post(
+        "/approvers/me/credentials/options", json={"code": code}
+    ).json()["data"]
     elsewhere = Authenticator("https://evil.example").create(options)
-    r = team.alice.client.post("/approvers/me/credentials",
-                               json={"code": code, "credential": elsewhere})  # fmt: skip
+    r = team.alice.client.post(
+        "/approvers/me/credentials", json={"code": code, "credential": elsewhere}
+    )
     refused(r, "registration_invalid")
     with clock.shift(15 * 60_000 + 1):
-        refused(team.alice.client.post("/approvers/me/credentials/options", json={"code": code}),
-                "invite_invalid")  # fmt: skip
-    bad = team.alice.client.post("/approvers/me/credentials", json={"code": code,
-                                                                    "credential": "x"})  # fmt: skip
+        refused(
+            team.alice.client.post("/approvers/me/credentials/options", json={"code": code}),
+            "invite_invalid",
+        )
+    bad = team.alice.client.post(
+        "/approvers/me/credentials", json={"code": code, "credential": "x"}
+    )
     assert bad.status_code in (400, 403) and bad.status_code < 500
     assert pk_server.services is not None  # an invite is for someone with an approve token
-    pk_server.call(pk_server.services.tokens.create(
-        team.tenant.name, "gus", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
-    cli = chainkeys_cli("approver", "invite", "--tenant", team.tenant.name, "--label", "gus",
-                        "--group", "treasury", env=env_of(pk_server.settings))  # fmt: skip
+    pk_server.call(
+        pk_server.services.tokens.create(
+            team.tenant.name, "gus", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
+    cli = chainkeys_cli(
+        "approver",
+        "invite",
+        "--tenant",
+        team.tenant.name,
+        "--label",
+        "gus",
+        "--group",
+        "treasury",
+        env=env_of(pk_server.settings),
+    )
     assert cli.returncode == 0 and cli.stdout.splitlines()[-1].startswith("cki_"), cli.stderr
 
 
 def test_without_a_public_url_passkeys_are_refused_clearly(server: Server, tenant: Tenant) -> None:
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        tenant.name, "zed", frozenset({"approve"}), None, None, "treasury"))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            tenant.name, "zed", frozenset({"approve"}), None, None, "treasury"
+        )
+    )
     with server.client(token) as c:
         r = c.post("/approvers/me/credentials/options", json={"code": "cki_x"})
         assert r.status_code == 400 and r.json()["code"] == "passkeys_not_configured"

@@ -33,8 +33,13 @@ IBC = f"/cosmos/{ADDRESS}/sign-ibc-transfer"
 
 
 def send(amount: int, sequence: int = 1, to: str = OTHER, fee: int = 5000) -> dict[str, Any]:
-    return {**TRANSFER, "amount": str(amount), "sequence": sequence, "toAddress": to,
-            "feeAmount": str(fee)}  # fmt: skip
+    return {
+        **TRANSFER,
+        "amount": str(amount),
+        "sequence": sequence,
+        "toAddress": to,
+        "feeAmount": str(fee),
+    }
 
 
 def test_no_policy_signs_as_scopes_allow_and_a_cleared_policy_too(cosmos: Tenant) -> None:
@@ -67,8 +72,7 @@ def test_per_transaction_cap_is_inclusive_and_counts_the_fee(cosmos: Tenant) -> 
 
 
 def test_rolling_daily_cap_counts_a_digest_once(server: Server, cosmos: Tenant) -> None:
-    cosmos.policy({"family": "cosmos", "network": "cosmoshub",
-                   "max_per_day": {"uatom": "30000"}})  # fmt: skip
+    cosmos.policy({"family": "cosmos", "network": "cosmoshub", "max_per_day": {"uatom": "30000"}})
     first = cosmos.allowed(SEND, send(5000, sequence=1))  # 10,000 with its fee
     again = cosmos.allowed(SEND, send(5000, sequence=1))  # the same bytes: free
     assert again["signedTx"] == first["signedTx"]
@@ -88,11 +92,16 @@ def test_messages_and_raw_signing(cosmos: Tenant) -> None:
     cosmos.allowed(IBC, IBC_BODY)
     message = f"/cosmos/{ADDRESS}/sign-message"
     cosmos.denied(message, {"message": "login"}, "raw message signing is not allowed")
-    amino = {"signDoc": {
-        "chain_id": "cosmoshub-4", "account_number": "1", "sequence": "0",
-        "fee": {"amount": [], "gas": "1"}, "memo": "",
-        "msgs": [{"type": "cosmos-sdk/MsgDelegate", "value": {"delegator_address": ADDRESS}}],
-    }}  # fmt: skip
+    amino = {
+        "signDoc": {
+            "chain_id": "cosmoshub-4",
+            "account_number": "1",
+            "sequence": "0",
+            "fee": {"amount": [], "gas": "1"},
+            "memo": "",
+            "msgs": [{"type": "cosmos-sdk/MsgDelegate", "value": {"delegator_address": ADDRESS}}],
+        }
+    }
     cosmos.denied(f"/cosmos/{ADDRESS}/sign-amino", amino, "cosmos-sdk/MsgDelegate")
     cosmos.policy({"family": "cosmos", "raw_messages": True})
     cosmos.allowed(message, {"message": "login"})
@@ -111,18 +120,30 @@ def test_eos_actions_recipients_and_caps(tenant: Tenant) -> None:
         built = build(*actions)
         return {"chainId": CHAIN, "serializedTransaction": built["serializedTransaction"]}
 
-    tenant.policy({"family": "eos", "network": "eos", "recipients": ["exchange1234"],
-                   "max_per_tx": {"eosio.token:EOS": "20000"}})  # fmt: skip
+    tenant.policy(
+        {
+            "family": "eos",
+            "network": "eos",
+            "recipients": ["exchange1234"],
+            "max_per_tx": {"eosio.token:EOS": "20000"},
+        }
+    )
     tenant.allowed(path, tx(transfer(quantity="2.0000 EOS")))
-    tenant.denied(path, tx(transfer(quantity="2.0001 EOS")),
-                  "20001 units of 0.0001 EOS (2.0001 EOS) is over the per-transaction cap of "
-                  "20000 units of 0.0001 EOS (2 EOS)")  # fmt: skip
+    tenant.denied(
+        path,
+        tx(transfer(quantity="2.0001 EOS")),
+        "20001 units of 0.0001 EOS (2.0001 EOS) is over the per-transaction cap of "
+        "20000 units of 0.0001 EOS (2 EOS)",
+    )
     other = transfer()
     other["data"] = {**other["data"], "to": "someoneelse1"}
     tenant.denied(path, tx(other), "someoneelse1")
-    vote = {"account": "eosio", "name": "voteproducer",
-            "authorization": [{"actor": NAME, "permission": "active"}],
-            "data_hex": "00"}  # fmt: skip
+    vote = {
+        "account": "eosio",
+        "name": "voteproducer",
+        "authorization": [{"actor": NAME, "permission": "active"}],
+        "data_hex": "00",
+    }
     tenant.denied(path, tx(vote), "eosio::voteproducer")
     tenant.denied(f"/eos/{NAME}/sign-message", {"message": "hi"}, "raw message")
 
@@ -135,21 +156,36 @@ def test_utxo_recipients_change_and_fee(tenant: Tenant, family: str) -> None:
     network = f"{family}/mainnet"
     kind = "p2pkh" if family == "dogecoin" else "p2wpkh"
     ticker, base = ("DOGE", "koinu") if family == "dogecoin" else ("LTC", "litoshi")
-    over = (f"610001 {base} (0.00610001 {ticker}) is over the per-transaction cap of "
-            f"610000 {base} (0.0061 {ticker})")  # fmt: skip
+    over = (
+        f"610001 {base} (0.00610001 {ticker}) is over the per-transaction cap of "
+        f"610000 {base} (0.0061 {ticker})"
+    )
 
     def psbt(to: str, value: int, change: int) -> dict[str, Any]:
-        built = run_node("utxo.mjs", {
-            "action": "build_psbt", "network": network, "kind": kind, "pubkey": pubkey,
-            "amountIn": 1_000_000, "witness": family == "litecoin",
-            "outputs": [{"address": to, "value": value}, {"address": address, "value": change}],
-        })  # fmt: skip
+        built = run_node(
+            "utxo.mjs",
+            {
+                "action": "build_psbt",
+                "network": network,
+                "kind": kind,
+                "pubkey": pubkey,
+                "amountIn": 1_000_000,
+                "witness": family == "litecoin",
+                "outputs": [{"address": to, "value": value}, {"address": address, "value": change}],
+            },
+        )
         return {"psbt": built["psbt"]}
 
     path = f"/{family}/{address}/sign-psbt"
     # 600,000 out + 10,000 fee; the 390,000 change back to the account does not count.
-    tenant.policy({"family": family, "network": "mainnet", "recipients": [RECIPIENT[family]],
-                   "max_per_tx": {ticker: "610000"}})  # fmt: skip
+    tenant.policy(
+        {
+            "family": family,
+            "network": "mainnet",
+            "recipients": [RECIPIENT[family]],
+            "max_per_tx": {ticker: "610000"},
+        }
+    )
     tenant.allowed(path, psbt(RECIPIENT[family], 600_000, 390_000))
     tenant.denied(path, psbt(RECIPIENT[family], 600_000, 389_999), over)
     stranger = VECTORS["keys"][1][family]["mainnet"]["p2pkh"]
@@ -157,13 +193,23 @@ def test_utxo_recipients_change_and_fee(tenant: Tenant, family: str) -> None:
     tenant.denied(f"/{family}/{address}/sign-message", {"message": "hi"}, "raw message")
 
     def raw(to: str, value: int, change: int) -> dict[str, Any]:
-        built = run_node("utxo.mjs", {
-            "action": "build_rawtx", "network": network, "kind": kind, "pubkey": pubkey,
-            "amountIn": 1_000_000,
-            "outputs": [{"address": to, "value": value}, {"address": address, "value": change}],
-        })  # fmt: skip
-        prev = {"txid": built["fundTxid"], "vout": 0, "scriptPubKey": built["scriptPubKey"],
-                "amount": 0.01}  # fmt: skip
+        built = run_node(
+            "utxo.mjs",
+            {
+                "action": "build_rawtx",
+                "network": network,
+                "kind": kind,
+                "pubkey": pubkey,
+                "amountIn": 1_000_000,
+                "outputs": [{"address": to, "value": value}, {"address": address, "value": change}],
+            },
+        )
+        prev = {
+            "txid": built["fundTxid"],
+            "vout": 0,
+            "scriptPubKey": built["scriptPubKey"],
+            "amount": 0.01,
+        }
         if kind == "p2pkh":
             prev["hex"] = built["fundHex"]
         return {"hex": built["hex"], "prevtxs": [prev]}
@@ -225,13 +271,25 @@ def test_a_policy_proposed_over_http_is_refused_with_every_problem(governed: Gov
     operators set one with the CLI): one 400 `invalid_policy` names every problem with
     its path, a near-miss of a key with "did you mean", and nothing is filed."""
     alice = governed.admins["alice"]
-    document = {"rule": [], "rules": [
-        {"family": "cosmos", "network": "cosmoshub", "max_per_tx": {"uatom": "1000"},
-         "recipents": [OTHER]},
-        {"family": "cosmos", "network": "osmosis", "max_per_day": {"uatom": "-5"},
-         "effect": "deny ", "approval": {"quorum": 0, "group": "treasury", "tll": "1h"}},
-        {"family": "doge"},
-    ]}  # fmt: skip
+    document = {
+        "rule": [],
+        "rules": [
+            {
+                "family": "cosmos",
+                "network": "cosmoshub",
+                "max_per_tx": {"uatom": "1000"},
+                "recipents": [OTHER],
+            },
+            {
+                "family": "cosmos",
+                "network": "osmosis",
+                "max_per_day": {"uatom": "-5"},
+                "effect": "deny ",
+                "approval": {"quorum": 0, "group": "treasury", "tll": "1h"},
+            },
+            {"family": "doge"},
+        ],
+    }
     r = alice.client.post("/changes", json={"kind": "policy", "document": document})
     assert r.status_code == 400 and r.json()["code"] == "invalid_policy", r.text
     said = r.json()["message"].split("; ")

@@ -28,8 +28,13 @@ SATURDAY_NOON = MONDAY_NOON + 5 * 86_400_000
 
 
 def send(amount: int, sequence: int = 1, to: str = OTHER, fee: int = 5000) -> dict[str, Any]:
-    return {**TRANSFER, "amount": str(amount), "sequence": sequence, "toAddress": to,
-            "feeAmount": str(fee)}  # fmt: skip
+    return {
+        **TRANSFER,
+        "amount": str(amount),
+        "sequence": sequence,
+        "toAddress": to,
+        "feeAmount": str(fee),
+    }
 
 
 @pytest.fixture
@@ -45,8 +50,9 @@ def at(ms: int) -> Any:
 
 def dry_run(t: Tenant, path: str, body: dict[str, Any]) -> dict[str, Any]:
     kind = path.rsplit("/", 1)[1]
-    r = t.client.post("/policy/test", json={"family": "cosmos", "account": ADDRESS,
-                                            "kind": kind, "request": body})  # fmt: skip
+    r = t.client.post(
+        "/policy/test", json={"family": "cosmos", "account": ADDRESS, "kind": kind, "request": body}
+    )
     assert r.status_code == 200, r.text
     data: dict[str, Any] = r.json()["data"]
     return data
@@ -54,16 +60,27 @@ def dry_run(t: Tenant, path: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def test_deny_wins_over_allow_and_over_approval(cosmos: Tenant) -> None:
     cosmos.policy(
-        {**COSMOS, "effect": "deny", "name": "no-osmosis-channel",
-         "when": "tx.ibc.exists(p, p.channel != 'channel-141')"},
-        {**COSMOS, "approval": {"quorum": 2, "group": "treasury"},
-         "messages": ["/cosmos.bank.v1beta1.MsgSend", "/ibc.applications.transfer.v1.MsgTransfer"]},
-    )  # fmt: skip
+        {
+            **COSMOS,
+            "effect": "deny",
+            "name": "no-osmosis-channel",
+            "when": "tx.ibc.exists(p, p.channel != 'channel-141')",
+        },
+        {
+            **COSMOS,
+            "approval": {"quorum": 2, "group": "treasury"},
+            "messages": [
+                "/cosmos.bank.v1beta1.MsgSend",
+                "/ibc.applications.transfer.v1.MsgTransfer",
+            ],
+        },
+    )
     ok = {**IBC_TRANSFER, "toAddress": OSMO, "amount": "10"}
     r = cosmos.sign(IBC, ok)
     assert r.status_code == 202  # channel-141: the deny rule does not apply; approval asked
-    denied = cosmos.denied(IBC, {**ok, "sourceChannel": "channel-7"}, "rule 0",
-                           "no-osmosis-channel", "deny")  # fmt: skip
+    denied = cosmos.denied(
+        IBC, {**ok, "sourceChannel": "channel-7"}, "rule 0", "no-osmosis-channel", "deny"
+    )
     assert "approval" not in denied
     run = dry_run(cosmos, IBC, {**ok, "sourceChannel": "channel-7"})
     assert (run["decision"], run["rule"], run["rules"][0]["value"]) == ("deny", 0, True)
@@ -73,9 +90,14 @@ def test_deny_wins_over_allow_and_over_approval(cosmos: Tenant) -> None:
 
 
 def test_weekday_payouts_for_one_token_label(cosmos: Tenant) -> None:
-    cosmos.policy({**COSMOS, "name": "payouts",
-                   "when": "token.label == 'test' && now.getDayOfWeek('UTC') in [1, 2, 3, 4, 5]",
-                   "max_per_tx": {"uatom": "1000000"}})  # fmt: skip
+    cosmos.policy(
+        {
+            **COSMOS,
+            "name": "payouts",
+            "when": "token.label == 'test' && now.getDayOfWeek('UTC') in [1, 2, 3, 4, 5]",
+            "max_per_tx": {"uatom": "1000000"},
+        }
+    )
     with at(MONDAY_NOON):
         cosmos.allowed(SEND, send(10))
         assert dry_run(cosmos, SEND, send(10))["rules"][0]["value"] is True
@@ -86,10 +108,14 @@ def test_weekday_payouts_for_one_token_label(cosmos: Tenant) -> None:
 
 def test_first_applying_allow_rule_decides_in_file_order(cosmos: Tenant) -> None:
     cosmos.policy(
-        {**COSMOS, "name": "big", "when": "'uatom' in tx.total && tx.total['uatom'] > 100000",
-         "approval": {"quorum": 1, "group": "treasury"}},
+        {
+            **COSMOS,
+            "name": "big",
+            "when": "'uatom' in tx.total && tx.total['uatom'] > 100000",
+            "approval": {"quorum": 1, "group": "treasury"},
+        },
         {**COSMOS, "name": "small", "max_per_tx": {"uatom": "100000"}},
-    )  # fmt: skip
+    )
     cosmos.allowed(SEND, send(10))  # small: the second rule decides
     assert cosmos.sign(SEND, send(200_000, sequence=2)).status_code == 202  # big: the first
     run = dry_run(cosmos, SEND, send(10))
@@ -103,11 +129,11 @@ def test_fail_closed(cosmos: Tenant) -> None:
     cosmos.denied(SEND, send(10), "no rule allows")
     run = dry_run(cosmos, SEND, send(10))
     assert run["rules"][0]["value"].startswith("error")
-    cosmos.policy({**COSMOS, "effect": "deny", "when": "tx.total['uosmo'] > 0"},
-                  {**COSMOS})  # fmt: skip
+    cosmos.policy({**COSMOS, "effect": "deny", "when": "tx.total['uosmo'] > 0"}, {**COSMOS})
     cosmos.denied(SEND, send(10, sequence=2), "deny rule applies", "error")
-    cosmos.policy({**COSMOS, "effect": "deny", "when": "has(tx.memo) && tx.memo.contains('x')"},
-                  {**COSMOS})  # fmt: skip
+    cosmos.policy(
+        {**COSMOS, "effect": "deny", "when": "has(tx.memo) && tx.memo.contains('x')"}, {**COSMOS}
+    )
     cosmos.allowed(SEND, send(10, sequence=3))  # no memo: absent, not "" (has() says so)
 
 
@@ -115,10 +141,14 @@ def test_spent_reads_the_24h_window_and_leaves_the_caps_whole(cosmos: Tenant) ->
     """`spent` is what the window holds before this request; reading it for a condition
     removes nothing from the window: once old spends leave it, the cap counts the same."""
     cosmos.policy(
-        {**COSMOS, "effect": "deny", "name": "slow-down",
-         "when": "'uatom' in spent && spent['uatom'] >= 500"},
+        {
+            **COSMOS,
+            "effect": "deny",
+            "name": "slow-down",
+            "when": "'uatom' in spent && spent['uatom'] >= 500",
+        },
         {**COSMOS, "max_per_day": {"uatom": "1000"}},
-    )  # fmt: skip
+    )
     with at(MONDAY_NOON):
         cosmos.allowed(SEND, send(400, fee=1))
         assert dry_run(cosmos, SEND, send(200, sequence=2, fee=1))["rules"][0]["value"] is False
@@ -139,7 +169,7 @@ def test_each_rule_keeps_its_own_value_when_one_errors(cosmos: Tenant) -> None:
         {**COSMOS, "when": "tx.kind == 'psbt' // not a PSBT"},
         {**COSMOS, "effect": "deny", "when": "token.label == 'nobody' // not this token"},
         {**COSMOS, "name": "transfers", "when": "tx.kind == 'transfer' // the one that decides"},
-    )  # fmt: skip
+    )
     run = dry_run(cosmos, SEND, send(10))
     values = [rule["value"] for rule in run["rules"]]
     assert values[0].startswith("error") and "uosmo" in values[0]
@@ -148,15 +178,18 @@ def test_each_rule_keeps_its_own_value_when_one_errors(cosmos: Tenant) -> None:
     cosmos.allowed(SEND, send(10))
 
 
-@pytest.mark.parametrize(("when", "words"), [
-    ("tx.fmaily == 'cosmos'", ["line 1, column 3", "fmaily"]),
-    ("tx.family", ["not a bool"]),
-    ("tx.total['uatom'] > 'big'", ["line 1", "no matching overload"]),
-    ("nobody.knows", ["undeclared reference", "nobody"]),
-    ("tx.outputs.exists(o, tx.outputs.all(p, p.amount > o.amount))", ["could cost", "60,000"]),
-    ("tx.family == 'cosmos' &&\n  tx.kind ==", ["line 2"]),
-    ("x" * 4097, ["4096"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("when", "words"),
+    [
+        ("tx.fmaily == 'cosmos'", ["line 1, column 3", "fmaily"]),
+        ("tx.family", ["not a bool"]),
+        ("tx.total['uatom'] > 'big'", ["line 1", "no matching overload"]),
+        ("nobody.knows", ["undeclared reference", "nobody"]),
+        ("tx.outputs.exists(o, tx.outputs.all(p, p.amount > o.amount))", ["could cost", "60,000"]),
+        ("tx.family == 'cosmos' &&\n  tx.kind ==", ["line 2"]),
+        ("x" * 4097, ["4096"]),
+    ],
+)
 def test_a_condition_that_does_not_check_is_refused_at_set_with_its_position(
     when: str, words: list[str]
 ) -> None:
@@ -194,16 +227,38 @@ def test_the_dry_run_signs_nothing_and_counts_no_cap(cosmos: Tenant) -> None:
 
 # ---- properties --------------------------------------------------------------------------
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-ATOMS = st.sampled_from([
-    "true", "false", "tx.family == 'cosmos'", "tx.kind == 'transfer'", "has(tx.memo)",
-    "tx.total['uatom'] > 5", "tx.fee['uatom'] == 5000", "token.label == 'test'",
-    "account.index == -1", "tx.outputs.exists(o, o.amount > 100)", "tx.total['nope'] > 0",
-    "now.getDayOfWeek('UTC') == 6", "size(tx.messages) > 0", "tx.fee_known",
-])  # fmt: skip
-EXPRS = st.recursive(ATOMS, lambda e: st.tuples(e, st.sampled_from([" && ", " || "]), e).map(
-    lambda t: f"({t[0]}{t[1]}{t[2]})") | e.map(lambda x: f"!({x})"), max_leaves=6)  # fmt: skip
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+ATOMS = st.sampled_from(
+    [
+        "true",
+        "false",
+        "tx.family == 'cosmos'",
+        "tx.kind == 'transfer'",
+        "has(tx.memo)",
+        "tx.total['uatom'] > 5",
+        "tx.fee['uatom'] == 5000",
+        "token.label == 'test'",
+        "account.index == -1",
+        "tx.outputs.exists(o, o.amount > 100)",
+        "tx.total['nope'] > 0",
+        "now.getDayOfWeek('UTC') == 6",
+        "size(tx.messages) > 0",
+        "tx.fee_known",
+    ]
+)
+EXPRS = st.recursive(
+    ATOMS,
+    lambda e: st.tuples(e, st.sampled_from([" && ", " || "]), e).map(
+        lambda t: f"({t[0]}{t[1]}{t[2]})"
+    )
+    | e.map(lambda x: f"!({x})"),
+    max_leaves=6,
+)
 
 
 @SETTINGS
@@ -246,16 +301,18 @@ def test_concurrent_requests_each_get_the_decision_on_their_own_request(cosmos: 
     cosmos.policy(
         {**COSMOS, "effect": "deny", "name": "big", "when": "tx.total['uatom'] > 600"},
         {**COSMOS, "name": "transfers", "when": "tx.kind == 'transfer'"},
-    )  # fmt: skip
+    )
     amounts = [10 * i + (700 if i % 3 == 0 else 0) for i in range(24)]
     with ThreadPoolExecutor(12) as pool:
-        answers = list(pool.map(lambda a: cosmos.sign(SEND, send(a, sequence=a, fee=1)),
-                                amounts))  # fmt: skip
+        answers = list(pool.map(lambda a: cosmos.sign(SEND, send(a, sequence=a, fee=1)), amounts))
     for amount, answer in zip(amounts, answers, strict=True):
         if amount + 1 > 600:
             assert answer.status_code == 403 and "big" in answer.json()["message"], answer.text
         else:
             assert answer.status_code == 200, answer.text
-    signed = {int(e["details"]["summary"]["items"][0]["amounts"][0]["amount"])
-              for e in cosmos.sign_events() if e["outcome"] == "ok"}  # fmt: skip
+    signed = {
+        int(e["details"]["summary"]["items"][0]["amounts"][0]["amount"])
+        for e in cosmos.sign_events()
+        if e["outcome"] == "ok"
+    }
     assert signed == {a for a in amounts if a + 1 <= 600}

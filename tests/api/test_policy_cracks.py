@@ -56,10 +56,14 @@ def test_a_deny_rule_over_an_ibc_timeout_fires_whatever_its_size(
     cosmos: Tenant, timeout: int
 ) -> None:
     cosmos.policy(
-        {**COSMOS, "effect": "deny", "name": "no-late-timeouts",
-         "when": "tx.ibc.exists(p, p.timeout_timestamp > 1000)"},
+        {
+            **COSMOS,
+            "effect": "deny",
+            "name": "no-late-timeouts",
+            "when": "tx.ibc.exists(p, p.timeout_timestamp > 1000)",
+        },
         {**COSMOS, "messages": ["/ibc.applications.transfer.v1.MsgTransfer"]},
-    )  # fmt: skip
+    )
     body = {**IBC_TRANSFER, "toAddress": OSMO, "amount": "10", "timeoutTimestamp": timeout}
     cosmos.denied(IBC, body, "no-late-timeouts")
     assert dry_run(cosmos, IBC, body)["decision"] == "deny"
@@ -69,10 +73,14 @@ def test_a_comment_with_an_apostrophe_hides_no_amount(cosmos: Tenant) -> None:
     """A `//` comment holding a quote once fooled the regex that decided whether an
     expression reads amounts: 2^63 uatom then read as 0 and the deny never fired."""
     cosmos.policy(
-        {**COSMOS, "effect": "deny", "name": "big",
-         "when": "tx.total['uatom'] > 1000000 // don't let big ones through"},
+        {
+            **COSMOS,
+            "effect": "deny",
+            "name": "big",
+            "when": "tx.total['uatom'] > 1000000 // don't let big ones through",
+        },
         COSMOS,
-    )  # fmt: skip
+    )
     cosmos.denied(SEND, send(2**63, fee=0), "big")
     cosmos.denied(SEND, send(2**63 + 12345, fee=1), "big")
     cosmos.denied(SEND, send(2_000_000, fee=0), "big")
@@ -81,12 +89,20 @@ def test_a_comment_with_an_apostrophe_hides_no_amount(cosmos: Tenant) -> None:
 
 def test_a_deny_rule_on_a_recipient_holds_for_every_spelling(cosmos: Tenant) -> None:
     cosmos.policy(
-        {**COSMOS, "effect": "deny", "name": "blocked",
-         "when": f"tx.outputs.exists(o, o.recipient == '{OTHER}')"},
-        {**COSMOS, "effect": "deny", "name": "blocked-ibc",
-         "when": f"tx.ibc.exists(p, p.receiver == '{OSMO}')"},
+        {
+            **COSMOS,
+            "effect": "deny",
+            "name": "blocked",
+            "when": f"tx.outputs.exists(o, o.recipient == '{OTHER}')",
+        },
+        {
+            **COSMOS,
+            "effect": "deny",
+            "name": "blocked-ibc",
+            "when": f"tx.ibc.exists(p, p.receiver == '{OSMO}')",
+        },
         COSMOS,
-    )  # fmt: skip
+    )
     cosmos.denied(SEND, send(10, to=OTHER), "blocked")
     cosmos.denied(SEND, send(10, to=OTHER.upper()), "blocked")
     mixed = OTHER[:10] + OTHER[10:].upper()
@@ -98,19 +114,27 @@ def test_a_deny_rule_on_a_recipient_holds_for_every_spelling(cosmos: Tenant) -> 
 
 
 def test_an_allow_list_and_a_condition_see_one_spelling(cosmos: Tenant) -> None:
-    cosmos.policy({**COSMOS, "recipients": [OTHER.upper()],
-                   "when": f"tx.outputs.all(o, o.recipient == '{OTHER}')"})  # fmt: skip
+    cosmos.policy(
+        {
+            **COSMOS,
+            "recipients": [OTHER.upper()],
+            "when": f"tx.outputs.all(o, o.recipient == '{OTHER}')",
+        }
+    )
     assert cosmos.sign(SEND, send(10, to=OTHER.upper())).status_code == 200
     assert cosmos.sign(SEND, send(10, sequence=2, to=OTHER)).status_code == 200
 
 
-@pytest.mark.parametrize("when", [
-    "tx.outputs.all(o, o in tx.outputs)",
-    "tx.outputs.exists(o, tx.outputs.exists(p, p.amount > o.amount))",
-    "tx.outputs.map(o, o.amount).exists(a, a > 5)",
-    "tx.outputs.exists(o, o.recipient.matches('^cosmos1.*q$'))",
-    "tx.messages.exists(m, m in tx.messages)",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "when",
+    [
+        "tx.outputs.all(o, o in tx.outputs)",
+        "tx.outputs.exists(o, tx.outputs.exists(p, p.amount > o.amount))",
+        "tx.outputs.map(o, o.amount).exists(a, a > 5)",
+        "tx.outputs.exists(o, o.recipient.matches('^cosmos1.*q$'))",
+        "tx.messages.exists(m, m in tx.messages)",
+    ],
+)
 def test_a_condition_that_could_hold_the_event_loop_is_refused_at_set(when: str) -> None:
     with pytest.raises(PolicyError) as refused:
         parse(json.dumps({"rules": [{**COSMOS, "when": when}]}))
@@ -126,8 +150,10 @@ def test_rules_that_cost_too_much_together_are_refused_at_set() -> None:
 
 
 def _summary(outputs: int, amount: int = 5, timeout: int | None = None) -> Summary:
-    items = tuple(Item("/cosmos.bank.v1beta1.MsgSend", f"cosmos1x{i}", (Amount("uatom", amount),))
-                  for i in range(outputs))  # fmt: skip
+    items = tuple(
+        Item("/cosmos.bank.v1beta1.MsgSend", f"cosmos1x{i}", (Amount("uatom", amount),))
+        for i in range(outputs)
+    )
     if timeout is not None:
         items += (
             Item(
@@ -137,8 +163,9 @@ def _summary(outputs: int, amount: int = 5, timeout: int | None = None) -> Summa
                 ibc=Ibc("channel-1", "transfer", None, timeout),
             ),
         )
-    return Summary("cosmos", "cosmoshub", "sign-amino", "cosmoshub-4", items,
-                   (Amount("uatom", 0),), "00" * 32)  # fmt: skip
+    return Summary(
+        "cosmos", "cosmoshub", "sign-amino", "cosmoshub-4", items, (Amount("uatom", 0),), "00" * 32
+    )
 
 
 FACTS = Facts("tok", "label", ("sign",), (), "a", "a", "", "", -1, 1_795_521_600_000, {})
@@ -210,15 +237,23 @@ def test_no_part_of_tx_reads_as_a_smaller_number_than_was_sent(
 SPELLINGS = st.sampled_from([str.lower, str.upper])
 
 
-@settings(max_examples=20, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(spell=SPELLINGS, amount=st.integers(1, 10**6))
 def test_the_dry_run_and_the_sign_endpoint_agree(cosmos: Tenant, spell: Any, amount: int) -> None:
     cosmos.policy(
         {**COSMOS, "effect": "deny", "name": "big", "when": "tx.total['uatom'] > 500000"},
-        {**COSMOS, "recipients": [OTHER], "approval": {"quorum": 1, "group": "g"},
-         "above": {"uatom": "300000"}},
-    )  # fmt: skip
+        {
+            **COSMOS,
+            "recipients": [OTHER],
+            "approval": {"quorum": 1, "group": "g"},
+            "above": {"uatom": "300000"},
+        },
+    )
     body = send(amount, sequence=amount, to=spell(OTHER), fee=0)
     run = dry_run(cosmos, SEND, body)
     r = cosmos.sign(SEND, body)
@@ -244,8 +279,11 @@ def test_a_stored_approval_that_no_longer_decodes_fails_alone(
 
     async def poison() -> None:
         async with db.write() as tx:
-            await tx.execute(update(approvals).where(approvals.c.id == ids[0])
-                             .values(request='{"not": "a transfer"'))  # fmt: skip
+            await tx.execute(
+                update(approvals)
+                .where(approvals.c.id == ids[0])
+                .values(request='{"not": "a transfer"')
+            )
 
     server.call(poison())
     alice = _approver(server, cosmos)
@@ -253,8 +291,7 @@ def test_a_stored_approval_that_no_longer_decodes_fails_alone(
         first = alice.post(f"/approvals/{ids[0]}/approve", json={"digest": pending[0]["digest"]})
         assert (first.status_code, first.json()["code"]) == (500, "integrity_failure"), first.text
         assert alice.get(f"/approvals/{ids[0]}").json()["data"]["state"] == "failed"
-        second = alice.post(f"/approvals/{ids[1]}/approve",
-                            json={"digest": pending[1]["digest"]})  # fmt: skip
+        second = alice.post(f"/approvals/{ids[1]}/approve", json={"digest": pending[1]["digest"]})
         assert second.status_code == 200, second.text
         assert alice.get(f"/approvals/{ids[1]}").json()["data"]["state"] == "signed"
     finally:
@@ -285,10 +322,16 @@ def test_the_sweep_fails_a_poisoned_approval_and_signs_the_next(
 
     async def edit() -> None:
         async with db.write() as tx:
-            await tx.execute(update(approvals).where(approvals.c.id.in_(ids[:2]))
-                             .values(state="approved", decided_ms=1))  # fmt: skip
-            await tx.execute(update(approvals).where(approvals.c.id == ids[0])
-                             .values(request='{"not": "a transfer"'))  # fmt: skip
+            await tx.execute(
+                update(approvals)
+                .where(approvals.c.id.in_(ids[:2]))
+                .values(state="approved", decided_ms=1)
+            )
+            await tx.execute(
+                update(approvals)
+                .where(approvals.c.id == ids[0])
+                .values(request='{"not": "a transfer"')
+            )
 
     server.call(edit())
     with clock.shift(STUCK_MS + 1_000):  # the approved one is stuck once this long
@@ -331,8 +374,9 @@ def _crashed_at_the_quorum(server: Server, t: Tenant, approval: str, digest: str
     the signing service's completion)."""
     assert server.services is not None
     svc = server.services
-    _, token = server.call(svc.tokens.create(
-        t.name, "alice", frozenset({"read", "approve"}), None, None, "treasury"))  # fmt: skip
+    _, token = server.call(
+        svc.tokens.create(t.name, "alice", frozenset({"read", "approve"}), None, None, "treasury")
+    )
     who = server.call(svc.tokens.authenticate(token))
     assert who is not None
     view, won = server.call(svc.approvals.vote(who, approval, True, digest, None))
@@ -342,8 +386,11 @@ def _crashed_at_the_quorum(server: Server, t: Tenant, approval: str, digest: str
 def _approver(server: Server, t: Tenant) -> Any:
     """A client with an approve token of `t`'s tenant in group treasury."""
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        t.name, "alice", frozenset({"read", "approve"}), None, None, "treasury"))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            t.name, "alice", frozenset({"read", "approve"}), None, None, "treasury"
+        )
+    )
     return server.client(token)
 
 
@@ -352,8 +399,7 @@ def test_the_dry_run_refuses_what_the_sign_endpoint_refuses_on_a_multisig(
 ) -> None:
     """sign-message on a multisig account is a 400 `multisig_unsupported`: the dry run
     says the same, not "allow"."""
-    keys = [cosmos.client.post("/litecoin", json={}).json()["data"]["public_key"]
-            for _ in range(2)]  # fmt: skip
+    keys = [cosmos.client.post("/litecoin", json={}).json()["data"]["public_key"] for _ in range(2)]
     r = cosmos.client.post("/litecoin/multisig", json={"threshold": 2, "public_keys": keys})
     assert r.status_code == 200, r.text
     address = r.json()["data"]["address"]
@@ -390,16 +436,28 @@ def test_a_multisig_derived_from_a_wallet_is_that_wallets_account(tenant: Tenant
     [account] = c.post(f"{base}/accounts", json={"index": 3}).json()["data"]["accounts"]
     keys = sorted(m["public_key"] for m in account["members"])
     tenant.policy(
-        {"family": "litecoin", "name": "treasury-large",
-         "when": f"account.wallet == '{wallet['id']}' && account.index == 3 "
-                 f"&& account.path.endsWith('/0/3')",
-         "approval": {"quorum": 2, "group": "treasury"}, "above": {"LTC": "100000"}},
+        {
+            "family": "litecoin",
+            "name": "treasury-large",
+            "when": f"account.wallet == '{wallet['id']}' && account.index == 3 "
+            f"&& account.path.endsWith('/0/3')",
+            "approval": {"quorum": 2, "group": "treasury"},
+            "above": {"LTC": "100000"},
+        },
         {"family": "litecoin"},
-    )  # fmt: skip
-    built = run_node("utxo.mjs", {"action": "build_multisig_psbt", "network": "litecoin/mainnet",
-                                  "m": 1, "pubkeys": keys, "kind": "p2wsh", "amountIn": 300_000,
-                                  "outputs": [{"address": RECIPIENT["litecoin"],
-                                               "value": 290_000}]})  # fmt: skip
+    )
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_multisig_psbt",
+            "network": "litecoin/mainnet",
+            "m": 1,
+            "pubkeys": keys,
+            "kind": "p2wsh",
+            "amountIn": 300_000,
+            "outputs": [{"address": RECIPIENT["litecoin"], "value": 290_000}],
+        },
+    )
     assert built["address"] == account["address"]
     body = {"psbt": built["psbt"]}
     run = c.post(
@@ -430,9 +488,11 @@ def test_a_key_that_will_not_open_is_an_audited_failure(server: Server, cosmos: 
     async def corrupt() -> None:  # this tenant's row only: the server is shared
         mine = select(tenants.c.id).where(tenants.c.name == cosmos.name).scalar_subquery()
         async with db.write() as tx:
-            await tx.execute(update(accounts)
-                             .where(accounts.c.name == ADDRESS, accounts.c.tenant_id == mine)
-                             .values(secret=b"\x01" * 60))  # fmt: skip
+            await tx.execute(
+                update(accounts)
+                .where(accounts.c.name == ADDRESS, accounts.c.tenant_id == mine)
+                .values(secret=b"\x01" * 60)
+            )
 
     server.call(corrupt())
     try:

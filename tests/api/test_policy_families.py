@@ -15,22 +15,44 @@ from tests.conftest import Server
 
 COSMOS = {"family": "cosmos", "network": "cosmoshub"}
 PAYOUTS = {**COSMOS, "name": "payouts", "recipients": [OTHER], "max_per_tx": {"uatom": "1000"}}
-NO_MESSAGES = {"family": "cosmos", "name": "no-messages", "effect": "deny",
-               "when": "tx.kind == 'message'"}  # fmt: skip
-LITECOIN = {"family": "litecoin", "name": "ltc-vault", "recipients": [RECIPIENT["litecoin"]],
-            "max_per_day": {"LTC": "31415926535"}}  # fmt: skip
-DOGECOIN = {"family": "dogecoin", "network": "mainnet", "name": "doge-tips",
-            "recipients": [RECIPIENT["dogecoin"]], "max_per_tx": {"DOGE": "27182818284"}}  # fmt: skip
+NO_MESSAGES = {
+    "family": "cosmos",
+    "name": "no-messages",
+    "effect": "deny",
+    "when": "tx.kind == 'message'",
+}
+LITECOIN = {
+    "family": "litecoin",
+    "name": "ltc-vault",
+    "recipients": [RECIPIENT["litecoin"]],
+    "max_per_day": {"LTC": "31415926535"},
+}
+DOGECOIN = {
+    "family": "dogecoin",
+    "network": "mainnet",
+    "name": "doge-tips",
+    "recipients": [RECIPIENT["dogecoin"]],
+    "max_per_tx": {"DOGE": "27182818284"},
+}
 # what a cosmos-only token must never read
-HIDDEN = ("litecoin", "ltc-vault", RECIPIENT["litecoin"], "31415926535",
-          "dogecoin", "doge-tips", RECIPIENT["dogecoin"], "27182818284")  # fmt: skip
+HIDDEN = (
+    "litecoin",
+    "ltc-vault",
+    RECIPIENT["litecoin"],
+    "31415926535",
+    "dogecoin",
+    "doge-tips",
+    RECIPIENT["dogecoin"],
+    "27182818284",
+)
 
 
 def limited(server: Server, tenant: Tenant, *families: str) -> httpx.Client:
     """A client with a token of the default scopes, limited to `families`."""
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        tenant.name, "-".join(families), families=frozenset(families)))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(tenant.name, "-".join(families), families=frozenset(families))
+    )
     return server.client(token)
 
 
@@ -57,7 +79,11 @@ def test_a_family_limited_token_reads_only_its_families_rules(
     full_history = data(tenant.client.get("/policy/history"))["versions"]
     assert [r["name"] for r in full["policy"]["rules"]] == ["payouts", "ltc-vault", "no-messages"]
     assert [r["name"] for r in full_history[0]["policy"]["rules"]] == [
-        "ltc-vault", "payouts", "doge-tips", "no-messages"]  # fmt: skip
+        "ltc-vault",
+        "payouts",
+        "doge-tips",
+        "no-messages",
+    ]
 
     with limited(server, tenant, "cosmos") as c:
         shown, history = c.get("/policy"), c.get("/policy/history")
@@ -65,8 +91,11 @@ def test_a_family_limited_token_reads_only_its_families_rules(
         for word in HIDDEN:
             assert word not in r.text, (word, r.text)
     # exactly what a policy of its rules alone would show: no count, no gap, no marker
-    assert data(shown) == {**full, "policy": only(full["policy"], "cosmos"),
-                           "units": {"cosmos": full["units"]["cosmos"]}}  # fmt: skip
+    assert data(shown) == {
+        **full,
+        "policy": only(full["policy"], "cosmos"),
+        "units": {"cosmos": full["units"]["cosmos"]},
+    }
     assert [r["name"] for r in data(shown)["policy"]["rules"]] == ["payouts", "no-messages"]
     versions = data(history)["versions"]
     assert versions == [{**v, "policy": only(v["policy"], "cosmos")} for v in full_history]
@@ -105,5 +134,7 @@ def test_the_dry_run_shows_a_family_limited_token_only_its_families_rules(
         )
         run = data(r)
     assert [rule.get("rule_name") or rule.get("name") for rule in run["rules"]] == [
-        "payouts", "no-messages"], run["rules"]  # fmt: skip
+        "payouts",
+        "no-messages",
+    ], run["rules"]
     assert not [word for word in HIDDEN if word in r.text], r.text

@@ -33,8 +33,10 @@ def redis_or_skip() -> None:
         with redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1) as r:
             r.ping()
     except redis.RedisError as exc:
-        why = (f"Redis not reachable at {REDIS_URL} ({type(exc).__name__}); set "
-               "CHAINKEYS_TEST_REDIS_URL=redis://host:port/db to run these tests")  # fmt: skip
+        why = (
+            f"Redis not reachable at {REDIS_URL} ({type(exc).__name__}); set "
+            "CHAINKEYS_TEST_REDIS_URL=redis://host:port/db to run these tests"
+        )
         if REQUIRE_REDIS:
             pytest.fail(why)
         pytest.skip(why)

@@ -90,8 +90,9 @@ def accepted(scope: str) -> set[str]:
     return set(scope.split(EITHER))
 
 
-def expected_refusal(scope: str | None, family: str, path: str, token_scopes: set[str],
-                     limited: bool) -> bool:  # fmt: skip
+def expected_refusal(
+    scope: str | None, family: str, path: str, token_scopes: set[str], limited: bool
+) -> bool:
     """Whether the declaration says this token is refused (403)."""
     if scope is not None and scope != AUTHENTICATED and not accepted(scope) & token_scopes:
         return True
@@ -109,12 +110,17 @@ def test_every_route_with_every_kind_of_token(export_server: Server) -> None:
     tenant = f"matrix-{uuid.uuid4().hex[:8]}"
     tokens: dict[str, tuple[set[str], bool]] = {}
     for only in SCOPES:
-        _, token = export_server.call(export_server.services.tokens.create(
-            tenant, f"only-{only}", frozenset({only}), group="g" if only == "approve" else None
-        ))  # fmt: skip
+        _, token = export_server.call(
+            export_server.services.tokens.create(
+                tenant, f"only-{only}", frozenset({only}), group="g" if only == "approve" else None
+            )
+        )
         tokens[token] = ({only}, False)
-    _, narrow = export_server.call(export_server.services.tokens.create(
-        tenant, "limited", frozenset(SCOPES), families=frozenset({LIMITED_TO}), group="g"))  # fmt: skip
+    _, narrow = export_server.call(
+        export_server.services.tokens.create(
+            tenant, "limited", frozenset(SCOPES), families=frozenset({LIMITED_TO}), group="g"
+        )
+    )
     tokens[narrow] = (set(SCOPES), True)
     seen = 0
     for method, path, scope, family in table():
@@ -134,24 +140,34 @@ def test_every_route_with_every_kind_of_token(export_server: Server) -> None:
     assert seen == len(table()) * len(tokens)
 
 
-def test_wallet_wide_operations_need_a_token_for_every_family(export_server: Server,
-                                                              tmp_path: Path) -> None:  # fmt: skip
+def test_wallet_wide_operations_need_a_token_for_every_family(
+    export_server: Server, tmp_path: Path
+) -> None:
     """The attack: a token limited to cosmos exported the phrase of a wallet whose
     accounts include Litecoin keys, created wallets and deleted one backing them."""
     assert export_server.services is not None
     tenant = f"w-{uuid.uuid4().hex[:8]}"
-    _, full = export_server.call(export_server.services.tokens.create(
-        tenant, "ops", frozenset(SCOPES) - {"approve"}))  # fmt: skip
-    _, narrow = export_server.call(export_server.services.tokens.create(
-        tenant, "cosmos", frozenset({"read", "create", "delete", "export"}),
-        families=frozenset({"cosmos"})))  # fmt: skip
+    _, full = export_server.call(
+        export_server.services.tokens.create(tenant, "ops", frozenset(SCOPES) - {"approve"})
+    )
+    _, narrow = export_server.call(
+        export_server.services.tokens.create(
+            tenant,
+            "cosmos",
+            frozenset({"read", "create", "delete", "export"}),
+            families=frozenset({"cosmos"}),
+        )
+    )
     with export_server.client(full) as ops, export_server.client(narrow) as c:
         wallet = ops.post("/wallets", json={}).json()["data"]["id"]
         ltc = ops.post(f"/wallets/{wallet}/accounts", json={"family": "litecoin"}).json()
         address = ltc["data"]["accounts"][0]["address"]
-        for r in (c.post(f"/wallets/{wallet}/export"), c.post("/wallets", json={}),
-                  c.delete(f"/wallets/{wallet}"),
-                  c.post(f"/wallets/{wallet}/accounts", json={"family": "litecoin"})):  # fmt: skip
+        for r in (
+            c.post(f"/wallets/{wallet}/export"),
+            c.post("/wallets", json={}),
+            c.delete(f"/wallets/{wallet}"),
+            c.post(f"/wallets/{wallet}/accounts", json={"family": "litecoin"}),
+        ):
             assert r.status_code == 403, r.text
             assert "mnemonic" not in r.text
         assert c.post(f"/wallets/{wallet}/accounts", json={"family": "cosmos"}).status_code == 200

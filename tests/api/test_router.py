@@ -25,8 +25,9 @@ def _router() -> Router:
 
 ROUTER = _router()
 # every literal segment the routes have, some near misses, and free text
-LITERALS = sorted({p for r in ROUTER.patterns for p in getattr(r, "path", "").split("/")
-                   if p and "{" not in p})  # fmt: skip
+LITERALS = sorted(
+    {p for r in ROUTER.patterns for p in getattr(r, "path", "").split("/") if p and "{" not in p}
+)
 SEGMENT = st.one_of(
     st.sampled_from(LITERALS),
     st.sampled_from(["", "x", "cosmos1abc", "sign", "Sign-message", "%2F", "a:b", "{x}"]),
@@ -108,7 +109,11 @@ def test_the_router_picks_what_a_scan_of_every_route_picks(parts: list[str], met
 def test_a_literal_path_without_the_method_falls_to_the_account_route() -> None:
     for family in ("cosmos", "dogecoin", "litecoin"):
         for method in ("GET", "DELETE"):
-            scope = {"type": "http", "path": f"/{family}/multisig", "method": method,
-                     "root_path": ""}  # fmt: skip
+            scope = {
+                "type": "http",
+                "path": f"/{family}/multisig",
+                "method": method,
+                "root_path": "",
+            }
             route, _ = ROUTER.resolve(scope)
             assert getattr(route, "path", None) == f"/{family}/{{accountName}}", (family, method)

@@ -78,8 +78,11 @@ def test_each_single_scope_allows_only_its_calls(
                 assert sorted(names(a, family)) == before  # nothing changed
             if what == "import" and r.status_code == 200:
                 a.delete(f"/{family}/{name_of(family, r.json())}")
-        denied = [e for e in a.get("/audit?limit=1000").json()["data"]["events"]
-                  if e["action"] == "denied"]  # fmt: skip
+        denied = [
+            e
+            for e in a.get("/audit?limit=1000").json()["data"]["events"]
+            if e["action"] == "denied"
+        ]
         assert len(denied) == sum(1 for needs, *_ in CALLS.values() if needs != scope)
 
 
@@ -143,8 +146,10 @@ def test_an_export_reimports_to_the_same_address(
         assert name_of(family, reimported.json()) == name
         if family == "eos":
             assert inner["private_key_k1"].startswith("PVT_K1_")
-            k1 = b.post(f"/{family}", json={**again, "private_key": inner["private_key_k1"],
-                                            "name": "k1reimport12"})  # fmt: skip
+            k1 = b.post(
+                f"/{family}",
+                json={**again, "private_key": inner["private_key_k1"], "name": "k1reimport12"},
+            )
             assert k1.status_code == 200 and k1.json()["data"]["public_key"] == inner["public_key"]
         if body.get("private_key", "").startswith(("6", "9")):
             assert inner["private_key"] == body["private_key"]  # still the uncompressed WIF
@@ -188,8 +193,11 @@ def test_delete_and_restore_on_every_family(server: Server, tmp_path: Path, fami
 def test_a_token_reads_its_own_description(server: Any) -> None:
     assert server.services is not None
     tenant = f"self-{uuid.uuid4().hex[:8]}"
-    _, token = server.call(server.services.tokens.create(
-        tenant, "payouts", frozenset({"sign"}), 3_600_000, frozenset({"dogecoin", "eos"})))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            tenant, "payouts", frozenset({"sign"}), 3_600_000, frozenset({"dogecoin", "eos"})
+        )
+    )
     with server.client(token) as c:
         r = c.get("/tokens/self")
         assert r.status_code == 200, r.text

@@ -39,12 +39,25 @@ def signer(client: httpx.Client) -> httpx.Client:
 def direct_doc(
     chain_id: str = "cosmoshub-4", pubkey: str = PUBKEY, amount: str = "1234"
 ) -> dict[str, Any]:
-    built = run_node("cosmos.mjs", {
-        "action": "build_direct", "pubkey": pubkey, "sequence": 7, "gas": "200000",
-        "fee": [{"denom": "uatom", "amount": "500"}], "memo": "invoice 42",
-        "msgs": [{"typeUrl": "/cosmos.bank.v1beta1.MsgSend", "from": ADDRESS, "to": OTHER,
-                  "amount": [{"denom": "uatom", "amount": amount}]}],
-    })  # fmt: skip
+    built = run_node(
+        "cosmos.mjs",
+        {
+            "action": "build_direct",
+            "pubkey": pubkey,
+            "sequence": 7,
+            "gas": "200000",
+            "fee": [{"denom": "uatom", "amount": "500"}],
+            "memo": "invoice 42",
+            "msgs": [
+                {
+                    "typeUrl": "/cosmos.bank.v1beta1.MsgSend",
+                    "from": ADDRESS,
+                    "to": OTHER,
+                    "amount": [{"denom": "uatom", "amount": amount}],
+                }
+            ],
+        },
+    )
     return {**built, "chainId": chain_id, "accountNumber": "99"}
 
 
@@ -56,40 +69,64 @@ def test_sign_direct_matches_cosmjs_and_verifies(signer: httpx.Client) -> None:
     assert data["signed"] == doc
     assert data["signature"]["pub_key"] == {"type": "tendermint/PubKeySecp256k1", "value": PUBKEY}
     sig = data["signature"]["signature"]
-    verdict = run_node("cosmos.mjs", {"action": "verify_direct", "signDoc": doc,
-                                      "signature": sig, "pubkey": PUBKEY})  # fmt: skip
+    verdict = run_node(
+        "cosmos.mjs",
+        {"action": "verify_direct", "signDoc": doc, "signature": sig, "pubkey": PUBKEY},
+    )
     assert verdict == {"valid": True, "lowS": True, "ok": True}
-    reference = run_node("cosmos.mjs", {"action": "sign_direct", "signDoc": doc,
-                                        "privateKey": PRIVATE, "prefix": "cosmos"})  # fmt: skip
+    reference = run_node(
+        "cosmos.mjs",
+        {"action": "sign_direct", "signDoc": doc, "privateKey": PRIVATE, "prefix": "cosmos"},
+    )
     assert reference["signature"] == sig  # RFC 6979: the same bytes as cosmjs
     again = signer.post(f"/cosmos/{ADDRESS}/sign-direct", json={"signDoc": doc})
     assert again.json()["data"]["signature"]["signature"] == sig
-    snake = {"body_bytes": doc["bodyBytes"], "auth_info_bytes": doc["authInfoBytes"],
-             "chain_id": doc["chainId"], "account_number": doc["accountNumber"]}  # fmt: skip
-    assert signer.post(f"/cosmos/{ADDRESS}/sign-direct", json={"signDoc": snake}).json()[
-        "data"]["signature"]["signature"] == sig  # fmt: skip
+    snake = {
+        "body_bytes": doc["bodyBytes"],
+        "auth_info_bytes": doc["authInfoBytes"],
+        "chain_id": doc["chainId"],
+        "account_number": doc["accountNumber"],
+    }
+    assert (
+        signer.post(f"/cosmos/{ADDRESS}/sign-direct", json={"signDoc": snake}).json()["data"][
+            "signature"
+        ]["signature"]
+        == sig
+    )
     events = signer.get("/audit").json()["data"]["events"]
     assert [e["outcome"] for e in events if e["action"] == "sign"] == ["ok", "ok", "ok"]
 
 
 def test_sign_amino_matches_cosmjs_and_verifies(signer: httpx.Client) -> None:
     doc = {
-        "chain_id": "cosmoshub-4", "account_number": "99", "sequence": "7",
+        "chain_id": "cosmoshub-4",
+        "account_number": "99",
+        "sequence": "7",
         "fee": {"amount": [{"denom": "uatom", "amount": "500"}], "gas": "200000"},
-        "msgs": [{"type": "cosmos-sdk/MsgSend", "value": {
-            "from_address": ADDRESS, "to_address": OTHER,
-            "amount": [{"denom": "uatom", "amount": "1234"}]}}],
+        "msgs": [
+            {
+                "type": "cosmos-sdk/MsgSend",
+                "value": {
+                    "from_address": ADDRESS,
+                    "to_address": OTHER,
+                    "amount": [{"denom": "uatom", "amount": "1234"}],
+                },
+            }
+        ],
         "memo": "a <b> & 'c' ü",
-    }  # fmt: skip
+    }
     r = signer.post(f"/cosmos/{ADDRESS}/sign-amino", json={"signDoc": doc})
     assert r.status_code == 200, r.text
     sig = r.json()["data"]["signature"]["signature"]
     assert r.json()["data"]["signed"] == doc
-    verdict = run_node("cosmos.mjs", {"action": "verify_amino", "signDoc": doc,
-                                      "signature": sig, "pubkey": PUBKEY})  # fmt: skip
+    verdict = run_node(
+        "cosmos.mjs", {"action": "verify_amino", "signDoc": doc, "signature": sig, "pubkey": PUBKEY}
+    )
     assert verdict["valid"] is True
-    reference = run_node("cosmos.mjs", {"action": "sign_amino", "signDoc": doc,
-                                        "privateKey": PRIVATE, "prefix": "cosmos"})  # fmt: skip
+    reference = run_node(
+        "cosmos.mjs",
+        {"action": "sign_amino", "signDoc": doc, "privateKey": PRIVATE, "prefix": "cosmos"},
+    )
     assert reference["signature"] == sig
 
 
@@ -102,9 +139,16 @@ def test_sign_message_is_adr036_as_keplr_builds_it(
     data = r.json()["data"]
     assert data["signedMessage"] == data["signature"]["signature"]
     raw = body["message"].encode() if "message" in body else base64.b64decode(body["data"])
-    checked = run_node("cosmos.mjs", {"action": "adr036_doc", "signer": ADDRESS,
-                                      "data": base64.b64encode(raw).decode(),
-                                      "signature": data["signedMessage"], "pubkey": PUBKEY})  # fmt: skip
+    checked = run_node(
+        "cosmos.mjs",
+        {
+            "action": "adr036_doc",
+            "signer": ADDRESS,
+            "data": base64.b64encode(raw).decode(),
+            "signature": data["signedMessage"],
+            "pubkey": PUBKEY,
+        },
+    )
     assert checked["doc"] == data["signed"]
     assert checked["verdict"]["valid"] is True
 
@@ -129,9 +173,16 @@ def test_sign_message_at_the_schemas_maximum_is_signed_and_one_more_is_refused(
     r = post_wire(signer, path, wire)
     assert r.status_code == 200, r.text
     data = r.json()["data"]
-    checked = run_node("cosmos.mjs", {"action": "adr036_doc", "signer": ADDRESS,
-                                      "data": base64.b64encode(raw).decode(),
-                                      "signature": data["signedMessage"], "pubkey": PUBKEY})  # fmt: skip
+    checked = run_node(
+        "cosmos.mjs",
+        {
+            "action": "adr036_doc",
+            "signer": ADDRESS,
+            "data": base64.b64encode(raw).decode(),
+            "signature": data["signedMessage"],
+            "pubkey": PUBKEY,
+        },
+    )
     assert checked["doc"] == data["signed"] and checked["verdict"]["valid"] is True
     refused_over_the_limit(signer, "cosmos", path, over, words)
 
@@ -167,11 +218,23 @@ def test_refusals(signer: httpx.Client) -> None:
         "invalid_field",  # its shape: the document's pattern
     )
     refused(signer, "sign-direct", {"signDoc": {**doc, "accountNumber": "1.5"}}, "invalid_amount")
-    amino = {"chain_id": "cosmoshub-4", "account_number": "1", "sequence": "0", "memo": "",
-             "fee": {"amount": [], "gas": "1"},
-             "msgs": [{"type": "cosmos-sdk/MsgSend", "value": {
-                 "from_address": ADDRESS, "to_address": OTHER,
-                 "amount": [{"denom": "uatom", "amount": 1.5}]}}]}  # fmt: skip
+    amino = {
+        "chain_id": "cosmoshub-4",
+        "account_number": "1",
+        "sequence": "0",
+        "memo": "",
+        "fee": {"amount": [], "gas": "1"},
+        "msgs": [
+            {
+                "type": "cosmos-sdk/MsgSend",
+                "value": {
+                    "from_address": ADDRESS,
+                    "to_address": OTHER,
+                    "amount": [{"denom": "uatom", "amount": 1.5}],
+                },
+            }
+        ],
+    }
     refused(signer, "sign-amino", {"signDoc": amino}, "invalid_amount")
     foreign = json.loads(json.dumps(amino).replace(ADDRESS, OTHER).replace("1.5", '"1"'))
     refused(signer, "sign-amino", {"signDoc": foreign}, "not_owner")
@@ -191,15 +254,24 @@ def test_refusals(signer: httpx.Client) -> None:
 def test_amino_keys_sort_as_javascript_does(signer: httpx.Client) -> None:
     """Keys beyond the Basic Multilingual Plane sort by UTF-16 units, as in cosmjs."""
     doc = {
-        "chain_id": "cosmoshub-4", "account_number": "1", "sequence": "0", "memo": "",
+        "chain_id": "cosmoshub-4",
+        "account_number": "1",
+        "sequence": "0",
+        "memo": "",
         "fee": {"amount": [], "gas": "1"},
         "msgs": [{"type": "custom/Msg", "value": {"\U0001f600": "a", "\uffff": "b", "z": "c"}}],
-    }  # fmt: skip
+    }
     r = signer.post(f"/cosmos/{ADDRESS}/sign-amino", json={"signDoc": doc})
     assert r.status_code == 200, r.text
-    verdict = run_node("cosmos.mjs", {"action": "verify_amino", "signDoc": doc,
-                                      "signature": r.json()["data"]["signature"]["signature"],
-                                      "pubkey": PUBKEY})  # fmt: skip
+    verdict = run_node(
+        "cosmos.mjs",
+        {
+            "action": "verify_amino",
+            "signDoc": doc,
+            "signature": r.json()["data"]["signature"]["signature"],
+            "pubkey": PUBKEY,
+        },
+    )
     assert verdict["valid"] is True
 
 
@@ -217,48 +289,83 @@ def test_sign_needs_the_sign_scope_and_an_own_account(server: Any, signer: httpx
 
 
 TRANSFER = {
-    "fromAddress": ADDRESS, "toAddress": OTHER, "amount": "1500000", "denom": "uatom",
-    "chainId": "cosmoshub-4", "sequence": 3, "accountNumber": 12345, "feeDenom": "uatom",
-    "feeAmount": "5000", "gasLimit": 200000, "memo": "payout 7", "timeoutHeight": 0,
-}  # fmt: skip
-IBC_TRANSFER = {**TRANSFER, "toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw",
-                "sourcePort": "transfer", "sourceChannel": "channel-141",
-                "timeoutTimestamp": 1_800_000_000_000_000_000}  # fmt: skip
+    "fromAddress": ADDRESS,
+    "toAddress": OTHER,
+    "amount": "1500000",
+    "denom": "uatom",
+    "chainId": "cosmoshub-4",
+    "sequence": 3,
+    "accountNumber": 12345,
+    "feeDenom": "uatom",
+    "feeAmount": "5000",
+    "gasLimit": 200000,
+    "memo": "payout 7",
+    "timeoutHeight": 0,
+}
+IBC_TRANSFER = {
+    **TRANSFER,
+    "toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw",
+    "sourcePort": "transfer",
+    "sourceChannel": "channel-141",
+    "timeoutTimestamp": 1_800_000_000_000_000_000,
+}
 
 
-@pytest.mark.parametrize(("path", "body", "ibc"), [
-    ("sign-transfer", TRANSFER, False), ("sign-ibc-transfer", IBC_TRANSFER, True),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("path", "body", "ibc"),
+    [
+        ("sign-transfer", TRANSFER, False),
+        ("sign-ibc-transfer", IBC_TRANSFER, True),
+    ],
+)
 def test_transfers_are_the_bytes_cosmjs_builds(
     signer: httpx.Client, path: str, body: dict[str, Any], ibc: bool
 ) -> None:
     r = signer.post(f"/cosmos/{ADDRESS}/{path}", json=body)
     assert r.status_code == 200, r.text
     data = r.json()["data"]
-    reference = run_node("cosmos.mjs", {"action": "sign_transfer", "transfer": body, "ibc": ibc,
-                                        "privateKey": PRIVATE, "prefix": "cosmos"})  # fmt: skip
+    reference = run_node(
+        "cosmos.mjs",
+        {
+            "action": "sign_transfer",
+            "transfer": body,
+            "ibc": ibc,
+            "privateKey": PRIVATE,
+            "prefix": "cosmos",
+        },
+    )
     assert data["signedTx"] == reference["signedTx"]
     raw = base64.b64decode(data["signedTx"])
     import hashlib
 
     assert data["txHash"] == hashlib.sha256(raw).hexdigest().upper()
-    checked = run_node("cosmos.mjs", {"action": "verify_tx", "signedTx": data["signedTx"],
-                                      "chainId": "cosmoshub-4", "accountNumber": "12345",
-                                      "pubkey": PUBKEY})  # fmt: skip
+    checked = run_node(
+        "cosmos.mjs",
+        {
+            "action": "verify_tx",
+            "signedTx": data["signedTx"],
+            "chainId": "cosmoshub-4",
+            "accountNumber": "12345",
+            "pubkey": PUBKEY,
+        },
+    )
     assert checked["verdict"]["valid"] is True
     url = "/ibc.applications.transfer.v1.MsgTransfer" if ibc else "/cosmos.bank.v1beta1.MsgSend"
     assert checked["messages"] == [url]
 
 
-@pytest.mark.parametrize(("change", "code"), [
-    ({"chainId": "osmosis-1"}, "wrong_chain"),
-    ({"fromAddress": OTHER}, "not_owner"),
-    ({"toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw"}, "wrong_chain"),
-    ({"amount": "1.5"}, "invalid_amount"),
-    ({"amount": "-5"}, "invalid_amount"),
-    ({"gasLimit": 1.5}, "invalid_amount"),  # a count, checked as the amounts are
-    ({"sequence": -1}, "invalid_amount"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"chainId": "osmosis-1"}, "wrong_chain"),
+        ({"fromAddress": OTHER}, "not_owner"),
+        ({"toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw"}, "wrong_chain"),
+        ({"amount": "1.5"}, "invalid_amount"),
+        ({"amount": "-5"}, "invalid_amount"),
+        ({"gasLimit": 1.5}, "invalid_amount"),  # a count, checked as the amounts are
+        ({"sequence": -1}, "invalid_amount"),
+    ],
+)
 def test_transfer_refusals(signer: httpx.Client, change: dict[str, Any], code: str) -> None:
     r = signer.post(f"/cosmos/{ADDRESS}/sign-transfer", json={**TRANSFER, **change})
     assert r.status_code == 400, r.text
@@ -287,15 +394,20 @@ def test_a_stored_key_that_is_not_the_accounts_key_signs_nothing(
             where = accounts.c.address == address
             row = dict((await tx.execute(select(accounts).where(where))).first()._mapping)
             row["public_key"] = alien.decode()
-            await tx.execute(update(accounts).where(where).values(
-                public_key=row["public_key"], mac=integrity.mac(ACCOUNTS, row)))  # fmt: skip
+            await tx.execute(
+                update(accounts)
+                .where(where)
+                .values(public_key=row["public_key"], mac=integrity.mac(ACCOUNTS, row))
+            )
 
     server.call(tamper())
     r = client.post(f"/cosmos/{address}/sign-message", json={"message": "pay 5 atom"})
     assert r.status_code == 500
-    assert r.json() == {"success": False, "code": "key_mismatch",
-                        "message": "this account's stored key does not match its public key; "
-                                   "nothing was signed"}  # fmt: skip
+    assert r.json() == {
+        "success": False,
+        "code": "key_mismatch",
+        "message": "this account's stored key does not match its public key; nothing was signed",
+    }
     transfer = {**TRANSFER, "fromAddress": address}
     r = client.post(f"/cosmos/{address}/sign-transfer", json=transfer)
     assert r.status_code == 500 and r.json()["code"] == "key_mismatch"

@@ -33,32 +33,53 @@ def signer(client: httpx.Client) -> tuple[httpx.Client, str]:
 def transfer(
     frm: str = NAME, actor: str = NAME, quantity: str = "1.2345 EOS", **kw: Any
 ) -> dict[str, Any]:
-    return {"account": "eosio.token", "name": "transfer",
-            "authorization": [{"actor": actor, "permission": "active"}],
-            "data": {"from": frm, "to": "exchange1234", "quantity": quantity, "memo": "m"}, **kw}  # fmt: skip
+    return {
+        "account": "eosio.token",
+        "name": "transfer",
+        "authorization": [{"actor": actor, "permission": "active"}],
+        "data": {"from": frm, "to": "exchange1234", "quantity": quantity, "memo": "m"},
+        **kw,
+    }
 
 
 def build(*actions: dict[str, Any], cfa: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    built: dict[str, Any] = run_node("eos.mjs", {
-        "action": "build_tx", "chainId": CHAIN, "actions": list(actions),
-        "context_free_actions": cfa or []})  # fmt: skip
+    built: dict[str, Any] = run_node(
+        "eos.mjs",
+        {
+            "action": "build_tx",
+            "chainId": CHAIN,
+            "actions": list(actions),
+            "context_free_actions": cfa or [],
+        },
+    )
     return built
 
 
 def test_sign_transaction_verifies_with_wharfkit(signer: tuple[httpx.Client, str]) -> None:
     client, public = signer
     built = build(transfer())
-    body = {"chainId": CHAIN, "serializedTransaction": built["serializedTransaction"],
-            "requiredKeys": [public], "abis": []}  # fmt: skip
+    body = {
+        "chainId": CHAIN,
+        "serializedTransaction": built["serializedTransaction"],
+        "requiredKeys": [public],
+        "abis": [],
+    }
     r = client.post(f"/eos/{NAME}/sign-transaction", json=body)
     assert r.status_code == 200, r.text
     data = r.json()["data"]
     assert data["serializedTransaction"] == built["serializedTransaction"]
     [sig] = data["signatures"]
     assert sig.startswith("SIG_K1_")
-    check = run_node("eos.mjs", {"action": "verify_tx", "chainId": CHAIN, "signature": sig,
-                                 "serializedTransaction": built["serializedTransaction"],
-                                 "publicKey": public})  # fmt: skip
+    check = run_node(
+        "eos.mjs",
+        {
+            "action": "verify_tx",
+            "chainId": CHAIN,
+            "signature": sig,
+            "serializedTransaction": built["serializedTransaction"],
+            "publicKey": public,
+        },
+    )
     assert check["valid"] and check["canonical"]
     assert check["recovered"] == public
     assert check["digest"] == built["signingDigest"]  # wharfkit's own signing digest
@@ -73,14 +94,25 @@ def test_context_free_data_is_in_the_digest(signer: tuple[httpx.Client, str]) ->
     cfa = [{"account": "eosio.null", "name": "nonce", "authorization": [], "data_hex": "01"}]
     built = build(transfer(), cfa=cfa)
     cfd = "68656c6c6f"
-    body = {"chainId": CHAIN, "serializedTransaction": built["serializedTransaction"],
-            "serializedContextFreeData": cfd}  # fmt: skip
+    body = {
+        "chainId": CHAIN,
+        "serializedTransaction": built["serializedTransaction"],
+        "serializedContextFreeData": cfd,
+    }
     r = client.post(f"/eos/{NAME}/sign-transaction", json=body)
     assert r.status_code == 200, r.text
     [sig] = r.json()["data"]["signatures"]
-    check = run_node("eos.mjs", {"action": "verify_tx", "chainId": CHAIN, "signature": sig,
-                                 "serializedTransaction": built["serializedTransaction"],
-                                 "serializedContextFreeData": cfd, "publicKey": public})  # fmt: skip
+    check = run_node(
+        "eos.mjs",
+        {
+            "action": "verify_tx",
+            "chainId": CHAIN,
+            "signature": sig,
+            "serializedTransaction": built["serializedTransaction"],
+            "serializedContextFreeData": cfd,
+            "publicKey": public,
+        },
+    )
     assert check["valid"] and check["canonical"]
     assert check["digest"] != built["signingDigest"]  # wharfkit's ignores the cfd; ours does not
 
@@ -93,14 +125,19 @@ def test_sign_message_verifies_with_wharfkit_and_eosjs_ecc(
     r = client.post(f"/eos/{NAME}/sign-message", json=body)
     assert r.status_code == 200, r.text
     sig = r.json()["data"]["signature"]
-    check = run_node("eos.mjs", {"action": "verify_message", "signature": sig,
-                                 "publicKey": public, **body})  # fmt: skip
+    check = run_node(
+        "eos.mjs", {"action": "verify_message", "signature": sig, "publicKey": public, **body}
+    )
     assert check == {"valid": True, "canonical": True, "ecc": True}
 
 
-@pytest.mark.parametrize(("field", "at_most", "one_more"), [
-    ("message", FACE * MAX_MESSAGE_CHARS, "x"), ("data", "ff" * MAX_MESSAGE_BYTES, "ff"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "at_most", "one_more"),
+    [
+        ("message", FACE * MAX_MESSAGE_CHARS, "x"),
+        ("data", "ff" * MAX_MESSAGE_BYTES, "ff"),
+    ],
+)
 def test_sign_message_at_the_schemas_maximum_is_signed_and_one_more_is_refused(
     signer: tuple[httpx.Client, str], field: str, at_most: str, one_more: str
 ) -> None:
@@ -110,8 +147,15 @@ def test_sign_message_at_the_schemas_maximum_is_signed_and_one_more_is_refused(
     path = f"/eos/{NAME}/sign-message"
     r = post_wire(client, path, json.dumps({field: at_most}).encode())
     assert r.status_code == 200, r.text
-    check = run_node("eos.mjs", {"action": "verify_message", "signature": r.json()["data"][
-        "signature"], "publicKey": public, field: at_most})  # fmt: skip
+    check = run_node(
+        "eos.mjs",
+        {
+            "action": "verify_message",
+            "signature": r.json()["data"]["signature"],
+            "publicKey": public,
+            field: at_most,
+        },
+    )
     assert check == {"valid": True, "canonical": True, "ecc": True}
     over = json.dumps({field: at_most + one_more}).encode()
     refused_over_the_limit(client, "eos", path, over, f"at most {len(at_most)}")

@@ -32,21 +32,27 @@ pytestmark = [pytest.mark.slow, pytest.mark.one_engine]
 # per test and backend, every sign kind drawn from (derandomized: the same each run)
 EXAMPLES = 50
 SETTINGS = settings(
-    max_examples=EXAMPLES, deadline=None, derandomize=True,
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
     phases=(Phase.explicit, Phase.generate),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)  # fmt: skip
+)
 
 JSON_LEAF = (
-    st.none() | st.booleans() | st.integers(min_value=-(2**300), max_value=2**300)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**300), max_value=2**300)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40)
     | st.sampled_from(["", "0", "-1", "1e999999", "18446744073709551616", "ALL", "\u0000"])
-)  # fmt: skip
+)
 JSON = st.recursive(
     JSON_LEAF,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
-)  # fmt: skip
+)
 
 
 @dataclass
@@ -67,52 +73,97 @@ class Target:
 def target(server: Server) -> Iterator[Target]:
     """One tenant with an account of every family and a signed request for every kind."""
     client = server.client(server.new_token())
-    ok = [client.post("/cosmos", json={"private_key": PRIVATE}),
-          client.post("/eos", json={"private_key": PRIVATE, "name": NAME})]  # fmt: skip
+    ok = [
+        client.post("/cosmos", json={"private_key": PRIVATE}),
+        client.post("/eos", json={"private_key": PRIVATE, "name": NAME}),
+    ]
     ltc = client.post("/litecoin", json={"private_key": KEY["private_key_hex"]})
     doge = client.post("/dogecoin", json={"private_key": KEY["private_key_hex"]})
     assert all(r.status_code == 200 for r in [*ok, ltc, doge])
     ltc_addr, ltc_pub = ltc.json()["address"], ltc.json()["data"]["public_key"]
     doge_addr, doge_pub = doge.json()["address"], doge.json()["data"]["public_key"]
-    psbt = run_node("utxo.mjs", {
-        "action": "build_psbt", "network": "litecoin/mainnet", "kind": "p2wpkh",
-        "pubkey": ltc_pub, "amountIn": 1_000_000, "witness": True,
-        "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
-    })["psbt"]  # fmt: skip
-    raw = run_node("utxo.mjs", {
-        "action": "build_rawtx", "network": "dogecoin/mainnet", "kind": "p2pkh",
-        "pubkey": doge_pub, "amountIn": 1_000_000,
-        "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}],
-    })  # fmt: skip
-    prev = {"txid": raw["fundTxid"], "vout": 0, "scriptPubKey": raw["scriptPubKey"],
-            "amount": "0.01", "hex": raw["fundHex"]}  # fmt: skip
-    amino = {"chain_id": "cosmoshub-4", "account_number": "1", "sequence": "0", "memo": "m",
-             "fee": {"amount": [{"denom": "uatom", "amount": "5"}], "gas": "100000"},
-             "msgs": [{"type": "cosmos-sdk/MsgSend", "value": {
-                 "from_address": ADDRESS, "to_address": OTHER,
-                 "amount": [{"denom": "uatom", "amount": "7"}]}}]}  # fmt: skip
+    psbt = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_psbt",
+            "network": "litecoin/mainnet",
+            "kind": "p2wpkh",
+            "pubkey": ltc_pub,
+            "amountIn": 1_000_000,
+            "witness": True,
+            "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
+        },
+    )["psbt"]
+    raw = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_rawtx",
+            "network": "dogecoin/mainnet",
+            "kind": "p2pkh",
+            "pubkey": doge_pub,
+            "amountIn": 1_000_000,
+            "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}],
+        },
+    )
+    prev = {
+        "txid": raw["fundTxid"],
+        "vout": 0,
+        "scriptPubKey": raw["scriptPubKey"],
+        "amount": "0.01",
+        "hex": raw["fundHex"],
+    }
+    amino = {
+        "chain_id": "cosmoshub-4",
+        "account_number": "1",
+        "sequence": "0",
+        "memo": "m",
+        "fee": {"amount": [{"denom": "uatom", "amount": "5"}], "gas": "100000"},
+        "msgs": [
+            {
+                "type": "cosmos-sdk/MsgSend",
+                "value": {
+                    "from_address": ADDRESS,
+                    "to_address": OTHER,
+                    "amount": [{"denom": "uatom", "amount": "7"}],
+                },
+            }
+        ],
+    }
     eos_tx = build(transfer())["serializedTransaction"]
     c, e = f"/cosmos/{ADDRESS}", f"/eos/{NAME}"
     endpoints = {
-        "sign-direct": Endpoint(f"{c}/sign-direct", {"signDoc": direct_doc()},
-                                {"signDoc.bodyBytes": "b64", "signDoc.authInfoBytes": "b64"}),
+        "sign-direct": Endpoint(
+            f"{c}/sign-direct",
+            {"signDoc": direct_doc()},
+            {"signDoc.bodyBytes": "b64", "signDoc.authInfoBytes": "b64"},
+        ),
         "sign-amino": Endpoint(f"{c}/sign-amino", {"signDoc": amino}),
         "cosmos-message": Endpoint(f"{c}/sign-message", {"data": "aGVsbG8="}, {"data": "b64"}),
         "sign-transfer": Endpoint(f"{c}/sign-transfer", dict(TRANSFER)),
-        "sign-ibc-transfer": Endpoint(f"{c}/sign-ibc-transfer", {
-            **TRANSFER, "toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw",
-            "sourcePort": "transfer", "sourceChannel": "channel-141",
-            "timeoutTimestamp": 1_800_000_000_000_000_000}),
+        "sign-ibc-transfer": Endpoint(
+            f"{c}/sign-ibc-transfer",
+            {
+                **TRANSFER,
+                "toAddress": "osmo1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5helwsw",
+                "sourcePort": "transfer",
+                "sourceChannel": "channel-141",
+                "timeoutTimestamp": 1_800_000_000_000_000_000,
+            },
+        ),
         "sign-psbt": Endpoint(f"/litecoin/{ltc_addr}/sign-psbt", {"psbt": psbt}, {"psbt": "b64"}),
         "sign-raw-transaction": Endpoint(
-            f"/dogecoin/{doge_addr}/sign-raw-transaction", {"hex": raw["hex"], "prevtxs": [prev]},
-            {"hex": "hex", "prevtxs.0.hex": "hex", "prevtxs.0.scriptPubKey": "hex"}),
+            f"/dogecoin/{doge_addr}/sign-raw-transaction",
+            {"hex": raw["hex"], "prevtxs": [prev]},
+            {"hex": "hex", "prevtxs.0.hex": "hex", "prevtxs.0.scriptPubKey": "hex"},
+        ),
         "utxo-message": Endpoint(f"/litecoin/{ltc_addr}/sign-message", {"message": "hi"}),
-        "sign-transaction": Endpoint(f"{e}/sign-transaction",
-                                     {"chainId": CHAIN, "serializedTransaction": eos_tx},
-                                     {"serializedTransaction": "hex", "chainId": "hex"}),
+        "sign-transaction": Endpoint(
+            f"{e}/sign-transaction",
+            {"chainId": CHAIN, "serializedTransaction": eos_tx},
+            {"serializedTransaction": "hex", "chainId": "hex"},
+        ),
         "eos-message": Endpoint(f"{e}/sign-message", {"data": "00ff10" * 3}, {"data": "hex"}),
-    }  # fmt: skip
+    }
     t = Target(client, endpoints)
     for name, ep in endpoints.items():  # every base request signs: the mutations start valid
         r = post(t, ep.path, json.dumps(ep.body).encode())
@@ -176,9 +227,17 @@ def replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 
 
 KINDS = [
-    "sign-direct", "sign-amino", "cosmos-message", "sign-transfer", "sign-ibc-transfer",
-    "sign-psbt", "sign-raw-transaction", "utxo-message", "sign-transaction", "eos-message",
-]  # fmt: skip
+    "sign-direct",
+    "sign-amino",
+    "cosmos-message",
+    "sign-transfer",
+    "sign-ibc-transfer",
+    "sign-psbt",
+    "sign-raw-transaction",
+    "utxo-message",
+    "sign-transaction",
+    "eos-message",
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -260,10 +319,14 @@ OPTIONAL = [
     ("sign-amino", ("signDoc", "fee", "granter"), 5),
     ("sign-raw-transaction", ("prevtxs", 0, "redeemScript"), "0014" + "00" * 20),
     ("sign-raw-transaction", ("prevtxs", 0, "witnessScript"), "51"),
-    ("sign-transaction", ("requiredKeys",), ["EOS6MRyAjQq8ud7hVNYcfnVPJqcVpscN5So8BhtHuGYqET5GDW5CV"]),
+    (
+        "sign-transaction",
+        ("requiredKeys",),
+        ["EOS6MRyAjQq8ud7hVNYcfnVPJqcVpscN5So8BhtHuGYqET5GDW5CV"],
+    ),
     ("sign-transaction", ("serializedContextFreeData",), "00"),
     ("sign-psbt", ("finalize",), "yes"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("kind", "where", "value"), OPTIONAL)

@@ -22,14 +22,29 @@ KEY = VECTORS["keys"][0]
 
 CASES = [
     ("dogecoin", {"private_key": KEY["private_key_hex"]}, "dogecoin/mainnet", "p2pkh"),
-    ("dogecoin", {"private_key": KEY["dogecoin"]["testnet"]["uncompressed_key"]["wif"],
-                  "network": "testnet"}, "dogecoin/testnet", "p2pkh"),
+    (
+        "dogecoin",
+        {
+            "private_key": KEY["dogecoin"]["testnet"]["uncompressed_key"]["wif"],
+            "network": "testnet",
+        },
+        "dogecoin/testnet",
+        "p2pkh",
+    ),
     ("litecoin", {"private_key": KEY["private_key_hex"]}, "litecoin/mainnet", "p2wpkh"),
-    ("litecoin", {"private_key": KEY["private_key_hex"], "address_type": "p2sh-p2wpkh"},
-     "litecoin/mainnet", "p2sh-p2wpkh"),
-    ("litecoin", {"private_key": KEY["private_key_hex"], "address_type": "p2pkh"},
-     "litecoin/mainnet", "p2pkh"),
-]  # fmt: skip
+    (
+        "litecoin",
+        {"private_key": KEY["private_key_hex"], "address_type": "p2sh-p2wpkh"},
+        "litecoin/mainnet",
+        "p2sh-p2wpkh",
+    ),
+    (
+        "litecoin",
+        {"private_key": KEY["private_key_hex"], "address_type": "p2pkh"},
+        "litecoin/mainnet",
+        "p2pkh",
+    ),
+]
 
 
 @pytest.mark.parametrize(("family", "body", "network", "kind"), CASES)
@@ -44,10 +59,23 @@ def test_sign_message_verifies_for_every_address_type(
         r = client.post(f"/{family}/{address}/sign-message", json={"message": message})
         assert r.status_code == 200, r.text
         sig = r.json()["data"]["signature"]
-        check = run_node("utxo.mjs", {"action": "verify_message", "network": network,
-                                      "message": message, "address": address, "signature": sig})  # fmt: skip
-        assert check == {"kind": kind, "recovered": address, "matches": True,
-                         "library": True, "lowS": True}  # fmt: skip
+        check = run_node(
+            "utxo.mjs",
+            {
+                "action": "verify_message",
+                "network": network,
+                "message": message,
+                "address": address,
+                "signature": sig,
+            },
+        )
+        assert check == {
+            "kind": kind,
+            "recovered": address,
+            "matches": True,
+            "library": True,
+            "lowS": True,
+        }
         again = client.post(f"/{family}/{address}/sign-message", json={"message": message})
         assert again.json()["data"]["signature"] == sig
 
@@ -102,9 +130,16 @@ def test_sign_message_at_the_schemas_maximum_is_signed_and_one_more_is_refused(
     message = FACE * MAX_MESSAGE_CHARS
     r = post_wire(client, path, json.dumps({"message": message}).encode())
     assert r.status_code == 200, r.text
-    check = run_node("utxo.mjs", {"action": "verify_message", "network": "litecoin/mainnet",
-                                  "message": message, "address": address,
-                                  "signature": r.json()["data"]["signature"]})  # fmt: skip
+    check = run_node(
+        "utxo.mjs",
+        {
+            "action": "verify_message",
+            "network": "litecoin/mainnet",
+            "message": message,
+            "address": address,
+            "signature": r.json()["data"]["signature"],
+        },
+    )
     assert check["matches"] and check["library"], check
     over = json.dumps({"message": message + "x"}).encode()
     refused_over_the_limit(client, "litecoin", path, over, f"at most {MAX_MESSAGE_CHARS}")
@@ -113,13 +148,25 @@ def test_sign_message_at_the_schemas_maximum_is_signed_and_one_more_is_refused(
 PSBT_CASES = [
     ("dogecoin", {"private_key": KEY["private_key_hex"]}, "dogecoin/mainnet", "p2pkh", False),
     ("litecoin", {"private_key": KEY["private_key_hex"]}, "litecoin/mainnet", "p2wpkh", True),
-    ("litecoin", {"private_key": KEY["private_key_hex"], "address_type": "p2sh-p2wpkh"},
-     "litecoin/mainnet", "p2sh-p2wpkh", True),
-    ("litecoin", {"private_key": KEY["private_key_hex"], "address_type": "p2pkh"},
-     "litecoin/mainnet", "p2pkh", False),
-]  # fmt: skip
-RECIPIENT = {"dogecoin": "DJRU7MLhcPwCTNRZ4e8gJzDebtG1H5M7pc",
-             "litecoin": "LYWKqJhtPeGyBAw7WC8R3F7ovxtzAiubdM"}  # fmt: skip
+    (
+        "litecoin",
+        {"private_key": KEY["private_key_hex"], "address_type": "p2sh-p2wpkh"},
+        "litecoin/mainnet",
+        "p2sh-p2wpkh",
+        True,
+    ),
+    (
+        "litecoin",
+        {"private_key": KEY["private_key_hex"], "address_type": "p2pkh"},
+        "litecoin/mainnet",
+        "p2pkh",
+        False,
+    ),
+]
+RECIPIENT = {
+    "dogecoin": "DJRU7MLhcPwCTNRZ4e8gJzDebtG1H5M7pc",
+    "litecoin": "LYWKqJhtPeGyBAw7WC8R3F7ovxtzAiubdM",
+}
 
 
 def account(client: httpx.Client, family: str, body: dict[str, Any]) -> tuple[str, str]:
@@ -134,19 +181,30 @@ def test_sign_psbt_verifies_and_finalizes_like_bitcoinjs(
 ) -> None:
     require_node()
     address, pubkey = account(client, family, body)
-    built = run_node("utxo.mjs", {
-        "action": "build_psbt", "network": network, "kind": kind, "pubkey": pubkey,
-        "amountIn": 1_000_000, "witness": witness,
-        "outputs": [{"address": RECIPIENT[family], "value": 600_000},
-                    {"address": address, "value": 390_000}],
-    })  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_psbt",
+            "network": network,
+            "kind": kind,
+            "pubkey": pubkey,
+            "amountIn": 1_000_000,
+            "witness": witness,
+            "outputs": [
+                {"address": RECIPIENT[family], "value": 600_000},
+                {"address": address, "value": 390_000},
+            ],
+        },
+    )
     partial = client.post(
         f"/{family}/{address}/sign-psbt", json={"psbt": built["psbt"], "finalize": False}
     )
     assert partial.status_code == 200, partial.text
     assert partial.json()["data"]["complete"] is False
-    check = run_node("utxo.mjs", {"action": "check_psbt", "network": network,
-                                  "psbt": partial.json()["data"]["psbt"]})  # fmt: skip
+    check = run_node(
+        "utxo.mjs",
+        {"action": "check_psbt", "network": network, "psbt": partial.json()["data"]["psbt"]},
+    )
     assert check["valid"] is True
     final = client.post(f"/{family}/{address}/sign-psbt", json={"psbt": built["psbt"]})
     data = final.json()["data"]
@@ -154,8 +212,10 @@ def test_sign_psbt_verifies_and_finalizes_like_bitcoinjs(
     assert (
         data["hex"] == check["hex"] and data["txid"] == check["txid"]
     )  # bitcoinjs' own finalization
-    assert run_node("utxo.mjs", {"action": "extract", "network": network, "psbt": data["psbt"]})[
-        "hex"] == data["hex"]  # fmt: skip
+    assert (
+        run_node("utxo.mjs", {"action": "extract", "network": network, "psbt": data["psbt"]})["hex"]
+        == data["hex"]
+    )
     events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "sign"]
     assert [e["outcome"] for e in events] == ["ok", "ok"]
 
@@ -165,8 +225,14 @@ def test_psbt_refusals(client: httpx.Client) -> None:
     address, pubkey = account(
         client, "litecoin", {"private_key": KEY["private_key_hex"], "address_type": "p2pkh"}
     )
-    base = {"action": "build_psbt", "network": "litecoin/mainnet", "kind": "p2pkh", "pubkey": pubkey,
-            "amountIn": 1_000_000, "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}]}  # fmt: skip
+    base = {
+        "action": "build_psbt",
+        "network": "litecoin/mainnet",
+        "kind": "p2pkh",
+        "pubkey": pubkey,
+        "amountIn": 1_000_000,
+        "outputs": [{"address": RECIPIENT["litecoin"], "value": 900_000}],
+    }
 
     def refused(psbt: str, code: str) -> None:
         r = client.post(f"/litecoin/{address}/sign-psbt", json={"psbt": psbt})
@@ -185,8 +251,16 @@ def test_psbt_refusals(client: httpx.Client) -> None:
     refused("not a psbt", "invalid_field")  # not base64: the document's pattern
     refused("AAAA", "invalid_sign_request")  # base64, but no PSBT
     d_address, d_pub = account(client, "dogecoin", {"private_key": KEY["private_key_hex"]})
-    seg = run_node("utxo.mjs", {**base, "network": "dogecoin/mainnet", "pubkey": d_pub, "witness": True,
-                                "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}]})["psbt"]  # fmt: skip
+    seg = run_node(
+        "utxo.mjs",
+        {
+            **base,
+            "network": "dogecoin/mainnet",
+            "pubkey": d_pub,
+            "witness": True,
+            "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}],
+        },
+    )["psbt"]
     r = client.post(f"/dogecoin/{d_address}/sign-psbt", json={"psbt": seg})
     assert r.status_code == 400 and r.json()["code"] == "wrong_chain"
     events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "sign"]
@@ -199,25 +273,49 @@ def test_sign_raw_transaction_as_core_and_verified_by_bitcoinjs(
 ) -> None:
     require_node()
     address, pubkey = account(client, family, body)
-    built = run_node("utxo.mjs", {
-        "action": "build_rawtx", "network": network, "kind": kind, "pubkey": pubkey,
-        "amountIn": 1_000_000,
-        "outputs": [{"address": RECIPIENT[family], "value": 600_000},
-                    {"address": address, "value": 390_000}],
-    })  # fmt: skip
-    prev = {"txid": built["fundTxid"], "vout": 0, "scriptPubKey": built["scriptPubKey"],
-            "amount": 0.01}  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_rawtx",
+            "network": network,
+            "kind": kind,
+            "pubkey": pubkey,
+            "amountIn": 1_000_000,
+            "outputs": [
+                {"address": RECIPIENT[family], "value": 600_000},
+                {"address": address, "value": 390_000},
+            ],
+        },
+    )
+    prev = {
+        "txid": built["fundTxid"],
+        "vout": 0,
+        "scriptPubKey": built["scriptPubKey"],
+        "amount": 0.01,
+    }
     if kind == "p2pkh":
         prev["hex"] = built["fundHex"]
     raw = json.dumps({"hex": built["hex"], "prevtxs": [prev], "sighashtype": "ALL"})
-    r = client.post(f"/{family}/{address}/sign-raw-transaction", content=raw,
-                    headers={"content-type": "application/json"})  # fmt: skip
+    r = client.post(
+        f"/{family}/{address}/sign-raw-transaction",
+        content=raw,
+        headers={"content-type": "application/json"},
+    )
     assert r.status_code == 200, r.text
     data = r.json()["data"]
     assert data["complete"] is True and data["errors"] == []
-    check = run_node("utxo.mjs", {"action": "check_rawtx", "network": network, "hex": data["hex"],
-                                  "kind": kind, "pubkey": pubkey, "scriptPubKey": built["scriptPubKey"],
-                                  "value": 1_000_000})  # fmt: skip
+    check = run_node(
+        "utxo.mjs",
+        {
+            "action": "check_rawtx",
+            "network": network,
+            "hex": data["hex"],
+            "kind": kind,
+            "pubkey": pubkey,
+            "scriptPubKey": built["scriptPubKey"],
+            "value": 1_000_000,
+        },
+    )
     assert check == {"valid": True, "lowS": True, "hashType": 1, "txid": check["txid"]}
     events = [e for e in client.get("/audit").json()["data"]["events"] if e["action"] == "sign"]
     assert events[-1]["outcome"] == "ok"
@@ -226,12 +324,24 @@ def test_sign_raw_transaction_as_core_and_verified_by_bitcoinjs(
 def test_raw_transaction_refusals(client: httpx.Client) -> None:
     require_node()
     address, pubkey = account(client, "dogecoin", {"private_key": KEY["private_key_hex"]})
-    built = run_node("utxo.mjs", {
-        "action": "build_rawtx", "network": "dogecoin/mainnet", "kind": "p2pkh", "pubkey": pubkey,
-        "amountIn": 1_000_000, "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}],
-    })  # fmt: skip
-    prev = {"txid": built["fundTxid"], "vout": 0, "scriptPubKey": built["scriptPubKey"],
-            "amount": "0.01", "hex": built["fundHex"]}  # fmt: skip
+    built = run_node(
+        "utxo.mjs",
+        {
+            "action": "build_rawtx",
+            "network": "dogecoin/mainnet",
+            "kind": "p2pkh",
+            "pubkey": pubkey,
+            "amountIn": 1_000_000,
+            "outputs": [{"address": RECIPIENT["dogecoin"], "value": 900_000}],
+        },
+    )
+    prev = {
+        "txid": built["fundTxid"],
+        "vout": 0,
+        "scriptPubKey": built["scriptPubKey"],
+        "amount": "0.01",
+        "hex": built["fundHex"],
+    }
 
     def refused(body: dict[str, Any], code: str) -> None:
         r = client.post(f"/dogecoin/{address}/sign-raw-transaction", json=body)
@@ -246,7 +356,9 @@ def test_raw_transaction_refusals(client: httpx.Client) -> None:
     refused({**base, "prevtxs": []}, "not_owner")
     refused({**base, "hex": "00"}, "invalid_sign_request")
     # a float that is not exact in binary is still read exactly (0.1 DOGE = 10,000,000 koinu)
-    r = client.post(f"/dogecoin/{address}/sign-raw-transaction",
-                    content=json.dumps({**base, "prevtxs": [{**prev, "amount": 0.01}]}),
-                    headers={"content-type": "application/json"})  # fmt: skip
+    r = client.post(
+        f"/dogecoin/{address}/sign-raw-transaction",
+        content=json.dumps({**base, "prevtxs": [{**prev, "amount": 0.01}]}),
+        headers={"content-type": "application/json"},
+    )
     assert r.status_code == 200, r.text

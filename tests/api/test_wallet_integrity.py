@@ -119,8 +119,12 @@ def test_a_counter_moved_back_hands_out_no_address_twice(srv: Server, t: Tenant,
     if how == "lowered":
         _sql(srv, update(wallet_counters).where(key).values(next_index=1))
     elif how == "put back":
-        _sql(srv, update(wallet_counters).where(key).values(next_index=older["next_index"],
-                                                            mac=older["mac"]))  # fmt: skip
+        _sql(
+            srv,
+            update(wallet_counters)
+            .where(key)
+            .values(next_index=older["next_index"], mac=older["mac"]),
+        )
     else:
         _sql(srv, delete(wallet_counters).where(key))
     _refused(_derive(t.client, wallet))
@@ -170,12 +174,16 @@ def test_an_edited_wallet_row_is_refused(srv: Server, t: Tenant) -> None:
     by_id = wallets.c.id
     [row_a] = _sql(srv, select(wallets).where(by_id == a))
     [row_b] = _sql(srv, select(wallets).where(by_id == b))
-    _sql(srv, update(wallets).where(by_id == a).values(secret=row_b["secret"],
-                                                       key_id=row_b["key_id"]))  # fmt: skip
+    _sql(
+        srv,
+        update(wallets).where(by_id == a).values(secret=row_b["secret"], key_id=row_b["key_id"]),
+    )
     r = _derive(t.client, a, index=5)
     _refused(r)
-    _sql(srv, update(wallets).where(by_id == a).values(secret=row_a["secret"],
-                                                       key_id=row_a["key_id"]))  # fmt: skip
+    _sql(
+        srv,
+        update(wallets).where(by_id == a).values(secret=row_a["secret"], key_id=row_a["key_id"]),
+    )
     assert _addresses(_derive(t.client, a, index=0)) == a_first  # put back: as before
     _sql(srv, update(wallets).where(by_id == b).values(name="gamma"))
     _sql(srv, update(wallets).where(by_id == a).values(name="beta"))
@@ -201,8 +209,9 @@ def test_an_exported_wallet_cleared_by_hand_is_refused(tmp_path: Path, backend: 
     """Exported for good: a writer who clears the mark hides nothing, the row fails."""
     with own_server(backend, tmp_path, export_enabled=True) as srv:
         assert srv.services is not None
-        _, token = srv.call(srv.services.tokens.create(
-            "exporter", "ops", frozenset({"read", "create", "export"})))  # fmt: skip
+        _, token = srv.call(
+            srv.services.tokens.create("exporter", "ops", frozenset({"read", "create", "export"}))
+        )
         with srv.client(token) as c:
             wallet = _wallet(c, LEGAL)
             assert c.post(f"/wallets/{wallet}/export").status_code == 200
@@ -262,9 +271,17 @@ def _as_before(settings: Settings) -> tuple[str, list[str]]:
 
     def back_to_0024(conn: Any) -> None:  # what that release's schema held
         command.downgrade(migrate.alembic_config(conn), "0024")
-        conn.execute(insert(wallet_counters).values(  # a purged wallet's counter
-            wallet_id="wal_purged", family="cosmos", network="cosmoshub", address_type="",
-            account=0, change=0, next_index=7))  # fmt: skip
+        conn.execute(
+            insert(wallet_counters).values(  # a purged wallet's counter
+                wallet_id="wal_purged",
+                family="cosmos",
+                network="cosmoshub",
+                address_type="",
+                account=0,
+                change=0,
+                next_index=7,
+            )
+        )
         command.upgrade(migrate.alembic_config(conn), "head")  # `chainkeys db upgrade`
 
     _sync(settings, back_to_0024)
@@ -298,8 +315,13 @@ def test_a_store_from_before_derives_the_same_addresses_once_adopted(
         asyncio.run(adopting())
         rows = _sync(settings, lambda c: c.execute(select(wallet_counters)).all())
         assert len(rows) == 1 and rows[0].wallet_id != "wal_purged"  # the orphan deleted
-        assert _sync(settings, lambda c: c.execute(
-            select(meta.c.key).where(meta.c.key == OLD_SEED_RECORD)).all()) == []  # fmt: skip
+        assert (
+            _sync(
+                settings,
+                lambda c: c.execute(select(meta.c.key).where(meta.c.key == OLD_SEED_RECORD)).all(),
+            )
+            == []
+        )
         srv = Server(settings, backend)
         srv.start()
         try:
@@ -307,14 +329,16 @@ def test_a_store_from_before_derives_the_same_addresses_once_adopted(
                 [wallet] = c.get("/wallets").json()["data"]["wallets"]
                 again = _addresses(_derive(c, wallet["id"], index=0, count=2))
                 assert again == before  # the same addresses as before the upgrade
-                [after] = c.post(f"/wallets/{wallet['id']}/accounts",
-                                 json={"family": "cosmos"}).json()["data"]["accounts"]  # fmt: skip
+                [after] = c.post(
+                    f"/wallets/{wallet['id']}/accounts", json={"family": "cosmos"}
+                ).json()["data"]["accounts"]
                 assert after["index"] == 2 and after["address"] not in before
                 dup = c.post("/wallets", json={"mnemonic": ABOUT})
                 assert dup.status_code == 409 and wallet["id"] in dup.json()["message"]
             assert srv.services is not None and srv.services.barrier.integrity is not None
-            [(tenant_id, seed_key)] = _sync(settings, lambda c: c.execute(
-                select(wallets.c.tenant_id, wallets.c.seed_key)).all())  # fmt: skip
+            [(tenant_id, seed_key)] = _sync(
+                settings, lambda c: c.execute(select(wallets.c.tenant_id, wallets.c.seed_key)).all()
+            )
             phrase = b'{"mnemonic":"' + ABOUT.encode() + b'","passphrase":""}'
             assert seed_key == srv.services.barrier.integrity.seed_key(tenant_id, phrase)
         finally:

@@ -35,8 +35,15 @@ TARGETS = [
     ("litecoin", "testnet", "p2wpkh", 84, 1),
     ("eos", "eos", None, 44, 194),
 ]
-VERSIONS = {"xpub": 0x0488B21E, "tpub": 0x043587CF, "Ltub": 0x019DA462, "Mtub": 0x01B26EF6,
-            "ypub": 0x049D7CB2, "zpub": 0x04B24746, "dgub": 0x02FACAFD}  # fmt: skip
+VERSIONS = {
+    "xpub": 0x0488B21E,
+    "tpub": 0x043587CF,
+    "Ltub": 0x019DA462,
+    "Mtub": 0x01B26EF6,
+    "ypub": 0x049D7CB2,
+    "zpub": 0x04B24746,
+    "dgub": 0x02FACAFD,
+}
 
 
 def derive_body(family: str, network: str, kind: str | None, **kw: Any) -> dict[str, Any]:
@@ -53,8 +60,11 @@ def identity(account: dict[str, Any]) -> str:
 @pytest.fixture
 def wallet_client(server: Server) -> Iterator[httpx.Client]:
     assert server.services is not None
-    _, token = server.call(server.services.tokens.create(
-        f"w-{uuid.uuid4().hex[:8]}", "ops", frozenset(SCOPES) - {"approve"}))  # fmt: skip
+    _, token = server.call(
+        server.services.tokens.create(
+            f"w-{uuid.uuid4().hex[:8]}", "ops", frozenset(SCOPES) - {"approve"}
+        )
+    )
     with server.client(token) as c:
         yield c
 
@@ -78,17 +88,29 @@ def test_every_family_and_type_derives_what_independent_code_derives(
     expected_items, got = [], []
     for family, network, kind, purpose, coin in TARGETS:
         for account, change, index in ((0, 0, 0), (0, 0, 1), (0, 0, 7), (1, 0, 0), (0, 1, 3)):
-            r = c.post(f"/wallets/{wallet}/accounts", json=derive_body(
-                family, network, kind, account=account, change=change, index=index))  # fmt: skip
+            r = c.post(
+                f"/wallets/{wallet}/accounts",
+                json=derive_body(
+                    family, network, kind, account=account, change=change, index=index
+                ),
+            )
             assert r.status_code == 200, r.text
             [acct] = r.json()["data"]["accounts"]
             path = f"m/{purpose}'/{coin}'/{account}'/{change}/{index}"
             assert (acct["path"], acct["index"], acct["wallet"]) == (path, index, wallet)
-            expected_items.append({"family": family, "network": network, "type": kind,
-                                   "path": path})  # fmt: skip
+            expected_items.append(
+                {"family": family, "network": network, "type": kind, "path": path}
+            )
             got.append(acct)
-    reference = run_node("hd.mjs", {"action": "derive", "mnemonic": mnemonic,
-                                    "passphrase": passphrase or "", "items": expected_items})  # fmt: skip
+    reference = run_node(
+        "hd.mjs",
+        {
+            "action": "derive",
+            "mnemonic": mnemonic,
+            "passphrase": passphrase or "",
+            "items": expected_items,
+        },
+    )
     for acct, ref in zip(got, reference["items"], strict=True):
         assert identity(acct) == ref.get("address", ref.get("public_key")), acct
     fingerprint = c.get(f"/wallets/{wallet}").json()["data"]["fingerprint"]
@@ -100,10 +122,14 @@ def test_the_xpub_derives_the_same_addresses(wallet_client: httpx.Client) -> Non
     c = wallet_client
     wallet = imported(c, ABOUT, "TREZOR")
     for family, network, kind, purpose, coin in TARGETS:
-        derived = c.post(f"/wallets/{wallet}/accounts", json=derive_body(
-            family, network, kind, index=0, count=3)).json()["data"]["accounts"]  # fmt: skip
-        params = {"family": family, "network": network, **({"address_type": kind}
-                  if family == "litecoin" else {})}  # fmt: skip
+        derived = c.post(
+            f"/wallets/{wallet}/accounts", json=derive_body(family, network, kind, index=0, count=3)
+        ).json()["data"]["accounts"]
+        params = {
+            "family": family,
+            "network": network,
+            **({"address_type": kind} if family == "litecoin" else {}),
+        }
         r = c.get(f"/wallets/{wallet}/xpub", params=params)
         assert r.status_code == 200, r.text
         data = r.json()["data"]
@@ -118,10 +144,18 @@ def test_the_xpub_derives_the_same_addresses(wallet_client: httpx.Client) -> Non
                 )
                 assert body.split("]")[1].split(")")[0].endswith(f"/{chain}/*")
                 assert check == bip380_checksum(body)
-        public = run_node("hd.mjs", {"action": "from_xpub", "xpub": data["xpub"],
-                                     "version": VERSIONS[data["format"]], "family": family,
-                                     "network": network, "type": kind,
-                                     "items": [{"change": 0, "index": i} for i in range(3)]})  # fmt: skip
+        public = run_node(
+            "hd.mjs",
+            {
+                "action": "from_xpub",
+                "xpub": data["xpub"],
+                "version": VERSIONS[data["format"]],
+                "family": family,
+                "network": network,
+                "type": kind,
+                "items": [{"change": 0, "index": i} for i in range(3)],
+            },
+        )
         assert public["depth"] == 3
         for acct, ref in zip(derived, public["items"], strict=True):
             if family == "cosmos":
@@ -130,17 +164,23 @@ def test_the_xpub_derives_the_same_addresses(wallet_client: httpx.Client) -> Non
                 assert identity(acct) == ref.get("address", ref.get("public_key"))
 
 
-@pytest.mark.parametrize(("family", "kind", "formats", "refused"), [
-    ("litecoin", "p2pkh", ["xpub", "Ltub"], ["zpub", "ypub", "Mtub", "dgub"]),
-    ("litecoin", "p2sh-p2wpkh", ["xpub", "Ltub", "ypub", "Mtub"], ["zpub"]),
-    ("litecoin", "p2wpkh", ["xpub", "Ltub", "zpub"], ["ypub", "Mtub"]),
-    ("dogecoin", None, ["dgub", "xpub"], ["zpub", "Ltub"]),
-    ("cosmos", None, ["xpub"], ["zpub", "dgub"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("family", "kind", "formats", "refused"),
+    [
+        ("litecoin", "p2pkh", ["xpub", "Ltub"], ["zpub", "ypub", "Mtub", "dgub"]),
+        ("litecoin", "p2sh-p2wpkh", ["xpub", "Ltub", "ypub", "Mtub"], ["zpub"]),
+        ("litecoin", "p2wpkh", ["xpub", "Ltub", "zpub"], ["ypub", "Mtub"]),
+        ("dogecoin", None, ["dgub", "xpub"], ["zpub", "Ltub"]),
+        ("cosmos", None, ["xpub"], ["zpub", "dgub"]),
+    ],
+)
 def test_formats_fit_the_address_type(
-    wallet_client: httpx.Client, family: str, kind: str | None, formats: list[str],
+    wallet_client: httpx.Client,
+    family: str,
+    kind: str | None,
+    formats: list[str],
     refused: list[str],
-) -> None:  # fmt: skip
+) -> None:
     c = wallet_client
     wallet = imported(c, LEGAL)
     base = {"family": family, **({"address_type": kind} if kind else {})}
@@ -168,8 +208,12 @@ def test_next_indices_preview_and_the_same_path_again(wallet_client: httpx.Clien
     assert c.post(path, json={"family": "litecoin", "index": 50}).status_code == 200
     assert c.post(path, json={"family": "litecoin"}).json()["data"]["accounts"][0]["index"] == 51
     # another chain counts on its own
-    assert c.post(path, json={"family": "litecoin", "change": 1}).json()["data"]["accounts"][0][
-        "index"] == 0  # fmt: skip
+    assert (
+        c.post(path, json={"family": "litecoin", "change": 1}).json()["data"]["accounts"][0][
+            "index"
+        ]
+        == 0
+    )
     again = c.post(path, json={"family": "litecoin", "index": 1}).json()["data"]["accounts"]
     assert again[0]["address"] == first[1]["address"]
     preview = c.post(path, json={"family": "cosmos", "index": 9, "preview": True})
@@ -186,15 +230,23 @@ def test_a_derived_account_is_an_ordinary_account(wallet_client: httpx.Client) -
     c = wallet_client
     wallet = imported(c, ABOUT)
     [acct] = c.post(f"/wallets/{wallet}/accounts", json={"family": "dogecoin"}).json()["data"][
-        "accounts"]  # fmt: skip
+        "accounts"
+    ]
     address = acct["address"]
     found = c.get(f"/dogecoin/{address}").json()["data"]
     assert (found["wallet"], found["path"], found["index"]) == (wallet, "m/44'/3'/0'/0/0", 0)
     assert address in c.get("/dogecoin").json()["data"]["keys"]
     sig = c.post(f"/dogecoin/{address}/sign-message", json={"message": "hd"}).json()["data"]
-    check = run_node("utxo.mjs", {"action": "verify_message", "network": "dogecoin/mainnet",
-                                  "message": "hd", "address": address,
-                                  "signature": sig["signature"]})  # fmt: skip
+    check = run_node(
+        "utxo.mjs",
+        {
+            "action": "verify_message",
+            "network": "dogecoin/mainnet",
+            "message": "hd",
+            "address": address,
+            "signature": sig["signature"],
+        },
+    )
     assert check["matches"] is True and check["lowS"] is True
     # deleting the wallet leaves the account, which still signs
     assert c.delete(f"/wallets/{wallet}").status_code == 200
@@ -238,11 +290,11 @@ def test_the_next_index_moves_only_on_success_and_never_breaks(
     assert derive(preview=True).json()["data"]["accounts"][0]["index"] == 1
     assert derive(index=top, count=2).status_code == 400  # past the last index: refused
     # a derivation that fails stores nothing and leaves the counter where it was
-    taken = c.post("/eos", json={"mnemonic": ABOUT, "passphrase": "counter",
-                                 "name": "taken1234512"})  # fmt: skip
+    taken = c.post(
+        "/eos", json={"mnemonic": ABOUT, "passphrase": "counter", "name": "taken1234512"}
+    )
     assert taken.status_code == 200
-    clash = c.post(f"/wallets/{wallet}/accounts",
-                   json={"family": "eos", "name": "taken1234512"})  # fmt: skip
+    clash = c.post(f"/wallets/{wallet}/accounts", json={"family": "eos", "name": "taken1234512"})
     assert clash.status_code == 409
     for _ in range(3):
         assert derive(count=100, index=top).status_code == 400  # count past the end
@@ -297,8 +349,11 @@ def test_scopes_families_and_tenants(server: Server, wallet_client: httpx.Client
     wallet = imported(wallet_client, ABOUT)
     tenant = wallet_client.get("/tokens/self").json()["data"]["tenant"]
     _, reader = server.call(server.services.tokens.create(tenant, "r", frozenset({"read"})))
-    _, doge = server.call(server.services.tokens.create(
-        tenant, "d", frozenset({"read", "create"}), None, frozenset({"dogecoin"})))  # fmt: skip
+    _, doge = server.call(
+        server.services.tokens.create(
+            tenant, "d", frozenset({"read", "create"}), None, frozenset({"dogecoin"})
+        )
+    )
     with (
         server.client(reader) as r,
         server.client(doge) as d,
@@ -312,8 +367,10 @@ def test_scopes_families_and_tenants(server: Server, wallet_client: httpx.Client
         assert d.get(f"/wallets/{wallet}/xpub", params={"family": "eos"}).status_code == 403
         for path in (f"/wallets/{wallet}", f"/wallets/{wallet}/xpub?family=cosmos"):
             assert stranger.get(path).status_code == 404  # like a missing one
-        assert stranger.post(f"/wallets/{wallet}/accounts", json={"family": "cosmos"}
-                             ).status_code == 404  # fmt: skip
+        assert (
+            stranger.post(f"/wallets/{wallet}/accounts", json={"family": "cosmos"}).status_code
+            == 404
+        )
 
 
 def test_generated_wallets_export_once_enabled(tmp_path: Any, backend: str) -> None:
@@ -334,15 +391,24 @@ def test_generated_wallets_export_once_enabled(tmp_path: Any, backend: str) -> N
             assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
             phrase = r.json()["data"]["mnemonic"]
             assert run_node("hd.mjs", {"action": "mnemonic_ok", "mnemonic": phrase}) == {
-                "valid": True, "words": 12}  # fmt: skip
+                "valid": True,
+                "words": 12,
+            }
             assert c.get("/wallets/treasury").json()["data"]["exported"] is True
             words = c.post(f"/wallets/{default['id']}/export").json()["data"]["mnemonic"]
             assert len(words.split()) == 24
             # the exported phrase derives what the wallet derives
-            [acct] = c.post("/wallets/treasury/accounts", json={"family": "cosmos"}).json()[
-                "data"]["accounts"]  # fmt: skip
-            ref = run_node("hd.mjs", {"action": "derive", "mnemonic": phrase, "items": [
-                {"family": "cosmos", "network": "cosmoshub", "path": acct["path"]}]})  # fmt: skip
+            [acct] = c.post("/wallets/treasury/accounts", json={"family": "cosmos"}).json()["data"][
+                "accounts"
+            ]
+            ref = run_node(
+                "hd.mjs",
+                {
+                    "action": "derive",
+                    "mnemonic": phrase,
+                    "items": [{"family": "cosmos", "network": "cosmoshub", "path": acct["path"]}],
+                },
+            )
             assert ref["items"][0]["address"] == acct["address"]
             events = c.get("/audit", params={"action": "wallet.export"}).json()["data"]["events"]
             assert len(events) == 2 and phrase not in str(events)

@@ -25,9 +25,12 @@ def address(family: str) -> str:
 
 @pytest.mark.parametrize(
     ("family", "cache"),
-    [("dogecoin", encoding._address_payload), ("litecoin", encoding._segwit_program),
-     ("cosmos", encoding._bech32_data)],
-)  # fmt: skip
+    [
+        ("dogecoin", encoding._address_payload),
+        ("litecoin", encoding._segwit_program),
+        ("cosmos", encoding._bech32_data),
+    ],
+)
 def test_a_valid_address_is_decoded_once_and_answers_the_same(family: str, cache: object) -> None:
     name = address(family)
     first = FAMILIES[family].check_name(name)
@@ -61,8 +64,12 @@ def test_no_private_key_enters_a_cache(family: str) -> None:
     fam = FAMILIES[family]
     net = fam.network(None)
     wif = fam.export_private_key(KEY, net)
-    caches = (encoding._address_payload, encoding._bech32_data, encoding._segwit_program,
-              eos.parse_public_key)  # fmt: skip
+    caches = (
+        encoding._address_payload,
+        encoding._bech32_data,
+        encoding._segwit_program,
+        eos.parse_public_key,
+    )
     before = [c.cache_info().currsize for c in caches]
     assert fam.parse_private_key(wif, net).secret == KEY.secret
     assert [c.cache_info().currsize for c in caches] == before

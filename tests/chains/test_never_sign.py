@@ -31,9 +31,13 @@ AMINO = json.dumps({"chain_id": "cosmoshub-4", "msgs": [], "fee": {}}).encode()
 
 @pytest.mark.parametrize(
     ("family", "data"),
-    [("eos", CHAIN_ID + b"tail"), ("dogecoin", bytes(32)), ("litecoin", b"\x11" * 32),
-     ("cosmos", AMINO)],
-)  # fmt: skip
+    [
+        ("eos", CHAIN_ID + b"tail"),
+        ("dogecoin", bytes(32)),
+        ("litecoin", b"\x11" * 32),
+        ("cosmos", AMINO),
+    ],
+)
 def test_each_familys_never_sign_refuses_its_own_and_eos_asks_it(family: str, data: bytes) -> None:
     assert FAMILIES[family].never_sign(data) is not None
     with pytest.raises(ChainError) as refused:

@@ -13,15 +13,23 @@ from chainkeys.chains.tx.units import unit_of
 # family -> the denoms its decoders give amounts in, each with the decimals a transaction
 # may carry (None: the denom alone), and the base unit's name people must read
 AMOUNTS: dict[str, list[tuple[str, int | None, str]]] = {
-    "cosmos": [("uatom", None, "uatom"), ("uosmo", None, "uosmo"),
-               ("ibc/27394FB092D2ECCD56123C74F36E4C1F926001CEADA9CA97EA622B25F41E5EB2", None,
-                "ibc/27394FB092D2ECCD56123C74F36E4C1F926001CEADA9CA97EA622B25F41E5EB2")],
+    "cosmos": [
+        ("uatom", None, "uatom"),
+        ("uosmo", None, "uosmo"),
+        (
+            "ibc/27394FB092D2ECCD56123C74F36E4C1F926001CEADA9CA97EA622B25F41E5EB2",
+            None,
+            "ibc/27394FB092D2ECCD56123C74F36E4C1F926001CEADA9CA97EA622B25F41E5EB2",
+        ),
+    ],
     "dogecoin": [("DOGE", None, "koinu")],
-    "eos": [("eosio.token:EOS", 4, "units of 0.0001 EOS"),
-            ("eosio.token:WAX", 8, "units of 0.00000001 WAX"),
-            ("eosio.token:EOS", None, "base units of eosio.token:EOS")],
+    "eos": [
+        ("eosio.token:EOS", 4, "units of 0.0001 EOS"),
+        ("eosio.token:WAX", 8, "units of 0.00000001 WAX"),
+        ("eosio.token:EOS", None, "base units of eosio.token:EOS"),
+    ],
     "litecoin": [("LTC", None, "litoshi")],
-}  # fmt: skip
+}
 
 
 def _tickers() -> set[str]:
@@ -49,8 +57,12 @@ def test_a_base_unit_is_never_the_coins_ticker(family: str) -> None:
 
 def test_amounts_are_shown_in_both_units() -> None:
     ltc = Amount.of("LTC", 900_000, unit_of("litecoin", "LTC"))
-    assert amount_record(ltc) == {"denom": "LTC", "amount": "900000", "base_unit": "litoshi",
-                                  "display": "0.009 LTC"}  # fmt: skip
+    assert amount_record(ltc) == {
+        "denom": "LTC",
+        "amount": "900000",
+        "base_unit": "litoshi",
+        "display": "0.009 LTC",
+    }
     assert ltc.words() == "900000 litoshi (0.009 LTC)"
     assert ltc.words(300_000_000) == "300000000 litoshi (3 LTC)"
     doge = Amount.of("DOGE", 100_000, unit_of("dogecoin", "DOGE"))

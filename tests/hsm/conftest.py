@@ -60,10 +60,21 @@ def hsm(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Hsm]:
     conf.write_text(f"directories.tokendir = {tokens}\nobjectstore.backend = file\n")
     for label in ("chainkeys-a", "chainkeys-b"):
         subprocess.run(
-            ["softhsm2-util", "--init-token", "--free", "--label", label, "--pin", PIN,
-             "--so-pin", "13579135"],
-            env={**os.environ, "SOFTHSM2_CONF": str(conf)}, check=True, capture_output=True,
-        )  # fmt: skip
+            [
+                "softhsm2-util",
+                "--init-token",
+                "--free",
+                "--label",
+                label,
+                "--pin",
+                PIN,
+                "--so-pin",
+                "13579135",
+            ],
+            env={**os.environ, "SOFTHSM2_CONF": str(conf)},
+            check=True,
+            capture_output=True,
+        )
     (tmp_path / "pin").write_text(PIN + "\n")
     for var in ("CHAINKEYS_MASTER_KEY", "CHAINKEYS_DATABASE_URL"):
         os.environ.pop(var, None)
@@ -89,8 +100,12 @@ def refused_start(env: dict[str, str], log: Path) -> str:
     must name the refusal and hold no PIN: the test's own nor the one in the PIN file."""
     done = subprocess.run(
         [sys.executable, "-m", "chainkeys.cli", "serve", "--port", str(free_port())],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     with log.open("x") as out:  # "x": never another run's log overwritten
         out.write(f"--- stdout\n{done.stdout}--- stderr\n{done.stderr}")
     assert done.returncode != 0, done.stdout
@@ -137,8 +152,13 @@ with token.open(user_pin=open(os.environ["CHAINKEYS_PKCS11_PIN_FILE"]).read().st
 
 def in_subprocess(hsm: Hsm, code: str, *args: str) -> str:
     """PKCS#11 libraries read their configuration once per process: a fresh one each time."""
-    done = subprocess.run([sys.executable, "-c", code, *args], env={**os.environ, **hsm.env},
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env={**os.environ, **hsm.env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.strip()
 
 

@@ -117,14 +117,20 @@ def kill_at(hsm: Hsm, env: dict[str, str], args: tuple[str, ...], point: str) ->
     marker.unlink(missing_ok=True)
     log = hsm.tmp / f"killed-{'-'.join(args)}-{point.replace(' ', '-')}.log"
     with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-c", PAUSED_MOVE, point, str(marker), *args],
-                                env={**os.environ, **env}, stdout=err, stderr=err)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PAUSED_MOVE, point, str(marker), *args],
+            env={**os.environ, **env},
+            stdout=err,
+            stderr=err,
+        )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
             if proc.poll() is not None:
-                raise AssertionError(f"`{' '.join(args)}` ended (exit {proc.returncode}) "
-                                     f"before {point!r}: {log.read_text()}")  # fmt: skip
+                raise AssertionError(
+                    f"`{' '.join(args)}` ended (exit {proc.returncode}) "
+                    f"before {point!r}: {log.read_text()}"
+                )
             assert time.monotonic() < deadline, f"`{' '.join(args)}` never reached {point!r}"
             time.sleep(0.02)
         seen = state(hsm)
@@ -154,10 +160,15 @@ def test_moves_both_ways_survive_sigkill_and_keep_every_account(hsm: Hsm) -> Non
     steps = [
         # source settings, the move, the settings after it, the blob's key before → after
         (file_env, ("key", "move", "--to", "pkcs11"), hsm.env, None, key_a),
-        (hsm.env, ("key", "move", "--to", "pkcs11", "--key-label", "chainkeys-next"), b_env,
-         key_a, key_b),
+        (
+            hsm.env,
+            ("key", "move", "--to", "pkcs11", "--key-label", "chainkeys-next"),
+            b_env,
+            key_a,
+            key_b,
+        ),
         (b_env, ("key", "move", "--to", "file"), file_env, key_b, None),
-    ]  # fmt: skip
+    ]
     for n, (source, args, target, blob_before, blob_after) in enumerate(steps):
         before = state(hsm)
         assert before.blob_key == blob_before

@@ -59,8 +59,11 @@ def test_first_start_restart_and_the_key_never_in_the_store_or_logs(hsm: Hsm) ->
     assert not (data_dir / "master.key").exists()
     blob = stored_blob(hsm)
     if "CHAINKEYS_DATABASE_URL" in hsm.env:
-        dump = subprocess.run(["pg_dump", "--data-only", hsm.env["CHAINKEYS_DATABASE_URL"]],
-                              capture_output=True, check=True)  # fmt: skip
+        dump = subprocess.run(
+            ["pg_dump", "--data-only", hsm.env["CHAINKEYS_DATABASE_URL"]],
+            capture_output=True,
+            check=True,
+        )
         data += dump.stdout
         seen = blob.hex().encode()  # pg_dump writes bytea as hex
     else:
@@ -100,9 +103,11 @@ def test_each_refusal_is_one_line_and_nothing_starts(hsm: Hsm) -> None:
     other = {**hsm.env, "CHAINKEYS_PKCS11_TOKEN_LABEL": "chainkeys-b"}
     assert chainkeys_cli("hsm", "init", env=other).returncode == 0
     says = refused("other-token", other)
-    assert says.startswith("chainkeys: HSM key 'chainkeys-master' in token 'chainkeys-b' did "
-                           "not wrap this store's master key: HSM key 'chainkeys-master' in "
-                           "token 'chainkeys-a' did")  # fmt: skip
+    assert says.startswith(
+        "chainkeys: HSM key 'chainkeys-master' in token 'chainkeys-b' did "
+        "not wrap this store's master key: HSM key 'chainkeys-master' in "
+        "token 'chainkeys-a' did"
+    )
     says = refused("file-provider", {**hsm.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"})
     assert "master key is wrapped by HSM key 'chainkeys-master' in token 'chainkeys-a'" in says
     assert "CHAINKEYS_MASTER_KEY_PROVIDER=pkcs11" in says
@@ -112,8 +117,10 @@ def test_each_refusal_is_one_line_and_nothing_starts(hsm: Hsm) -> None:
     legacy = {k: v for k, v in fields.items() if k not in ("provider", "where", "store")}
     db = sqlite3.connect(hsm.tmp / "data" / "chainkeys.db")
     with contextlib.closing(db), db:
-        db.execute("UPDATE meta SET value = ? WHERE key = 'master_key_wrapped'",
-                   (json.dumps(legacy).encode(),))  # fmt: skip
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'master_key_wrapped'",
+            (json.dumps(legacy).encode(),),
+        )
     says = refused("file-provider-legacy", {**hsm.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"})
     assert "master key is wrapped by HSM key 'chainkeys-master' in token 'chainkeys-a'" in says
     serve_and_check(hsm.env, hsm.tmp / "legacy.log", token)

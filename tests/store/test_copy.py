@@ -102,8 +102,15 @@ async def read_back(url: str, tmp: Path, tokens: dict[str, str]) -> Snapshot:
 
 
 def copy_cli(src: str, dst: str, key: str = TEST_MASTER_KEY) -> tuple[int, str, str]:
-    done = chainkeys_cli("db", "copy", "--from", src, "--to", dst,
-                         env={"CHAINKEYS_MASTER_KEY": key, "CHAINKEYS_DATABASE_URL": ""})  # fmt: skip
+    done = chainkeys_cli(
+        "db",
+        "copy",
+        "--from",
+        src,
+        "--to",
+        dst,
+        env={"CHAINKEYS_MASTER_KEY": key, "CHAINKEYS_DATABASE_URL": ""},
+    )
     return done.returncode, done.stdout, done.stderr
 
 

@@ -244,16 +244,23 @@ def test_0013_fills_the_wallet_of_accounts_derived_before_it(db_url: str) -> Non
     def before(conn: Any) -> None:
         command.upgrade(migrate.alembic_config(conn), "0012")
         conn.execute(text("INSERT INTO tenants (id, name, created_ms) VALUES ('t1', 'a', 1)"))
-        for n, details in enumerate(('{"wallet": "w1", "path": "m/44\'/118\'/0\'/0/0"}',
-                                     '{"source": "generated"}')):  # fmt: skip
-            conn.execute(text(
-                "INSERT INTO accounts (tenant_id, family, name, network, address, public_key,"
-                " details, secret, key_id, created_ms) VALUES ('t1', 'cosmos', :n, 'cosmoshub',"
-                " :n, 'pk', :d, :s, 'k1', 1)"), {"n": f"name{n}", "d": details, "s": b"x"})  # fmt: skip
+        for n, details in enumerate(
+            ('{"wallet": "w1", "path": "m/44\'/118\'/0\'/0/0"}', '{"source": "generated"}')
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO accounts (tenant_id, family, name, network, address, public_key,"
+                    " details, secret, key_id, created_ms) VALUES ('t1', 'cosmos', :n, 'cosmoshub',"
+                    " :n, 'pk', :d, :s, 'k1', 1)"
+                ),
+                {"n": f"name{n}", "d": details, "s": b"x"},
+            )
 
     on_connection(db_url, before)
     on_connection(db_url, upgrade_to_head)
-    rows = on_connection(db_url, lambda c: c.execute(text(
-        "SELECT name, wallet_id FROM accounts ORDER BY name")).all())  # fmt: skip
+    rows = on_connection(
+        db_url,
+        lambda c: c.execute(text("SELECT name, wallet_id FROM accounts ORDER BY name")).all(),
+    )
     assert [tuple(r) for r in rows] == [("name0", "w1"), ("name1", None)]
     assert on_connection(db_url, schema_diff) == []

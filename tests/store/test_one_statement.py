@@ -62,15 +62,28 @@ async def ready(url: str) -> Backend:
 
 def account(name: str) -> AccountRow:
     return AccountRow(
-        tenant_id=TENANT, family="cosmos", name=name, network="cosmoshub",
-        address=f"addr-{name}", public_key="02" + "ab" * 32, details={"extra": {}},
-        secret=b"\x01" * 60, key_id="k1", created_ms=7,
-    )  # fmt: skip
+        tenant_id=TENANT,
+        family="cosmos",
+        name=name,
+        network="cosmoshub",
+        address=f"addr-{name}",
+        public_key="02" + "ab" * 32,
+        details={"extra": {}},
+        secret=b"\x01" * 60,
+        key_id="k1",
+        created_ms=7,
+    )
 
 
 def event(name: str, action: Any = "create") -> AuditEvent:
-    return AuditEvent(tenant_id=TENANT, action=action, outcome="ok", created_ms=7,
-                      family="cosmos", account_name=name)  # fmt: skip
+    return AuditEvent(
+        tenant_id=TENANT,
+        action=action,
+        outcome="ok",
+        created_ms=7,
+        family="cosmos",
+        account_name=name,
+    )
 
 
 async def stored(db: Backend) -> tuple[set[str], list[tuple[str, str]]]:
@@ -103,9 +116,13 @@ def test_a_create_writes_both_rows_or_neither_and_spares_its_neighbours(url: str
 
     async def main(db: Backend) -> Any:
         outcomes = await asyncio.gather(
-            create(db, "a"), create(db, "a"), create(db, "b"), create(db, "c", action=None),
-            create(db, "d"), return_exceptions=True,
-        )  # fmt: skip
+            create(db, "a"),
+            create(db, "a"),
+            create(db, "b"),
+            create(db, "c", action=None),
+            create(db, "d"),
+            return_exceptions=True,
+        )
         return outcomes, await stored(db)
 
     outcomes, (names, audit) = run(url, main)
@@ -131,8 +148,9 @@ def test_a_one_statement_write_is_kept_whatever_its_body_does_next(url: str) -> 
             await Audit.insert(tx, event("refused"))
 
     async def main(db: Backend) -> Any:
-        outcomes = await asyncio.gather(raises_after(db), second(db), create(db, "e"),
-                                        return_exceptions=True)  # fmt: skip
+        outcomes = await asyncio.gather(
+            raises_after(db), second(db), create(db, "e"), return_exceptions=True
+        )
         return outcomes, await stored(db)
 
     outcomes, (names, audit) = run(url, main)
@@ -168,8 +186,9 @@ def test_audit_rows_recorded_at_once_each_stand_alone(url: str) -> None:
 
     async def main(db: Backend) -> Any:
         events = [event(f"r{i}", action=None if i == 7 else "sign") for i in range(30)]
-        outcomes = await asyncio.gather(*(Audit.record(db, e) for e in events),
-                                        return_exceptions=True)  # fmt: skip
+        outcomes = await asyncio.gather(
+            *(Audit.record(db, e) for e in events), return_exceptions=True
+        )
         return outcomes, await stored(db)
 
     outcomes, (_, audit) = run(url, main)

@@ -25,8 +25,10 @@ from chainkeys.store.changes import EVERYTHING, changed_by
 from chainkeys.store.sqlite.backend import SqliteBackend
 from chainkeys.store.sqlite.counter import ChangeCounter
 
-SCHEMA = ("CREATE TABLE watched (id INTEGER PRIMARY KEY, v TEXT)",
-          "CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT)")  # fmt: skip
+SCHEMA = (
+    "CREATE TABLE watched (id INTEGER PRIMARY KEY, v TEXT)",
+    "CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT)",
+)
 
 
 async def store(tmp_path: Path) -> tuple[SqliteBackend, StoreCache[str, str]]:
@@ -68,17 +70,21 @@ def test_own_inserts_and_other_tables_keep_the_cache_and_own_changes_clear_it(
         db, cache = await store(tmp_path)
         seen = []
         filled(cache)
-        for sql in ("INSERT INTO watched (v) VALUES ('a')",  # adds a row: kept
-                    "UPDATE other SET v = 'b'",  # another table: kept
-                    "DELETE FROM other",
-                    "INSERT OR REPLACE INTO other (id, v) VALUES (1, 'c')"):  # fmt: skip
+        for sql in (
+            "INSERT INTO watched (v) VALUES ('a')",  # adds a row: kept
+            "UPDATE other SET v = 'b'",  # another table: kept
+            "DELETE FROM other",
+            "INSERT OR REPLACE INTO other (id, v) VALUES (1, 'c')",
+        ):
             await write(db, sql)
             seen.append(kept(cache))
-        for sql in ("UPDATE watched SET v = 'd'",  # its table changed: cleared
-                    "DELETE FROM watched WHERE id = 99",
-                    "INSERT INTO watched (id, v) VALUES (1, 'e') ON CONFLICT (id) DO UPDATE SET v = 'e'",
-                    "INSERT OR REPLACE INTO watched (id, v) VALUES (1, 'f')",
-                    "CREATE TABLE third (x)"):  # fmt: skip
+        for sql in (
+            "UPDATE watched SET v = 'd'",  # its table changed: cleared
+            "DELETE FROM watched WHERE id = 99",
+            "INSERT INTO watched (id, v) VALUES (1, 'e') ON CONFLICT (id) DO UPDATE SET v = 'e'",
+            "INSERT OR REPLACE INTO watched (id, v) VALUES (1, 'f')",
+            "CREATE TABLE third (x)",
+        ):
             filled(cache)
             await write(db, "INSERT INTO other (v) VALUES ('x')", sql)
             seen.append(kept(cache))
@@ -96,8 +102,9 @@ def test_concurrent_own_writes_in_batches_keep_the_cache(tmp_path: Path) -> None
         db, cache = await store(tmp_path)
         filled(cache)
         for _ in range(5):
-            await asyncio.gather(*(write(db, f"INSERT INTO watched (v) VALUES ('{n}')")
-                                   for n in range(40)))  # fmt: skip
+            await asyncio.gather(
+                *(write(db, f"INSERT INTO watched (v) VALUES ('{n}')") for n in range(40))
+            )
         after_many = kept(cache)
         await write(db, "UPDATE watched SET v = 'z' WHERE id = 1")
         after_update = kept(cache)
@@ -182,15 +189,22 @@ def test_statements_are_read_for_the_rows_they_may_change() -> None:
     assert (
         changed_by("INSERT INTO meta (k) VALUES (1) ON CONFLICT (k) DO UPDATE SET v = 2") == "meta"
     )
-    for sql in ("CREATE TABLE x (a)", "WITH a AS (SELECT 1) DELETE FROM x", "PRAGMA user_version = 3",
-                "VACUUM"):  # fmt: skip
+    for sql in (
+        "CREATE TABLE x (a)",
+        "WITH a AS (SELECT 1) DELETE FROM x",
+        "PRAGMA user_version = 3",
+        "VACUUM",
+    ):
         assert changed_by(sql) == EVERYTHING, sql
 
 
-@pytest.mark.parametrize(("sql", "survives"), [
-    ("INSERT INTO watched (v) VALUES ('a')", True),
-    ("UPDATE watched SET v = 'b'", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sql", "survives"),
+    [
+        ("INSERT INTO watched (v) VALUES ('a')", True),
+        ("UPDATE watched SET v = 'b'", False),
+    ],
+)
 def test_a_commit_in_the_writer_thread_read_meanwhile_is_settled_when_it_ends(
     tmp_path: Path, sql: str, survives: bool
 ) -> None:

@@ -135,9 +135,12 @@ def test_an_insert_gives_back_its_generated_id_when_it_asks() -> None:
     assert plan.sql.endswith("RETURNING x.id") and plan.returns_rows
     assert plan.names == ("v",)
     prefetching = Table(
-        "y", MetaData(), Column("id", Integer, primary_key=True), Column("v", String),
+        "y",
+        MetaData(),
+        Column("id", Integer, primary_key=True),
+        Column("v", String),
         implicit_returning=False,
-    )  # fmt: skip
+    )
     with pytest.raises(NotImplementedError, match="column 'id'"):
         Plan(insert(prefetching), ["v"])
 
@@ -232,8 +235,17 @@ def test_unique_violation_is_an_integrity_error_that_quotes_no_value(pg_url: str
     async def main(db: PostgresBackend) -> None:
         tenant = await new_tenant(db)
         secret_hash = "feedface" * 8
-        token = {"id": "tok-a", "tenant_id": tenant, "label": "", "created_ms": 1,
-                 "scopes": "read", "expires_ms": None, "families": None, "approver_group": None, "mac": None}  # fmt: skip
+        token = {
+            "id": "tok-a",
+            "tenant_id": tenant,
+            "label": "",
+            "created_ms": 1,
+            "scopes": "read",
+            "expires_ms": None,
+            "families": None,
+            "approver_group": None,
+            "mac": None,
+        }
         async with db.write() as tx:
             await tx.execute(_INSERT_TOKEN, {**token, "token_hash": secret_hash})
         with pytest.raises(IntegrityError) as caught:
@@ -319,8 +331,11 @@ def test_rarer_statements_compiled_per_call(pg_url: str) -> None:
             events = await Audit.page(tx, AuditQuery(tenant), 0, 10)
             key_ids = await SealedColumns.key_ids(tx)
             meta = await Meta.get(tx, f"m-{tenant}")
-            n = (await tx.execute(text("SELECT count(*) AS n FROM tenants WHERE id = :i"),
-                                  {"i": tenant})).scalar_one()  # fmt: skip
+            n = (
+                await tx.execute(
+                    text("SELECT count(*) AS n FROM tenants WHERE id = :i"), {"i": tenant}
+                )
+            ).scalar_one()
             listed = (
                 await tx.execute(
                     select(accounts.c.id).where(
@@ -423,10 +438,19 @@ def test_a_value_the_database_refuses_is_no_503_and_an_audit_text_is_cut_to_fit(
     async def main(db: PostgresBackend) -> list[AuditEvent]:
         with pytest.raises(DataError):
             async with db.write() as tx:
-                await tx.execute(text("INSERT INTO audit (action, outcome, created_ms, "
-                                      "account_name) VALUES ('a', 'b', 1, :n)"), {"n": long})  # fmt: skip
-        await Audit.record(db, AuditEvent(tenant_id="t-cut", action="sign", outcome="x" * 99,
-                                          created_ms=1, account_name=long))  # fmt: skip
+                await tx.execute(
+                    text(
+                        "INSERT INTO audit (action, outcome, created_ms, "
+                        "account_name) VALUES ('a', 'b', 1, :n)"
+                    ),
+                    {"n": long},
+                )
+        await Audit.record(
+            db,
+            AuditEvent(
+                tenant_id="t-cut", action="sign", outcome="x" * 99, created_ms=1, account_name=long
+            ),
+        )
         async with db.read() as tx:
             return await Audit.page(tx, AuditQuery(tenant_id="t-cut"), 0, 10)
 

@@ -51,11 +51,17 @@ def found_private_uses(trees: dict[str, ast.Module]) -> set[tuple[str, str]]:
                     continue
                 if any(p.startswith("_") for p in node.module.split(".")):
                     found.add((module, node.module))
-                found |= {(module, a.name) for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")}  # fmt: skip
+                found |= {
+                    (module, a.name)
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                }
             elif isinstance(node, ast.Import):
-                found |= {(module, a.name) for a in node.names
-                          if any(p.startswith("_") for p in a.name.split("."))}  # fmt: skip
+                found |= {
+                    (module, a.name)
+                    for a in node.names
+                    if any(p.startswith("_") for p in a.name.split("."))
+                }
             elif isinstance(node, ast.Attribute):
                 name = node.attr
                 private = name.startswith("_") and not name.startswith("__")
@@ -94,8 +100,13 @@ def test_every_listed_use_exists_and_its_version_is_installed(use: object) -> No
 
 def test_the_scan_sees_a_private_import_and_attribute() -> None:
     """The scan itself: a module with both kinds is reported (not only the known ones)."""
-    probe = "from asyncpg._private import thing\nfrom redis import _hidden\n" \
-            "def f(x):\n    return x._secret_attr\n"  # fmt: skip
+    probe = (
+        "from asyncpg._private import thing\nfrom redis import _hidden\n"
+        "def f(x):\n    return x._secret_attr\n"
+    )
     found = found_private_uses({**_trees(), "probe.py": ast.parse(probe)})
-    assert {("probe.py", "asyncpg._private"), ("probe.py", "_hidden"),
-            ("probe.py", "_secret_attr")} <= found  # fmt: skip
+    assert {
+        ("probe.py", "asyncpg._private"),
+        ("probe.py", "_hidden"),
+        ("probe.py", "_secret_attr"),
+    } <= found

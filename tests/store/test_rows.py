@@ -39,14 +39,19 @@ def test_rows_are_one_type_on_every_path(url: str) -> None:
             await migrate.upgrade(db)
             async with db.write() as tx:
                 for name in ("acme", "beta", "gamma"):
-                    await tx.execute(tenants.insert(), {"id": f"id-{name}", "name": name,
-                                                        "created_ms": 1})  # fmt: skip
+                    await tx.execute(
+                        tenants.insert(), {"id": f"id-{name}", "name": name, "created_ms": 1}
+                    )
             async with db.read() as tx:
                 fast = (await tx.execute(Prepared(_BY_NAME))).first()
                 slow = (await tx.execute(_BY_NAME)).first()
-                listed = (await tx.execute(select(tenants.c.id, tenants.c.name)
-                                           .where(tenants.c.name.in_(["beta", "gamma"]))
-                                           .order_by(tenants.c.name))).all()  # fmt: skip
+                listed = (
+                    await tx.execute(
+                        select(tenants.c.id, tenants.c.name)
+                        .where(tenants.c.name.in_(["beta", "gamma"]))
+                        .order_by(tenants.c.name)
+                    )
+                ).all()
                 with pytest.raises(NoResultFound):
                     (
                         await tx.execute(select(tenants.c.id).where(tenants.c.name == "x"))

@@ -46,8 +46,10 @@ def db(tmp_path: Path) -> Iterator[Path]:
 
 
 def commit_elsewhere(path: Path) -> None:
-    code = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
-            "c.execute('INSERT INTO t VALUES (1)'); c.commit()")  # fmt: skip
+    code = (
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+        "c.execute('INSERT INTO t VALUES (1)'); c.commit()"
+    )
     subprocess.run([sys.executable, "-c", code, str(path)], check=True)
 
 
@@ -121,8 +123,9 @@ def test_commits_between_the_header_and_the_pragma_never_switch_the_fast_path_of
     reader = Reader(db)
     counter = ChangeCounter(reader.data_version, Path(f"{db}-shm"), backstop=0)
     # this counter's own counts: the metric is the process's, which other stores share
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], stdout=subprocess.PIPE,
-                              text=True)  # fmt: skip
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db)], stdout=subprocess.PIPE, text=True
+    )
     assert writer.stdout is not None
     try:
         assert writer.stdout.readline().strip() == "ready"
@@ -144,8 +147,9 @@ def test_commits_between_the_header_and_the_pragma_never_switch_the_fast_path_of
 
 
 @pytest.mark.parametrize("damage", ["copies differ", "other format", "no file"])
-def test_an_unreadable_header_falls_back_to_the_pragma(db: Path, tmp_path: Path,
-                                                       damage: str) -> None:  # fmt: skip
+def test_an_unreadable_header_falls_back_to_the_pragma(
+    db: Path, tmp_path: Path, damage: str
+) -> None:
     shm = tmp_path / "crafted-shm"
     head = bytearray(Path(f"{db}-shm").read_bytes()[: 2 * HEADER])
     if damage == "copies differ":  # a writer between its two copies

@@ -46,12 +46,14 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, what: str
 
 
 @contextlib.contextmanager
-def process(args: list[str], log: Path, port: int, what: str,
-            env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
+def process(
+    args: list[str], log: Path, port: int, what: str, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """`args` running until the block ends, listening on `port`; its output in `log`."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})})  # fmt: skip
+        proc = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
     try:
         wait_for_port(port, proc, log, what)
         yield proc
@@ -142,8 +144,13 @@ def openbao_server(log: Path) -> Iterator[str]:
     from tests.conftest import free_port
 
     port = free_port()
-    args = [bao_binary(), "server", "-dev", f"-dev-root-token-id={ROOT_TOKEN}",
-            f"-dev-listen-address=127.0.0.1:{port}"]  # fmt: skip
+    args = [
+        bao_binary(),
+        "server",
+        "-dev",
+        f"-dev-root-token-id={ROOT_TOKEN}",
+        f"-dev-listen-address=127.0.0.1:{port}",
+    ]
     with process(args, log, port, "OpenBao", env={"HOME": str(log.parent)}):
         yield f"http://127.0.0.1:{port}"
 
@@ -176,32 +183,44 @@ def make_tls(directory: Path) -> Tls:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
     def write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
-        path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))  # fmt: skip
+        path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
         path.chmod(0o600)
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
-        x509.CertificateBuilder().subject_name(name("chainkeys test CA"))
-        .issuer_name(name("chainkeys test CA")).public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now)
+        x509.CertificateBuilder()
+        .subject_name(name("chainkeys test CA"))
+        .issuer_name(name("chainkeys test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
+    )
     paths: dict[str, Path] = {"ca": directory / "ca.pem"}
     paths["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    for role, usage in (("server", ExtendedKeyUsageOID.SERVER_AUTH),
-                        ("client", ExtendedKeyUsageOID.CLIENT_AUTH)):  # fmt: skip
+    for role, usage in (
+        ("server", ExtendedKeyUsageOID.SERVER_AUTH),
+        ("client", ExtendedKeyUsageOID.CLIENT_AUTH),
+    ):
         key = ec.generate_private_key(ec.SECP256R1())
         builder = (
-            x509.CertificateBuilder().subject_name(name(f"chainkeys-{role}"))
-            .issuer_name(ca.subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now)
+            x509.CertificateBuilder()
+            .subject_name(name(f"chainkeys-{role}"))
+            .issuer_name(ca.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        )  # fmt: skip
+        )
         if role == "server":
             san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
             builder = builder.add_extension(san, critical=False)
@@ -210,8 +229,13 @@ def make_tls(directory: Path) -> Tls:
         paths[f"{role}_cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         paths[f"{role}_key"] = directory / f"{role}.key"
         write_key(paths[f"{role}_key"], key)
-    return Tls(paths["ca"], paths["server_cert"], paths["server_key"], paths["client_cert"],
-               paths["client_key"])  # fmt: skip
+    return Tls(
+        paths["ca"],
+        paths["server_cert"],
+        paths["server_key"],
+        paths["client_cert"],
+        paths["client_key"],
+    )
 
 
 def pykmip_available() -> None:
@@ -237,7 +261,14 @@ def pykmip_server(directory: Path) -> Iterator[tuple[int, Tls]]:
         f"policy_path={policies}\nenable_tls_client_auth=True\nlogging_level=INFO\n"
         f"database_path={directory / 'pykmip.db'}\n"
     )
-    args = [sys.executable, "-c", "from kmip.services.server.server import main; main()",
-            "--config_path", str(config), "--log_path", str(directory / "server.log")]  # fmt: skip
+    args = [
+        sys.executable,
+        "-c",
+        "from kmip.services.server.server import main; main()",
+        "--config_path",
+        str(config),
+        "--log_path",
+        str(directory / "server.log"),
+    ]
     with process(args, directory / "stdout.log", port, "PyKMIP's server"):
         yield port, tls

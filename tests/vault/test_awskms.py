@@ -26,8 +26,11 @@ from tests.vault.kms_servers import Store, moto_server, new_store
 pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled first
 
 SECRET_KEY = "moto-test-secret-access-key-0123456789"
-AWS = {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIATESTCHAINKEYS00",
-       "AWS_SECRET_ACCESS_KEY": SECRET_KEY}  # fmt: skip
+AWS = {
+    "AWS_REGION": "eu-west-1",
+    "AWS_ACCESS_KEY_ID": "AKIATESTCHAINKEYS00",
+    "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+}
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +43,13 @@ def kms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def kms_client(url: str) -> Any:
     import boto3  # type: ignore[import-untyped]
 
-    return boto3.client("kms", endpoint_url=url, region_name=AWS["AWS_REGION"],
-                        aws_access_key_id=AWS["AWS_ACCESS_KEY_ID"],
-                        aws_secret_access_key=SECRET_KEY)  # fmt: skip
+    return boto3.client(
+        "kms",
+        endpoint_url=url,
+        region_name=AWS["AWS_REGION"],
+        aws_access_key_id=AWS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=SECRET_KEY,
+    )
 
 
 def make_key(url: str, name: str) -> tuple[str, str]:
@@ -59,8 +66,13 @@ def make_key(url: str, name: str) -> tuple[str, str]:
 
 
 def awskms_env(store: Store, url: str, key: str) -> dict[str, str]:
-    return {**store.env, **AWS, "AWS_ENDPOINT_URL": url, "CHAINKEYS_MASTER_KEY_PROVIDER": "awskms",
-            "CHAINKEYS_AWSKMS_KEY_ID": key}  # fmt: skip
+    return {
+        **store.env,
+        **AWS,
+        "AWS_ENDPOINT_URL": url,
+        "CHAINKEYS_MASTER_KEY_PROVIDER": "awskms",
+        "CHAINKEYS_AWSKMS_KEY_ID": key,
+    }
 
 
 def refused(store: Store, env: dict[str, str], name: str) -> str:
@@ -125,8 +137,10 @@ def test_kms_down_or_the_key_disabled_at_start_is_a_clear_refusal(kms: str, stor
     token = serve_and_check(env, store.log("first"))
     closed = f"http://127.0.0.1:{free_port()}"
     says = refused(store, {**env, "AWS_ENDPOINT_URL": closed}, "down")
-    assert says.startswith(f"chainkeys: AWS KMS at {closed} is unreachable, so AWS KMS key "
-                           f"{alias} cannot unwrap this store's master key")  # fmt: skip
+    assert says.startswith(
+        f"chainkeys: AWS KMS at {closed} is unreachable, so AWS KMS key "
+        f"{alias} cannot unwrap this store's master key"
+    )
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), DisabledKms)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
@@ -135,14 +149,18 @@ def test_kms_down_or_the_key_disabled_at_start_is_a_clear_refusal(kms: str, stor
     finally:
         proxy.shutdown()
         proxy.server_close()
-    assert says == (f"chainkeys: AWS KMS: AWS KMS key {alias} is disabled: enable "
-                    "it (aws kms enable-key), or start with the key this store was moved from "
-                    "(DisabledException)")  # fmt: skip
+    assert says == (
+        f"chainkeys: AWS KMS: AWS KMS key {alias} is disabled: enable "
+        "it (aws kms enable-key), or start with the key this store was moved from "
+        "(DisabledException)"
+    )
     # A key that is not the one that wrapped the store: named, with the one that did.
     other, _ = make_key(kms, "other")
     says = refused(store, awskms_env(store, kms, other), "other-key")
-    assert says.startswith(f"chainkeys: AWS KMS key {other} did not wrap this store's master "
-                           f"key: AWS KMS key {alias} did")  # fmt: skip
+    assert says.startswith(
+        f"chainkeys: AWS KMS key {other} did not wrap this store's master "
+        f"key: AWS KMS key {alias} did"
+    )
     serve_and_check(env, store.log("back"), token)  # KMS back: it starts
 
 
@@ -206,8 +224,9 @@ def test_signing_needs_no_kms_once_started(store: Store) -> None:
         proc = start(awskms_env(store, own, alias), store.log("running"))
     try:  # moto is stopped from here on
         token = first_token(proc)
-        with httpx.Client(verify=TLS, base_url=proc.base_url,
-                          headers={"Authorization": token}) as c:  # fmt: skip
+        with httpx.Client(
+            verify=TLS, base_url=proc.base_url, headers={"Authorization": token}
+        ) as c:
             assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
             for _ in range(3):
                 signed = c.post(f"/cosmos/{TRANSFER['fromAddress']}/sign-transfer", json=TRANSFER)

@@ -35,9 +35,14 @@ class Kmip:
             warnings.simplefilter("ignore")
             from kmip.pie.client import ProxyKmipClient  # type: ignore[import-untyped]
 
-        return ProxyKmipClient(hostname="127.0.0.1", port=self.port, cert=str(self.tls.client_cert),
-                               key=str(self.tls.client_key), ca=str(self.tls.ca),
-                               config_file=os.devnull)  # fmt: skip
+        return ProxyKmipClient(
+            hostname="127.0.0.1",
+            port=self.port,
+            cert=str(self.tls.client_cert),
+            key=str(self.tls.client_key),
+            ca=str(self.tls.ca),
+            config_file=os.devnull,
+        )
 
     def make_key(self) -> str:
         """A new active AES-256 key owned by the client certificate chainkeys uses."""
@@ -48,10 +53,16 @@ class Kmip:
             warnings.simplefilter("ignore", DeprecationWarning)
             client.open()
         try:
-            uid = str(client.create(enums.CryptographicAlgorithm.AES, 256,
-                                    cryptographic_usage_mask=[
-                                        enums.CryptographicUsageMask.ENCRYPT,
-                                        enums.CryptographicUsageMask.DECRYPT]))  # fmt: skip
+            uid = str(
+                client.create(
+                    enums.CryptographicAlgorithm.AES,
+                    256,
+                    cryptographic_usage_mask=[
+                        enums.CryptographicUsageMask.ENCRYPT,
+                        enums.CryptographicUsageMask.DECRYPT,
+                    ],
+                )
+            )
             client.activate(uid)
         finally:
             client.close()
@@ -65,8 +76,9 @@ class Kmip:
             warnings.simplefilter("ignore", DeprecationWarning)
             client.open()
         try:
-            client.revoke(enums.RevocationReasonCode.KEY_COMPROMISE, uid,
-                          compromise_occurrence_date=1)  # fmt: skip
+            client.revoke(
+                enums.RevocationReasonCode.KEY_COMPROMISE, uid, compromise_occurrence_date=1
+            )
         finally:
             client.close()
 
@@ -84,11 +96,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 
 def kmip_env(store: Store, kmip: Kmip, key_id: str) -> dict[str, str]:
-    return {**store.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "kmip",
-            "CHAINKEYS_KMIP_HOST": "127.0.0.1", "CHAINKEYS_KMIP_PORT": str(kmip.port),
-            "CHAINKEYS_KMIP_CERT": str(kmip.tls.client_cert),
-            "CHAINKEYS_KMIP_KEY": str(kmip.tls.client_key),
-            "CHAINKEYS_KMIP_CA": str(kmip.tls.ca), "CHAINKEYS_KMIP_KEY_ID": key_id}  # fmt: skip
+    return {
+        **store.env,
+        "CHAINKEYS_MASTER_KEY_PROVIDER": "kmip",
+        "CHAINKEYS_KMIP_HOST": "127.0.0.1",
+        "CHAINKEYS_KMIP_PORT": str(kmip.port),
+        "CHAINKEYS_KMIP_CERT": str(kmip.tls.client_cert),
+        "CHAINKEYS_KMIP_KEY": str(kmip.tls.client_key),
+        "CHAINKEYS_KMIP_CA": str(kmip.tls.ca),
+        "CHAINKEYS_KMIP_KEY_ID": key_id,
+    }
 
 
 def refused(store: Store, env: dict[str, str], name: str) -> str:
@@ -122,23 +139,35 @@ def test_refusals_name_the_kmip_server(kmip: Kmip, store: Store) -> None:
     token = serve_and_check(env, store.log("first"))
     closed = free_port()
     says = refused(store, {**env, "CHAINKEYS_KMIP_PORT": str(closed)}, "down")
-    assert says.startswith(f"chainkeys: the KMIP server at 127.0.0.1:{closed} is unreachable "
-                           "or refused our TLS certificate")  # fmt: skip
+    assert says.startswith(
+        f"chainkeys: the KMIP server at 127.0.0.1:{closed} is unreachable "
+        "or refused our TLS certificate"
+    )
     strangers = store.tmp / "strangers"
     strangers.mkdir()
     other_ca = make_tls(strangers)  # a client certificate from a CA the server does not trust
-    says = refused(store, {**env, "CHAINKEYS_KMIP_CERT": str(other_ca.client_cert),
-                           "CHAINKEYS_KMIP_KEY": str(other_ca.client_key)}, "stranger")  # fmt: skip
+    says = refused(
+        store,
+        {
+            **env,
+            "CHAINKEYS_KMIP_CERT": str(other_ca.client_cert),
+            "CHAINKEYS_KMIP_KEY": str(other_ca.client_key),
+        },
+        "stranger",
+    )
     assert f"the KMIP server at 127.0.0.1:{kmip.port} is unreachable or refused our TLS" in says
     other = kmip.make_key()
     says = refused(store, {**env, "CHAINKEYS_KMIP_KEY_ID": other}, "other-key")
-    assert says.startswith(f"chainkeys: KMIP key {other} at 127.0.0.1:{kmip.port} did not wrap "
-                           f"this store's master key: KMIP key {key_id}")  # fmt: skip
+    assert says.startswith(
+        f"chainkeys: KMIP key {other} at 127.0.0.1:{kmip.port} did not wrap "
+        f"this store's master key: KMIP key {key_id}"
+    )
     serve_and_check(env, store.log("still"), token)
     kmip.revoke(key_id)
     says = refused(store, env, "revoked")
-    assert says.startswith(f"chainkeys: KMIP key {key_id} at 127.0.0.1:{kmip.port}: the KMIP "
-                           "server refused to decrypt")  # fmt: skip
+    assert says.startswith(
+        f"chainkeys: KMIP key {key_id} at 127.0.0.1:{kmip.port}: the KMIP server refused to decrypt"
+    )
 
 
 @pytest.mark.parametrize("store", ["sqlite"], indirect=True)

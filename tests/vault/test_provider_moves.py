@@ -93,8 +93,9 @@ def test_file_awskms_transit_kmip_file(tmp_path: Path) -> None:
             if target != "file":
                 says = refused_start(source_env, store.log(f"refused-{source}"))
                 assert f"CHAINKEYS_MASTER_KEY_PROVIDER={target}" in says
-                (blob,) = env_rows(store.env, "SELECT value FROM meta "
-                                              "WHERE key = 'master_key_wrapped'")  # fmt: skip
+                (blob,) = env_rows(
+                    store.env, "SELECT value FROM meta WHERE key = 'master_key_wrapped'"
+                )
                 assert f'"provider":"{target}"' in bytes(blob[0]).decode()
         assert key_file.read_text() == original  # the same master key all along
         assert not env_rows(store.env, "SELECT 1 FROM meta WHERE key = 'master_key_wrapped'")
@@ -105,8 +106,9 @@ def serve_sealed_and_check(env: dict[str, str], log: Path, token: str, shares: l
     proc = start(env, log)
     address = TRANSFER["fromAddress"]
     try:
-        with httpx.Client(verify=TLS, base_url=proc.base_url, timeout=30,
-                          headers={"Authorization": token}) as c:  # fmt: skip
+        with httpx.Client(
+            verify=TLS, base_url=proc.base_url, timeout=30, headers={"Authorization": token}
+        ) as c:
             for share in shares[:3]:
                 r = c.post(f"/cosmos/{address}/sign-transfer", json=TRANSFER)
                 assert (r.status_code, r.json()["code"]) == (503, "sealed"), r.text

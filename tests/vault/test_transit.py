@@ -74,9 +74,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 
 def transit_env(store: Store, addr: str, key: str, token_file: Path) -> dict[str, str]:
-    return {**store.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "transit",
-            "CHAINKEYS_TRANSIT_ADDR": addr, "CHAINKEYS_TRANSIT_KEY": key,
-            "CHAINKEYS_TRANSIT_TOKEN_FILE": str(token_file)}  # fmt: skip
+    return {
+        **store.env,
+        "CHAINKEYS_MASTER_KEY_PROVIDER": "transit",
+        "CHAINKEYS_TRANSIT_ADDR": addr,
+        "CHAINKEYS_TRANSIT_KEY": key,
+        "CHAINKEYS_TRANSIT_TOKEN_FILE": str(token_file),
+    }
 
 
 def refused(store: Store, env: dict[str, str], name: str) -> str:
@@ -107,8 +111,11 @@ def test_start_restart_and_a_rotated_transit_key_is_rewrapped(bao: Bao, store: S
     transit = bao.client.secrets.transit
     for ad, opens in ((fields["store"], True), ("another-store", False)):
         try:
-            transit.decrypt_data(key, ciphertext=fields["ciphertext"],
-                                 associated_data=base64.b64encode(ad.encode()).decode())  # fmt: skip
+            transit.decrypt_data(
+                key,
+                ciphertext=fields["ciphertext"],
+                associated_data=base64.b64encode(ad.encode()).decode(),
+            )
             opened = True
         except hvac.exceptions.InvalidRequest:
             opened = False
@@ -129,16 +136,20 @@ def test_refusals_name_openbao_and_a_rotation_under_transit(bao: Bao, store: Sto
     token = serve_and_check(env, store.log("first"))
     closed = f"http://127.0.0.1:{free_port()}"
     says = refused(store, {**env, "CHAINKEYS_TRANSIT_ADDR": closed}, "down")
-    assert says.startswith(f"chainkeys: Vault/OpenBao at {closed} is unreachable, so transit "
-                           f"key transit/{key} at {closed} cannot unwrap")  # fmt: skip
+    assert says.startswith(
+        f"chainkeys: Vault/OpenBao at {closed} is unreachable, so transit "
+        f"key transit/{key} at {closed} cannot unwrap"
+    )
     wrong = store.tmp / "wrong.token"
     wrong.write_text("s.not-a-token\n")
     says = refused(store, {**env, "CHAINKEYS_TRANSIT_TOKEN_FILE": str(wrong)}, "token")
     assert "permission denied for the token in CHAINKEYS_TRANSIT_TOKEN_FILE" in says
     other, _ = bao.make_key(store.tmp)
     says = refused(store, {**env, "CHAINKEYS_TRANSIT_KEY": other}, "other-key")
-    assert says.startswith(f"chainkeys: transit key transit/{other} at {bao.addr} did not "
-                           f"wrap this store's master key: transit key transit/{key}")  # fmt: skip
+    assert says.startswith(
+        f"chainkeys: transit key transit/{other} at {bao.addr} did not "
+        f"wrap this store's master key: transit key transit/{key}"
+    )
     says = refused(store, {**store.env, "CHAINKEYS_MASTER_KEY_PROVIDER": "file"}, "file")
     assert f"wrapped by transit key transit/{key}" in says
     assert "CHAINKEYS_MASTER_KEY_PROVIDER=transit" in says

@@ -388,8 +388,9 @@ class GovernanceService:
                     await self._apply(tx, row, at)
                     applied += 1
             except IntegrityFailure:
-                log.error("scheduled change %s was not applied: it fails its integrity check",
-                          change_id)  # fmt: skip
+                log.error(
+                    "scheduled change %s was not applied: it fails its integrity check", change_id
+                )
         return applied
 
     # -- helpers ------------------------------------------------------------------------

@@ -160,9 +160,17 @@ class SigningService(Gate):
             await self.policy_refused(who, row, kind, summary, decision, refusal, db)
             raise PolicyDenied(refusal.message) from None
         return await self._sign(
-            who, row, owner, kind, prepared, decision, request, again=again, db=db,
+            who,
+            row,
+            owner,
+            kind,
+            prepared,
+            decision,
+            request,
+            again=again,
+            db=db,
             opened_keys=opened_keys,
-        )  # fmt: skip
+        )
 
     async def decode(
         self,

@@ -28,44 +28,70 @@ from tests.node import run_node
 
 OUT = Path(__file__).with_name("cosmos_signing.json")
 AMINO = {
-    "chain_id": "cosmoshub-4", "account_number": "99", "sequence": "7",
+    "chain_id": "cosmoshub-4",
+    "account_number": "99",
+    "sequence": "7",
     "fee": {"amount": [{"denom": "uatom", "amount": "500"}], "gas": "200000"},
-    "msgs": [{"type": "cosmos-sdk/MsgDelegate", "value": {
-        "delegator_address": ADDRESS,
-        "validator_address": "cosmosvaloper1sjllsnramtg3ewxqwwrwjxfgc4n4ef9u2lcnj0",
-        "amount": {"denom": "uatom", "amount": "250000"}}}],
+    "msgs": [
+        {
+            "type": "cosmos-sdk/MsgDelegate",
+            "value": {
+                "delegator_address": ADDRESS,
+                "validator_address": "cosmosvaloper1sjllsnramtg3ewxqwwrwjxfgc4n4ef9u2lcnj0",
+                "amount": {"denom": "uatom", "amount": "250000"},
+            },
+        }
+    ],
     "memo": "stake ü",
-}  # fmt: skip
+}
 MESSAGE = "I own this account: chainkeys known answer"
 
 
 def cosmjs(action: str, **fields: Any) -> Any:
-    return run_node("cosmos.mjs", {"action": action, "privateKey": PRIVATE, "prefix": "cosmos",
-                                   **fields})  # fmt: skip
+    return run_node(
+        "cosmos.mjs", {"action": action, "privateKey": PRIVATE, "prefix": "cosmos", **fields}
+    )
 
 
 def main() -> None:
     direct = direct_doc()
-    adr036 = run_node("cosmos.mjs", {
-        "action": "adr036_doc", "signer": ADDRESS, "pubkey": PUBKEY,
-        "data": base64.b64encode(MESSAGE.encode()).decode(), "signature": base64.b64encode(b"\x01" * 64).decode(),  # the doc only
-    })["doc"]  # fmt: skip
+    adr036 = run_node(
+        "cosmos.mjs",
+        {
+            "action": "adr036_doc",
+            "signer": ADDRESS,
+            "pubkey": PUBKEY,
+            "data": base64.b64encode(MESSAGE.encode()).decode(),
+            "signature": base64.b64encode(b"\x01" * 64).decode(),  # the doc only
+        },
+    )["doc"]
     vectors = {
         "about": "made by cosmjs (tests/verifiers/package.json) with the key of "
         "tests/chains/vectors/vectors.json keys[0]; regenerate with make_cosmos_signing.py",
         "address": ADDRESS,
         "pubkey": PUBKEY,
-        "sign-direct": {"request": {"signDoc": direct},
-                        "signature": cosmjs("sign_direct", signDoc=direct)["signature"]},
-        "sign-amino": {"request": {"signDoc": AMINO},
-                       "signature": cosmjs("sign_amino", signDoc=AMINO)["signature"]},
-        "sign-message": {"request": {"message": MESSAGE}, "signed": adr036,
-                         "signature": cosmjs("sign_amino", signDoc=adr036)["signature"]},
-        "sign-transfer": {"request": TRANSFER, "signedTx": cosmjs(
-            "sign_transfer", transfer=TRANSFER, ibc=False)["signedTx"]},
-        "sign-ibc-transfer": {"request": IBC_TRANSFER, "signedTx": cosmjs(
-            "sign_transfer", transfer=IBC_TRANSFER, ibc=True)["signedTx"]},
-    }  # fmt: skip
+        "sign-direct": {
+            "request": {"signDoc": direct},
+            "signature": cosmjs("sign_direct", signDoc=direct)["signature"],
+        },
+        "sign-amino": {
+            "request": {"signDoc": AMINO},
+            "signature": cosmjs("sign_amino", signDoc=AMINO)["signature"],
+        },
+        "sign-message": {
+            "request": {"message": MESSAGE},
+            "signed": adr036,
+            "signature": cosmjs("sign_amino", signDoc=adr036)["signature"],
+        },
+        "sign-transfer": {
+            "request": TRANSFER,
+            "signedTx": cosmjs("sign_transfer", transfer=TRANSFER, ibc=False)["signedTx"],
+        },
+        "sign-ibc-transfer": {
+            "request": IBC_TRANSFER,
+            "signedTx": cosmjs("sign_transfer", transfer=IBC_TRANSFER, ibc=True)["signedTx"],
+        },
+    }
     OUT.write_text(json.dumps(vectors, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {OUT}")
 

@@ -26,25 +26,60 @@ def main() -> None:
     psbts = []
     for family, create, network, kind, witness in PSBT_CASES:
         pubkey = KEY["public_key_compressed_hex"]
-        built = run_node("utxo.mjs", {
-            "action": "build_psbt", "network": network, "kind": kind, "pubkey": pubkey,
-            "amountIn": 1_000_000, "witness": witness,
-            "outputs": [{"address": RECIPIENT[family], "value": 600_000}],
-        })  # fmt: skip
-        signed = run_node("utxo.mjs", {"action": "sign_psbt", "network": network,
-                                       "psbt": built["psbt"], "privateKey": SECRET})  # fmt: skip
-        psbts.append({"family": family, "create": create, "kind": kind,
-                      "request": {"psbt": built["psbt"]}, **signed})  # fmt: skip
+        built = run_node(
+            "utxo.mjs",
+            {
+                "action": "build_psbt",
+                "network": network,
+                "kind": kind,
+                "pubkey": pubkey,
+                "amountIn": 1_000_000,
+                "witness": witness,
+                "outputs": [{"address": RECIPIENT[family], "value": 600_000}],
+            },
+        )
+        signed = run_node(
+            "utxo.mjs",
+            {
+                "action": "sign_psbt",
+                "network": network,
+                "psbt": built["psbt"],
+                "privateKey": SECRET,
+            },
+        )
+        psbts.append(
+            {
+                "family": family,
+                "create": create,
+                "kind": kind,
+                "request": {"psbt": built["psbt"]},
+                **signed,
+            }
+        )
     messages = []
     for family, create, network, kind in CASES:
         compressed = create["private_key"] == SECRET  # else the uncompressed WIF of it
         for message in MESSAGES:
-            answer = run_node("utxo.mjs", {
-                "action": "sign_message", "network": network, "kind": kind, "message": message,
-                "privateKey": SECRET, "compressed": compressed,
-            })  # fmt: skip
-            messages.append({"family": family, "create": create, "kind": kind,
-                             "request": {"message": message}, **answer})  # fmt: skip
+            answer = run_node(
+                "utxo.mjs",
+                {
+                    "action": "sign_message",
+                    "network": network,
+                    "kind": kind,
+                    "message": message,
+                    "privateKey": SECRET,
+                    "compressed": compressed,
+                },
+            )
+            messages.append(
+                {
+                    "family": family,
+                    "create": create,
+                    "kind": kind,
+                    "request": {"message": message},
+                    **answer,
+                }
+            )
     vectors = {
         "about": "made by bitcoinjs-lib and bitcoinjs-message (tests/verifiers/package.json) "
         "with the key of tests/chains/vectors/vectors.json keys[0]; regenerate with "
