@@ -550,10 +550,12 @@ def test_verify_file_passes_an_honest_copy_and_names_a_changed_one(
         assert [p for p in found.problems if f"event {ids[1]} " in p and "outcome" in p]
 
         # the CLI names them too, and exits 1
+        master_key = server.settings.master_key
+        assert master_key is not None
         env = {
             "CHAINKEYS_DATA_DIR": str(server.settings.data_dir),
-            "CHAINKEYS_MASTER_KEY": server.settings.master_key.get_secret_value(),
-        }  # type: ignore[union-attr]
+            "CHAINKEYS_MASTER_KEY": master_key.get_secret_value(),
+        }
         if server.settings.database_url is not None:
             env["CHAINKEYS_DATABASE_URL"] = server.settings.database_url.get_secret_value()
         result = chainkeys_cli("audit", "verify", "--file", str(missing), env=env)
