@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import click
 import msgspec
 import typer
 
@@ -165,8 +164,7 @@ def use(url: str | None, token_file: Path | None, ca_file: Path | None, command:
 def refuse_store(what: str | None = None) -> NoReturn:
     """Said of anything that would open the store (or ask for shares) under --url."""
     if what is None:
-        context = click.get_current_context(silent=True)
-        what = f"`{context.command_path}`" if context is not None else "this command"
+        what = "this command"
     _stop(
         f"{what} needs the store itself (on a shamir store, the shares), so it does not "
         "run with --url: run it without --url where the store is. With --url run the "
