@@ -12,12 +12,15 @@ compared with a count taken at another, on the same machine and interpreter.
 How: each app (chainkeys' ASGI app and the lean baseline, `bench/baseline.py`) serves
 `n` requests of a case in one process and `3n` in another, both under callgrind, called
 directly as `bench/asgi_cost.py` does (no HTTP); the difference over `2n` is one
-request's instructions, what both processes share (the shutdown) cancelling out. Both
+request's instructions, what both processes share (switching the count on and off)
+cancelling out. Both
 first serve `WARM` requests of the case (imports done lazily, caches filled, the
 allocator settled) with callgrind's instrumentation off (`--instr-atstart=no`: start-up,
 four billion instructions for chainkeys, runs about five times faster so), then stop
-until the parent has switched it on (`callgrind_control -i on`), and run with one hash
-seed (`PYTHONHASHSEED`: a dict's layout, so its instructions, move with the seed).
+until the parent has switched it on (`callgrind_control -i on`; off again once the
+requests are served, before the shutdown), with the survivors of a full collection
+frozen (a collection of the oldest generation, millions of instructions, falls by chance
+in one count or the other), and run with one hash seed (`PYTHONHASHSEED`: a dict's layout, so its instructions, move with the seed).
 
 What it leaves out: the kernel's instructions (system calls, fsync), cache misses and
 stalls, and everything between threads (Granian hands each request from its I/O thread to
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import random
@@ -58,6 +62,7 @@ CASES = (
 SYNC = "NORMAL"
 WARM = 20  # requests served first, in both processes
 READY = "chainkeys-icount: warm"  # the child's line once warm, instrumentation still off
+DONE = "chainkeys-icount: served"  # the child's line once the counted requests are served
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 _IMPORT_KEY = "5f2b5d8a3c1e4f6a7b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a"
 
@@ -161,13 +166,41 @@ def child(impl: str, case: str, n: int, work: Path, together: int) -> None:
 
             await background.stop(background.running())
         await _serve(app, WARM, make, meta["token"], together)
+        # A full collection now and the survivors frozen: a collection of the oldest
+        # generation costs millions of instructions, and whether it falls inside the
+        # `n` requests or the `3n` is chance (seen: a negative difference at n=4).
+        gc.collect()
+        gc.freeze()
         print(READY, flush=True)  # the parent switches callgrind's instrumentation on
         sys.stdin.readline()
         await _serve(app, n, make, meta["token"], together, first=WARM)
+        print(DONE, flush=True)  # ... and off: the shutdown is no request's work
+        sys.stdin.readline()
         await inbox.put({"type": "lifespan.shutdown"})
         await task
 
     asyncio.run(run())
+
+
+def _until(child: subprocess.Popen[str], line: str) -> bool:
+    """Read the child's stdout up to `line` (False at EOF: the child failed)."""
+    while child.stdout:
+        got = child.stdout.readline()
+        if not got:
+            return False
+        if got.strip() == line:
+            return True
+    return False
+
+
+def _instrument(pid: int, state: str) -> None:
+    """Switch callgrind's instrumentation of `pid` on or off."""
+    control = shutil.which("callgrind_control") or "callgrind_control"
+    done = subprocess.run(
+        [control, "-i", state, str(pid)], capture_output=True, text=True, timeout=120, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"callgrind_control failed: {done.stdout[-500:]}{done.stderr[-500:]}")
 
 
 def count(impl: str, case: str, n: int, ds: preload.Dataset, tmp: Path, together: int = 1) -> int:
@@ -203,31 +236,20 @@ def count(impl: str, case: str, n: int, ds: preload.Dataset, tmp: Path, together
         env={**os.environ, "PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"},
     )
     try:
-        ready = ""
-        while child.stdout and ready != READY:  # (until EOF: the child failed)
-            line = child.stdout.readline()
-            if not line:
-                break
-            ready = line.strip()
-        if ready == READY:  # (else the child failed: its stderr says why, below)
-            control = shutil.which("callgrind_control") or "callgrind_control"
-            on = subprocess.run(
-                [control, "-i", "on", str(child.pid)],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-            if on.returncode != 0:
-                raise RuntimeError(
-                    f"callgrind_control failed: {on.stdout[-500:]}{on.stderr[-500:]}"
-                )
+        ready = _until(child, READY)
+        if ready:  # (else the child failed: its stderr says why, below)
+            _instrument(child.pid, "on")
+            if child.stdin is not None:
+                child.stdin.write("\n")
+                child.stdin.flush()
+            if _until(child, DONE):
+                _instrument(child.pid, "off")
         _, stderr = child.communicate("\n")
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
-    if child.returncode != 0 or ready != READY:
+    if child.returncode != 0 or not ready:
         raise RuntimeError(f"{impl} {case} failed:\n{stderr[-3000:]}")
     shutil.rmtree(work, ignore_errors=True)
     return collected(stderr)

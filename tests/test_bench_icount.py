@@ -13,7 +13,7 @@ import pytest
 from bench import icount, preload
 from bench.asgi_cost import _lifespan
 
-pytestmark = pytest.mark.long(150)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(145)  # seconds (busy run): scheduled first
 
 
 @pytest.mark.timeout(900)  # valgrind runs ~50x slower: beside two CPU hogs it passed 300 s
