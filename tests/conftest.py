@@ -72,15 +72,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _on_its_engine(item: pytest.Item) -> bool:
     """False for the one of a pair `pytest.mark.one_engine` leaves out.
 
-    Such a test checks what the API answers to generated input (decoding, shapes,
-    never a 5xx), the same on both engines; what is stored is checked on both by the
+    Such a test's subject is the same on both engines: what the API answers to
+    generated input (decoding, shapes, never a 5xx), or what a process does (a restart
+    on a port in TIME_WAIT, its event loop); what is stored is checked on both by the
     other tests. Each case (the test's id without its engine) runs on one engine, the
     same every run, chosen by a stable digest of the id, so both engines get about
-    half of the cases and every case runs once instead of twice."""
+    half of the cases and every case runs once instead of twice. The engine is the
+    parameter of the `server` fixture or of a file's own (`env`, `backend`)."""
     callspec = getattr(item, "callspec", None)
     if item.get_closest_marker("one_engine") is None or callspec is None:
         return True
-    engine = callspec.params.get("server")
+    engine = next(
+        (callspec.params[name] for name in ENGINE_FIXTURES if name in callspec.params), None
+    )
     if engine not in BACKENDS:
         return True
     case = item.nodeid.replace(f"[{engine}-", "[").replace(f"-{engine}]", "]")
@@ -261,6 +265,7 @@ def backend_settings(backend: str, data_dir: Path, **overrides: Any) -> tuple[Se
 
 
 BACKENDS = ["sqlite", "postgresql"]
+ENGINE_FIXTURES = ("server", "env", "backend")  # the fixtures parametrised with BACKENDS
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

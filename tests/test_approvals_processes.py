@@ -24,7 +24,7 @@ from tests.conftest import TLS, chainkeys_cli, free_port, wait_for
 from tests.store.test_migrations import on_connection
 from tests.test_process import Proc, env, start  # noqa: F401 - env is a fixture
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(230)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
 SECRET = "whsec-test-0123456789"
 AMOUNT = 5000

@@ -43,7 +43,7 @@ from tests.conftest import (
 )
 from tests.test_process import first_token, start
 
-pytestmark = pytest.mark.long(150)  # seconds, measured: scheduled first
+pytestmark = pytest.mark.long(85)  # seconds, measured: scheduled first
 RFC5424 = re.compile(
     rb"^<(\d{1,3})>1 (\S+) (\S+) chainkeys (\d+) (\S+) - \xef\xbb\xbf(\{.*\})$", re.DOTALL
 )

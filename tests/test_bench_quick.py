@@ -23,7 +23,7 @@ from chainkeys.chains.registry import FAMILIES
 from chainkeys.chains.secp256k1 import key_from_secret
 from tests.conftest import REQUIRE_PG
 
-pytestmark = pytest.mark.long(122)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(125)  # seconds (busy run): scheduled first
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bench import wrk
 
-pytestmark = pytest.mark.long(45)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(35)  # seconds (busy run): scheduled first
 
 REPO = Path(__file__).resolve().parent.parent
 

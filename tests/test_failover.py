@@ -47,7 +47,7 @@ from tests.conftest import TEST_MASTER_KEY, TLS, chainkeys_cli, wait_for
 from tests.ha_cluster import AutoFailover, Node, auto_failover
 from tests.test_process import Proc, start
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(75)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
 
 # Small bounds, so a request during the switch answers soon (test_faults_postgres.py).
 TIMEOUTS = {

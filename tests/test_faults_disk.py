@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import TEST_MASTER_KEY, TLS, wait_for
 from tests.test_process import Proc, first_token, start
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(20)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(10)]
 
 DISK_MB = 24  # the schema, a WAL of a few MB and the filler's leftovers fit
 FULL = {

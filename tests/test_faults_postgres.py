@@ -55,7 +55,7 @@ from tests.conftest import (
 )
 from tests.test_process import Proc, first_token, start
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(25)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
 
 # Small bounds, so a request during an outage answers soon (test_outage.py has the same).
 TIMEOUTS = {

@@ -40,7 +40,7 @@ from tests.fuzz_rules import BEYOND_SCHEMA
 from tests.fuzz_run import beyond_schema
 
 # seconds (busy run; 125 s alone): scheduled first, not left as the suite's tail
-pytestmark = [pytest.mark.slow, pytest.mark.long(190)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
 # per operation and mode (tests/fuzz_run.py runs every schemathesis phase beside it)
 MAX_EXAMPLES = 10
 

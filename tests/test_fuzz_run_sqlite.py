@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import Server
 from tests.fuzz_run import every_phase, server_on
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(80)]  # seconds (busy run): scheduled first
+pytestmark = [pytest.mark.slow, pytest.mark.long(70)]  # seconds (busy run): scheduled first
 export_server = server_on("sqlite")
 
 

@@ -27,7 +27,7 @@ from tests.api.test_governance_kinds import (
 from tests.conftest import Server, chainkeys_cli
 from tests.test_rotation import env_of
 
-pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled early
+pytestmark = pytest.mark.long(15)  # seconds (busy run): scheduled early
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import TLS, chainkeys_cli
 from tests.test_process import announced, first_token, start
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(45)]
 
 
 def chainkeys(

@@ -36,7 +36,7 @@ from tests.conftest import (
 )
 from tests.test_process import Proc, first_token, start
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(45)]
 
 # Small timeouts so an outage is noticed quickly; the bound below follows from them:
 # pool wait + ping (statement timeout) + connect timeout, plus slack for a 2-core box.

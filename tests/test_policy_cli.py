@@ -22,7 +22,7 @@ from tests.api.test_sign_cosmos import OTHER, PRIVATE
 from tests.conftest import Server, chainkeys_cli
 from tests.test_rotation import env_of
 
-pytestmark = pytest.mark.long(89)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(15)  # seconds (busy run): scheduled first
 
 GOOD = {
     "rules": [

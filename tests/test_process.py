@@ -34,7 +34,7 @@ VECTORS = json.loads((Path(__file__).parent / "chains" / "vectors" / "vectors.js
 MNEMONICS = json.loads(
     (Path(__file__).parent / "chains" / "vectors" / "mnemonic_vectors.json").read_text()
 )
-pytestmark = [pytest.mark.slow, pytest.mark.long(150)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(245)]
 
 
 @dataclass
@@ -187,6 +187,7 @@ def test_first_start_restart_and_persistence(env: dict[str, str], tmp_path: Path
             assert hashlib_sha256(secret).encode() not in logs.encode()
 
 
+@pytest.mark.one_engine  # the port and the processes are the subject, not the store
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_restart_right_after_a_stop_with_clients_connected(
     env: dict[str, str], tmp_path: Path, workers: str
@@ -438,6 +439,7 @@ def test_sigterm_does_not_wait_past_the_shutdown_deadline(
     assert "shutdown completed" in log.splitlines()[-1]  # the last line is not lost in a buffer
 
 
+@pytest.mark.one_engine  # the event loop is the subject
 @pytest.mark.parametrize(("setting", "loop"), [(None, "uvloop"), ("asyncio", "asyncio")])
 def test_serve_runs_on_uvloop_unless_told_otherwise(
     env: dict[str, str], tmp_path: Path, setting: str | None, loop: str

@@ -37,7 +37,7 @@ from tests.conftest import (
 )
 from tests.test_process import Proc, first_token, start
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(90)]
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
 
 

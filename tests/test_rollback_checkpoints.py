@@ -40,7 +40,7 @@ from tests.conftest import (
 from tests.test_audit_devices import Receiver
 from tests.test_process import start
 
-pytestmark = [pytest.mark.parametrize("backend", BACKENDS, indirect=True), pytest.mark.long(90)]
+pytestmark = [pytest.mark.parametrize("backend", BACKENDS, indirect=True), pytest.mark.long(75)]
 
 
 @dataclass

@@ -33,7 +33,7 @@ from tests.conftest import (
 )
 from tests.test_process import Proc, start
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(175)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(95)]
 FAMILIES = ("cosmos", "dogecoin", "eos", "litecoin")
 MORE = 20  # accounts created, and requests each process answers, that a step waits for
 

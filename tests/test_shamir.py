@@ -54,7 +54,7 @@ from tests.conftest import (
 )
 from tests.test_process import Proc, start
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(60)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(120)]
 
 OPERATOR = "op-" + secrets.token_hex(16)
 SHARE_LINE = re.compile(r"share (\d+): (\S+)")

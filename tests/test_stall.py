@@ -33,7 +33,7 @@ from tests.conftest import BACKENDS, TLS, chainkeys_cli, drop_pg_database, make_
 from tests.test_process import Proc, start
 from tests.test_rotation_online import Load, all_sign, issue_token, sign, unset_key_variables
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(108)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(100)]
 
 
 def tree(pid: int) -> list[int]:

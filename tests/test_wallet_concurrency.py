@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import BACKENDS, TLS, chainkeys_cli, drop_pg_database, make_pg_database
 from tests.test_process import start
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(55)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

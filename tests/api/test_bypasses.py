@@ -24,6 +24,8 @@ from tests.api.test_sign_utxo import KEY, RECIPIENT, VECTORS
 from tests.conftest import Server
 from tests.node import require_node, run_node
 
+pytestmark = pytest.mark.long(55)  # seconds (busy run): scheduled first
+
 STRANGER_LTC = VECTORS["keys"][2]["litecoin"]["mainnet"]["p2wpkh"]
 LTC = 100_000_000
 

@@ -26,7 +26,7 @@ from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, TRANSFER
 from tests.conftest import TLS, Server, free_port
 from tests.node import VERIFIERS, chromium, run_node
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(80)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(65)]
 ARTIFACTS = Path(os.environ.get("CHAINKEYS_TEST_ARTIFACTS", "build/test-artifacts"))
 INJECTED = '<b class="injected">x</b><img src=x onerror="window.pwned=1">'
 BIDI = "pay \u202egpj.exe"  # shows "pay exe.jpg" if its override were obeyed

@@ -34,7 +34,7 @@ from tests.test_rotation import env_of
 from chainkeys.approvals.proofs import ADMINS, b64url, change_challenge
 from chainkeys.vault.shares import parse_share
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(35)]
 ARTIFACTS = Path(os.environ.get("CHAINKEYS_TEST_ARTIFACTS", "build/test-artifacts"))
 SHARE = re.compile(r"share \d+: (\S+)")
 

@@ -23,7 +23,7 @@ from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, TRANSFER
 from tests.conftest import Server
 from tests.node import chromium, run_node
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(55)]
 ARTIFACTS = Path(os.environ.get("CHAINKEYS_TEST_ARTIFACTS", "build/test-artifacts"))
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"
 MEMO = "line one\nline two \u202eexe.txt"  # a newline and a bidi override, from a request

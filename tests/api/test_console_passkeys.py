@@ -22,7 +22,7 @@ from tests.api.test_sign_cosmos import PRIVATE
 from tests.conftest import BACKENDS, Server, own_server
 from tests.node import chromium, run_node
 
-pytestmark = [pytest.mark.slow, pytest.mark.long(30)]
+pytestmark = [pytest.mark.slow, pytest.mark.long(15)]
 RULE = {
     "family": "cosmos",
     "network": "cosmoshub",

@@ -31,7 +31,7 @@ from tests.conftest import BACKENDS, ROOT, Server, free_port, own_server, wait_f
 
 from chainkeys.config import ConfigError, load_settings
 
-pytestmark = pytest.mark.long(40)  # seconds (busy run)
+pytestmark = pytest.mark.long(20)  # seconds (busy run)
 
 SECRET = b"cosigner-secret-of-at-least-32-bytes!"
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"

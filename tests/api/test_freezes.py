@@ -37,7 +37,7 @@ from tests.test_rotation import env_of
 
 from chainkeys import clock
 
-pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled early
+pytestmark = pytest.mark.long(20)  # seconds (busy run): scheduled early
 
 SECRET = "whsec-freezes-0123456789abcdef"
 SEND = f"/cosmos/{ADDRESS}/sign-transfer"

@@ -32,7 +32,7 @@ from chainkeys import clock
 from chainkeys.store.tables import audit as audit_table
 from chainkeys.store.tables import changes
 
-pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled early
+pytestmark = pytest.mark.long(45)  # seconds (busy run): scheduled early
 
 
 @pytest.fixture

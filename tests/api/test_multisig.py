@@ -26,6 +26,8 @@ from chainkeys.chains.secp256k1 import generate_key, key_from_secret
 from chainkeys.chains.tx.cosmos.multisig import parse_cosmos_multisig
 from chainkeys.chains.tx.utxo.multisig import parse_multisig
 
+pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled first
+
 COSMOS_OTHER = "cosmos1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc5lzv7xu"
 RECIPIENT = {
     "litecoin": "ltc1qw508d6qejxtdg4y5r3zarvary0c5xw7kgmn4n9",

@@ -25,7 +25,7 @@ from chainkeys.chains.registry import FAMILIES
 from chainkeys.config import Settings
 from chainkeys.tokens.service import SCOPES
 
-pytestmark = pytest.mark.long(121)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(10)  # seconds (busy run): scheduled first
 
 LIMITED_TO = "cosmos"
 OTHER = "litecoin"

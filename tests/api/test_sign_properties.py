@@ -28,7 +28,7 @@ from tests.conftest import Server
 from tests.node import run_node
 
 # what a decoder answers is the engine's too: each kind and property on one engine
-pytestmark = [pytest.mark.slow, pytest.mark.one_engine]
+pytestmark = [pytest.mark.slow, pytest.mark.one_engine, pytest.mark.long(45)]
 # per test and backend, every sign kind drawn from (derandomized: the same each run)
 EXAMPLES = 50
 SETTINGS = settings(

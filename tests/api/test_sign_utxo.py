@@ -15,6 +15,8 @@ from tests.node import require_node, run_node
 from chainkeys.chains.tx.fields import MAX_MESSAGE_CHARS
 from chainkeys.config import Settings
 
+pytestmark = pytest.mark.long(55)  # seconds (busy run): scheduled first
+
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[2] / "tests/chains/vectors/vectors.json").read_text()
 )

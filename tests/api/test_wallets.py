@@ -21,6 +21,8 @@ from tests.node import require_node, run_node
 
 from chainkeys.tokens.service import SCOPES
 
+pytestmark = pytest.mark.long(50)  # seconds (busy run): scheduled first
+
 ABOUT = "abandon " * 11 + "about"
 LEGAL = "legal winner thank year wave sausage worth useful legal winner thank yellow"
 # family, network, address type, purpose, coin type (DESIGN.md "HD wallets")

@@ -28,7 +28,7 @@ import pytest
 from tests.conftest import chainkeys_cli
 from tests.hsm.conftest import Hsm, serve_and_check, store_rows
 
-pytestmark = pytest.mark.long(45)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(25)  # seconds (busy run): scheduled first
 
 # The crash points of a move, in order:
 #   "wrapped"   (to pkcs11): the target HSM key has wrapped the master key; the blob is

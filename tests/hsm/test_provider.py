@@ -28,7 +28,7 @@ from tests.hsm.conftest import (
     stored_blob,
 )
 
-pytestmark = pytest.mark.long(80)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(105)  # seconds (busy run): scheduled first
 
 WRONG_PIN = "999999"
 

@@ -30,7 +30,7 @@ from chainkeys.store import migrate
 from chainkeys.store.backend import open_backend
 from chainkeys.store.tables import metadata
 
-pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+pytestmark = [pytest.mark.parametrize("backend", BACKENDS, indirect=True), pytest.mark.long(50)]
 
 
 @pytest.fixture

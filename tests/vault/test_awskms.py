@@ -23,7 +23,7 @@ from tests.hsm.conftest import env_rows, refused_start, serve_and_check
 from tests.test_process import first_token, start
 from tests.vault.kms_servers import Store, moto_server, new_store
 
-pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(130)  # seconds (busy run): scheduled first
 
 SECRET_KEY = "moto-test-secret-access-key-0123456789"
 AWS = {

@@ -22,7 +22,7 @@ from tests.hsm.conftest import refused_start, serve_and_check
 from tests.test_process import first_token, start
 from tests.vault.kms_servers import Store, Tls, make_tls, new_store, pykmip_server
 
-pytestmark = pytest.mark.long(80)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(140)  # seconds (busy run): scheduled first
 
 
 @dataclass

@@ -29,7 +29,7 @@ from tests.vault.test_awskms import awskms_env, make_key
 from tests.vault.test_kmip import Kmip, kmip_env
 from tests.vault.test_transit import Bao, transit_env
 
-pytestmark = pytest.mark.long(60)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(95)  # seconds (busy run): scheduled first
 
 
 # SQLite only: a move rewrites meta rows alone; each provider's own file starts and

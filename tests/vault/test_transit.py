@@ -25,7 +25,7 @@ from tests.hsm.conftest import env_rows, refused_start, serve_and_check
 from tests.test_process import first_token, start
 from tests.vault.kms_servers import ROOT_TOKEN, Store, new_store, openbao_server
 
-pytestmark = pytest.mark.long(90)  # seconds (busy run): scheduled first
+pytestmark = pytest.mark.long(145)  # seconds (busy run): scheduled first
 
 # The policy docs/deploy.md gives the token chainkeys reads ("chainkeys" is the key).
 POLICY = """
