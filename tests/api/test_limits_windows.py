@@ -323,14 +323,26 @@ def test_governance_knows_which_limit_changes_tighten(
     assert any("limit" in w for w in words), words
 
 
+@pytest.mark.parametrize(
+    ("limit", "said"),
+    [
+        ({"count": 5, "window": "30d", "per": "account"}, "5 of 5 signatures"),
+        ({"amount": {"uatom": "5"}, "window": "1h", "per": "account"}, "over 5; 0 uatom left"),
+    ],
+    ids=["count", "amount"],
+)
 def test_two_replicas_never_pass_a_limit_together(
     replicas: Deployment,  # noqa: F811
     tmp_path: Path,
+    limit: dict[str, Any],
+    said: str,
 ) -> None:
-    """20 transfers at once through two replicas on one PostgreSQL database against a
-    count of 5 per account: exactly 5 sign."""
-    rules = [limited({"count": 5, "window": "30d", "per": "account"})]
-    ops = race_transfers(replicas, tmp_path, rules, 20, 20)
+    """20 transfers of 1 uatom at once through two replicas on one PostgreSQL database
+    against a limit of 5 per account (a count over 30 days, an amount over an hour):
+    exactly 5 sign."""
+    ops = race_transfers(replicas, tmp_path, [limited(limit)], 20, 20)
     codes = Counter(op.status for op in ops)
     assert codes == {200: 5, 403: 15}, (codes, [op.response for op in ops if op.status >= 500])
-    assert all("5 of 5 signatures" in op.response["message"] for op in ops if op.status == 403)
+    assert all(said in op.response["message"] for op in ops if op.status == 403), [
+        op.response["message"] for op in ops if op.status == 403
+    ]
