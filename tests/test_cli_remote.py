@@ -212,6 +212,30 @@ def test_an_ungoverned_tenant_is_told_the_policy_needs_the_local_store(
     assert plain.policy() is None
 
 
+def test_a_token_created_over_url_is_a_change_and_opens_nothing_until_it_applies(
+    governed: Tenant,
+) -> None:
+    args = ("token", "create", "--tenant", governed.name, "--label", "payouts")
+    done = governed.cli("alice", *args, "--scope", "sign")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    change, token = lines[-3], lines[-1]
+    assert change.startswith("chg_") and token.startswith("ck_"), done.stdout
+    assert "a new token for 'payouts' that may sign" in done.stdout
+    with governed.server.client(token) as c:
+        assert c.get("/tokens/self").status_code == 401  # filed, not applied
+        for who in ("alice", "bob"):
+            assert governed.vote(who, change).returncode == 0
+        assert c.get("/tokens/self").status_code == 401  # it loosens: the delay runs
+        with clock.shift(HOUR_MS + 1000):
+            wait_for(lambda: c.get("/tokens/self").status_code == 200, "the token applied")
+        assert c.get("/tokens/self").json()["data"]["scopes"] == ["sign"]
+    mixed = governed.cli("alice", *args)  # the default scopes read, create, delete, sign
+    assert mixed.returncode == 1 and "may only sign, export or approve" in mixed.stderr
+    other = governed.cli("alice", "token", "create", "--tenant", "elsewhere", "--scope", "sign")
+    assert other.returncode == 1 and "not 'elsewhere'" in other.stderr
+
+
 def test_what_needs_the_store_refuses_url_in_one_line(governed: Tenant, tmp_path: Path) -> None:
     path = tmp_path / "p.json"
     path.write_text(json.dumps(capped(1)))
@@ -219,7 +243,9 @@ def test_what_needs_the_store_refuses_url_in_one_line(governed: Tenant, tmp_path
         ("operator", "rekey", "--shares", "3", "--threshold", "2"),
         ("key", "rotate"),
         ("audit", "verify"),
-        ("token", "create", "--tenant", governed.name),
+        ("token", "list"),
+        ("token", "revoke", "tok_x"),
+        ("token", "create", "--tenant", governed.name, "--scope", "sign", "--break-glass"),
         ("policy", "set", governed.name, str(path), "--break-glass"),
         ("policy", "test", governed.name, str(path), str(path)),
     ):

@@ -142,6 +142,19 @@ _MIXED = (
 )
 
 
+def token_change(grant: Grant, expires: str | None) -> dict[str, Any]:
+    """The token change's body (`POST /changes`), as the CLI files it here or through
+    the server (`--url`)."""
+    body: dict[str, Any] = {"kind": "token", "label": grant.label, "scopes": sorted(grant.scopes)}
+    if grant.families is not None:
+        body["families"] = sorted(grant.families)
+    if expires is not None:
+        body["expires"] = expires
+    if grant.group is not None:
+        body["approver_group"] = grant.group
+    return body
+
+
 def create_token(
     data_dir: Path | None,
     tenant: str,
@@ -160,13 +173,7 @@ def create_token(
     from chainkeys.tokens.service import TOKEN_PREFIX, check_scopes, insert_token
 
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    body: dict[str, Any] = {"kind": "token", "label": grant.label, "scopes": sorted(grant.scopes)}
-    if grant.families is not None:
-        body["families"] = sorted(grant.families)
-    if expires is not None:
-        body["expires"] = expires
-    if grant.group is not None:
-        body["approver_group"] = grant.group
+    body = token_change(grant, expires)
     settings = settings_for(data_dir)
     webhook = settings.webhook_url is not None
 

@@ -18,7 +18,7 @@ from chainkeys.bootstrap import (
     copy_between,
     upgrade_schema,
 )
-from chainkeys.cli import governed
+from chainkeys.cli import governed, remote_daily
 from chainkeys.cli.approval import approval_app
 from chainkeys.cli.approver import approver_app
 from chainkeys.cli.audit import audit_app
@@ -30,6 +30,7 @@ from chainkeys.cli.integrity import integrity_app
 from chainkeys.cli.masterkey import hsm_app, key_app
 from chainkeys.cli.operator import PromptUnsealer, operator_app, print_shares
 from chainkeys.cli.policy import policy_app
+from chainkeys.cli.remote import current as current_remote
 from chainkeys.cli.remote import use as use_remote
 from chainkeys.cli.wallet import wallet_app
 from chainkeys.config import Settings
@@ -250,7 +251,8 @@ def token_create(
 ) -> None:
     """Issue a token; it is printed once, alone on the last line. On a governed tenant
     a token that may sign, export or approve is filed as a change for its admins (the
-    token is printed now and opens nothing until the change applies)."""
+    token is printed now and opens nothing until the change applies); with --url the
+    server files it, whatever its scopes."""
     from chainkeys.tokens.service import Grant
 
     try:
@@ -260,6 +262,12 @@ def token_create(
     except ChainkeysError as exc:
         fail(exc.message)
     grant = Grant(label, scopes, lifetime, families, group)
+    remote = current_remote()
+    if remote is not None:  # through the server: a change for the tenant's admins
+        remote_daily.token_create(
+            remote, tenant, governed.token_change(grant, expires), break_glass
+        )
+        return
     if scopes & governed.GOVERNED_SCOPES:
         how, done, token = governed.create_token(data_dir, tenant, grant, expires, break_glass)
     else:  # widens nothing that signs: at once, governed or not

@@ -72,6 +72,40 @@ def policy_file(remote: Remote, tenant: str, canonical: str | None, break_glass:
     typer.echo(done["id"])
 
 
+CHANGE_SCOPES = frozenset({"sign", "export", "approve"})  # what a token change may grant
+TOKEN_UNGOVERNED = (
+    "the API issues tokens only as changes of a governed tenant: on this one the "
+    "operator issues them with the master key (`chainkeys token create` without --url)"
+)
+
+
+def token_create(remote: Remote, tenant: str, body: dict[str, Any], break_glass: bool) -> None:
+    """`token create` through the server: filed as a token change for the tenant's
+    admins; the token the server drew is printed once, last, and opens nothing until
+    the change applies (the server keeps only its keyed digest)."""
+    if break_glass:
+        fail(
+            "--break-glass applies at once with the master key (and, on a shamir store, "
+            "the shares): run it without --url where the store is"
+        )
+    if not set(body["scopes"]) <= CHANGE_SCOPES:
+        fail(
+            "through the server a token is a change for the tenant's admins, and such a "
+            "token may only sign, export or approve (--scope sign, say): read, create or "
+            "delete tokens are given at once, by the operator, without --url"
+        )
+    check_tenant(remote, tenant)
+    done = remote.call("POST", "/changes", body, hints={"not_governed": TOKEN_UNGOVERNED})
+    typer.echo(
+        f"tenant {tenant} is governed: change {done['id']} filed for its admins "
+        f"({'loosens' if done['loosens'] else 'only tightens'}: {'; '.join(done['diff'])})"
+    )
+    typer.echo(f"digest {done['digest']}")
+    typer.echo(done["id"])
+    typer.echo("the token (shown once, keep it; it works once the change applies):")
+    typer.echo(done["token"])
+
+
 def policy_test_refused() -> None:
     fail(
         "policy test tries a candidate file, and the server's POST /policy/test tries "
