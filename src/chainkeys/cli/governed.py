@@ -66,14 +66,14 @@ async def file_or_apply(
             if governed is not None and not break_glass:
                 filing = operator
                 plan = await service.kinds[kind].plan(tx, operator, body)
-                row = await service._file(tx, operator, governed, kind, plan)
+                row = await service.file_planned(tx, operator, governed, kind, plan)
                 return "filed", ChangeView(row, [], plan.secret)
             done = await apply(tx, Principal(tenant_id, tenant, ""))
             if governed is None:
                 return "applied", done
             details = {"what": kind}
             await Audit.insert(tx, audit_event(operator, "break_glass", "ok", details=details))
-            await service._announce(tx, "governance.break_glass", {"tenant": tenant, **details})
+            await service.announce(tx, "governance.break_glass", {"tenant": tenant, **details})
     except ChainkeysError as exc:
         if filing is not None:
             await service.refused(filing, kind, exc)

@@ -146,13 +146,13 @@ class GovernanceService:
             operator = Principal(tenant_id, tenant, "", label="operator")
             if governed is not None and not break_glass:
                 plan = await self.policy_kind.plan_canonical(tx, tenant_id, document)
-                return "filed", await self._file(tx, operator, governed, "policy", plan)
+                return "filed", await self.file_planned(tx, operator, governed, "policy", plan)
             version = await self.policies.write_version(tx, tenant_id, tenant, document)
             if governed is None:
                 return "set", version
             details = {"what": "policy", "version": version.version}
             await Audit.insert(tx, audit_event(operator, "break_glass", "ok", details=details))
-            await self._announce(tx, "governance.break_glass", {"tenant": tenant, **details})
+            await self.announce(tx, "governance.break_glass", {"tenant": tenant, **details})
         return "break_glass", version
 
     # -- admins -------------------------------------------------------------------------
@@ -176,7 +176,7 @@ class GovernanceService:
                         code="not_governed",
                     )
                 plan = await kind.plan(tx, who, body)
-                row = await self._file(tx, who, governed, str(body["kind"]), plan)
+                row = await self.file_planned(tx, who, governed, str(body["kind"]), plan)
         except ChainkeysError as exc:
             await self.refused(who, body.get("kind"), exc)
             raise
@@ -191,9 +191,13 @@ class GovernanceService:
         except ChainkeysError:
             log.error("the audit row of a refused change could not be written")
 
-    async def _file(
+    async def file_planned(
         self, tx: Tx, who: Principal, governed: GovernanceRow, kind: str, plan: Plan
     ) -> ChangeRow:
+        """File a change its kind has planned, in the caller's transaction (which holds
+        the tenant's `changes/` scope and read `governed` in it): `file` here, and the
+        operator's CLI (cli/governed.py), which decides filing or break glass in the
+        same transaction as it acts. Audited as `change.file`."""
         if len(await Changes.open(tx, who.tenant_id)) >= MAX_OPEN:
             raise Conflict(
                 f"this tenant has {MAX_OPEN} open changes: cancel some first",
@@ -246,7 +250,7 @@ class GovernanceService:
             await Audit.insert(
                 tx, audit_event(who, "change.cancel", "ok", details={"change": row.id})
             )
-            await self._announce(tx, "change.cancelled", ChangeView(done, []).record())
+            await self.announce(tx, "change.cancelled", ChangeView(done, []).record())
             return ChangeView(done, await Votes.of(tx, row.id))
 
     async def vote(
@@ -328,7 +332,7 @@ class GovernanceService:
             await Audit.insert(
                 tx, audit_event(_actor(row), "change.scheduled", "ok", details=details)
             )
-            await self._announce(tx, "change.scheduled", ChangeView(done, []).record())
+            await self.announce(tx, "change.scheduled", ChangeView(done, []).record())
             return done
         return await self._apply(tx, row, at)
 
@@ -352,7 +356,7 @@ class GovernanceService:
         done = await self._move(tx, row, applied)
         details = {"change": row.id, "kind": row.kind, **applied_details}
         await Audit.insert(tx, audit_event(actor, "change.applied", "ok", details=details))
-        await self._announce(tx, "change.applied", ChangeView(done, []).record())
+        await self.announce(tx, "change.applied", ChangeView(done, []).record())
         return done
 
     async def due(self) -> int:
@@ -423,8 +427,9 @@ class GovernanceService:
             raise Conflict(f"change {row.id} moved meanwhile", code="change_ended")
         return done
 
-    async def _announce(self, tx: Tx, kind: str, payload: dict[str, Any]) -> None:
-        """Queue a webhook event in `tx`, when a webhook is configured."""
+    async def announce(self, tx: Tx, kind: str, payload: dict[str, Any]) -> None:
+        """Queue a webhook event in `tx`, when a webhook is configured (the operator's
+        break glass in cli/governed.py announces through it too)."""
         if not self.webhook:
             return
         at = now_ms()
