@@ -231,7 +231,7 @@ def test_a_token_created_over_url_is_a_change_and_opens_nothing_until_it_applies
             wait_for(lambda: c.get("/tokens/self").status_code == 200, "the token applied")
         assert c.get("/tokens/self").json()["data"]["scopes"] == ["sign"]
     mixed = governed.cli("alice", *args)  # the default scopes read, create, delete, sign
-    assert mixed.returncode == 1 and "may only sign, export or approve" in mixed.stderr
+    assert mixed.returncode == 1 and "may only sign, export, approve or administer" in mixed.stderr
     other = governed.cli("alice", "token", "create", "--tenant", "elsewhere", "--scope", "sign")
     assert other.returncode == 1 and "not 'elsewhere'" in other.stderr
 

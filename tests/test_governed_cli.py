@@ -94,10 +94,25 @@ def test_token_create_files_a_change_and_its_token_opens_once_applied(team: Gove
     assert applied_details(team, change)["scopes"] == ["sign"]
 
 
-def test_a_token_that_signs_with_other_scopes_or_an_admin_token_is_refused(
-    team: Governed,
-) -> None:
-    for scope in (None, "read,sign", "admin"):
+def test_an_admin_token_files_a_change_and_files_changes_once_applied(team: Governed) -> None:
+    code, lines, err = cli(
+        team.server, "token", "create", "--tenant", team.name, "--label", "dave", "--scope", "admin"
+    )
+    assert code == 0, err
+    change = change_of(team, lines, -3)
+    assert change["kind"] == "token" and change["loosens"] is True, change
+    with team.server.client(lines[-1]) as dave:
+        assert dave.get("/changes").status_code == 401  # nothing opens it yet
+        pass_the_delay(team, change)
+        listed = dave.get("/changes")
+        assert listed.status_code == 200, listed.text
+        assert change["id"] in [c["id"] for c in listed.json()["data"]["changes"]]
+        assert dave.get("/tokens/self").json()["data"]["scopes"] == ["admin"]
+    assert applied_details(team, change)["scopes"] == ["admin"]
+
+
+def test_a_token_with_a_governed_scope_and_others_is_refused(team: Governed) -> None:
+    for scope in (None, "read,sign", "admin,sign"):
         asked = ["--scope", scope] if scope else []
         code, lines, err = cli(
             team.server, "token", "create", "--tenant", team.name, "--label", "x", *asked

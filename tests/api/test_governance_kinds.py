@@ -478,7 +478,7 @@ RANGE: dict[str, list[dict[str, Any]]] = {
         {"scopes": []},
         {"scopes": ["read"]},
         {"scopes": ["sign", "sign"]},
-        {"scopes": ["admin"]},
+        {"scopes": ["admin", "sign"]},
         {"label": ""},
         {"families": ["nochain"]},
         {"families": []},

@@ -131,14 +131,13 @@ def echo_filed(tenant: str, view: ChangeView) -> None:
 # What needs governing in a token. `read`, `create` and `delete` move no money and
 # widen nothing that signs: such a token is issued at once. `admin` is governed too: an
 # admin files and cancels the tenant's changes (one admin alone cancels any), so adding
-# one adds to the body the quorum is counted in; no change kind issues an admin token
-# yet, so on a governed tenant it is refused without --break-glass, never given at once.
+# one adds to the body the quorum is counted in; it is filed as a change, alone.
 GOVERNED_SCOPES = frozenset({"sign", "export", "approve", "admin"})
 _MIXED = (
-    "on a governed tenant a token that may sign, export or approve is filed as a change "
-    "for its admins, and such a token has only those scopes: issue read, create or delete "
-    "in a token of its own (given at once); an admin token is not issued by a change yet "
-    "(--break-glass gives it at once, audited)"
+    "on a governed tenant a token that may sign, export, approve or administer is filed "
+    "as a change for its admins, and such a token has only those scopes (an admin token "
+    "the admin scope alone): issue read, create or delete in a token of its own (given "
+    "at once), or apply it at once with --break-glass (audited)"
 )
 
 

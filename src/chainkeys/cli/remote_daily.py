@@ -72,7 +72,8 @@ def policy_file(remote: Remote, tenant: str, canonical: str | None, break_glass:
     typer.echo(done["id"])
 
 
-CHANGE_SCOPES = frozenset({"sign", "export", "approve"})  # what a token change may grant
+# what a token change may grant (governance/grants.py TOKEN_SCOPES; admin alone)
+CHANGE_SCOPES = frozenset({"sign", "export", "approve", "admin"})
 TOKEN_UNGOVERNED = (
     "the API issues tokens only as changes of a governed tenant: on this one the "
     "operator issues them with the master key (`chainkeys token create` without --url)"
@@ -91,8 +92,8 @@ def token_create(remote: Remote, tenant: str, body: dict[str, Any], break_glass:
     if not set(body["scopes"]) <= CHANGE_SCOPES:
         fail(
             "through the server a token is a change for the tenant's admins, and such a "
-            "token may only sign, export or approve (--scope sign, say): read, create or "
-            "delete tokens are given at once, by the operator, without --url"
+            "token may only sign, export, approve or administer (--scope sign, say): read, "
+            "create or delete tokens are given at once, by the operator, without --url"
         )
     check_tenant(remote, tenant)
     done = remote.call("POST", "/changes", body, hints={"not_governed": TOKEN_UNGOVERNED})

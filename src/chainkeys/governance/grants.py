@@ -46,7 +46,10 @@ from chainkeys.tokens.service import (
 )
 from chainkeys.vault.gate import Gate
 
-TOKEN_SCOPES: Final = ("sign", "export", "approve")  # what needs governing to be given
+# What needs governing to be given. `admin` goes alone: an admin files and cancels the
+# tenant's changes (one alone cancels any), so a new one joins the body the quorum is
+# counted in, and a token that both governs and signs would be two roles in one bearer.
+TOKEN_SCOPES: Final = ("sign", "export", "approve", "admin")
 MAX_KEY: Final = 4096  # a PEM public key is far shorter
 
 
@@ -98,6 +101,12 @@ class TokenKind:
         group = body.get("approver_group")
         if group is not None and not (isinstance(group, str) and GROUP.fullmatch(group)):
             raise BadRequest("approver_group: 1 to 64 of A-Z a-z 0-9 . _ -", code="invalid_group")
+        if "admin" in scopes and len(scopes) > 1:
+            raise BadRequest(
+                "an admin token has the admin scope alone: issue its other scopes in a "
+                "token of their own",
+                code="invalid_scope",
+            )
         check_scopes(label, frozenset(scopes), group)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         document = {
