@@ -74,7 +74,7 @@ def policy_file(remote: Remote, tenant: str, canonical: str | None, break_glass:
 
 # what a token change may grant (governance/grants.py TOKEN_SCOPES; admin alone)
 CHANGE_SCOPES = frozenset({"sign", "export", "approve", "admin"})
-TOKEN_UNGOVERNED = (
+ISSUED_BY_THE_OPERATOR = (
     "the API issues tokens only as changes of a governed tenant: on this one the "
     "operator issues them with the master key (`chainkeys token create` without --url)"
 )
@@ -96,7 +96,7 @@ def token_create(remote: Remote, tenant: str, body: dict[str, Any], break_glass:
             "create or delete tokens are given at once, by the operator, without --url"
         )
     check_tenant(remote, tenant)
-    done = remote.call("POST", "/changes", body, hints={"not_governed": TOKEN_UNGOVERNED})
+    done = remote.call("POST", "/changes", body, hints={"not_governed": ISSUED_BY_THE_OPERATOR})
     typer.echo(
         f"tenant {tenant} is governed: change {done['id']} filed for its admins "
         f"({'loosens' if done['loosens'] else 'only tightens'}: {'; '.join(done['diff'])})"
