@@ -34,8 +34,9 @@ _SIGN = _rule(
 BEYOND_SCHEMA: dict[str, Rule] = {
     r"POST /\w+/\{accountName\}/(sign-[a-z-]+|combine)": _SIGN,
     r"POST /policy/test": _rule(
-        " ".join(sorted(_SIGN.codes)) + " invalid_account_name",
-        "it holds a sign request (the rule above) for an account whose name has a checksum",
+        " ".join(sorted(_SIGN.codes)) + " invalid_account_name invalid_policy",
+        "it holds a sign request (the rule above) for an account whose name has a checksum, "
+        "and may hold a candidate policy, read whole as `policy set` reads one",
     ),
     r"POST /(\w+|wallets/\{wallet\})/multisig": _rule(
         "invalid_multisig invalid_xpub",

@@ -69,6 +69,18 @@ def _policy_test(family: str) -> type[Struct]:
             "request",
             Annotated[dict[str, Any], Meta(description="the sign endpoint's request body")],
         ),
+        (
+            "policy",
+            Annotated[
+                dict[str, Any] | None,
+                Meta(
+                    description="a candidate policy document, tried instead of the policy "
+                    "in force (absent or null: the policy in force); refused with every "
+                    "problem it has, as `policy set` would"
+                ),
+            ],
+            None,
+        ),
     ]
     requests = {kind.path: sign_request(kind.request) for kind in FAMILIES[family].signers}
     return msgspec.defstruct(

@@ -168,7 +168,7 @@ def refuse_store(what: str | None = None) -> NoReturn:
     _stop(
         f"{what} needs the store itself (on a shamir store, the shares), so it does not "
         "run with --url: run it without --url where the store is. With --url run the "
-        "daily commands: policy show/set/clear/history, token create (a change), changes, "
+        "daily commands: policy show/set/clear/history/test, token create (a change), changes, "
         "freeze list/create, audit",
         2,
     )

@@ -107,12 +107,27 @@ def token_create(remote: Remote, tenant: str, body: dict[str, Any], break_glass:
     typer.echo(done["token"])
 
 
-def policy_test_refused() -> None:
-    fail(
-        "policy test tries a candidate file, and the server's POST /policy/test tries "
-        "only the policy in force: test a candidate without --url (no share needed on "
-        "a key-file store), or file it (policy set --url) and read its diff"
+def policy_test(remote: Remote, tenant: str, candidate: str, asked: dict[str, Any]) -> str:
+    """`policy test` through the server: its POST /policy/test tries the candidate on
+    the request as the token the command runs with (its scopes, families and label are
+    what token conditions see; a "token" in the request file is not used, and stderr
+    says so). Prints the decision as JSON; returns it (allow, deny or approval)."""
+    check_tenant(remote, tenant)
+    if asked.get("token") is not None:
+        typer.echo(
+            'chainkeys: with --url the server tries the request as your token: the "token" '
+            "in the request file is not used",
+            err=True,
+        )
+    body = {k: asked[k] for k in ("family", "account", "kind", "request")}
+    decided = remote.call(
+        "POST", "/policy/test", {**body, "policy": msgspec.json.decode(candidate)}
     )
+    seen = remote.call("GET", "/tokens/self")
+    token = {k: seen.get(k) for k in ("id", "label", "scopes", "families")}
+    shown = {**decided, "token": token}
+    typer.echo(msgspec.json.format(msgspec.json.encode(shown).decode(), indent=2))
+    return str(decided["decision"])
 
 
 def freeze_list(remote: Remote, tenant: str, as_json: bool) -> None:

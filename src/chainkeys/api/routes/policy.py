@@ -24,6 +24,7 @@ from chainkeys.chains.tx.base import in_display
 from chainkeys.chains.tx.units import unit_of
 from chainkeys.clock import iso, now_ms
 from chainkeys.errors import Forbidden
+from chainkeys.policies.document import parse
 from chainkeys.policies.service import DAY_MS
 from chainkeys.signing.dryrun import dry_run
 from chainkeys.tokens.service import Principal
@@ -114,6 +115,9 @@ async def test_policy(request: Request, principal: Principal) -> Response:
     family = s.family_of(body)
     if not principal.may_use(family):
         raise Forbidden(f"this token may not use {family} accounts")
+    candidate = None
+    if body.policy is not None:  # read as `policy set` reads a file: every problem named
+        candidate = parse(msgspec.json.encode(body.policy), "json")
     svc = services_of(request)
     run = await dry_run(
         svc.db,
@@ -124,6 +128,7 @@ async def test_policy(request: Request, principal: Principal) -> Response:
         body.account,
         body.kind,
         body.request,
+        candidate,
         cosigner=svc.settings.cosigner_url is not None,
     )
     return ok(
@@ -223,8 +228,9 @@ def policy_routes() -> list[Route]:
                     BY_REQUEST,
                     Doc(
                         "testPolicy",
-                        "What the policy in force would decide on a sign request, and "
-                        "why: nothing signed, no key opened, no cap counted",
+                        "What the policy in force (or a candidate, `policy`) would decide "
+                        "on a sign request, and why: nothing signed, no key opened, no cap "
+                        "counted",
                         TAG,
                         ps.PolicyDecisionResponse,
                         ("400", "404", "408", "413", "415", *ERRORS_AUTH),
