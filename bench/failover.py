@@ -1,7 +1,7 @@
 """PostgreSQL failover, the figures docs/deploy.md quotes: what the synchronous standby
 costs, how long a failover takes with pg_auto_failover's own timings, and what an
 asynchronous standby loses when the primary dies. Each on a pg_auto_failover cluster of
-its own (tests/ha_cluster.py: a monitor, a primary and its standby on this machine).
+its own (tests/process/ha_cluster.py: a monitor, a primary and its standby on this machine).
 
     python -m bench.failover                       # all three, ~6 min
     python -m bench.failover --only throughput --seconds 10 --rounds 3
@@ -12,7 +12,7 @@ throughput: one `chainkeys serve` (2 workers) on the cluster (fsync on, as in
   alternating the database's synchronous_commit: `on` (each commit waits for the
   standby to have flushed it: the recipe) and `local` (it does not: asynchronous
   replication). The server is restarted between rounds (the setting is a session's).
-loss: tests/test_failover.py's load (keyed creates, signs, transfers capped at CAP a
+loss: tests/process/test_failover.py's load (keyed creates, signs, transfers capped at CAP a
   day) on two replicas, the primary killed `--kills` times (the old one rejoining in
   between), with synchronous_commit `--commit` (local: asynchronous). After each kill,
   what the clients were told 200 for and the new primary does not hold, and how many
@@ -40,9 +40,9 @@ from typing import Any
 import httpx
 from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
 from tests.conftest import TEST_MASTER_KEY, TLS
-from tests.ha_cluster import DATABASE, NODE_SETTINGS, AutoFailover, auto_failover
-from tests.test_failover import CAP, SIGN, Deployment, Load, deployed, ready, with_services
-from tests.test_process import start
+from tests.process.ha_cluster import DATABASE, NODE_SETTINGS, AutoFailover, auto_failover
+from tests.process.test_failover import CAP, SIGN, Deployment, Load, deployed, ready, with_services
+from tests.process.test_process import start
 
 from bench import wrk
 from chainkeys.bootstrap import Services

@@ -2,7 +2,7 @@
 
 Written apart from `chainkeys.chains` on purpose: the baseline measures what a
 lean pipeline costs, so it must not inherit chainkeys' overheads (bip-utils'
-encoders, option checks). `tests/test_bench_quick.py` checks every function
+encoders, option checks). `tests/benchmarks/test_bench_quick.py` checks every function
 here against chainkeys for the same key, so the two do the same work.
 """
 

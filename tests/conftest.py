@@ -44,7 +44,7 @@ PG_ADMIN_URL = os.environ.get(
 REQUIRE_PG = bool(os.environ.get("CHAINKEYS_TEST_REQUIRE_POSTGRES"))
 TEST_MASTER_KEY = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="  # 32 bytes, tests only
 # A `chainkeys serve` a test starts runs one worker unless the test asks for more
-# (`--workers N`, tests/test_process.py; the default, one per core, in
+# (`--workers N`, tests/process/test_process.py; the default, one per core, in
 # test_serve_starts_one_worker_per_core): the tests count connections, kill and restart
 # processes and time key rotations against one process, and 4 suites share 2 cores.
 os.environ.setdefault("CHAINKEYS_WORKERS", "1")

@@ -27,9 +27,9 @@ from tests.api.test_governance import CAPPED, admin, capped
 from tests.api.test_passkeys import ORIGIN, pk_server  # noqa: F401
 from tests.api.test_sign_cosmos import PRIVATE
 from tests.conftest import BACKENDS, TLS, Server, chainkeys_cli
+from tests.masterkey.test_rotation import env_of
 from tests.node import chromium, run_node
-from tests.test_process import start
-from tests.test_rotation import env_of
+from tests.process.test_process import start
 
 from chainkeys.approvals.proofs import ADMINS, b64url, change_challenge
 from chainkeys.vault.shares import parse_share

@@ -32,8 +32,8 @@ from tests.conftest import (
     own_server,
     wait_for,
 )
-from tests.test_background import Recording
-from tests.test_rotation import env_of
+from tests.masterkey.test_rotation import env_of
+from tests.process.test_background import Recording
 
 from chainkeys import clock
 

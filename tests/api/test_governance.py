@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from sqlalchemy import update
 from tests.api.authenticator import b64url
 from tests.conftest import Server, chainkeys_cli, wait_for
-from tests.test_rotation import env_of
+from tests.masterkey.test_rotation import env_of
 
 from chainkeys import clock
 from chainkeys.approvals.proofs import ADMINS, change_challenge

@@ -25,8 +25,8 @@ from sqlalchemy import select
 from tests.api.test_freezes import SECRET, Rig
 from tests.api.test_governance import CAPPED, HOUR_MS, Admin, Governed, admin, capped
 from tests.conftest import BACKENDS, Server, chainkeys_cli, own_server, wait_for
-from tests.test_background import Recording
-from tests.test_rotation import env_of
+from tests.masterkey.test_rotation import env_of
+from tests.process.test_background import Recording
 
 from chainkeys import clock
 from chainkeys.store.tables import audit as audit_table

@@ -25,7 +25,7 @@ from tests.api.test_governance import Governed, governed  # noqa: F401
 from tests.api.test_policy_conditions import dry_run
 from tests.api.test_sign_cosmos import ADDRESS, OTHER, PRIVATE, TRANSFER, VECTORS
 from tests.conftest import Server
-from tests.test_replicas import Deployment, race_transfers, replicas  # noqa: F401
+from tests.process.test_replicas import Deployment, race_transfers, replicas  # noqa: F401
 
 from chainkeys import clock
 from chainkeys.governance.diff import policy_diff

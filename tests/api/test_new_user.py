@@ -21,9 +21,9 @@ from tests.api.test_approvals import Team, pending, send, team  # noqa: F401
 from tests.api.test_sign_cosmos import ADDRESS, PRIVATE
 from tests.api.test_sign_eos import NAME
 from tests.conftest import TLS, Server, chainkeys_cli, own_server, wait_for
+from tests.masterkey.test_rotation import env_of
 from tests.node import chromium, run_node
-from tests.test_process import start
-from tests.test_rotation import env_of
+from tests.process.test_process import start
 
 from chainkeys.vault.shares import parse_share
 

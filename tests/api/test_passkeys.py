@@ -22,7 +22,7 @@ from tests.api.tenants import Tenant
 from tests.api.test_approvals import SEND, send
 from tests.api.test_sign_cosmos import PRIVATE
 from tests.conftest import BACKENDS, Server, chainkeys_cli, own_server
-from tests.test_rotation import env_of
+from tests.masterkey.test_rotation import env_of
 
 from chainkeys import clock
 from chainkeys.approvals.proofs import challenge

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from tests.api.authenticator import b64url, unb64url
 from tests.api.test_passkeys import Team, pending, pk_server, refused, team  # noqa: F401
 from tests.conftest import Server, chainkeys_cli
-from tests.test_rotation import env_of
+from tests.masterkey.test_rotation import env_of
 
 from chainkeys.approvals.proofs import canonical, challenge
 

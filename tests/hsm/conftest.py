@@ -25,7 +25,7 @@ import pytest
 
 from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
 from tests.conftest import TLS, chainkeys_cli, drop_pg_database, free_port, make_pg_database
-from tests.test_process import first_token, start
+from tests.process.test_process import first_token, start
 
 MODULES = ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so")
 INSTALL = "apt-get install softhsm2"

@@ -3,7 +3,7 @@ chainkeys opens, the pool's, the change watch's and SQLAlchemy's (migrations), r
 the host that answers, each host given the whole connect timeout.
 
 The cluster a multi-host URL is made for (a primary and its standby, a failover) is
-tests/test_failover.py's; here the first host is a port that never answers, the way a
+tests/process/test_failover.py's; here the first host is a port that never answers, the way a
 machine gone without a reset looks, and the second is the shared PostgreSQL."""
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
+from tests.process.test_faults_postgres import _backend_pid, _kill
 from tests.store.test_one_statement import event, open_db, ready, stored, url  # noqa: F401
-from tests.test_faults_postgres import _backend_pid, _kill
 
 from chainkeys.audit.repository import Audit
 from chainkeys.store.backend import Backend

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from tests.conftest import free_port
 from tests.hsm.conftest import env_rows, refused_start, serve_and_check
-from tests.test_process import first_token, start
+from tests.process.test_process import first_token, start
 from tests.vault.kms_servers import Store, moto_server, new_store
 
 pytestmark = pytest.mark.long(130)  # seconds (busy run): scheduled first

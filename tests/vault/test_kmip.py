@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from tests.conftest import free_port
 from tests.hsm.conftest import refused_start, serve_and_check
-from tests.test_process import first_token, start
+from tests.process.test_process import first_token, start
 from tests.vault.kms_servers import Store, Tls, make_tls, new_store, pykmip_server
 
 pytestmark = pytest.mark.long(140)  # seconds (busy run): scheduled first

@@ -16,8 +16,8 @@ import pytest
 from tests.api.test_sign_cosmos import TRANSFER
 from tests.conftest import TLS
 from tests.hsm.conftest import env_rows, refused_start, serve_and_check
-from tests.test_process import first_token, start
-from tests.test_shamir import SHARE_LINE, cli_with_input
+from tests.masterkey.test_shamir import SHARE_LINE, cli_with_input
+from tests.process.test_process import first_token, start
 from tests.vault.kms_servers import (
     ROOT_TOKEN,
     moto_server,

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from tests.conftest import free_port
 from tests.hsm.conftest import env_rows, refused_start, serve_and_check
-from tests.test_process import first_token, start
+from tests.process.test_process import first_token, start
 from tests.vault.kms_servers import ROOT_TOKEN, Store, new_store, openbao_server
 
 pytestmark = pytest.mark.long(145)  # seconds (busy run): scheduled first

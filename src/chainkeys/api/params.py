@@ -5,7 +5,7 @@ OpenAPI document says (`doc`, through msgspec's JSON Schema) and what the route 
 (`read`, through `msgspec.convert` of the same type): a generated client validates
 what the service validates, and the two cannot drift. A rule a schema cannot hold (an
 address's checksum, a cursor only this service can make) is checked by the service
-behind it; the parameter's `format` names it (the fuzzer in tests/test_fuzz.py knows
+behind it; the parameter's `format` names it (the fuzzer in tests/fuzz/test_fuzz.py knows
 how to make valid ones) and its description says so.
 
 A parameter given with a value that breaks its type is a 400 naming it

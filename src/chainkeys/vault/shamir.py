@@ -18,7 +18,7 @@ master key, the provider, and the small API through which the rest of chainkeys
 makes, gives and replaces shares: `init_shares` (a new set: its texts and an opaque
 unsealer), `unseal` (a quorum proven against the wrapped key), `AskedShares` (an
 unsealer that asks someone for a quorum), `rekey`. The unseal key is made, split and
-combined here and in vault/shares.py only (tests/test_unseal_key_in_vault.py).
+combined here and in vault/shares.py only (tests/masterkey/test_unseal_key_in_vault.py).
 
 The blob records the share set: format 1 (N, K, set id), or format 2 with the set's
 check key and commitments, bound with the rest into the wrap's associated data (an

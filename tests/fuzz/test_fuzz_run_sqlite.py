@@ -1,0 +1,18 @@
+"""schemathesis' runner, every phase, against a server on sqlite (tests/fuzz/fuzz_run.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.conftest import Server
+from tests.fuzz.fuzz_run import every_phase, server_on
+
+pytestmark = [pytest.mark.slow, pytest.mark.long(70)]  # seconds (busy run): scheduled first
+export_server = server_on("sqlite")
+
+
+def test_every_phase(
+    export_server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    every_phase(export_server, tmp_path, caplog)
