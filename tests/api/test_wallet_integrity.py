@@ -22,12 +22,12 @@ from alembic import command
 from sqlalchemy import delete, insert, select, update
 from tests.api.tenants import Tenant
 from tests.conftest import BACKENDS, Server, backend_settings, drop_pg_database, own_server
+from tests.integrity.stores import as_writer as _sync
 
 from chainkeys.bootstrap import open_services, open_unadopted
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
 from chainkeys.store import migrate
-from chainkeys.store.backend import open_backend
 from chainkeys.store.tables import meta, tenants, wallet_counters, wallets
 from chainkeys.vault.adoption import adopt, read
 from chainkeys.vault.integrity import CONTEXT, RECORD, Record
@@ -221,17 +221,6 @@ def test_an_exported_wallet_cleared_by_hand_is_refused(tmp_path: Path, backend: 
 
 
 # ---- a store from before: adopted explicitly, the same addresses after ------------------
-
-
-def _sync(settings: Settings, fn: Any) -> Any:
-    async def main() -> Any:
-        db = open_backend(settings.db_url, settings)
-        try:
-            return await db.run_sync(fn, transaction=True)
-        finally:
-            await db.close()
-
-    return asyncio.run(main())
 
 
 def _as_before(settings: Settings) -> tuple[str, list[str]]:

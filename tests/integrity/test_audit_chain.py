@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, func, insert, select, update
 from tests.conftest import BACKENDS, backend_settings, chainkeys_cli, drop_pg_database
+from tests.integrity.stores import as_writer as _sql  # a writer without the master key
 from tests.masterkey.test_rotation import env_of
 
 from chainkeys.audit.chain import link_committed, verify
 from chainkeys.bootstrap import Services, open_services
 from chainkeys.config import Settings
-from chainkeys.store.backend import open_backend
 from chainkeys.store.tables import audit, audit_heads
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
@@ -61,19 +61,6 @@ def _with_services(settings: Settings, work: Callable[[Services], Any]) -> Any:
             return await work(svc)
         finally:
             await svc.close()
-
-    return asyncio.run(main())
-
-
-def _sql(settings: Settings, fn: Callable[[Any], Any]) -> Any:
-    """What a database writer without the master key does, by hand."""
-
-    async def main() -> Any:
-        db = open_backend(settings.db_url, settings)
-        try:
-            return await db.run_sync(fn, transaction=True)
-        finally:
-            await db.close()
 
     return asyncio.run(main())
 

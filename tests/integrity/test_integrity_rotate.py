@@ -16,10 +16,11 @@ from sqlalchemy import select, update
 from tests.conftest import (
     BACKENDS,
     TEST_MASTER_KEY,
-    backend_settings,
     chainkeys_cli,
-    drop_pg_database,
 )
+from tests.integrity.stores import as_writer as _sync
+from tests.integrity.stores import cli_env as _env
+from tests.integrity.stores import own_store
 
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
@@ -27,7 +28,6 @@ from chainkeys.bootstrap import open_services
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
-from chainkeys.store.backend import open_backend
 from chainkeys.store.integrity import REGISTRY
 from chainkeys.store.tables import audit, meta
 from chainkeys.vault.integrity import RECORD
@@ -39,46 +39,16 @@ pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 
 @pytest.fixture
 def settings(backend: str, tmp_path: Path) -> Iterator[Settings]:
-    made, pg_url = backend_settings(backend, tmp_path)
-    try:
+    with own_store(backend, tmp_path) as made:
         yield made
-    finally:
-        if pg_url:
-            drop_pg_database(pg_url)
 
 
 @pytest.fixture
 def key_file_settings(backend: str, tmp_path: Path) -> Iterator[Settings]:
     """A key file (a master-key rotation makes the next one beside it), on a fresh
     store: the ring then holds terms and entries of its own."""
-    made, pg_url = backend_settings(backend, tmp_path / "data", master_key=None)
-    try:
+    with own_store(backend, tmp_path / "data", master_key=None) as made:
         yield made
-    finally:
-        if pg_url:
-            drop_pg_database(pg_url)
-
-
-def _env(settings: Settings) -> dict[str, str | None]:
-    env: dict[str, str | None] = {
-        "CHAINKEYS_DATA_DIR": str(settings.data_dir),
-        "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY if settings.master_key else None,
-        "CHAINKEYS_DATABASE_URL": None,
-    }
-    if settings.database_url:
-        env["CHAINKEYS_DATABASE_URL"] = settings.database_url.get_secret_value()
-    return env
-
-
-def _sync(settings: Settings, fn: Any) -> Any:
-    async def main() -> Any:
-        db = open_backend(settings.db_url, settings)
-        try:
-            return await db.run_sync(fn, transaction=True)
-        finally:
-            await db.close()
-
-    return asyncio.run(main())
 
 
 def _store(settings: Settings) -> str:

@@ -19,16 +19,15 @@ from sqlalchemy import delete, insert, select, update
 from tests.conftest import (
     BACKENDS,
     TEST_MASTER_KEY,
-    backend_settings,
     chainkeys_cli,
-    drop_pg_database,
 )
+from tests.integrity.stores import as_writer as _sync
+from tests.integrity.stores import own_store
 
 from chainkeys.bootstrap import open_services, open_unadopted
 from chainkeys.config import Settings
 from chainkeys.errors import StartupError
 from chainkeys.store import migrate
-from chainkeys.store.backend import open_backend
 from chainkeys.store.integrity import REGISTRY
 from chainkeys.store.tables import audit, integrity_heads, meta, tenants, tokens
 from chainkeys.vault.adoption import adopt, plan
@@ -39,23 +38,8 @@ pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 
 @pytest.fixture
 def settings(backend: str, tmp_path: Path) -> Iterator[Settings]:
-    made, pg_url = backend_settings(backend, tmp_path)
-    try:
+    with own_store(backend, tmp_path) as made:
         yield made
-    finally:
-        if pg_url:
-            drop_pg_database(pg_url)
-
-
-def _sync(settings: Settings, fn: Any) -> Any:
-    async def main() -> Any:
-        db = open_backend(settings.db_url, settings)
-        try:
-            return await db.run_sync(fn, transaction=True)
-        finally:
-            await db.close()
-
-    return asyncio.run(main())
 
 
 def _store_with_a_tenant(settings: Settings) -> str:

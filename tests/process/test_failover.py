@@ -40,6 +40,7 @@ import httpx
 import pytest
 from tests.api.test_sign_cosmos import PRIVATE, TRANSFER
 from tests.conftest import TEST_MASTER_KEY, TLS, chainkeys_cli, wait_for
+from tests.process.bounds import TIMEOUTS
 from tests.process.ha_cluster import AutoFailover, Node, auto_failover
 from tests.process.test_process import Proc, start
 
@@ -49,13 +50,6 @@ from chainkeys.config import Settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
 
-# Small bounds, so a request during the switch answers soon (test_faults_postgres.py).
-TIMEOUTS = {
-    "CHAINKEYS_DB_CONNECT_TIMEOUT": "2",
-    "CHAINKEYS_DB_POOL_TIMEOUT": "2",
-    "CHAINKEYS_DB_STATEMENT_TIMEOUT_MS": "2000",
-    "CHAINKEYS_DB_POOL_SIZE": "4",
-}
 REQUEST_TIMEOUT = 20.0  # seconds: a client still waiting then was left hanging
 CLIENTS = 6  # threads, half on each replica
 CAP = 40  # uatom a day, per capped tenant: each failover's transfers spend it across the kill

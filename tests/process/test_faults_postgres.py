@@ -49,6 +49,7 @@ from tests.conftest import (
     make_pg_database,
     wait_for,
 )
+from tests.process.bounds import TIMEOUTS
 from tests.process.test_process import Proc, first_token, start
 
 from chainkeys.config import Settings
@@ -57,13 +58,6 @@ from chainkeys.store.postgres.backend import PostgresBackend
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(40)]
 
-# Small bounds, so a request during an outage answers soon (test_outage.py has the same).
-TIMEOUTS = {
-    "CHAINKEYS_DB_CONNECT_TIMEOUT": "2",
-    "CHAINKEYS_DB_POOL_TIMEOUT": "2",
-    "CHAINKEYS_DB_STATEMENT_TIMEOUT_MS": "2000",
-    "CHAINKEYS_DB_POOL_SIZE": "4",
-}
 UNAVAILABLE = {
     "success": False,
     "message": "storage is unavailable; try again",

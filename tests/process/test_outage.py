@@ -31,6 +31,7 @@ from tests.conftest import (
     make_pg_database,
     wait_for,
 )
+from tests.process.bounds import TIMEOUTS
 from tests.process.test_process import Proc, first_token, start
 
 from chainkeys.vault.providers import decode_key
@@ -38,14 +39,8 @@ from chainkeys.vault.seal import Context, Vault
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(45)]
 
-# Small timeouts so an outage is noticed quickly; the bound below follows from them:
-# pool wait + ping (statement timeout) + connect timeout, plus slack for a 2-core box.
-TIMEOUTS = {
-    "CHAINKEYS_DB_CONNECT_TIMEOUT": "2",
-    "CHAINKEYS_DB_POOL_TIMEOUT": "2",
-    "CHAINKEYS_DB_STATEMENT_TIMEOUT_MS": "2000",
-    "CHAINKEYS_DB_POOL_SIZE": "4",
-}
+# pool wait + ping (statement timeout) + connect timeout (tests/process/bounds.py), plus
+# slack for a 2-core box
 BOUND_S = 12.0
 
 

@@ -26,17 +26,17 @@ from sqlalchemy import delete, insert, select, update
 from tests.conftest import (
     BACKENDS,
     Server,
-    backend_settings,
     chainkeys_cli,
-    drop_pg_database,
     own_server,
 )
+from tests.integrity.stores import as_writer as _sync
+from tests.integrity.stores import cli_env as _env
+from tests.integrity.stores import own_store
 
 from chainkeys.bootstrap import open_services, open_unadopted
 from chainkeys.config import Settings
 from chainkeys.errors import IntegrityFailure, StartupError
 from chainkeys.store import migrate
-from chainkeys.store.backend import open_backend
 from chainkeys.store.tables import audit, integrity_heads, key_ring, key_users, master_keys, meta
 from chainkeys.vault.integrity import CONTEXT, RECORD, Record, read_record
 
@@ -47,35 +47,8 @@ Row = dict[str, Any]
 @pytest.fixture
 def settings(backend: str, tmp_path: Path) -> Iterator[Settings]:
     """A key file (rotation makes the next one beside it), on a fresh store."""
-    made, pg_url = backend_settings(backend, tmp_path / "data", master_key=None)
-    try:
+    with own_store(backend, tmp_path / "data", master_key=None) as made:
         yield made
-    finally:
-        if pg_url:
-            drop_pg_database(pg_url)
-
-
-def _env(settings: Settings) -> dict[str, str | None]:
-    env: dict[str, str | None] = {
-        "CHAINKEYS_DATA_DIR": str(settings.data_dir),
-        "CHAINKEYS_MASTER_KEY": None,
-    }
-    if settings.database_url is not None:
-        env["CHAINKEYS_DATABASE_URL"] = settings.database_url.get_secret_value()
-    return env
-
-
-def _sync(settings: Settings, fn: Callable[[Any], Any]) -> Any:
-    """SQL on the store as a database writer runs it (no master key, no gate)."""
-
-    async def main() -> Any:
-        db = open_backend(settings.db_url, settings)
-        try:
-            return await db.run_sync(fn, transaction=True)
-        finally:
-            await db.close()
-
-    return asyncio.run(main())
 
 
 def _rows(settings: Settings, table: Any) -> list[Row]:
