@@ -1,12 +1,16 @@
-"""The registry of authenticated tables: every row the service trusts to authorize.
+"""The registry of authenticated tables: the rows that decide what may be done.
 
 Next to `tables.py` and `sealed.py` on purpose. A database writer who does not hold
 the master key could otherwise mint or widen a token, loosen a policy or forge a
 vote; so each row of these tables carries a MAC (`mac`) over the columns listed
 here, made and checked under the barrier's integrity key (`vault/integrity.py`),
-and a row whose MAC fails is never used. `tests/store/test_integrity.py` fails while
-a table with a `mac` column is missing here, or a column is neither covered nor
-named as left out (with why).
+and a row whose MAC fails is never used. `tests/store/test_authenticated_tables.py`
+fails while a table with a `mac` column is missing here, or a column is neither
+covered nor named as left out (with why). Two records that decide are not rows of
+this registry: the audit log's rows carry MACs and a chain of their own
+(audit/chain.py), and a shamir share set's record (its check key and commitments,
+vault/shares.py) is not MACed: a record written by hand can make forged shares
+count, but shares that are not the set's combine into a key that opens nothing.
 
 The store knows no key: it says which columns, in which order; the vault MACs.
 """

@@ -1,7 +1,11 @@
 """The barrier: the one holder of master keys in a process, as Vault's barrier is.
 
-Every secret a domain seals or opens passes through here, and nothing else holds a
-key. The barrier owns
+Every secret a domain seals or opens passes through here. Outside it, raw master keys
+are handled only where a key changes hands: rotation re-wraps the held keys under the
+new one (masterkey/service.py), a move loads a key from one provider and gives it to
+another (masterkey/moves.py), and unsealing combines shares into the key the barrier
+opens with (unsealing.py, through vault/shares.py); tests/house/test_source_shapes.py
+(KEY_HOLDERS) fails on any other. The barrier owns
 - the keys: the root key from the provider (file, environment, HSM) and every key
   it learns from the store's ring (`key_ring`: each past key sealed under the newest,
   each rotation's new key under the key before it);
