@@ -241,7 +241,13 @@ def test_a_candidate_policy_is_tried_by_the_server_over_url(governed: Tenant) ->
 
     with governed.server.client(governed.server.new_token(governed.name)) as c:
         assert c.post("/cosmos", json={"private_key": PRIVATE}).status_code == 200
-    transfer = {**TRANSFER, "fromAddress": ADDRESS, "toAddress": OTHER, "amount": "500"}
+    transfer = {
+        **TRANSFER,
+        "fromAddress": ADDRESS,
+        "toAddress": OTHER,
+        "amount": "500",
+        "feeAmount": "0",
+    }
     asked = {"family": "cosmos", "account": ADDRESS, "kind": "sign-transfer", "request": transfer}
     request = governed.tmp / "request.json"
     request.write_text(json.dumps({**asked, "token": {"label": "ignored"}}))
