@@ -402,7 +402,9 @@ def verify_audit(d: Deployment) -> None:
         assert svc.barrier.integrity is not None
         return await link_committed(svc.db, svc.barrier.integrity)
 
-    assert with_services(d.settings, link) > 0
+    # The servers' own round links within seconds: what it left is linked here (often
+    # nothing), so that verify reads every committed row linked.
+    with_services(d.settings, link)
     env = {
         "CHAINKEYS_DATABASE_URL": d.ha.url(),
         "CHAINKEYS_MASTER_KEY": TEST_MASTER_KEY,
