@@ -44,7 +44,7 @@ from chainkeys.tokens.service import Principal
 from chainkeys.vault.integrity import Integrity
 
 if TYPE_CHECKING:
-    from chainkeys.accounts.service import AccountService
+    from chainkeys.accounts.lookup import AccountLookup
 
 log = logging.getLogger("chainkeys.freezes")
 ID_PREFIX: Final = "frz_"
@@ -143,7 +143,7 @@ class FreezeService:
     def __init__(
         self,
         db: Backend,
-        accounts: AccountService | None = None,
+        accounts: AccountLookup | None = None,  # what it reads: one account by name
         webhook: bool = False,
         integrity: Integrity | None = None,
     ) -> None:
