@@ -31,7 +31,7 @@ from chainkeys_client._core import Answer, Call, family_segment, segment
 from chainkeys_client._errors import AnswerMismatch, ApprovalPending, Forbidden, error_class
 from chainkeys_client._models import Approval
 from chainkeys_client._signer import Signer, _lookup_refused, eos_key_call
-from chainkeys_client._signing import (
+from chainkeys_client._signers import (
     amino_signer,
     direct_signer,
     eos_tx_signer,

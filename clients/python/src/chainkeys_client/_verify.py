@@ -15,7 +15,6 @@ the signer's network).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,7 @@ import msgspec
 
 from chainkeys_client import _verify_networks as networks
 from chainkeys_client._errors import AnswerMismatch
+from chainkeys_client._verify_chains import DECODERS
 
 SAFE_INTEGER = 2**53 - 1
 MESSAGE_SHOWN = 4096
@@ -38,39 +38,6 @@ class ApprovalCheck:
 
     def __bool__(self) -> bool:
         return self.ok
-
-
-@dataclass(frozen=True)
-class Rebuilt:
-    """What a kind's decoder here makes of a request: the digest and the summary's
-    fields (as the server's one form names them)."""
-
-    digest: str
-    items: list[dict[str, Any]]
-    fee: list[dict[str, Any]] | None
-    chain_id: str | None = None
-    memo: str | None = None
-    raw: bool = False
-    message: bytes | None = None
-
-
-Decoder = Callable[[dict[str, Any], dict[str, Any], str], Rebuilt]
-
-
-def amount(denom: str, value: int, base: str | None, unit: str | None, decimals: int | None
-           ) -> dict[str, Any]:  # fmt: skip
-    """An amount as the approval shows it (the integer as decimal text)."""
-    out: dict[str, Any] = {"denom": denom, "amount": str(value), "base_unit": base or denom}
-    if unit is not None and decimals is not None:
-        whole, part = divmod(value, 10**decimals)
-        frac = f"{part:0{decimals}d}".rstrip("0") if decimals else ""
-        out["display"] = f"{whole}{'.' + frac if frac else ''} {unit}"
-    return out
-
-
-def item(type_: str, recipient: str | None, amounts: list[dict[str, Any]], **extra: Any
-         ) -> dict[str, Any]:  # fmt: skip
-    return {"type": type_, "recipient": recipient, "amounts": amounts, **extra}
 
 
 def message_record(data: bytes) -> dict[str, Any]:
@@ -99,12 +66,6 @@ def _safe(value: Any) -> Any:
     return value
 
 
-def _decoders() -> dict[tuple[str, str], Decoder]:
-    from chainkeys_client._verify_chains import DECODERS
-
-    return DECODERS
-
-
 def verify_approval(approval: Any) -> ApprovalCheck:
     """Check an approval (the JSON of `GET /approvals/{id}`, its `data`, or an
     `Approval`) against its raw request: the digest and the summary are rebuilt here
@@ -120,7 +81,7 @@ def verify_approval(approval: Any) -> ApprovalCheck:
     family, kind, signer = approval["family"], approval["kind"], approval["signer"]
     if not isinstance(signer, dict) or signer.get("multisig"):
         return ApprovalCheck(False, ["a multisig account's request is not verified here"])
-    decode = _decoders().get((family, kind))
+    decode = DECODERS.get((family, kind))
     if decode is None:
         return ApprovalCheck(False, [f"{family} {kind}: not verified by this client"])
     strange = networks.unknown(family, signer)

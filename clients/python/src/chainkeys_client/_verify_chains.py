@@ -18,7 +18,7 @@ from chainkeys_client._check_utxo import MAGIC, account_script, message_hash
 from chainkeys_client._utxo_tx import (
     Reader, bip143_sighash, legacy_sighash, p2pkh_script, parse_psbt, parse_tx, psbt_prevout,
 )  # fmt: skip
-from chainkeys_client._verify import Decoder, Rebuilt, amount, item
+from chainkeys_client._verify_records import Decoder, Rebuilt, amount, item
 from chainkeys_client._verify_networks import net_of, utxo_address
 
 # ---- Cosmos ---------------------------------------------------------------------------
