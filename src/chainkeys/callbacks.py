@@ -1,7 +1,7 @@
 """The `Chainkeys-Signature` header of every HTTP callback chainkeys makes or takes.
 
 Stripe's scheme: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`. The
-approvals webhook signs each event with it (approvals/webhook.py); the co-signer
+approvals webhook signs each event with it (webhooks/delivery.py); the co-signer
 (signing/cosigner.py) signs each question with it and must sign its answer the same
 way. A receiver recomputes the MAC over the raw bytes it got and refuses an old (or
 future) `t`, which stops a recorded message from being replayed. One place, so the

@@ -27,8 +27,6 @@ from tests.conftest import BACKENDS, backend_settings, drop_pg_database
 from chainkeys import clock
 from chainkeys.api import background
 from chainkeys.api.background import Task, supervise
-from chainkeys.approvals.repository import Outbox
-from chainkeys.approvals.webhook import Webhook
 from chainkeys.callbacks import HEADER
 from chainkeys.clock import now_ms
 from chainkeys.config import Settings
@@ -36,6 +34,8 @@ from chainkeys.store import migrate
 from chainkeys.store.backend import open_backend
 from chainkeys.store.tables import webhook_outbox
 from chainkeys.vault.gate import Gate
+from chainkeys.webhooks.delivery import Webhook
+from chainkeys.webhooks.outbox import Outbox
 
 
 def errors(task: str) -> float:

@@ -21,12 +21,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from chainkeys import metrics
-from chainkeys.approvals.webhook import Webhook
 from chainkeys.audit.chain import chain_round
 from chainkeys.bootstrap import Services
 from chainkeys.store.backend import Backend
 from chainkeys.vault.gate import Gate
 from chainkeys.vault.verify import verify_store
+from chainkeys.webhooks.delivery import Webhook
 
 log = logging.getLogger("chainkeys.background")
 MAX_BACKOFF_SECONDS = 60.0

@@ -59,7 +59,7 @@ def _policy_test(family: str) -> type[Struct]:
     """A dry run for one family, tagged by `family`: the account is named as the family's
     path names it, the kind is one of its sign endpoints."""
     kinds = sorted(kind.path for kind in FAMILIES[family].signers)
-    fields = [
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = [
         ("account", ACCOUNT_NAMES[family].type),
         (
             "kind",

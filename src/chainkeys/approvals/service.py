@@ -9,7 +9,7 @@ is also a compare-and-set on the row's state. Votes are per person (the token's
 label, compared after NFKC normalisation and case folding), on the digest the person
 saw, by approvers whose tokens may use the request's family. Each change is audited
 and, with a webhook configured, written to the outbox in the same transaction
-(approvals/webhook.py sends it). Signing at the quorum is the signing service's
+(webhooks/delivery.py sends it). Signing at the quorum is the signing service's
 (signing/service.py `complete`), as the requester if its token is still live; a
 revoked or expired requester's pending requests are cancelled by the sweeper. A rule
 with `"passkey": true` counts only votes signed by the person's enrolled credential

@@ -8,7 +8,7 @@ its failure, and the approved → signed move made inside the signing transactio
 Every move, a vote's too, runs in a transaction serialized on its request
 (`Tx.serialize`) as a compare-and-set on the row's state, and is audited and, with a
 webhook configured, queued in the outbox in that same transaction (`_changed`, with the
-approval as `record_of` shows it; approvals/webhook.py sends it). Its own module so the
+approval as `record_of` shows it; webhooks/delivery.py sends it). Its own module so the
 ends of a request, which the sweeper and the signing service rely on, read in one place
 apart from the people-facing checks of opening and voting.
 """
@@ -30,7 +30,6 @@ from chainkeys.approvals.repository import (
     SIGNED,
     ApprovalRow,
     Approvals,
-    Outbox,
     Vote,
     Votes,
 )
@@ -43,6 +42,7 @@ from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.gate import Gate, opened
+from chainkeys.webhooks.outbox import Outbox
 
 STUCK_MS: Final = 30_000  # an approved request not signed after this is signed again
 

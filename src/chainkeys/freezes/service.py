@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from chainkeys.approvals.repository import Outbox
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.chains.registry import FAMILIES
@@ -42,6 +41,7 @@ from chainkeys.text import printable
 from chainkeys.tokens.repository import Tenants
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.integrity import Integrity
+from chainkeys.webhooks.outbox import Outbox
 
 if TYPE_CHECKING:
     from chainkeys.accounts.lookup import AccountLookup

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from chainkeys.approvals.proofs import ADMINS, DECISIONS, Proof, change_challenge, person
-from chainkeys.approvals.repository import Outbox
 from chainkeys.audit.repository import Audit
 from chainkeys.audit.service import audit_event
 from chainkeys.clock import iso, now_ms
@@ -64,6 +63,7 @@ from chainkeys.store.backend import Backend
 from chainkeys.store.sql import Tx
 from chainkeys.tokens.service import Principal
 from chainkeys.vault.gate import Gate
+from chainkeys.webhooks.outbox import Outbox
 
 if TYPE_CHECKING:
     from chainkeys.approvals.passkeys import Passkeys

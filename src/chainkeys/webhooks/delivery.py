@@ -21,10 +21,10 @@ import urllib.error
 import urllib.request
 from typing import Any, Final
 
-from chainkeys.approvals.repository import Outbox
 from chainkeys.callbacks import HEADER, signature
 from chainkeys.clock import now_ms
 from chainkeys.store.backend import Backend
+from chainkeys.webhooks.outbox import Outbox
 
 log = logging.getLogger("chainkeys.webhook")
 CLAIM_MS: Final = 30_000

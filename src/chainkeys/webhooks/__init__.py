@@ -1,0 +1,1 @@
+"""Webhooks: the durable outbox of events and their delivery."""
