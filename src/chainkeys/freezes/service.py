@@ -22,7 +22,7 @@ import logging
 import secrets
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -43,8 +43,14 @@ from chainkeys.tokens.service import Principal
 from chainkeys.vault.integrity import Integrity
 from chainkeys.webhooks.outbox import Outbox
 
-if TYPE_CHECKING:
-    from chainkeys.accounts.lookup import AccountLookup
+
+class AccountRows(Protocol):
+    """What freezing an account reads: the account by name, as its token may see it (a
+    400 or 404 naming why otherwise). The account service is one (accounts/lookup.py):
+    named by what it does, so freezes, which accounts consult, import nothing of theirs."""
+
+    async def row(self, who: Principal, family: str, name: str) -> Any: ...
+
 
 log = logging.getLogger("chainkeys.freezes")
 ID_PREFIX: Final = "frz_"
@@ -143,7 +149,7 @@ class FreezeService:
     def __init__(
         self,
         db: Backend,
-        accounts: AccountLookup | None = None,  # what it reads: one account by name
+        accounts: AccountRows | None = None,
         webhook: bool = False,
         integrity: Integrity | None = None,
     ) -> None:
