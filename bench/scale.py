@@ -517,10 +517,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(
         prefix="chainkeys-scale-", dir=os.environ.get("BENCH_TMPDIR")
     ) as tmp:
-        for engine in engines:
+        for engine in engines:  # written after each engine: a long run keeps what it got
+            started = time.perf_counter()
             doc["engines"][engine] = run_engine(engine, args, Path(tmp))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "scale.json").write_text(json.dumps(doc, indent=2) + "\n")
+            doc["engines"][engine]["run_s"] = round(_lap(started), 1)
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "scale.json").write_text(json.dumps(doc, indent=2) + "\n")
     print(f"written: {args.out / 'scale.json'}")
 
 
