@@ -119,6 +119,34 @@ def generate(
         yield from pool.imap(_rows, jobs)
 
 
+def generate_spread(
+    tenant_ids: list[str], per_tenant: int, material: bytes, integrity: bytes, run: int = 50
+) -> Iterator[tuple[list[tuple[Any, ...]], list[str]]]:
+    """`per_tenant` Cosmos accounts in each of `tenant_ids`, made as `generate` makes them
+    but interleaved in runs of `run` (tenant 1's first run, tenant 2's, ..., then every
+    tenant's second run): a tenant's accounts spread over the table as years of creates
+    by many tenants leave them. Chunks of rows, each with the names of the first tenant's
+    accounts in it (all of them)."""
+    jobs = [
+        (tenant, min(run, per_tenant - start), material, 1 if i == 0 else run, integrity)
+        for start in range(0, per_tenant, run)
+        for i, tenant in enumerate(tenant_ids)
+    ]
+    first = tenant_ids[0]
+    rows: list[tuple[Any, ...]] = []
+    names: list[str] = []
+    with multiprocessing.get_context("spawn").Pool(os.cpu_count() or 1) as pool:
+        for job, (made, sampled) in zip(jobs, pool.imap(_rows, jobs, chunksize=8), strict=True):
+            rows += made
+            if job[0] == first:
+                names += sampled
+            if len(rows) >= CHUNK:
+                yield rows, names
+                rows, names = [], []
+    if rows:
+        yield rows, names
+
+
 def _issue_token(data_dir: Path, database_url: str | None, env: dict[str, str]) -> str:
     """`chainkeys init` (schema and master key), then `chainkeys token create`."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("CHAINKEYS_")}
