@@ -12,6 +12,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.long(130)]  # seconds (busy run): sc
 export_server = server_on("postgresql")
 
 
+@pytest.mark.timeout(600)  # `st run` itself is given 600 s: on a busy machine it took 250 s
 def test_every_phase(
     export_server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -12,6 +12,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.long(70)]  # seconds (busy run): sch
 export_server = server_on("sqlite")
 
 
+@pytest.mark.timeout(600)  # `st run` itself is given 600 s: on a busy machine it took 250 s
 def test_every_phase(
     export_server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -49,7 +49,7 @@ OWNERS: dict[str, set[str]] = {
     "wallet_multisigs": {"wallets/repository.py"},
     "audit_heads": {"audit/chain.py", "audit/rekey.py"},  # (rekey: a rotation's new links)
     "audit": {"audit/repository.py", "audit/chain.py", "audit/rekey.py", "vault/adoption.py"},
-    "webhook_outbox": {"approvals/repository.py", "vault/adoption.py"},
+    "webhook_outbox": {"webhooks/outbox.py", "vault/adoption.py"},
     "integrity_heads": {"vault/heads.py", "vault/adoption.py"},
     "freezes": {"freezes/repository.py", "freezes/service.py"},  # (service: its cache's name)
     "governance": {"governance/repository.py"},

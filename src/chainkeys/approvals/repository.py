@@ -14,7 +14,6 @@ from chainkeys.store.sql import Prepared, Tx, insert_new
 from chainkeys.store.tables import (
     approval_votes,
     approvals,
-    webhook_outbox,
 )
 from chainkeys.vault.gate import Gate
 from chainkeys.vault.heads import Loaded
@@ -72,7 +71,7 @@ class Vote:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-_a, _v, _o = approvals.c, approval_votes.c, webhook_outbox.c
+_a, _v = approvals.c, approval_votes.c
 _ROW_COLUMNS = [f.name for f in fields(ApprovalRow)]
 _SELECT = select(*(_a[name] for name in _ROW_COLUMNS))
 _INSERT = Prepared(insert(approvals), [n for n in _ROW_COLUMNS if n != "seq"])
