@@ -28,6 +28,7 @@ from tests.conftest import Server
 from tests.process.test_replicas import Deployment, race_transfers, replicas  # noqa: F401
 
 from chainkeys import clock
+from chainkeys.api.body import storable
 from chainkeys.governance.diff import policy_diff
 from chainkeys.policies.document import PolicyError, parse
 from chainkeys.store.tables import policy_totals, tenants
@@ -281,9 +282,9 @@ def test_a_limit_document_over_http_is_never_a_server_error(
 
 def _unspeakable(value: Any) -> bool:
     """Whether a text anywhere in `value` (a key too) holds NUL or an unpaired surrogate:
-    no chainkeys field takes one (api/body.py), so the body is refused whole."""
+    no chainkeys field takes one (api/body.py `storable`), so the body is refused whole."""
     if isinstance(value, str):
-        return "\x00" in value or any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+        return not storable(value)
     if isinstance(value, dict):
         return any(_unspeakable(k) or _unspeakable(v) for k, v in value.items())
     if isinstance(value, list):

@@ -174,9 +174,13 @@ def refuse_store(what: str | None = None) -> NoReturn:
     )
 
 
-def check_tenant(remote: Remote, tenant: str) -> None:
+def check_tenant(remote: Remote, tenant: str) -> dict[str, Any]:
     """The token decides the tenant on the server: a command naming another tenant is
-    refused rather than run on the token's."""
-    own = remote.call("GET", "/tokens/self")["tenant"]
-    if own != tenant:
-        _stop(f"the token is of tenant {own!r}, not {tenant!r}: use a token of {tenant!r}")
+    refused rather than run on the token's. The token as the server knows it (`GET
+    /tokens/self`: tenant, label, scopes, families)."""
+    own: dict[str, Any] = remote.call("GET", "/tokens/self")
+    if own["tenant"] != tenant:
+        _stop(
+            f"the token is of tenant {own['tenant']!r}, not {tenant!r}: use a token of {tenant!r}"
+        )
+    return own

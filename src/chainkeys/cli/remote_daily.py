@@ -112,7 +112,7 @@ def policy_test(remote: Remote, tenant: str, candidate: str, asked: dict[str, An
     the request as the token the command runs with (its scopes, families and label are
     what token conditions see; a "token" in the request file is not used, and stderr
     says so). Prints the decision as JSON; returns it (allow, deny or approval)."""
-    check_tenant(remote, tenant)
+    seen = check_tenant(remote, tenant)
     if asked.get("token") is not None:
         typer.echo(
             'chainkeys: with --url the server tries the request as your token: the "token" '
@@ -123,7 +123,6 @@ def policy_test(remote: Remote, tenant: str, candidate: str, asked: dict[str, An
     decided = remote.call(
         "POST", "/policy/test", {**body, "policy": msgspec.json.decode(candidate)}
     )
-    seen = remote.call("GET", "/tokens/self")
     token = {k: seen.get(k) for k in ("id", "label", "scopes", "families")}
     shown = {**decided, "token": token}
     typer.echo(msgspec.json.format(msgspec.json.encode(shown).decode(), indent=2))
